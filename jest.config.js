@@ -1,0 +1,15 @@
+// Jest runs the TypeScript sources as native ES modules (fauxqs is ESM-only), transformed by swc.
+// Type-checking is a separate step (`npm run typecheck`).
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', {
+      jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
+      module: { type: 'es6' },
+    }],
+  },
+  testMatch: ['<rootDir>/{lib,functions,cli,test,infra}/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.serverless/'],
+  testTimeout: 60000,
+};

@@ -1,0 +1,607 @@
+// The DynamoDB task store. A task is a partition `TASK#<id>` holding a header item, one item per file
+// and one item per distinct callback (the ledger, with the raw body). Each item of state is a join of
+// facts (lib/domain/task.ts), written with optimistic concurrency (read, join, put if the version is
+// unchanged). Counts stay exact under redelivery and crashes because every item remembers, as a token,
+// which callbacks it has absorbed until the callback's ledger entry exists; the ledger entry is written
+// last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
+// by later writes, so no item grows with the number of callbacks. See README "Worker and table design".
+import {
+  BatchGetItemCommand,
+  type BatchGetItemCommandOutput,
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  type AttributeValue,
+  type ConsumedCapacity,
+  type DynamoDBClient,
+  type QueryCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Callback } from '../../domain/callback.ts';
+import {
+  applyToFile,
+  applyToHeader,
+  deriveStatus,
+  fileNameOf,
+  fileState,
+  rankOf,
+  sortTimeOf,
+  toTask,
+  type FileRecord,
+  type FileState,
+  type FileTransition,
+  type Task,
+  type TaskHeader,
+  type TaskStatus,
+} from '../../domain/task.ts';
+import type {
+  ApplyResult,
+  Capacity,
+  DeliveredCallback,
+  QuarantineEntry,
+  StoredEvent,
+  TaskQuery,
+  TaskStore,
+  TaskSummary,
+} from '../../domain/task-store.ts';
+import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+
+type Item = Record<string, any>;
+type Key = { pk: string; sk: string };
+
+export interface DynamoTaskStoreOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Days a raw callback is kept before the TTL deletes it (default 90). */
+  rawEventTtlDays?: number;
+  /** Clock, for tests. */
+  now?: () => number;
+  /** Tokens an item may hold before a write checks which of them can go (default 4). */
+  pruneThreshold?: number;
+  /** Optimistic-concurrency attempts before giving up with a retryable error (default 25). */
+  maxAttempts?: number;
+}
+
+const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
+
+/** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
+export class ContentionError extends Error {
+  override name = 'ContentionError';
+}
+
+export class DynamoTaskStore implements TaskStore {
+  private readonly client: DynamoDBClient;
+  private readonly table: string;
+  private readonly ttlDays: number;
+  private readonly now: () => number;
+  private readonly pruneThreshold: number;
+  private readonly maxAttempts: number;
+
+  constructor(opts: DynamoTaskStoreOptions) {
+    this.client = opts.client;
+    this.table = opts.tableName;
+    this.ttlDays = opts.rawEventTtlDays ?? 90;
+    this.now = opts.now ?? Date.now;
+    this.pruneThreshold = opts.pruneThreshold ?? 4;
+    this.maxAttempts = opts.maxAttempts ?? 25;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Writes
+
+  async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
+    const cap: Capacity = { read: 0, write: 0 };
+    const cb = d.callback;
+    const pk = Keys.taskPk(cb.id);
+    const rank = rankOf(cb.timestamp, cb.key);
+    const eventKey: Key = { pk, sk: Keys.eventSk(rank) };
+    const headerKey: Key = { pk, sk: Keys.headerSk };
+    const fileName = fileNameOf(cb);
+    const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
+
+    if (d.signatureKey && !(await this.claimSignature(cb, d.signatureKey, cap))) {
+      const detail = 'this nonce, timestamp and signature came before with a different body';
+      await this.quarantineParsed(d, 'replayed_signature', detail, cap);
+      return { outcome: 'quarantined', reason: 'replayed_signature', detail, capacity: cap };
+    }
+
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > this.maxAttempts) throw new ContentionError(`task ${cb.id} stayed contended after ${this.maxAttempts} attempts`);
+      if (attempt > 1) await backoff(attempt);
+
+      const [fileItem, headerItem] = await this.getMany(fileKey ? [fileKey, headerKey] : [headerKey], cap);
+      const file = fileKey ? fileItem ?? null : null;
+      const header = fileKey ? headerItem ?? null : fileItem ?? null;
+
+      if (header && header.service !== cb.service) {
+        const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
+        await this.quarantineParsed(d, 'service_mismatch', detail, cap);
+        return { outcome: 'quarantined', reason: 'service_mismatch', detail, capacity: cap };
+      }
+
+      const fileHasToken = !!file?.inflight?.[cb.key];
+      const headerHasToken = !!header?.inflight?.[cb.key];
+      // The ledger is read after the items it guards: if a token was pruned before those reads, the
+      // ledger entry already existed, so this reads it and stops (see the module comment).
+      if ((fileKey && !fileHasToken) || !headerHasToken) {
+        if (await this.exists(eventKey, cap)) return { outcome: 'duplicate', capacity: cap };
+      }
+
+      let transition: FileTransition | null = null;
+      if (fileKey) {
+        if (fileHasToken) {
+          const t = file!.inflight[cb.key];
+          transition = { from: t.f ?? null, to: t.t ?? null };
+        } else {
+          const before = file ? fileFromItem(file) : null;
+          const after = applyToFile(before, cb);
+          transition = { from: fileState(before), to: fileState(after) };
+          const inflight = await this.pruneTokens(pk, file?.inflight, cap);
+          inflight[cb.key] = { r: rank, f: transition.from, t: transition.to };
+          const written = await this.putVersioned(fileToItem(fileKey, cb, after, inflight), file?.ver, cap);
+          if (!written) continue;
+        }
+      }
+
+      let status = header?.status as TaskStatus;
+      if (!headerHasToken) {
+        const applied = await this.applyHeader(headerKey, header, cb, rank, transition, eventKey, cap);
+        if (applied === 'conflict') continue;
+        if (applied === 'duplicate') return { outcome: 'duplicate', capacity: cap };
+        status = applied.status;
+      }
+
+      await this.putLedgerEntry(eventKey, d, fileName, cap);
+      return { outcome: 'applied', transition, status, capacity: cap };
+    }
+  }
+
+  /** Joins the callback into the header, retrying on conflicts without redoing the file. */
+  private async applyHeader(
+    headerKey: Key,
+    header: Item | null,
+    cb: Callback,
+    rank: string,
+    transition: FileTransition | null,
+    eventKey: Key,
+    cap: Capacity,
+  ): Promise<{ status: TaskStatus } | 'duplicate' | 'conflict'> {
+    let current = header;
+    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
+      if (attempt > 1) {
+        await backoff(attempt);
+        current = await this.get(headerKey, cap);
+        if (current?.inflight?.[cb.key]) return { status: current.status };
+        if (current && current.service !== cb.service) return 'conflict';
+        if (await this.exists(eventKey, cap)) return 'duplicate';
+      }
+      const before = current ? headerFromItem(current) : null;
+      const after = applyToHeader(before, cb, transition);
+      const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
+      inflight[cb.key] = rank;
+      if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap)) return { status: deriveStatus(after) };
+    }
+    throw new ContentionError(`task ${cb.id} header stayed contended after ${this.maxAttempts} attempts`);
+  }
+
+  /** Drops the tokens of callbacks whose ledger entry exists: they can never be applied again. */
+  private async pruneTokens(pk: string, inflight: Record<string, any> | undefined, cap: Capacity): Promise<Record<string, any>> {
+    const tokens = { ...(inflight ?? {}) };
+    const keys = Object.keys(tokens);
+    if (keys.length < this.pruneThreshold) return tokens;
+    const rankOfToken = (k: string) => (typeof tokens[k] === 'string' ? tokens[k] : tokens[k].r) as string;
+    const found = await this.getMany(keys.map((k) => ({ pk, sk: Keys.eventSk(rankOfToken(k)) })), cap, true);
+    keys.forEach((k, i) => {
+      if (found[i]) delete tokens[k];
+    });
+    return tokens;
+  }
+
+  private async claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
+    try {
+      const res = await this.client.send(new PutItemCommand({
+        TableName: this.table,
+        Item: marshall({
+          pk: Keys.signaturePk(cb.appKey, signatureKey),
+          sk: Keys.signatureSk,
+          eventKey: cb.key,
+          expiresAt: this.expiry(),
+        }),
+        ConditionExpression: 'attribute_not_exists(pk) OR eventKey = :k',
+        ExpressionAttributeValues: { ':k': { S: cb.key } },
+        ReturnConsumedCapacity: 'TOTAL',
+      }));
+      addCapacity(cap, res.ConsumedCapacity, 'write');
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+
+  private async putLedgerEntry(key: Key, d: DeliveredCallback, fileName: string | null, cap: Capacity): Promise<void> {
+    const cb = d.callback;
+    const item = {
+      ...key,
+      kind: 'event',
+      key: cb.key,
+      service: cb.service,
+      type: cb.type,
+      timestamp: cb.timestamp,
+      fileName,
+      receivedAt: d.receivedAt,
+      verdict: d.verdict,
+      mode: d.mode,
+      requestId: d.requestId,
+      messageId: d.messageId,
+      raw: d.raw,
+      expiresAt: this.expiry(),
+    };
+    try {
+      const res = await this.client.send(new PutItemCommand({
+        TableName: this.table,
+        Item: marshall(item, { removeUndefinedValues: true }),
+        ConditionExpression: 'attribute_not_exists(pk)',
+        ReturnConsumedCapacity: 'TOTAL',
+      }));
+      addCapacity(cap, res.ConsumedCapacity, 'write');
+    } catch (err) {
+      // Another delivery of the same callback finished first: its entry is as good as this one.
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+  }
+
+  async quarantine(entry: QuarantineEntry): Promise<Capacity> {
+    const cap: Capacity = { read: 0, write: 0 };
+    const res = await this.client.send(new PutItemCommand({
+      TableName: this.table,
+      Item: marshall({
+        pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+        sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+        kind: 'quarantine',
+        ...entry,
+        expiresAt: this.expiry(),
+      }, { removeUndefinedValues: true }),
+      ReturnConsumedCapacity: 'TOTAL',
+    }));
+    addCapacity(cap, res.ConsumedCapacity, 'write');
+    return cap;
+  }
+
+  private async quarantineParsed(d: DeliveredCallback, reason: QuarantineEntry['reason'], detail: string, cap: Capacity) {
+    const c = await this.quarantine({
+      reason,
+      detail,
+      service: d.callback.service,
+      raw: d.raw,
+      receivedAt: d.receivedAt,
+      verdict: d.verdict,
+      requestId: d.requestId,
+      messageId: d.messageId,
+      appKey: d.callback.appKey,
+      taskId: d.callback.id,
+    });
+    cap.read += c.read;
+    cap.write += c.write;
+  }
+
+  private expiry(): number {
+    return Math.floor(this.now() / 1000) + this.ttlDays * 86400;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Reads
+
+  async getTask(id: string): Promise<Task | null> {
+    const header = await this.get({ pk: Keys.taskPk(id), sk: Keys.headerSk }, { read: 0, write: 0 });
+    if (!header) return null;
+    const files: FileRecord[] = [];
+    for await (const item of this.queryAll({
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.filePrefix } },
+    })) {
+      files.push(fileFromItem(item));
+    }
+    return toTask(headerFromItem(header), files);
+  }
+
+  async listEvents(id: string): Promise<StoredEvent[]> {
+    const events: StoredEvent[] = [];
+    for await (const item of this.queryAll({
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.eventPrefix } },
+    })) {
+      events.push({
+        key: item.key,
+        type: item.type,
+        timestamp: item.timestamp,
+        receivedAt: item.receivedAt,
+        verdict: item.verdict,
+        requestId: item.requestId ?? null,
+        raw: item.raw,
+        expiresAt: item.expiresAt ?? null,
+      });
+    }
+    return events;
+  }
+
+  async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
+    const limit = query.limit ?? Infinity;
+    const until = query.until ?? this.now() + 366 * 86400_000;
+    const since = query.since ?? 0;
+    const streams: AsyncIterable<Key & { sortAt: number }>[] = [];
+    const range = { since, until };
+    if (query.sessionId) streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
+    else if (query.roomId) streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
+    else if (query.appKey) {
+      for (const status of query.status ? [query.status] : ALL_STATUSES) {
+        streams.push(this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range));
+      }
+    } else {
+      streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
+    }
+    let emitted = 0;
+    for await (const batch of batched(mergeNewestFirst(streams), 50)) {
+      const items = await this.getMany(batch.map((k) => ({ pk: k.pk, sk: k.sk })), { read: 0, write: 0 });
+      for (const item of items) {
+        if (!item) continue;
+        const summary = summaryFromItem(item);
+        if (query.appKey && summary.appKey !== query.appKey) continue;
+        if (query.status && summary.status !== query.status) continue;
+        if (query.roomId && summary.roomId !== query.roomId) continue;
+        yield summary;
+        if (++emitted >= limit) return;
+      }
+    }
+  }
+
+  async *listQuarantine(opts: { sinceDays?: number; limit?: number } = {}): AsyncIterable<QuarantineEntry> {
+    const days = opts.sinceDays ?? 7;
+    const limit = opts.limit ?? Infinity;
+    let emitted = 0;
+    for (let i = 0; i < days; i++) {
+      const day = dayOf(this.now() - i * 86400_000);
+      for await (const item of this.queryAll({
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: Keys.quarantinePk(day) } },
+        ScanIndexForward: false,
+      })) {
+        const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, ...entry } = item;
+        yield entry as QuarantineEntry;
+        if (++emitted >= limit) return;
+      }
+    }
+  }
+
+  /** Task keys from one index partition, newest first, within the time range. */
+  private async *indexKeys(index: string, pkAttr: string, value: string, range: { since: number; until: number }): AsyncIterable<Key & { sortAt: number }> {
+    for await (const item of this.queryAll({
+      IndexName: index,
+      KeyConditionExpression: `${pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+      ExpressionAttributeValues: { ':v': { S: value }, ':a': { N: String(range.since) }, ':b': { N: String(range.until) } },
+      ScanIndexForward: false,
+    })) {
+      yield { pk: item.pk, sk: item.sk, sortAt: item[SORT_AT] };
+    }
+  }
+
+  /** Every task, newest first, one day partition at a time. */
+  private async *dayKeys(range: { since: number; until: number }, maxDays: number | undefined): AsyncIterable<Key & { sortAt: number }> {
+    const lastDay = Math.min(range.until, this.now() + 86400_000);
+    const firstDay = maxDays !== undefined ? Math.max(range.since, lastDay - maxDays * 86400_000) : range.since;
+    for (let t = lastDay; t >= firstDay - 86400_000; t -= 86400_000) {
+      const day = dayOf(t);
+      if (day < dayOf(firstDay)) break;
+      yield* this.indexKeys(Index.byDay.name, Index.byDay.pk, Keys.dayGsi(day), range);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Low-level helpers
+
+  private async get(key: Key, cap: Capacity, projection?: string): Promise<Item | null> {
+    const res = await this.client.send(new GetItemCommand({
+      TableName: this.table,
+      Key: marshall(key),
+      ConsistentRead: true,
+      ReturnConsumedCapacity: 'TOTAL',
+      ...(projection ? { ProjectionExpression: projection } : {}),
+    }));
+    addCapacity(cap, res.ConsumedCapacity, 'read');
+    return res.Item ? unmarshall(res.Item) : null;
+  }
+
+  private async exists(key: Key, cap: Capacity): Promise<boolean> {
+    return (await this.get(key, cap, 'pk')) !== null;
+  }
+
+  /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
+  private async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
+    const found = new Map<string, Item>();
+    for (let i = 0; i < keys.length; i += 100) {
+      let request: Record<string, any> | undefined = {
+        [this.table]: {
+          Keys: keys.slice(i, i + 100).map((k) => marshall(k)),
+          ConsistentRead: true,
+          ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
+        },
+      };
+      for (let round = 0; request && Object.keys(request).length; round++) {
+        if (round > 0) await backoff(round + 1);
+        const res: BatchGetItemCommandOutput = await this.client.send(new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }));
+        for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
+        for (const raw of res.Responses?.[this.table] ?? []) {
+          const item = unmarshall(raw as Record<string, AttributeValue>);
+          found.set(`${item.pk}\u0000${item.sk}`, item);
+        }
+        request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
+        if (round > 20) throw new ContentionError('BatchGetItem left keys unprocessed after 20 rounds');
+      }
+    }
+    return keys.map((k) => found.get(`${k.pk}\u0000${k.sk}`) ?? null);
+  }
+
+  /** Puts an item if its version is still the one read (or it is still absent). */
+  private async putVersioned(item: Item, previousVersion: number | undefined, cap: Capacity): Promise<boolean> {
+    const version = (previousVersion ?? 0) + 1;
+    try {
+      const res = await this.client.send(new PutItemCommand({
+        TableName: this.table,
+        Item: marshall({ ...item, ver: version }, { removeUndefinedValues: true }),
+        ConditionExpression: previousVersion === undefined ? 'attribute_not_exists(pk)' : 'ver = :v',
+        ...(previousVersion === undefined ? {} : { ExpressionAttributeValues: { ':v': { N: String(previousVersion) } } }),
+        ReturnConsumedCapacity: 'TOTAL',
+      }));
+      addCapacity(cap, res.ConsumedCapacity, 'write');
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        cap.write += 1; // a failed condition still costs a write unit; DynamoDB does not report it here
+        return false;
+      }
+      throw err;
+    }
+  }
+
+  private async *queryAll(input: Omit<QueryCommandInput, 'TableName'>): AsyncIterable<Item> {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.client.send(new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }));
+      for (const raw of res.Items ?? []) yield unmarshall(raw);
+      start = res.LastEvaluatedKey;
+    } while (start);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Item mapping
+
+function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, string>): Item {
+  const status = deriveStatus(h);
+  const sortAt = sortTimeOf(h);
+  return {
+    ...key,
+    kind: 'task',
+    ...h,
+    status,
+    [SORT_AT]: sortAt,
+    g1pk: h.roomId ? Keys.roomGsi(h.roomId) : undefined,
+    g2pk: h.sessionId ? Keys.sessionGsi(h.sessionId) : undefined,
+    g3pk: Keys.appStatusGsi(h.appKey, status),
+    g4pk: Keys.dayGsi(dayOf(sortAt)),
+    inflight,
+  };
+}
+
+function headerFromItem(item: Item): TaskHeader {
+  return {
+    service: item.service,
+    id: item.id,
+    identRank: item.identRank,
+    appKey: item.appKey,
+    roomId: item.roomId ?? null,
+    sessionId: item.sessionId ?? null,
+    userId: item.userId ?? null,
+    mode: item.mode ?? null,
+    extra: item.extra ?? null,
+    configRank: item.configRank ?? null,
+    config: item.config ?? null,
+    startRank: item.startRank ?? null,
+    startedAt: item.startedAt ?? null,
+    startFileName: item.startFileName ?? null,
+    endRank: item.endRank ?? null,
+    endedAt: item.endedAt ?? null,
+    endOk: item.endOk ?? false,
+    startOrEndFailed: item.startOrEndFailed ?? false,
+    lastError: item.lastError ?? null,
+    firstAt: item.firstAt,
+    updatedAt: item.updatedAt,
+    eventCount: item.eventCount ?? 0,
+    fileCount: item.fileCount ?? 0,
+    pendingFiles: item.pendingFiles ?? 0,
+    failedFiles: item.failedFiles ?? 0,
+  };
+}
+
+function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, { r: string; f: FileState; t: FileState }>): Item {
+  return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
+}
+
+function fileFromItem(item: Item): FileRecord {
+  return {
+    fileName: item.fileName,
+    sizeRank: item.sizeRank ?? null,
+    size: item.size ?? null,
+    upload: item.upload ?? null,
+    firstFailureAt: item.firstFailureAt ?? null,
+    attempts: item.attempts ?? 0,
+  };
+}
+
+function summaryFromItem(item: Item): TaskSummary {
+  const h = headerFromItem(item);
+  return {
+    service: h.service,
+    id: h.id,
+    appKey: h.appKey,
+    roomId: h.roomId,
+    sessionId: h.sessionId,
+    userId: h.userId,
+    status: deriveStatus(h),
+    startedAt: h.startedAt,
+    endedAt: h.endedAt,
+    updatedAt: h.updatedAt,
+    sortAt: item[SORT_AT],
+    eventCount: h.eventCount,
+    fileCount: h.fileCount,
+    pendingFiles: h.pendingFiles,
+    failedFiles: h.failedFiles,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {
+  if (!consumed) return;
+  const units = consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
+  if (kind === 'read') cap.read += units;
+  else cap.write += units;
+}
+
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.min(200, 2 ** Math.min(attempt, 8)) * (0.5 + Math.random());
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function* batched<T>(source: AsyncIterable<T>, size: number): AsyncIterable<T[]> {
+  let batch: T[] = [];
+  for await (const x of source) {
+    batch.push(x);
+    if (batch.length >= size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length) yield batch;
+}
+
+/** Merges streams that are each sorted newest first into one stream sorted newest first. */
+async function* mergeNewestFirst<T extends { sortAt: number }>(streams: AsyncIterable<T>[]): AsyncIterable<T> {
+  if (streams.length === 1) {
+    yield* streams[0]!;
+    return;
+  }
+  const iters = streams.map((s) => s[Symbol.asyncIterator]());
+  const heads = await Promise.all(iters.map((it) => it.next()));
+  for (;;) {
+    let best = -1;
+    heads.forEach((h, i) => {
+      if (h.done) return;
+      if (best === -1 || h.value.sortAt > (heads[best]!.value as T).sortAt) best = i;
+    });
+    if (best === -1) return;
+    yield heads[best]!.value as T;
+    heads[best] = await iters[best]!.next();
+  }
+}

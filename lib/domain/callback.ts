@@ -1,0 +1,141 @@
+// The full parse the worker uses: one of the seven schemas, then a normalised `Callback` that the state
+// rules read. The raw body is kept untouched beside it.
+import * as v from 'valibot';
+import type { Service } from '../queue-message.ts';
+import { schemasByService, describeIssues } from './schemas.ts';
+import { eventKey } from './canonical.ts';
+
+export type CallbackType = 1 | 2 | 3 | 4;
+
+export interface UploadOutcome {
+  fileName: string;
+  ok: boolean;
+  code: number;
+  message: string | null;
+  url: string | null;
+}
+
+export interface Callback {
+  service: Service;
+  type: CallbackType;
+  /** recordId or imageId. */
+  id: string;
+  timestamp: number;
+  appKey: string;
+  roomId: string | null;
+  sessionId: string | null;
+  userId: string | null;
+  mode: number | null;
+  extra: string | null;
+  /** The status code; for a screenshot upload, the one its fileState implies (spec §7.2). */
+  code: number;
+  /** errorMessage; for a screenshot upload, fileMsg when present. */
+  message: string | null;
+  /** Start (and screenshot end) configuration, numeric strings turned into numbers. */
+  config: Record<string, unknown> | null;
+  /** The recording start's cached file name: kept in the task, not as a file. */
+  startFileName: string | null;
+  /** A file reported by a slice (2) or end (3) callback. */
+  file: { fileName: string; size: number | null } | null;
+  /** The outcome of an upload callback (4). */
+  upload: UploadOutcome | null;
+  /** Event identity: equal for bodies equal as JSON. */
+  key: string;
+  /** The body as received (parsed JSON), unknown fields included. */
+  body: Record<string, unknown>;
+}
+
+export type ParseResult =
+  | { ok: true; callback: Callback }
+  | { ok: false; errors: string[] };
+
+export const SCREENSHOT_UPLOAD_OK = '10000';
+
+const VALID_TYPES: Record<Service, readonly number[]> = { recording: [1, 2, 3, 4], screenshot: [1, 3, 4] };
+
+function typeOf(body: Record<string, unknown>): number | null {
+  const t = body.type;
+  if (typeof t === 'number') return t;
+  if (typeof t === 'string' && /^\s*\d+\s*$/.test(t)) return Number(t);
+  return null;
+}
+
+/** Parses a callback body (a JSON string or an already parsed value) for the given service. */
+export function parseCallback(service: Service, input: string | unknown): ParseResult {
+  let body: unknown = input;
+  if (typeof input === 'string') {
+    try {
+      body = JSON.parse(input);
+    } catch {
+      return { ok: false, errors: ['(body): not valid JSON'] };
+    }
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return { ok: false, errors: ['(body): must be a JSON object'] };
+  }
+  const raw = body as Record<string, unknown>;
+  const type = typeOf(raw);
+  if (type === null || !VALID_TYPES[service].includes(type)) {
+    return {
+      ok: false,
+      errors: [`type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${JSON.stringify(raw.type)}`],
+    };
+  }
+  const schema = schemasByService[service][type]!;
+  const parsed = v.safeParse(schema, raw);
+  if (!parsed.success) return { ok: false, errors: describeIssues(parsed.issues) };
+  return { ok: true, callback: normalise(service, type as CallbackType, parsed.output as Record<string, any>, raw) };
+}
+
+function normalise(service: Service, type: CallbackType, b: Record<string, any>, raw: Record<string, unknown>): Callback {
+  const recording = service === 'recording';
+  const cb: Callback = {
+    service,
+    type,
+    id: recording ? b.recordId : b.imageId,
+    timestamp: b.timestamp,
+    appKey: b.appKey,
+    roomId: b.roomId,
+    sessionId: b.sessionId,
+    userId: recording ? b.userId : null,
+    mode: recording ? b.mode : null,
+    extra: b.extra,
+    code: b.code,
+    message: b.errorMessage,
+    config: null,
+    startFileName: null,
+    file: null,
+    upload: null,
+    key: eventKey(raw),
+    body: raw,
+  };
+  if (type === 1 || (type === 3 && !recording)) cb.config = b.config ?? {};
+  if (type === 1 && recording) cb.startFileName = b.output?.fileName || null;
+  if ((type === 2 || type === 3) && recording) {
+    cb.file = { fileName: b.output.fileName, size: b.output.fileSize ?? null };
+  }
+  if (type === 4) {
+    const out = b.output;
+    if (recording) {
+      cb.upload = { fileName: out.fileName, ok: b.code === 200, code: b.code, message: b.errorMessage, url: out.fileUrl };
+    } else {
+      // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
+      // number (spec §7). Without a fileState, the callback's own code decides.
+      const state: string | null = out.fileState;
+      const ok = state !== null ? state.trim() === SCREENSHOT_UPLOAD_OK : b.code === 200;
+      const stateCode = state !== null && /^\s*-?\d+\s*$/.test(state) ? Number(state) : b.code;
+      cb.upload = {
+        fileName: out.fileName,
+        ok,
+        code: ok ? 200 : stateCode,
+        message: out.fileMsg ?? b.errorMessage,
+        url: out.fileUrl,
+      };
+      // The fileState decides, also for the callback's own code: lastError then agrees with the file's
+      // outcome even when a body's code contradicts its fileState.
+      cb.code = cb.upload.code;
+      cb.message = cb.upload.message;
+    }
+  }
+  return cb;
+}

@@ -1,0 +1,23 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * JSON with object keys sorted at every depth: two bodies are the same event when they are equal as
+ * JSON whatever their key order (CONTRACT §4), so identity is taken from this form.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  const parts: string[] = [];
+  for (const k of keys) {
+    const v = (value as Record<string, unknown>)[k];
+    if (v === undefined) continue;
+    parts.push(`${JSON.stringify(k)}:${canonicalJson(v)}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/** The event's identity: 128 bits of SHA-256 over the canonical JSON, as 32 hex characters. */
+export function eventKey(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex').slice(0, 32);
+}

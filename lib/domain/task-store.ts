@@ -1,0 +1,100 @@
+// The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
+// DynamoDB adapter behind it.
+import type { Callback } from './callback.ts';
+import type { FileTransition, Task, TaskStatus } from './task.ts';
+import type { Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+
+/** A parsed callback with what the receiver knows about its delivery. */
+export interface DeliveredCallback {
+  callback: Callback;
+  /** The body exactly as received. */
+  raw: string;
+  receivedAt: number;
+  verdict: SignatureVerdict;
+  mode: SignatureMode;
+  requestId: string | null;
+  messageId: string;
+  signatureKey: string | null;
+}
+
+export interface Capacity {
+  /** Read and write capacity units consumed, as DynamoDB reported them. */
+  read: number;
+  write: number;
+}
+
+export type ApplyResult =
+  | { outcome: 'applied'; transition: FileTransition | null; status: TaskStatus; capacity: Capacity }
+  | { outcome: 'duplicate'; capacity: Capacity }
+  | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
+
+export type QuarantineReason =
+  | 'invalid_callback'
+  | 'invalid_signature'
+  | 'replayed_signature'
+  | 'service_mismatch';
+
+export interface QuarantineEntry {
+  reason: QuarantineReason;
+  detail: string;
+  service: Service;
+  raw: string;
+  receivedAt: number;
+  verdict: SignatureVerdict;
+  requestId: string | null;
+  messageId: string;
+  appKey: string | null;
+  taskId: string | null;
+}
+
+export interface StoredEvent {
+  key: string;
+  type: number;
+  timestamp: number;
+  receivedAt: number;
+  verdict: SignatureVerdict;
+  requestId: string | null;
+  raw: string;
+  /** Epoch seconds after which DynamoDB's TTL may delete the raw callback. */
+  expiresAt: number | null;
+}
+
+export interface TaskSummary {
+  service: Service;
+  id: string;
+  appKey: string;
+  roomId: string | null;
+  sessionId: string | null;
+  userId: string | null;
+  status: TaskStatus;
+  startedAt: number | null;
+  endedAt: number | null;
+  updatedAt: number;
+  sortAt: number;
+  eventCount: number;
+  fileCount: number;
+  pendingFiles: number;
+  failedFiles: number;
+}
+
+export interface TaskQuery {
+  roomId?: string;
+  sessionId?: string;
+  appKey?: string;
+  status?: TaskStatus;
+  /** Epoch ms, inclusive, on the task's first callback time. */
+  since?: number;
+  until?: number;
+  limit?: number;
+}
+
+export interface TaskStore {
+  /** Applies one callback exactly once, whatever was applied before and in whatever order. */
+  applyCallback(input: DeliveredCallback): Promise<ApplyResult>;
+  /** Keeps a callback aside, never applied to a task. */
+  quarantine(entry: QuarantineEntry): Promise<Capacity>;
+  getTask(id: string): Promise<Task | null>;
+  listEvents(id: string): Promise<StoredEvent[]>;
+  listTasks(query: TaskQuery): AsyncIterable<TaskSummary>;
+  listQuarantine(opts?: { sinceDays?: number; limit?: number }): AsyncIterable<QuarantineEntry>;
+}

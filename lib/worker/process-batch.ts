@@ -1,0 +1,177 @@
+// The worker's logic: each SQS record is parsed in full and applied to its task exactly once. A record
+// that can never be applied (bad body, forged signature, replay) is quarantined and acknowledged, so it
+// is not retried forever; a record that failed for a transient reason is reported as a batch item
+// failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { parseCallback } from '../domain/callback.ts';
+import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
+import type { Logger } from '../log.ts';
+import type { QueuedCallback } from '../queue-message.ts';
+import { readRecord } from './read-record.ts';
+
+export interface WorkerDeps {
+  store: TaskStore;
+  log: Logger;
+  /** Records applied at the same time within one batch (default 5). */
+  concurrency?: number;
+  now?: () => number;
+}
+
+export type RecordOutcome = ApplyResult['outcome'] | 'failed';
+
+export async function processBatch(event: SQSEvent, deps: WorkerDeps): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
+  const records = event.Records ?? [];
+  const outcomes: RecordOutcome[] = new Array(records.length);
+  const failures: { itemIdentifier: string }[] = [];
+  const concurrency = Math.max(1, deps.concurrency ?? 5);
+  let next = 0;
+  const started = (deps.now ?? Date.now)();
+  const runOne = async () => {
+    while (next < records.length) {
+      const i = next++;
+      const record = records[i]!;
+      outcomes[i] = await processRecord(record, deps);
+      if (outcomes[i] === 'failed') failures.push({ itemIdentifier: record.messageId });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, records.length) }, runOne));
+  deps.log.info('batch_done', {
+    records: records.length,
+    failed: failures.length,
+    latencyMs: (deps.now ?? Date.now)() - started,
+  });
+  return { batchItemFailures: failures, outcomes };
+}
+
+export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promise<RecordOutcome> {
+  const started = (deps.now ?? Date.now)();
+  const read = readRecord(record);
+  if (!read.ok) {
+    // Without its service the body cannot be parsed; keep it aside as a screenshot or recording
+    // callback would be, rather than retrying it forever.
+    return quarantineUnparsed(record, deps, read.reason);
+  }
+  const msg = read.message;
+  const parsed = parseCallback(msg.service, msg.body);
+  if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
+  const cb = parsed.callback;
+  if (msg.verdict === 'invalid') {
+    return quarantine(msg, deps, 'invalid_signature', 'the signature did not match any configured secret', cb.appKey, cb.id);
+  }
+  try {
+    const result = await deps.store.applyCallback({
+      callback: cb,
+      raw: msg.body,
+      receivedAt: msg.receivedAt,
+      verdict: msg.verdict,
+      mode: msg.mode,
+      requestId: msg.requestId,
+      messageId: msg.messageId,
+      signatureKey: msg.signatureKey,
+    });
+    const common = {
+      messageId: msg.messageId,
+      service: cb.service,
+      appKey: cb.appKey,
+      id: cb.id,
+      type: cb.type,
+      eventKey: cb.key,
+      verdict: msg.verdict,
+      receiveCount: msg.receiveCount,
+      wcu: round(result.capacity.write),
+      rcu: round(result.capacity.read),
+      latencyMs: (deps.now ?? Date.now)() - started,
+    };
+    if (result.outcome === 'quarantined') {
+      deps.log.warn('callback_quarantined', { ...common, reason: result.reason, detail: result.detail });
+    } else {
+      deps.log.info('callback_applied', {
+        ...common,
+        outcome: result.outcome,
+        status: result.outcome === 'applied' ? result.status : undefined,
+      });
+      if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
+        deps.log.warn('upload_failed', {
+          service: cb.service,
+          appKey: cb.appKey,
+          id: cb.id,
+          fileName: cb.upload?.fileName,
+          code: cb.upload?.code,
+        });
+      }
+    }
+    return result.outcome;
+  } catch (err) {
+    deps.log.error('callback_failed', {
+      messageId: msg.messageId,
+      service: cb.service,
+      id: cb.id,
+      type: cb.type,
+      receiveCount: msg.receiveCount,
+      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+    });
+    return 'failed';
+  }
+}
+
+async function quarantine(
+  msg: QueuedCallback,
+  deps: WorkerDeps,
+  reason: 'invalid_callback' | 'invalid_signature',
+  detail: string,
+  appKey: string | null,
+  taskId: string | null,
+): Promise<RecordOutcome> {
+  try {
+    const capacity: Capacity = await deps.store.quarantine({
+      reason,
+      detail,
+      service: msg.service,
+      raw: msg.body,
+      receivedAt: msg.receivedAt,
+      verdict: msg.verdict,
+      requestId: msg.requestId,
+      messageId: msg.messageId,
+      appKey: appKey ?? (msg.appKey || null),
+      taskId,
+    });
+    deps.log.warn('callback_quarantined', {
+      messageId: msg.messageId,
+      service: msg.service,
+      appKey: appKey ?? msg.appKey,
+      id: taskId ?? undefined,
+      reason,
+      detail,
+      wcu: round(capacity.write),
+    });
+    return 'quarantined';
+  } catch (err) {
+    deps.log.error('callback_failed', { messageId: msg.messageId, reason, error: err instanceof Error ? err.message : String(err) });
+    return 'failed';
+  }
+}
+
+async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: string): Promise<RecordOutcome> {
+  return quarantine(
+    {
+      messageId: record.messageId,
+      body: record.body ?? '',
+      service: 'recording',
+      appKey: '',
+      receivedAt: Number(record.attributes?.SentTimestamp) || (deps.now ?? Date.now)(),
+      requestId: null,
+      verdict: 'missing',
+      mode: 'enforce',
+      signatureKey: null,
+    },
+    deps,
+    'invalid_callback',
+    detail,
+    null,
+    null,
+  );
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}

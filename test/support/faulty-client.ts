@@ -1,0 +1,36 @@
+// A DynamoDB client whose Nth write fails: before it reaches the table (the write is lost) or after
+// (the write is done but the caller sees an error, as with a time-out or a crash). Emulators cannot
+// produce these faults on demand, so this wraps the real client rather than replacing it.
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
+const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand']);
+
+export interface FaultPlan {
+  /** 1-based index of the write to fail; 0 never. */
+  failWrite: number;
+  when: 'before' | 'after';
+}
+
+export function faultyClient(client: DynamoDBClient, plan: FaultPlan): { client: DynamoDBClient; writes(): number; fired(): boolean } {
+  let writes = 0;
+  let fired = false;
+  const send = client.send.bind(client) as (command: any) => Promise<any>;
+  const wrapped = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return async (command: any) => {
+        const isWrite = WRITES.has(command?.constructor?.name);
+        if (!isWrite) return send(command);
+        writes += 1;
+        if (!fired && writes === plan.failWrite) {
+          fired = true;
+          if (plan.when === 'before') throw Object.assign(new Error('injected fault before write'), { name: 'InjectedFault' });
+          await send(command).catch(() => undefined);
+          throw Object.assign(new Error('injected fault after write'), { name: 'InjectedFault' });
+        }
+        return send(command);
+      };
+    },
+  });
+  return { client: wrapped, writes: () => writes, fired: () => fired };
+}

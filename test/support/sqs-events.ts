@@ -1,0 +1,47 @@
+// SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { Attr, type Service, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
+
+let counter = 0;
+
+export interface RecordOptions {
+  messageId?: string;
+  verdict?: SignatureVerdict;
+  mode?: SignatureMode;
+  signatureKey?: string;
+  receivedAt?: number;
+  receiveCount?: number;
+}
+
+export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
+  const raw = typeof body === 'string' ? body : JSON.stringify(body);
+  const s = (v: string) => ({ stringValue: v, dataType: 'String', stringListValues: [], binaryListValues: [] });
+  const attrs: SQSRecord['messageAttributes'] = {
+    [Attr.service]: s(service),
+    [Attr.receivedAt]: { stringValue: String(opts.receivedAt ?? 1763800000000), dataType: 'Number', stringListValues: [], binaryListValues: [] },
+    [Attr.verdict]: s(opts.verdict ?? 'valid'),
+    [Attr.mode]: s(opts.mode ?? 'enforce'),
+    [Attr.requestId]: s(`req-${counter}`),
+  };
+  if (opts.signatureKey) attrs[Attr.signatureKey] = s(opts.signatureKey);
+  return {
+    messageId: opts.messageId ?? `msg-${++counter}`,
+    receiptHandle: `rh-${counter}`,
+    body: raw,
+    attributes: {
+      ApproximateReceiveCount: String(opts.receiveCount ?? 1),
+      SentTimestamp: String(opts.receivedAt ?? 1763800000000),
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: String(opts.receivedAt ?? 1763800000000),
+    },
+    messageAttributes: attrs,
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:callbacks',
+    awsRegion: 'us-east-1',
+  };
+}
+
+export function sqsEvent(records: SQSRecord[]): SQSEvent {
+  return { Records: records };
+}
