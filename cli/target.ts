@@ -1,0 +1,185 @@
+// Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
+// (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+
+export const SERVICE_NAME = 'rtc-callbacks-receiver';
+export const DATA_DIR = '.data';
+export const STACK_FILE = 'stack.json';
+
+/** What `callbacks dev` writes so that other commands in the same folder find it. */
+export interface LocalStackInfo {
+  pid: number;
+  url: string;
+  dynamoEndpoint: string;
+  sqsEndpoint: string;
+  region: string;
+  tableName: string;
+  queueUrl: string;
+  dlqUrl: string;
+  dataDir: string | null;
+  startedAt: string;
+}
+
+export interface QueueDepth {
+  visible: number;
+  inFlight: number;
+  delayed: number;
+}
+
+export interface Target {
+  /** One sentence naming what is targeted, for messages. */
+  describe: string;
+  kind: 'local' | 'aws';
+  tableName: string;
+  region: string;
+  queueUrl: string | null;
+  dlqUrl: string | null;
+  dynamo: DynamoDBClient;
+  sqs: SQSClient;
+  tasks: DynamoTaskStore;
+  queue: { depth(): Promise<QueueDepth> };
+  dlq: { depth(): Promise<QueueDepth> };
+  close(): Promise<void>;
+}
+
+export interface TargetOptions {
+  stage?: string;
+  region?: string;
+  /** Folder whose `.data/stack.json` names the local stack (default: the current folder). */
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class TargetError extends Error {
+  override name = 'TargetError';
+}
+
+export function stackFilePath(cwd = process.cwd()): string {
+  return join(resolve(cwd), DATA_DIR, STACK_FILE);
+}
+
+export function readLocalStack(cwd?: string): LocalStackInfo | null {
+  const file = stackFilePath(cwd);
+  if (!existsSync(file)) return null;
+  try {
+    const info = JSON.parse(readFileSync(file, 'utf8')) as LocalStackInfo;
+    // A stack file left by a process that is gone is not a running stack.
+    try {
+      process.kill(info.pid, 0);
+    } catch {
+      return null;
+    }
+    return info;
+  } catch {
+    return null;
+  }
+}
+
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
+  const env = opts.env ?? process.env;
+  if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
+  if (env.TASKS_TABLE) {
+    return openAws({
+      tableName: env.TASKS_TABLE,
+      region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
+      queueUrl: env.QUEUE_URL ?? null,
+      dlqUrl: env.DLQ_URL ?? null,
+      describe: `table ${env.TASKS_TABLE}`,
+    });
+  }
+  const local = readLocalStack(opts.cwd);
+  if (!local) {
+    throw new TargetError(
+      `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage nor TASKS_TABLE names a deployed one`,
+    );
+  }
+  return openLocal(local);
+}
+
+export function openLocal(local: LocalStackInfo): Target {
+  const dynamo = new DynamoDBClient({ endpoint: local.dynamoEndpoint, region: local.region, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
+  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
+  return assemble({
+    kind: 'local',
+    describe: `the local stack at ${local.url} (table ${local.tableName})`,
+    tableName: local.tableName,
+    region: local.region,
+    queueUrl: local.queueUrl,
+    dlqUrl: local.dlqUrl,
+    dynamo,
+    sqs,
+  });
+}
+
+async function openDeployed(stage: string, region: string | undefined, env: NodeJS.ProcessEnv): Promise<Target> {
+  const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
+  const tableName = `${service}-${stage}-tasks`;
+  if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
+  const sqs = new SQSClient({ region, maxAttempts: 3 });
+  const urlOf = async (name: string) => {
+    try {
+      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
+    } catch (err) {
+      throw new TargetError(`cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${oneLine(err)}`);
+    }
+  };
+  const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
+  const dlqUrl = await urlOf(`${service}-${stage}-callbacks-dlq`);
+  sqs.destroy();
+  return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
+}
+
+async function openAws(o: { tableName: string; region: string | undefined; queueUrl: string | null; dlqUrl: string | null; describe: string }): Promise<Target> {
+  if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
+  const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
+  const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
+  try {
+    await dynamo.send(new DescribeTableCommand({ TableName: o.tableName }));
+  } catch (err) {
+    dynamo.destroy();
+    sqs.destroy();
+    throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${oneLine(err)}`);
+  }
+  return assemble({ kind: 'aws', describe: o.describe, tableName: o.tableName, region: o.region, queueUrl: o.queueUrl, dlqUrl: o.dlqUrl, dynamo, sqs });
+}
+
+function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target {
+  const depthOf = (url: string | null, name: string) => async (): Promise<QueueDepth> => {
+    if (!url) throw new TargetError(`${t.describe}: no ${name} URL is known (set ${name === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'})`);
+    const res = await t.sqs.send(new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+    }));
+    const a = res.Attributes ?? {};
+    return {
+      visible: Number(a.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  };
+  return {
+    ...t,
+    tasks: new DynamoTaskStore({ client: t.dynamo, tableName: t.tableName }),
+    queue: { depth: depthOf(t.queueUrl, 'queue') },
+    dlq: { depth: depthOf(t.dlqUrl, 'dead-letter queue') },
+    async close() {
+      t.dynamo.destroy();
+      t.sqs.destroy();
+    },
+  };
+}
+
+/** An AWS error as one short sentence, never a stack trace. */
+export function oneLine(err: unknown): string {
+  if (err instanceof Error) {
+    const name = err.name && err.name !== 'Error' ? `${err.name}: ` : '';
+    return `${name}${err.message}`.split('\n')[0]!;
+  }
+  return String(err);
+}

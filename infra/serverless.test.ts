@@ -1,0 +1,488 @@
+// Packages the service exactly as a deploy would (`npm run build`, then `serverless package`), offline and
+// without AWS credentials, and checks the CloudFormation template it produces: every resource the
+// deployment relies on, its key settings, each function's IAM statements, the routes, and that the code
+// osls uploads is the esbuild bundle.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inflateRawSync } from 'node:zlib';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const service = 'rtc-callbacks-receiver';
+const stage = 'ci';
+const region = 'eu-west-1';
+const functionNames = ['ingest', 'worker'] as const;
+
+type Json = any;
+interface Resource {
+  Type: string;
+  Properties: Json;
+  DependsOn?: string | string[];
+  Condition?: string;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+}
+interface Template {
+  Resources: Record<string, Resource>;
+  Outputs: Record<string, { Value: Json }>;
+  Parameters: Record<string, Json>;
+  Conditions: Record<string, Json>;
+}
+interface Statement {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Resource: Json;
+  Condition?: Json;
+}
+
+let template: Template;
+let state: Json;
+let packageDir: string;
+let networkAttempts: string;
+
+/** Runs with no AWS credentials or configuration at all, and records any attempt to open a network connection. */
+function offlineEnv(networkLog: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('AWS_') && !key.startsWith('SLS_') && !key.startsWith('SERVERLESS_')) env[key] = value;
+  }
+  const preload = join(packageDir, 'deny-network.mjs');
+  writeFileSync(
+    preload,
+    `import net from 'node:net'; import { appendFileSync } from 'node:fs';
+const connect = net.Socket.prototype.connect;
+net.Socket.prototype.connect = function (...args) {
+  const first = Array.isArray(args[0]) ? args[0][0] : args[0];
+  const o = typeof first === 'object' && first !== null ? first : { port: first, host: args[1] };
+  if (!o.path) appendFileSync(${JSON.stringify(networkLog)}, (o.host ?? 'localhost') + ':' + o.port + '\\n');
+  return connect.apply(this, args);
+};\n`,
+  );
+  return {
+    ...env,
+    AWS_SHARED_CREDENTIALS_FILE: join(packageDir, 'no-credentials'),
+    AWS_CONFIG_FILE: join(packageDir, 'no-config'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    NODE_OPTIONS: `--import=${preload}`,
+  };
+}
+
+beforeAll(() => {
+  packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
+  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
+  const networkLog = join(packageDir, 'network.log');
+  writeFileSync(networkLog, '');
+  const out = join(packageDir, 'out');
+  execFileSync(
+    process.execPath,
+    [
+      join(root, 'node_modules/osls/bin/serverless.js'),
+      'package',
+      '--stage', stage,
+      '--region', region,
+      '--package', out,
+      '--param', 'signatureMode=report',
+      '--param', 'alarmEmail=ops@example.com',
+    ],
+    { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  networkAttempts = readFileSync(networkLog, 'utf8');
+  template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
+  state = JSON.parse(readFileSync(join(out, 'serverless-state.json'), 'utf8'));
+}, 180_000);
+
+afterAll(() => {
+  if (packageDir) rmSync(packageDir, { recursive: true, force: true });
+});
+
+function resource(logicalId: string, type: string): Resource {
+  const r = template.Resources[logicalId];
+  if (!r) throw new Error(`resource ${logicalId} is missing from the template`);
+  expect(r.Type).toBe(type);
+  return r;
+}
+
+function resourcesOfType(type: string): Array<[string, Resource]> {
+  return Object.entries(template.Resources).filter(([, r]) => r.Type === type);
+}
+
+function statementsOf(roleId: string): Statement[] {
+  const role = resource(roleId, 'AWS::IAM::Role');
+  expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  return role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement as Statement[]);
+}
+
+const sqsOperations = ['SendMessage', 'SendMessageBatch', 'ReceiveMessage', 'DeleteMessage', 'DeleteMessageBatch', 'ChangeMessageVisibility', 'ChangeMessageVisibilityBatch', 'GetQueueUrl', 'GetQueueAttributes', 'PurgeQueue', 'StartMessageMoveTask'] as const;
+const dynamoOperations = ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'Query', 'Scan', 'TransactGetItems', 'TransactWriteItems', 'ExecuteStatement', 'BatchExecuteStatement', 'ExecuteTransaction'] as const;
+
+const actions = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]).slice().sort();
+const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
+const ref = (id: string) => ({ Ref: id });
+
+describe('packaging', () => {
+  test('runs offline, without AWS credentials', () => {
+    expect(networkAttempts).toBe(''); // no connection attempted (see offlineEnv)
+    expect(Object.keys(template.Resources).length).toBeGreaterThan(20);
+  });
+
+  test('each function ships the zip of its esbuild bundle: index.mjs exporting handler', () => {
+    for (const name of functionNames) {
+      const fn = state.service.functions[name];
+      expect(fn.handler).toBe('index.handler');
+      expect(fn.package.artifact).toBe(`dist/${name}.zip`);
+      const code = template.Resources[`${name[0]!.toUpperCase()}${name.slice(1)}LambdaFunction`]!.Properties.Code;
+      expect(basename(code.S3Key)).toBe(`${name}.zip`);
+
+      const entries = readZip(readFileSync(join(root, 'dist', `${name}.zip`)));
+      expect([...entries.keys()]).toEqual(['index.mjs']);
+      const bundle = readFileSync(join(root, 'dist', name, 'index.mjs'));
+      expect(entries.get('index.mjs')!.equals(bundle)).toBe(true);
+      expect(bundle.toString('utf8')).toMatch(/export\s*\{[^}]*\bas handler\b[^}]*\}|export\s*\{[^}]*\bhandler\b[^}]*\}/);
+    }
+  });
+});
+
+describe('functions', () => {
+  test('ingest: nodejs24.x on arm64, its own role, the secrets extension layer and its settings', () => {
+    const fn = resource('IngestLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Handler).toBe('index.handler');
+    expect(fn.MemorySize).toBe(256);
+    expect(fn.Timeout).toBe(6);
+    expect(fn.Role).toEqual(getAtt('IngestRole'));
+    expect(fn.Layers).toEqual([
+      { 'Fn::Sub': '{{resolve:ssm:/aws/service/aws-parameters-and-secrets-lambda-extension/arm64/latest}}' },
+    ]);
+    expect(fn.Environment.Variables).toEqual({
+      QUEUE_URL: ref('CallbackQueue'),
+      SIGNATURE_MODE: ref('SignatureMode'),
+      SIGNATURE_TOLERANCE_S: '300',
+      MAX_BODY_BYTES: '65536',
+      CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
+      SECRETS_REFRESH_S: '300',
+      LOG_LEVEL: ref('LogLevel'),
+      SSM_PARAMETER_STORE_TTL: '60',
+    });
+  });
+
+  test('worker: nodejs24.x on arm64, its own role, the table and its settings', () => {
+    const fn = resource('WorkerLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Handler).toBe('index.handler');
+    expect(fn.MemorySize).toBe(256);
+    expect(fn.Timeout).toBe(30);
+    expect(fn.Role).toEqual(getAtt('WorkerRole'));
+    expect(fn.Layers).toBeUndefined();
+    expect(fn.Environment.Variables).toEqual({
+      TASKS_TABLE: ref('TasksTable'),
+      RAW_EVENT_TTL_DAYS: '90',
+      LOG_LEVEL: ref('LogLevel'),
+    });
+  });
+
+  test('stage parameters become the deploy-time defaults, checked by CloudFormation', () => {
+    expect(template.Parameters.SignatureMode).toMatchObject({ Default: 'report', AllowedValues: ['enforce', 'report', 'off'] });
+    expect(template.Parameters.CallbackSecretsParamName.Default).toBe(`/${service}/${stage}/callback-secrets`);
+    expect(new RegExp(template.Parameters.CallbackSecretsParamName.AllowedPattern).test('no-leading-slash')).toBe(false);
+    expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
+    expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
+    expect(template.Parameters.LogLevel.Default).toBe('info');
+  });
+
+  test('the function log groups and the access log keep 30 days', () => {
+    const groups = resourcesOfType('AWS::Logs::LogGroup');
+    expect(groups.map(([id]) => id).sort()).toEqual(['HttpApiLogGroup', 'IngestLogGroup', 'WorkerLogGroup']);
+    for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
+    expect(resource('IngestLogGroup', 'AWS::Logs::LogGroup').Properties.LogGroupName).toBe(`/aws/lambda/${service}-${stage}-ingest`);
+  });
+});
+
+describe('IAM', () => {
+  test('each function has its own role and osls creates no shared one', () => {
+    expect(template.Resources.IamRoleLambdaExecution).toBeUndefined();
+    expect(resourcesOfType('AWS::IAM::Role').map(([id]) => id).sort()).toEqual(['IngestRole', 'WorkerRole']);
+    for (const id of ['IngestRole', 'WorkerRole']) {
+      expect(resource(id, 'AWS::IAM::Role').Properties.AssumeRolePolicyDocument.Statement).toEqual([
+        { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
+      ]);
+    }
+  });
+
+  test('ingest: own logs, SendMessage on the main queue, its one parameter and its decryption', () => {
+    const statements = statementsOf('IngestRole');
+    const parameterArn = { 'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CallbackSecretsParamName}' };
+    expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
+      [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('IngestLogGroup')],
+      [['sqs:SendMessage'], getAtt('CallbackQueue')],
+      [['ssm:GetParameter'], parameterArn],
+      [['kms:Decrypt'], { 'Fn::Sub': 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*' }],
+    ]);
+    // A key is matched by its use: only through Parameter Store, only for this parameter.
+    expect(statements[3]!.Condition).toEqual({
+      StringEquals: {
+        'kms:ViaService': { 'Fn::Sub': 'ssm.${AWS::Region}.${AWS::URLSuffix}' },
+        'kms:EncryptionContext:PARAMETER_ARN': parameterArn,
+      },
+    });
+  });
+
+  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table', () => {
+    const statements = statementsOf('WorkerRole');
+    expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
+      [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
+      [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
+      [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
+    ]);
+  });
+
+  test('each role grants exactly the SQS and DynamoDB operations its bundle can call', () => {
+    const granted = (roleId: string, prefix: string) =>
+      statementsOf(roleId).flatMap(actions).filter((a) => a.startsWith(`${prefix}:`)).map((a) => a.slice(prefix.length + 1)).sort();
+    // An SDK v3 command keeps its operation name as a string literal, even minified.
+    const callable = (name: string, operations: readonly string[]) => {
+      const code = readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
+      return operations.filter((op) => code.includes(`"${op}"`)).sort();
+    };
+    expect(callable('ingest', sqsOperations)).toEqual(granted('IngestRole', 'sqs'));
+    expect(callable('ingest', dynamoOperations)).toEqual([]);
+    // The ingest reads its secrets through the Lambda extension: no SSM client in the bundle.
+    expect(callable('ingest', ['GetParameter', 'GetParameters'])).toEqual([]);
+    // The worker's own SQS calls: none (the event source mapping polls and deletes, with the role's SQS grants).
+    expect(callable('worker', sqsOperations)).toEqual([]);
+    // The task store class is shared with the CLI, whose listings Query the indexes: the worker never does.
+    expect(callable('worker', dynamoOperations).filter((op) => op !== 'Query')).toEqual(granted('WorkerRole', 'dynamodb'));
+  });
+
+  test('no statement allows "*" actions or resources, and every statement allows', () => {
+    for (const id of ['IngestRole', 'WorkerRole']) {
+      for (const s of statementsOf(id)) {
+        expect(s.Effect).toBe('Allow');
+        for (const a of actions(s)) expect(a).not.toMatch(/\*/);
+        const resources = Array.isArray(s.Resource) ? s.Resource : [s.Resource];
+        for (const r of resources) {
+          expect(r).not.toBe('*');
+          if (typeof r === 'string') expect(r).toMatch(/^arn:/);
+        }
+      }
+    }
+  });
+});
+
+describe('HTTP API', () => {
+  test('the two callback routes and $default all reach the ingest, payload format 2.0', () => {
+    const routes = resourcesOfType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    expect(routes.map((r) => r.RouteKey).sort()).toEqual(['$default', 'POST /callbacks/recording', 'POST /callbacks/screenshot']);
+    for (const r of routes) {
+      expect(r.Target).toEqual({ 'Fn::Join': ['/', ['integrations', ref('HttpApiIntegrationIngest')]] });
+      expect(r.AuthorizationType).toBeUndefined();
+    }
+    const integrations = resourcesOfType('AWS::ApiGatewayV2::Integration');
+    expect(integrations).toHaveLength(1);
+    expect(integrations[0]![1].Properties).toMatchObject({
+      IntegrationType: 'AWS_PROXY',
+      IntegrationUri: getAtt('IngestLambdaFunction'),
+      PayloadFormatVersion: '2.0',
+    });
+    const permission = resource('IngestLambdaPermissionHttpApi', 'AWS::Lambda::Permission').Properties;
+    expect(permission).toMatchObject({ Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com' });
+  });
+
+  test('routes are throttled: each callback route by the stage parameters, the rest tightly', () => {
+    const stageResource = resource('HttpApiStage', 'AWS::ApiGatewayV2::Stage');
+    const props = stageResource.Properties;
+    expect(props.StageName).toBe('$default');
+    expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
+    for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
+      expect(props.RouteSettings[key]).toEqual({ ThrottlingRateLimit: ref('CallbackRateLimit'), ThrottlingBurstLimit: ref('CallbackBurstLimit') });
+    }
+    expect(stageResource.DependsOn).toEqual(expect.arrayContaining(['HttpApiRoutePostCallbacksRecording', 'HttpApiRoutePostCallbacksScreenshot']));
+    expect(template.Parameters.CallbackRateLimit.Default).toBe('100');
+    expect(template.Parameters.CallbackBurstLimit.Default).toBe('200');
+  });
+
+  test('access logs: one JSON object per request, numeric status', () => {
+    const settings = resource('HttpApiStage', 'AWS::ApiGatewayV2::Stage').Properties.AccessLogSettings;
+    expect(settings.DestinationArn).toEqual(getAtt('HttpApiLogGroup'));
+    const sample = JSON.parse(settings.Format.replace('$context.status', '429').replace(/\$context\.[A-Za-z.]+/g, 'x'));
+    expect(sample).toMatchObject({ requestId: 'x', routeKey: 'x', status: 429 });
+  });
+});
+
+describe('queues', () => {
+  test('main queue: encrypted, 4 days, redrive after 5 receives, visibility six times the worker time-out', () => {
+    const q = resource('CallbackQueue', 'AWS::SQS::Queue').Properties;
+    const workerTimeout = template.Resources.WorkerLambdaFunction!.Properties.Timeout;
+    expect(q.QueueName).toBe(`${service}-${stage}-callbacks`);
+    expect(q.VisibilityTimeout).toBe(6 * workerTimeout);
+    expect(q.MessageRetentionPeriod).toBe(4 * 24 * 3600);
+    expect(q.SqsManagedSseEnabled).toBe(true);
+    expect(q.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt('CallbackDeadLetterQueue'), maxReceiveCount: 5 });
+  });
+
+  test('dead-letter queue: encrypted, 14 days, a dead-letter queue for the main queue only', () => {
+    const dlq = resource('CallbackDeadLetterQueue', 'AWS::SQS::Queue').Properties;
+    expect(dlq.QueueName).toBe(`${service}-${stage}-callbacks-dlq`);
+    expect(dlq.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+    expect(dlq.SqsManagedSseEnabled).toBe(true);
+    expect(dlq.RedriveAllowPolicy).toEqual({
+      redrivePermission: 'byQueue',
+      sourceQueueArnList: [{ 'Fn::Sub': `arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:${service}-${stage}-callbacks` }],
+    });
+  });
+
+  test('both queues refuse unencrypted transport', () => {
+    const policy = resource('CallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties;
+    expect(policy.Queues).toEqual([ref('CallbackQueue'), ref('CallbackDeadLetterQueue')]);
+    expect(policy.PolicyDocument.Statement).toEqual([
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    ]);
+  });
+
+  test('event source mapping: partial batch failures, batch size, batching window, maximum concurrency', () => {
+    const mappings = resourcesOfType('AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(1);
+    expect(mappings[0]![1].Properties).toEqual({
+      EventSourceArn: getAtt('CallbackQueue'),
+      FunctionName: getAtt('WorkerLambdaFunction'),
+      Enabled: true,
+      BatchSize: 25,
+      MaximumBatchingWindowInSeconds: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+    expect(mappings[0]![1].DependsOn).toContain('WorkerRole');
+  });
+});
+
+describe('table', () => {
+  test('keys, four keys-only indexes on sortAt, on-demand, TTL, PITR, SSE, protected and retained', () => {
+    const table = resource('TasksTable', 'AWS::DynamoDB::Table');
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+    const p = table.Properties;
+    expect(p.TableName).toBe(`${service}-${stage}-tasks`);
+    expect(p.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(p.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    const attributeTypes = Object.fromEntries(p.AttributeDefinitions.map((a: Json) => [a.AttributeName, a.AttributeType]));
+    expect(attributeTypes).toEqual({ pk: 'S', sk: 'S', g1pk: 'S', g2pk: 'S', g3pk: 'S', g4pk: 'S', sortAt: 'N' });
+    const indexes = Object.fromEntries(
+      p.GlobalSecondaryIndexes.map((i: Json) => [i.IndexName, [i.KeySchema.map((k: Json) => `${k.AttributeName}:${k.KeyType}`), i.Projection.ProjectionType]]),
+    );
+    expect(indexes).toEqual({
+      byRoom: [['g1pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
+      bySession: [['g2pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
+      byAppStatus: [['g3pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
+      byDay: [['g4pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
+    });
+    expect(p.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+    expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(p.DeletionProtectionEnabled).toBe(true);
+    expect(p.SSESpecification).toEqual({ SSEEnabled: true });
+  });
+});
+
+describe('operations', () => {
+  const namespace = `${service}/${stage}`;
+
+  test('alarm topic with an e-mail subscription only when an address is given', () => {
+    resource('AlarmTopic', 'AWS::SNS::Topic');
+    const sub = resource('AlarmEmailSubscription', 'AWS::SNS::Subscription');
+    expect(sub.Condition).toBe('HasAlarmEmail');
+    expect(sub.Properties).toEqual({ TopicArn: ref('AlarmTopic'), Protocol: 'email', Endpoint: ref('AlarmEmail') });
+    expect(template.Conditions.HasAlarmEmail).toEqual({ 'Fn::Not': [{ 'Fn::Equals': [ref('AlarmEmail'), ''] }] });
+  });
+
+  test('metric filters read the log events the functions emit', () => {
+    const filters = Object.fromEntries(
+      resourcesOfType('AWS::Logs::MetricFilter').map(([, f]) => [
+        f.Properties.MetricTransformations[0].MetricName,
+        [f.Properties.LogGroupName, f.Properties.FilterPattern, f.Properties.MetricTransformations[0].MetricNamespace],
+      ]),
+    );
+    expect(filters).toEqual({
+      QuarantinedCallbacks: [ref('WorkerLogGroup'), '{ $.event = "callback_quarantined" }', namespace],
+      FailedUploads: [ref('WorkerLogGroup'), '{ $.event = "upload_failed" }', namespace],
+      RejectedCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }', namespace],
+      ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
+    });
+    // The event names must exist in the code that logs them, or the alarms would never fire.
+    const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
+    expect(bundle('ingest')).toContain('callback_request');
+    expect(bundle('worker')).toContain('callback_quarantined');
+    expect(bundle('worker')).toContain('upload_failed');
+  });
+
+  test('every alarm notifies the topic, on alarm and on recovery', () => {
+    const alarms = Object.fromEntries(
+      resourcesOfType('AWS::CloudWatch::Alarm').map(([id, a]) => {
+        const p = a.Properties;
+        expect(p.AlarmActions).toEqual([ref('AlarmTopic')]);
+        expect(p.OKActions).toEqual([ref('AlarmTopic')]);
+        expect(p.TreatMissingData).toBe('notBreaching');
+        const dimensions = Object.fromEntries((p.Dimensions ?? []).map((d: Json) => [d.Name, d.Value]));
+        return [id, { metric: `${p.Namespace} ${p.MetricName}`, dimensions, threshold: `${p.ComparisonOperator} ${p.Threshold}` }];
+      }),
+    );
+    expect(alarms).toEqual({
+      DeadLetterQueueNotEmptyAlarm: {
+        metric: 'AWS/SQS ApproximateNumberOfMessagesVisible',
+        dimensions: { QueueName: getAtt('CallbackDeadLetterQueue', 'QueueName') },
+        threshold: 'GreaterThanThreshold 0',
+      },
+      OldestMessageAgeAlarm: {
+        metric: 'AWS/SQS ApproximateAgeOfOldestMessage',
+        dimensions: { QueueName: getAtt('CallbackQueue', 'QueueName') },
+        threshold: 'GreaterThanThreshold 600',
+      },
+      WorkerErrorsAlarm: { metric: 'AWS/Lambda Errors', dimensions: { FunctionName: ref('WorkerLambdaFunction') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      IngestThrottlesAlarm: { metric: 'AWS/Lambda Throttles', dimensions: { FunctionName: ref('IngestLambdaFunction') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      IngestServerErrorsAlarm: { metric: 'AWS/ApiGateway 5xx', dimensions: { ApiId: ref('HttpApi') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      ApiThrottledRequestsAlarm: { metric: `${namespace} ThrottledRequests`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      RejectedCallbacksAlarm: { metric: `${namespace} RejectedCallbacks`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      QuarantinedCallbacksAlarm: { metric: `${namespace} QuarantinedCallbacks`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      FailedUploadsAlarm: { metric: `${namespace} FailedUploads`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
+    });
+  });
+
+  test('outputs: the two callback URLs for the console, and the names operators need', () => {
+    const url = (path: string) => ({ 'Fn::Sub': `https://\${HttpApi}.execute-api.\${AWS::Region}.\${AWS::URLSuffix}${path}` });
+    expect(template.Outputs.RecordingCallbackUrl!.Value).toEqual(url('/callbacks/recording'));
+    expect(template.Outputs.ScreenshotCallbackUrl!.Value).toEqual(url('/callbacks/screenshot'));
+    expect(template.Outputs.TasksTableName!.Value).toEqual(ref('TasksTable'));
+    expect(template.Outputs.QueueUrl!.Value).toEqual(ref('CallbackQueue'));
+    expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
+    expect(template.Outputs.AlarmTopicArn!.Value).toEqual(ref('AlarmTopic'));
+  });
+});
+
+/** The entries of a zip archive (stored or deflated), read from its central directory. */
+function readZip(zip: Buffer): Map<string, Buffer> {
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  expect(end).toBeGreaterThanOrEqual(0);
+  const count = zip.readUInt16LE(end + 10);
+  let at = zip.readUInt32LE(end + 16);
+  const entries = new Map<string, Buffer>();
+  for (let i = 0; i < count; i++) {
+    expect(zip.readUInt32LE(at)).toBe(0x02014b50);
+    const method = zip.readUInt16LE(at + 10);
+    const compressedSize = zip.readUInt32LE(at + 20);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const extraLength = zip.readUInt16LE(at + 30);
+    const commentLength = zip.readUInt16LE(at + 32);
+    const localOffset = zip.readUInt32LE(at + 42);
+    const name = zip.toString('utf8', at + 46, at + 46 + nameLength);
+    const dataStart = localOffset + 30 + zip.readUInt16LE(localOffset + 26) + zip.readUInt16LE(localOffset + 28);
+    const data = zip.subarray(dataStart, dataStart + compressedSize);
+    entries.set(name, method === 8 ? inflateRawSync(data) : Buffer.from(data));
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return entries;
+}

@@ -1,0 +1,119 @@
+// The ingest's settings from the environment, and the dependencies built from them once per container.
+// Nothing here throws: a bad value falls back to its default with a warning, a missing queue or secret
+// shows up as a 503 with a clear code, never as a failed cold start.
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createLogger } from '../log.ts';
+import type { Logger } from '../log.ts';
+import type { SignatureMode } from '../queue-message.ts';
+import { createSqsClient, sqsLimits } from './enqueue.ts';
+import { extensionSecrets, jsonSecrets } from './secrets.ts';
+import type { SecretsProvider } from './secrets.ts';
+
+export interface IngestSettings {
+  /** QUEUE_URL; empty when unset (every callback then gets 503 queue_unavailable). */
+  queueUrl: string;
+  /** SIGNATURE_MODE: enforce (default), report or off. */
+  mode: SignatureMode;
+  /** SIGNATURE_TOLERANCE_S: accepted clock difference, either way (300). */
+  toleranceS: number;
+  /** MAX_BODY_BYTES: the largest body accepted, after base64 decoding (65536). */
+  maxBodyBytes: number;
+  /** The whole SendMessage, retries included. */
+  sqsDeadlineMs: number;
+}
+
+export interface IngestDependencies {
+  settings: IngestSettings;
+  sqs: SQSClient;
+  secrets: SecretsProvider;
+  /** Epoch milliseconds. */
+  now: () => number;
+  logger: Logger;
+}
+
+export const defaults = {
+  mode: 'enforce' as SignatureMode,
+  toleranceS: 300,
+  maxBodyBytes: 65_536,
+  secretsRefreshS: 300,
+  extensionPort: 2773,
+};
+
+type Env = Record<string, string | undefined>;
+
+function positiveInteger(env: Env, name: string, fallback: number, warnings: string[]): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (Number.isSafeInteger(value) && value > 0) return value;
+  warnings.push(`${name}=${JSON.stringify(raw)} is not a positive integer; using ${fallback}`);
+  return fallback;
+}
+
+export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
+  const warnings: string[] = [];
+  const rawMode = env.SIGNATURE_MODE?.trim().toLowerCase();
+  let mode = defaults.mode;
+  if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
+  else if (rawMode) warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
+  const queueUrl = env.QUEUE_URL?.trim() ?? '';
+  if (!queueUrl) warnings.push('QUEUE_URL is not set: every callback will be answered 503 queue_unavailable');
+  return {
+    settings: {
+      queueUrl,
+      mode,
+      toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
+      maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
+      sqsDeadlineMs: sqsLimits.deadlineMs,
+    },
+    warnings,
+  };
+}
+
+/**
+ * CALLBACK_SECRETS_PARAM (deployed: an SSM SecureString read through the Lambda extension) wins over
+ * CALLBACK_SECRETS (local: the JSON itself). With neither, no appKey has a secret.
+ */
+export function createSecretsProvider(env: Env, mode: SignatureMode, now: () => number, logger: Logger, warnings: string[]): SecretsProvider {
+  const paramName = env.CALLBACK_SECRETS_PARAM?.trim();
+  if (paramName) {
+    return extensionSecrets({
+      paramName,
+      port: positiveInteger(env, 'PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', defaults.extensionPort, warnings),
+      sessionToken: () => env.AWS_SESSION_TOKEN,
+      refreshMs: positiveInteger(env, 'SECRETS_REFRESH_S', defaults.secretsRefreshS, warnings) * 1000,
+      now,
+      logger,
+    });
+  }
+  if (env.CALLBACK_SECRETS !== undefined && env.CALLBACK_SECRETS.trim() !== '') {
+    return jsonSecrets(env.CALLBACK_SECRETS, 'CALLBACK_SECRETS');
+  }
+  if (mode !== 'off') warnings.push('neither CALLBACK_SECRETS_PARAM nor CALLBACK_SECRETS is set: no appKey has a secret');
+  return jsonSecrets('{}', 'no secrets configured');
+}
+
+/**
+ * An emulator's endpoint (AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL), passed explicitly: otherwise the SDK
+ * sends to the host named in the queue URL, which for an emulator is often not resolvable.
+ */
+function sqsEndpointOverride(env: Env): { endpoint?: string } {
+  const endpoint = env.AWS_ENDPOINT_URL_SQS?.trim() || env.AWS_ENDPOINT_URL?.trim();
+  return endpoint ? { endpoint } : {};
+}
+
+/** Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap parts. */
+export function buildIngestDependencies(env: Env = process.env, overrides: Partial<IngestDependencies> = {}): IngestDependencies {
+  const logger = overrides.logger ?? createLogger('ingest');
+  const now = overrides.now ?? Date.now;
+  const { settings, warnings } = readIngestSettings(env);
+  const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);
+  for (const warning of warnings) logger.warn('ingest_config', { warning });
+  return {
+    settings: { ...settings, ...overrides.settings },
+    sqs: overrides.sqs ?? createSqsClient(sqsEndpointOverride(env)),
+    secrets,
+    now,
+    logger,
+  };
+}

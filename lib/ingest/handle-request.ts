@@ -1,0 +1,186 @@
+// The receiving endpoint (CONTRACT sections 1 and 2) as a plain function of an API Gateway v2 event and
+// its dependencies: route, body, minimal check, signature, SendMessage, one log line. It answers every
+// path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { minimalCheck } from '../domain/minimal-check.ts';
+import type { Service, SignatureVerdict } from '../queue-message.ts';
+import { decodeBody } from './body.ts';
+import type { IngestDependencies } from './config.ts';
+import { enqueueCallback, isQueueSafe } from './enqueue.ts';
+import { errorResponse, okResponse } from './responses.ts';
+import type { ErrorCode, IngestResponse } from './responses.ts';
+import { SecretsUnavailableError } from './secrets.ts';
+import { readSignatureValues, signatureKeyOf, verifySignature } from './signature.ts';
+
+const callbackPaths: ReadonlyArray<readonly [string, Service]> = [
+  ['/callbacks/recording', 'recording'],
+  ['/callbacks/screenshot', 'screenshot'],
+];
+
+/** The service of a callback path; the suffix is matched so that a stage prefix (`/prod/...`) is fine. */
+export function serviceForPath(rawPath: string): Service | undefined {
+  const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
+  for (const [suffix, service] of callbackPaths) {
+    if (path.endsWith(suffix)) return service;
+  }
+  return undefined;
+}
+
+/** The fields of the `callback_request` log line. Never the body, a secret or the signature. */
+interface RequestLog {
+  route: string;
+  requestId: string | undefined;
+  service?: Service;
+  appKey?: string;
+  type?: number;
+  id?: string;
+  status?: number;
+  code?: ErrorCode;
+  mode?: string;
+  verdict?: SignatureVerdict;
+  messageId?: string;
+  bytes?: number;
+  reason?: string;
+  latencyMs?: number;
+}
+
+type Level = 'info' | 'warn' | 'error';
+
+const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) => [ErrorCode, string]>> = {
+  missing: () => ['missing_signature', 'The request carries no complete signature: nonce, timestamp and signature are required, in the query string or in headers.'],
+  invalid: () => ['invalid_signature', 'The signature matches no secret of this appKey, or the request names another appKey than the body.'],
+  stale: (toleranceS) => ['stale_timestamp', `The signature timestamp is outside the accepted window of ${toleranceS} seconds.`],
+  unknown_app_key: () => ['unknown_app_key', 'No callback secret is configured for this appKey.'],
+};
+
+const clip = (text: string, max = 128): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** `name: message` of an error, duck-typed (SDK and fetch errors may come from another realm). */
+function reasonOf(error: unknown): string {
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
+}
+
+export async function handleCallbackRequest(event: APIGatewayProxyEventV2, deps: IngestDependencies): Promise<IngestResponse> {
+  const started = performance.now();
+  const log: RequestLog = { route: '', requestId: event?.requestContext?.requestId || undefined };
+  const outcome = { level: 'info' as Level };
+  let response: IngestResponse;
+  try {
+    response = await answer(event, deps, log, outcome);
+  } catch (error) {
+    outcome.level = 'error';
+    log.reason = reasonOf(error);
+    log.code = 'internal_error';
+    response = errorResponse('internal_error', 'An unexpected error occurred; retry later.');
+  }
+  log.status = response.statusCode;
+  log.latencyMs = Math.round((performance.now() - started) * 10) / 10;
+  try {
+    deps.logger[outcome.level]('callback_request', { ...log });
+  } catch {
+    // A failing log sink must not turn an accepted callback into a failure.
+  }
+  return response;
+}
+
+async function answer(
+  event: APIGatewayProxyEventV2,
+  deps: IngestDependencies,
+  log: RequestLog,
+  outcome: { level: Level },
+): Promise<IngestResponse> {
+  const { settings } = deps;
+  const fail = (code: ErrorCode, message: string, headers?: Record<string, string>): IngestResponse => {
+    log.code = code;
+    return errorResponse(code, message, headers);
+  };
+  const receivedAt = deps.now();
+  const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+  const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
+
+  const service = serviceForPath(rawPath);
+  log.route = clip(`${method} ${rawPath}`);
+  if (!service) return fail('not_found', 'No such endpoint: callbacks go to POST /callbacks/recording or POST /callbacks/screenshot.');
+  log.route = `${method} /callbacks/${service}`;
+  log.service = service;
+  if (method !== 'POST') {
+    return fail('method_not_allowed', `Only POST is accepted on /callbacks/${service}.`, { allow: 'POST' });
+  }
+
+  const body = decodeBody(event.body, event.isBase64Encoded === true, settings.maxBodyBytes);
+  if (!body.ok) return fail(body.code, body.message);
+  log.bytes = body.bytes;
+
+  const check = minimalCheck(service, body.json);
+  if (!check.ok) return fail(check.code, check.message);
+  log.appKey = clip(check.appKey);
+  log.type = check.type;
+  log.id = clip(check.id);
+  if (!isQueueSafe(body.raw)) {
+    return fail('invalid_body', 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).');
+  }
+  if (!isQueueSafe(check.appKey)) {
+    return fail('invalid_body', 'Field "appKey" contains characters a queue message cannot carry (control characters).');
+  }
+
+  const values = readSignatureValues(event.headers, event.rawQueryString, event.queryStringParameters);
+  log.mode = settings.mode;
+  let verdict: SignatureVerdict;
+  if (settings.mode === 'off') {
+    verdict = 'not_checked';
+  } else {
+    let secrets: readonly string[] | undefined;
+    let secretsLoaded = true;
+    try {
+      secrets = (await deps.secrets.get()).get(check.appKey);
+    } catch (error) {
+      if (!(error instanceof SecretsUnavailableError)) throw error;
+      log.reason = error.message;
+      outcome.level = 'warn';
+      if (settings.mode === 'enforce') {
+        return fail('secrets_unavailable', 'The callback secrets could not be loaded, so the signature cannot be checked; retry later.');
+      }
+      // Report mode exists to accept callbacks while signatures are being sorted out: do not lose them
+      // because the secrets are unreadable; the message says it was not checked.
+      secretsLoaded = false;
+    }
+    verdict = secretsLoaded
+      ? verifySignature({ mode: settings.mode, appKey: check.appKey, values, secrets, nowMs: receivedAt, toleranceS: settings.toleranceS })
+      : 'not_checked';
+  }
+  log.verdict = verdict;
+
+  const rejection = settings.mode === 'enforce' ? verdictRejections[verdict] : undefined;
+  if (rejection) {
+    const [code, message] = rejection(settings.toleranceS);
+    // A misconfigured secret or a forged sender: worth a warning, unlike a malformed body.
+    outcome.level = 'warn';
+    return fail(code, message);
+  }
+
+  if (!settings.queueUrl) {
+    outcome.level = 'error';
+    log.reason = 'QUEUE_URL is not set';
+    return fail('queue_unavailable', 'The queue could not be reached; retry later.');
+  }
+  const signatureKey = signatureKeyOf(values);
+  try {
+    log.messageId = await enqueueCallback(deps.sqs, settings.queueUrl, {
+      body: body.raw,
+      service,
+      appKey: check.appKey,
+      receivedAt,
+      requestId: log.requestId ?? null,
+      verdict,
+      mode: settings.mode,
+      // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
+      signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
+    }, settings.sqsDeadlineMs);
+  } catch (error) {
+    outcome.level = 'warn';
+    log.reason = reasonOf(error);
+    return fail('queue_unavailable', 'The queue could not be reached; retry later.');
+  }
+  return okResponse();
+}

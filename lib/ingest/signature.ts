@@ -1,0 +1,127 @@
+// The platform's general server-callback signature: lowercase hex SHA1(appSecret + nonce + timestamp),
+// body not covered. Where the values travel is not fully documented, so every known name is accepted,
+// in the query string (looked at first, as the platform's own SDKs do) or in a header, case-insensitively.
+import { Buffer } from 'node:buffer';
+import { timingSafeEqual } from 'node:crypto';
+import { computeSignature } from '../sign.ts';
+import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
+
+/** Accepted names, lower case, in the order they are looked up. */
+export const signatureNames = {
+  nonce: ['nonce', 'rc-nonce'],
+  timestamp: ['timestamp', 'signtimestamp', 'rc-timestamp'],
+  signature: ['signature', 'rc-signature'],
+  appKey: ['appkey', 'rc-app-key'],
+} as const;
+
+export interface SignatureValues {
+  nonce?: string;
+  timestamp?: string;
+  signature?: string;
+  /** An appKey claimed by the request outside the body; it must equal the body's. */
+  appKey?: string;
+}
+
+type Lookup = ReadonlyMap<string, string>;
+
+function lowerCaseLookup(entries: Iterable<[string, string | undefined]>): Lookup {
+  const map = new Map<string, string>();
+  for (const [name, value] of entries) {
+    const key = name.toLowerCase();
+    const trimmed = value?.trim();
+    if (trimmed && !map.has(key)) map.set(key, trimmed);
+  }
+  return map;
+}
+
+/**
+ * Collects the signature values from the query string and the headers. The raw query string is preferred
+ * over API Gateway's parsed map (which joins repeated names with commas); empty values count as absent.
+ */
+export function readSignatureValues(
+  headers: Record<string, string | undefined> | undefined,
+  rawQueryString: string | undefined,
+  queryStringParameters?: Record<string, string | undefined>,
+): SignatureValues {
+  const query = rawQueryString
+    ? lowerCaseLookup(new URLSearchParams(rawQueryString))
+    : lowerCaseLookup(Object.entries(queryStringParameters ?? {}));
+  const header = lowerCaseLookup(Object.entries(headers ?? {}));
+  const find = (names: readonly string[]): string | undefined => {
+    for (const source of [query, header]) {
+      for (const name of names) {
+        const value = source.get(name);
+        if (value !== undefined) return value;
+      }
+    }
+    return undefined;
+  };
+  const values: SignatureValues = {};
+  const nonce = find(signatureNames.nonce);
+  const timestamp = find(signatureNames.timestamp);
+  const signature = find(signatureNames.signature);
+  const appKey = find(signatureNames.appKey);
+  if (nonce !== undefined) values.nonce = nonce;
+  if (timestamp !== undefined) values.timestamp = timestamp;
+  if (signature !== undefined) values.signature = signature;
+  if (appKey !== undefined) values.appKey = appKey;
+  return values;
+}
+
+/** Below this a timestamp is read as seconds (1e11 ms is 1973; 1e11 s is far beyond any real date). */
+const secondsBelow = 1e11;
+
+/** Epoch milliseconds from a timestamp in seconds or milliseconds, or undefined when it is not an integer. */
+export function timestampToMs(value: string): number | undefined {
+  if (!/^\d{1,16}$/.test(value)) return undefined;
+  const n = Number(value);
+  return n < secondsBelow ? n * 1000 : n;
+}
+
+/** `<nonce>:<timestamp>:<signature>` as received, when all three are present: the worker's replay key. */
+export function signatureKeyOf(values: SignatureValues): string | null {
+  const { nonce, timestamp, signature } = values;
+  return nonce && timestamp && signature ? `${nonce}:${timestamp}:${signature}` : null;
+}
+
+export interface VerifyInput {
+  mode: SignatureMode;
+  /** The body's appKey, the one the secrets are looked up by. */
+  appKey: string;
+  values: SignatureValues;
+  /** The secrets configured for that appKey (undefined or empty: none). */
+  secrets: readonly string[] | undefined;
+  nowMs: number;
+  toleranceS: number;
+}
+
+/**
+ * Decides the verdict, in this order: mode `off` -> not_checked; an outside appKey that differs from the
+ * body's -> invalid; no secret configured -> unknown_app_key; a value missing -> missing; no secret
+ * reproduces the signature -> invalid; the timestamp unreadable or outside the window -> stale; else valid.
+ * The timestamp is judged only once the signature matched, so `stale` always means a genuine signature.
+ */
+export function verifySignature(input: VerifyInput): SignatureVerdict {
+  const { mode, appKey, values, secrets, nowMs, toleranceS } = input;
+  if (mode === 'off') return 'not_checked';
+  if (values.appKey !== undefined && values.appKey !== appKey) return 'invalid';
+  if (!secrets || secrets.length === 0) return 'unknown_app_key';
+  const { nonce, timestamp, signature } = values;
+  if (!nonce || !timestamp || !signature) return 'missing';
+  if (!matchesAnySecret(signature, secrets, nonce, timestamp)) return 'invalid';
+  const timestampMs = timestampToMs(timestamp);
+  if (timestampMs === undefined || Math.abs(nowMs - timestampMs) > toleranceS * 1000) return 'stale';
+  return 'valid';
+}
+
+/** Compares with every secret in constant time, without stopping at the first match. */
+function matchesAnySecret(presented: string, secrets: readonly string[], nonce: string, timestamp: string): boolean {
+  const given = Buffer.from(presented.toLowerCase(), 'utf8');
+  let matched = false;
+  for (const secret of secrets) {
+    const expected = Buffer.from(computeSignature(secret, nonce, timestamp), 'utf8');
+    // The length of a SHA1 hex digest is public; only equal-length buffers can be compared.
+    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
+  }
+  return matched;
+}
