@@ -5,8 +5,14 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 
+// Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
+// holding the whole batch until the function's 30 s time-out.
+const client = new DynamoDBClient({
+  maxAttempts: 3,
+  requestHandler: { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true },
+});
 const store = new DynamoTaskStore({
-  client: new DynamoDBClient({ maxAttempts: 3 }),
+  client,
   tableName: process.env.TASKS_TABLE ?? 'tasks',
   rawEventTtlDays: Number(process.env.RAW_EVENT_TTL_DAYS ?? 90),
 });

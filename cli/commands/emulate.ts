@@ -1,0 +1,245 @@
+import { randomInt } from 'node:crypto';
+import { resolve } from 'node:path';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import cliProgress from 'cli-progress';
+import Table from 'cli-table3';
+import pc from 'picocolors';
+import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
+import { checkReachable, sendAll, SENDER_DEFAULTS, type SendResult, type SendSummary, type SignPlacement } from '../../lib/emulator/sender.ts';
+import { expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
+import { createRandom } from '../../lib/emulator/random.ts';
+import { parseDuration } from '../../lib/verify/duration.ts';
+
+interface EmulateOptions {
+  url: string;
+  recordings: number;
+  screenshots: number;
+  seed?: string;
+  baseTime?: number;
+  concurrency: number;
+  duplicates: number;
+  reorderWindow: number;
+  outage?: true | number;
+  giveUp: number;
+  failedStarts: number;
+  appKey: string;
+  secret: string;
+  sign: SignPlacement;
+  compress: number;
+  maxAttempts: number;
+  requestTimeout: number;
+  expect?: string;
+  json?: boolean;
+  progress: boolean;
+}
+
+/** Probability of a task meeting a storage outage when --outage is given without a value. */
+const DEFAULT_OUTAGE = 0.5;
+
+const integer = (min: number) => (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`must be an integer of at least ${min}.`);
+  return n;
+};
+
+const rate = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number between 0 and 1.');
+  return n;
+};
+
+const positive = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number.');
+  return n;
+};
+
+const placement = (value: string): SignPlacement => {
+  if (value !== 'header' && value !== 'query' && value !== 'none') throw new InvalidArgumentError('must be header, query or none.');
+  return value;
+};
+
+const duration = (value: string): number => {
+  try {
+    return parseDuration(value);
+  } catch (err) {
+    throw new InvalidArgumentError(`${(err as Error).message}.`);
+  }
+};
+
+const instant = (value: string): number => {
+  const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError('must be epoch milliseconds or an ISO date.');
+  return n;
+};
+
+export function register(program: Command): void {
+  program
+    .command('emulate')
+    .description("Send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding.")
+    .requiredOption('--url <base>', 'receiver base URL; callbacks go to <base>/callbacks/recording and /callbacks/screenshot')
+    .option('--recordings <n>', 'recording tasks', integer(0), 20)
+    .option('--screenshots <n>', 'screenshot tasks', integer(0), 10)
+    .option('--seed <seed>', 'seed for a reproducible run (default: random, printed in the summary)')
+    .option('--base-time <time>', 'platform time the run starts at, epoch ms or ISO date (default: so that the run ends now)', instant)
+    .option('--concurrency <n>', 'requests in flight at once', integer(1), SENDER_DEFAULTS.concurrency)
+    .option('--duplicates <rate>', 'probability that a callback is delivered twice or more', rate, 0)
+    .option('--reorder-window <ms>', 'shuffle sends scheduled within this many wall-clock ms of each other', integer(0), 0)
+    .option('--outage [probability]', `storage outages: probability that a task's uploads fail and are retried every 10 s (bare flag: ${DEFAULT_OUTAGE})`, rate)
+    .option('--give-up <probability>', 'probability that an outage outlasts the 24 h hold, so the upload is given up', rate, 0.3)
+    .option('--failed-starts <rate>', 'probability that a task fails to start', rate, 0)
+    .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
+    .option('--secret <secret>', 'secret the callbacks are signed with', 'demo-secret')
+    .option('--sign <where>', 'where the signature travels: header, query or none', placement, 'header' as SignPlacement)
+    .option('--compress <factor>', 'platform time per unit of wall-clock time (3600: an hour of recording is sent in a second)', positive, DEFAULT_COMPRESS)
+    .option('--max-attempts <n>', 'tries per callback before giving up on it', integer(1), SENDER_DEFAULTS.maxAttempts)
+    .addOption(new Option('--request-timeout <duration>', 'time-out of one request').argParser(duration).default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`))
+    .option('--expect <file>', 'write the tasks the receiver should hold afterwards (for "callbacks verify")')
+    .option('--json', 'machine-readable summary on stdout')
+    .option('--no-progress', 'no progress bar')
+    .action(async (opts: EmulateOptions) => {
+      await emulate(opts);
+    });
+}
+
+async function emulate(opts: EmulateOptions): Promise<void> {
+  const seed = opts.seed ?? String(randomInt(0, 2 ** 31));
+  const outage = opts.outage === undefined ? 0 : opts.outage === true ? DEFAULT_OUTAGE : opts.outage;
+  await checkReachable(opts.url, opts.requestTimeout);
+
+  const run = generateRun({
+    seed,
+    recordings: opts.recordings,
+    screenshots: opts.screenshots,
+    appKey: opts.appKey,
+    compress: opts.compress,
+    baseTime: opts.baseTime,
+    duplicates: opts.duplicates,
+    reorderWindowMs: opts.reorderWindow,
+    outage,
+    giveUp: opts.giveUp,
+    failedStarts: opts.failedStarts,
+  });
+
+  const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && run.sends.length > 0;
+  const bar = showBar
+    ? new cliProgress.SingleBar(
+        {
+          stream: process.stderr,
+          format: 'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} failed',
+          hideCursor: true,
+          clearOnComplete: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : null;
+  bar?.start(run.sends.length, 0, { delivered: 0, retried: 0, undelivered: 0 });
+
+  const report = await sendAll({
+    url: opts.url,
+    sends: run.sends,
+    // Nonces and jitter from their own stream of the same seed, so they do not shift the bodies.
+    random: createRandom(`${seed}/sender`),
+    concurrency: opts.concurrency,
+    sign: opts.sign,
+    secret: opts.secret,
+    maxAttempts: opts.maxAttempts,
+    timeoutMs: opts.requestTimeout,
+    onProgress: bar
+      ? (p) => bar.update(p.done, { delivered: p.delivered, retried: p.retried, undelivered: p.undelivered })
+      : undefined,
+  });
+  bar?.stop();
+
+  let expectFile: string | null = null;
+  let expectedCount: number | null = null;
+  if (opts.expect) {
+    const tasks = expectedTasks(report.results);
+    expectFile = resolve(opts.expect);
+    expectedCount = tasks.length;
+    await writeExpectFile(expectFile, tasks);
+  }
+
+  const { summary } = report;
+  const failures = failureGroups(report.results);
+  if (opts.json) {
+    process.stdout.write(
+      JSON.stringify(
+        {
+          url: opts.url,
+          seed,
+          baseTime: run.baseTime,
+          runId: run.runId,
+          tasks: run.tasks,
+          faults: {
+            duplicates: opts.duplicates,
+            reorderWindowMs: opts.reorderWindow,
+            outage,
+            giveUp: outage > 0 ? opts.giveUp : 0,
+            failedStarts: opts.failedStarts,
+          },
+          sign: opts.sign,
+          summary,
+          failures,
+          expect: expectFile === null ? null : { file: expectFile, tasks: expectedCount },
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } else {
+    printSummary(opts, seed, run.tasks, summary, failures, expectFile, expectedCount);
+  }
+  if (summary.undelivered > 0) process.exitCode = 1;
+}
+
+interface FailureGroup {
+  reason: string;
+  count: number;
+}
+
+/** Undelivered callbacks grouped by why their last attempt failed. */
+function failureGroups(results: readonly SendResult[]): FailureGroup[] {
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    if (r.delivered) continue;
+    const reason = r.error ?? 'unknown';
+    counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  }
+  return [...counts].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count);
+}
+
+function printSummary(
+  opts: EmulateOptions,
+  seed: string,
+  tasks: { recording: number; screenshot: number },
+  s: SendSummary,
+  failures: FailureGroup[],
+  expectFile: string | null,
+  expectedCount: number | null,
+): void {
+  const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
+  const table = new Table({ style: { head: [], border: [] } });
+  table.push(
+    { receiver: opts.url },
+    { seed },
+    { tasks: `${tasks.recording} recording, ${tasks.screenshot} screenshot` },
+    { callbacks: `${s.callbacks} (${s.delivered} acknowledged${s.undelivered ? `, ${pc.red(`${s.undelivered} not acknowledged`)}` : ''})` },
+    { 'requests sent': String(s.requests) },
+    { '2xx': String(s.status2xx) },
+    { '4xx': s.status4xx ? pc.red(String(s.status4xx)) : '0' },
+    { '5xx': s.status5xx ? pc.yellow(String(s.status5xx)) : '0' },
+    { 'network errors': String(s.networkErrors) },
+    { retried: String(s.retried) },
+    { 'latency p50 / p99': `${ms(s.latencyP50Ms)} / ${ms(s.latencyP99Ms)}` },
+    { duration: `${(s.durationMs / 1000).toFixed(1)} s` },
+  );
+  process.stdout.write(table.toString() + '\n');
+  for (const f of failures) process.stdout.write(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}\n`));
+  if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
+    process.stdout.write('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.\n');
+  }
+  if (expectFile !== null) {
+    process.stdout.write(`Expected state of ${expectedCount} task(s) written to ${expectFile}; check it with: callbacks verify --expect ${opts.expect}\n`);
+  }
+}

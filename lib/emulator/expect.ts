@@ -1,0 +1,62 @@
+// What the receiver should hold after a run: the domain's pure fold over every distinct body that was
+// acknowledged. A callback never acknowledged with a 2xx after all retries is not counted: the receiver
+// promised nothing about it.
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Service } from '../queue-message.ts';
+import { parseCallback, type Callback } from '../domain/callback.ts';
+import { reduceTasks, type Task } from '../domain/task.ts';
+
+export interface DeliveryOutcome {
+  service: Service;
+  body: unknown;
+  delivered: boolean;
+}
+
+export interface ExpectFile {
+  generatedAt: string;
+  tasks: Task[];
+}
+
+export function expectedTasks(outcomes: readonly DeliveryOutcome[]): Task[] {
+  const callbacks: Callback[] = [];
+  for (const outcome of outcomes) {
+    if (!outcome.delivered) continue;
+    const parsed = parseCallback(outcome.service, outcome.body);
+    if (!parsed.ok) {
+      // The emulator only sends bodies the domain accepts; anything else is a bug in the emulator.
+      throw new Error(`emulated ${outcome.service} callback does not parse: ${parsed.errors.join('; ')}`);
+    }
+    callbacks.push(parsed.callback);
+  }
+  // reduceTasks keeps one callback per event key, so duplicates and reordered keys count once.
+  return reduceTasks(callbacks);
+}
+
+export async function writeExpectFile(path: string, tasks: readonly Task[], generatedAt = new Date()): Promise<void> {
+  const file: ExpectFile = { generatedAt: generatedAt.toISOString(), tasks: [...tasks] };
+  await writeFile(path, JSON.stringify(file, null, 2) + '\n', 'utf8');
+}
+
+export async function readExpectFile(path: string): Promise<ExpectFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(code === 'ENOENT' ? `expect file ${path} does not exist` : `cannot read expect file ${path}: ${code ?? err}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw new Error(`expect file ${path} is not valid JSON`);
+  }
+  const file = data as Partial<ExpectFile> | null;
+  const valid =
+    file !== null &&
+    typeof file === 'object' &&
+    Array.isArray(file.tasks) &&
+    file.tasks.every((t) => t !== null && typeof t === 'object' && typeof t.id === 'string' && typeof t.service === 'string');
+  if (!valid) throw new Error(`expect file ${path} must hold {"generatedAt": ..., "tasks": [...]}, each task with an id and a service`);
+  return { generatedAt: typeof file.generatedAt === 'string' ? file.generatedAt : '', tasks: file.tasks as Task[] };
+}
