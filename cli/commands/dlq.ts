@@ -1,0 +1,112 @@
+// `callbacks dlq list|redrive`: the callbacks the worker gave up on, and sending them back to the main
+// queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts.
+import { createInterface } from 'node:readline/promises';
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
+import { TargetError, type Target } from '../target.ts';
+import { callbackTypeName, isoTime, plural, table } from '../format.ts';
+import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+
+export function register(program: Command): void {
+  const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
+
+  withCommonOptions(
+    dlq.command('list').description('dead-lettered messages, oldest first, left in place')
+      .option('--limit <n>', 'at most this many messages', positiveInt, 100),
+  ).action(async (opts: CommonOptions & { limit: number }) => {
+    await withTarget(opts, async (ctx) => {
+      const dlqUrl = urlOf(ctx.target, 'dlq');
+      const messages = await peekDeadLetters(ctx.target.sqs, dlqUrl, { limit: opts.limit });
+      if (opts.json) {
+        printJson(messages);
+        return;
+      }
+      if (messages.length === 0) {
+        ctx.out(`The dead-letter queue is empty (${dlqUrl}).`);
+        return;
+      }
+      ctx.out(table(
+        ['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK'],
+        messages.map((m) => [
+          m.messageId,
+          isoTime(m.sentAt),
+          m.receiveCount === null ? '-' : String(m.receiveCount),
+          m.service ?? '-',
+          m.appKey ?? '-',
+          m.type === null ? '-' : callbackTypeName(m.type),
+          m.taskId ?? '-',
+        ]),
+        ctx.c,
+      ));
+      ctx.out(ctx.c.dim(`${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`));
+    });
+  });
+
+  withCommonOptions(
+    dlq.command('redrive').description('send dead-lettered messages back to the main queue (each is sent, then deleted)')
+      .option('--max <n>', 'move at most this many messages', positiveInt)
+      .option('--yes', 'do not ask for confirmation'),
+  ).action(async (opts: CommonOptions & { max?: number; yes?: boolean }) => {
+    await withTarget(opts, async (ctx) => {
+      const from = urlOf(ctx.target, 'dlq');
+      const to = urlOf(ctx.target, 'queue');
+      const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
+      const expected = Math.min(waiting, opts.max ?? Infinity);
+      if (!opts.yes) {
+        if (!process.stdin.isTTY) throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
+        if (!(await confirm(`Move ${opts.max ? `up to ${opts.max} of ` : ''}${plural(waiting, 'message')} from ${from} back to ${to}? [y/N] `))) {
+          ctx.out('Nothing moved.');
+          return;
+        }
+      }
+      const bar = process.stderr.isTTY && !opts.json
+        ? new SingleBar({ format: 'redrive [{bar}] {value}/{total} messages', hideCursor: true, stream: process.stderr })
+        : null;
+      bar?.start(Math.max(expected, 1), 0);
+      let result;
+      try {
+        result = await redriveDeadLetters(ctx.target.sqs, {
+          from,
+          to,
+          max: opts.max,
+          onMoved: (moved) => {
+            if (!bar) return;
+            if (moved > bar.getTotal()) bar.setTotal(moved);
+            bar.update(moved);
+          },
+        });
+      } finally {
+        bar?.stop();
+      }
+      if (opts.json) {
+        printJson({ from, to, ...result });
+      } else {
+        ctx.out(`Moved ${plural(result.moved, 'message')} from ${from} to ${to}.`);
+        if (result.notDeleted.length) {
+          ctx.out(ctx.c.yellow(`${plural(result.notDeleted.length, 'message')} went back to the queue but stayed in the dead-letter queue too (${result.notDeleted[0]!.error}); the worker applies each callback once, so a second redrive is harmless.`));
+        }
+      }
+      if (result.failed.length) {
+        throw new CliError(`${plural(result.failed.length, 'message')} could not be sent to ${to} and stayed in the dead-letter queue: ${result.failed[0]!.error}`);
+      }
+    });
+  });
+}
+
+function urlOf(target: Target, which: 'queue' | 'dlq'): string {
+  const url = which === 'queue' ? target.queueUrl : target.dlqUrl;
+  if (!url) {
+    throw new TargetError(`${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`);
+  }
+  return url;
+}
+
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}

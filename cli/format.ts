@@ -1,0 +1,153 @@
+// Human output of the inspection commands: sizes, times, durations, colours and tables. Pure functions,
+// except `colorsFor`, which reads whether stdout is a terminal.
+import Table from 'cli-table3';
+import { createColors } from 'picocolors';
+
+export type Colors = ReturnType<typeof createColors>;
+
+const SIZE_UNITS = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+/** Bytes in binary units: `512 B`, `1.5 KiB`, `700 MiB`, `1.2 GiB`; `-` when unknown. */
+export function humanSize(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '-';
+  if (Math.abs(bytes) < 1024) return `${bytes} B`;
+  let value = bytes;
+  let unit = 'B';
+  for (const u of SIZE_UNITS) {
+    if (Math.abs(value) < 1024) break;
+    value /= 1024;
+    unit = u;
+  }
+  // One decimal, without a trailing ".0": 1.2 GiB, 700 MiB. Rounding can reach 1024: move up a unit.
+  let shown = Number(value.toFixed(1));
+  if (Math.abs(shown) >= 1024 && unit !== SIZE_UNITS[SIZE_UNITS.length - 1]) {
+    shown = Number((value / 1024).toFixed(1));
+    unit = SIZE_UNITS[SIZE_UNITS.indexOf(unit) + 1]!;
+  }
+  return `${shown} ${unit}`;
+}
+
+/** ISO 8601 in UTC, without milliseconds when they are zero: `2025-11-22T08:00:00Z`. */
+export function isoTime(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+/** How far `ms` is from `now`: `in 23 h`, `3 h ago`, `in 5 min`, `2 d ago`, `now`. */
+export function relativeTime(ms: number, now: number): string {
+  const diff = ms - now;
+  const abs = Math.abs(diff);
+  let amount: string;
+  if (abs < 1000) return 'now';
+  if (abs < 90_000) amount = `${Math.round(abs / 1000)} s`;
+  else if (abs < 90 * 60_000) amount = `${Math.round(abs / 60_000)} min`;
+  else if (abs < 48 * 3_600_000) amount = `${Math.round(abs / 3_600_000)} h`;
+  else amount = `${Math.round(abs / 86_400_000)} d`;
+  return diff > 0 ? `in ${amount}` : `${amount} ago`;
+}
+
+/** `2025-11-22T08:00:00Z (3 h ago)`, or `-`. */
+export function timeWithRelative(ms: number | null | undefined, now: number): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
+  return `${isoTime(ms)} (${relativeTime(ms, now)})`;
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  s: 1000,
+  m: 60_000,
+  min: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 7 * 86_400_000,
+};
+
+/** `30s`, `30m`, `2h`, `7d`, `1w` (also `1.5h`) in milliseconds; null when it is not a duration. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$/i.exec(text.trim());
+  if (!m) return null;
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!);
+}
+
+/**
+ * A point in time for `--since`/`--until`: a duration back from now (`2h`, `7d`), an ISO date or time
+ * (`2025-11-22`, `2025-11-22T08:00:00Z`), or epoch milliseconds (`1763798400000`).
+ */
+export function parseTimePoint(text: string, now: number): number {
+  const trimmed = text.trim();
+  const duration = parseDuration(trimmed);
+  if (duration !== null) return now - duration;
+  if (/^\d{10,}$/.test(trimmed)) return Number(trimmed);
+  if (/^\d{4}-\d{2}-\d{2}/.test(trimmed)) {
+    const ms = Date.parse(trimmed);
+    if (Number.isFinite(ms)) return ms;
+  }
+  throw new Error(`"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date (2025-11-22 or 2025-11-22T08:00:00Z) or epoch milliseconds`);
+}
+
+/** Colours only on a terminal, and never with `--no-color` or `NO_COLOR` set. */
+export function colorsEnabled(opts: { color?: boolean }, stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (opts.color === false) return false;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  return stream.isTTY === true;
+}
+
+export function colorsFor(opts: { color?: boolean }): Colors {
+  return createColors(colorsEnabled(opts));
+}
+
+/** A borderless table (easy to read, grep and cut), with the header in bold when colours are on. */
+export function table(head: string[], rows: (string | number | Table.Cell)[][], c: Colors): string {
+  const t = new Table({
+    head: head.map((h) => c.bold(h)),
+    chars: {
+      top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
+      bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
+      left: '', 'left-mid': '', mid: '', 'mid-mid': '',
+      right: '', 'right-mid': '', middle: '  ',
+    },
+    // cli-table3 colours headers and borders by default; colours here are ours alone.
+    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
+  });
+  t.push(...(rows as Table.HorizontalTableRow[]));
+  // Lines of a borderless table end in padding: trim it so output is stable to compare and paste.
+  return t.toString().split('\n').map((line) => line.trimEnd()).join('\n');
+}
+
+/** Label/value lines aligned on the labels. */
+export function fields(pairs: [string, string][], c: Colors): string {
+  const width = Math.max(...pairs.map(([k]) => k.length));
+  return pairs.map(([k, v]) => `  ${c.dim(k.padEnd(width))}  ${v}`).join('\n');
+}
+
+export const CALLBACK_TYPE_NAMES: Record<number, string> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };
+
+/** `4 upload` */
+export function callbackTypeName(type: number): string {
+  return CALLBACK_TYPE_NAMES[type] ? `${type} ${CALLBACK_TYPE_NAMES[type]}` : String(type);
+}
+
+/** Status words coloured by what they ask of the reader. */
+export function colorStatus(status: string, c: Colors): string {
+  switch (status) {
+    case 'completed':
+    case 'uploaded':
+    case 'valid':
+      return c.green(status);
+    case 'upload_failed':
+    case 'failed':
+    case 'invalid':
+      return c.red(status);
+    case 'pending':
+    case 'recording':
+    case 'capturing':
+    case 'ended':
+      return c.cyan(status);
+    default:
+      return c.yellow(status);
+  }
+}
+
+/** "1 task", "3 tasks" */
+export function plural(n: number, word: string, pluralWord = `${word}s`): string {
+  return `${n} ${n === 1 ? word : pluralWord}`;
+}

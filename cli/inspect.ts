@@ -1,0 +1,79 @@
+// What the inspection commands share: the target options, opening and closing the target, and turning
+// any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { TargetError, oneLine, openTarget, type Target } from './target.ts';
+import { colorsFor, type Colors } from './format.ts';
+
+export interface CommonOptions {
+  stage?: string;
+  region?: string;
+  json?: boolean;
+  color?: boolean;
+}
+
+/** --stage, --region, --json and --no-color, on every inspection command. */
+export function withCommonOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--stage <stage>', 'a deployed stage instead of the local stack (table <service>-<stage>-tasks)'))
+    .addOption(new Option('--region <region>', 'AWS region of the deployed stage (default: AWS_REGION)'))
+    .option('--json', 'machine-readable JSON on stdout')
+    .option('--no-color', 'no colours (also NO_COLOR=1; output that is not a terminal is never coloured)');
+}
+
+export interface Context {
+  target: Target;
+  c: Colors;
+  now: number;
+  /** `table T in R`, or the local stack's description: where a failure happened. */
+  where: string;
+  out(text: string): void;
+}
+
+/** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
+export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
+  guardStdout();
+  const target = await openTarget({ stage: opts.stage, region: opts.region });
+  const where = target.kind === 'local' ? target.describe : `table ${target.tableName} in ${target.region}`;
+  const ctx: Context = {
+    target,
+    c: colorsFor(opts),
+    now: Date.now(),
+    where,
+    out: (text) => void process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+  };
+  try {
+    await fn(ctx);
+  } catch (err) {
+    if (err instanceof TargetError || err instanceof CliError) throw err;
+    throw new CliError(`${where}: ${oneLine(err)}`);
+  } finally {
+    await target.close();
+  }
+}
+
+/** A failure already phrased for the user. */
+export class CliError extends Error {
+  override name = 'CliError';
+}
+
+/** Parses a positive whole number option; commander reports a refusal as one line. */
+export function positiveInt(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number above 0 is needed.');
+  return n;
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+let guarded = false;
+/** Output piped into `head` closes early: stop quietly rather than with a stack trace. */
+function guardStdout(): void {
+  if (guarded) return;
+  guarded = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}

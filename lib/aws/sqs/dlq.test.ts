@@ -1,0 +1,123 @@
+import { ReceiveMessageCommand, SQSClient, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import { peekDeadLetters, queueDepth, redriveDeadLetters } from './dlq.ts';
+
+let server: FauxqsServer;
+let sqs: SQSClient;
+let n = 0;
+
+beforeAll(async () => {
+  server = await startFauxqs({ port: 0, logger: false });
+  sqs = new SQSClient({
+    endpoint: `http://127.0.0.1:${server.port}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+});
+afterAll(async () => {
+  sqs.destroy();
+  await server.stop();
+});
+
+/** A main queue whose messages go to its dead-letter queue after one receive. */
+function queues() {
+  n += 1;
+  const dlq = server.createQueue(`dlq-test-${n}-dlq`);
+  const main = server.createQueue(`dlq-test-${n}`, {
+    attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount: 1 }) },
+  });
+  return { main: main.queueUrl, dlq: dlq.queueUrl };
+}
+
+const body = (i: number) => JSON.stringify({ timestamp: 1763798400000 + i, type: 4, appKey: 'demo-app', recordId: `rec-${i}`, code: 500 });
+const attributes = (i: number) => ({
+  service: { DataType: 'String', StringValue: 'recording' },
+  appKey: { DataType: 'String', StringValue: 'demo-app' },
+  receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
+  signatureVerdict: { DataType: 'String', StringValue: 'valid' },
+});
+
+/** Sends `count` callbacks and fails each once, so that SQS moves them all to the dead-letter queue. */
+async function deadLetter(q: { main: string; dlq: string }, count: number) {
+  for (let i = 0; i < count; i++) {
+    await sqs.send(new SendMessageCommand({ QueueUrl: q.main, MessageBody: body(i), MessageAttributes: attributes(i) }));
+  }
+  // Receives that hide nothing: each message's second receive moves it to the dead-letter queue.
+  for (let d = await queueDepth(sqs, q.main); d.visible + d.inFlight > 0; d = await queueDepth(sqs, q.main)) {
+    await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.main, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+  }
+  expect((await queueDepth(sqs, q.dlq)).visible).toBe(count);
+}
+
+async function drain(url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (;;) {
+    const res = await sqs.send(new ReceiveMessageCommand({
+      QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 30, MessageAttributeNames: ['All'],
+    }));
+    if (!res.Messages?.length) return out;
+    out.push(...res.Messages);
+  }
+}
+
+test('a look at the dead-letter queue shows every message and leaves them all there', async () => {
+  const q = queues();
+  await deadLetter(q, 13);
+  const seen = await peekDeadLetters(sqs, q.dlq, { waitSeconds: 0 });
+  expect(seen).toHaveLength(13);
+  expect(new Set(seen.map((m) => m.taskId))).toEqual(new Set(Array.from({ length: 13 }, (_, i) => `rec-${i}`)));
+  const first = seen.find((m) => m.taskId === 'rec-0')!;
+  expect(first).toMatchObject({ service: 'recording', appKey: 'demo-app', type: 4, body: body(0) });
+  expect(first.attributes.receivedAt).toBe('1763798400000');
+  // The first receive in the main queue, then the second, which found it over the limit: two before this look.
+  expect(first.receiveCount).toBe(2);
+  expect(first.sentAt).toEqual(expect.any(Number));
+  // Visible again right away: nothing was consumed.
+  expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 13, inFlight: 0 });
+  const again = await peekDeadLetters(sqs, q.dlq, { waitSeconds: 0, limit: 4 });
+  expect(again).toHaveLength(4);
+  expect(again.every((m) => m.receiveCount === 3)).toBe(true);
+  expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 13, inFlight: 0 });
+});
+
+test('a body that is not JSON is shown without type or task id', async () => {
+  const q = queues();
+  await sqs.send(new SendMessageCommand({ QueueUrl: q.dlq, MessageBody: 'not json' }));
+  const [m] = await peekDeadLetters(sqs, q.dlq, { waitSeconds: 0 });
+  expect(m).toMatchObject({ body: 'not json', type: null, taskId: null, service: null, appKey: null });
+});
+
+test('a redrive moves every message back with its body and attributes, and loses none', async () => {
+  const q = queues();
+  await deadLetter(q, 12);
+  const progress: number[] = [];
+  const result = await redriveDeadLetters(sqs, { from: q.dlq, to: q.main, waitSeconds: 0, onMoved: (k) => progress.push(k) });
+  expect(result).toEqual({ moved: 12, failed: [], notDeleted: [] });
+  expect(progress).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+  expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 0, inFlight: 0 });
+  const back = await drain(q.main);
+  expect(back.map((m) => m.Body).sort()).toEqual(Array.from({ length: 12 }, (_, i) => body(i)).sort());
+  for (const m of back) {
+    const i = Number(JSON.parse(m.Body!).recordId.slice(4));
+    const attrs = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, { DataType: v.DataType, StringValue: v.StringValue }]));
+    expect(attrs).toEqual(attributes(i));
+  }
+});
+
+test('--max moves only that many and leaves the rest in the dead-letter queue', async () => {
+  const q = queues();
+  await deadLetter(q, 5);
+  const result = await redriveDeadLetters(sqs, { from: q.dlq, to: q.main, max: 3, waitSeconds: 0 });
+  expect(result.moved).toBe(3);
+  expect((await queueDepth(sqs, q.dlq)).visible).toBe(2);
+  expect(await drain(q.main)).toHaveLength(3);
+});
+
+test('when the main queue cannot be reached, nothing is deleted from the dead-letter queue', async () => {
+  const q = queues();
+  await deadLetter(q, 3);
+  const result = await redriveDeadLetters(sqs, { from: q.dlq, to: `${q.main}-missing`, waitSeconds: 0 });
+  expect(result.moved).toBe(0);
+  expect(result.failed).toHaveLength(3);
+  expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 3, inFlight: 0 });
+});

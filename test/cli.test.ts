@@ -1,0 +1,366 @@
+// The inspection CLI as a user runs it: `callbacks ...` in a child process, in a folder where the local
+// stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is written by the
+// real worker logic.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { parseCallback } from '../lib/domain/callback.ts';
+import { reduceTask } from '../lib/domain/task.ts';
+import type { TaskSummary } from '../lib/domain/task-store.ts';
+import { createLogger, setLogSink } from '../lib/log.ts';
+import type { Service } from '../lib/queue-message.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { dynamoClient } from './support/dynalite.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const nodeBin = join(root, 'node_modules/.bin/node');
+const cliBin = join(root, 'bin/callbacks.js');
+const fixturesDir = join(root, 'test/fixtures');
+const fixture = (name: string) => readFileSync(join(fixturesDir, name), 'utf8').trim();
+const fixtureNames = readdirSync(fixturesDir).filter((f) => f.endsWith('.json'));
+const serviceOf = (name: string) => (name.startsWith('recording') ? 'recording' : 'screenshot') as Service;
+
+const ANSI = /\u001b\[/;
+const STACK_FRAME = /\n\s+at /;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+let dir: string;
+let stack: LocalStack;
+let store: DynamoTaskStore;
+let sqs: SQSClient;
+let restoreSink: ReturnType<typeof setLogSink>;
+const now = Date.now();
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `callbacks <args>` in the test folder, without any AWS setting of the machine. */
+async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || /^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|NO_COLOR|FORCE_COLOR)/.test(k)) continue;
+    env[k] = v;
+  }
+  Object.assign(env, { AWS_EC2_METADATA_DISABLED: 'true' }, extraEnv);
+  const run = await new Promise<Run>((resolve) => {
+    execFile(nodeBin, [cliBin, ...args], { cwd: dir, env, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+  // Output to a pipe is never coloured.
+  expect(run.stdout).not.toMatch(ANSI);
+  expect(run.stderr).not.toMatch(ANSI);
+  return run;
+}
+
+async function cliJson<T>(args: string[]): Promise<T> {
+  const run = await cli([...args, '--json']);
+  expect(run).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout) as T;
+}
+
+// Recent tasks, for the filters: [id, service, appKey, roomId, sessionId, start time].
+const recent: [string, Service, string, string, string, number][] = [
+  ['rec-new-1', 'recording', 'app-x', 'room-a', 's-a1', now - 3 * HOUR],
+  ['rec-new-2', 'recording', 'app-x', 'room-a', 's-a2', now - 1 * HOUR],
+  ['img-new-4', 'screenshot', 'app-x', 'room-b', 's-a1', now - 30 * 60_000],
+  ['rec-new-3', 'recording', 'app-y', 'room-b', 's-b1', now - 10 * 60_000],
+];
+
+function recentBodies(): [Service, string][] {
+  const bodies: [Service, string][] = [];
+  for (const [id, service, appKey, roomId, sessionId, at] of recent) {
+    const common = { appKey, roomId, sessionId, userId: '', extra: '', code: 200, errorMessage: 'success' };
+    const idField = service === 'recording' ? { recordId: id, mode: 3 } : { imageId: id };
+    bodies.push([service, JSON.stringify({ timestamp: at, type: 1, ...common, ...idField, config: { trigger: 1 } })]);
+  }
+  // rec-new-1 ends with one uploaded file: completed.
+  const end = { appKey: 'app-x', recordId: 'rec-new-1', roomId: 'room-a', sessionId: 's-a1', userId: '', mode: 3, extra: '', code: 200, errorMessage: 'success' };
+  bodies.push(['recording', JSON.stringify({ ...end, timestamp: now - 2 * HOUR, type: 3, output: { fileName: 'a.mp4', fileSize: 1288490189 } })]);
+  bodies.push(['recording', JSON.stringify({ ...end, timestamp: now - 2 * HOUR + 5000, type: 4, output: { fileName: 'a.mp4', fileUrl: 'https://storage.example.com/a.mp4' } })]);
+  return bodies;
+}
+
+const dlqBodies = [
+  JSON.stringify({ timestamp: 1763798400000, type: 1, appKey: 'demo-app', recordId: 'rec-dlq-1', roomId: 'r', sessionId: 's', code: 200 }),
+  JSON.stringify({ timestamp: 1763798401000, type: 1, appKey: 'demo-app', imageId: 'img-dlq-2', roomId: 'r', sessionId: 's', code: 200 }),
+  JSON.stringify({ timestamp: 1763798402000, type: 3, appKey: 'other-app', recordId: 'rec-dlq-3', roomId: 'r', sessionId: 's', code: 200, output: { fileName: 'x.mp4', fileSize: 1024 } }),
+];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'callbacks-cli-'));
+  restoreSink = setLogSink(() => {});
+  stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
+  store = new DynamoTaskStore({ client: dynamoClient(stack.info.dynamoEndpoint), tableName: stack.info.tableName });
+  sqs = new SQSClient({ endpoint: stack.info.sqsEndpoint, region: stack.info.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const records = [
+    ...fixtureNames.map((f) => sqsRecord(serviceOf(f), fixture(f), { receivedAt: JSON.parse(fixture(f)).timestamp + 180 })),
+    ...recentBodies().map(([service, body]) => sqsRecord(service, body, { receivedAt: now })),
+    // Kept aside: a forged signature and a body that is not a callback.
+    sqsRecord('recording', fixture('recording-2-slice.json').replace('7nQ2f0vB-rec-001', 'rec-forged'), { verdict: 'invalid', receivedAt: now - 5000 }),
+    sqsRecord('screenshot', '{"type":9}', { receivedAt: now - 1000 }),
+  ];
+  const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
+  expect(res.batchItemFailures).toEqual([]);
+  for (const [i, body] of dlqBodies.entries()) {
+    await sqs.send(new SendMessageCommand({
+      QueueUrl: stack.info.dlqUrl,
+      MessageBody: body,
+      MessageAttributes: {
+        service: { DataType: 'String', StringValue: i === 1 ? 'screenshot' : 'recording' },
+        appKey: { DataType: 'String', StringValue: JSON.parse(body).appKey },
+        receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
+      },
+    }));
+  }
+});
+
+afterAll(async () => {
+  sqs?.destroy();
+  await stack?.stop();
+  setLogSink(restoreSink);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function expectedTask(id: string) {
+  const callbacks = fixtureNames.filter((f) => fixture(f).includes(`"${id}"`)).map((f) => {
+    const r = parseCallback(serviceOf(f), fixture(f));
+    if (!r.ok) throw new Error(r.errors.join());
+    return r.callback;
+  });
+  return reduceTask(callbacks);
+}
+
+describe('tasks get', () => {
+  test('the human view: a header block and the files with sizes, upload state, URL and purge deadline', async () => {
+    const run = await cli(['tasks', 'get', '7nQ2f0vB-rec-001']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toBe('recording task 7nQ2f0vB-rec-001  upload_failed');
+    for (const [label, value] of [
+      ['app key', 'demo-app'],
+      ['room', 'room-1024'],
+      ['session', 'sN3kL9xQ2aT7'],
+      ['mode', '3 (mix-audio-video)'],
+      ['started', '2025-11-22T08:00:00Z'],
+      ['ended', '2025-11-22T09:30:00Z'],
+      ['events', '5'],
+      ['last error', '4 upload callback, code 500 "upload to storage failed" at 2025-11-22T09:30:10Z'],
+    ]) {
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\s+${label}\\s+${escape(value!)}`)));
+    }
+    expect(run.stdout).toContain('2 files: 1 uploaded, 1 failed, 0 pending');
+    const header = lines.find((l) => l.startsWith('FILE'))!;
+    expect(header.split(/\s{2,}/)).toEqual(['FILE', 'SIZE', 'UPLOAD', 'ATTEMPTS', 'URL', 'PURGED BY THE PLATFORM']);
+    const uploaded = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763798400000.mp4'))!;
+    expect(uploaded.split(/\s{2,}/)).toEqual([
+      'sN3kL9xQ2aT7_room-1024_1763798400000.mp4', '700 MiB', 'uploaded', '1',
+      'https://storage.example.com/recordings/sN3kL9xQ2aT7_room-1024_1763798400000.mp4', '-',
+    ]);
+    const failed = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!;
+    const purgeAt = 1763803810000 + DAY;
+    expect(failed.split(/\s{2,}/)).toEqual([
+      'sN3kL9xQ2aT7_room-1024_1763802000000.mp4', '350 MiB', 'failed (500: upload to storage failed)', '1', '-',
+      expect.stringMatching(new RegExp(`^${escape(new Date(purgeAt).toISOString().replace('.000Z', 'Z'))} \\(\\d+ d ago\\)$`)),
+    ]);
+  });
+
+  test('--json prints exactly the contract object, for a recording and a screenshot task', async () => {
+    for (const id of ['7nQ2f0vB-rec-001', 'img-5c1d9e', 'Kp4e-rec-002']) {
+      const printed = await cliJson<unknown>(['tasks', 'get', id]);
+      expect(printed).toEqual(expectedTask(id));
+      expect(printed).toEqual(await store.getTask(id));
+    }
+    const rec = await cliJson<any>(['tasks', 'get', '7nQ2f0vB-rec-001']);
+    expect(rec.files.find((f: any) => f.upload === 'failed').purgeAt).toBe(1763803810000 + DAY);
+  });
+
+  test('a task that is not there: one sentence on stderr, exit code 1', async () => {
+    const run = await cli(['tasks', 'get', 'rec-x']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(`callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n`);
+  });
+});
+
+describe('tasks list', () => {
+  const ids = (list: TaskSummary[]) => list.map((s) => s.id);
+
+  test('each filter goes through its index and lists newest first', async () => {
+    const cases: [string[], string[]][] = [
+      [[], ['rec-new-3', 'img-new-4', 'rec-new-2', 'rec-new-1']],
+      [['--room', 'room-a'], ['rec-new-2', 'rec-new-1']],
+      [['--session', 's-a1'], ['img-new-4', 'rec-new-1']],
+      [['--app-key', 'app-x'], ['img-new-4', 'rec-new-2', 'rec-new-1']],
+      [['--app-key', 'app-x', '--status', 'recording'], ['rec-new-2']],
+      [['--status', 'completed'], ['rec-new-1']],
+      [['--room', 'room-b', '--status', 'capturing'], ['img-new-4']],
+      [['--since', '2h'], ['rec-new-3', 'img-new-4', 'rec-new-2']],
+      [['--since', '2h', '--until', '20m'], ['img-new-4', 'rec-new-2']],
+      [['--limit', '2'], ['rec-new-3', 'img-new-4']],
+      [['--room', 'room-1024'], ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001']],
+      [['--since', '2025-11-22', '--until', '2025-11-23'], ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001']],
+      [['--app-key', 'demo-app', '--status', 'upload_failed', '--since', String(1763798400000)], ['img-5c1d9e', '7nQ2f0vB-rec-001']],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cliJson<TaskSummary[]>(['tasks', 'list', ...args])));
+    results.forEach((list, i) => expect({ args: cases[i]![0], ids: ids(list) }).toEqual({ args: cases[i]![0], ids: cases[i]![1] }));
+    const completed = results[5]![0]!;
+    expect(completed).toMatchObject({ service: 'recording', appKey: 'app-x', status: 'completed', fileCount: 1, pendingFiles: 0, failedFiles: 0, eventCount: 3 });
+  });
+
+  test('the human table and the streamed JSON lines', async () => {
+    const run = await cli(['tasks', 'list', '--room', 'room-1024', '--no-color']);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines[0]!.split(/\s{2,}/)).toEqual(['ID', 'SERVICE', 'STATUS', 'ROOM', 'SESSION', 'STARTED', 'UPLOADED', 'FAILED', 'PENDING', 'EVENTS']);
+    expect(lines[1]!.split(/\s{2,}/)).toEqual(['Kp4e-rec-002', 'recording', 'recording', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:01:00Z', '0', '0', '0', '1']);
+    expect(lines[2]!.split(/\s{2,}/)).toEqual(['img-5c1d9e', 'screenshot', 'upload_failed', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:00:00.500Z', '1', '1', '0', '4']);
+    expect(lines[3]!.split(/\s{2,}/)).toEqual(['7nQ2f0vB-rec-001', 'recording', 'upload_failed', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:00:00Z', '1', '1', '0', '5']);
+    expect(lines[4]).toBe('3 tasks, newest first.');
+
+    const jsonl = await cli(['tasks', 'list', '--jsonl']);
+    const parsed = jsonl.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as TaskSummary);
+    expect(ids(parsed)).toEqual(['rec-new-3', 'img-new-4', 'rec-new-2', 'rec-new-1']);
+  });
+
+  test('a bad --since is refused with what is accepted', async () => {
+    const run = await cli(['tasks', 'list', '--since', 'yesterday']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('"yesterday" is not a time: use a duration back from now');
+    expect(run.stderr).not.toMatch(STACK_FRAME);
+  });
+});
+
+describe('tasks events', () => {
+  test('the raw callbacks in timestamp order, with received-at and signature verdict', async () => {
+    const run = await cli(['tasks', 'events', '7nQ2f0vB-rec-001']);
+    expect(run.code).toBe(0);
+    const rows = run.stdout.trimEnd().split('\n').map((l) => l.split(/\s{2,}/));
+    expect(rows[0]).toEqual(['TYPE', 'TIMESTAMP', 'RECEIVED', 'SIGNATURE', 'EVENT KEY']);
+    expect(rows.slice(1).map((r) => r.slice(0, 4))).toEqual([
+      ['1 start', '2025-11-22T08:00:00Z', '2025-11-22T08:00:00.180Z', 'valid'],
+      ['2 slice', '2025-11-22T09:00:00Z', '2025-11-22T09:00:00.180Z', 'valid'],
+      ['4 upload', '2025-11-22T09:00:30Z', '2025-11-22T09:00:30.180Z', 'valid'],
+      ['3 end', '2025-11-22T09:30:00Z', '2025-11-22T09:30:00.180Z', 'valid'],
+      ['4 upload', '2025-11-22T09:30:10Z', '2025-11-22T09:30:10.180Z', 'valid'],
+    ]);
+    expect(run.stdout).not.toContain('"errorMessage"');
+
+    const raw = await cli(['tasks', 'events', '7nQ2f0vB-rec-001', '--raw']);
+    expect(raw.stdout.split('\n')).toContain(`  ${fixture('recording-4-upload-failed.json')}`);
+  });
+
+  test('--json: the stored events with their bodies parsed', async () => {
+    const events = await cliJson<any[]>(['tasks', 'events', 'img-5c1d9e']);
+    expect(events.map((e) => e.timestamp)).toEqual([1763798400500, 1763798411000, 1763798421000, 1763798700000]);
+    expect(events.map((e) => e.type)).toEqual([1, 4, 4, 3]);
+    expect(events[2]).toMatchObject({
+      receivedAt: 1763798421180,
+      verdict: 'valid',
+      key: expect.any(String),
+      body: JSON.parse(fixture('screenshot-4-upload-failed.json')),
+    });
+  });
+
+  test('events of a task that is not there: one sentence, exit code 1', async () => {
+    const run = await cli(['tasks', 'events', 'rec-x']);
+    expect(run).toEqual({ code: 1, stdout: '', stderr: `callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n` });
+  });
+});
+
+describe('quarantine list', () => {
+  test('what was kept aside and why, newest first', async () => {
+    const entries = await cliJson<any[]>(['quarantine', 'list']);
+    expect(entries.map((e) => [e.reason, e.service, e.taskId])).toEqual([
+      ['invalid_callback', 'screenshot', null],
+      ['invalid_signature', 'recording', 'rec-forged'],
+    ]);
+    const run = await cli(['quarantine', 'list', '--days', '1']);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines[0]!.split(/\s{2,}/)).toEqual(['RECEIVED', 'REASON', 'DETAIL', 'SERVICE', 'APP KEY', 'TASK', 'SIGNATURE']);
+    expect(lines[2]!.split(/\s{2,}/)).toEqual([
+      new Date(now - 5000).toISOString().replace('.000Z', 'Z'), 'invalid_signature', 'the signature did not match any configured secret',
+      'recording', 'demo-app', 'rec-forged', 'invalid',
+    ]);
+    const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
+    expect(limited).toHaveLength(1);
+  });
+});
+
+describe('dlq', () => {
+  test('list shows the messages and leaves them; redrive moves them back with their attributes', async () => {
+    const listed = await cliJson<any[]>(['dlq', 'list']);
+    expect(listed.map((m) => [m.service, m.appKey, m.type, m.taskId])).toEqual([
+      ['recording', 'demo-app', 1, 'rec-dlq-1'],
+      ['screenshot', 'demo-app', 1, 'img-dlq-2'],
+      ['recording', 'other-app', 3, 'rec-dlq-3'],
+    ]);
+    const human = await cli(['dlq', 'list']);
+    const rows = human.stdout.trimEnd().split('\n').map((l) => l.split(/\s{2,}/));
+    expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
+    expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
+    expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
+
+    const refused = await cli(['dlq', 'redrive']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe('callbacks: dlq redrive moves messages: pass --yes to confirm when not at a terminal\n');
+
+    const one = await cli(['dlq', 'redrive', '--yes', '--max', '1']);
+    expect(one.stdout).toBe(`Moved 1 message from ${stack.info.dlqUrl} to ${stack.info.queueUrl}.\n`);
+    const rest = await cliJson<any>(['dlq', 'redrive', '--yes']);
+    expect(rest).toEqual({ from: stack.info.dlqUrl, to: stack.info.queueUrl, moved: 2, failed: [], notDeleted: [] });
+    expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
+
+    // Back in the main queue, the stack's worker applies them: their tasks appear.
+    for (const id of ['rec-dlq-1', 'img-dlq-2', 'rec-dlq-3']) {
+      while (!(await store.getTask(id))) await new Promise((r) => setTimeout(r, 50));
+    }
+    const redriven = await cliJson<any>(['tasks', 'get', 'img-dlq-2']);
+    expect(redriven).toMatchObject({ service: 'screenshot', appKey: 'demo-app', eventCount: 1 });
+    const events = await cliJson<any[]>(['tasks', 'events', 'rec-dlq-1']);
+    // The receive time travelled with the message: the ingest's, not the redrive's.
+    expect(events.map((e) => [e.receivedAt, e.body])).toEqual([[1763798400000, JSON.parse(dlqBodies[0]!)]]);
+  });
+});
+
+describe('targets', () => {
+  test('a stage that cannot be reached: one sentence naming table and region, exit code 1, no stack trace', async () => {
+    const run = await cli(['tasks', 'list', '--stage', 'nope', '--region', 'us-east-1'], {
+      AWS_ACCESS_KEY_ID: 'bogus',
+      AWS_SECRET_ACCESS_KEY: 'bogus',
+      // A closed local port: the SDK fails at once and nothing reaches AWS.
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^callbacks: cannot open stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /);
+    expect(run.stderr).not.toMatch(STACK_FRAME);
+  });
+
+  test('a table named by TASKS_TABLE that cannot be reached: the same', async () => {
+    const run = await cli(['tasks', 'get', 'x'], {
+      TASKS_TABLE: 'my-tasks',
+      AWS_REGION: 'eu-west-1',
+      AWS_ACCESS_KEY_ID: 'bogus',
+      AWS_SECRET_ACCESS_KEY: 'bogus',
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^callbacks: cannot reach table my-tasks in eu-west-1: .+\n$/);
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
