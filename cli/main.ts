@@ -1,10 +1,15 @@
 import { Command } from 'commander';
-import { register as registerDev } from './commands/dev.ts';
-import { register as registerEmulate } from './commands/emulate.ts';
-import { register as registerVerify } from './commands/verify.ts';
-import { register as registerTasks } from './commands/tasks.ts';
-import { register as registerQuarantine } from './commands/quarantine.ts';
-import { register as registerDlq } from './commands/dlq.ts';
+
+// Each command's module is loaded only when that command runs: the local stack pulls in the DynamoDB
+// and SQS emulators, the others the AWS SDK, and a user waiting for `tasks get` should pay for neither.
+const commands: Record<string, () => Promise<{ register(program: Command): void }>> = {
+  dev: () => import('./commands/dev.ts'),
+  emulate: () => import('./commands/emulate.ts'),
+  verify: () => import('./commands/verify.ts'),
+  tasks: () => import('./commands/tasks.ts'),
+  quarantine: () => import('./commands/quarantine.ts'),
+  dlq: () => import('./commands/dlq.ts'),
+};
 
 const program = new Command();
 program
@@ -12,14 +17,10 @@ program
   .description('Receiver of cloud recording and cloud screenshot callbacks: local stack, sender emulator, inspection.')
   .showHelpAfterError();
 
-registerDev(program);
-registerEmulate(program);
-registerVerify(program);
-registerTasks(program);
-registerQuarantine(program);
-registerDlq(program);
-
 try {
+  const requested = process.argv[2];
+  const names = requested && Object.hasOwn(commands, requested) ? [requested] : Object.keys(commands);
+  for (const name of names) (await commands[name]!()).register(program);
   await program.parseAsync(process.argv);
 } catch (err) {
   // One clear sentence on stderr, never a stack trace.
