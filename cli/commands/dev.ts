@@ -1,0 +1,127 @@
+// `callbacks dev` (and `npm start`): the whole receiver in this process (lib/local/stack.ts), until Ctrl-C.
+import { relative } from 'node:path';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
+import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
+import type { SignatureMode } from '../../lib/queue-message.ts';
+import { colorsFor, fields, type Colors } from '../format.ts';
+
+interface DevOptions {
+  port: number;
+  host: string;
+  memory?: boolean;
+  dataDir: string;
+  signatureMode?: SignatureMode;
+  retryDelay: number;
+  quiet?: boolean;
+  color?: boolean;
+}
+
+function portNumber(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
+  return n;
+}
+
+function seconds(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 43200) throw new InvalidArgumentError('whole seconds from 0 to 43200 are needed.');
+  return n;
+}
+
+export function register(program: Command): void {
+  program
+    .command('dev')
+    .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
+    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
+    .option('--data-dir <dir>', 'where the data is kept', '.data')
+    .addOption(
+      new Option('--signature-mode <mode>', 'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)')
+        .choices(['enforce', 'report', 'off']),
+    )
+    .option('--retry-delay <seconds>', `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`, seconds, DEFAULT_RETRY_DELAY_S)
+    .option('--quiet', 'do not print the JSON log lines of the handlers')
+    .option('--no-color', 'no colours (also NO_COLOR=1)')
+    .action(async (opts: DevOptions) => {
+      const stack = await startLocalStack({
+        port: opts.port,
+        host: opts.host,
+        memory: opts.memory ?? false,
+        dataDir: opts.dataDir,
+        signatureMode: opts.signatureMode,
+        retryDelaySeconds: opts.retryDelay,
+        quiet: opts.quiet ?? false,
+      });
+      process.stdout.write(banner(stack, opts, colorsFor(opts)));
+      await untilSignal();
+      process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+      await stack.stop();
+      process.stdout.write('Stopped.\n');
+    });
+}
+
+const shown = (path: string) => {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') ? rel : path;
+};
+
+export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retryDelay'>, c: Colors): string {
+  const { info } = stack;
+  const keys = stack.appKeys.length > 0 ? stack.appKeys.join(', ') : '(none: every signed callback is refused)';
+  const appKeys =
+    stack.signatureMode === 'off'
+      ? `any (signature mode off)`
+      : `${keys}${stack.secretsSource === 'default' ? c.dim('  (the demo key: CALLBACK_SECRETS is not set)') : ''}`;
+  const data = info.dataDir
+    ? `${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
+    : `in memory ${c.dim('(--memory: gone when the stack stops)')}`;
+  const m = eventSourceMapping;
+  const q = queueSettings;
+  const lines = [
+    c.bold(`Local stack ready at ${info.url}`),
+    '',
+    fields(
+      [
+        ['recording', `POST ${info.url}/callbacks/recording`],
+        ['screenshot', `POST ${info.url}/callbacks/screenshot`],
+        ['health', `GET  ${info.url}/health`],
+        ['signature', stack.signatureMode],
+        ['appKeys', appKeys],
+        ['data', data],
+        ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
+        ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
+        ['worker', `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`],
+        ['stack file', `${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`],
+      ],
+      c,
+    ),
+    '',
+    opts.quiet ? 'Ctrl-C stops the stack.' : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * Resolves at the first SIGINT or SIGTERM; another one a moment later ends the process at once. Repeats
+ * within that moment are ignored: under `npm start` a Ctrl-C reaches the process twice, from the
+ * terminal and forwarded by npm.
+ */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    let firstAt = 0;
+    const onSignal = () => {
+      if (firstAt === 0) {
+        firstAt = Date.now();
+        resolve();
+      } else if (Date.now() - firstAt > 1000) {
+        process.stderr.write('callbacks: stopped without finishing the work in progress\n');
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}

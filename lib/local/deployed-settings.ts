@@ -1,0 +1,34 @@
+// The deployed stack's names and queue settings, mirrored by the local stack so that it behaves as the
+// deployment does. Source of truth: serverless.yml (the worker's SQS event) and infra/queues.yml;
+// deployed-settings.test.ts fails when the two drift apart.
+
+export const SERVICE = 'rtc-callbacks-receiver';
+/** The local stack is the stage `local` of the service: its resources carry the deployed names. */
+export const LOCAL_STAGE = 'local';
+export const LOCAL_REGION = 'us-east-1';
+
+export const resourceNames = (stage: string) => ({
+  table: `${SERVICE}-${stage}-tasks`,
+  queue: `${SERVICE}-${stage}-callbacks`,
+  deadLetterQueue: `${SERVICE}-${stage}-callbacks-dlq`,
+});
+
+/** infra/queues.yml */
+export const queueSettings = {
+  /** Seconds a received message stays invisible: six times the worker's 30 s time-out. */
+  visibilityTimeoutS: 180,
+  /** Receives before SQS moves a message to the dead-letter queue. */
+  maxReceiveCount: 5,
+  /** Seconds (4 days). */
+  retentionS: 345_600,
+  /** Seconds (14 days). */
+  deadLetterRetentionS: 1_209_600,
+} as const;
+
+/** serverless.yml, functions.worker.events[0].sqs: the event source mapping. */
+export const eventSourceMapping = {
+  batchSize: 25,
+  /** maximumBatchingWindow, seconds. */
+  batchingWindowS: 1,
+  maximumConcurrency: 10,
+} as const;

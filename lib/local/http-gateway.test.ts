@@ -1,0 +1,121 @@
+// The gateway over a real socket, with a recording handler in place of the ingest.
+import { Buffer } from 'node:buffer';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import type { Logger } from '../log.ts';
+import { createGateway } from './http-gateway.ts';
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const MAX_BODY = 1024;
+
+let server: Server;
+let base: string;
+let ready = true;
+let events: APIGatewayProxyEventV2[] = [];
+let answer: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
+
+beforeAll(async () => {
+  server = createGateway({
+    handler: (event) => {
+      events.push(event);
+      return answer(event);
+    },
+    maxBodyBytes: MAX_BODY,
+    maxPayloadBytes: 64 * 1024,
+    isReady: () => ready,
+    log: silent,
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+beforeEach(() => {
+  ready = true;
+  events = [];
+  answer = async (event) => {
+    const size = event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64').length : Buffer.byteLength(event.body ?? '');
+    return size > MAX_BODY
+      ? { statusCode: 413, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"body_too_large","message":"too large"}}' }
+      : { statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' };
+  };
+});
+
+test('GET /health answers 200 {"ok":true} without calling the handler', async () => {
+  const res = await fetch(`${base}/health`);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ ok: true });
+  expect(events).toHaveLength(0);
+});
+
+test('every other request goes to the handler as an event, and its answer comes back', async () => {
+  answer = async () => ({ statusCode: 405, headers: { 'content-type': 'application/json', allow: 'POST' }, body: '{"error":{"code":"method_not_allowed","message":"m"}}' });
+  const res = await fetch(`${base}/callbacks/screenshot?nonce=n`, { method: 'PUT', body: '{"a":1}', headers: { 'content-type': 'application/json', 'RC-Nonce': 'x' } });
+  expect(res.status).toBe(405);
+  expect(res.headers.get('allow')).toBe('POST');
+  expect(res.headers.get('apigw-requestid')).toBe(events[0]!.requestContext.requestId);
+  expect(await res.json()).toEqual({ error: { code: 'method_not_allowed', message: 'm' } });
+  expect(events[0]).toMatchObject({
+    rawPath: '/callbacks/screenshot',
+    rawQueryString: 'nonce=n',
+    body: '{"a":1}',
+    isBase64Encoded: false,
+    headers: { 'rc-nonce': 'x' },
+    requestContext: { http: { method: 'PUT', sourceIp: '127.0.0.1' } },
+  });
+});
+
+test('a body over the ingest limit reaches the handler cut one byte past the limit, and it answers 413', async () => {
+  const res = await fetch(`${base}/callbacks/recording`, { method: 'POST', body: 'x'.repeat(20_000), headers: { 'content-type': 'text/plain' } });
+  expect(res.status).toBe(413);
+  expect(events).toHaveLength(1);
+  expect(events[0]!.body).toHaveLength(MAX_BODY + 1);
+});
+
+test('a body over the gateway payload limit is refused without calling the handler, and the server keeps serving', async () => {
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = httpRequest(`${base}/callbacks/recording`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    // The client keeps sending; the server stops reading and closes the connection after its answer.
+    req.on('error', reject);
+    const chunk = Buffer.alloc(16 * 1024, 0x20);
+    let sent = 0;
+    const pump = () => {
+      while (sent < 1024 * 1024) {
+        sent += chunk.length;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      req.end();
+    };
+    pump();
+  }).catch((err: NodeJS.ErrnoException) => err.code);
+  // Either the 413 is read before the connection closes, or the client sees the close while still writing.
+  expect([413, 'EPIPE', 'ECONNRESET']).toContain(status);
+  expect(events).toHaveLength(0);
+  const after = await fetch(`${base}/health`);
+  expect(after.status).toBe(200);
+});
+
+test('while the stack is not ready, everything answers 503', async () => {
+  ready = false;
+  const health = await fetch(`${base}/health`);
+  expect(health.status).toBe(503);
+  expect(((await health.json()) as { error: { code: string } }).error.code).toBe('not_ready');
+  const cb = await fetch(`${base}/callbacks/recording`, { method: 'POST', body: '{}' });
+  expect(cb.status).toBe(503);
+  expect(events).toHaveLength(0);
+});
+
+test('a handler that throws gets API Gateway\'s 500', async () => {
+  answer = async () => {
+    throw new Error('boom');
+  };
+  const res = await fetch(`${base}/callbacks/recording`, { method: 'POST', body: '{}' });
+  expect(res.status).toBe(500);
+  expect(await res.json()).toEqual({ message: 'Internal Server Error' });
+});

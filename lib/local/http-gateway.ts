@@ -1,0 +1,116 @@
+// The local stand-in for API Gateway: an HTTP server that turns each request into a payload 2.0 event
+// for the ingest handler (a `$default` route, as deployed) and writes back what the handler answers.
+// `GET /health` is answered here: it exists on the local stack only.
+import { Buffer } from 'node:buffer';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import type { Logger } from '../log.ts';
+import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';
+
+/** API Gateway refuses request payloads over 10 MB before any function runs. */
+export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+
+export interface GatewayOptions {
+  handler: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
+  /**
+   * The ingest's own body limit. One byte more than this is kept of a body and the rest is read and
+   * dropped, so that the handler sees a body over its limit and gives its own 413, without a large body
+   * ever being held in memory.
+   */
+  maxBodyBytes: number;
+  /** Above this many bytes the request is answered 413 here and the connection closed (API Gateway's limit). */
+  maxPayloadBytes?: number;
+  /** false while the stack starts or stops: /health and the routes answer 503. */
+  isReady: () => boolean;
+  log: Logger;
+}
+
+const json = (status: number, value: unknown, extra: Record<string, string> = {}) => ({
+  status,
+  headers: { 'content-type': 'application/json', ...extra },
+  body: Buffer.from(JSON.stringify(value), 'utf8'),
+});
+
+const errorBody = (code: string, message: string) => ({ error: { code, message } });
+
+export function createGateway(opts: GatewayOptions): Server {
+  const maxPayloadBytes = opts.maxPayloadBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES;
+  const keepBytes = opts.maxBodyBytes + 1;
+
+  const send = (res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer, cookies: string[] = []) => {
+    if (res.headersSent || res.destroyed) return;
+    res.statusCode = status;
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    if (cookies.length > 0) res.setHeader('set-cookie', cookies);
+    res.setHeader('content-length', body.length);
+    res.end(body);
+  };
+
+  const answer = async (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
+    const requestId = newRequestId();
+    res.setHeader('apigw-requestid', requestId);
+    const path = (req.url ?? '/').split('?')[0];
+    if (!opts.isReady()) {
+      const r = json(503, errorBody('not_ready', 'The local stack is starting or stopping; retry in a moment.'), { 'retry-after': '1' });
+      return send(res, r.status, r.headers, r.body);
+    }
+    if (path === '/health' && req.method === 'GET') {
+      const r = json(200, { ok: true });
+      return send(res, r.status, r.headers, r.body);
+    }
+    const event = toApiGatewayEvent({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      rawHeaders: req.rawHeaders,
+      body,
+      sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
+      protocol: `HTTP/${req.httpVersion}`,
+      requestId,
+    });
+    let result: APIGatewayProxyResultV2;
+    try {
+      result = await opts.handler(event);
+    } catch (err) {
+      // What API Gateway answers when the function fails.
+      opts.log.error('ingest_handler_failed', { requestId, error: err instanceof Error ? { name: err.name, message: err.message } : String(err) });
+      const r = json(500, { message: 'Internal Server Error' });
+      return send(res, r.status, r.headers, r.body);
+    }
+    const out = fromHandlerResult(result);
+    send(res, out.statusCode, out.headers, out.body, out.cookies);
+  };
+
+  return createServer((req, res) => {
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let total = 0;
+    let refused = false;
+    req.on('data', (chunk: Buffer) => {
+      if (refused) return;
+      total += chunk.length;
+      if (total > maxPayloadBytes) {
+        refused = true;
+        const r = json(413, errorBody('body_too_large', `The body is larger than the limit of ${opts.maxBodyBytes} bytes.`), { connection: 'close' });
+        send(res, r.status, r.headers, r.body);
+        // Stop reading: the rest of the upload is not wanted, and the connection closes after the answer.
+        req.pause();
+        res.on('finish', () => req.socket.destroySoon());
+        return;
+      }
+      if (keptBytes < keepBytes) {
+        const part = chunk.length <= keepBytes - keptBytes ? chunk : chunk.subarray(0, keepBytes - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+    });
+    req.on('end', () => {
+      if (refused) return;
+      answer(req, res, Buffer.concat(kept, keptBytes)).catch((err) => {
+        opts.log.error('gateway_failed', { error: err instanceof Error ? err.message : String(err) });
+        if (!res.headersSent) res.destroy();
+      });
+    });
+    // A client that goes away mid-request: nothing to answer.
+    req.on('error', () => res.destroy());
+  });
+}

@@ -1,0 +1,185 @@
+// The event source mapping stand-in against a real SQS emulator (fauxqs): batches, deletes, retries and
+// the dead-letter queue after maxReceiveCount.
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { Logger } from '../log.ts';
+import { failedMessageIds, startSqsPoller, type SqsPoller, type SqsPollerOptions } from './sqs-poller.ts';
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+let server: FauxqsServer;
+let sqs: SQSClient;
+let endpoint: string;
+let n = 0;
+const pollers: SqsPoller[] = [];
+
+beforeAll(async () => {
+  server = await startFauxqs({ port: 0, logger: false });
+  endpoint = `http://127.0.0.1:${server.port}`;
+  sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+});
+afterEach(async () => {
+  await Promise.all(pollers.splice(0).map((p) => p.stop()));
+});
+afterAll(async () => {
+  sqs.destroy();
+  await server.stop();
+});
+
+function queues(maxReceiveCount: number) {
+  n += 1;
+  const dlq = server.createQueue(`poller-${n}-dlq`);
+  const main = server.createQueue(`poller-${n}`, {
+    attributes: { VisibilityTimeout: '180', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
+  });
+  const local = (url: string) => new URL(new URL(url).pathname, endpoint).href;
+  return { main: local(main.queueUrl), mainArn: main.queueArn, dlq: local(dlq.queueUrl) };
+}
+
+async function send(queueUrl: string, bodies: string[]) {
+  for (let i = 0; i < bodies.length; i += 10) {
+    await sqs.send(new SendMessageBatchCommand({
+      QueueUrl: queueUrl,
+      Entries: bodies.slice(i, i + 10).map((body, j) => ({
+        Id: String(j),
+        MessageBody: body,
+        MessageAttributes: { service: { DataType: 'String', StringValue: 'recording' }, receivedAt: { DataType: 'Number', StringValue: '1763798400000' } },
+      })),
+    }));
+  }
+}
+
+async function depth(queueUrl: string) {
+  const { Attributes: a = {} } = await sqs.send(new GetQueueAttributesCommand({
+    QueueUrl: queueUrl,
+    AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+  }));
+  return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
+}
+
+/** Polls a condition a bounded number of times (no assertion on how long it takes). */
+async function eventually(condition: () => boolean | Promise<boolean>, what: string, tries = 400) {
+  for (let i = 0; i < tries; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+function poller(q: ReturnType<typeof queues>, handler: SqsPollerOptions['handler'], over: Partial<SqsPollerOptions> = {}) {
+  const p = startSqsPoller({
+    sqs,
+    queueUrl: q.main,
+    queueArn: q.mainArn,
+    region: 'us-east-1',
+    handler,
+    batchSize: 25,
+    batchingWindowMs: 5000,
+    concurrency: 1,
+    retryDelaySeconds: 0,
+    log: silent,
+    ...over,
+  });
+  pollers.push(p);
+  return p;
+}
+
+test('messages are gathered into one batch up to the batch size, shaped as Lambda shapes them, and deleted once handled', async () => {
+  const q = queues(5);
+  const bodies = Array.from({ length: 25 }, (_, i) => `body-${i}`);
+  await send(q.main, bodies);
+  const events: SQSEvent[] = [];
+  const p = poller(q, async (event) => {
+    events.push(event);
+    return { batchItemFailures: [] };
+  });
+  await eventually(() => p.stats.succeeded === 25, 'all 25 records handled');
+  await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+
+  // The batch was full before the window ended: one invocation with all of them.
+  expect(events).toHaveLength(1);
+  expect(events[0]!.Records.map((r) => r.body).sort()).toEqual([...bodies].sort());
+  const record: SQSRecord = events[0]!.Records[0]!;
+  expect(record).toMatchObject({
+    eventSource: 'aws:sqs',
+    eventSourceARN: q.mainArn,
+    awsRegion: 'us-east-1',
+    attributes: { ApproximateReceiveCount: '1', SenderId: expect.any(String) },
+    messageAttributes: {
+      service: { stringValue: 'recording', dataType: 'String', stringListValues: [], binaryListValues: [] },
+      receivedAt: { stringValue: '1763798400000', dataType: 'Number' },
+    },
+  });
+  expect(record.messageId).toMatch(/\S/);
+  expect(record.receiptHandle).toMatch(/\S/);
+  expect(Number(record.attributes.SentTimestamp)).toBeGreaterThan(1.7e12);
+  expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+  expect(p.stats).toMatchObject({ batches: 1, records: 25, succeeded: 25, failed: 0, largestBatch: 25 });
+});
+
+test('a record reported in batchItemFailures comes back, and after maxReceiveCount receives it is in the dead-letter queue', async () => {
+  const q = queues(3);
+  await send(q.main, ['good-1', 'poison', 'good-2']);
+  const seen: Array<{ body: string; receiveCount: string }> = [];
+  const p = poller(q, async (event): Promise<SQSBatchResponse> => {
+    for (const r of event.Records) seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
+    return { batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({ itemIdentifier: r.messageId })) };
+  }, { batchingWindowMs: 0 });
+
+  await eventually(async () => (await depth(q.dlq)).visible === 1, 'the poison message in the dead-letter queue');
+  await p.stop();
+
+  expect(seen.filter((s) => s.body === 'poison').map((s) => s.receiveCount)).toEqual(['1', '2', '3']);
+  expect(seen.filter((s) => s.body !== 'poison').map((s) => s.body).sort()).toEqual(['good-1', 'good-2']);
+  expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+  const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlq, MessageAttributeNames: ['All'] }));
+  expect(dead.Messages?.map((m) => m.Body)).toEqual(['poison']);
+  expect(dead.Messages?.[0]?.MessageAttributes?.service?.StringValue).toBe('recording');
+  expect(p.stats).toMatchObject({ succeeded: 2, failed: 3, batchFailures: 0 });
+});
+
+test('a handler that throws fails the whole batch: every record comes back', async () => {
+  const q = queues(5);
+  await send(q.main, ['a', 'b', 'c']);
+  const calls: SQSEvent[] = [];
+  const p = poller(q, async (event) => {
+    calls.push(event);
+    if (calls.length === 1) throw new Error('worker crashed');
+    return { batchItemFailures: [] };
+  }, { batchingWindowMs: 300 });
+  await eventually(() => p.stats.succeeded === 3, 'the three records handled after the failure');
+  await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+
+  expect(calls[0]!.Records.map((r) => r.body).sort()).toEqual(['a', 'b', 'c']);
+  const retried = calls.slice(1).flatMap((e) => e.Records);
+  expect(retried.map((r) => r.body).sort()).toEqual(['a', 'b', 'c']);
+  expect(retried.every((r) => r.attributes.ApproximateReceiveCount === '2')).toBe(true);
+  expect(p.stats.batchFailures).toBe(1);
+  expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+});
+
+test('after stop() nothing more is received', async () => {
+  const q = queues(5);
+  const p = poller(q, async () => ({ batchItemFailures: [] }));
+  await p.stop();
+  await sqs.send(new SendMessageCommand({ QueueUrl: q.main, MessageBody: 'late' }));
+  // Give a poller that wrongly kept running the time of a few long polls to take it.
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await depth(q.main)).toEqual({ visible: 1, inFlight: 0 });
+  expect(p.stats.records).toBe(0);
+});
+
+describe('failedMessageIds reads a partial batch response as Lambda does', () => {
+  const event = { Records: [{ messageId: 'm1' }, { messageId: 'm2' }] } as SQSEvent;
+  test('no response or an empty list: everything succeeded', () => {
+    expect(failedMessageIds(undefined, event)).toEqual({ ids: new Set(), wholeBatch: false });
+    expect(failedMessageIds({ batchItemFailures: [] }, event)).toEqual({ ids: new Set(), wholeBatch: false });
+  });
+  test('the reported items fail', () => {
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'm2' }] }, event)).toEqual({ ids: new Set(['m2']), wholeBatch: false });
+  });
+  test('an item not in the batch, or empty, fails the whole batch', () => {
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'other' }] }, event)).toEqual({ ids: new Set(['m1', 'm2']), wholeBatch: true });
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: '' }] }, event)).toEqual({ ids: new Set(['m1', 'm2']), wholeBatch: true });
+  });
+});

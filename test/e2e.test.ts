@@ -1,0 +1,86 @@
+// End to end through the same path as `callbacks dev`: the local stack (deployed ingest and worker
+// handlers, fauxqs, dynalite) on free ports; the sender emulator posts a few hundred signed recording and
+// screenshot callbacks, with duplicates, reordering, storage outages and failed starts; the verifier then
+// reads every task back through the stack file, as the other CLI commands do, and compares it with what
+// the domain says the callbacks that were acknowledged must produce.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openTarget, type Target } from '../cli/target.ts';
+import { expectedTasks } from '../lib/emulator/expect.ts';
+import { generateRun } from '../lib/emulator/lifecycles.ts';
+import { createRandom } from '../lib/emulator/random.ts';
+import { sendAll } from '../lib/emulator/sender.ts';
+import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { verifyTasks } from '../lib/verify/verify.ts';
+
+let cwd: string;
+let stack: LocalStack;
+let target: Target;
+
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'callbacks-e2e-'));
+  stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1 });
+  // Found through .data/stack.json, with no flags or env, as `callbacks tasks` and `callbacks verify` find it.
+  target = await openTarget({ cwd, env: {} });
+});
+afterAll(async () => {
+  await target?.close();
+  await stack?.stop();
+  await rm(cwd, { recursive: true, force: true });
+});
+
+test('the stack file names the running stack, and /health answers', async () => {
+  const info = JSON.parse(await readFile(join(cwd, '.data', 'stack.json'), 'utf8'));
+  expect(info).toEqual(stack.info);
+  expect(info.dataDir).toBeNull();
+  expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(info.url).not.toMatch(/:0$/);
+  expect(target.kind).toBe('local');
+  const res = await fetch(`${stack.url}/health`);
+  expect(await res.json()).toEqual({ ok: true });
+});
+
+test('a few hundred callbacks of both services, with duplicates, reordering and an outage: every task matches', async () => {
+  const seed = 'e2e-local-stack';
+  const run = generateRun({
+    seed,
+    recordings: 10,
+    screenshots: 10,
+    appKey: 'demo-app',
+    compress: 3600,
+    duplicates: 0.2,
+    reorderWindowMs: 300,
+    outage: 0.5,
+    giveUp: 0.3,
+    failedStarts: 0.1,
+  });
+  expect(run.sends.length).toBeGreaterThan(300);
+  expect(run.sends.some((s) => s.duplicate)).toBe(true);
+  expect(new Set(run.sends.map((s) => s.service))).toEqual(new Set(['recording', 'screenshot']));
+
+  const report = await sendAll({ url: stack.url, sends: run.sends, random: createRandom(seed), secret: 'demo-secret', sign: 'header' });
+  expect(report.summary.undelivered).toBe(0);
+  expect(report.summary.status4xx).toBe(0);
+
+  const expected = expectedTasks(report.results);
+  expect(expected).toHaveLength(20);
+  const result = await verifyTasks({
+    expected,
+    getTask: (id) => target.tasks.getTask(id),
+    waitForDrain: async () => {
+      const queue = await target.queue.depth();
+      return queue.visible + queue.inFlight + queue.delayed === 0;
+    },
+    // About 10 s on an idle 2-core machine; the margin is for a busy one.
+    timeoutMs: 60_000,
+    pollIntervalMs: 250,
+    settleMs: 1000,
+  });
+  expect({ timedOut: result.timedOut, diffs: result.diffs }).toEqual({ timedOut: false, diffs: [] });
+  expect(result).toMatchObject({ ok: true, matched: 20, checked: 20 });
+
+  // Every delivered request went through the queue to the worker; nothing was dead-lettered.
+  expect(stack.poller.stats.records).toBeGreaterThanOrEqual(report.summary.delivered);
+  expect(await target.dlq.depth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+}, 120_000);

@@ -1,0 +1,140 @@
+// The local stack's life cycle: its data outlives a restart (tasks in dynalite, queued callbacks in
+// fauxqs), the stack file comes and goes with it, and it refuses what it cannot do well.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startFauxqs } from 'fauxqs';
+import { openTarget } from '../cli/target.ts';
+import { enqueueCallback } from '../lib/ingest/enqueue.ts';
+import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { computeSignature } from '../lib/sign.ts';
+
+let cwd: string;
+const stacks: LocalStack[] = [];
+
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'callbacks-stack-'));
+});
+afterAll(async () => {
+  await Promise.all(stacks.map((s) => s.stop()));
+  await rm(cwd, { recursive: true, force: true });
+});
+
+async function start(opts: Parameters<typeof startLocalStack>[0] = {}) {
+  const stack = await startLocalStack({ port: 0, cwd, quiet: true, ...opts });
+  stacks.push(stack);
+  return stack;
+}
+
+const port = (url: string) => Number(new URL(url).port);
+
+function startBody(recordId: string) {
+  return {
+    timestamp: Date.now() - 1000,
+    type: 1,
+    appKey: 'demo-app',
+    recordId,
+    roomId: 'room-1',
+    sessionId: 'session-1',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    config: { mixLayout: 2 },
+    output: { fileName: `session-1_room-1_${Date.now()}.mp4` },
+  };
+}
+
+async function postSigned(url: string, body: unknown): Promise<Response> {
+  const nonce = `n${Math.random().toString(36).slice(2)}`;
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return fetch(`${url}/callbacks/recording`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'RC-Nonce': nonce,
+      'RC-Timestamp': timestamp,
+      'RC-Signature': computeSignature('demo-secret', nonce, timestamp),
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+async function waitForTask(id: string) {
+  const target = await openTarget({ cwd, env: {} });
+  try {
+    for (let i = 0; i < 200; i++) {
+      const task = await target.tasks.getTask(id);
+      if (task) return task;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return null;
+  } finally {
+    await target.close();
+  }
+}
+
+test('tasks and queued callbacks survive a restart on the same data folder', async () => {
+  const first = await start({ dataDir: 'data' });
+  expect(first.info.dataDir).toBe(join(cwd, 'data'));
+  expect(JSON.parse(await readFile(join(cwd, '.data', 'stack.json'), 'utf8'))).toEqual(first.info);
+
+  const res = await postSigned(first.url, startBody('rec-persist-1'));
+  expect(res.status).toBe(200);
+  expect((await waitForTask('rec-persist-1'))?.status).toBe('recording');
+
+  // A second stack for the same folder is refused while the first runs.
+  await expect(startLocalStack({ port: 0, cwd, memory: true, quiet: true })).rejects.toThrow(/already running/);
+
+  await first.stop();
+  expect(existsSync(join(cwd, '.data', 'stack.json'))).toBe(false);
+
+  // While the stack is down, a callback that was acknowledged but not yet applied sits in the persisted
+  // queue (written here straight into fauxqs' store, as the ingest would have).
+  const fauxqs = await startFauxqs({ port: 0, logger: false, dataDir: join(cwd, 'data', 'sqs') });
+  const sqs = new SQSClient({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+  const queueUrl = `http://127.0.0.1:${fauxqs.port}/${new URL(first.info.queueUrl).pathname.slice(1)}`;
+  const body = JSON.stringify(startBody('rec-persist-2'));
+  await enqueueCallback(sqs, queueUrl, {
+    body,
+    service: 'recording',
+    appKey: 'demo-app',
+    receivedAt: Date.now(),
+    requestId: null,
+    verdict: 'valid',
+    mode: 'enforce',
+    signatureKey: null,
+  });
+  sqs.destroy();
+  await fauxqs.stop();
+
+  // The deployed handlers read their endpoints once per process: a restart in this process reuses the ports.
+  const second = await start({ dataDir: 'data', dynamoPort: port(first.info.dynamoEndpoint), sqsPort: port(first.info.sqsEndpoint) });
+  expect((await waitForTask('rec-persist-1'))?.status).toBe('recording');
+  const queued = await waitForTask('rec-persist-2');
+  expect(queued?.status).toBe('recording');
+  expect(queued?.eventCount).toBe(1);
+
+  // Other settings in the same process cannot be honoured by the already loaded handlers: refused, cleanly.
+  const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-other-'));
+  await expect(startLocalStack({ port: 0, cwd: other, memory: true, quiet: true })).rejects.toThrow(/already loaded in this process/);
+  expect(existsSync(join(other, '.data', 'stack.json'))).toBe(false);
+  await rm(other, { recursive: true, force: true });
+
+  await second.stop();
+});
+
+test('unusable CALLBACK_SECRETS stop the start with a message that shows no secret', async () => {
+  const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-secrets-'));
+  try {
+    const attempt = startLocalStack({ port: 0, cwd: other, memory: true, quiet: true, env: { CALLBACK_SECRETS: '{"app":["s3cr3t"' } });
+    await expect(attempt).rejects.toThrow('CALLBACK_SECRETS is not valid JSON.');
+    await expect(attempt).rejects.not.toThrow(/s3cr3t/);
+    await expect(startLocalStack({ cwd: other, memory: true, quiet: true, signatureMode: 'strict' as never })).rejects.toThrow(/enforce, report or off/);
+  } finally {
+    await rm(other, { recursive: true, force: true });
+  }
+});
