@@ -3,7 +3,7 @@
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseCallback } from '../domain/callback.ts';
+import { parseCallback, type ParseResult } from '../domain/callback.ts';
 import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
@@ -24,23 +24,47 @@ export async function processBatch(event: SQSEvent, deps: WorkerDeps): Promise<S
   const outcomes: RecordOutcome[] = new Array(records.length);
   const failures: { itemIdentifier: string }[] = [];
   const concurrency = Math.max(1, deps.concurrency ?? 5);
-  let next = 0;
   const started = (deps.now ?? Date.now)();
-  const runOne = async () => {
-    while (next < records.length) {
-      const i = next++;
-      const record = records[i]!;
-      outcomes[i] = await processRecord(record, deps);
-      if (outcomes[i] === 'failed') failures.push({ itemIdentifier: record.messageId });
+  // Records of one task are applied one after the other: run side by side they would only contend for
+  // the same header item. Different tasks go in parallel.
+  const groups = [...groupByTask(records).values()];
+  let next = 0;
+  const runGroups = async () => {
+    while (next < groups.length) {
+      for (const i of groups[next++]!) {
+        const record = records[i]!;
+        outcomes[i] = await processRecord(record, deps);
+        if (outcomes[i] === 'failed') failures.push({ itemIdentifier: record.messageId });
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, records.length) }, runOne));
+  await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, runGroups));
   deps.log.info('batch_done', {
     records: records.length,
+    tasks: groups.length,
     failed: failures.length,
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes };
+}
+
+/** Record indexes grouped by the task their body names (a record that names none is a group alone). */
+function groupByTask(records: readonly SQSRecord[]): Map<string, number[]> {
+  const groups = new Map<string, number[]>();
+  records.forEach((record, i) => {
+    let key = `#${i}`;
+    try {
+      const body = JSON.parse(record.body) as Record<string, unknown> | null;
+      const id = body?.recordId ?? body?.imageId;
+      if (typeof id === 'string' && id) key = `task:${id}`;
+    } catch {
+      // Not JSON: processRecord quarantines it on its own.
+    }
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  return groups;
 }
 
 export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promise<RecordOutcome> {
@@ -52,7 +76,15 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     return quarantineUnparsed(record, deps, read.reason);
   }
   const msg = read.message;
-  const parsed = parseCallback(msg.service, msg.body);
+  let parsed: ParseResult;
+  try {
+    parsed = parseCallback(msg.service, msg.body);
+  } catch (err) {
+    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
+    // can never be read here: retrying it would only fail again, so it is kept aside.
+    const reason = err instanceof RangeError ? 'the body is nested too deeply to be read' : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
+    return quarantine(msg, deps, 'invalid_callback', reason, null, null);
+  }
   if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
   const cb = parsed.callback;
   if (msg.verdict === 'invalid') {

@@ -18,6 +18,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { Buffer } from 'node:buffer';
 import type { Callback } from '../../domain/callback.ts';
 import {
   applyToFile,
@@ -59,7 +60,7 @@ export interface DynamoTaskStoreOptions {
   now?: () => number;
   /** Tokens an item may hold before a write checks which of them can go (default 4). */
   pruneThreshold?: number;
-  /** Optimistic-concurrency attempts before giving up with a retryable error (default 25). */
+  /** Optimistic-concurrency attempts before giving up with a retryable error (default 16). */
   maxAttempts?: number;
 }
 
@@ -84,7 +85,7 @@ export class DynamoTaskStore implements TaskStore {
     this.ttlDays = opts.rawEventTtlDays ?? 90;
     this.now = opts.now ?? Date.now;
     this.pruneThreshold = opts.pruneThreshold ?? 4;
-    this.maxAttempts = opts.maxAttempts ?? 25;
+    this.maxAttempts = opts.maxAttempts ?? 16;
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -99,6 +100,13 @@ export class DynamoTaskStore implements TaskStore {
     const headerKey: Key = { pk, sk: Keys.headerSk };
     const fileName = fileNameOf(cb);
     const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
+
+    const oversized = oversizedKey(cb, d.signatureKey);
+    if (oversized) {
+      // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
+      await this.quarantineParsed(d, 'invalid_callback', oversized, cap);
+      return { outcome: 'quarantined', reason: 'invalid_callback', detail: oversized, capacity: cap };
+    }
 
     if (d.signatureKey && !(await this.claimSignature(cb, d.signatureKey, cap))) {
       const detail = 'this nonce, timestamp and signature came before with a different body';
@@ -475,6 +483,39 @@ export class DynamoTaskStore implements TaskStore {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Key limits
+
+/** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
+const MAX_PARTITION_KEY_BYTES = 2048;
+const MAX_SORT_KEY_BYTES = 1024;
+/** The longest status, for the byAppStatus index key. */
+const LONGEST_STATUS = 'upload_failed';
+
+/**
+ * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
+ * fileName, roomId or nonce of thousands of characters), or null. The ingest's minimal check lets such a
+ * body through; no genuine callback carries one.
+ */
+function oversizedKey(cb: Callback, signatureKey: string | null): string | null {
+  const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+  const fileName = fileNameOf(cb);
+  const partitionKeys: [string, string | null][] = [
+    [cb.service === 'recording' ? 'recordId' : 'imageId', Keys.taskPk(cb.id)],
+    ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
+    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
+    ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
+    ['the signature values', signatureKey ? Keys.signaturePk(cb.appKey, signatureKey) : null],
+  ];
+  for (const [field, key] of partitionKeys) {
+    if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES) return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
+  }
+  if (fileName !== null && bytes(Keys.fileSk(fileName)) > MAX_SORT_KEY_BYTES) {
+    return `output.fileName is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Item mapping
 
 function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, string>): Item {
@@ -569,8 +610,9 @@ function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind
   else cap.write += units;
 }
 
+/** Exponential back-off with full jitter (5 ms doubling, capped at 400 ms): contenders spread out. */
 function backoff(attempt: number): Promise<void> {
-  const ms = Math.min(200, 2 ** Math.min(attempt, 8)) * (0.5 + Math.random());
+  const ms = Math.random() * Math.min(400, 5 * 2 ** Math.min(attempt, 10));
   return new Promise((r) => setTimeout(r, ms));
 }
 
