@@ -64,6 +64,11 @@ export interface DynamoTaskStoreOptions {
   maxAttempts?: number;
 }
 
+/** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
+const FAILED_CONDITION_WCU = 1;
+
+const fileHasTokenOrNoFile = (fileKey: Key | null, fileHasToken: boolean) => fileKey === null || fileHasToken;
+
 const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
 /** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
@@ -160,7 +165,9 @@ export class DynamoTaskStore implements TaskStore {
         status = applied.status;
       }
 
-      await this.putLedgerEntry(eventKey, d, fileName, cap);
+      const created = await this.putLedgerEntry(eventKey, d, fileName, cap);
+      // Both items held the token and another delivery wrote the ledger entry first: nothing was new.
+      if (!created && fileHasTokenOrNoFile(fileKey, fileHasToken) && headerHasToken) return { outcome: 'duplicate', capacity: cap };
       return { outcome: 'applied', transition, status, capacity: cap };
     }
   }
@@ -223,12 +230,14 @@ export class DynamoTaskStore implements TaskStore {
       addCapacity(cap, res.ConsumedCapacity, 'write');
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
-      throw err;
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      cap.write += FAILED_CONDITION_WCU;
+      return false;
     }
   }
 
-  private async putLedgerEntry(key: Key, d: DeliveredCallback, fileName: string | null, cap: Capacity): Promise<void> {
+  /** Writes the ledger entry; false when another delivery of the same callback wrote it first. */
+  private async putLedgerEntry(key: Key, d: DeliveredCallback, fileName: string | null, cap: Capacity): Promise<boolean> {
     const cb = d.callback;
     const item = {
       ...key,
@@ -254,9 +263,12 @@ export class DynamoTaskStore implements TaskStore {
         ReturnConsumedCapacity: 'TOTAL',
       }));
       addCapacity(cap, res.ConsumedCapacity, 'write');
+      return true;
     } catch (err) {
       // Another delivery of the same callback finished first: its entry is as good as this one.
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      cap.write += FAILED_CONDITION_WCU;
+      return false;
     }
   }
 
@@ -464,11 +476,9 @@ export class DynamoTaskStore implements TaskStore {
       addCapacity(cap, res.ConsumedCapacity, 'write');
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) {
-        cap.write += 1; // a failed condition still costs a write unit; DynamoDB does not report it here
-        return false;
-      }
-      throw err;
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      cap.write += FAILED_CONDITION_WCU;
+      return false;
     }
   }
 

@@ -1,0 +1,225 @@
+// Part 1, ingest cost. (a) The time per callback of the ingest handler (route, body, minimal check,
+// signature, SendMessage) against an in-process fauxqs, over a bare SendMessage of the same body on the
+// same client and queue. (b) The handler's own CPU per callback with the queue call answered at once,
+// over JSON.parse of the same body. Both sides alternate round by round (AB, BA, AB, ...) so that they
+// share the machine's noise, and each round gives one ratio.
+import type { AddressInfo } from 'node:net';
+import { CreateQueueCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { buildApp } from 'fauxqs';
+import { buildIngestDependencies, type IngestDependencies } from '../lib/ingest/config.ts';
+import { createSqsClient } from '../lib/ingest/enqueue.ts';
+import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
+import { createLogger, setLogSink } from '../lib/log.ts';
+import { BENCH_APP_KEY, BENCH_SECRET, loadFixtures, signedEvent, type Fixture } from './callbacks.ts';
+import { ratios, summarize, type Summary } from './stats.ts';
+
+export interface IngestSizes {
+  /** Rounds of the handler-versus-SendMessage comparison. */
+  rounds: number;
+  /** Callbacks per side per round. */
+  perRound: number;
+  cpuRounds: number;
+  /** Handler calls per CPU round; the JSON.parse baseline runs `cpuBaselineFactor` times as many. */
+  cpuPerRound: number;
+}
+
+export const ingestSizes = {
+  full: { rounds: 20, perRound: 200, cpuRounds: 20, cpuPerRound: 2000 },
+  quick: { rounds: 3, perRound: 20, cpuRounds: 3, cpuPerRound: 200 },
+} satisfies Record<string, IngestSizes>;
+
+/** Enough JSON.parse calls per round that the CPU clock's granularity does not matter. */
+const cpuBaselineFactor = 20;
+
+export interface IngestResult {
+  fixtures: number;
+  bodyBytes: { min: number; max: number };
+  rounds: number;
+  perRound: number;
+  /** Milliseconds per callback, one value per round. */
+  handlerMs: Summary;
+  bareSendMs: Summary;
+  /** handler / bare SendMessage, per round. */
+  ratio: Summary;
+  cpu: {
+    rounds: number;
+    perRound: number;
+    /** CPU microseconds (user + system) per callback, queue call answered at once. */
+    handlerUs: Summary;
+    jsonParseUs: Summary;
+    ratio: Summary;
+  };
+  /** Bytes of log lines the handler wrote per callback (one JSON line each). */
+  logBytesPerCallback: number;
+}
+
+const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+
+/** fauxqs on 127.0.0.1 (its startFauxqs binds every interface). */
+async function startQueue(): Promise<{ sqs: SQSClient; queueUrl: string; stop(): Promise<void> }> {
+  const app = buildApp({ logger: false, defaultRegion: 'us-east-1' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const endpoint = `http://127.0.0.1:${port}`;
+  // The ingest's own client (its time-outs and retries), pointed at the emulator.
+  const sqs = createSqsClient({ region: 'us-east-1', endpoint, credentials });
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'bench-ingest' }));
+  // Requests go to the emulator's address whatever host fauxqs puts in its queue URLs.
+  const queueUrl = new URL(new URL(QueueUrl!).pathname, endpoint).href;
+  return {
+    sqs,
+    queueUrl,
+    async stop() {
+      sqs.destroy();
+      await app.close();
+    },
+  };
+}
+
+function dependencies(queueUrl: string, sqs: SQSClient, now: number): IngestDependencies {
+  return buildIngestDependencies(
+    { QUEUE_URL: queueUrl, SIGNATURE_MODE: 'enforce', CALLBACK_SECRETS: JSON.stringify({ [BENCH_APP_KEY]: [BENCH_SECRET] }) },
+    // The real logger: serialising its line is part of the handler's work; the sink only counts bytes.
+    { sqs, now: () => now, logger: createLogger('ingest', 'info') },
+  );
+}
+
+/** `count` distinct signed events cycling through the fixtures (each with its own nonce and request id). */
+function prepareEvents(fixtures: readonly Fixture[], count: number, round: number, now: number): APIGatewayProxyEventV2[] {
+  return Array.from({ length: count }, (_, i) => signedEvent(fixtures[i % fixtures.length]!, `r${round}n${i}`, now));
+}
+
+async function runHandler(events: readonly APIGatewayProxyEventV2[], deps: IngestDependencies): Promise<void> {
+  for (const event of events) {
+    const response = await handleCallbackRequest(event, deps);
+    if (response.statusCode !== 200) throw new Error(`the ingest answered ${response.statusCode}: ${response.body}`);
+  }
+}
+
+async function runBareSend(bodies: readonly string[], sqs: SQSClient, queueUrl: string): Promise<void> {
+  for (const body of bodies) {
+    const out = await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+    if (!out.MessageId) throw new Error('SendMessage returned no MessageId');
+  }
+}
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await fn();
+  return performance.now() - started;
+}
+
+function cpuMicros(fn: () => void): number {
+  const before = process.cpuUsage();
+  fn();
+  const used = process.cpuUsage(before);
+  return used.user + used.system;
+}
+
+async function cpuMicrosAsync(fn: () => Promise<void>): Promise<number> {
+  const before = process.cpuUsage();
+  await fn();
+  const used = process.cpuUsage(before);
+  return used.user + used.system;
+}
+
+export async function benchIngest(sizes: IngestSizes, progress: (line: string) => void = () => {}): Promise<IngestResult> {
+  const fixtures = loadFixtures();
+  const now = Date.now();
+  let logBytes = 0;
+  let logLines = 0;
+  const restoreSink = setLogSink((line) => {
+    logBytes += Buffer.byteLength(line) + 1;
+    logLines += 1;
+  });
+  const queue = await startQueue();
+  try {
+    const deps = dependencies(queue.queueUrl, queue.sqs, now);
+
+    // Warm-up: connections, JIT, the emulator's first queue operations.
+    const warm = prepareEvents(fixtures, 50, -1, now);
+    await runHandler(warm, deps);
+    await runBareSend(warm.map((e) => e.body!), queue.sqs, queue.queueUrl);
+
+    const handlerMs: number[] = [];
+    const bareMs: number[] = [];
+    logBytes = 0;
+    logLines = 0;
+    for (let round = 0; round < sizes.rounds; round++) {
+      const events = prepareEvents(fixtures, sizes.perRound, round, now);
+      const bodies = events.map((e) => e.body!);
+      const a = () => timed(() => runHandler(events, deps));
+      const b = () => timed(() => runBareSend(bodies, queue.sqs, queue.queueUrl));
+      let ta: number;
+      let tb: number;
+      if (round % 2 === 0) {
+        ta = await a();
+        tb = await b();
+      } else {
+        tb = await b();
+        ta = await a();
+      }
+      handlerMs.push(ta / sizes.perRound);
+      bareMs.push(tb / sizes.perRound);
+    }
+    const logBytesPerCallback = logLines > 0 ? logBytes / (sizes.rounds * sizes.perRound) : 0;
+    progress(`ingest: ${sizes.rounds} rounds of ${sizes.perRound} callbacks timed`);
+
+    // CPU of the handler alone: the queue answers at once, without I/O.
+    const instantQueue = { send: async () => ({ MessageId: 'instant' }) } as unknown as SQSClient;
+    const cpuDeps = dependencies(queue.queueUrl, instantQueue, now);
+    await runHandler(prepareEvents(fixtures, 500, -2, now), cpuDeps);
+    const handlerUs: number[] = [];
+    const parseUs: number[] = [];
+    let checksum = 0;
+    for (let round = 0; round < sizes.cpuRounds; round++) {
+      const events = prepareEvents(fixtures, sizes.cpuPerRound, 1000 + round, now);
+      const bodies = events.map((e) => e.body!);
+      const parses = sizes.cpuPerRound * cpuBaselineFactor;
+      const a = () => cpuMicrosAsync(() => runHandler(events, cpuDeps));
+      const b = () =>
+        cpuMicros(() => {
+          for (let i = 0; i < parses; i++) {
+            const parsed = JSON.parse(bodies[i % bodies.length]!) as { type?: unknown };
+            checksum += typeof parsed.type === 'number' ? parsed.type : 1;
+          }
+        });
+      let ua: number;
+      let ub: number;
+      if (round % 2 === 0) {
+        ua = await a();
+        ub = b();
+      } else {
+        ub = b();
+        ua = await a();
+      }
+      handlerUs.push(ua / sizes.cpuPerRound);
+      parseUs.push(ub / parses);
+    }
+    if (checksum === 0) throw new Error('the JSON.parse baseline parsed nothing');
+    progress(`ingest: ${sizes.cpuRounds} CPU rounds of ${sizes.cpuPerRound} callbacks measured`);
+
+    const bytes = fixtures.map((f) => Buffer.byteLength(f.raw));
+    return {
+      fixtures: fixtures.length,
+      bodyBytes: { min: Math.min(...bytes), max: Math.max(...bytes) },
+      rounds: sizes.rounds,
+      perRound: sizes.perRound,
+      handlerMs: summarize(handlerMs),
+      bareSendMs: summarize(bareMs),
+      ratio: summarize(ratios(handlerMs, bareMs)),
+      cpu: {
+        rounds: sizes.cpuRounds,
+        perRound: sizes.cpuPerRound,
+        handlerUs: summarize(handlerUs),
+        jsonParseUs: summarize(parseUs),
+        ratio: summarize(ratios(handlerUs, parseUs)),
+      },
+      logBytesPerCallback,
+    };
+  } finally {
+    setLogSink(restoreSink);
+    await queue.stop();
+  }
+}

@@ -1,0 +1,351 @@
+// The bench's output: `bench/RESULTS.md` for people and `bench/results.json` beside it for tools. Every
+// figure is printed beside its baseline, measured in the same run; ratios are figure / baseline.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, platform, arch, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { ColdStartResult } from './cold-start.ts';
+import { PRICES, type CostBreakdown, type CostInputs, type DeployedSettings } from './cost.ts';
+import type { EndToEndResult } from './end-to-end.ts';
+import type { IngestResult } from './ingest.ts';
+import type { Summary } from './stats.ts';
+import type { WorkerResult } from './worker.ts';
+
+export interface Machine {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  freeMemoryGiB: number;
+  node: string;
+  os: string;
+  /** 1-minute load average when the run started and when it ended: other work on the machine shows here. */
+  loadAverage: { start: number; end: number | null };
+}
+
+export function describeMachine(): Machine {
+  const list = cpus();
+  return {
+    cpu: list[0]?.model.trim() ?? 'unknown',
+    cores: list.length,
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    freeMemoryGiB: Math.round((freemem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    os: `${platform()} ${release()} ${arch()}`,
+    loadAverage: { start: Math.round(loadavg()[0]! * 100) / 100, end: null },
+  };
+}
+
+export interface CostResult {
+  settings: DeployedSettings;
+  prices: typeof PRICES;
+  /** Where the measured inputs come from: this run, or an earlier results.json. */
+  inputsFrom: string;
+  inputs: CostInputs;
+  breakdown: CostBreakdown;
+  baselineInputs: CostInputs;
+  baseline: CostBreakdown;
+  ratio: number;
+  /** The total with the units seen when records of a batch are applied concurrently (part 3's throughput run). */
+  underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
+}
+
+export type PartName = 'ingest' | 'cold-start' | 'worker' | 'end-to-end' | 'cost';
+export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'end-to-end', 'cost'];
+
+export interface BenchResults {
+  date: string;
+  mode: 'full' | 'quick';
+  parts: PartName[];
+  durationS: number;
+  machine: Machine;
+  ingest?: IngestResult;
+  coldStart?: ColdStartResult;
+  worker?: WorkerResult;
+  endToEnd?: EndToEndResult;
+  cost?: CostResult;
+  /** Parts that could not run, and why. */
+  missing: Partial<Record<PartName, string>>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Formatting
+
+/** Three significant digits, without exponent; thousands separated. */
+export function num(value: number, digits = 3): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 10 ** digits) return Math.round(value).toLocaleString('en-US');
+  return Number(value.toPrecision(digits)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+}
+
+const range = (s: Summary, unit = '') => `${num(s.median)}${unit} [${num(s.min)}–${num(s.max)}]`;
+const ratio = (s: Summary) => `**${num(s.median)}×** [${num(s.min)}–${num(s.max)}]`;
+const x = (n: number) => `**${num(n)}×**`;
+const usd = (n: number) => (n >= 0.01 ? `$${n.toFixed(3)}` : `$${n.toFixed(5)}`);
+const bytes = (n: number) => Math.round(n).toLocaleString('en-US');
+
+function table(head: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sections
+
+function ingestSection(r: IngestResult): string {
+  return [
+    '## 1. Ingest cost',
+    '',
+    `The ${r.fixtures} fixtures (${r.bodyBytes.min}–${r.bodyBytes.max} bytes), each as a signed API Gateway v2 event, through ` +
+      '`handleCallbackRequest` (route, body, minimal check, SHA-1 signature, SendMessage with its attributes, one log line) ' +
+      'with the ingest\'s own SQS client against fauxqs in the same process. Baseline: a bare `SendMessage` of the same body ' +
+      `on the same client and queue. ${r.rounds} rounds of ${r.perRound} callbacks per side, the two sides alternating (AB, BA, …); ` +
+      'one ratio per round.',
+    '',
+    table(
+      ['figure', 'per callback, median [min–max]', 'baseline', 'baseline per callback', 'ratio'],
+      [
+        ['handler time, SendMessage included', range(r.handlerMs, ' ms'), 'bare `SendMessage` of the same body', range(r.bareSendMs, ' ms'), ratio(r.ratio)],
+        [
+          'handler CPU, queue call answered at once',
+          range(r.cpu.handlerUs, ' µs'),
+          '`JSON.parse` of the same body',
+          range(r.cpu.jsonParseUs, ' µs'),
+          ratio(r.cpu.ratio),
+        ],
+      ],
+    ),
+    '',
+    `CPU is \`process.cpuUsage()\` (user + system, the whole process) over ${r.cpu.perRound} handler calls per round ` +
+      `(${r.cpu.rounds} rounds), the queue client replaced by one that answers at once; the baseline parses each body 20 times as often, ` +
+      `so that the clock's granularity does not matter. The handler's log line is serialised (${num(r.logBytesPerCallback)} bytes per callback) but not written.`,
+  ].join('\n');
+}
+
+function coldStartSection(r: ColdStartResult): string {
+  const rows = r.bundles.map((b) => [
+    b.role === 'baseline' ? `${b.name} (baseline)` : `**${b.name}**`,
+    bytes(b.bytes),
+    bytes(b.zipBytes),
+    range(b.importMs, ' ms'),
+    range(b.processMs, ' ms'),
+    b.baseline ?? '—',
+    b.ratios ? x(b.ratios.bytes) : '—',
+    b.ratios ? x(b.ratios.zipBytes) : '—',
+    b.ratios ? ratio(b.ratios.importMs) : '—',
+    b.ratios ? ratio(b.ratios.processMs) : '—',
+  ]);
+  return [
+    '## 2. Cold start',
+    '',
+    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to two baselines ' +
+      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest) and one that only calls ' +
+      `DynamoDB \`PutItem\` (for the worker). Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
+      `environment, ${r.repeats} times, the bundles taking turns; ratios are per repetition.`,
+    '',
+    table(
+      ['bundle', 'bytes', 'zip bytes', '`await import()`, median [min–max]', 'process start → imported', 'baseline', 'bytes ratio', 'zip ratio', 'import ratio', 'start → imported ratio'],
+      rows,
+    ),
+    '',
+    'A Lambda cold start adds the runtime\'s own start and the download of the zip; the import is the part the bundle decides.',
+  ].join('\n');
+}
+
+function workerSection(r: WorkerResult): string {
+  const c = r.capacity;
+  const kindRows = c.kinds.map((k) => [
+    k.kind,
+    String(k.count),
+    num(k.tableWcu),
+    num(k.indexWcu),
+    num(k.tableWcu + k.indexWcu),
+    num(k.rcu),
+    num(k.bareWcu),
+    x(k.ratio),
+  ]);
+  kindRows.push([
+    '**mix**',
+    String(c.mix.count),
+    `**${num(c.mix.tableWcu)}**`,
+    `**${num(c.mix.indexWcu)}**`,
+    `**${num(c.mix.tableWcu + c.mix.indexWcu)}**`,
+    `**${num(c.mix.rcu)}**`,
+    `**${num(c.mix.bareWcu)}**`,
+    x(c.mix.ratio),
+  ]);
+  const requests = Object.entries(r.requestsPerCallback)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${num(n)} ${name}`)
+    .join(', ');
+  return [
+    '## 3. Worker cost',
+    '',
+    `A realistic mix from the sender emulator's generator (both services, duplicates, reordering, a few storage outages and failed starts) ` +
+      `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) through \`processBatch\` ` +
+      `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in the same process. ` +
+      `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
+    '',
+    table(
+      ['figure', 'median [min–max]', 'baseline', 'baseline median [min–max]', 'ratio'],
+      [
+        ['callbacks applied per second', range(r.workerPerSecond), 'bare `PutItem` per second', range(r.barePutPerSecond), ratio(r.ratio)],
+        ['time per batch of ' + r.batchSize, range(r.workerBatchMs, ' ms'), 'bare `PutItem` × ' + r.batchSize, range(r.barePutBatchMs, ' ms'), x(r.workerBatchMs.median / r.barePutBatchMs.median)],
+      ],
+    ),
+    '',
+    `DynamoDB requests per callback in that run: ${requests} (the baseline: exactly 1 PutItem). Outcomes: ` +
+      Object.entries(r.outcomes).map(([k, n]) => `${n} ${k}`).join(', ') +
+      `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
+      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback.`,
+    '',
+    `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
+      '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
+      'of the larger of the item before and after, a strongly consistent read unit per 4 KB). Baseline: one bare `PutItem` of the same body. ' +
+      'dynalite reports the table\'s units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out ' +
+      'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
+      'A version-checked put whose condition fails is counted as 1 write unit by the store itself (DynamoDB bills it but reports nothing on ' +
+      'the error); a ledger entry or signature claim whose condition fails because it already exists is not counted, so the rare ' +
+      'redelivery that meets one is a unit short. ' +
+      `Outcomes: ${Object.entries(c.outcomes).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
+    '',
+    table(['kind', 'callbacks', 'table write units', 'index write units', 'write units', 'read units', 'bare PutItem write units', 'write ratio'], kindRows),
+  ].join('\n');
+}
+
+function endToEndSection(r: EndToEndResult): string {
+  const s = r.send;
+  const ms = (n: number | null) => (n === null ? 'did not drain' : `${num(n / 1000)} s`);
+  return [
+    '## 4. End to end',
+    '',
+    `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them repeats, reordering within ` +
+      `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender emulator (\`callbacks emulate\`'s modules, ` +
+      `${r.concurrency} requests in flight, signed in headers) through the local stack (\`callbacks dev\`'s \`startLocalStack\`, in memory) in the same process, ` +
+      'then the verifier (`callbacks verify`\'s `verifyTasks`). Baseline: `GET /health` on the same server, idle before the run ' +
+      `(${r.healthIdleMs.n} requests, same concurrency) and sampled one at a time during it (${r.healthUnderLoadMs.n} requests).`,
+    '',
+    table(
+      ['figure', 'value', 'baseline', 'baseline value', 'ratio'],
+      [
+        ['ack latency p50', `${num(r.ackLatencyMs.p50)} ms`, '`GET /health` p50, idle / under load', `${num(r.healthIdleMs.p50)} ms / ${num(r.healthUnderLoadMs.p50)} ms`, `${x(r.ratios.ackOverIdleHealth.p50)} / ${x(r.ratios.ackOverLoadedHealth.p50)}`],
+        ['ack latency p99', `${num(r.ackLatencyMs.p99)} ms`, '`GET /health` p99, idle / under load', `${num(r.healthIdleMs.p99)} ms / ${num(r.healthUnderLoadMs.p99)} ms`, `${x(r.ratios.ackOverIdleHealth.p99)} / ${x(r.ratios.ackOverLoadedHealth.p99)}`],
+        ['sending (all acks)', ms(s.durationMs), '—', '—', '—'],
+        ['queue drained after the last ack', ms(r.drainAfterLastAckMs), 'sending time', ms(s.durationMs), r.drainAfterLastAckMs === null ? '—' : x(r.drainAfterLastAckMs / s.durationMs)],
+        ['callbacks applied per second, whole run', r.throughputPerSecond === null ? '—' : num(r.throughputPerSecond), '—', '—', '—'],
+        ['`verify`', r.verify.ok ? `**passed**: ${r.verify.matched}/${r.verify.checked} tasks match` : `**FAILED**: ${r.verify.matched}/${r.verify.checked} tasks match`, '—', '—', '—'],
+      ],
+    ),
+    '',
+    `Requests: ${s.requests} (${s.status2xx} 2xx, ${s.status4xx} 4xx, ${s.status5xx} 5xx, ${s.networkErrors} without answer, ${s.retried} retries); ` +
+      `${s.delivered} acknowledged, ${s.undelivered} not. Worker: ${r.poller.batches} batches, ${num(r.poller.meanBatch)} records on average ` +
+      `(largest ${r.poller.largestBatch}), ${r.poller.failedRecords} records failed and retried; ${r.deadLetters} messages in the dead-letter queue.` +
+      (r.verify.firstDiffs.length ? `\n\nFirst differences:\n\n${r.verify.firstDiffs.map((l) => `    ${l}`).join('\n')}` : ''),
+  ].join('\n');
+}
+
+function costSection(r: CostResult): string {
+  const rows = r.breakdown.lines.map((l, i) => {
+    const b = r.baseline.lines[i]!;
+    return [l.item, l.quantity, usd(l.usd), `${num((l.usd / r.breakdown.totalUsd) * 100, 2)}%`, usd(b.usd)];
+  });
+  rows.push(['**total**', '', `**${usd(r.breakdown.totalUsd)}**`, '100%', `**${usd(r.baseline.totalUsd)}**`]);
+  const p = r.prices;
+  return [
+    '## 5. Cost per million callbacks on AWS',
+    '',
+    `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda $${p.lambdaPerMillionRequests} per million ` +
+      `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; DynamoDB on-demand ` +
+      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units. ` +
+      `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ${r.settings.workerMemoryMb} MB, ` +
+      `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
+      `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write and ` +
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included).`,
+    '',
+    `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
+      `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
+      `This design costs ${x(r.ratio)} the baseline.`,
+    '',
+    table(['item', 'per million callbacks', 'USD', 'share', 'baseline USD'], rows),
+    '',
+    `With the units seen in part 3's throughput run, where the worker applies ${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
+      `writes to one task are retried (${num(r.underContention.writeUnits)} write and ${num(r.underContention.readUnits)} read units per callback), ` +
+      `the total is ${usd(r.underContention.totalUsd)}.`,
+    '',
+    'Estimates, not a bill. Requests and capacity units do not depend on this machine; the Lambda durations do. They are the ' +
+      'handler times measured here against emulators running in the same process: on AWS each SQS or DynamoDB call is a network ' +
+      'round trip of a few milliseconds instead, while the handlers no longer share a CPU with the emulators, so the duration lines may ' +
+      'come out higher or lower (they are a small share of the total either way). SQS requests assume full batches (one ReceiveMessage ' +
+      'and one DeleteMessageBatch per 10 messages); the event source mapping\'s empty polls while idle are not per callback and are ' +
+      'left out. Also left out: free tiers, CloudWatch Logs, data transfer, table storage, backups and alarms.',
+  ].join('\n');
+}
+
+export function renderMarkdown(r: BenchResults): string {
+  const m = r.machine;
+  const parts: string[] = [
+    '# Benchmark results',
+    '',
+    `Run on ${r.date} (${r.mode} run, ${num(r.durationS)} s) on ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB memory, ` +
+      `Node ${m.node}, ${m.os}. 1-minute load average at start ${m.loadAverage.start}` +
+      (m.loadAverage.end === null ? '' : `, at end ${m.loadAverage.end}`) +
+      '. Generated by `npm run bench`; the same figures are in `results.json`.',
+    '',
+    'Machines are noisy, so every figure stands beside a baseline measured in the same run, and the ratio (figure / baseline) is ' +
+      'the number to compare between machines. Medians over repeated rounds, with [min–max].',
+  ];
+  const busiest = Math.max(m.loadAverage.start, m.loadAverage.end ?? 0);
+  if (busiest > m.cores * 0.75) {
+    parts.push(
+      '',
+      `**A busy machine.** The load average reached ${busiest} on ${m.cores} cores: other work shared the CPU during this run, ` +
+        'so absolute figures are likely slower than on a quiet machine, and min–max ranges are wide. The ratios hold better, since each ' +
+        'pair of rounds shared the same conditions, but read them with that in mind.',
+    );
+  }
+  for (const [name, reason] of Object.entries(r.missing)) parts.push('', `**${name}: not measured.** ${reason}`);
+  if (r.ingest) parts.push('', ingestSection(r.ingest));
+  if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
+  if (r.worker) parts.push('', workerSection(r.worker));
+  if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
+  if (r.cost) parts.push('', costSection(r.cost));
+  return parts.join('\n') + '\n';
+}
+
+/** The headline figures, one row each, for the README. */
+export function renderSummary(r: BenchResults): string {
+  const rows: string[][] = [];
+  if (r.ingest) {
+    rows.push(['ingest handler time per callback (fauxqs)', `${num(r.ingest.handlerMs.median)} ms`, `bare SendMessage ${num(r.ingest.bareSendMs.median)} ms`, x(r.ingest.ratio.median)]);
+    rows.push(['ingest handler CPU per callback, queue excluded', `${num(r.ingest.cpu.handlerUs.median)} µs`, `JSON.parse ${num(r.ingest.cpu.jsonParseUs.median)} µs`, x(r.ingest.cpu.ratio.median)]);
+  }
+  if (r.coldStart) {
+    for (const b of r.coldStart.bundles.filter((b) => b.role === 'function' && b.ratios)) {
+      const base = r.coldStart.bundles.find((x) => x.name === b.baseline)!;
+      rows.push([`${b.name} bundle size (zip)`, `${bytes(b.zipBytes)} B`, `${base.name} ${bytes(base.zipBytes)} B`, x(b.ratios!.zipBytes)]);
+      rows.push([`${b.name} import in a fresh Node`, `${num(b.importMs.median)} ms`, `${base.name} ${num(base.importMs.median)} ms`, x(b.ratios!.importMs.median)]);
+    }
+  }
+  if (r.worker) {
+    rows.push(['worker callbacks per second (dynalite)', num(r.worker.workerPerSecond.median), `bare PutItem ${num(r.worker.barePutPerSecond.median)}/s`, x(r.worker.ratio.median)]);
+    const mix = r.worker.capacity.mix;
+    rows.push(['write units per callback, realistic mix', num(mix.tableWcu + mix.indexWcu), `bare PutItem ${num(mix.bareWcu)}`, x(mix.ratio)]);
+  }
+  if (r.endToEnd) {
+    const e = r.endToEnd;
+    rows.push([`end to end ack latency p50 / p99 (${e.callbacks.toLocaleString('en-US')} callbacks)`, `${num(e.ackLatencyMs.p50)} / ${num(e.ackLatencyMs.p99)} ms`, `GET /health under load ${num(e.healthUnderLoadMs.p50)} / ${num(e.healthUnderLoadMs.p99)} ms`, `${x(e.ratios.ackOverLoadedHealth.p50)} / ${x(e.ratios.ackOverLoadedHealth.p99)}`]);
+    rows.push(['queue drained after the last ack', e.drainAfterLastAckMs === null ? 'did not drain' : `${num(e.drainAfterLastAckMs / 1000)} s`, `sending ${num(e.send.durationMs / 1000)} s`, e.drainAfterLastAckMs === null ? '—' : x(e.drainAfterLastAckMs / e.send.durationMs)]);
+    rows.push(['`verify` after the run', e.verify.ok ? `passed (${e.verify.matched}/${e.verify.checked} tasks)` : `FAILED (${e.verify.matched}/${e.verify.checked})`, '—', '—']);
+  }
+  if (r.cost) {
+    rows.push(['AWS cost per million callbacks', usd(r.cost.breakdown.totalUsd), `bare pipeline ${usd(r.cost.baseline.totalUsd)}`, x(r.cost.ratio)]);
+  }
+  return table(['figure', 'measured', 'baseline (same run)', 'ratio'], rows);
+}
+
+export function writeReport(r: BenchResults, dir: string): { markdown: string; json: string } {
+  mkdirSync(dir, { recursive: true });
+  const markdown = join(dir, 'RESULTS.md');
+  const json = join(dir, 'results.json');
+  writeFileSync(markdown, renderMarkdown(r), 'utf8');
+  writeFileSync(json, JSON.stringify(r, null, 2) + '\n', 'utf8');
+  return { markdown, json };
+}

@@ -1,0 +1,332 @@
+// Part 3, worker cost, against dynalite in-process. (a) Throughput: batches of 25 SQS records of a
+// realistic mix through `processBatch` with the DynamoDB task store, over bare PutItem calls of the same
+// raw bodies (same client, same table, same batches and concurrency), alternating round by round.
+// (b) Capacity: every callback of another mix applied one at a time through `store.applyCallback`,
+// summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
+// PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
+// indexes, which DynamoDB bills too, are worked out from each task header before and after the callback.
+import { CreateTableCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { SQSEvent } from 'aws-lambda';
+import { startDynamo } from '../test/support/dynalite.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { parseCallback } from '../lib/domain/callback.ts';
+import type { Logger } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { readRecord } from '../lib/worker/read-record.ts';
+import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
+import { generateMix, kindOf, toSqsRecord } from './callbacks.ts';
+import { ratios, summarize, type Summary } from './stats.ts';
+
+export interface WorkerSizes {
+  rounds: number;
+  /** Batches of `eventSourceMapping.batchSize` records per side per round. */
+  batchesPerRound: number;
+  /** Callbacks applied one by one for the capacity figures. */
+  capacityCallbacks: number;
+}
+
+export const workerSizes = {
+  full: { rounds: 12, batchesPerRound: 8, capacityCallbacks: 2000 },
+  quick: { rounds: 2, batchesPerRound: 2, capacityCallbacks: 150 },
+} satisfies Record<string, WorkerSizes>;
+
+/** Records applied at once within a batch: the worker's default (functions/worker.ts). */
+export const RECORD_CONCURRENCY = 5;
+
+export interface KindCapacity {
+  kind: string;
+  count: number;
+  /** Means per callback. */
+  tableWcu: number;
+  /** Index writes DynamoDB would bill on top (worked out, not reported by dynalite). */
+  indexWcu: number;
+  rcu: number;
+  /** Write units of one bare PutItem of the same body. */
+  bareWcu: number;
+  /** (tableWcu + indexWcu) / bareWcu. */
+  ratio: number;
+}
+
+export interface WorkerResult {
+  batchSize: number;
+  concurrency: number;
+  rounds: number;
+  callbacksPerRound: number;
+  /** Callbacks per second, one value per round. */
+  workerPerSecond: Summary;
+  barePutPerSecond: Summary;
+  /** worker / bare PutItem, per round. */
+  ratio: Summary;
+  /** Milliseconds per batch of `batchSize` records (what the worker Lambda is billed for). */
+  workerBatchMs: Summary;
+  barePutBatchMs: Summary;
+  /** DynamoDB requests per callback in the throughput run, by operation (bare PutItem: exactly 1). */
+  requestsPerCallback: Record<string, number>;
+  /** Units the worker logged (wcu/rcu per callback) in the throughput run, conflicts and retries included. */
+  loggedWcuPerCallback: number;
+  loggedRcuPerCallback: number;
+  outcomes: Record<string, number>;
+  capacity: {
+    callbacks: number;
+    outcomes: Record<string, number>;
+    kinds: KindCapacity[];
+    /** The whole mix, per callback. */
+    mix: Omit<KindCapacity, 'kind'>;
+  };
+}
+
+const noop = () => {};
+
+/** A logger that keeps the units the worker logs per callback (`wcu`, `rcu`) and the outcomes. */
+function capacityLogger() {
+  const totals = { wcu: 0, rcu: 0, failed: 0 };
+  const take = (event: string, fields?: Record<string, unknown>) => {
+    if (event === 'callback_applied' || event === 'callback_quarantined') {
+      totals.wcu += Number(fields?.wcu ?? 0);
+      totals.rcu += Number(fields?.rcu ?? 0);
+    }
+    if (event === 'callback_failed') totals.failed += 1;
+  };
+  const log: Logger = { debug: noop, info: take, warn: take, error: take };
+  return { log, totals };
+}
+
+/** Counts every request the client sends, by operation (an SDK middleware, before retries). */
+function countRequests(client: DynamoDBClient): Map<string, number> {
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = String(context.commandName ?? 'unknown').replace(/Command$/, '');
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'benchRequestCounter' },
+  );
+  return counts;
+}
+
+async function pool<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}
+
+function barePut(client: DynamoDBClient, tableName: string, id: string, raw: string) {
+  return client.send(new PutItemCommand({
+    TableName: tableName,
+    Item: { pk: { S: `BARE#${id}` }, sk: { S: '#' }, raw: { S: raw } },
+    ReturnConsumedCapacity: 'TOTAL',
+  }));
+}
+
+/** Index entries of a header item: one per index, present when both its keys are. */
+function indexEntries(item: Record<string, unknown> | null): (string | null)[] {
+  return Object.values(Index).map((index) => {
+    if (!item) return null;
+    const pk = item[index.pk];
+    const sortAt = item[SORT_AT];
+    return pk === undefined || pk === null || sortAt === undefined || sortAt === null ? null : `${String(pk)}\u0000${String(sortAt)}`;
+  });
+}
+
+/**
+ * Index writes of one item change, as DynamoDB bills keys-only indexes: an entry added or removed is
+ * one write, an entry whose keys changed is two (delete and put), an unchanged entry none. Entries hold
+ * keys only, far below 1 KB, so each write is one unit.
+ */
+export function indexWrites(before: Record<string, unknown> | null, after: Record<string, unknown> | null): number {
+  const a = indexEntries(before);
+  const b = indexEntries(after);
+  let writes = 0;
+  a.forEach((entry, i) => {
+    const next = b[i] ?? null;
+    if (entry === next) return;
+    writes += entry !== null && next !== null ? 2 : 1;
+  });
+  return writes;
+}
+
+async function readHeader(client: DynamoDBClient, tableName: string, taskId: string): Promise<Record<string, unknown> | null> {
+  const out = await client.send(new GetItemCommand({
+    TableName: tableName,
+    Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk }),
+    ConsistentRead: true,
+  }));
+  return out.Item ? unmarshall(out.Item) : null;
+}
+
+async function measureCapacity(client: DynamoDBClient, callbacks: number): Promise<WorkerResult['capacity']> {
+  const tableName = 'bench-capacity';
+  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  const store = new DynamoTaskStore({ client, tableName });
+  const sends = generateMix(callbacks, 'bench-capacity');
+  const receivedAt = Date.now();
+  const kinds = new Map<string, { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }>();
+  const outcomes: Record<string, number> = {};
+  const add = (kind: string, v: { tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }) => {
+    const k = kinds.get(kind) ?? { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0 };
+    k.count += 1;
+    k.tableWcu += v.tableWcu;
+    k.indexWcu += v.indexWcu;
+    k.rcu += v.rcu;
+    k.bareWcu += v.bareWcu;
+    kinds.set(kind, k);
+  };
+  for (let i = 0; i < sends.length; i++) {
+    const send = sends[i]!;
+    const read = readRecord(toSqsRecord(send, i, receivedAt));
+    if (!read.ok) throw new Error(`bench record ${i} is unreadable: ${read.reason}`);
+    const msg = read.message;
+    const parsed = parseCallback(msg.service, msg.body);
+    if (!parsed.ok) throw new Error(`bench callback ${i} does not parse: ${parsed.errors.join('; ')}`);
+    const before = await readHeader(client, tableName, parsed.callback.id);
+    const result = await store.applyCallback({
+      callback: parsed.callback,
+      raw: msg.body,
+      receivedAt: msg.receivedAt,
+      verdict: msg.verdict,
+      mode: msg.mode,
+      requestId: msg.requestId,
+      messageId: msg.messageId,
+      signatureKey: msg.signatureKey,
+    });
+    const after = await readHeader(client, tableName, parsed.callback.id);
+    const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
+    outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
+    const kind = result.outcome === 'duplicate' ? 'duplicate (any kind)' : result.outcome === 'quarantined' ? 'quarantined' : kindOf(send);
+    add(kind, {
+      tableWcu: result.capacity.write,
+      indexWcu: indexWrites(before, after),
+      rcu: result.capacity.read,
+      bareWcu: bare.ConsumedCapacity?.CapacityUnits ?? 0,
+    });
+  }
+  const perCallback = (k: { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }) => ({
+    count: k.count,
+    tableWcu: k.tableWcu / k.count,
+    indexWcu: k.indexWcu / k.count,
+    rcu: k.rcu / k.count,
+    bareWcu: k.bareWcu / k.count,
+    ratio: (k.tableWcu + k.indexWcu) / k.bareWcu,
+  });
+  const all = [...kinds.values()].reduce(
+    (t, k) => ({ count: t.count + k.count, tableWcu: t.tableWcu + k.tableWcu, indexWcu: t.indexWcu + k.indexWcu, rcu: t.rcu + k.rcu, bareWcu: t.bareWcu + k.bareWcu }),
+    { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0 },
+  );
+  return {
+    callbacks: sends.length,
+    outcomes,
+    kinds: [...kinds.entries()].map(([kind, k]) => ({ kind, ...perCallback(k) })).sort((a, b) => a.kind.localeCompare(b.kind)),
+    mix: perCallback(all),
+  };
+}
+
+export async function benchWorker(sizes: WorkerSizes, progress: (line: string) => void = () => {}): Promise<WorkerResult> {
+  const batchSize = eventSourceMapping.batchSize;
+  const perRound = sizes.batchesPerRound * batchSize;
+  const dynamo = await startDynamo('bench-tasks');
+  try {
+    const counts = countRequests(dynamo.client);
+    const { log, totals } = capacityLogger();
+    const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
+    const receivedAt = Date.now();
+    const sends = generateMix(sizes.rounds * perRound, 'bench-worker');
+    const records = sends.map((s, i) => toSqsRecord(s, i, receivedAt));
+
+    // Warm-up on another mix (its own tasks): connections, JIT, the table's first items.
+    const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) => toSqsRecord(s, 1_000_000 + i, receivedAt));
+    await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY });
+    await pool(warm.slice(batchSize), RECORD_CONCURRENCY, async (r) => void (await barePut(dynamo.client, dynamo.tableName, `warm-${r.messageId}`, r.body)));
+    counts.clear();
+    totals.wcu = 0;
+    totals.rcu = 0;
+
+    const workerRate: number[] = [];
+    const bareRate: number[] = [];
+    const workerBatchMs: number[] = [];
+    const bareBatchMs: number[] = [];
+    const outcomes: Record<string, number> = {};
+    const bareCounts = { PutItem: 0 };
+    const runWorker = async (batches: SQSEvent[]) => {
+      let total = 0;
+      for (const event of batches) {
+        const started = performance.now();
+        const result = await processBatch(event, { store, log, concurrency: RECORD_CONCURRENCY });
+        const ms = performance.now() - started;
+        workerBatchMs.push(ms);
+        total += ms;
+        for (const o of result.outcomes) outcomes[o] = (outcomes[o] ?? 0) + 1;
+      }
+      return total;
+    };
+    const runBare = async (batches: SQSEvent[]) => {
+      let total = 0;
+      for (const event of batches) {
+        const before = counts.get('PutItem') ?? 0;
+        const started = performance.now();
+        await pool(event.Records, RECORD_CONCURRENCY, async (r) => void (await barePut(dynamo.client, dynamo.tableName, r.messageId, r.body)));
+        const ms = performance.now() - started;
+        bareBatchMs.push(ms);
+        total += ms;
+        bareCounts.PutItem += (counts.get('PutItem') ?? 0) - before;
+      }
+      return total;
+    };
+    for (let round = 0; round < sizes.rounds; round++) {
+      const slice = records.slice(round * perRound, (round + 1) * perRound);
+      const batches: SQSEvent[] = [];
+      for (let i = 0; i < slice.length; i += batchSize) batches.push({ Records: slice.slice(i, i + batchSize) });
+      let tw: number;
+      let tb: number;
+      if (round % 2 === 0) {
+        tw = await runWorker(batches);
+        tb = await runBare(batches);
+      } else {
+        tb = await runBare(batches);
+        tw = await runWorker(batches);
+      }
+      workerRate.push(slice.length / (tw / 1000));
+      bareRate.push(slice.length / (tb / 1000));
+    }
+    progress(`worker: ${sizes.rounds} rounds of ${perRound} callbacks through processBatch and bare PutItem`);
+    if (totals.failed > 0) throw new Error(`${totals.failed} callback(s) failed in the worker throughput run`);
+
+    const applied = sizes.rounds * perRound;
+    const requestsPerCallback: Record<string, number> = {};
+    for (const [name, n] of counts) {
+      // The bare baseline's own PutItems are not the worker's.
+      const own = name === 'PutItem' ? n - bareCounts.PutItem : n;
+      if (own > 0) requestsPerCallback[name] = own / applied;
+    }
+
+    const capacity = await measureCapacity(dynamo.client, sizes.capacityCallbacks);
+    progress(`worker: capacity of ${capacity.callbacks} callbacks applied one at a time`);
+
+    return {
+      batchSize,
+      concurrency: RECORD_CONCURRENCY,
+      rounds: sizes.rounds,
+      callbacksPerRound: perRound,
+      workerPerSecond: summarize(workerRate),
+      barePutPerSecond: summarize(bareRate),
+      ratio: summarize(ratios(workerRate, bareRate)),
+      workerBatchMs: summarize(workerBatchMs),
+      barePutBatchMs: summarize(bareBatchMs),
+      requestsPerCallback,
+      loggedWcuPerCallback: totals.wcu / applied,
+      loggedRcuPerCallback: totals.rcu / applied,
+      outcomes,
+      capacity,
+    };
+  } finally {
+    await dynamo.stop();
+  }
+}
+

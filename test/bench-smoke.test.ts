@@ -1,0 +1,146 @@
+// The bench's cheap parts, in-process and tiny: its statistics and cost arithmetic on known inputs, the
+// settings it reads from serverless.yml, the index-write rule, the mix it generates, and one short run of
+// the ingest part against fauxqs. Shapes and values are checked, never timings.
+import { readRecord } from '../lib/worker/read-record.ts';
+import { parseCallback } from '../lib/domain/callback.ts';
+import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
+import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
+import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
+import { benchIngest } from '../bench/ingest.ts';
+import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
+import { median, percentile, ratios, summarize } from '../bench/stats.ts';
+import { indexWrites } from '../bench/worker.ts';
+
+describe('statistics', () => {
+  test('median, nearest-rank percentiles and summaries', () => {
+    expect(median([5, 1, 3])).toBe(3);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    const hundred = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(percentile(hundred, 50)).toBe(50);
+    expect(percentile(hundred, 99)).toBe(99);
+    expect(percentile(hundred, 100)).toBe(100);
+    expect(percentile([7], 1)).toBe(7);
+    expect(summarize([3, 9, 1, 4])).toEqual({ median: 3.5, min: 1, max: 9, n: 4 });
+  });
+
+  test('ratios are taken round by round and refuse mismatched or empty series', () => {
+    expect(ratios([2, 9], [1, 3])).toEqual([2, 3]);
+    expect(() => ratios([1], [1, 2])).toThrow(/different lengths/);
+    expect(() => ratios([1], [0])).toThrow(/zero baseline/);
+    expect(() => summarize([])).toThrow(/empty/);
+    expect(() => median([1, Number.NaN])).toThrow(/finite/);
+  });
+});
+
+describe('cost per million callbacks', () => {
+  test('each line is the published price times the measured quantity', () => {
+    const cost = costPerMillion({
+      ingestMsPerCallback: 1.2,
+      workerMsPerBatch: 100.2,
+      batchSize: 25,
+      ingestMemoryMb: 256,
+      workerMemoryMb: 256,
+      writeUnitsPerCallback: 5,
+      readUnitsPerCallback: 3,
+    });
+    const usd = Object.fromEntries(cost.lines.map((l) => [l.item, l.usd]));
+    expect(usd['API Gateway HTTP API requests']).toBeCloseTo(1.0, 10);
+    expect(usd['ingest Lambda requests']).toBeCloseTo(0.2, 10);
+    // 1,000,000 invocations x 2 billed ms x 0.25 GB = 500 GB-s
+    expect(usd['ingest Lambda duration']).toBeCloseTo(500 * PRICES.lambdaPerGbSecond, 10);
+    // 1,000,000 SendMessage + 40,000 batches x (3 ReceiveMessage + 3 DeleteMessageBatch)
+    expect(usd['SQS requests']).toBeCloseTo(1.24 * 0.4, 10);
+    expect(usd['worker Lambda requests']).toBeCloseTo(0.008, 10);
+    // 40,000 batches x 101 billed ms x 0.25 GB = 1,010 GB-s
+    expect(usd['worker Lambda duration']).toBeCloseTo(1010 * PRICES.lambdaPerGbSecond, 10);
+    expect(usd['DynamoDB write request units']).toBeCloseTo(3.125, 10);
+    expect(usd['DynamoDB read request units']).toBeCloseTo(0.375, 10);
+    expect(cost.totalUsd).toBeCloseTo(5.224133434, 6);
+  });
+
+  test('Lambda duration is billed in whole milliseconds, at least one', () => {
+    expect(billedMs(0.2)).toBe(1);
+    expect(billedMs(1)).toBe(1);
+    expect(billedMs(1.01)).toBe(2);
+    expect(() => costPerMillion({
+      ingestMsPerCallback: Number.NaN, workerMsPerBatch: 1, batchSize: 25, ingestMemoryMb: 256, workerMemoryMb: 256, writeUnitsPerCallback: 1, readUnitsPerCallback: 0,
+    })).toThrow(/ingestMsPerCallback/);
+  });
+
+  test('the memory, architecture and batch size come from serverless.yml', () => {
+    const settings = loadDeployedSettings();
+    expect(settings.architecture).toBe('arm64');
+    expect(settings.batchSize).toBe(eventSourceMapping.batchSize);
+    expect(settings.ingestMemoryMb).toBeGreaterThanOrEqual(128);
+    expect(settings.workerMemoryMb).toBeGreaterThanOrEqual(128);
+    const yaml = (ingestMemory: string) =>
+      `provider:\n  architecture: arm64\nfunctions:\n  ingest:\n${ingestMemory}    timeout: 6\n  worker:\n    memorySize: 512\n    events:\n      - sqs:\n          batchSize: 10\n`;
+    expect(readDeployedSettings(yaml('    memorySize: 128\n'))).toEqual({ architecture: 'arm64', ingestMemoryMb: 128, workerMemoryMb: 512, batchSize: 10 });
+    expect(() => readDeployedSettings(yaml(''))).toThrow(/functions\.ingest\.memorySize/);
+  });
+});
+
+describe('index writes of a task header', () => {
+  const header = (status: string, sortAt: number) => ({ g1pk: 'ROOM#r', g2pk: 'SESSION#s', g3pk: `STATUS#a#${status}`, g4pk: 'DAY#2025-11-22', sortAt });
+
+  test('a new header adds an entry to each index; an unchanged one writes none', () => {
+    expect(indexWrites(null, header('recording', 1))).toBe(4);
+    expect(indexWrites(header('recording', 1), header('recording', 1))).toBe(0);
+  });
+
+  test('a changed key is a delete and a put; a removed entry is one write', () => {
+    expect(indexWrites(header('recording', 1), header('ended', 1))).toBe(2);
+    // sortAt is the sort key of all four indexes.
+    expect(indexWrites(header('recording', 1), header('recording', 2))).toBe(8);
+    const { g1pk: _room, ...withoutRoom } = header('recording', 1);
+    expect(indexWrites(header('recording', 1), withoutRoom)).toBe(1);
+  });
+});
+
+describe('the realistic mix', () => {
+  test('exactly the requested number of callbacks, of both services, each a valid SQS record', () => {
+    const sends = generateMix(400, 'smoke');
+    expect(sends).toHaveLength(400);
+    expect(new Set(sends.map((s) => s.service))).toEqual(new Set(['recording', 'screenshot']));
+    expect(sends.some((s) => s.duplicate)).toBe(true);
+    expect(generateMix(400, 'smoke')).toEqual(sends);
+    sends.forEach((send, i) => {
+      const read = readRecord(toSqsRecord(send, i, 1_763_798_400_000));
+      if (!read.ok) throw new Error(read.reason);
+      expect(read.message.verdict).toBe('valid');
+      expect(read.message.signatureKey).toMatch(/^n\w+:\d+:[0-9a-f]{40}$/);
+      expect(parseCallback(read.message.service, read.message.body).ok).toBe(true);
+      expect(kindOf(send)).toMatch(/^(recording [1-4]|screenshot [134]) /);
+    });
+  });
+});
+
+describe('the ingest part, tiny', () => {
+  test('measures the handler and its baselines, and renders them', async () => {
+    const result = await benchIngest({ rounds: 2, perRound: 5, cpuRounds: 2, cpuPerRound: 20 });
+    expect(result.fixtures).toBeGreaterThanOrEqual(10);
+    for (const summary of [result.handlerMs, result.bareSendMs, result.ratio, result.cpu.handlerUs, result.cpu.jsonParseUs, result.cpu.ratio]) {
+      expect(summary.n).toBe(2);
+      expect(summary.min).toBeGreaterThan(0);
+      expect(summary.min).toBeLessThanOrEqual(summary.median);
+      expect(summary.median).toBeLessThanOrEqual(summary.max);
+    }
+    // One JSON log line per callback, serialised by the handler.
+    expect(result.logBytesPerCallback).toBeGreaterThan(100);
+
+    const results: BenchResults = {
+      date: '2026-01-01T00:00:00.000Z',
+      mode: 'quick',
+      parts: ['ingest'],
+      durationS: 1,
+      machine: describeMachine(),
+      ingest: result,
+      missing: { 'end-to-end': 'not asked for' },
+    };
+    const markdown = renderMarkdown(results);
+    expect(markdown).toContain('## 1. Ingest cost');
+    expect(markdown).toContain('bare `SendMessage` of the same body');
+    expect(markdown).toContain('end-to-end: not measured.');
+    expect(renderSummary(results)).toMatch(/ingest handler time per callback.*\*\*[\d.]+×\*\*/);
+  });
+});
