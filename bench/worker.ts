@@ -13,7 +13,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import type { Logger } from '../lib/log.ts';
-import { processBatch } from '../lib/worker/process-batch.ts';
+import { processBatch, toDelivered } from '../lib/worker/process-batch.ts';
 import { readRecord } from '../lib/worker/read-record.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from './callbacks.ts';
@@ -187,16 +187,7 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
     const parsed = parseCallback(msg.service, msg.body);
     if (!parsed.ok) throw new Error(`bench callback ${i} does not parse: ${parsed.errors.join('; ')}`);
     const before = await readHeader(client, tableName, parsed.callback.id);
-    const result = await store.applyCallback({
-      callback: parsed.callback,
-      raw: msg.body,
-      receivedAt: msg.receivedAt,
-      verdict: msg.verdict,
-      mode: msg.mode,
-      requestId: msg.requestId,
-      messageId: msg.messageId,
-      signatureKey: msg.signatureKey,
-    });
+    const result = await store.applyCallback(toDelivered(msg, parsed.callback));
     const after = await readHeader(client, tableName, parsed.callback.id);
     const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
     outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;

@@ -3,8 +3,8 @@
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseCallback, type ParseResult } from '../domain/callback.ts';
-import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
+import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
 import { readRecord } from './read-record.ts';
@@ -91,16 +91,7 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     return quarantine(msg, deps, 'invalid_signature', 'the signature did not match any configured secret', cb.appKey, cb.id);
   }
   try {
-    const result = await deps.store.applyCallback({
-      callback: cb,
-      raw: msg.body,
-      receivedAt: msg.receivedAt,
-      verdict: msg.verdict,
-      mode: msg.mode,
-      requestId: msg.requestId,
-      messageId: msg.messageId,
-      signatureKey: msg.signatureKey,
-    });
+    const result = await deps.store.applyCallback(toDelivered(msg, cb));
     const common = {
       messageId: msg.messageId,
       service: cb.service,
@@ -144,6 +135,20 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     });
     return 'failed';
   }
+}
+
+/** A queued message and its parsed callback, as the store applies them. */
+export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
+  return {
+    callback,
+    raw: msg.body,
+    receivedAt: msg.receivedAt,
+    verdict: msg.verdict,
+    mode: msg.mode,
+    requestId: msg.requestId,
+    messageId: msg.messageId,
+    signatureKey: msg.signatureKey,
+  };
 }
 
 async function quarantine(

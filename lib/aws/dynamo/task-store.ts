@@ -213,27 +213,9 @@ export class DynamoTaskStore implements TaskStore {
     return tokens;
   }
 
-  private async claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
-    try {
-      const res = await this.client.send(new PutItemCommand({
-        TableName: this.table,
-        Item: marshall({
-          pk: Keys.signaturePk(cb.appKey, signatureKey),
-          sk: Keys.signatureSk,
-          eventKey: cb.key,
-          expiresAt: this.expiry(),
-        }),
-        ConditionExpression: 'attribute_not_exists(pk) OR eventKey = :k',
-        ExpressionAttributeValues: { ':k': { S: cb.key } },
-        ReturnConsumedCapacity: 'TOTAL',
-      }));
-      addCapacity(cap, res.ConsumedCapacity, 'write');
-      return true;
-    } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      cap.write += FAILED_CONDITION_WCU;
-      return false;
-    }
+  private claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
+    const claim = { pk: Keys.signaturePk(cb.appKey, signatureKey), sk: Keys.signatureSk, eventKey: cb.key, expiresAt: this.expiry() };
+    return this.putIf(claim, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: cb.key } }, cap);
   }
 
   /** Writes the ledger entry; false when another delivery of the same callback wrote it first. */
@@ -255,21 +237,8 @@ export class DynamoTaskStore implements TaskStore {
       raw: d.raw,
       expiresAt: this.expiry(),
     };
-    try {
-      const res = await this.client.send(new PutItemCommand({
-        TableName: this.table,
-        Item: marshall(item, { removeUndefinedValues: true }),
-        ConditionExpression: 'attribute_not_exists(pk)',
-        ReturnConsumedCapacity: 'TOTAL',
-      }));
-      addCapacity(cap, res.ConsumedCapacity, 'write');
-      return true;
-    } catch (err) {
-      // Another delivery of the same callback finished first: its entry is as good as this one.
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      cap.write += FAILED_CONDITION_WCU;
-      return false;
-    }
+    // false: another delivery of the same callback finished first; its entry is as good as this one.
+    return this.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
   }
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
@@ -463,14 +432,21 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** Puts an item if its version is still the one read (or it is still absent). */
-  private async putVersioned(item: Item, previousVersion: number | undefined, cap: Capacity): Promise<boolean> {
-    const version = (previousVersion ?? 0) + 1;
+  private putVersioned(item: Item, previousVersion: number | undefined, cap: Capacity): Promise<boolean> {
+    const versioned = { ...item, ver: (previousVersion ?? 0) + 1 };
+    return previousVersion === undefined
+      ? this.putIf(versioned, 'attribute_not_exists(pk)', undefined, cap)
+      : this.putIf(versioned, 'ver = :v', { ':v': { N: String(previousVersion) } }, cap);
+  }
+
+  /** A conditional PutItem: false when the condition does not hold. */
+  private async putIf(item: Item, condition: string, values: Record<string, AttributeValue> | undefined, cap: Capacity): Promise<boolean> {
     try {
       const res = await this.client.send(new PutItemCommand({
         TableName: this.table,
-        Item: marshall({ ...item, ver: version }, { removeUndefinedValues: true }),
-        ConditionExpression: previousVersion === undefined ? 'attribute_not_exists(pk)' : 'ver = :v',
-        ...(previousVersion === undefined ? {} : { ExpressionAttributeValues: { ':v': { N: String(previousVersion) } } }),
+        Item: marshall(item, { removeUndefinedValues: true }),
+        ConditionExpression: condition,
+        ...(values ? { ExpressionAttributeValues: values } : {}),
         ReturnConsumedCapacity: 'TOTAL',
       }));
       addCapacity(cap, res.ConsumedCapacity, 'write');
