@@ -287,3 +287,22 @@ describe('strictness where it matters, with messages naming the field', () => {
     expect(errorsOf('recording', text)[0]).toMatch(/^\(body\): /);
   });
 });
+
+describe('agreement with the ingest check, and short messages', () => {
+  const upload = JSON.parse(readFileSync(new URL('../../test/fixtures/recording-4-upload-ok.json', import.meta.url), 'utf8'));
+
+  test.each(['4', ' 4 ', '4.0'])('type %j, which the ingest accepts, parses as 4', (type) => {
+    const result = parseCallback('recording', { ...upload, type });
+    expect(result.ok && result.callback.type).toBe(4);
+  });
+
+  test.each([
+    ['type', { type: 'x'.repeat(60_000) }],
+    ['mode', { mode: 'y'.repeat(60_000) }],
+    ['output.fileUrl', { output: { fileName: 'a.mp4', fileUrl: { deep: 'z'.repeat(60_000) } } }],
+  ])('a huge offending %s is quoted only in part', (field, change) => {
+    const errors = errorsOf('recording', JSON.stringify({ ...upload, ...change }));
+    expect(errors.join('\n').length).toBeLessThan(400);
+    expect(errors[0]!.startsWith(`${field}: `)).toBe(true);
+  });
+});

@@ -2,7 +2,7 @@
 // rules read. The raw body is kept untouched beside it.
 import * as v from 'valibot';
 import type { Service } from '../queue-message.ts';
-import { schemasByService, describeIssues } from './schemas.ts';
+import { clip, schemasByService, describeIssues } from './schemas.ts';
 import { eventKey } from './canonical.ts';
 
 export type CallbackType = 1 | 2 | 3 | 4;
@@ -56,7 +56,9 @@ const VALID_TYPES: Record<Service, readonly number[]> = { recording: [1, 2, 3, 4
 function typeOf(body: Record<string, unknown>): number | null {
   const t = body.type;
   if (typeof t === 'number') return t;
-  if (typeof t === 'string' && /^\s*\d+\s*$/.test(t)) return Number(t);
+  // The same numeric strings the ingest's minimal check accepts ("4", "4.0"), so that nothing it
+  // acknowledges is refused here for its type alone.
+  if (typeof t === 'string' && /^\s*\d+(\.0+)?\s*$/.test(t)) return Number(t);
   return null;
 }
 
@@ -78,7 +80,7 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
   if (type === null || !VALID_TYPES[service].includes(type)) {
     return {
       ok: false,
-      errors: [`type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${JSON.stringify(raw.type)}`],
+      errors: [`type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${clip(JSON.stringify(raw.type) ?? 'nothing')}`],
     };
   }
   const schema = schemasByService[service][type]!;

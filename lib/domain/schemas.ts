@@ -136,6 +136,11 @@ export const schemasByService: Record<Service, Record<number, v.GenericSchema>> 
   screenshot: { 1: ScreenshotStart, 3: ScreenshotEnd, 4: ScreenshotUpload },
 };
 
+/** Keeps a quoted value short: these messages go to logs and the quarantine, not the whole body. */
+export function clip(text: string, max = 60): string {
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+}
+
 /** Readable, field-named messages for a failed parse: `output.fileName: must not be empty`. */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[] {
   return issues.map((issue) => {
@@ -145,8 +150,8 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[
       : issue.received === 'undefined'
         ? 'is missing'
         : issue.expected
-          ? `expected ${issue.expected}, got ${issue.received}`
+          ? `expected ${issue.expected}, got ${clip(issue.received)}`
           : issue.message;
-    return `${path ?? '(body)'}: ${message}`;
+    return `${path ?? '(body)'}: ${clip(message, 200)}`;
   });
 }

@@ -106,7 +106,7 @@ export class DynamoTaskStore implements TaskStore {
     const fileName = fileNameOf(cb);
     const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
 
-    const oversized = oversizedKey(cb, d.signatureKey);
+    const oversized = oversizedKey(cb, d.signatureKey) ?? tooDeep(cb);
     if (oversized) {
       // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
       await this.quarantineParsed(d, 'invalid_callback', oversized, cap);
@@ -469,7 +469,7 @@ export class DynamoTaskStore implements TaskStore {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Key limits
+// What DynamoDB can never store
 
 /** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
 const MAX_PARTITION_KEY_BYTES = 2048;
@@ -499,6 +499,27 @@ function oversizedKey(cb: Callback, signatureKey: string | null): string | null 
     return `output.fileName is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
   }
   return null;
+}
+
+/** DynamoDB stores maps and lists nested at most this deep; the header item holds `config` as a map. */
+const MAX_NESTING = 32;
+
+/** Levels of maps and lists in a value (a scalar is 0). Iterative: a body may nest far deeper than the stack. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** The config is kept as received; nested deeper than DynamoDB allows, the header could never be written. */
+function tooDeep(cb: Callback): string | null {
+  return cb.config && nestingDepth(cb.config) > MAX_NESTING ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores` : null;
 }
 
 // ---------------------------------------------------------------------------------------------------

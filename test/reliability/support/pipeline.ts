@@ -1,0 +1,192 @@
+// The whole receiver in this process, assembled from the same parts as the local stack (lib/local/) but
+// with the seams a fault test needs: the ingest's secrets and dependencies, the worker's store (to wrap
+// it), and the SQS emulator, which can be stopped and started again on the same port with its data.
+// HTTP gateway -> ingest handler -> fauxqs queue (+ dead-letter queue) -> poller -> processBatch -> dynalite.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { LocalStackInfo } from '../../../cli/target.ts';
+import { DATA_DIR, STACK_FILE } from '../../../cli/target.ts';
+import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
+import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
+import type { TaskStore } from '../../../lib/domain/task-store.ts';
+import { buildIngestDependencies, type IngestDependencies } from '../../../lib/ingest/config.ts';
+import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
+import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
+import type { IngestResponse } from '../../../lib/ingest/responses.ts';
+import type { SecretsProvider } from '../../../lib/ingest/secrets.ts';
+import { createGateway } from '../../../lib/local/http-gateway.ts';
+import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts';
+import { createLogger } from '../../../lib/log.ts';
+import type { SignatureMode } from '../../../lib/queue-message.ts';
+import { processBatch } from '../../../lib/worker/process-batch.ts';
+import { startDynamo, type LocalDynamo } from '../../support/dynalite.ts';
+
+const REGION = 'us-east-1';
+const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+
+export interface PipelineOptions {
+  /** appKey -> secrets (CALLBACK_SECRETS), unless `secrets` is given. */
+  secretsJson?: Record<string, string[]>;
+  secrets?: SecretsProvider;
+  mode?: SignatureMode;
+  /** Wraps the worker's store, to inject faults. */
+  wrapStore?: (store: TaskStore) => TaskStore;
+  /** Receives before SQS moves a message to the dead-letter queue (deployed: 5). */
+  maxReceiveCount?: number;
+  /** Where fauxqs keeps its data, so that a restart finds the messages again. */
+  sqsDataDir?: string;
+  /** Seconds before a failed record comes back (0: at once). */
+  retryDelaySeconds?: number;
+  /** Wraps the ingest handler the gateway calls, to watch its answers. */
+  wrapIngest?: (handler: (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>) => (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>;
+}
+
+export interface Pipeline {
+  url: string;
+  dynamo: LocalDynamo;
+  /** The unwrapped store, for reading what was stored. */
+  store: DynamoTaskStore;
+  sqs: SQSClient;
+  queueUrl: string;
+  dlqUrl: string;
+  ingest: IngestDependencies;
+  poller: SqsPoller;
+  /** Stops the SQS emulator (an outage) and starts it again on the same port with the same data. */
+  stopSqs(): Promise<void>;
+  startSqs(): Promise<void>;
+  /** The main queue holds nothing (visible or in flight) and no batch is being processed. */
+  idle(): Promise<boolean>;
+  /** What `callbacks dev` leaves in `<dir>/.data/stack.json`, so that the CLI run in `dir` finds this pipeline. */
+  announceTo(dir: string): LocalStackInfo;
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls a condition until it holds; the bound only keeps a broken run from hanging. */
+export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, maxMs = 60_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for: ${what}`);
+    await sleep(25);
+  }
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+}
+
+export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipeline> {
+  const dynamo = await startDynamo('callbacks-tasks');
+  const maxReceiveCount = opts.maxReceiveCount ?? 5;
+
+  let fauxqs: FauxqsServer = await startFauxqs({ port: 0, logger: false, ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}) });
+  const sqsPort = fauxqs.port;
+  const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
+  const localUrl = (queueUrl: string) => new URL(new URL(queueUrl).pathname, sqsEndpoint).href;
+  const dlq = fauxqs.createQueue('callbacks-dlq');
+  const queue = fauxqs.createQueue('callbacks', {
+    attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
+  });
+  const queueUrl = localUrl(queue.queueUrl);
+  const dlqUrl = localUrl(dlq.queueUrl);
+  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: CREDENTIALS, maxAttempts: 2 });
+
+  const ingest = buildIngestDependencies(
+    {
+      QUEUE_URL: queueUrl,
+      SIGNATURE_MODE: opts.mode ?? 'enforce',
+      CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
+    },
+    {
+      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: CREDENTIALS }),
+      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+    },
+  );
+  const handler = (event: Parameters<typeof handleCallbackRequest>[0]) => handleCallbackRequest(event, ingest);
+  const gateway = createGateway({
+    handler: opts.wrapIngest ? opts.wrapIngest(handler) : handler,
+    maxBodyBytes: ingest.settings.maxBodyBytes,
+    isReady: () => true,
+    log: createLogger('gateway'),
+  });
+  const port = await listen(gateway);
+
+  const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
+  const workerStore = opts.wrapStore ? opts.wrapStore(store) : store;
+  const workerLog = createLogger('worker');
+  const poller = startSqsPoller({
+    sqs,
+    queueUrl,
+    queueArn: queue.queueArn,
+    region: REGION,
+    handler: async (event) => {
+      const { batchItemFailures } = await processBatch(event, { store: workerStore, log: workerLog, concurrency: 5 });
+      return { batchItemFailures };
+    },
+    batchSize: 10,
+    batchingWindowMs: 20,
+    concurrency: 2,
+    retryDelaySeconds: opts.retryDelaySeconds ?? 0,
+    maxReceiveCount,
+    log: createLogger('poller'),
+  });
+
+  let sqsRunning = true;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dynamo,
+    store,
+    sqs,
+    queueUrl,
+    dlqUrl,
+    ingest,
+    poller,
+    async stopSqs() {
+      sqsRunning = false;
+      await fauxqs.stop();
+    },
+    async startSqs() {
+      fauxqs = await startFauxqs({ port: sqsPort, logger: false, ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}) });
+      sqsRunning = true;
+    },
+    async idle() {
+      if (!sqsRunning || poller.busy() > 0) return false;
+      const depth = await queueDepth(sqs, queueUrl).catch(() => null);
+      // Busy is read again: a batch may have been received while the depth was being read.
+      return depth !== null && depth.visible + depth.inFlight === 0 && poller.busy() === 0;
+    },
+    announceTo(dir: string) {
+      const info: LocalStackInfo = {
+        pid: process.pid,
+        url: `http://127.0.0.1:${port}`,
+        dynamoEndpoint: dynamo.endpoint,
+        sqsEndpoint,
+        region: REGION,
+        tableName: dynamo.tableName,
+        queueUrl,
+        dlqUrl,
+        dataDir: null,
+        startedAt: new Date().toISOString(),
+      };
+      mkdirSync(join(dir, DATA_DIR), { recursive: true });
+      writeFileSync(join(dir, DATA_DIR, STACK_FILE), JSON.stringify(info, null, 2));
+      return info;
+    },
+    async stop() {
+      await new Promise<void>((resolve) => {
+        gateway.close(() => resolve());
+        gateway.closeAllConnections();
+      });
+      await poller.stop();
+      sqs.destroy();
+      ingest.sqs.destroy();
+      if (sqsRunning) await fauxqs.stop();
+      await dynamo.stop();
+    },
+  };
+}
