@@ -67,8 +67,6 @@ export interface DynamoTaskStoreOptions {
 /** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
 const FAILED_CONDITION_WCU = 1;
 
-const fileHasTokenOrNoFile = (fileKey: Key | null, fileHasToken: boolean) => fileKey === null || fileHasToken;
-
 const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
 /** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
@@ -135,11 +133,10 @@ export class DynamoTaskStore implements TaskStore {
 
       const fileHasToken = !!file?.inflight?.[cb.key];
       const headerHasToken = !!header?.inflight?.[cb.key];
+      const inEveryItem = (!fileKey || fileHasToken) && headerHasToken;
       // The ledger is read after the items it guards: if a token was pruned before those reads, the
       // ledger entry already existed, so this reads it and stops (see the module comment).
-      if ((fileKey && !fileHasToken) || !headerHasToken) {
-        if (await this.exists(eventKey, cap)) return { outcome: 'duplicate', capacity: cap };
-      }
+      if (!inEveryItem && (await this.exists(eventKey, cap))) return { outcome: 'duplicate', capacity: cap };
 
       let transition: FileTransition | null = null;
       if (fileKey) {
@@ -167,7 +164,7 @@ export class DynamoTaskStore implements TaskStore {
 
       const created = await this.putLedgerEntry(eventKey, d, fileName, cap);
       // Both items held the token and another delivery wrote the ledger entry first: nothing was new.
-      if (!created && fileHasTokenOrNoFile(fileKey, fileHasToken) && headerHasToken) return { outcome: 'duplicate', capacity: cap };
+      if (!created && inEveryItem) return { outcome: 'duplicate', capacity: cap };
       return { outcome: 'applied', transition, status, capacity: cap };
     }
   }
