@@ -202,9 +202,8 @@ function workerSection(r: WorkerResult): string {
       'of the larger of the item before and after, a strongly consistent read unit per 4 KB). Baseline: one bare `PutItem` of the same body. ' +
       'dynalite reports the table\'s units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out ' +
       'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
-      'A version-checked put whose condition fails is counted as 1 write unit by the store itself (DynamoDB bills it but reports nothing on ' +
-      'the error); a ledger entry or signature claim whose condition fails because it already exists is not counted, so the rare ' +
-      'redelivery that meets one is a unit short. ' +
+      'Any put whose condition fails (a version conflict, a ledger entry or signature claim that already exists) is counted as 1 write ' +
+      'unit by the store itself: DynamoDB bills it but reports nothing on the error. ' +
       `Outcomes: ${Object.entries(c.outcomes).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
     '',
     table(['kind', 'callbacks', 'table write units', 'index write units', 'write units', 'read units', 'bare PutItem write units', 'write ratio'], kindRows),
