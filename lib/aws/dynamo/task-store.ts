@@ -131,8 +131,8 @@ export class DynamoTaskStore implements TaskStore {
         return { outcome: 'quarantined', reason: 'service_mismatch', detail, capacity: cap };
       }
 
-      const fileHasToken = !!file?.inflight?.[cb.key];
-      const headerHasToken = !!header?.inflight?.[cb.key];
+      const fileHasToken = holdsToken(file, cb.key);
+      const headerHasToken = holdsToken(header, cb.key);
       const inEveryItem = (!fileKey || fileHasToken) && headerHasToken;
       // The ledger is read after the items it guards: if a token was pruned before those reads, the
       // ledger entry already existed, so this reads it and stops (see the module comment).
@@ -141,14 +141,14 @@ export class DynamoTaskStore implements TaskStore {
       let transition: FileTransition | null = null;
       if (fileKey) {
         if (fileHasToken) {
-          const t = file!.inflight[cb.key];
+          const t = file!.inflight[cb.key] as FileToken;
           transition = { from: t.f ?? null, to: t.t ?? null };
         } else {
           const before = file ? fileFromItem(file) : null;
           const after = applyToFile(before, cb);
           transition = { from: fileState(before), to: fileState(after) };
           const inflight = await this.pruneTokens(pk, file?.inflight, cap);
-          inflight[cb.key] = { r: rank, f: transition.from, t: transition.to };
+          inflight[cb.key] = { ts: cb.timestamp, f: transition.from, t: transition.to } satisfies FileToken;
           const written = await this.putVersioned(fileToItem(fileKey, cb, after, inflight), file?.ver, cap);
           if (!written) continue;
         }
@@ -156,7 +156,7 @@ export class DynamoTaskStore implements TaskStore {
 
       let status = header?.status as TaskStatus;
       if (!headerHasToken) {
-        const applied = await this.applyHeader(headerKey, header, cb, rank, transition, eventKey, cap);
+        const applied = await this.applyHeader(headerKey, header, cb, transition, eventKey, cap);
         if (applied === 'conflict') continue;
         if (applied === 'duplicate') return { outcome: 'duplicate', capacity: cap };
         status = applied.status;
@@ -174,7 +174,6 @@ export class DynamoTaskStore implements TaskStore {
     headerKey: Key,
     header: Item | null,
     cb: Callback,
-    rank: string,
     transition: FileTransition | null,
     eventKey: Key,
     cap: Capacity,
@@ -184,14 +183,14 @@ export class DynamoTaskStore implements TaskStore {
       if (attempt > 1) {
         await backoff(attempt);
         current = await this.get(headerKey, cap);
-        if (current?.inflight?.[cb.key]) return { status: current.status };
+        if (holdsToken(current, cb.key)) return { status: current!.status };
         if (current && current.service !== cb.service) return 'conflict';
         if (await this.exists(eventKey, cap)) return 'duplicate';
       }
       const before = current ? headerFromItem(current) : null;
       const after = applyToHeader(before, cb, transition);
       const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
-      inflight[cb.key] = rank;
+      inflight[cb.key] = cb.timestamp;
       if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap)) return { status: deriveStatus(after) };
     }
     throw new ContentionError(`task ${cb.id} header stayed contended after ${this.maxAttempts} attempts`);
@@ -202,8 +201,9 @@ export class DynamoTaskStore implements TaskStore {
     const tokens = { ...(inflight ?? {}) };
     const keys = Object.keys(tokens);
     if (keys.length < this.pruneThreshold) return tokens;
-    const rankOfToken = (k: string) => (typeof tokens[k] === 'string' ? tokens[k] : tokens[k].r) as string;
-    const found = await this.getMany(keys.map((k) => ({ pk, sk: Keys.eventSk(rankOfToken(k)) })), cap, true);
+    // A token is the callback's key and timestamp: together they name its ledger entry.
+    const timestampOf = (k: string) => (typeof tokens[k] === 'number' ? tokens[k] : tokens[k].ts) as number;
+    const found = await this.getMany(keys.map((k) => ({ pk, sk: Keys.eventSk(rankOf(timestampOf(k), k)) })), cap, true);
     keys.forEach((k, i) => {
       if (found[i]) delete tokens[k];
     });
@@ -522,7 +522,22 @@ function tooDeep(cb: Callback): string | null {
 // ---------------------------------------------------------------------------------------------------
 // Item mapping
 
-function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, string>): Item {
+/**
+ * Tokens kept in an item's `inflight` map, keyed by event key: the header keeps the callback's timestamp,
+ * a file also the state change the callback caused, so that a redelivery after a crash gives the header
+ * the same change. Small on purpose: every byte of the header is paid at each write.
+ */
+interface FileToken {
+  ts: number;
+  f: FileState;
+  t: FileState;
+}
+
+function holdsToken(item: Item | null, eventKey: string): boolean {
+  return !!item?.inflight && Object.hasOwn(item.inflight, eventKey);
+}
+
+function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, number>): Item {
   const status = deriveStatus(h);
   const sortAt = sortTimeOf(h);
   return {
@@ -569,7 +584,7 @@ function headerFromItem(item: Item): TaskHeader {
   };
 }
 
-function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, { r: string; f: FileState; t: FileState }>): Item {
+function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, FileToken>): Item {
   return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
 }
 
