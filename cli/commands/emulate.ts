@@ -76,7 +76,7 @@ const instant = (value: string): number => {
 export function register(program: Command): void {
   program
     .command('emulate')
-    .description("Send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding.")
+    .description('send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding')
     .requiredOption('--url <base>', 'receiver base URL; callbacks go to <base>/callbacks/recording and /callbacks/screenshot')
     .option('--recordings <n>', 'recording tasks', integer(0), 20)
     .option('--screenshots <n>', 'screenshot tasks', integer(0), 10)

@@ -29,7 +29,7 @@ const duration = (value: string): number => {
 export function register(program: Command): void {
   program
     .command('verify')
-    .description('Compare the stored tasks with an expect file written by "callbacks emulate"; exit code 0 only if all match.')
+    .description('compare the stored tasks with an expect file written by "callbacks emulate"; exit code 0 only if all match')
     .requiredOption('--expect <file>', 'expect file written by "callbacks emulate --expect"')
     .addOption(new Option('--timeout <duration>', 'how long to wait for the queue to drain and the tasks to match').argParser(duration).default(60_000, '60s'))
     .option('--stage <stage>', 'a deployed stage instead of the local stack')
