@@ -4,10 +4,13 @@ export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['@swc/jest', {
-      jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
-      module: { type: 'es6' },
-    }],
+    '^.+\\.ts$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
+        module: { type: 'es6' },
+      },
+    ],
   },
   testMatch: ['<rootDir>/{lib,functions,cli,test,infra}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.serverless/'],

@@ -21,7 +21,9 @@ export interface Fixture {
 const fixturesDir = new URL('../test/fixtures/', import.meta.url);
 
 export function loadFixtures(): Fixture[] {
-  const files = readdirSync(fixturesDir).filter((f) => f.endsWith('.json')).sort();
+  const files = readdirSync(fixturesDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   if (files.length === 0) throw new Error('no fixtures found under test/fixtures/');
   return files.map((file) => ({
     file,
@@ -35,20 +37,32 @@ export function loadFixtures(): Fixture[] {
  * The event API Gateway would hand the ingest for a signed POST of `raw` (built by the local stack's own
  * converter, so headers look like a real client's). Signed as the platform's SDKs sign: seconds.
  */
-export function signedEvent(fixture: Fixture, nonce: string, nowMs: number, secret = BENCH_SECRET): APIGatewayProxyEventV2 {
+export function signedEvent(
+  fixture: Fixture,
+  nonce: string,
+  nowMs: number,
+  secret = BENCH_SECRET,
+): APIGatewayProxyEventV2 {
   const body = Buffer.from(fixture.raw, 'utf8');
   const timestamp = String(Math.floor(nowMs / 1000));
   return toApiGatewayEvent({
     method: 'POST',
     url: `/callbacks/${fixture.service}`,
     rawHeaders: [
-      'host', 'callbacks.example.com',
-      'content-type', 'application/json',
-      'content-length', String(body.length),
-      'user-agent', 'rtc-callback-sender/1.0',
-      'RC-Nonce', nonce,
-      'RC-Timestamp', timestamp,
-      'RC-Signature', computeSignature(secret, nonce, timestamp),
+      'host',
+      'callbacks.example.com',
+      'content-type',
+      'application/json',
+      'content-length',
+      String(body.length),
+      'user-agent',
+      'rtc-callback-sender/1.0',
+      'RC-Nonce',
+      nonce,
+      'RC-Timestamp',
+      timestamp,
+      'RC-Signature',
+      computeSignature(secret, nonce, timestamp),
     ],
     body,
     sourceIp: '198.51.100.7',
@@ -60,7 +74,13 @@ export function signedEvent(fixture: Fixture, nonce: string, nowMs: number, secr
  * Fault settings of the realistic mix (worker and end-to-end parts): one callback in ten delivered again,
  * reordering within 200 ms, storage outages on one task in twenty, a few failed starts.
  */
-export const MIX_FAULTS = { duplicates: 0.1, reorderWindowMs: 200, outage: 0.05, giveUp: 0.3, failedStarts: 0.02 } as const;
+export const MIX_FAULTS = {
+  duplicates: 0.1,
+  reorderWindowMs: 200,
+  outage: 0.05,
+  giveUp: 0.3,
+  failedStarts: 0.02,
+} as const;
 
 /** Recording tasks per screenshot task in the mix. */
 const RECORDINGS_PER_SCREENSHOT = 2;
@@ -117,9 +137,18 @@ export function kindOf(send: Pick<ScheduledSend, 'service' | 'body'>): string {
  * The SQS record the event source mapping would hand the worker for a send, with the attributes the
  * ingest sets for a valid signature in enforce mode (every delivery signed with its own nonce).
  */
-export function toSqsRecord(send: Pick<ScheduledSend, 'service' | 'body'>, index: number, receivedAt: number): SQSRecord {
+export function toSqsRecord(
+  send: Pick<ScheduledSend, 'service' | 'body'>,
+  index: number,
+  receivedAt: number,
+): SQSRecord {
   const raw = JSON.stringify(send.body);
-  const text = (value: string) => ({ stringValue: value, stringListValues: [], binaryListValues: [], dataType: 'String' });
+  const text = (value: string) => ({
+    stringValue: value,
+    stringListValues: [],
+    binaryListValues: [],
+    dataType: 'String',
+  });
   const nonce = `n${index.toString(36).padStart(8, '0')}`;
   const timestamp = String(Math.floor(receivedAt / 1000));
   return {

@@ -101,8 +101,16 @@ async function buildBundles(outDir: string): Promise<Built[]> {
     await build({ ...esbuildOptions, entryPoints: [entry.source], outfile: file, logLevel: 'silent' });
     const zipPath = join(outDir, `${entry.name}.zip`);
     writeFileSync(zipPath, zipFiles([{ name: 'index.mjs', data: readFileSync(file) }]));
-    const baseline = entry.role === 'function' ? (baselines.find((b) => b.standsFor === entry.name)?.name ?? null) : null;
-    built.push({ name: entry.name, role: entry.role, baseline, file, bytes: statSync(file).size, zipBytes: statSync(zipPath).size });
+    const baseline =
+      entry.role === 'function' ? (baselines.find((b) => b.standsFor === entry.name)?.name ?? null) : null;
+    built.push({
+      name: entry.name,
+      role: entry.role,
+      baseline,
+      file,
+      bytes: statSync(file).size,
+      zipBytes: statSync(zipPath).size,
+    });
   }
   return built;
 }
@@ -144,7 +152,10 @@ function importOnce(node: string, bundle: string, cwd: string): Promise<{ import
           reject(new Error(`importing ${bundle} failed: ${error.message}${stderr ? `\n${stderr.slice(0, 500)}` : ''}`));
           return;
         }
-        const line = stdout.split('\n').reverse().find((l) => l.startsWith('@@cold-start '));
+        const line = stdout
+          .split('\n')
+          .reverse()
+          .find((l) => l.startsWith('@@cold-start '));
         if (!line) {
           reject(new Error(`importing ${bundle} printed no timing`));
           return;
@@ -155,12 +166,18 @@ function importOnce(node: string, bundle: string, cwd: string): Promise<{ import
   });
 }
 
-export async function benchColdStart(sizes: ColdStartSizes, workDir: string, progress: (line: string) => void = () => {}): Promise<ColdStartResult> {
+export async function benchColdStart(
+  sizes: ColdStartSizes,
+  workDir: string,
+  progress: (line: string) => void = () => {},
+): Promise<ColdStartResult> {
   const bundles = await buildBundles(join(workDir, 'bundles'));
   progress(`cold start: ${bundles.length} bundles built`);
   const node = pinnedNode();
   const nodeVersion = await new Promise<string>((resolve, reject) =>
-    execFile(node, ['--version'], { env: childEnv, timeout: 10_000 }, (err, out) => (err ? reject(err) : resolve(out.trim()))),
+    execFile(node, ['--version'], { env: childEnv, timeout: 10_000 }, (err, out) =>
+      err ? reject(err) : resolve(out.trim()),
+    ),
   );
   // One warm-up import each: the first read of a file from disk is not what a Lambda cold start measures.
   for (const b of bundles) await importOnce(node, b.file, workDir);

@@ -104,19 +104,24 @@ export function billedMs(ms: number): number {
 
 export function costPerMillion(input: CostInputs): CostBreakdown {
   for (const [name, value] of Object.entries(input)) {
-    if (!Number.isFinite(value) || value < 0) throw new Error(`cost input ${name} must be a non-negative number, got ${value}`);
+    if (!Number.isFinite(value) || value < 0)
+      throw new Error(`cost input ${name} must be a non-negative number, got ${value}`);
   }
   if (!(input.batchSize >= 1)) throw new Error('batch size must be at least 1');
   const batches = MILLION / input.batchSize;
   const callsPerBatch = Math.ceil(input.batchSize / SQS_MAX_MESSAGES_PER_CALL);
   const sqsRequests = MILLION + 2 * callsPerBatch * batches;
-  const ingestGbS = (MILLION * billedMs(input.ingestMsPerCallback)) / 1000 * (input.ingestMemoryMb / 1024);
-  const workerGbS = (batches * billedMs(input.workerMsPerBatch)) / 1000 * (input.workerMemoryMb / 1024);
+  const ingestGbS = ((MILLION * billedMs(input.ingestMsPerCallback)) / 1000) * (input.ingestMemoryMb / 1024);
+  const workerGbS = ((batches * billedMs(input.workerMsPerBatch)) / 1000) * (input.workerMemoryMb / 1024);
   const writes = MILLION * input.writeUnitsPerCallback;
   const reads = MILLION * input.readUnitsPerCallback;
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
   const lines: CostLine[] = [
-    { item: 'API Gateway HTTP API requests', quantity: `${fmt(MILLION)} requests`, usd: PRICES.httpApiPerMillionRequests },
+    {
+      item: 'API Gateway HTTP API requests',
+      quantity: `${fmt(MILLION)} requests`,
+      usd: PRICES.httpApiPerMillionRequests,
+    },
     { item: 'ingest Lambda requests', quantity: `${fmt(MILLION)} invocations`, usd: PRICES.lambdaPerMillionRequests },
     {
       item: 'ingest Lambda duration',
@@ -128,14 +133,26 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
       quantity: `${fmt(MILLION)} SendMessage + ${fmt(callsPerBatch * batches)} ReceiveMessage + ${fmt(callsPerBatch * batches)} DeleteMessageBatch`,
       usd: (sqsRequests / MILLION) * PRICES.sqsPerMillionRequests,
     },
-    { item: 'worker Lambda requests', quantity: `${fmt(batches)} batches of ${input.batchSize}`, usd: (batches / MILLION) * PRICES.lambdaPerMillionRequests },
+    {
+      item: 'worker Lambda requests',
+      quantity: `${fmt(batches)} batches of ${input.batchSize}`,
+      usd: (batches / MILLION) * PRICES.lambdaPerMillionRequests,
+    },
     {
       item: 'worker Lambda duration',
       quantity: `${fmt(batches)} x ${billedMs(input.workerMsPerBatch)} ms at ${input.workerMemoryMb} MB = ${fmt(workerGbS)} GB-s`,
       usd: workerGbS * PRICES.lambdaPerGbSecond,
     },
-    { item: 'DynamoDB write request units', quantity: `${fmt(writes)} units`, usd: (writes / MILLION) * PRICES.dynamoPerMillionWriteUnits },
-    { item: 'DynamoDB read request units', quantity: `${fmt(reads)} units`, usd: (reads / MILLION) * PRICES.dynamoPerMillionReadUnits },
+    {
+      item: 'DynamoDB write request units',
+      quantity: `${fmt(writes)} units`,
+      usd: (writes / MILLION) * PRICES.dynamoPerMillionWriteUnits,
+    },
+    {
+      item: 'DynamoDB read request units',
+      quantity: `${fmt(reads)} units`,
+      usd: (reads / MILLION) * PRICES.dynamoPerMillionReadUnits,
+    },
   ];
   return { lines, totalUsd: lines.reduce((sum, l) => sum + l.usd, 0) };
 }

@@ -44,7 +44,18 @@ export interface EndToEndResult {
   tasks: number;
   concurrency: number;
   faults: typeof MIX_FAULTS;
-  send: Pick<SendSummary, 'delivered' | 'undelivered' | 'requests' | 'status2xx' | 'status4xx' | 'status5xx' | 'networkErrors' | 'retried' | 'durationMs'>;
+  send: Pick<
+    SendSummary,
+    | 'delivered'
+    | 'undelivered'
+    | 'requests'
+    | 'status2xx'
+    | 'status4xx'
+    | 'status5xx'
+    | 'networkErrors'
+    | 'retried'
+    | 'durationMs'
+  >;
   /** The sender's own figures (nearest-rank percentiles of every attempt). */
   ackLatencyMs: { p50: number; p99: number };
   healthIdleMs: Latency;
@@ -61,7 +72,14 @@ export interface EndToEndResult {
   throughputPerSecond: number | null;
   poller: { batches: number; records: number; meanBatch: number; largestBatch: number; failedRecords: number };
   deadLetters: number;
-  verify: { ok: boolean; checked: number; matched: number; drained: boolean | null; timedOut: boolean; firstDiffs: string[] };
+  verify: {
+    ok: boolean;
+    checked: number;
+    matched: number;
+    drained: boolean | null;
+    timedOut: boolean;
+    firstDiffs: string[];
+  };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -78,7 +96,11 @@ function latency(values: number[]): Latency {
   return { p50: percentile(values, 50), p99: percentile(values, 99), n: values.length };
 }
 
-export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progress: (line: string) => void = () => {}): Promise<EndToEndResult> {
+export async function benchEndToEnd(
+  sizes: EndToEndSizes,
+  workDir: string,
+  progress: (line: string) => void = () => {},
+): Promise<EndToEndResult> {
   const home = mkdtempSync(join(workDir, 'stack-'));
   // cwd: a folder of its own, so that the stack file announcing this stack never meets a `callbacks dev`
   // running in the project folder.
@@ -101,12 +123,14 @@ export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progr
     await Promise.all(Array.from({ length: 20 }, () => getHealth(stack.url)));
     const idle: number[] = [];
     let issued = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (issued < sizes.healthRequests) {
-        issued += 1;
-        idle.push(await getHealth(stack.url));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (issued < sizes.healthRequests) {
+          issued += 1;
+          idle.push(await getHealth(stack.url));
+        }
+      }),
+    );
     progress(`end to end: ${idle.length} idle GET /health`);
 
     // Under load: one GET /health at a time, every HEALTH_SAMPLE_MS, while the callbacks are sent.
@@ -130,7 +154,9 @@ export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progr
     const lastAck = performance.now();
     sending = false;
     await sampler;
-    progress(`end to end: ${report.summary.delivered}/${sends.length} callbacks acknowledged in ${(report.summary.durationMs / 1000).toFixed(1)} s`);
+    progress(
+      `end to end: ${report.summary.delivered}/${sends.length} callbacks acknowledged in ${(report.summary.durationMs / 1000).toFixed(1)} s`,
+    );
 
     const isDrained = async () => {
       const d = await target.queue.depth();
@@ -144,7 +170,11 @@ export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progr
       }
       await sleep(50);
     }
-    progress(drainedAt === null ? 'end to end: the queue did not drain in time' : `end to end: queue drained ${((drainedAt - lastAck) / 1000).toFixed(1)} s after the last ack`);
+    progress(
+      drainedAt === null
+        ? 'end to end: the queue did not drain in time'
+        : `end to end: queue drained ${((drainedAt - lastAck) / 1000).toFixed(1)} s after the last ack`,
+    );
 
     const expected = expectedTasks(report.results);
     const verdict = await verifyTasks({
@@ -153,7 +183,9 @@ export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progr
       waitForDrain: isDrained,
       timeoutMs: sizes.timeoutMs,
     });
-    progress(`end to end: verify ${verdict.ok ? 'passed' : 'FAILED'} (${verdict.matched}/${verdict.checked} tasks match)`);
+    progress(
+      `end to end: verify ${verdict.ok ? 'passed' : 'FAILED'} (${verdict.matched}/${verdict.checked} tasks match)`,
+    );
     const dlq = await target.dlq.depth();
 
     const s = report.summary;
@@ -183,7 +215,10 @@ export async function benchEndToEnd(sizes: EndToEndSizes, workDir: string, progr
       healthUnderLoadMs,
       ratios: {
         ackOverIdleHealth: { p50: s.latencyP50Ms / healthIdleMs.p50, p99: s.latencyP99Ms / healthIdleMs.p99 },
-        ackOverLoadedHealth: { p50: s.latencyP50Ms / healthUnderLoadMs.p50, p99: s.latencyP99Ms / healthUnderLoadMs.p99 },
+        ackOverLoadedHealth: {
+          p50: s.latencyP50Ms / healthUnderLoadMs.p50,
+          p99: s.latencyP99Ms / healthUnderLoadMs.p99,
+        },
       },
       drainAfterLastAckMs: drainedAt === null ? null : drainedAt - lastAck,
       totalMs: drainedAt === null ? null : drainedAt - started,

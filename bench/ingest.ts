@@ -79,14 +79,23 @@ async function startQueue(): Promise<{ sqs: SQSClient; queueUrl: string; stop():
 
 function dependencies(queueUrl: string, sqs: SQSClient, now: number): IngestDependencies {
   return buildIngestDependencies(
-    { QUEUE_URL: queueUrl, SIGNATURE_MODE: 'enforce', CALLBACK_SECRETS: JSON.stringify({ [BENCH_APP_KEY]: [BENCH_SECRET] }) },
+    {
+      QUEUE_URL: queueUrl,
+      SIGNATURE_MODE: 'enforce',
+      CALLBACK_SECRETS: JSON.stringify({ [BENCH_APP_KEY]: [BENCH_SECRET] }),
+    },
     // The real logger: serialising its line is part of the handler's work; the sink only counts bytes.
     { sqs, now: () => now, logger: createLogger('ingest', 'info') },
   );
 }
 
 /** `count` distinct signed events cycling through the fixtures (each with its own nonce and request id). */
-function prepareEvents(fixtures: readonly Fixture[], count: number, round: number, now: number): APIGatewayProxyEventV2[] {
+function prepareEvents(
+  fixtures: readonly Fixture[],
+  count: number,
+  round: number,
+  now: number,
+): APIGatewayProxyEventV2[] {
   return Array.from({ length: count }, (_, i) => signedEvent(fixtures[i % fixtures.length]!, `r${round}n${i}`, now));
 }
 
@@ -124,7 +133,10 @@ async function cpuMicrosAsync(fn: () => Promise<void>): Promise<number> {
   return used.user + used.system;
 }
 
-export async function benchIngest(sizes: IngestSizes, progress: (line: string) => void = () => {}): Promise<IngestResult> {
+export async function benchIngest(
+  sizes: IngestSizes,
+  progress: (line: string) => void = () => {},
+): Promise<IngestResult> {
   const fixtures = loadFixtures();
   const now = Date.now();
   let logBytes = 0;
@@ -140,7 +152,11 @@ export async function benchIngest(sizes: IngestSizes, progress: (line: string) =
     // Warm-up: connections, JIT, the emulator's first queue operations.
     const warm = prepareEvents(fixtures, 50, -1, now);
     await runHandler(warm, deps);
-    await runBareSend(warm.map((e) => e.body!), queue.sqs, queue.queueUrl);
+    await runBareSend(
+      warm.map((e) => e.body!),
+      queue.sqs,
+      queue.queueUrl,
+    );
 
     const handlerMs: number[] = [];
     const bareMs: number[] = [];

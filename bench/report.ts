@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, platform, arch, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { ColdStartResult } from './cold-start.ts';
-import { PRICES, type CostBreakdown, type CostInputs, type DeployedSettings } from './cost.ts';
+import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost.ts';
 import type { EndToEndResult } from './end-to-end.ts';
 import type { IngestResult } from './ingest.ts';
 import type { Summary } from './stats.ts';
@@ -96,14 +96,20 @@ function ingestSection(r: IngestResult): string {
     '',
     `The ${r.fixtures} fixtures (${r.bodyBytes.min}–${r.bodyBytes.max} bytes), each as a signed API Gateway v2 event, through ` +
       '`handleCallbackRequest` (route, body, minimal check, SHA-1 signature, SendMessage with its attributes, one log line) ' +
-      'with the ingest\'s own SQS client against fauxqs in the same process. Baseline: a bare `SendMessage` of the same body ' +
+      "with the ingest's own SQS client against fauxqs in the same process. Baseline: a bare `SendMessage` of the same body " +
       `on the same client and queue. ${r.rounds} rounds of ${r.perRound} callbacks per side, the two sides alternating (AB, BA, …); ` +
       'one ratio per round.',
     '',
     table(
       ['figure', 'per callback, median [min–max]', 'baseline', 'baseline per callback', 'ratio'],
       [
-        ['handler time, SendMessage included', range(r.handlerMs, ' ms'), 'bare `SendMessage` of the same body', range(r.bareSendMs, ' ms'), ratio(r.ratio)],
+        [
+          'handler time, SendMessage included',
+          range(r.handlerMs, ' ms'),
+          'bare `SendMessage` of the same body',
+          range(r.bareSendMs, ' ms'),
+          ratio(r.ratio),
+        ],
         [
           'handler CPU, queue call answered at once',
           range(r.cpu.handlerUs, ' µs'),
@@ -142,11 +148,22 @@ function coldStartSection(r: ColdStartResult): string {
       `environment, ${r.repeats} times, the bundles taking turns; ratios are per repetition.`,
     '',
     table(
-      ['bundle', 'bytes', 'zip bytes', '`await import()`, median [min–max]', 'process start → imported', 'baseline', 'bytes ratio', 'zip ratio', 'import ratio', 'start → imported ratio'],
+      [
+        'bundle',
+        'bytes',
+        'zip bytes',
+        '`await import()`, median [min–max]',
+        'process start → imported',
+        'baseline',
+        'bytes ratio',
+        'zip ratio',
+        'import ratio',
+        'start → imported ratio',
+      ],
       rows,
     ),
     '',
-    'A Lambda cold start adds the runtime\'s own start and the download of the zip; the import is the part the bundle decides.',
+    "A Lambda cold start adds the runtime's own start and the download of the zip; the import is the part the bundle decides.",
   ].join('\n');
 }
 
@@ -187,26 +204,54 @@ function workerSection(r: WorkerResult): string {
     table(
       ['figure', 'median [min–max]', 'baseline', 'baseline median [min–max]', 'ratio'],
       [
-        ['callbacks applied per second', range(r.workerPerSecond), 'bare `PutItem` per second', range(r.barePutPerSecond), ratio(r.ratio)],
-        ['time per batch of ' + r.batchSize, range(r.workerBatchMs, ' ms'), 'bare `PutItem` × ' + r.batchSize, range(r.barePutBatchMs, ' ms'), x(r.workerBatchMs.median / r.barePutBatchMs.median)],
+        [
+          'callbacks applied per second',
+          range(r.workerPerSecond),
+          'bare `PutItem` per second',
+          range(r.barePutPerSecond),
+          ratio(r.ratio),
+        ],
+        [
+          `time per batch of ${r.batchSize}`,
+          range(r.workerBatchMs, ' ms'),
+          `bare \`PutItem\` × ${r.batchSize}`,
+          range(r.barePutBatchMs, ' ms'),
+          x(r.workerBatchMs.median / r.barePutBatchMs.median),
+        ],
       ],
     ),
     '',
     `DynamoDB requests per callback in that run: ${requests} (the baseline: exactly 1 PutItem). Outcomes: ` +
-      Object.entries(r.outcomes).map(([k, n]) => `${n} ${k}`).join(', ') +
+      Object.entries(r.outcomes)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ') +
       `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
       `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback.`,
     '',
     `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
       '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
       'of the larger of the item before and after, a strongly consistent read unit per 4 KB). Baseline: one bare `PutItem` of the same body. ' +
-      'dynalite reports the table\'s units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out ' +
+      "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out " +
       'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
       'Any put whose condition fails (a version conflict, a ledger entry or signature claim that already exists) is counted as 1 write ' +
       'unit by the store itself: DynamoDB bills it but reports nothing on the error. ' +
-      `Outcomes: ${Object.entries(c.outcomes).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
+      `Outcomes: ${Object.entries(c.outcomes)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}.`,
     '',
-    table(['kind', 'callbacks', 'table write units', 'index write units', 'write units', 'read units', 'bare PutItem write units', 'write ratio'], kindRows),
+    table(
+      [
+        'kind',
+        'callbacks',
+        'table write units',
+        'index write units',
+        'write units',
+        'read units',
+        'bare PutItem write units',
+        'write ratio',
+      ],
+      kindRows,
+    ),
   ].join('\n');
 }
 
@@ -219,25 +264,59 @@ function endToEndSection(r: EndToEndResult): string {
     `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them repeats, reordering within ` +
       `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender emulator (\`callbacks emulate\`'s modules, ` +
       `${r.concurrency} requests in flight, signed in headers) through the local stack (\`callbacks dev\`'s \`startLocalStack\`, in memory) in the same process, ` +
-      'then the verifier (`callbacks verify`\'s `verifyTasks`). Baseline: `GET /health` on the same server, idle before the run ' +
+      "then the verifier (`callbacks verify`'s `verifyTasks`). Baseline: `GET /health` on the same server, idle before the run " +
       `(${r.healthIdleMs.n} requests, same concurrency) and sampled one at a time during it (${r.healthUnderLoadMs.n} requests).`,
     '',
     table(
       ['figure', 'value', 'baseline', 'baseline value', 'ratio'],
       [
-        ['ack latency p50', `${num(r.ackLatencyMs.p50)} ms`, '`GET /health` p50, idle / under load', `${num(r.healthIdleMs.p50)} ms / ${num(r.healthUnderLoadMs.p50)} ms`, `${x(r.ratios.ackOverIdleHealth.p50)} / ${x(r.ratios.ackOverLoadedHealth.p50)}`],
-        ['ack latency p99', `${num(r.ackLatencyMs.p99)} ms`, '`GET /health` p99, idle / under load', `${num(r.healthIdleMs.p99)} ms / ${num(r.healthUnderLoadMs.p99)} ms`, `${x(r.ratios.ackOverIdleHealth.p99)} / ${x(r.ratios.ackOverLoadedHealth.p99)}`],
+        [
+          'ack latency p50',
+          `${num(r.ackLatencyMs.p50)} ms`,
+          '`GET /health` p50, idle / under load',
+          `${num(r.healthIdleMs.p50)} ms / ${num(r.healthUnderLoadMs.p50)} ms`,
+          `${x(r.ratios.ackOverIdleHealth.p50)} / ${x(r.ratios.ackOverLoadedHealth.p50)}`,
+        ],
+        [
+          'ack latency p99',
+          `${num(r.ackLatencyMs.p99)} ms`,
+          '`GET /health` p99, idle / under load',
+          `${num(r.healthIdleMs.p99)} ms / ${num(r.healthUnderLoadMs.p99)} ms`,
+          `${x(r.ratios.ackOverIdleHealth.p99)} / ${x(r.ratios.ackOverLoadedHealth.p99)}`,
+        ],
         ['sending (all acks)', ms(s.durationMs), '—', '—', '—'],
-        ['queue drained after the last ack', ms(r.drainAfterLastAckMs), 'sending time', ms(s.durationMs), r.drainAfterLastAckMs === null ? '—' : x(r.drainAfterLastAckMs / s.durationMs)],
-        ['callbacks applied per second, whole run', r.throughputPerSecond === null ? '—' : num(r.throughputPerSecond), '—', '—', '—'],
-        ['`verify`', r.verify.ok ? `**passed**: ${r.verify.matched}/${r.verify.checked} tasks match` : `**FAILED**: ${r.verify.matched}/${r.verify.checked} tasks match`, '—', '—', '—'],
+        [
+          'queue drained after the last ack',
+          ms(r.drainAfterLastAckMs),
+          'sending time',
+          ms(s.durationMs),
+          r.drainAfterLastAckMs === null ? '—' : x(r.drainAfterLastAckMs / s.durationMs),
+        ],
+        [
+          'callbacks applied per second, whole run',
+          r.throughputPerSecond === null ? '—' : num(r.throughputPerSecond),
+          '—',
+          '—',
+          '—',
+        ],
+        [
+          '`verify`',
+          r.verify.ok
+            ? `**passed**: ${r.verify.matched}/${r.verify.checked} tasks match`
+            : `**FAILED**: ${r.verify.matched}/${r.verify.checked} tasks match`,
+          '—',
+          '—',
+          '—',
+        ],
       ],
     ),
     '',
     `Requests: ${s.requests} (${s.status2xx} 2xx, ${s.status4xx} 4xx, ${s.status5xx} 5xx, ${s.networkErrors} without answer, ${s.retried} retries); ` +
       `${s.delivered} acknowledged, ${s.undelivered} not. Worker: ${r.poller.batches} batches, ${num(r.poller.meanBatch)} records on average ` +
       `(largest ${r.poller.largestBatch}), ${r.poller.failedRecords} records failed and retried; ${r.deadLetters} messages in the dead-letter queue.` +
-      (r.verify.firstDiffs.length ? `\n\nFirst differences:\n\n${r.verify.firstDiffs.map((l) => `    ${l}`).join('\n')}` : ''),
+      (r.verify.firstDiffs.length
+        ? `\n\nFirst differences:\n\n${r.verify.firstDiffs.map((l) => `    ${l}`).join('\n')}`
+        : ''),
   ].join('\n');
 }
 
@@ -273,7 +352,7 @@ function costSection(r: CostResult): string {
       'handler times measured here against emulators running in the same process: on AWS each SQS or DynamoDB call is a network ' +
       'round trip of a few milliseconds instead, while the handlers no longer share a CPU with the emulators, so the duration lines may ' +
       'come out higher or lower (they are a small share of the total either way). SQS requests assume full batches (one ReceiveMessage ' +
-      'and one DeleteMessageBatch per 10 messages); the event source mapping\'s empty polls while idle are not per callback and are ' +
+      "and one DeleteMessageBatch per 10 messages); the event source mapping's empty polls while idle are not per callback and are " +
       'left out. Also left out: free tiers, CloudWatch Logs, data transfer, table storage, backups and alarms.',
   ].join('\n');
 }
@@ -306,36 +385,88 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.worker) parts.push('', workerSection(r.worker));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));
-  return parts.join('\n') + '\n';
+  return `${parts.join('\n')}\n`;
 }
 
 /** The headline figures, one row each, for the README. */
 export function renderSummary(r: BenchResults): string {
   const rows: string[][] = [];
   if (r.ingest) {
-    rows.push(['ingest handler time per callback (fauxqs)', `${num(r.ingest.handlerMs.median)} ms`, `bare SendMessage ${num(r.ingest.bareSendMs.median)} ms`, x(r.ingest.ratio.median)]);
-    rows.push(['ingest handler CPU per callback, queue excluded', `${num(r.ingest.cpu.handlerUs.median)} µs`, `JSON.parse ${num(r.ingest.cpu.jsonParseUs.median)} µs`, x(r.ingest.cpu.ratio.median)]);
+    rows.push([
+      'ingest handler time per callback (fauxqs)',
+      `${num(r.ingest.handlerMs.median)} ms`,
+      `bare SendMessage ${num(r.ingest.bareSendMs.median)} ms`,
+      x(r.ingest.ratio.median),
+    ]);
+    rows.push([
+      'ingest handler CPU per callback, queue excluded',
+      `${num(r.ingest.cpu.handlerUs.median)} µs`,
+      `JSON.parse ${num(r.ingest.cpu.jsonParseUs.median)} µs`,
+      x(r.ingest.cpu.ratio.median),
+    ]);
   }
   if (r.coldStart) {
     for (const b of r.coldStart.bundles.filter((b) => b.role === 'function' && b.ratios)) {
       const base = r.coldStart.bundles.find((x) => x.name === b.baseline)!;
-      rows.push([`${b.name} bundle size (zip)`, `${bytes(b.zipBytes)} B`, `${base.name} ${bytes(base.zipBytes)} B`, x(b.ratios!.zipBytes)]);
-      rows.push([`${b.name} import in a fresh Node`, `${num(b.importMs.median)} ms`, `${base.name} ${num(base.importMs.median)} ms`, x(b.ratios!.importMs.median)]);
+      rows.push([
+        `${b.name} bundle size (zip)`,
+        `${bytes(b.zipBytes)} B`,
+        `${base.name} ${bytes(base.zipBytes)} B`,
+        x(b.ratios!.zipBytes),
+      ]);
+      rows.push([
+        `${b.name} import in a fresh Node`,
+        `${num(b.importMs.median)} ms`,
+        `${base.name} ${num(base.importMs.median)} ms`,
+        x(b.ratios!.importMs.median),
+      ]);
     }
   }
   if (r.worker) {
-    rows.push(['worker callbacks per second (dynalite)', num(r.worker.workerPerSecond.median), `bare PutItem ${num(r.worker.barePutPerSecond.median)}/s`, x(r.worker.ratio.median)]);
+    rows.push([
+      'worker callbacks per second (dynalite)',
+      num(r.worker.workerPerSecond.median),
+      `bare PutItem ${num(r.worker.barePutPerSecond.median)}/s`,
+      x(r.worker.ratio.median),
+    ]);
     const mix = r.worker.capacity.mix;
-    rows.push(['write units per callback, realistic mix', num(mix.tableWcu + mix.indexWcu), `bare PutItem ${num(mix.bareWcu)}`, x(mix.ratio)]);
+    rows.push([
+      'write units per callback, realistic mix',
+      num(mix.tableWcu + mix.indexWcu),
+      `bare PutItem ${num(mix.bareWcu)}`,
+      x(mix.ratio),
+    ]);
   }
   if (r.endToEnd) {
     const e = r.endToEnd;
-    rows.push([`end to end ack latency p50 / p99 (${e.callbacks.toLocaleString('en-US')} callbacks)`, `${num(e.ackLatencyMs.p50)} / ${num(e.ackLatencyMs.p99)} ms`, `GET /health under load ${num(e.healthUnderLoadMs.p50)} / ${num(e.healthUnderLoadMs.p99)} ms`, `${x(e.ratios.ackOverLoadedHealth.p50)} / ${x(e.ratios.ackOverLoadedHealth.p99)}`]);
-    rows.push(['queue drained after the last ack', e.drainAfterLastAckMs === null ? 'did not drain' : `${num(e.drainAfterLastAckMs / 1000)} s`, `sending ${num(e.send.durationMs / 1000)} s`, e.drainAfterLastAckMs === null ? '—' : x(e.drainAfterLastAckMs / e.send.durationMs)]);
-    rows.push(['`verify` after the run', e.verify.ok ? `passed (${e.verify.matched}/${e.verify.checked} tasks)` : `FAILED (${e.verify.matched}/${e.verify.checked})`, '—', '—']);
+    rows.push([
+      `end to end ack latency p50 / p99 (${e.callbacks.toLocaleString('en-US')} callbacks)`,
+      `${num(e.ackLatencyMs.p50)} / ${num(e.ackLatencyMs.p99)} ms`,
+      `GET /health under load ${num(e.healthUnderLoadMs.p50)} / ${num(e.healthUnderLoadMs.p99)} ms`,
+      `${x(e.ratios.ackOverLoadedHealth.p50)} / ${x(e.ratios.ackOverLoadedHealth.p99)}`,
+    ]);
+    rows.push([
+      'queue drained after the last ack',
+      e.drainAfterLastAckMs === null ? 'did not drain' : `${num(e.drainAfterLastAckMs / 1000)} s`,
+      `sending ${num(e.send.durationMs / 1000)} s`,
+      e.drainAfterLastAckMs === null ? '—' : x(e.drainAfterLastAckMs / e.send.durationMs),
+    ]);
+    rows.push([
+      '`verify` after the run',
+      e.verify.ok
+        ? `passed (${e.verify.matched}/${e.verify.checked} tasks)`
+        : `FAILED (${e.verify.matched}/${e.verify.checked})`,
+      '—',
+      '—',
+    ]);
   }
   if (r.cost) {
-    rows.push(['AWS cost per million callbacks', usd(r.cost.breakdown.totalUsd), `bare pipeline ${usd(r.cost.baseline.totalUsd)}`, x(r.cost.ratio)]);
+    rows.push([
+      'AWS cost per million callbacks',
+      usd(r.cost.breakdown.totalUsd),
+      `bare pipeline ${usd(r.cost.baseline.totalUsd)}`,
+      x(r.cost.ratio),
+    ]);
   }
   return table(['figure', 'measured', 'baseline (same run)', 'ratio'], rows);
 }
@@ -345,6 +476,6 @@ export function writeReport(r: BenchResults, dir: string): { markdown: string; j
   const markdown = join(dir, 'RESULTS.md');
   const json = join(dir, 'results.json');
   writeFileSync(markdown, renderMarkdown(r), 'utf8');
-  writeFileSync(json, JSON.stringify(r, null, 2) + '\n', 'utf8');
+  writeFileSync(json, `${JSON.stringify(r, null, 2)}\n`, 'utf8');
   return { markdown, json };
 }

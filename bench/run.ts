@@ -43,12 +43,15 @@ function parseOptions(argv: string[]): { quick: boolean; parts: PartName[]; out:
     strict: true,
   });
   if (values.help) {
-    process.stdout.write(usage() + '\n');
+    process.stdout.write(`${usage()}\n`);
     process.exit(0);
   }
   let parts = [...PART_NAMES];
   if (values.only?.length) {
-    const asked = values.only.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+    const asked = values.only
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim())
+      .filter(Boolean);
     const unknown = asked.filter((p) => !PART_NAMES.includes(p as PartName));
     if (unknown.length) throw new Error(`unknown part(s) ${unknown.join(', ')}; ${usage()}`);
     parts = PART_NAMES.filter((p) => asked.includes(p));
@@ -65,7 +68,14 @@ function progress(line: string): void {
 function costInputs(
   results: BenchResults,
   batchSize: number,
-): { from: string; inputs: CostInputs; baseline: CostInputs; contention: { writeUnits: number; readUnits: number; recordConcurrency: number } } | string {
+):
+  | {
+      from: string;
+      inputs: CostInputs;
+      baseline: CostInputs;
+      contention: { writeUnits: number; readUnits: number; recordConcurrency: number };
+    }
+  | string {
   let ingest = results.ingest;
   let worker = results.worker;
   let from = 'this run';
@@ -78,7 +88,8 @@ function costInputs(
     if (!ingest || !worker) return 'bench/results.json lacks the ingest or worker part';
     from = `ingest and worker figures from ${results.ingest ? 'this run' : earlier.date} and ${results.worker ? 'this run' : earlier.date}`;
   }
-  if (worker.batchSize !== batchSize) return `the worker part ran batches of ${worker.batchSize}, serverless.yml says ${batchSize}`;
+  if (worker.batchSize !== batchSize)
+    return `the worker part ran batches of ${worker.batchSize}, serverless.yml says ${batchSize}`;
   const mix = worker.capacity.mix;
   return {
     from,
@@ -102,7 +113,11 @@ function costInputs(
     },
     // The throughput run applies 5 records of a batch at once: conflicting writes and their retries
     // cost more units than the one-at-a-time capacity run (its index writes are taken from the latter).
-    contention: { writeUnits: worker.loggedWcuPerCallback + mix.indexWcu, readUnits: worker.loggedRcuPerCallback, recordConcurrency: worker.concurrency },
+    contention: {
+      writeUnits: worker.loggedWcuPerCallback + mix.indexWcu,
+      readUnits: worker.loggedRcuPerCallback,
+      recordConcurrency: worker.concurrency,
+    },
   };
 }
 
@@ -115,7 +130,11 @@ function runCost(results: BenchResults): CostResult | string {
   const baselineInputs = { ...found.baseline, ...memory };
   const breakdown = costPerMillion(inputs);
   const baseline = costPerMillion(baselineInputs);
-  const contended = costPerMillion({ ...inputs, writeUnitsPerCallback: found.contention.writeUnits, readUnitsPerCallback: found.contention.readUnits });
+  const contended = costPerMillion({
+    ...inputs,
+    writeUnitsPerCallback: found.contention.writeUnits,
+    readUnitsPerCallback: found.contention.readUnits,
+  });
   return {
     settings,
     prices: PRICES,
@@ -150,7 +169,9 @@ async function main(): Promise<void> {
     machine: describeMachine(),
     missing: {},
   };
-  progress(`${size} run of ${options.parts.join(', ')} on ${results.machine.cpu} (${results.machine.cores} cores), load ${results.machine.loadAverage.start}`);
+  progress(
+    `${size} run of ${options.parts.join(', ')} on ${results.machine.cpu} (${results.machine.cores} cores), load ${results.machine.loadAverage.start}`,
+  );
 
   const attempt = async (part: PartName, run: () => Promise<void>) => {
     if (!options.parts.includes(part)) return;
@@ -180,7 +201,9 @@ async function main(): Promise<void> {
       try {
         e2e = await import('./end-to-end.ts');
       } catch (err) {
-        throw new Error(`the local stack, the sender emulator or the verifier cannot be loaded (${err instanceof Error ? err.message : String(err)})`);
+        throw new Error(
+          `the local stack, the sender emulator or the verifier cannot be loaded (${err instanceof Error ? err.message : String(err)})`,
+        );
       }
       results.endToEnd = await e2e.benchEndToEnd(e2e.endToEndSizes[size], workDir, progress);
       if (!results.endToEnd.verify.ok) process.exitCode = 1;
@@ -196,7 +219,7 @@ async function main(): Promise<void> {
 
   results.durationS = (performance.now() - runStarted) / 1000;
   results.machine.loadAverage.end = Math.round(loadavg()[0]! * 100) / 100;
-  process.stdout.write('\n' + renderSummary(results) + '\n\n');
+  process.stdout.write(`\n${renderSummary(results)}\n\n`);
   if (outDir) {
     const written = writeReport(results, outDir);
     const shown = (path: string) => (path.startsWith(process.cwd()) ? relative(process.cwd(), path) : path);

@@ -107,7 +107,11 @@ function countRequests(client: DynamoDBClient): Map<string, number> {
   return counts;
 }
 
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+async function pool<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const run = async () => {
     while (next < items.length) {
@@ -119,11 +123,13 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T, index: 
 }
 
 function barePut(client: DynamoDBClient, tableName: string, id: string, raw: string) {
-  return client.send(new PutItemCommand({
-    TableName: tableName,
-    Item: { pk: { S: `BARE#${id}` }, sk: { S: '#' }, raw: { S: raw } },
-    ReturnConsumedCapacity: 'TOTAL',
-  }));
+  return client.send(
+    new PutItemCommand({
+      TableName: tableName,
+      Item: { pk: { S: `BARE#${id}` }, sk: { S: '#' }, raw: { S: raw } },
+      ReturnConsumedCapacity: 'TOTAL',
+    }),
+  );
 }
 
 /** Index entries of a header item: one per index, present when both its keys are. */
@@ -132,7 +138,9 @@ function indexEntries(item: Record<string, unknown> | null): (string | null)[] {
     if (!item) return null;
     const pk = item[index.pk];
     const sortAt = item[SORT_AT];
-    return pk === undefined || pk === null || sortAt === undefined || sortAt === null ? null : `${String(pk)}\u0000${String(sortAt)}`;
+    return pk === undefined || pk === null || sortAt === undefined || sortAt === null
+      ? null
+      : `${String(pk)}\u0000${String(sortAt)}`;
   });
 }
 
@@ -153,12 +161,18 @@ export function indexWrites(before: Record<string, unknown> | null, after: Recor
   return writes;
 }
 
-async function readHeader(client: DynamoDBClient, tableName: string, taskId: string): Promise<Record<string, unknown> | null> {
-  const out = await client.send(new GetItemCommand({
-    TableName: tableName,
-    Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk }),
-    ConsistentRead: true,
-  }));
+async function readHeader(
+  client: DynamoDBClient,
+  tableName: string,
+  taskId: string,
+): Promise<Record<string, unknown> | null> {
+  const out = await client.send(
+    new GetItemCommand({
+      TableName: tableName,
+      Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk }),
+      ConsistentRead: true,
+    }),
+  );
   return out.Item ? unmarshall(out.Item) : null;
 }
 
@@ -191,7 +205,12 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
     const after = await readHeader(client, tableName, parsed.callback.id);
     const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
     outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
-    const kind = result.outcome === 'duplicate' ? 'duplicate (any kind)' : result.outcome === 'quarantined' ? 'quarantined' : kindOf(send);
+    const kind =
+      result.outcome === 'duplicate'
+        ? 'duplicate (any kind)'
+        : result.outcome === 'quarantined'
+          ? 'quarantined'
+          : kindOf(send);
     add(kind, {
       tableWcu: result.capacity.write,
       indexWcu: indexWrites(before, after),
@@ -208,18 +227,29 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
     ratio: (k.tableWcu + k.indexWcu) / k.bareWcu,
   });
   const all = [...kinds.values()].reduce(
-    (t, k) => ({ count: t.count + k.count, tableWcu: t.tableWcu + k.tableWcu, indexWcu: t.indexWcu + k.indexWcu, rcu: t.rcu + k.rcu, bareWcu: t.bareWcu + k.bareWcu }),
+    (t, k) => ({
+      count: t.count + k.count,
+      tableWcu: t.tableWcu + k.tableWcu,
+      indexWcu: t.indexWcu + k.indexWcu,
+      rcu: t.rcu + k.rcu,
+      bareWcu: t.bareWcu + k.bareWcu,
+    }),
     { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0 },
   );
   return {
     callbacks: sends.length,
     outcomes,
-    kinds: [...kinds.entries()].map(([kind, k]) => ({ kind, ...perCallback(k) })).sort((a, b) => a.kind.localeCompare(b.kind)),
+    kinds: [...kinds.entries()]
+      .map(([kind, k]) => ({ kind, ...perCallback(k) }))
+      .sort((a, b) => a.kind.localeCompare(b.kind)),
     mix: perCallback(all),
   };
 }
 
-export async function benchWorker(sizes: WorkerSizes, progress: (line: string) => void = () => {}): Promise<WorkerResult> {
+export async function benchWorker(
+  sizes: WorkerSizes,
+  progress: (line: string) => void = () => {},
+): Promise<WorkerResult> {
   const batchSize = eventSourceMapping.batchSize;
   const perRound = sizes.batchesPerRound * batchSize;
   const dynamo = await startDynamo('bench-tasks');
@@ -232,9 +262,15 @@ export async function benchWorker(sizes: WorkerSizes, progress: (line: string) =
     const records = sends.map((s, i) => toSqsRecord(s, i, receivedAt));
 
     // Warm-up on another mix (its own tasks): connections, JIT, the table's first items.
-    const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) => toSqsRecord(s, 1_000_000 + i, receivedAt));
+    const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) =>
+      toSqsRecord(s, 1_000_000 + i, receivedAt),
+    );
     await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY });
-    await pool(warm.slice(batchSize), RECORD_CONCURRENCY, async (r) => void (await barePut(dynamo.client, dynamo.tableName, `warm-${r.messageId}`, r.body)));
+    await pool(
+      warm.slice(batchSize),
+      RECORD_CONCURRENCY,
+      async (r) => void (await barePut(dynamo.client, dynamo.tableName, `warm-${r.messageId}`, r.body)),
+    );
     counts.clear();
     totals.wcu = 0;
     totals.rcu = 0;
@@ -262,7 +298,11 @@ export async function benchWorker(sizes: WorkerSizes, progress: (line: string) =
       for (const event of batches) {
         const before = counts.get('PutItem') ?? 0;
         const started = performance.now();
-        await pool(event.Records, RECORD_CONCURRENCY, async (r) => void (await barePut(dynamo.client, dynamo.tableName, r.messageId, r.body)));
+        await pool(
+          event.Records,
+          RECORD_CONCURRENCY,
+          async (r) => void (await barePut(dynamo.client, dynamo.tableName, r.messageId, r.body)),
+        );
         const ms = performance.now() - started;
         bareBatchMs.push(ms);
         total += ms;
@@ -320,4 +360,3 @@ export async function benchWorker(sizes: WorkerSizes, progress: (line: string) =
     await dynamo.stop();
   }
 }
-

@@ -88,9 +88,12 @@ describe('durations and time points', () => {
     expect(parseTimePoint('1763798400000', NOW)).toBe(1763798400000);
   });
 
-  test.each(['yesterday', '12', '2025-13-45', 'soon'])('%j is refused with a sentence saying what is accepted', (text) => {
-    expect(() => parseTimePoint(text, NOW)).toThrow(/is not a time: use a duration/);
-  });
+  test.each(['yesterday', '12', '2025-13-45', 'soon'])(
+    '%j is refused with a sentence saying what is accepted',
+    (text) => {
+      expect(() => parseTimePoint(text, NOW)).toThrow(/is not a time: use a duration/);
+    },
+  );
 });
 
 describe('colours', () => {
@@ -103,7 +106,10 @@ describe('colours', () => {
   });
 
   test('a plain table has no escape codes, a coloured one has', () => {
-    const rows = [['a', '1'], ['bb', '22']];
+    const rows = [
+      ['a', '1'],
+      ['bb', '22'],
+    ];
     const plain = table(['NAME', 'N'], rows, createColors(false));
     expect(plain).not.toMatch(ANSI);
     expect(plain.split('\n')).toEqual(['NAME  N', 'a     1', 'bb    22']);

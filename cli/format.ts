@@ -81,11 +81,17 @@ export function parseTimePoint(text: string, now: number): number {
     const ms = Date.parse(trimmed);
     if (Number.isFinite(ms)) return ms;
   }
-  throw new Error(`"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date (2025-11-22 or 2025-11-22T08:00:00Z) or epoch milliseconds`);
+  throw new Error(
+    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date (2025-11-22 or 2025-11-22T08:00:00Z) or epoch milliseconds`,
+  );
 }
 
 /** Colours only on a terminal, and never with `--no-color` or `NO_COLOR` set. */
-export function colorsEnabled(opts: { color?: boolean }, stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+export function colorsEnabled(
+  opts: { color?: boolean },
+  stream: { isTTY?: boolean } = process.stdout,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   if (opts.color === false) return false;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   return stream.isTTY === true;
@@ -100,17 +106,32 @@ export function table(head: string[], rows: (string | number | Table.Cell)[][], 
   const t = new Table({
     head: head.map((h) => c.bold(h)),
     chars: {
-      top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
-      bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-      left: '', 'left-mid': '', mid: '', 'mid-mid': '',
-      right: '', 'right-mid': '', middle: '  ',
+      top: '',
+      'top-mid': '',
+      'top-left': '',
+      'top-right': '',
+      bottom: '',
+      'bottom-mid': '',
+      'bottom-left': '',
+      'bottom-right': '',
+      left: '',
+      'left-mid': '',
+      mid: '',
+      'mid-mid': '',
+      right: '',
+      'right-mid': '',
+      middle: '  ',
     },
     // cli-table3 colours headers and borders by default; colours here are ours alone.
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
   t.push(...(rows as Table.HorizontalTableRow[]));
   // Lines of a borderless table end in padding: trim it so output is stable to compare and paste.
-  return t.toString().split('\n').map((line) => line.trimEnd()).join('\n');
+  return t
+    .toString()
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n');
 }
 
 /** Label/value lines aligned on the labels. */

@@ -14,7 +14,9 @@ export interface CommonOptions {
 /** --stage, --region, --json and --no-color, on every inspection command. */
 export function withCommonOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--stage <stage>', 'a deployed stage instead of the local stack (table <service>-<stage>-tasks)'))
+    .addOption(
+      new Option('--stage <stage>', 'a deployed stage instead of the local stack (table <service>-<stage>-tasks)'),
+    )
     .addOption(new Option('--region <region>', 'AWS region of the deployed stage (default: AWS_REGION)'))
     .option('--json', 'machine-readable JSON on stdout')
     .option('--no-color', 'no colours (also NO_COLOR=1; output that is not a terminal is never coloured)');

@@ -103,8 +103,18 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
 }
 
 export function openLocal(local: LocalStackInfo): Target {
-  const dynamo = new DynamoDBClient({ endpoint: local.dynamoEndpoint, region: local.region, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
-  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
+  const dynamo = new DynamoDBClient({
+    endpoint: local.dynamoEndpoint,
+    region: local.region,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 2,
+  });
+  const sqs = new SQSClient({
+    endpoint: local.sqsEndpoint,
+    region: local.region,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 2,
+  });
   return assemble({
     kind: 'local',
     describe: `the local stack at ${local.url} (table ${local.tableName})`,
@@ -126,7 +136,9 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
     try {
       return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
     } catch (err) {
-      throw new TargetError(`cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${oneLine(err)}`);
+      throw new TargetError(
+        `cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${oneLine(err)}`,
+      );
     }
   };
   const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
@@ -135,7 +147,13 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
   return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
 }
 
-async function openAws(o: { tableName: string; region: string | undefined; queueUrl: string | null; dlqUrl: string | null; describe: string }): Promise<Target> {
+async function openAws(o: {
+  tableName: string;
+  region: string | undefined;
+  queueUrl: string | null;
+  dlqUrl: string | null;
+  describe: string;
+}): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
   const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
   const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
@@ -146,16 +164,34 @@ async function openAws(o: { tableName: string; region: string | undefined; queue
     sqs.destroy();
     throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${oneLine(err)}`);
   }
-  return assemble({ kind: 'aws', describe: o.describe, tableName: o.tableName, region: o.region, queueUrl: o.queueUrl, dlqUrl: o.dlqUrl, dynamo, sqs });
+  return assemble({
+    kind: 'aws',
+    describe: o.describe,
+    tableName: o.tableName,
+    region: o.region,
+    queueUrl: o.queueUrl,
+    dlqUrl: o.dlqUrl,
+    dynamo,
+    sqs,
+  });
 }
 
 function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target {
   const depthOf = (url: string | null, name: string) => async (): Promise<QueueDepth> => {
-    if (!url) throw new TargetError(`${t.describe}: no ${name} URL is known (set ${name === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'})`);
-    const res = await t.sqs.send(new GetQueueAttributesCommand({
-      QueueUrl: url,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
-    }));
+    if (!url)
+      throw new TargetError(
+        `${t.describe}: no ${name} URL is known (set ${name === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'})`,
+      );
+    const res = await t.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
     const a = res.Attributes ?? {};
     return {
       visible: Number(a.ApproximateNumberOfMessages ?? 0),

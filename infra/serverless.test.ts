@@ -81,11 +81,16 @@ beforeAll(() => {
     [
       join(root, 'node_modules/osls/bin/serverless.js'),
       'package',
-      '--stage', stage,
-      '--region', region,
-      '--package', out,
-      '--param', 'signatureMode=report',
-      '--param', 'alarmEmail=ops@example.com',
+      '--stage',
+      stage,
+      '--region',
+      region,
+      '--package',
+      out,
+      '--param',
+      'signatureMode=report',
+      '--param',
+      'alarmEmail=ops@example.com',
     ],
     { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -115,8 +120,34 @@ function statementsOf(roleId: string): Statement[] {
   return role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement as Statement[]);
 }
 
-const sqsOperations = ['SendMessage', 'SendMessageBatch', 'ReceiveMessage', 'DeleteMessage', 'DeleteMessageBatch', 'ChangeMessageVisibility', 'ChangeMessageVisibilityBatch', 'GetQueueUrl', 'GetQueueAttributes', 'PurgeQueue', 'StartMessageMoveTask'] as const;
-const dynamoOperations = ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'Query', 'Scan', 'TransactGetItems', 'TransactWriteItems', 'ExecuteStatement', 'BatchExecuteStatement', 'ExecuteTransaction'] as const;
+const sqsOperations = [
+  'SendMessage',
+  'SendMessageBatch',
+  'ReceiveMessage',
+  'DeleteMessage',
+  'DeleteMessageBatch',
+  'ChangeMessageVisibility',
+  'ChangeMessageVisibilityBatch',
+  'GetQueueUrl',
+  'GetQueueAttributes',
+  'PurgeQueue',
+  'StartMessageMoveTask',
+] as const;
+const dynamoOperations = [
+  'GetItem',
+  'BatchGetItem',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'Query',
+  'Scan',
+  'TransactGetItems',
+  'TransactWriteItems',
+  'ExecuteStatement',
+  'BatchExecuteStatement',
+  'ExecuteTransaction',
+] as const;
 
 const actions = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]).slice().sort();
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
@@ -140,7 +171,9 @@ describe('packaging', () => {
       expect([...entries.keys()]).toEqual(['index.mjs']);
       const bundle = readFileSync(join(root, 'dist', name, 'index.mjs'));
       expect(entries.get('index.mjs')!.equals(bundle)).toBe(true);
-      expect(bundle.toString('utf8')).toMatch(/export\s*\{[^}]*\bas handler\b[^}]*\}|export\s*\{[^}]*\bhandler\b[^}]*\}/);
+      expect(bundle.toString('utf8')).toMatch(
+        /export\s*\{[^}]*\bas handler\b[^}]*\}|export\s*\{[^}]*\bhandler\b[^}]*\}/,
+      );
     }
   });
 });
@@ -186,9 +219,14 @@ describe('functions', () => {
   });
 
   test('stage parameters become the deploy-time defaults, checked by CloudFormation', () => {
-    expect(template.Parameters.SignatureMode).toMatchObject({ Default: 'report', AllowedValues: ['enforce', 'report', 'off'] });
+    expect(template.Parameters.SignatureMode).toMatchObject({
+      Default: 'report',
+      AllowedValues: ['enforce', 'report', 'off'],
+    });
     expect(template.Parameters.CallbackSecretsParamName.Default).toBe(`/${service}/${stage}/callback-secrets`);
-    expect(new RegExp(template.Parameters.CallbackSecretsParamName.AllowedPattern).test('no-leading-slash')).toBe(false);
+    expect(new RegExp(template.Parameters.CallbackSecretsParamName.AllowedPattern).test('no-leading-slash')).toBe(
+      false,
+    );
     expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
@@ -198,14 +236,20 @@ describe('functions', () => {
     const groups = resourcesOfType('AWS::Logs::LogGroup');
     expect(groups.map(([id]) => id).sort()).toEqual(['HttpApiLogGroup', 'IngestLogGroup', 'WorkerLogGroup']);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
-    expect(resource('IngestLogGroup', 'AWS::Logs::LogGroup').Properties.LogGroupName).toBe(`/aws/lambda/${service}-${stage}-ingest`);
+    expect(resource('IngestLogGroup', 'AWS::Logs::LogGroup').Properties.LogGroupName).toBe(
+      `/aws/lambda/${service}-${stage}-ingest`,
+    );
   });
 });
 
 describe('IAM', () => {
   test('each function has its own role and osls creates no shared one', () => {
     expect(template.Resources.IamRoleLambdaExecution).toBeUndefined();
-    expect(resourcesOfType('AWS::IAM::Role').map(([id]) => id).sort()).toEqual(['IngestRole', 'WorkerRole']);
+    expect(
+      resourcesOfType('AWS::IAM::Role')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(['IngestRole', 'WorkerRole']);
     for (const id of ['IngestRole', 'WorkerRole']) {
       expect(resource(id, 'AWS::IAM::Role').Properties.AssumeRolePolicyDocument.Statement).toEqual([
         { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
@@ -215,7 +259,9 @@ describe('IAM', () => {
 
   test('ingest: own logs, SendMessage on the main queue, its one parameter and its decryption', () => {
     const statements = statementsOf('IngestRole');
-    const parameterArn = { 'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CallbackSecretsParamName}' };
+    const parameterArn = {
+      'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CallbackSecretsParamName}',
+    };
     expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
       [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('IngestLogGroup')],
       [['sqs:SendMessage'], getAtt('CallbackQueue')],
@@ -242,7 +288,11 @@ describe('IAM', () => {
 
   test('each role grants exactly the SQS and DynamoDB operations its bundle can call', () => {
     const granted = (roleId: string, prefix: string) =>
-      statementsOf(roleId).flatMap(actions).filter((a) => a.startsWith(`${prefix}:`)).map((a) => a.slice(prefix.length + 1)).sort();
+      statementsOf(roleId)
+        .flatMap(actions)
+        .filter((a) => a.startsWith(`${prefix}:`))
+        .map((a) => a.slice(prefix.length + 1))
+        .sort();
     // An SDK v3 command keeps its operation name as a string literal, even minified.
     const callable = (name: string, operations: readonly string[]) => {
       const code = readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -255,7 +305,9 @@ describe('IAM', () => {
     // The worker's own SQS calls: none (the event source mapping polls and deletes, with the role's SQS grants).
     expect(callable('worker', sqsOperations)).toEqual([]);
     // The task store class is shared with the CLI, whose listings Query the indexes: the worker never does.
-    expect(callable('worker', dynamoOperations).filter((op) => op !== 'Query')).toEqual(granted('WorkerRole', 'dynamodb'));
+    expect(callable('worker', dynamoOperations).filter((op) => op !== 'Query')).toEqual(
+      granted('WorkerRole', 'dynamodb'),
+    );
   });
 
   test('no statement allows "*" actions or resources, and every statement allows', () => {
@@ -276,7 +328,11 @@ describe('IAM', () => {
 describe('HTTP API', () => {
   test('the two callback routes and $default all reach the ingest, payload format 2.0', () => {
     const routes = resourcesOfType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
-    expect(routes.map((r) => r.RouteKey).sort()).toEqual(['$default', 'POST /callbacks/recording', 'POST /callbacks/screenshot']);
+    expect(routes.map((r) => r.RouteKey).sort()).toEqual([
+      '$default',
+      'POST /callbacks/recording',
+      'POST /callbacks/screenshot',
+    ]);
     for (const r of routes) {
       expect(r.Target).toEqual({ 'Fn::Join': ['/', ['integrations', ref('HttpApiIntegrationIngest')]] });
       expect(r.AuthorizationType).toBeUndefined();
@@ -298,9 +354,14 @@ describe('HTTP API', () => {
     expect(props.StageName).toBe('$default');
     expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
     for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
-      expect(props.RouteSettings[key]).toEqual({ ThrottlingRateLimit: ref('CallbackRateLimit'), ThrottlingBurstLimit: ref('CallbackBurstLimit') });
+      expect(props.RouteSettings[key]).toEqual({
+        ThrottlingRateLimit: ref('CallbackRateLimit'),
+        ThrottlingBurstLimit: ref('CallbackBurstLimit'),
+      });
     }
-    expect(stageResource.DependsOn).toEqual(expect.arrayContaining(['HttpApiRoutePostCallbacksRecording', 'HttpApiRoutePostCallbacksScreenshot']));
+    expect(stageResource.DependsOn).toEqual(
+      expect.arrayContaining(['HttpApiRoutePostCallbacksRecording', 'HttpApiRoutePostCallbacksScreenshot']),
+    );
     expect(template.Parameters.CallbackRateLimit.Default).toBe('100');
     expect(template.Parameters.CallbackBurstLimit.Default).toBe('200');
   });
@@ -331,7 +392,9 @@ describe('queues', () => {
     expect(dlq.SqsManagedSseEnabled).toBe(true);
     expect(dlq.RedriveAllowPolicy).toEqual({
       redrivePermission: 'byQueue',
-      sourceQueueArnList: [{ 'Fn::Sub': `arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:${service}-${stage}-callbacks` }],
+      sourceQueueArnList: [
+        { 'Fn::Sub': `arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:${service}-${stage}-callbacks` },
+      ],
     });
   });
 
@@ -371,10 +434,15 @@ describe('table', () => {
       { AttributeName: 'pk', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ]);
-    const attributeTypes = Object.fromEntries(p.AttributeDefinitions.map((a: Json) => [a.AttributeName, a.AttributeType]));
+    const attributeTypes = Object.fromEntries(
+      p.AttributeDefinitions.map((a: Json) => [a.AttributeName, a.AttributeType]),
+    );
     expect(attributeTypes).toEqual({ pk: 'S', sk: 'S', g1pk: 'S', g2pk: 'S', g3pk: 'S', g4pk: 'S', sortAt: 'N' });
     const indexes = Object.fromEntries(
-      p.GlobalSecondaryIndexes.map((i: Json) => [i.IndexName, [i.KeySchema.map((k: Json) => `${k.AttributeName}:${k.KeyType}`), i.Projection.ProjectionType]]),
+      p.GlobalSecondaryIndexes.map((i: Json) => [
+        i.IndexName,
+        [i.KeySchema.map((k: Json) => `${k.AttributeName}:${k.KeyType}`), i.Projection.ProjectionType],
+      ]),
     );
     expect(indexes).toEqual({
       byRoom: [['g1pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
@@ -410,7 +478,11 @@ describe('operations', () => {
     expect(filters).toEqual({
       QuarantinedCallbacks: [ref('WorkerLogGroup'), '{ $.event = "callback_quarantined" }', namespace],
       FailedUploads: [ref('WorkerLogGroup'), '{ $.event = "upload_failed" }', namespace],
-      RejectedCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }', namespace],
+      RejectedCallbacks: [
+        ref('IngestLogGroup'),
+        '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }',
+        namespace,
+      ],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
@@ -428,7 +500,10 @@ describe('operations', () => {
         expect(p.OKActions).toEqual([ref('AlarmTopic')]);
         expect(p.TreatMissingData).toBe('notBreaching');
         const dimensions = Object.fromEntries((p.Dimensions ?? []).map((d: Json) => [d.Name, d.Value]));
-        return [id, { metric: `${p.Namespace} ${p.MetricName}`, dimensions, threshold: `${p.ComparisonOperator} ${p.Threshold}` }];
+        return [
+          id,
+          { metric: `${p.Namespace} ${p.MetricName}`, dimensions, threshold: `${p.ComparisonOperator} ${p.Threshold}` },
+        ];
       }),
     );
     expect(alarms).toEqual({
@@ -442,18 +517,48 @@ describe('operations', () => {
         dimensions: { QueueName: getAtt('CallbackQueue', 'QueueName') },
         threshold: 'GreaterThanThreshold 600',
       },
-      WorkerErrorsAlarm: { metric: 'AWS/Lambda Errors', dimensions: { FunctionName: ref('WorkerLambdaFunction') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      IngestThrottlesAlarm: { metric: 'AWS/Lambda Throttles', dimensions: { FunctionName: ref('IngestLambdaFunction') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      IngestServerErrorsAlarm: { metric: 'AWS/ApiGateway 5xx', dimensions: { ApiId: ref('HttpApi') }, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      ApiThrottledRequestsAlarm: { metric: `${namespace} ThrottledRequests`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      RejectedCallbacksAlarm: { metric: `${namespace} RejectedCallbacks`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      QuarantinedCallbacksAlarm: { metric: `${namespace} QuarantinedCallbacks`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
-      FailedUploadsAlarm: { metric: `${namespace} FailedUploads`, dimensions: {}, threshold: 'GreaterThanOrEqualToThreshold 1' },
+      WorkerErrorsAlarm: {
+        metric: 'AWS/Lambda Errors',
+        dimensions: { FunctionName: ref('WorkerLambdaFunction') },
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      IngestThrottlesAlarm: {
+        metric: 'AWS/Lambda Throttles',
+        dimensions: { FunctionName: ref('IngestLambdaFunction') },
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      IngestServerErrorsAlarm: {
+        metric: 'AWS/ApiGateway 5xx',
+        dimensions: { ApiId: ref('HttpApi') },
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      ApiThrottledRequestsAlarm: {
+        metric: `${namespace} ThrottledRequests`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      RejectedCallbacksAlarm: {
+        metric: `${namespace} RejectedCallbacks`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      QuarantinedCallbacksAlarm: {
+        metric: `${namespace} QuarantinedCallbacks`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      FailedUploadsAlarm: {
+        metric: `${namespace} FailedUploads`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
     });
   });
 
   test('outputs: the two callback URLs for the console, and the names operators need', () => {
-    const url = (path: string) => ({ 'Fn::Sub': `https://\${HttpApi}.execute-api.\${AWS::Region}.\${AWS::URLSuffix}${path}` });
+    const url = (path: string) => ({
+      'Fn::Sub': `https://\${HttpApi}.execute-api.\${AWS::Region}.\${AWS::URLSuffix}${path}`,
+    });
     expect(template.Outputs.RecordingCallbackUrl!.Value).toEqual(url('/callbacks/recording'));
     expect(template.Outputs.ScreenshotCallbackUrl!.Value).toEqual(url('/callbacks/screenshot'));
     expect(template.Outputs.TasksTableName!.Value).toEqual(ref('TasksTable'));

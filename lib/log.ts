@@ -13,7 +13,7 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-let sink: LogSink = (line) => process.stdout.write(line + '\n');
+let sink: LogSink = (line) => process.stdout.write(`${line}\n`);
 
 /** Redirects every logger's output (tests capture lines here; the local stack may silence them). */
 export function setLogSink(next: LogSink): LogSink {
@@ -22,7 +22,10 @@ export function setLogSink(next: LogSink): LogSink {
   return previous;
 }
 
-export function createLogger(component: string, level: LogLevel = (process.env.LOG_LEVEL as LogLevel) || 'info'): Logger {
+export function createLogger(
+  component: string,
+  level: LogLevel = (process.env.LOG_LEVEL as LogLevel) || 'info',
+): Logger {
   const min = order[level] ?? order.info;
   const write = (lvl: LogLevel, event: string, fields?: Record<string, unknown>) => {
     if (order[lvl] < min) return;

@@ -62,9 +62,17 @@ describe('cost per million callbacks', () => {
     expect(billedMs(0.2)).toBe(1);
     expect(billedMs(1)).toBe(1);
     expect(billedMs(1.01)).toBe(2);
-    expect(() => costPerMillion({
-      ingestMsPerCallback: Number.NaN, workerMsPerBatch: 1, batchSize: 25, ingestMemoryMb: 256, workerMemoryMb: 256, writeUnitsPerCallback: 1, readUnitsPerCallback: 0,
-    })).toThrow(/ingestMsPerCallback/);
+    expect(() =>
+      costPerMillion({
+        ingestMsPerCallback: Number.NaN,
+        workerMsPerBatch: 1,
+        batchSize: 25,
+        ingestMemoryMb: 256,
+        workerMemoryMb: 256,
+        writeUnitsPerCallback: 1,
+        readUnitsPerCallback: 0,
+      }),
+    ).toThrow(/ingestMsPerCallback/);
   });
 
   test('the memory, architecture and batch size come from serverless.yml', () => {
@@ -75,13 +83,24 @@ describe('cost per million callbacks', () => {
     expect(settings.workerMemoryMb).toBeGreaterThanOrEqual(128);
     const yaml = (ingestMemory: string) =>
       `provider:\n  architecture: arm64\nfunctions:\n  ingest:\n${ingestMemory}    timeout: 6\n  worker:\n    memorySize: 512\n    events:\n      - sqs:\n          batchSize: 10\n`;
-    expect(readDeployedSettings(yaml('    memorySize: 128\n'))).toEqual({ architecture: 'arm64', ingestMemoryMb: 128, workerMemoryMb: 512, batchSize: 10 });
+    expect(readDeployedSettings(yaml('    memorySize: 128\n'))).toEqual({
+      architecture: 'arm64',
+      ingestMemoryMb: 128,
+      workerMemoryMb: 512,
+      batchSize: 10,
+    });
     expect(() => readDeployedSettings(yaml(''))).toThrow(/functions\.ingest\.memorySize/);
   });
 });
 
 describe('index writes of a task header', () => {
-  const header = (status: string, sortAt: number) => ({ g1pk: 'ROOM#r', g2pk: 'SESSION#s', g3pk: `STATUS#a#${status}`, g4pk: 'DAY#2025-11-22', sortAt });
+  const header = (status: string, sortAt: number) => ({
+    g1pk: 'ROOM#r',
+    g2pk: 'SESSION#s',
+    g3pk: `STATUS#a#${status}`,
+    g4pk: 'DAY#2025-11-22',
+    sortAt,
+  });
 
   test('a new header adds an entry to each index; an unchanged one writes none', () => {
     expect(indexWrites(null, header('recording', 1))).toBe(4);
@@ -119,7 +138,14 @@ describe('the ingest part, tiny', () => {
   test('measures the handler and its baselines, and renders them', async () => {
     const result = await benchIngest({ rounds: 2, perRound: 5, cpuRounds: 2, cpuPerRound: 20 });
     expect(result.fixtures).toBeGreaterThanOrEqual(10);
-    for (const summary of [result.handlerMs, result.bareSendMs, result.ratio, result.cpu.handlerUs, result.cpu.jsonParseUs, result.cpu.ratio]) {
+    for (const summary of [
+      result.handlerMs,
+      result.bareSendMs,
+      result.ratio,
+      result.cpu.handlerUs,
+      result.cpu.jsonParseUs,
+      result.cpu.ratio,
+    ]) {
       expect(summary.n).toBe(2);
       expect(summary.min).toBeGreaterThan(0);
       expect(summary.min).toBeLessThanOrEqual(summary.median);

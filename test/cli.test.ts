@@ -84,16 +84,62 @@ function recentBodies(): [Service, string][] {
     bodies.push([service, JSON.stringify({ timestamp: at, type: 1, ...common, ...idField, config: { trigger: 1 } })]);
   }
   // rec-new-1 ends with one uploaded file: completed.
-  const end = { appKey: 'app-x', recordId: 'rec-new-1', roomId: 'room-a', sessionId: 's-a1', userId: '', mode: 3, extra: '', code: 200, errorMessage: 'success' };
-  bodies.push(['recording', JSON.stringify({ ...end, timestamp: now - 2 * HOUR, type: 3, output: { fileName: 'a.mp4', fileSize: 1288490189 } })]);
-  bodies.push(['recording', JSON.stringify({ ...end, timestamp: now - 2 * HOUR + 5000, type: 4, output: { fileName: 'a.mp4', fileUrl: 'https://storage.example.com/a.mp4' } })]);
+  const end = {
+    appKey: 'app-x',
+    recordId: 'rec-new-1',
+    roomId: 'room-a',
+    sessionId: 's-a1',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+  };
+  bodies.push([
+    'recording',
+    JSON.stringify({ ...end, timestamp: now - 2 * HOUR, type: 3, output: { fileName: 'a.mp4', fileSize: 1288490189 } }),
+  ]);
+  bodies.push([
+    'recording',
+    JSON.stringify({
+      ...end,
+      timestamp: now - 2 * HOUR + 5000,
+      type: 4,
+      output: { fileName: 'a.mp4', fileUrl: 'https://storage.example.com/a.mp4' },
+    }),
+  ]);
   return bodies;
 }
 
 const dlqBodies = [
-  JSON.stringify({ timestamp: 1763798400000, type: 1, appKey: 'demo-app', recordId: 'rec-dlq-1', roomId: 'r', sessionId: 's', code: 200 }),
-  JSON.stringify({ timestamp: 1763798401000, type: 1, appKey: 'demo-app', imageId: 'img-dlq-2', roomId: 'r', sessionId: 's', code: 200 }),
-  JSON.stringify({ timestamp: 1763798402000, type: 3, appKey: 'other-app', recordId: 'rec-dlq-3', roomId: 'r', sessionId: 's', code: 200, output: { fileName: 'x.mp4', fileSize: 1024 } }),
+  JSON.stringify({
+    timestamp: 1763798400000,
+    type: 1,
+    appKey: 'demo-app',
+    recordId: 'rec-dlq-1',
+    roomId: 'r',
+    sessionId: 's',
+    code: 200,
+  }),
+  JSON.stringify({
+    timestamp: 1763798401000,
+    type: 1,
+    appKey: 'demo-app',
+    imageId: 'img-dlq-2',
+    roomId: 'r',
+    sessionId: 's',
+    code: 200,
+  }),
+  JSON.stringify({
+    timestamp: 1763798402000,
+    type: 3,
+    appKey: 'other-app',
+    recordId: 'rec-dlq-3',
+    roomId: 'r',
+    sessionId: 's',
+    code: 200,
+    output: { fileName: 'x.mp4', fileSize: 1024 },
+  }),
 ];
 
 beforeAll(async () => {
@@ -101,26 +147,37 @@ beforeAll(async () => {
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
   store = new DynamoTaskStore({ client: dynamoClient(stack.info.dynamoEndpoint), tableName: stack.info.tableName });
-  sqs = new SQSClient({ endpoint: stack.info.sqsEndpoint, region: stack.info.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  sqs = new SQSClient({
+    endpoint: stack.info.sqsEndpoint,
+    region: stack.info.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   const records = [
-    ...fixtureNames.map((f) => sqsRecord(serviceOf(f), fixture(f), { receivedAt: JSON.parse(fixture(f)).timestamp + 180 })),
+    ...fixtureNames.map((f) =>
+      sqsRecord(serviceOf(f), fixture(f), { receivedAt: JSON.parse(fixture(f)).timestamp + 180 }),
+    ),
     ...recentBodies().map(([service, body]) => sqsRecord(service, body, { receivedAt: now })),
     // Kept aside: a forged signature and a body that is not a callback.
-    sqsRecord('recording', fixture('recording-2-slice.json').replace('7nQ2f0vB-rec-001', 'rec-forged'), { verdict: 'invalid', receivedAt: now - 5000 }),
+    sqsRecord('recording', fixture('recording-2-slice.json').replace('7nQ2f0vB-rec-001', 'rec-forged'), {
+      verdict: 'invalid',
+      receivedAt: now - 5000,
+    }),
     sqsRecord('screenshot', '{"type":9}', { receivedAt: now - 1000 }),
   ];
   const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
   expect(res.batchItemFailures).toEqual([]);
   for (const [i, body] of dlqBodies.entries()) {
-    await sqs.send(new SendMessageCommand({
-      QueueUrl: stack.info.dlqUrl,
-      MessageBody: body,
-      MessageAttributes: {
-        service: { DataType: 'String', StringValue: i === 1 ? 'screenshot' : 'recording' },
-        appKey: { DataType: 'String', StringValue: JSON.parse(body).appKey },
-        receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
-      },
-    }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: stack.info.dlqUrl,
+        MessageBody: body,
+        MessageAttributes: {
+          service: { DataType: 'String', StringValue: i === 1 ? 'screenshot' : 'recording' },
+          appKey: { DataType: 'String', StringValue: JSON.parse(body).appKey },
+          receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
+        },
+      }),
+    );
   }
 });
 
@@ -132,11 +189,13 @@ afterAll(async () => {
 });
 
 function expectedTask(id: string) {
-  const callbacks = fixtureNames.filter((f) => fixture(f).includes(`"${id}"`)).map((f) => {
-    const r = parseCallback(serviceOf(f), fixture(f));
-    if (!r.ok) throw new Error(r.errors.join());
-    return r.callback;
-  });
+  const callbacks = fixtureNames
+    .filter((f) => fixture(f).includes(`"${id}"`))
+    .map((f) => {
+      const r = parseCallback(serviceOf(f), fixture(f));
+      if (!r.ok) throw new Error(r.errors.join());
+      return r.callback;
+    });
   return reduceTask(callbacks);
 }
 
@@ -157,21 +216,31 @@ describe('tasks get', () => {
       ['events', '5'],
       ['last error', '4 upload callback, code 500 "upload to storage failed" at 2025-11-22T09:30:10Z'],
     ]) {
-      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\s+${label}\\s+${escape(value!)}`)));
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\s+${label}\\s+${escapeRegExp(value!)}`)));
     }
     expect(run.stdout).toContain('2 files: 1 uploaded, 1 failed, 0 pending');
     const header = lines.find((l) => l.startsWith('FILE'))!;
     expect(header.split(/\s{2,}/)).toEqual(['FILE', 'SIZE', 'UPLOAD', 'ATTEMPTS', 'URL', 'PURGED BY THE PLATFORM']);
     const uploaded = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763798400000.mp4'))!;
     expect(uploaded.split(/\s{2,}/)).toEqual([
-      'sN3kL9xQ2aT7_room-1024_1763798400000.mp4', '700 MiB', 'uploaded', '1',
-      'https://storage.example.com/recordings/sN3kL9xQ2aT7_room-1024_1763798400000.mp4', '-',
+      'sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
+      '700 MiB',
+      'uploaded',
+      '1',
+      'https://storage.example.com/recordings/sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
+      '-',
     ]);
     const failed = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!;
     const purgeAt = 1763803810000 + DAY;
     expect(failed.split(/\s{2,}/)).toEqual([
-      'sN3kL9xQ2aT7_room-1024_1763802000000.mp4', '350 MiB', 'failed (500: upload to storage failed)', '1', '-',
-      expect.stringMatching(new RegExp(`^${escape(new Date(purgeAt).toISOString().replace('.000Z', 'Z'))} \\(\\d+ d ago\\)$`)),
+      'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
+      '350 MiB',
+      'failed (500: upload to storage failed)',
+      '1',
+      '-',
+      expect.stringMatching(
+        new RegExp(`^${escapeRegExp(new Date(purgeAt).toISOString().replace('.000Z', 'Z'))} \\(\\d+ d ago\\)$`),
+      ),
     ]);
   });
 
@@ -189,7 +258,9 @@ describe('tasks get', () => {
     const run = await cli(['tasks', 'get', 'rec-x']);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toBe(`callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n`);
+    expect(run.stderr).toBe(
+      `callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+    );
   });
 });
 
@@ -199,37 +270,121 @@ describe('tasks list', () => {
   test('each filter goes through its index and lists newest first', async () => {
     const cases: [string[], string[]][] = [
       [[], ['rec-new-3', 'img-new-4', 'rec-new-2', 'rec-new-1']],
-      [['--room', 'room-a'], ['rec-new-2', 'rec-new-1']],
-      [['--session', 's-a1'], ['img-new-4', 'rec-new-1']],
-      [['--app-key', 'app-x'], ['img-new-4', 'rec-new-2', 'rec-new-1']],
+      [
+        ['--room', 'room-a'],
+        ['rec-new-2', 'rec-new-1'],
+      ],
+      [
+        ['--session', 's-a1'],
+        ['img-new-4', 'rec-new-1'],
+      ],
+      [
+        ['--app-key', 'app-x'],
+        ['img-new-4', 'rec-new-2', 'rec-new-1'],
+      ],
       [['--app-key', 'app-x', '--status', 'recording'], ['rec-new-2']],
       [['--status', 'completed'], ['rec-new-1']],
       [['--room', 'room-b', '--status', 'capturing'], ['img-new-4']],
-      [['--since', '2h'], ['rec-new-3', 'img-new-4', 'rec-new-2']],
-      [['--since', '2h', '--until', '20m'], ['img-new-4', 'rec-new-2']],
-      [['--limit', '2'], ['rec-new-3', 'img-new-4']],
-      [['--room', 'room-1024'], ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001']],
-      [['--since', '2025-11-22', '--until', '2025-11-23'], ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001']],
-      [['--app-key', 'demo-app', '--status', 'upload_failed', '--since', String(1763798400000)], ['img-5c1d9e', '7nQ2f0vB-rec-001']],
+      [
+        ['--since', '2h'],
+        ['rec-new-3', 'img-new-4', 'rec-new-2'],
+      ],
+      [
+        ['--since', '2h', '--until', '20m'],
+        ['img-new-4', 'rec-new-2'],
+      ],
+      [
+        ['--limit', '2'],
+        ['rec-new-3', 'img-new-4'],
+      ],
+      [
+        ['--room', 'room-1024'],
+        ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001'],
+      ],
+      [
+        ['--since', '2025-11-22', '--until', '2025-11-23'],
+        ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001'],
+      ],
+      [
+        ['--app-key', 'demo-app', '--status', 'upload_failed', '--since', String(1763798400000)],
+        ['img-5c1d9e', '7nQ2f0vB-rec-001'],
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => cliJson<TaskSummary[]>(['tasks', 'list', ...args])));
-    results.forEach((list, i) => expect({ args: cases[i]![0], ids: ids(list) }).toEqual({ args: cases[i]![0], ids: cases[i]![1] }));
+    results.forEach((list, i) => {
+      expect({ args: cases[i]![0], ids: ids(list) }).toEqual({ args: cases[i]![0], ids: cases[i]![1] });
+    });
     const completed = results[5]![0]!;
-    expect(completed).toMatchObject({ service: 'recording', appKey: 'app-x', status: 'completed', fileCount: 1, pendingFiles: 0, failedFiles: 0, eventCount: 3 });
+    expect(completed).toMatchObject({
+      service: 'recording',
+      appKey: 'app-x',
+      status: 'completed',
+      fileCount: 1,
+      pendingFiles: 0,
+      failedFiles: 0,
+      eventCount: 3,
+    });
   });
 
   test('the human table and the streamed JSON lines', async () => {
     const run = await cli(['tasks', 'list', '--room', 'room-1024', '--no-color']);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
-    expect(lines[0]!.split(/\s{2,}/)).toEqual(['ID', 'SERVICE', 'STATUS', 'ROOM', 'SESSION', 'STARTED', 'UPLOADED', 'FAILED', 'PENDING', 'EVENTS']);
-    expect(lines[1]!.split(/\s{2,}/)).toEqual(['Kp4e-rec-002', 'recording', 'recording', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:01:00Z', '0', '0', '0', '1']);
-    expect(lines[2]!.split(/\s{2,}/)).toEqual(['img-5c1d9e', 'screenshot', 'upload_failed', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:00:00.500Z', '1', '1', '0', '4']);
-    expect(lines[3]!.split(/\s{2,}/)).toEqual(['7nQ2f0vB-rec-001', 'recording', 'upload_failed', 'room-1024', 'sN3kL9xQ2aT7', '2025-11-22T08:00:00Z', '1', '1', '0', '5']);
+    expect(lines[0]!.split(/\s{2,}/)).toEqual([
+      'ID',
+      'SERVICE',
+      'STATUS',
+      'ROOM',
+      'SESSION',
+      'STARTED',
+      'UPLOADED',
+      'FAILED',
+      'PENDING',
+      'EVENTS',
+    ]);
+    expect(lines[1]!.split(/\s{2,}/)).toEqual([
+      'Kp4e-rec-002',
+      'recording',
+      'recording',
+      'room-1024',
+      'sN3kL9xQ2aT7',
+      '2025-11-22T08:01:00Z',
+      '0',
+      '0',
+      '0',
+      '1',
+    ]);
+    expect(lines[2]!.split(/\s{2,}/)).toEqual([
+      'img-5c1d9e',
+      'screenshot',
+      'upload_failed',
+      'room-1024',
+      'sN3kL9xQ2aT7',
+      '2025-11-22T08:00:00.500Z',
+      '1',
+      '1',
+      '0',
+      '4',
+    ]);
+    expect(lines[3]!.split(/\s{2,}/)).toEqual([
+      '7nQ2f0vB-rec-001',
+      'recording',
+      'upload_failed',
+      'room-1024',
+      'sN3kL9xQ2aT7',
+      '2025-11-22T08:00:00Z',
+      '1',
+      '1',
+      '0',
+      '5',
+    ]);
     expect(lines[4]).toBe('3 tasks, newest first.');
 
     const jsonl = await cli(['tasks', 'list', '--jsonl']);
-    const parsed = jsonl.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as TaskSummary);
+    const parsed = jsonl.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as TaskSummary);
     expect(ids(parsed)).toEqual(['rec-new-3', 'img-new-4', 'rec-new-2', 'rec-new-1']);
   });
 
@@ -245,7 +400,10 @@ describe('tasks events', () => {
   test('the raw callbacks in timestamp order, with received-at and signature verdict', async () => {
     const run = await cli(['tasks', 'events', '7nQ2f0vB-rec-001']);
     expect(run.code).toBe(0);
-    const rows = run.stdout.trimEnd().split('\n').map((l) => l.split(/\s{2,}/));
+    const rows = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(/\s{2,}/));
     expect(rows[0]).toEqual(['TYPE', 'TIMESTAMP', 'RECEIVED', 'SIGNATURE', 'EVENT KEY']);
     expect(rows.slice(1).map((r) => r.slice(0, 4))).toEqual([
       ['1 start', '2025-11-22T08:00:00Z', '2025-11-22T08:00:00.180Z', 'valid'],
@@ -274,7 +432,11 @@ describe('tasks events', () => {
 
   test('events of a task that is not there: one sentence, exit code 1', async () => {
     const run = await cli(['tasks', 'events', 'rec-x']);
-    expect(run).toEqual({ code: 1, stdout: '', stderr: `callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n` });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `callbacks: no task rec-x in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+    });
   });
 });
 
@@ -287,10 +449,23 @@ describe('quarantine list', () => {
     ]);
     const run = await cli(['quarantine', 'list', '--days', '1']);
     const lines = run.stdout.trimEnd().split('\n');
-    expect(lines[0]!.split(/\s{2,}/)).toEqual(['RECEIVED', 'REASON', 'DETAIL', 'SERVICE', 'APP KEY', 'TASK', 'SIGNATURE']);
+    expect(lines[0]!.split(/\s{2,}/)).toEqual([
+      'RECEIVED',
+      'REASON',
+      'DETAIL',
+      'SERVICE',
+      'APP KEY',
+      'TASK',
+      'SIGNATURE',
+    ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
-      new Date(now - 5000).toISOString().replace('.000Z', 'Z'), 'invalid_signature', 'the signature did not match any configured secret',
-      'recording', 'demo-app', 'rec-forged', 'invalid',
+      new Date(now - 5000).toISOString().replace('.000Z', 'Z'),
+      'invalid_signature',
+      'the signature did not match any configured secret',
+      'recording',
+      'demo-app',
+      'rec-forged',
+      'invalid',
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);
@@ -306,14 +481,19 @@ describe('dlq', () => {
       ['recording', 'other-app', 3, 'rec-dlq-3'],
     ]);
     const human = await cli(['dlq', 'list']);
-    const rows = human.stdout.trimEnd().split('\n').map((l) => l.split(/\s{2,}/));
+    const rows = human.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(/\s{2,}/));
     expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
     expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
     expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
 
     const refused = await cli(['dlq', 'redrive']);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toBe('callbacks: dlq redrive moves messages: pass --yes to confirm when not at a terminal\n');
+    expect(refused.stderr).toBe(
+      'callbacks: dlq redrive moves messages: pass --yes to confirm when not at a terminal\n',
+    );
 
     const one = await cli(['dlq', 'redrive', '--yes', '--max', '1']);
     expect(one.stdout).toBe(`Moved 1 message from ${stack.info.dlqUrl} to ${stack.info.queueUrl}.\n`);
@@ -344,7 +524,9 @@ describe('targets', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(/^callbacks: cannot open stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /);
+    expect(run.stderr).toMatch(
+      /^callbacks: cannot open stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /,
+    );
     expect(run.stderr).not.toMatch(STACK_FRAME);
   });
 
@@ -361,6 +543,6 @@ describe('targets', () => {
   });
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -59,7 +59,13 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
   expect(run.sends.some((s) => s.duplicate)).toBe(true);
   expect(new Set(run.sends.map((s) => s.service))).toEqual(new Set(['recording', 'screenshot']));
 
-  const report = await sendAll({ url: stack.url, sends: run.sends, random: createRandom(seed), secret: 'demo-secret', sign: 'header' });
+  const report = await sendAll({
+    url: stack.url,
+    sends: run.sends,
+    random: createRandom(seed),
+    secret: 'demo-secret',
+    sign: 'header',
+  });
   expect(report.summary.undelivered).toBe(0);
   expect(report.summary.status4xx).toBe(0);
 

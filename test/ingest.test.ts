@@ -28,11 +28,13 @@ const ROTATED = 'rotated-secret-never-logged';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 
 const fixturesDir = new URL('./fixtures/', import.meta.url);
-const fixtures = readdirSync(fixturesDir).filter((f) => f.endsWith('.json')).map((file) => ({
-  file,
-  service: file.startsWith('recording') ? 'recording' as const : 'screenshot' as const,
-  raw: readFileSync(new URL(file, fixturesDir), 'utf8'),
-}));
+const fixtures = readdirSync(fixturesDir)
+  .filter((f) => f.endsWith('.json'))
+  .map((file) => ({
+    file,
+    service: file.startsWith('recording') ? ('recording' as const) : ('screenshot' as const),
+    raw: readFileSync(new URL(file, fixturesDir), 'utf8'),
+  }));
 const recordingBody = fixtures.find((f) => f.file === 'recording-2-slice.json')!.raw;
 
 // --- events -------------------------------------------------------------------------------------------
@@ -59,12 +61,21 @@ function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
     rawQueryString: input.query ?? '',
     headers: { 'content-type': 'application/json', ...input.headers },
     requestContext: {
-      accountId: '000000000000', apiId: 'api', domainName: 'example.com', domainPrefix: 'example',
+      accountId: '000000000000',
+      apiId: 'api',
+      domainName: 'example.com',
+      domainPrefix: 'example',
       http: { method, path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
-      requestId, routeKey: '$default', stage: '$default', time: '', timeEpoch: NOW,
+      requestId,
+      routeKey: '$default',
+      stage: '$default',
+      time: '',
+      timeEpoch: NOW,
     },
     isBase64Encoded: input.base64 ?? false,
-    ...(input.body === undefined ? {} : { body: input.base64 ? Buffer.from(input.body).toString('base64') : input.body }),
+    ...(input.body === undefined
+      ? {}
+      : { body: input.base64 ? Buffer.from(input.body).toString('base64') : input.body }),
   };
 }
 
@@ -90,7 +101,15 @@ function sqsClientAt(endpoint: string): SQSClient {
   return createSqsClient({ region: 'us-east-1', endpoint, credentials });
 }
 
-function deps(options: { mode?: SignatureMode; env?: Record<string, string>; secrets?: SecretsProvider; sqs?: SQSClient; now?: () => number } = {}): IngestDependencies {
+function deps(
+  options: {
+    mode?: SignatureMode;
+    env?: Record<string, string>;
+    secrets?: SecretsProvider;
+    sqs?: SQSClient;
+    now?: () => number;
+  } = {},
+): IngestDependencies {
   return buildIngestDependencies(
     {
       QUEUE_URL: queueUrl,
@@ -98,16 +117,27 @@ function deps(options: { mode?: SignatureMode; env?: Record<string, string>; sec
       CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET, ROTATED] }),
       ...options.env,
     },
-    { sqs: options.sqs ?? sqs, logger: captureLogger, now: options.now ?? (() => NOW), ...(options.secrets ? { secrets: options.secrets } : {}) },
+    {
+      sqs: options.sqs ?? sqs,
+      logger: captureLogger,
+      now: options.now ?? (() => NOW),
+      ...(options.secrets ? { secrets: options.secrets } : {}),
+    },
   );
 }
 
 async function receiveOne(): Promise<Message | undefined> {
-  const out = await sqs.send(new ReceiveMessageCommand({
-    QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], WaitTimeSeconds: 0,
-  }));
+  const out = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      MessageAttributeNames: ['All'],
+      WaitTimeSeconds: 0,
+    }),
+  );
   const messages = out.Messages ?? [];
-  for (const m of messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+  for (const m of messages)
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
   expect(messages.length).toBeLessThanOrEqual(1);
   return messages[0];
 }
@@ -158,14 +188,18 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
   });
 
   test.each(fixtures)('$file sent base64-encoded', async ({ service, raw }) => {
-    const response = await handleCallbackRequest(httpApiEvent({ path: `/callbacks/${service}`, body: raw, base64: true, headers: signedHeaders() }), deps());
+    const response = await handleCallbackRequest(
+      httpApiEvent({ path: `/callbacks/${service}`, body: raw, base64: true, headers: signedHeaders() }),
+      deps(),
+    );
     expect(response.statusCode).toBe(200);
     expect((await receiveOne())?.Body).toBe(raw);
   });
 
   test('formatting, unknown fields and numeric strings are passed on untouched', async () => {
     // Characters outside the BMP are left out: fauxqs refuses them, although SQS accepts #x10000-#x10FFFF.
-    const raw = '{\n  "type": "2",\n  "appKey": "demo-app",\r\n  "recordId": "r-1",\t"newField": {"x": [1, 2.50]},\n  "text": "é 日本 \\ud83d\\ude00"\n}\n';
+    const raw =
+      '{\n  "type": "2",\n  "appKey": "demo-app",\r\n  "recordId": "r-1",\t"newField": {"x": [1, 2.50]},\n  "text": "é 日本 \\ud83d\\ude00"\n}\n';
     const response = await handleCallbackRequest(httpApiEvent({ body: raw, headers: signedHeaders() }), deps());
     expect(response.statusCode).toBe(200);
     expect((await receiveOne())?.Body).toBe(raw);
@@ -173,14 +207,20 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
 
   test('a stage prefix and a trailing slash are tolerated', async () => {
     for (const path of ['/prod/callbacks/recording', '/callbacks/recording/']) {
-      const response = await handleCallbackRequest(httpApiEvent({ path, body: recordingBody, headers: signedHeaders() }), deps());
+      const response = await handleCallbackRequest(
+        httpApiEvent({ path, body: recordingBody, headers: signedHeaders() }),
+        deps(),
+      );
       expect(response.statusCode).toBe(200);
       expect(attr(await receiveOne(), Attr.service)?.StringValue).toBe('recording');
     }
   });
 
   test('Content-Type is not required to be JSON', async () => {
-    const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: { ...signedHeaders(), 'content-type': 'text/plain' } }), deps());
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: { ...signedHeaders(), 'content-type': 'text/plain' } }),
+      deps(),
+    );
     expect(response.statusCode).toBe(200);
     expect((await receiveOne())?.Body).toBe(recordingBody);
   });
@@ -192,23 +232,68 @@ describe('every status code of the contract, and nothing enqueued unless 200', (
     ['base64 of not JSON', { body: 'not json', base64: true }, 400, 'invalid_json'],
     ['no body', {}, 400, 'invalid_json'],
     ['a JSON array', { body: '[1,2]' }, 400, 'invalid_body'],
-    ['type 2 on the screenshot route', { path: '/callbacks/screenshot', body: '{"type":2,"appKey":"demo-app","imageId":"i"}' }, 400, 'invalid_body'],
-    ['a recording body on the screenshot route', { path: '/callbacks/screenshot', body: recordingBody }, 400, 'invalid_body'],
+    [
+      'type 2 on the screenshot route',
+      { path: '/callbacks/screenshot', body: '{"type":2,"appKey":"demo-app","imageId":"i"}' },
+      400,
+      'invalid_body',
+    ],
+    [
+      'a recording body on the screenshot route',
+      { path: '/callbacks/screenshot', body: recordingBody },
+      400,
+      'invalid_body',
+    ],
     ['no appKey', { body: '{"type":1,"recordId":"r"}' }, 400, 'invalid_body'],
     ['an empty recordId', { body: '{"type":1,"appKey":"demo-app","recordId":""}' }, 400, 'invalid_body'],
-    ['a body U+FFFF that SQS cannot carry', { body: '{"type":1,"appKey":"demo-app","recordId":"r","x":"\uFFFF"}' }, 400, 'invalid_body'],
-    ['an appKey with a control character', { body: '{"type":1,"appKey":"demo\\u0001app","recordId":"r"}' }, 400, 'invalid_body'],
+    [
+      'a body U+FFFF that SQS cannot carry',
+      { body: '{"type":1,"appKey":"demo-app","recordId":"r","x":"\uFFFF"}' },
+      400,
+      'invalid_body',
+    ],
+    [
+      'an appKey with a control character',
+      { body: '{"type":1,"appKey":"demo\\u0001app","recordId":"r"}' },
+      400,
+      'invalid_body',
+    ],
     ['no signature', { body: recordingBody, headers: {} }, 401, 'missing_signature'],
     ['a wrong signature', { body: recordingBody, headers: signedHeaders('wrong') }, 401, 'invalid_signature'],
-    ['a stale timestamp', { body: recordingBody, headers: signedHeaders(SECRET, String(NOW - 301_000)) }, 401, 'stale_timestamp'],
-    ['an unknown appKey', { body: recordingBody.replace('"demo-app"', '"other-app"'), headers: signedHeaders() }, 403, 'unknown_app_key'],
+    [
+      'a stale timestamp',
+      { body: recordingBody, headers: signedHeaders(SECRET, String(NOW - 301_000)) },
+      401,
+      'stale_timestamp',
+    ],
+    [
+      'an unknown appKey',
+      { body: recordingBody.replace('"demo-app"', '"other-app"'), headers: signedHeaders() },
+      403,
+      'unknown_app_key',
+    ],
     ['another path', { path: '/callbacks/other', body: recordingBody }, 404, 'not_found'],
     ['the root', { path: '/', method: 'GET' }, 404, 'not_found'],
     ['GET /health (local stack only)', { path: '/health', method: 'GET' }, 404, 'not_found'],
     ['GET on a callback route', { method: 'GET' }, 405, 'method_not_allowed'],
-    ['PUT on a callback route', { method: 'PUT', path: '/callbacks/screenshot', body: '{}' }, 405, 'method_not_allowed'],
-    ['a body over 64 KiB', { body: `{"pad":"${'x'.repeat(65_536)}"}`, headers: signedHeaders() }, 413, 'body_too_large'],
-    ['a base64 body over 64 KiB', { body: `{"pad":"${'x'.repeat(65_536)}"}`, base64: true, headers: signedHeaders() }, 413, 'body_too_large'],
+    [
+      'PUT on a callback route',
+      { method: 'PUT', path: '/callbacks/screenshot', body: '{}' },
+      405,
+      'method_not_allowed',
+    ],
+    [
+      'a body over 64 KiB',
+      { body: `{"pad":"${'x'.repeat(65_536)}"}`, headers: signedHeaders() },
+      413,
+      'body_too_large',
+    ],
+    [
+      'a base64 body over 64 KiB',
+      { body: `{"pad":"${'x'.repeat(65_536)}"}`, base64: true, headers: signedHeaders() },
+      413,
+      'body_too_large',
+    ],
   ];
 
   test.each(cases)('%s -> %i %s', async (_name, input, status, code) => {
@@ -224,8 +309,8 @@ describe('every status code of the contract, and nothing enqueued unless 200', (
   });
 
   test('a body of exactly 64 KiB is accepted', async () => {
-    const base = recordingBody.trimEnd().slice(0, -1) + ',"pad":"';
-    const raw = base + 'x'.repeat(65_536 - Buffer.byteLength(base) - 2) + '"}';
+    const base = `${recordingBody.trimEnd().slice(0, -1)},"pad":"`;
+    const raw = `${base + 'x'.repeat(65_536 - Buffer.byteLength(base) - 2)}"}`;
     expect(Buffer.byteLength(raw)).toBe(65_536);
     const response = await handleCallbackRequest(httpApiEvent({ body: raw, headers: signedHeaders() }), deps());
     expect(response.statusCode).toBe(200);
@@ -234,9 +319,13 @@ describe('every status code of the contract, and nothing enqueued unless 200', (
 
   test('MAX_BODY_BYTES changes the limit', async () => {
     const small = deps({ env: { MAX_BODY_BYTES: '200' } });
-    expect((await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), small)).statusCode).toBe(413);
+    expect(
+      (await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), small)).statusCode,
+    ).toBe(413);
     const tiny = '{"type":1,"appKey":"demo-app","recordId":"r"}';
-    expect((await handleCallbackRequest(httpApiEvent({ body: tiny, headers: signedHeaders() }), small)).statusCode).toBe(200);
+    expect(
+      (await handleCallbackRequest(httpApiEvent({ body: tiny, headers: signedHeaders() }), small)).statusCode,
+    ).toBe(200);
     expect((await receiveOne())?.Body).toBe(tiny);
   });
 });
@@ -245,12 +334,17 @@ describe('signature matrix', () => {
   const nonceNames = ['nonce', 'RC-Nonce'];
   const timestampNames = ['timestamp', 'signTimestamp', 'RC-Timestamp'];
   const signatureNames = ['signature', 'RC-Signature'];
-  const combos = nonceNames.flatMap((n) => timestampNames.flatMap((t) => signatureNames.map((s) => [n, t, s] as const)));
+  const combos = nonceNames.flatMap((n) =>
+    timestampNames.flatMap((t) => signatureNames.map((s) => [n, t, s] as const)),
+  );
 
   test.each(combos)('names %s / %s / %s, in headers (any case) and in the query string', async (n, t, s) => {
     const ts = String(NOW);
     const sig = computeSignature(SECRET, 'abc', ts);
-    const inHeaders = httpApiEvent({ body: recordingBody, headers: { [n.toLowerCase()]: 'abc', [t.toUpperCase()]: ts, [s]: sig } });
+    const inHeaders = httpApiEvent({
+      body: recordingBody,
+      headers: { [n.toLowerCase()]: 'abc', [t.toUpperCase()]: ts, [s]: sig },
+    });
     expect((await handleCallbackRequest(inHeaders, deps())).statusCode).toBe(200);
     expect(attr(await receiveOne(), Attr.verdict)?.StringValue).toBe('valid');
     const inQuery = httpApiEvent({ body: recordingBody, headers: {}, query: `${n}=abc&${t}=${ts}&${s}=${sig}` });
@@ -265,18 +359,78 @@ describe('signature matrix', () => {
   const other = recordingBody.replace('"demo-app"', '"other-app"');
   const matrix: Case[] = [
     { name: 'valid, milliseconds', input: { body, headers: signedHeaders() }, verdict: 'valid', enforce: [200] },
-    { name: 'valid, seconds', input: { body, headers: signedHeaders(SECRET, String(NOW / 1000)) }, verdict: 'valid', enforce: [200] },
-    { name: 'valid, in the query string', input: { body, headers: {}, query: new URLSearchParams(signedHeaders()).toString() }, verdict: 'valid', enforce: [200] },
-    { name: 'valid, at the edge of the window', input: { body, headers: signedHeaders(SECRET, String(NOW - 300_000)) }, verdict: 'valid', enforce: [200] },
-    { name: 'rotated secret (second of two)', input: { body, headers: signedHeaders(ROTATED) }, verdict: 'valid', enforce: [200] },
-    { name: 'stale, in the past', input: { body, headers: signedHeaders(SECRET, String(NOW - 301_000)) }, verdict: 'stale', enforce: [401, 'stale_timestamp'] },
-    { name: 'stale, seconds in the past', input: { body, headers: signedHeaders(SECRET, String(NOW / 1000 - 3600)) }, verdict: 'stale', enforce: [401, 'stale_timestamp'] },
-    { name: 'stale, in the future', input: { body, headers: signedHeaders(SECRET, String(NOW + 301_000)) }, verdict: 'stale', enforce: [401, 'stale_timestamp'] },
-    { name: 'wrong secret', input: { body, headers: signedHeaders('not-the-secret') }, verdict: 'invalid', enforce: [401, 'invalid_signature'] },
-    { name: 'request appKey differs from the body', input: { body, headers: { ...signedHeaders(), 'RC-App-Key': 'other-app' } }, verdict: 'invalid', enforce: [401, 'invalid_signature'] },
-    { name: 'no signature at all', input: { body, headers: {} }, verdict: 'missing', enforce: [401, 'missing_signature'] },
-    { name: 'nonce missing', input: { body, headers: { 'RC-Timestamp': String(NOW), 'RC-Signature': 'x' } }, verdict: 'missing', enforce: [401, 'missing_signature'] },
-    { name: 'unknown appKey', input: { body: other, headers: signedHeaders() }, verdict: 'unknown_app_key', enforce: [403, 'unknown_app_key'] },
+    {
+      name: 'valid, seconds',
+      input: { body, headers: signedHeaders(SECRET, String(NOW / 1000)) },
+      verdict: 'valid',
+      enforce: [200],
+    },
+    {
+      name: 'valid, in the query string',
+      input: { body, headers: {}, query: new URLSearchParams(signedHeaders()).toString() },
+      verdict: 'valid',
+      enforce: [200],
+    },
+    {
+      name: 'valid, at the edge of the window',
+      input: { body, headers: signedHeaders(SECRET, String(NOW - 300_000)) },
+      verdict: 'valid',
+      enforce: [200],
+    },
+    {
+      name: 'rotated secret (second of two)',
+      input: { body, headers: signedHeaders(ROTATED) },
+      verdict: 'valid',
+      enforce: [200],
+    },
+    {
+      name: 'stale, in the past',
+      input: { body, headers: signedHeaders(SECRET, String(NOW - 301_000)) },
+      verdict: 'stale',
+      enforce: [401, 'stale_timestamp'],
+    },
+    {
+      name: 'stale, seconds in the past',
+      input: { body, headers: signedHeaders(SECRET, String(NOW / 1000 - 3600)) },
+      verdict: 'stale',
+      enforce: [401, 'stale_timestamp'],
+    },
+    {
+      name: 'stale, in the future',
+      input: { body, headers: signedHeaders(SECRET, String(NOW + 301_000)) },
+      verdict: 'stale',
+      enforce: [401, 'stale_timestamp'],
+    },
+    {
+      name: 'wrong secret',
+      input: { body, headers: signedHeaders('not-the-secret') },
+      verdict: 'invalid',
+      enforce: [401, 'invalid_signature'],
+    },
+    {
+      name: 'request appKey differs from the body',
+      input: { body, headers: { ...signedHeaders(), 'RC-App-Key': 'other-app' } },
+      verdict: 'invalid',
+      enforce: [401, 'invalid_signature'],
+    },
+    {
+      name: 'no signature at all',
+      input: { body, headers: {} },
+      verdict: 'missing',
+      enforce: [401, 'missing_signature'],
+    },
+    {
+      name: 'nonce missing',
+      input: { body, headers: { 'RC-Timestamp': String(NOW), 'RC-Signature': 'x' } },
+      verdict: 'missing',
+      enforce: [401, 'missing_signature'],
+    },
+    {
+      name: 'unknown appKey',
+      input: { body: other, headers: signedHeaders() },
+      verdict: 'unknown_app_key',
+      enforce: [403, 'unknown_app_key'],
+    },
   ];
 
   test.each(matrix)('enforce: $name', async ({ input, verdict, enforce: [status, code] }) => {
@@ -312,7 +466,10 @@ describe('signature matrix', () => {
     const headers = signedHeaders('wrong');
     await handleCallbackRequest(httpApiEvent({ body, headers }), deps({ mode: 'report' }));
     expect(attr(await receiveOne(), Attr.signatureKey)?.StringValue).toBe(`nonce-1:${NOW}:${headers['RC-Signature']}`);
-    await handleCallbackRequest(httpApiEvent({ body, headers: { 'RC-Nonce': 'n', 'RC-Timestamp': String(NOW) } }), deps({ mode: 'report' }));
+    await handleCallbackRequest(
+      httpApiEvent({ body, headers: { 'RC-Nonce': 'n', 'RC-Timestamp': String(NOW) } }),
+      deps({ mode: 'report' }),
+    );
     expect(attr(await receiveOne(), Attr.signatureKey)).toBeUndefined();
   });
 });
@@ -325,9 +482,17 @@ describe('the log line', () => {
     expect(lines).toHaveLength(1);
     const line = lines[0]!;
     expect(line).toMatchObject({
-      level: 'info', event: 'callback_request', route: 'POST /callbacks/recording', service: 'recording',
-      appKey: 'demo-app', type: 2, id: '7nQ2f0vB-rec-001', status: 200, verdict: 'valid',
-      requestId: event.requestContext.requestId, latencyMs: expect.any(Number),
+      level: 'info',
+      event: 'callback_request',
+      route: 'POST /callbacks/recording',
+      service: 'recording',
+      appKey: 'demo-app',
+      type: 2,
+      id: '7nQ2f0vB-rec-001',
+      status: 200,
+      verdict: 'valid',
+      requestId: event.requestContext.requestId,
+      latencyMs: expect.any(Number),
     });
     expect(line).not.toHaveProperty('code');
     const text = JSON.stringify(lines);
@@ -338,7 +503,9 @@ describe('the log line', () => {
 
   test('a rejection logs its code', async () => {
     await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong') }), deps());
-    expect(lines).toEqual([expect.objectContaining({ level: 'warn', status: 401, code: 'invalid_signature', verdict: 'invalid' })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'warn', status: 401, code: 'invalid_signature', verdict: 'invalid' }),
+    ]);
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
 });
@@ -351,12 +518,22 @@ describe('SQS unreachable: 503 queue_unavailable, nothing claims success', () =>
     await new Promise((resolve) => probe.close(resolve));
 
     const unreachable = sqsClientAt(`http://127.0.0.1:${closedPort}`);
-    const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), deps({ sqs: unreachable }));
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders() }),
+      deps({ sqs: unreachable }),
+    );
     unreachable.destroy();
     expect(response.statusCode).toBe(503);
     expect(parse(response.body)).toEqual({ error: { code: 'queue_unavailable', message: expect.any(String) } });
     await expectQueueEmpty();
-    expect(lines).toEqual([expect.objectContaining({ level: 'warn', status: 503, code: 'queue_unavailable', reason: expect.stringContaining('ECONNREFUSED') })]);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        status: 503,
+        code: 'queue_unavailable',
+        reason: expect.stringContaining('ECONNREFUSED'),
+      }),
+    ]);
   });
 
   test('a stopped fauxqs', async () => {
@@ -364,7 +541,9 @@ describe('SQS unreachable: 503 queue_unavailable, nothing claims success', () =>
     const otherUrl = other.createQueue('stopping').queueUrl;
     const client = sqsClientAt(`http://127.0.0.1:${other.port}`);
     const d = deps({ sqs: client, env: { QUEUE_URL: otherUrl } });
-    expect((await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d)).statusCode).toBe(200);
+    expect(
+      (await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d)).statusCode,
+    ).toBe(200);
     await other.stop();
     const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
     client.destroy();
@@ -383,8 +562,13 @@ describe('SQS unreachable: 503 queue_unavailable, nothing claims success', () =>
   });
 
   test('QUEUE_URL unset', async () => {
-    const d = buildIngestDependencies({ CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET] }) }, { sqs, logger: captureLogger, now: () => NOW });
-    expect(lines).toEqual([expect.objectContaining({ level: 'warn', event: 'ingest_config', warning: expect.stringContaining('QUEUE_URL') })]);
+    const d = buildIngestDependencies(
+      { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET] }) },
+      { sqs, logger: captureLogger, now: () => NOW },
+    );
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'warn', event: 'ingest_config', warning: expect.stringContaining('QUEUE_URL') }),
+    ]);
     const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
     expect(response.statusCode).toBe(503);
     expect(parse(response.body).error.code).toBe('queue_unavailable');
@@ -424,7 +608,12 @@ describe('secrets', () => {
         reads += 1;
         const url = new URL(req.url ?? '/', 'http://localhost');
         const authorised = req.headers['x-aws-parameters-secrets-token'] === 'session-token';
-        if (!answering || !authorised || url.searchParams.get('name') !== '/rtc/secrets' || url.searchParams.get('withDecryption') !== 'true') {
+        if (
+          !answering ||
+          !authorised ||
+          url.searchParams.get('name') !== '/rtc/secrets' ||
+          url.searchParams.get('withDecryption') !== 'true'
+        ) {
           res.writeHead(answering ? 401 : 500);
           res.end();
           return;
@@ -440,28 +629,35 @@ describe('secrets', () => {
       extension.closeAllConnections();
       await new Promise((resolve) => extension.close(resolve));
     });
-    beforeEach(() => { reads = 0; answering = true; });
+    beforeEach(() => {
+      reads = 0;
+      answering = true;
+    });
 
-    const extensionDeps = (clock: { now: number }, mode: SignatureMode = 'enforce') => buildIngestDependencies(
-      {
-        QUEUE_URL: queueUrl,
-        SIGNATURE_MODE: mode,
-        CALLBACK_SECRETS_PARAM: '/rtc/secrets',
-        // The parameter wins over a CALLBACK_SECRETS left in the environment.
-        CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['ignored'] }),
-        PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(port),
-        AWS_SESSION_TOKEN: 'session-token',
-        SECRETS_REFRESH_S: '120',
-      },
-      { sqs, logger: captureLogger, now: () => clock.now },
-    );
+    const extensionDeps = (clock: { now: number }, mode: SignatureMode = 'enforce') =>
+      buildIngestDependencies(
+        {
+          QUEUE_URL: queueUrl,
+          SIGNATURE_MODE: mode,
+          CALLBACK_SECRETS_PARAM: '/rtc/secrets',
+          // The parameter wins over a CALLBACK_SECRETS left in the environment.
+          CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['ignored'] }),
+          PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(port),
+          AWS_SESSION_TOKEN: 'session-token',
+          SECRETS_REFRESH_S: '120',
+        },
+        { sqs, logger: captureLogger, now: () => clock.now },
+      );
 
     test('read once, refreshed after SECRETS_REFRESH_S: a rotation needs no redeploy', async () => {
       parameterValue = JSON.stringify({ 'demo-app': [SECRET] });
       const clock = { now: NOW };
       const d = extensionDeps(clock);
-      const send = (secret: string) => handleCallbackRequest(
-        httpApiEvent({ body: recordingBody, headers: signedHeaders(secret, String(clock.now)) }), d);
+      const send = (secret: string) =>
+        handleCallbackRequest(
+          httpApiEvent({ body: recordingBody, headers: signedHeaders(secret, String(clock.now)) }),
+          d,
+        );
 
       expect((await send(SECRET)).statusCode).toBe(200);
       expect((await send('ignored')).statusCode).toBe(401);
@@ -481,7 +677,11 @@ describe('secrets', () => {
       parameterValue = JSON.stringify({ 'demo-app': [SECRET] });
       const clock = { now: NOW };
       const d = extensionDeps(clock);
-      const send = () => handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, String(clock.now)) }), d);
+      const send = () =>
+        handleCallbackRequest(
+          httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, String(clock.now)) }),
+          d,
+        );
       expect((await send()).statusCode).toBe(200);
       answering = false;
       clock.now += 120_000;
@@ -510,10 +710,15 @@ describe('robustness', () => {
   test('an unexpected exception is a 503 internal_error with an error log line, never a throw', async () => {
     // A fault no emulator produces: the secrets provider itself breaking.
     const broken: SecretsProvider = { source: 'broken', get: () => Promise.reject(new TypeError('boom')) };
-    const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), deps({ secrets: broken }));
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders() }),
+      deps({ secrets: broken }),
+    );
     expect(response.statusCode).toBe(503);
     expect(parse(response.body).error.code).toBe('internal_error');
-    expect(lines).toEqual([expect.objectContaining({ level: 'error', status: 503, code: 'internal_error', reason: 'TypeError: boom' })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'error', status: 503, code: 'internal_error', reason: 'TypeError: boom' }),
+    ]);
     await expectQueueEmpty();
   });
 
@@ -548,7 +753,9 @@ describe('functions/ingest.ts', () => {
       const message = await receiveOne();
       expect(message?.Body).toBe(recordingBody);
       expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
-      expect((await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }))).statusCode).toBe(401);
+      expect(
+        (await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }))).statusCode,
+      ).toBe(401);
       expect((await handler(httpApiEvent({ path: '/elsewhere', method: 'GET' }))).statusCode).toBe(404);
       const logged = captured.map((l) => JSON.parse(l)).filter((l) => l.event === 'callback_request');
       expect(logged.map((l) => l.status)).toEqual([200, 401, 404]);

@@ -95,7 +95,11 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   // While the stack is down, a callback that was acknowledged but not yet applied sits in the persisted
   // queue (written here straight into fauxqs' store, as the ingest would have).
   const fauxqs = await startFauxqs({ port: 0, logger: false, dataDir: join(cwd, 'data', 'sqs') });
-  const sqs = new SQSClient({ endpoint: `http://127.0.0.1:${fauxqs.port}`, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+  const sqs = new SQSClient({
+    endpoint: `http://127.0.0.1:${fauxqs.port}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+  });
   const queueUrl = `http://127.0.0.1:${fauxqs.port}/${new URL(first.info.queueUrl).pathname.slice(1)}`;
   const body = JSON.stringify(startBody('rec-persist-2'));
   await enqueueCallback(sqs, queueUrl, {
@@ -112,7 +116,11 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   await fauxqs.stop();
 
   // The deployed handlers read their endpoints once per process: a restart in this process reuses the ports.
-  const second = await start({ dataDir: 'data', dynamoPort: port(first.info.dynamoEndpoint), sqsPort: port(first.info.sqsEndpoint) });
+  const second = await start({
+    dataDir: 'data',
+    dynamoPort: port(first.info.dynamoEndpoint),
+    sqsPort: port(first.info.sqsEndpoint),
+  });
   expect((await waitForTask('rec-persist-1'))?.status).toBe('recording');
   const queued = await waitForTask('rec-persist-2');
   expect(queued?.status).toBe('recording');
@@ -120,7 +128,9 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
 
   // Other settings in the same process cannot be honoured by the already loaded handlers: refused, cleanly.
   const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-other-'));
-  await expect(startLocalStack({ port: 0, cwd: other, memory: true, quiet: true })).rejects.toThrow(/already loaded in this process/);
+  await expect(startLocalStack({ port: 0, cwd: other, memory: true, quiet: true })).rejects.toThrow(
+    /already loaded in this process/,
+  );
   expect(existsSync(join(other, '.data', 'stack.json'))).toBe(false);
   await rm(other, { recursive: true, force: true });
 
@@ -130,10 +140,18 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
 test('unusable CALLBACK_SECRETS stop the start with a message that shows no secret', async () => {
   const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-secrets-'));
   try {
-    const attempt = startLocalStack({ port: 0, cwd: other, memory: true, quiet: true, env: { CALLBACK_SECRETS: '{"app":["s3cr3t"' } });
+    const attempt = startLocalStack({
+      port: 0,
+      cwd: other,
+      memory: true,
+      quiet: true,
+      env: { CALLBACK_SECRETS: '{"app":["s3cr3t"' },
+    });
     await expect(attempt).rejects.toThrow('CALLBACK_SECRETS is not valid JSON.');
     await expect(attempt).rejects.not.toThrow(/s3cr3t/);
-    await expect(startLocalStack({ cwd: other, memory: true, quiet: true, signatureMode: 'strict' as never })).rejects.toThrow(/enforce, report or off/);
+    await expect(
+      startLocalStack({ cwd: other, memory: true, quiet: true, signatureMode: 'strict' as never }),
+    ).rejects.toThrow(/enforce, report or off/);
   } finally {
     await rm(other, { recursive: true, force: true });
   }

@@ -25,14 +25,29 @@ const T0 = 1_763_798_400_000;
 function imageUpload(i: number) {
   const ok = i % 10 !== 3; // every tenth image fails once, then succeeds 10 s later
   const fileName = `sess_room_user_stream_${T0 + i * 10_000}.jpg`;
-  const base = { type: 4, appKey: 'demo-app', sessionId: 'sess', roomId: 'room', imageId: IMAGE_ID, extra: '', tag: '' };
-  const bodies = [{
-    ...base,
-    timestamp: T0 + i * 10_000 + 500,
-    code: ok ? 200 : 10002,
-    errorMessage: ok ? 'success' : 'storage unreachable',
-    output: { fileName, fileUrl: ok ? `https://s/${fileName}` : '', fileState: ok ? '10000' : '10002', fileMsg: ok ? 'success' : 'storage unreachable' },
-  }];
+  const base = {
+    type: 4,
+    appKey: 'demo-app',
+    sessionId: 'sess',
+    roomId: 'room',
+    imageId: IMAGE_ID,
+    extra: '',
+    tag: '',
+  };
+  const bodies = [
+    {
+      ...base,
+      timestamp: T0 + i * 10_000 + 500,
+      code: ok ? 200 : 10002,
+      errorMessage: ok ? 'success' : 'storage unreachable',
+      output: {
+        fileName,
+        fileUrl: ok ? `https://s/${fileName}` : '',
+        fileState: ok ? '10000' : '10002',
+        fileMsg: ok ? 'success' : 'storage unreachable',
+      },
+    },
+  ];
   if (!ok) {
     bodies.push({
       ...base,
@@ -51,18 +66,31 @@ function itemBytes(item: Record<string, unknown>): number {
 }
 
 async function headerItem() {
-  const res = await db.client.send(new GetItemCommand({
-    TableName: db.tableName,
-    Key: { pk: { S: Keys.taskPk(IMAGE_ID) }, sk: { S: Keys.headerSk } },
-    ConsistentRead: true,
-  }));
+  const res = await db.client.send(
+    new GetItemCommand({
+      TableName: db.tableName,
+      Key: { pk: { S: Keys.taskPk(IMAGE_ID) }, sk: { S: Keys.headerSk } },
+      ConsistentRead: true,
+    }),
+  );
   return res.Item!;
 }
 
 test('a screenshot task with 600 images: header size does not grow, counts exact', async () => {
   const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
   const log = createLogger('test');
-  const start = { type: 1, timestamp: T0, appKey: 'demo-app', sessionId: 'sess', roomId: 'room', imageId: IMAGE_ID, extra: '', code: 200, errorMessage: 'success', config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' } };
+  const start = {
+    type: 1,
+    timestamp: T0,
+    appKey: 'demo-app',
+    sessionId: 'sess',
+    roomId: 'room',
+    imageId: IMAGE_ID,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
+  };
   await processBatch(sqsEvent([sqsRecord('screenshot', start)]), { store, log });
 
   const sizes: number[] = [];

@@ -3,7 +3,16 @@
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../lib/domain/task.ts';
-import { anyLifecycles, callbacksOf, interleavedDeliveries, recordingLifecycle, screenshotLifecycle, type Body, type Delivery, type Lifecycle } from '../lib/domain/testing/lifecycles.ts';
+import {
+  anyLifecycles,
+  callbacksOf,
+  interleavedDeliveries,
+  recordingLifecycle,
+  screenshotLifecycle,
+  type Body,
+  type Delivery,
+  type Lifecycle,
+} from '../lib/domain/testing/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
@@ -64,7 +73,9 @@ describe('worker property: any order, any duplicates, any batching', () => {
   test('stored tasks equal the fold of the distinct callbacks', async () => {
     await fc.assert(
       fc.asyncProperty(
-        anyLifecycles({ maxLength: 3 }).chain((ls) => fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 }), fc.integer({ min: 1, max: 10 }))),
+        anyLifecycles({ maxLength: 3 }).chain((ls) =>
+          fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 }), fc.integer({ min: 1, max: 10 })),
+        ),
         async ([ls, ds, batchSize]) => {
           const { lifecycles, deliveries } = isolate(ls, ds);
           const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, pruneThreshold: 2 });
@@ -93,7 +104,11 @@ describe('fault injection: a failed write at every position, then redelivery', (
         const probe = isolate(ls, ds);
         const counter = faultyClient(db.client, { failWrite: 0, when });
         const clean = new DynamoTaskStore({ client: counter.client, tableName: db.tableName });
-        await deliverUntilDone(probe.deliveries.map((d) => sqsRecord(d.service, d.body)), clean, 5);
+        await deliverUntilDone(
+          probe.deliveries.map((d) => sqsRecord(d.service, d.body)),
+          clean,
+          5,
+        );
         const total = counter.writes();
         expect(total).toBeGreaterThan(probe.deliveries.length);
 
@@ -101,7 +116,11 @@ describe('fault injection: a failed write at every position, then redelivery', (
           const { lifecycles, deliveries } = isolate(ls, ds);
           const faulty = faultyClient(db.client, { failWrite: n, when });
           const store = new DynamoTaskStore({ client: faulty.client, tableName: db.tableName });
-          const left = await deliverUntilDone(deliveries.map((d) => sqsRecord(d.service, d.body)), store, 5);
+          const left = await deliverUntilDone(
+            deliveries.map((d) => sqsRecord(d.service, d.body)),
+            store,
+            5,
+          );
           expect(left).toEqual([]);
           expect(faulty.fired()).toBe(true);
           await expectStoredEqualsFold(store, lifecycles);

@@ -15,7 +15,7 @@ const load = (name: string) => readFileSync(join(fixturesDir, name), 'utf8');
 const serviceOf = (name: string) => (name.startsWith('recording') ? 'recording' : 'screenshot') as Service;
 
 let db: LocalDynamo;
-let lines: string[] = [];
+const lines: string[] = [];
 let restoreSink: ReturnType<typeof setLogSink>;
 
 beforeAll(async () => {
@@ -34,16 +34,20 @@ function newStore() {
 describe('worker against dynalite', () => {
   test('the fixture stories end in the tasks the fold says, delivered in reverse and twice', async () => {
     const store = newStore();
-    const records = [...fixtures].reverse().flatMap((f) => [sqsRecord(serviceOf(f), load(f)), sqsRecord(serviceOf(f), load(f))]);
+    const records = [...fixtures]
+      .reverse()
+      .flatMap((f) => [sqsRecord(serviceOf(f), load(f)), sqsRecord(serviceOf(f), load(f))]);
     const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
     expect(res.batchItemFailures).toEqual([]);
     for (const id of ['7nQ2f0vB-rec-001', 'Kp4e-rec-002', 'img-5c1d9e']) {
       const bodies = fixtures.filter((f) => load(f).includes(`"${id}"`));
-      const expected = reduceTask(bodies.map((f) => {
-        const r = parseCallback(serviceOf(f), load(f));
-        if (!r.ok) throw new Error(r.errors.join());
-        return r.callback;
-      }));
+      const expected = reduceTask(
+        bodies.map((f) => {
+          const r = parseCallback(serviceOf(f), load(f));
+          if (!r.ok) throw new Error(r.errors.join());
+          return r.callback;
+        }),
+      );
       expect(await store.getTask(id)).toEqual(expected);
     }
     const rec = await store.getTask('7nQ2f0vB-rec-001');

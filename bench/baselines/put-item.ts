@@ -7,9 +7,11 @@ const dynamo = new DynamoDBClient({});
 
 export async function handler(event: SQSEvent): Promise<void> {
   for (const record of event.Records) {
-    await dynamo.send(new PutItemCommand({
-      TableName: process.env.TASKS_TABLE,
-      Item: { pk: { S: record.messageId }, sk: { S: '#' }, raw: { S: record.body } },
-    }));
+    await dynamo.send(
+      new PutItemCommand({
+        TableName: process.env.TASKS_TABLE,
+        Item: { pk: { S: record.messageId }, sk: { S: '#' }, raw: { S: record.body } },
+      }),
+    );
   }
 }

@@ -19,13 +19,15 @@ interface DevOptions {
 
 function portNumber(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
   return n;
 }
 
 function seconds(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 43200) throw new InvalidArgumentError('whole seconds from 0 to 43200 are needed.');
+  if (!Number.isInteger(n) || n < 0 || n > 43200)
+    throw new InvalidArgumentError('whole seconds from 0 to 43200 are needed.');
   return n;
 }
 
@@ -38,10 +40,17 @@ export function register(program: Command): void {
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
     .addOption(
-      new Option('--signature-mode <mode>', 'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)')
-        .choices(['enforce', 'report', 'off']),
+      new Option(
+        '--signature-mode <mode>',
+        'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)',
+      ).choices(['enforce', 'report', 'off']),
     )
-    .option('--retry-delay <seconds>', `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`, seconds, DEFAULT_RETRY_DELAY_S)
+    .option(
+      '--retry-delay <seconds>',
+      `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`,
+      seconds,
+      DEFAULT_RETRY_DELAY_S,
+    )
     .option('--quiet', 'do not print the JSON log lines of the handlers')
     .option('--no-color', 'no colours (also NO_COLOR=1)')
     .action(async (opts: DevOptions) => {
@@ -92,13 +101,21 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
-        ['worker', `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`],
-        ['stack file', `${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`],
+        [
+          'worker',
+          `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
+        ],
+        [
+          'stack file',
+          `${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,
+        ],
       ],
       c,
     ),
     '',
-    opts.quiet ? 'Ctrl-C stops the stack.' : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
+    opts.quiet
+      ? 'Ctrl-C stops the stack.'
+      : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
     '',
   ];
   return lines.join('\n');

@@ -12,7 +12,9 @@ export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
 
   withCommonOptions(
-    dlq.command('list').description('dead-lettered messages, oldest first, left in place')
+    dlq
+      .command('list')
+      .description('dead-lettered messages, oldest first, left in place')
       .option('--limit <n>', 'at most this many messages', positiveInt, 100),
   ).action(async (opts: CommonOptions & { limit: number }) => {
     await withTarget(opts, async (ctx) => {
@@ -26,25 +28,33 @@ export function register(program: Command): void {
         ctx.out(`The dead-letter queue is empty (${dlqUrl}).`);
         return;
       }
-      ctx.out(table(
-        ['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK'],
-        messages.map((m) => [
-          m.messageId,
-          isoTime(m.sentAt),
-          m.receiveCount === null ? '-' : String(m.receiveCount),
-          m.service ?? '-',
-          m.appKey ?? '-',
-          m.type === null ? '-' : callbackTypeName(m.type),
-          m.taskId ?? '-',
-        ]),
-        ctx.c,
-      ));
-      ctx.out(ctx.c.dim(`${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`));
+      ctx.out(
+        table(
+          ['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK'],
+          messages.map((m) => [
+            m.messageId,
+            isoTime(m.sentAt),
+            m.receiveCount === null ? '-' : String(m.receiveCount),
+            m.service ?? '-',
+            m.appKey ?? '-',
+            m.type === null ? '-' : callbackTypeName(m.type),
+            m.taskId ?? '-',
+          ]),
+          ctx.c,
+        ),
+      );
+      ctx.out(
+        ctx.c.dim(
+          `${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`,
+        ),
+      );
     });
   });
 
   withCommonOptions(
-    dlq.command('redrive').description('send dead-lettered messages back to the main queue (each is sent, then deleted)')
+    dlq
+      .command('redrive')
+      .description('send dead-lettered messages back to the main queue (each is sent, then deleted)')
       .option('--max <n>', 'move at most this many messages', positiveInt)
       .option('--yes', 'do not ask for confirmation'),
   ).action(async (opts: CommonOptions & { max?: number; yes?: boolean }) => {
@@ -54,17 +64,27 @@ export function register(program: Command): void {
       const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
       const expected = Math.min(waiting, opts.max ?? Infinity);
       if (!opts.yes) {
-        if (!process.stdin.isTTY) throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
-        if (!(await confirm(`Move ${opts.max ? `up to ${opts.max} of ` : ''}${plural(waiting, 'message')} from ${from} back to ${to}? [y/N] `))) {
+        if (!process.stdin.isTTY)
+          throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
+        if (
+          !(await confirm(
+            `Move ${opts.max ? `up to ${opts.max} of ` : ''}${plural(waiting, 'message')} from ${from} back to ${to}? [y/N] `,
+          ))
+        ) {
           ctx.out('Nothing moved.');
           return;
         }
       }
-      const bar = process.stderr.isTTY && !opts.json
-        ? new SingleBar({ format: 'redrive [{bar}] {value}/{total} messages', hideCursor: true, stream: process.stderr })
-        : null;
+      const bar =
+        process.stderr.isTTY && !opts.json
+          ? new SingleBar({
+              format: 'redrive [{bar}] {value}/{total} messages',
+              hideCursor: true,
+              stream: process.stderr,
+            })
+          : null;
       bar?.start(Math.max(expected, 1), 0);
-      let result;
+      let result: Awaited<ReturnType<typeof redriveDeadLetters>>;
       try {
         result = await redriveDeadLetters(ctx.target.sqs, {
           from,
@@ -84,11 +104,17 @@ export function register(program: Command): void {
       } else {
         ctx.out(`Moved ${plural(result.moved, 'message')} from ${from} to ${to}.`);
         if (result.notDeleted.length) {
-          ctx.out(ctx.c.yellow(`${plural(result.notDeleted.length, 'message')} went back to the queue but stayed in the dead-letter queue too (${result.notDeleted[0]!.error}); the worker applies each callback once, so a second redrive is harmless.`));
+          ctx.out(
+            ctx.c.yellow(
+              `${plural(result.notDeleted.length, 'message')} went back to the queue but stayed in the dead-letter queue too (${result.notDeleted[0]!.error}); the worker applies each callback once, so a second redrive is harmless.`,
+            ),
+          );
         }
       }
       if (result.failed.length) {
-        throw new CliError(`${plural(result.failed.length, 'message')} could not be sent to ${to} and stayed in the dead-letter queue: ${result.failed[0]!.error}`);
+        throw new CliError(
+          `${plural(result.failed.length, 'message')} could not be sent to ${to} and stayed in the dead-letter queue: ${result.failed[0]!.error}`,
+        );
       }
     });
   });
@@ -97,7 +123,9 @@ export function register(program: Command): void {
 function urlOf(target: Target, which: 'queue' | 'dlq'): string {
   const url = which === 'queue' ? target.queueUrl : target.dlqUrl;
   if (!url) {
-    throw new TargetError(`${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`);
+    throw new TargetError(
+      `${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`,
+    );
   }
   return url;
 }

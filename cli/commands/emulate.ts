@@ -5,7 +5,14 @@ import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
 import pc from 'picocolors';
 import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
-import { checkReachable, sendAll, SENDER_DEFAULTS, type SendResult, type SendSummary, type SignPlacement } from '../../lib/emulator/sender.ts';
+import {
+  checkReachable,
+  sendAll,
+  SENDER_DEFAULTS,
+  type SendResult,
+  type SendSummary,
+  type SignPlacement,
+} from '../../lib/emulator/sender.ts';
 import { expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { parseDuration } from '../../lib/verify/duration.ts';
@@ -36,11 +43,13 @@ interface EmulateOptions {
 /** Probability of a task meeting a storage outage when --outage is given without a value. */
 const DEFAULT_OUTAGE = 0.5;
 
-const integer = (min: number) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`must be an integer of at least ${min}.`);
-  return n;
-};
+const integer =
+  (min: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`must be an integer of at least ${min}.`);
+    return n;
+  };
 
 const rate = (value: string): number => {
   const n = Number(value);
@@ -55,7 +64,8 @@ const positive = (value: string): number => {
 };
 
 const placement = (value: string): SignPlacement => {
-  if (value !== 'header' && value !== 'query' && value !== 'none') throw new InvalidArgumentError('must be header, query or none.');
+  if (value !== 'header' && value !== 'query' && value !== 'none')
+    throw new InvalidArgumentError('must be header, query or none.');
   return value;
 };
 
@@ -76,24 +86,61 @@ const instant = (value: string): number => {
 export function register(program: Command): void {
   program
     .command('emulate')
-    .description('send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding')
-    .requiredOption('--url <base>', 'receiver base URL; callbacks go to <base>/callbacks/recording and /callbacks/screenshot')
+    .description(
+      'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding',
+    )
+    .requiredOption(
+      '--url <base>',
+      'receiver base URL; callbacks go to <base>/callbacks/recording and /callbacks/screenshot',
+    )
     .option('--recordings <n>', 'recording tasks', integer(0), 20)
     .option('--screenshots <n>', 'screenshot tasks', integer(0), 10)
     .option('--seed <seed>', 'seed for a reproducible run (default: random, printed in the summary)')
-    .option('--base-time <time>', 'platform time the run starts at, epoch ms or ISO date (default: so that the run ends now)', instant)
+    .option(
+      '--base-time <time>',
+      'platform time the run starts at, epoch ms or ISO date (default: so that the run ends now)',
+      instant,
+    )
     .option('--concurrency <n>', 'requests in flight at once', integer(1), SENDER_DEFAULTS.concurrency)
     .option('--duplicates <rate>', 'probability that a callback is delivered twice or more', rate, 0)
-    .option('--reorder-window <ms>', 'shuffle sends scheduled within this many wall-clock ms of each other', integer(0), 0)
-    .option('--outage [probability]', `storage outages: probability that a task's uploads fail and are retried every 10 s (bare flag: ${DEFAULT_OUTAGE})`, rate)
-    .option('--give-up <probability>', 'probability that an outage outlasts the 24 h hold, so the upload is given up', rate, 0.3)
+    .option(
+      '--reorder-window <ms>',
+      'shuffle sends scheduled within this many wall-clock ms of each other',
+      integer(0),
+      0,
+    )
+    .option(
+      '--outage [probability]',
+      `storage outages: probability that a task's uploads fail and are retried every 10 s (bare flag: ${DEFAULT_OUTAGE})`,
+      rate,
+    )
+    .option(
+      '--give-up <probability>',
+      'probability that an outage outlasts the 24 h hold, so the upload is given up',
+      rate,
+      0.3,
+    )
     .option('--failed-starts <rate>', 'probability that a task fails to start', rate, 0)
     .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
     .option('--secret <secret>', 'secret the callbacks are signed with', 'demo-secret')
-    .option('--sign <where>', 'where the signature travels: header, query or none', placement, 'header' as SignPlacement)
-    .option('--compress <factor>', 'platform time per unit of wall-clock time (3600: an hour of recording is sent in a second)', positive, DEFAULT_COMPRESS)
+    .option(
+      '--sign <where>',
+      'where the signature travels: header, query or none',
+      placement,
+      'header' as SignPlacement,
+    )
+    .option(
+      '--compress <factor>',
+      'platform time per unit of wall-clock time (3600: an hour of recording is sent in a second)',
+      positive,
+      DEFAULT_COMPRESS,
+    )
     .option('--max-attempts <n>', 'tries per callback before giving up on it', integer(1), SENDER_DEFAULTS.maxAttempts)
-    .addOption(new Option('--request-timeout <duration>', 'time-out of one request').argParser(duration).default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`))
+    .addOption(
+      new Option('--request-timeout <duration>', 'time-out of one request')
+        .argParser(duration)
+        .default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`),
+    )
     .option('--expect <file>', 'write the tasks the receiver should hold afterwards (for "callbacks verify")')
     .option('--json', 'machine-readable summary on stdout')
     .option('--no-progress', 'no progress bar')
@@ -126,7 +173,8 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     ? new cliProgress.SingleBar(
         {
           stream: process.stderr,
-          format: 'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} failed',
+          format:
+            'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} failed',
           hideCursor: true,
           clearOnComplete: true,
         },
@@ -164,7 +212,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   const failures = failureGroups(report.results);
   if (opts.json) {
     process.stdout.write(
-      JSON.stringify(
+      `${JSON.stringify(
         {
           url: opts.url,
           seed,
@@ -185,7 +233,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
         },
         null,
         2,
-      ) + '\n',
+      )}\n`,
     );
   } else {
     printSummary(opts, seed, run.tasks, summary, failures, expectFile, expectedCount);
@@ -224,7 +272,9 @@ function printSummary(
     { receiver: opts.url },
     { seed },
     { tasks: `${tasks.recording} recording, ${tasks.screenshot} screenshot` },
-    { callbacks: `${s.callbacks} (${s.delivered} acknowledged${s.undelivered ? `, ${pc.red(`${s.undelivered} not acknowledged`)}` : ''})` },
+    {
+      callbacks: `${s.callbacks} (${s.delivered} acknowledged${s.undelivered ? `, ${pc.red(`${s.undelivered} not acknowledged`)}` : ''})`,
+    },
     { 'requests sent': String(s.requests) },
     { '2xx': String(s.status2xx) },
     { '4xx': s.status4xx ? pc.red(String(s.status4xx)) : '0' },
@@ -234,12 +284,14 @@ function printSummary(
     { 'latency p50 / p99': `${ms(s.latencyP50Ms)} / ${ms(s.latencyP99Ms)}` },
     { duration: `${(s.durationMs / 1000).toFixed(1)} s` },
   );
-  process.stdout.write(table.toString() + '\n');
+  process.stdout.write(`${table.toString()}\n`);
   for (const f of failures) process.stdout.write(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}\n`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
     process.stdout.write('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.\n');
   }
   if (expectFile !== null) {
-    process.stdout.write(`Expected state of ${expectedCount} task(s) written to ${expectFile}; check it with: callbacks verify --expect ${opts.expect}\n`);
+    process.stdout.write(
+      `Expected state of ${expectedCount} task(s) written to ${expectFile}; check it with: callbacks verify --expect ${opts.expect}\n`,
+    );
   }
 }

@@ -20,26 +20,34 @@ import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type C
 const STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
 export function register(program: Command): void {
-  const tasks = program.command('tasks').description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
+  const tasks = program
+    .command('tasks')
+    .description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
+
+  withCommonOptions(tasks.command('get <id>').description('one task (recordId or imageId) with its files')).action(
+    async (id: string, opts: CommonOptions) => {
+      await withTarget(opts, async (ctx) => {
+        const task = await ctx.target.tasks.getTask(id);
+        if (!task) throw new CliError(`no task ${id} in ${ctx.where}`);
+        if (opts.json) printJson(task);
+        else ctx.out(renderTask(task, ctx.c, ctx.now));
+      });
+    },
+  );
 
   withCommonOptions(
-    tasks.command('get <id>').description('one task (recordId or imageId) with its files'),
-  ).action(async (id: string, opts: CommonOptions) => {
-    await withTarget(opts, async (ctx) => {
-      const task = await ctx.target.tasks.getTask(id);
-      if (!task) throw new CliError(`no task ${id} in ${ctx.where}`);
-      if (opts.json) printJson(task);
-      else ctx.out(renderTask(task, ctx.c, ctx.now));
-    });
-  });
-
-  withCommonOptions(
-    tasks.command('list').description('tasks, newest first (by their first callback)')
+    tasks
+      .command('list')
+      .description('tasks, newest first (by their first callback)')
       .option('--room <roomId>', 'tasks of this room')
       .option('--session <sessionId>', 'tasks of this session')
       .addOption(new Option('--status <status>', 'tasks in this status').choices(STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
-      .option('--since <time>', 'first callback at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: last 30 days)', timePoint)
+      .option(
+        '--since <time>',
+        'first callback at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: last 30 days)',
+        timePoint,
+      )
       .option('--until <time>', 'first callback at or before (same forms as --since)', timePoint)
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
       .option('--jsonl', 'one JSON object per line, streamed (for large outputs)'),
@@ -66,9 +74,11 @@ export function register(program: Command): void {
         return;
       }
       if (summaries.length === 0) {
-        ctx.out(opts.since === undefined && !opts.room && !opts.session && !opts.appKey
-          ? 'No task matches in the last 30 days (--since reaches further back).'
-          : 'No task matches.');
+        ctx.out(
+          opts.since === undefined && !opts.room && !opts.session && !opts.appKey
+            ? 'No task matches in the last 30 days (--since reaches further back).'
+            : 'No task matches.',
+        );
         return;
       }
       ctx.out(renderList(summaries, ctx.c));
@@ -78,12 +88,15 @@ export function register(program: Command): void {
   });
 
   withCommonOptions(
-    tasks.command('events <id>').description('the raw callbacks stored for a task, in timestamp order')
+    tasks
+      .command('events <id>')
+      .description('the raw callbacks stored for a task, in timestamp order')
       .option('--raw', 'show each callback body exactly as received'),
   ).action(async (id: string, opts: CommonOptions & { raw?: boolean }) => {
     await withTarget(opts, async (ctx) => {
       const events = await ctx.target.tasks.listEvents(id);
-      if (events.length === 0 && !(await ctx.target.tasks.getTask(id))) throw new CliError(`no task ${id} in ${ctx.where}`);
+      if (events.length === 0 && !(await ctx.target.tasks.getTask(id)))
+        throw new CliError(`no task ${id} in ${ctx.where}`);
       if (opts.json) {
         printJson(events.map(eventJson));
         return;
@@ -126,7 +139,10 @@ export function renderTask(task: Task, c: Colors, now: number): string {
     ['user', task.userId ?? '-'],
   ];
   if (task.service === 'recording') {
-    pairs.push(['mode', task.mode === null || task.mode === undefined ? '-' : `${task.mode} (${task.modeName ?? 'unknown'})`]);
+    pairs.push([
+      'mode',
+      task.mode === null || task.mode === undefined ? '-' : `${task.mode} (${task.modeName ?? 'unknown'})`,
+    ]);
   }
   pairs.push(
     ['started', timeWithRelative(task.startedAt, now)],
@@ -139,7 +155,12 @@ export function renderTask(task: Task, c: Colors, now: number): string {
   pairs.push(['events', String(task.eventCount)]);
   if (task.lastError) {
     const e = task.lastError;
-    pairs.push(['last error', c.red(`${callbackTypeName(e.type)} callback, code ${e.code}${e.message ? ` "${e.message}"` : ''} at ${isoTime(e.at)}`)]);
+    pairs.push([
+      'last error',
+      c.red(
+        `${callbackTypeName(e.type)} callback, code ${e.code}${e.message ? ` "${e.message}"` : ''} at ${isoTime(e.at)}`,
+      ),
+    ]);
   }
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
   if (task.files.length === 0) return `${header}\n\nNo files yet.`;
@@ -215,7 +236,13 @@ function eventJson(e: StoredEvent) {
 function renderEvents(events: StoredEvent[], c: Colors, raw: boolean): string {
   const lines = table(
     ['TYPE', 'TIMESTAMP', 'RECEIVED', 'SIGNATURE', 'EVENT KEY'],
-    events.map((e) => [callbackTypeName(e.type), isoTime(e.timestamp), isoTime(e.receivedAt), colorStatus(e.verdict, c), c.dim(e.key)]),
+    events.map((e) => [
+      callbackTypeName(e.type),
+      isoTime(e.timestamp),
+      isoTime(e.receivedAt),
+      colorStatus(e.verdict, c),
+      c.dim(e.key),
+    ]),
     c,
   ).split('\n');
   if (!raw) return lines.join('\n');

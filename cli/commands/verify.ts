@@ -29,9 +29,15 @@ const duration = (value: string): number => {
 export function register(program: Command): void {
   program
     .command('verify')
-    .description('compare the stored tasks with an expect file written by "callbacks emulate"; exit code 0 only if all match')
+    .description(
+      'compare the stored tasks with an expect file written by "callbacks emulate"; exit code 0 only if all match',
+    )
     .requiredOption('--expect <file>', 'expect file written by "callbacks emulate --expect"')
-    .addOption(new Option('--timeout <duration>', 'how long to wait for the queue to drain and the tasks to match').argParser(duration).default(60_000, '60s'))
+    .addOption(
+      new Option('--timeout <duration>', 'how long to wait for the queue to drain and the tasks to match')
+        .argParser(duration)
+        .default(60_000, '60s'),
+    )
     .option('--stage <stage>', 'a deployed stage instead of the local stack')
     .option('--region <region>', 'AWS region of the deployed stage')
     .option('--json', 'machine-readable result on stdout')
@@ -62,7 +68,12 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && file.tasks.length > 0;
     const bar = showBar
       ? new cliProgress.SingleBar(
-          { stream: process.stderr, format: 'verifying {bar} {value}/{total} tasks match | queue {queue}', hideCursor: true, clearOnComplete: true },
+          {
+            stream: process.stderr,
+            format: 'verifying {bar} {value}/{total} tasks match | queue {queue}',
+            hideCursor: true,
+            clearOnComplete: true,
+          },
           cliProgress.Presets.shades_classic,
         )
       : null;
@@ -72,12 +83,15 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       getTask: (id) => target.tasks.getTask(id),
       waitForDrain,
       timeoutMs: opts.timeout,
-      onRound: (r) => bar?.update(r.matched, { queue: r.drained === null ? 'unknown' : r.drained ? 'drained' : 'draining' }),
+      onRound: (r) =>
+        bar?.update(r.matched, { queue: r.drained === null ? 'unknown' : r.drained ? 'drained' : 'draining' }),
     });
     bar?.stop();
 
     if (opts.json) {
-      process.stdout.write(JSON.stringify({ target: target.describe, expect: opts.expect, ...result, note: queueNote }, null, 2) + '\n');
+      process.stdout.write(
+        `${JSON.stringify({ target: target.describe, expect: opts.expect, ...result, note: queueNote }, null, 2)}\n`,
+      );
     } else {
       printResult(result, target.describe, queueNote);
     }
@@ -88,12 +102,14 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
 }
 
 function printResult(result: VerifyResult, describe: string, queueNote: string | null): void {
-  const out = (line: string) => process.stdout.write(line + '\n');
+  const out = (line: string) => process.stdout.write(`${line}\n`);
   if (queueNote) out(pc.yellow(queueNote));
   if (result.ok) {
-    out(result.checked === 0
-      ? pc.yellow('The expect file names no task: nothing to check (did every callback of the run fail?).')
-      : pc.green(`All ${result.checked} expected task(s) match in ${describe}.`));
+    out(
+      result.checked === 0
+        ? pc.yellow('The expect file names no task: nothing to check (did every callback of the run fail?).')
+        : pc.green(`All ${result.checked} expected task(s) match in ${describe}.`),
+    );
     return;
   }
   let printed = 0;
@@ -105,6 +121,7 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   }
   if (total > MAX_PRINTED_LINES) out(`... and ${total - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
   out(pc.red(`${result.checked - result.matched} of ${result.checked} task(s) differ in ${describe}.`));
-  if (result.drained === false) out('The queue had not drained: the receiver may still be processing (raise --timeout).');
+  if (result.drained === false)
+    out('The queue had not drained: the receiver may still be processing (raise --timeout).');
   else if (result.timedOut) out('Timed out while waiting for the tasks to match.');
 }

@@ -7,7 +7,9 @@ import { RecordingStart } from './schemas.ts';
 import type { Service } from '../queue-message.ts';
 
 const fixturesDir = new URL('../../test/fixtures/', import.meta.url);
-const fixtureFiles = readdirSync(fixturesDir).filter((f) => f.endsWith('.json')).sort();
+const fixtureFiles = readdirSync(fixturesDir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const fixture = (file: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(file, fixturesDir), 'utf8'));
 
 function parsed(service: Service, body: unknown): Callback {
@@ -24,8 +26,24 @@ function errorsOf(service: Service, body: unknown): string[] {
 
 const SESSION = 'sN3kL9xQ2aT7';
 const REC_ID = '7nQ2f0vB-rec-001';
-const recCommon = { appKey: 'demo-app', roomId: 'room-1024', sessionId: SESSION, userId: null, mode: 3, extra: 'meeting=abc' };
-const shotCommon = { service: 'screenshot' as const, id: 'img-5c1d9e', appKey: 'demo-app', roomId: 'room-1024', sessionId: SESSION, userId: null, mode: null, extra: '' };
+const recCommon = {
+  appKey: 'demo-app',
+  roomId: 'room-1024',
+  sessionId: SESSION,
+  userId: null,
+  mode: 3,
+  extra: 'meeting=abc',
+};
+const shotCommon = {
+  service: 'screenshot' as const,
+  id: 'img-5c1d9e',
+  appKey: 'demo-app',
+  roomId: 'room-1024',
+  sessionId: SESSION,
+  userId: null,
+  mode: null,
+  extra: '',
+};
 const FILE_A = `${SESSION}_room-1024_1763798400000.mp4`;
 const FILE_B = `${SESSION}_room-1024_1763802000000.mp4`;
 const SHOT_OK = `${SESSION}_room-1024_user-alice_stream-01_1763798410000.jpg`;
@@ -34,56 +52,145 @@ const SHOT_FAILED = `${SESSION}_room-1024_user-alice_stream-01_1763798420000.jpg
 /** Every field of the normalised callback except `key` and `body`, which are checked for all fixtures. */
 const expectedByFixture: Record<string, Omit<Callback, 'key' | 'body'>> = {
   'recording-1-start-mix.json': {
-    service: 'recording', type: 1, id: REC_ID, timestamp: 1763798400000, ...recCommon, code: 200, message: 'success',
+    service: 'recording',
+    type: 1,
+    id: REC_ID,
+    timestamp: 1763798400000,
+    ...recCommon,
+    code: 200,
+    message: 'success',
     config: { trigger: 0, mixLayout: 2, slicesMin: 60, audioFormat: 'aac', videoFormat: 'mp4' },
-    startFileName: FILE_A, file: null, upload: null,
+    startFileName: FILE_A,
+    file: null,
+    upload: null,
   },
   'recording-1-start-single.json': {
-    service: 'recording', type: 1, id: 'Kp4e-rec-002', timestamp: 1763798460000,
-    appKey: 'demo-app', roomId: 'room-1024', sessionId: SESSION, userId: 'user-alice', mode: 0, extra: '',
-    code: 200, message: 'success',
+    service: 'recording',
+    type: 1,
+    id: 'Kp4e-rec-002',
+    timestamp: 1763798460000,
+    appKey: 'demo-app',
+    roomId: 'room-1024',
+    sessionId: SESSION,
+    userId: 'user-alice',
+    mode: 0,
+    extra: '',
+    code: 200,
+    message: 'success',
     // "1" and "30" arrive as strings in this sample.
     config: { trigger: 1, slicesMin: 30, audioFormat: 'aac', videoFormat: 'mp4' },
-    startFileName: `${SESSION}_room-1024_user-alice_screen_1763798460000.mp4`, file: null, upload: null,
+    startFileName: `${SESSION}_room-1024_user-alice_screen_1763798460000.mp4`,
+    file: null,
+    upload: null,
   },
   'recording-2-slice.json': {
-    service: 'recording', type: 2, id: REC_ID, timestamp: 1763802000000, ...recCommon, code: 200, message: 'success',
-    config: null, startFileName: null, file: { fileName: FILE_A, size: 734003200 }, upload: null,
+    service: 'recording',
+    type: 2,
+    id: REC_ID,
+    timestamp: 1763802000000,
+    ...recCommon,
+    code: 200,
+    message: 'success',
+    config: null,
+    startFileName: null,
+    file: { fileName: FILE_A, size: 734003200 },
+    upload: null,
   },
   'recording-3-end.json': {
-    service: 'recording', type: 3, id: REC_ID, timestamp: 1763803800000, ...recCommon, code: 200, message: 'success',
-    config: null, startFileName: null, file: { fileName: FILE_B, size: 367001600 }, upload: null,
+    service: 'recording',
+    type: 3,
+    id: REC_ID,
+    timestamp: 1763803800000,
+    ...recCommon,
+    code: 200,
+    message: 'success',
+    config: null,
+    startFileName: null,
+    file: { fileName: FILE_B, size: 367001600 },
+    upload: null,
   },
   'recording-4-upload-failed.json': {
-    service: 'recording', type: 4, id: REC_ID, timestamp: 1763803810000, ...recCommon,
-    code: 500, message: 'upload to storage failed', config: null, startFileName: null, file: null,
+    service: 'recording',
+    type: 4,
+    id: REC_ID,
+    timestamp: 1763803810000,
+    ...recCommon,
+    code: 500,
+    message: 'upload to storage failed',
+    config: null,
+    startFileName: null,
+    file: null,
     upload: { fileName: FILE_B, ok: false, code: 500, message: 'upload to storage failed', url: null },
   },
   'recording-4-upload-ok.json': {
-    service: 'recording', type: 4, id: REC_ID, timestamp: 1763802030000, ...recCommon, code: 200, message: 'success',
-    config: null, startFileName: null, file: null,
-    upload: { fileName: FILE_A, ok: true, code: 200, message: 'success', url: `https://storage.example.com/recordings/${FILE_A}` },
+    service: 'recording',
+    type: 4,
+    id: REC_ID,
+    timestamp: 1763802030000,
+    ...recCommon,
+    code: 200,
+    message: 'success',
+    config: null,
+    startFileName: null,
+    file: null,
+    upload: {
+      fileName: FILE_A,
+      ok: true,
+      code: 200,
+      message: 'success',
+      url: `https://storage.example.com/recordings/${FILE_A}`,
+    },
   },
   'screenshot-1-start.json': {
-    ...shotCommon, type: 1, timestamp: 1763798400500, code: 200, message: 'success',
+    ...shotCommon,
+    type: 1,
+    timestamp: 1763798400500,
+    code: 200,
+    message: 'success',
     config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
-    startFileName: null, file: null, upload: null,
+    startFileName: null,
+    file: null,
+    upload: null,
   },
   'screenshot-3-end.json': {
-    ...shotCommon, type: 3, timestamp: 1763798700000, code: 200, message: 'success',
+    ...shotCommon,
+    type: 3,
+    timestamp: 1763798700000,
+    code: 200,
+    message: 'success',
     // "1" and "10" arrive as strings in this sample.
     config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
-    startFileName: null, file: null, upload: null,
+    startFileName: null,
+    file: null,
+    upload: null,
   },
   'screenshot-4-upload-failed.json': {
-    ...shotCommon, type: 4, timestamp: 1763798421000,
-    code: 10002, message: 'storage unreachable', config: null, startFileName: null, file: null,
+    ...shotCommon,
+    type: 4,
+    timestamp: 1763798421000,
+    code: 10002,
+    message: 'storage unreachable',
+    config: null,
+    startFileName: null,
+    file: null,
     upload: { fileName: SHOT_FAILED, ok: false, code: 10002, message: 'storage unreachable', url: null },
   },
   'screenshot-4-upload-ok.json': {
-    ...shotCommon, type: 4, timestamp: 1763798411000,
-    code: 200, message: 'success', config: null, startFileName: null, file: null,
-    upload: { fileName: SHOT_OK, ok: true, code: 200, message: 'success', url: `https://storage.example.com/shots/${SHOT_OK}` },
+    ...shotCommon,
+    type: 4,
+    timestamp: 1763798411000,
+    code: 200,
+    message: 'success',
+    config: null,
+    startFileName: null,
+    file: null,
+    upload: {
+      fileName: SHOT_OK,
+      ok: true,
+      code: 200,
+      message: 'success',
+      url: `https://storage.example.com/shots/${SHOT_OK}`,
+    },
   },
 };
 
@@ -122,23 +229,62 @@ const screenshotUpload = (output: Record<string, unknown>, over: Record<string, 
 
 describe('leniency where the platform is inconsistent', () => {
   test('numeric strings become numbers: type, code, timestamp, mode, fileSize', () => {
-    const cb = parsed('recording', recording({
-      type: '2', code: '200', timestamp: '1763802000000', mode: '3',
-      output: { fileName: FILE_A, fileSize: '734003200' },
-    }));
-    expect(cb).toMatchObject({ type: 2, code: 200, timestamp: 1763802000000, mode: 3, file: { fileName: FILE_A, size: 734003200 } });
+    const cb = parsed(
+      'recording',
+      recording({
+        type: '2',
+        code: '200',
+        timestamp: '1763802000000',
+        mode: '3',
+        output: { fileName: FILE_A, fileSize: '734003200' },
+      }),
+    );
+    expect(cb).toMatchObject({
+      type: 2,
+      code: 200,
+      timestamp: 1763802000000,
+      mode: 3,
+      file: { fileName: FILE_A, size: 734003200 },
+    });
   });
 
   test('a failure code sent as a string is the number', () => {
-    expect(parsed('recording', recordingUpload({ code: '503', errorMessage: 'down' })).upload).toMatchObject({ ok: false, code: 503 });
+    expect(parsed('recording', recordingUpload({ code: '503', errorMessage: 'down' })).upload).toMatchObject({
+      ok: false,
+      code: 503,
+    });
   });
 
   test('config values that are numeric strings become numbers, other values are kept as received', () => {
-    const cb = parsed('recording', recordingStart({
-      config: { trigger: '1', slicesMin: ' 30 ', ratio: '1.5', negative: '-2', audioFormat: 'aac', layoutName: '3x3', flags: [1, '2'], on: true },
-    }));
-    expect(cb.config).toStrictEqual({ trigger: 1, slicesMin: 30, ratio: 1.5, negative: -2, audioFormat: 'aac', layoutName: '3x3', flags: [1, '2'], on: true });
-    const shot = parsed('screenshot', { ...fixture('screenshot-1-start.json'), config: { trigger: '1', slicesSec: '10', renderMode: '0', picResolution: '640x360' } });
+    const cb = parsed(
+      'recording',
+      recordingStart({
+        config: {
+          trigger: '1',
+          slicesMin: ' 30 ',
+          ratio: '1.5',
+          negative: '-2',
+          audioFormat: 'aac',
+          layoutName: '3x3',
+          flags: [1, '2'],
+          on: true,
+        },
+      }),
+    );
+    expect(cb.config).toStrictEqual({
+      trigger: 1,
+      slicesMin: 30,
+      ratio: 1.5,
+      negative: -2,
+      audioFormat: 'aac',
+      layoutName: '3x3',
+      flags: [1, '2'],
+      on: true,
+    });
+    const shot = parsed('screenshot', {
+      ...fixture('screenshot-1-start.json'),
+      config: { trigger: '1', slicesSec: '10', renderMode: '0', picResolution: '640x360' },
+    });
     expect(shot.config).toStrictEqual({ trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' });
   });
 
@@ -155,16 +301,35 @@ describe('leniency where the platform is inconsistent', () => {
     const output = v.parse(RecordingStart, body).output;
     expect(output).toMatchObject({ audioSample: null, videoResoulation: null });
     // Present values are kept; a numeric string sample rate becomes a number.
-    expect(v.parse(RecordingStart, recordingStart({ output: { fileName: FILE_A, audioSample: '48000', videoResoulation: '1280x720' } })).output)
-      .toMatchObject({ audioSample: 48000, videoResoulation: '1280x720' });
+    expect(
+      v.parse(
+        RecordingStart,
+        recordingStart({ output: { fileName: FILE_A, audioSample: '48000', videoResoulation: '1280x720' } }),
+      ).output,
+    ).toMatchObject({ audioSample: 48000, videoResoulation: '1280x720' });
     // The single-mode fixture carries audioSample "".
-    expect(v.parse(RecordingStart, fixture('recording-1-start-single.json')).output).toMatchObject({ audioSample: null });
+    expect(v.parse(RecordingStart, fixture('recording-1-start-single.json')).output).toMatchObject({
+      audioSample: null,
+    });
   });
 
   test('optional fields may be missing', () => {
-    const minimal = { type: 2, appKey: 'demo-app', recordId: 'r-1', timestamp: 5, code: 200, output: { fileName: 'f.mp4' } };
+    const minimal = {
+      type: 2,
+      appKey: 'demo-app',
+      recordId: 'r-1',
+      timestamp: 5,
+      code: 200,
+      output: { fileName: 'f.mp4' },
+    };
     expect(parsed('recording', minimal)).toMatchObject({
-      roomId: null, sessionId: null, userId: null, mode: null, extra: null, message: null, file: { fileName: 'f.mp4', size: null },
+      roomId: null,
+      sessionId: null,
+      userId: null,
+      mode: null,
+      extra: null,
+      message: null,
+      file: { fileName: 'f.mp4', size: null },
     });
     const start = parsed('recording', { type: 1, appKey: 'demo-app', recordId: 'r-1', timestamp: 5, code: 200 });
     expect(start).toMatchObject({ config: {}, startFileName: null });
@@ -192,20 +357,41 @@ describe('leniency where the platform is inconsistent', () => {
 
 describe('screenshot upload: fileState decides', () => {
   test('fileState "10000" is a success with code 200', () => {
-    expect(parsed('screenshot', screenshotUpload({ fileState: '10000' })).upload).toMatchObject({ ok: true, code: 200 });
+    expect(parsed('screenshot', screenshotUpload({ fileState: '10000' })).upload).toMatchObject({
+      ok: true,
+      code: 200,
+    });
   });
 
   test('fileState 10000 sent as a number is a success too', () => {
     expect(parsed('screenshot', screenshotUpload({ fileState: 10000 })).upload).toMatchObject({ ok: true, code: 200 });
   });
 
-  test.each(['10001', '10002', '10003', '500'])('fileState "%s" is a failure with code = Number(fileState)', (state) => {
-    const cb = parsed('screenshot', screenshotUpload({ fileState: state, fileMsg: 'nope', fileUrl: '' }, { code: Number(state), errorMessage: 'nope' }));
-    expect(cb.upload).toStrictEqual({ fileName: SHOT_OK, ok: false, code: Number(state), message: 'nope', url: null });
-  });
+  test.each(['10001', '10002', '10003', '500'])(
+    'fileState "%s" is a failure with code = Number(fileState)',
+    (state) => {
+      const cb = parsed(
+        'screenshot',
+        screenshotUpload(
+          { fileState: state, fileMsg: 'nope', fileUrl: '' },
+          { code: Number(state), errorMessage: 'nope' },
+        ),
+      );
+      expect(cb.upload).toStrictEqual({
+        fileName: SHOT_OK,
+        ok: false,
+        code: Number(state),
+        message: 'nope',
+        url: null,
+      });
+    },
+  );
 
   test('when the body code contradicts fileState, fileState wins, for the upload and for the callback code', () => {
-    const failed = parsed('screenshot', screenshotUpload({ fileState: '10003', fileMsg: 'bucket not found' }, { code: 200, errorMessage: 'success' }));
+    const failed = parsed(
+      'screenshot',
+      screenshotUpload({ fileState: '10003', fileMsg: 'bucket not found' }, { code: 200, errorMessage: 'success' }),
+    );
     expect(failed.upload).toMatchObject({ ok: false, code: 10003, message: 'bucket not found' });
     expect(failed).toMatchObject({ code: 10003, message: 'bucket not found' });
     const ok = parsed('screenshot', screenshotUpload({ fileState: '10000', fileMsg: 'success' }, { code: 500 }));
@@ -251,17 +437,32 @@ describe('strictness where it matters, with messages naming the field', () => {
     ['imageId missing, recordId present', 'imageId', 'screenshot', { ...without(shotStart, 'imageId'), recordId: 'r' }],
     ['fileName missing on a slice', 'output.fileName', 'recording', withOutput(recording(), { fileSize: 1 })],
     ['fileName "" on a slice', 'output.fileName', 'recording', withOutput(recording(), { fileName: '', fileSize: 1 })],
-    ['fileName missing on an end', 'output.fileName', 'recording', withOutput(fixture('recording-3-end.json'), { fileSize: 1 })],
+    [
+      'fileName missing on an end',
+      'output.fileName',
+      'recording',
+      withOutput(fixture('recording-3-end.json'), { fileSize: 1 }),
+    ],
     ['fileName missing on an upload', 'output.fileName', 'recording', withOutput(recordingUpload(), { fileUrl: 'u' })],
     ['output missing on an upload', 'output', 'recording', without(recordingUpload(), 'output')],
-    ['fileName missing on a screenshot upload', 'output.fileName', 'screenshot', withOutput(fixture('screenshot-4-upload-ok.json'), { fileState: '10000' })],
+    [
+      'fileName missing on a screenshot upload',
+      'output.fileName',
+      'screenshot',
+      withOutput(fixture('screenshot-4-upload-ok.json'), { fileState: '10000' }),
+    ],
     ['timestamp missing', 'timestamp', 'recording', without(recStart, 'timestamp')],
     ['timestamp not numeric', 'timestamp', 'recording', { ...recStart, timestamp: 'yesterday' }],
     ['timestamp fractional', 'timestamp', 'recording', { ...recStart, timestamp: 1763798400000.5 }],
     ['timestamp negative', 'timestamp', 'screenshot', { ...shotStart, timestamp: -1 }],
     ['code not numeric', 'code', 'recording', { ...recStart, code: 'ok' }],
     ['mode out of range', 'mode', 'recording', { ...recStart, mode: 7 }],
-    ['fileSize not numeric', 'output.fileSize', 'recording', withOutput(recording(), { fileName: FILE_A, fileSize: 'big' })],
+    [
+      'fileSize not numeric',
+      'output.fileSize',
+      'recording',
+      withOutput(recording(), { fileName: FILE_A, fileSize: 'big' }),
+    ],
   ])('%s: rejected naming %s', (_case, field, service, body) => {
     const errors = errorsOf(service, body);
     expect(errors.some((e) => e.startsWith(`${field}: `))).toBe(true);
@@ -275,7 +476,9 @@ describe('strictness where it matters, with messages naming the field', () => {
   });
 
   test('a type not valid for the service names the valid ones', () => {
-    expect(errorsOf('screenshot', { ...shotStart, type: 2 })).toEqual(['type: must be one of 1, 3, 4 for screenshot callbacks, got 2']);
+    expect(errorsOf('screenshot', { ...shotStart, type: 2 })).toEqual([
+      'type: must be one of 1, 3, 4 for screenshot callbacks, got 2',
+    ]);
   });
 
   test('every problem of a body is reported, not only the first', () => {
@@ -283,13 +486,20 @@ describe('strictness where it matters, with messages naming the field', () => {
     expect(errors.map((e) => e.split(':')[0]).sort()).toEqual(['appKey', 'output.fileName', 'recordId']);
   });
 
-  test.each([['not json', '{"type":'], ['an array', '[1]'], ['null', 'null'], ['a number', '42']])('a body that is %s is rejected', (_case, text) => {
+  test.each([
+    ['not json', '{"type":'],
+    ['an array', '[1]'],
+    ['null', 'null'],
+    ['a number', '42'],
+  ])('a body that is %s is rejected', (_case, text) => {
     expect(errorsOf('recording', text)[0]).toMatch(/^\(body\): /);
   });
 });
 
 describe('agreement with the ingest check, and short messages', () => {
-  const upload = JSON.parse(readFileSync(new URL('../../test/fixtures/recording-4-upload-ok.json', import.meta.url), 'utf8'));
+  const upload = JSON.parse(
+    readFileSync(new URL('../../test/fixtures/recording-4-upload-ok.json', import.meta.url), 'utf8'),
+  );
 
   test.each(['4', ' 4 ', '4.0'])('type %j, which the ingest accepts, parses as 4', (type) => {
     const result = parseCallback('recording', { ...upload, type });

@@ -45,9 +45,7 @@ export interface Callback {
   body: Record<string, unknown>;
 }
 
-export type ParseResult =
-  | { ok: true; callback: Callback }
-  | { ok: false; errors: string[] };
+export type ParseResult = { ok: true; callback: Callback } | { ok: false; errors: string[] };
 
 export const SCREENSHOT_UPLOAD_OK = '10000';
 
@@ -80,7 +78,9 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
   if (type === null || !VALID_TYPES[service].includes(type)) {
     return {
       ok: false,
-      errors: [`type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${clip(JSON.stringify(raw.type) ?? 'nothing')}`],
+      errors: [
+        `type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${clip(JSON.stringify(raw.type) ?? 'nothing')}`,
+      ],
     };
   }
   const schema = schemasByService[service][type]!;
@@ -89,7 +89,12 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
   return { ok: true, callback: normalise(service, type as CallbackType, parsed.output as Record<string, any>, raw) };
 }
 
-function normalise(service: Service, type: CallbackType, b: Record<string, any>, raw: Record<string, unknown>): Callback {
+function normalise(
+  service: Service,
+  type: CallbackType,
+  b: Record<string, any>,
+  raw: Record<string, unknown>,
+): Callback {
   const recording = service === 'recording';
   const cb: Callback = {
     service,
@@ -119,7 +124,13 @@ function normalise(service: Service, type: CallbackType, b: Record<string, any>,
   if (type === 4) {
     const out = b.output;
     if (recording) {
-      cb.upload = { fileName: out.fileName, ok: b.code === 200, code: b.code, message: b.errorMessage, url: out.fileUrl };
+      cb.upload = {
+        fileName: out.fileName,
+        ok: b.code === 200,
+        code: b.code,
+        message: b.errorMessage,
+        url: out.fileUrl,
+      };
     } else {
       // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
       // number (spec §7). Without a fileState, the callback's own code decides.

@@ -35,7 +35,10 @@ describe('eventKey', () => {
     ['top level', { output: body.output, imageId: 'img-1', type: 4, appKey: 'demo-app', timestamp: 1763798411000 }],
     ['depth 2', { ...body, output: { meta: body.output.meta, fileState: '10000', fileName: 'f.jpg' } }],
     ['depth 3', { ...body, output: { ...body.output, meta: { tags: body.output.meta.tags, h: 360, w: 640 } } }],
-    ['inside an array', { ...body, output: { ...body.output, meta: { ...body.output.meta, tags: [{ v: 1, k: 'a' }] } } }],
+    [
+      'inside an array',
+      { ...body, output: { ...body.output, meta: { ...body.output.meta, tags: [{ v: 1, k: 'a' }] } } },
+    ],
   ])('ignores key order (%s)', (_depth, reordered) => {
     expect(JSON.stringify(reordered)).not.toBe(JSON.stringify(body));
     expect(eventKey(reordered)).toBe(eventKey(body));
@@ -46,7 +49,22 @@ describe('eventKey', () => {
     ['a number sent as a string instead', { ...body, type: '4' }],
     ['a nested value', { ...body, output: { ...body.output, fileState: '10002' } }],
     ['a deeply nested value', { ...body, output: { ...body.output, meta: { ...body.output.meta, h: 361 } } }],
-    ['array order', { ...body, output: { ...body.output, meta: { ...body.output.meta, tags: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }] } } }],
+    [
+      'array order',
+      {
+        ...body,
+        output: {
+          ...body.output,
+          meta: {
+            ...body.output.meta,
+            tags: [
+              { k: 'a', v: 1 },
+              { k: 'b', v: 2 },
+            ],
+          },
+        },
+      },
+    ],
     ['an extra field', { ...body, tag: '' }],
     ['null instead of a missing field', { ...body, extra: null }],
     ['a renamed key', { ...body, imageID: 'img-1', imageId: undefined }],
@@ -57,13 +75,17 @@ describe('eventKey', () => {
   test('property: a JSON object keeps its canonical form and eventKey when its keys are shuffled at every depth', () => {
     let reordered = 0;
     fc.assert(
-      fc.property(fc.object({ maxDepth: 4 }).map((o) => JSON.parse(JSON.stringify(o))), fc.nat(), (value, seed) => {
-        const shuffled = reorderKeysDeep(value, seed);
-        if (JSON.stringify(shuffled) !== JSON.stringify(value)) reordered += 1;
-        expect(shuffled).toStrictEqual(value);
-        expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
-        expect(eventKey(shuffled)).toBe(eventKey(value));
-      }),
+      fc.property(
+        fc.object({ maxDepth: 4 }).map((o) => JSON.parse(JSON.stringify(o))),
+        fc.nat(),
+        (value, seed) => {
+          const shuffled = reorderKeysDeep(value, seed);
+          if (JSON.stringify(shuffled) !== JSON.stringify(value)) reordered += 1;
+          expect(shuffled).toStrictEqual(value);
+          expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
+          expect(eventKey(shuffled)).toBe(eventKey(value));
+        },
+      ),
       { numRuns: 300 },
     );
     // The property is not vacuous: most runs really changed the key order.

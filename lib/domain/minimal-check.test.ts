@@ -6,7 +6,11 @@ import type { Service } from '../queue-message.ts';
 const fixturesDir = new URL('../../test/fixtures/', import.meta.url);
 const fixtures = readdirSync(fixturesDir)
   .filter((f) => f.endsWith('.json'))
-  .map((f) => ({ file: f, service: f.split('-')[0] as Service, body: JSON.parse(readFileSync(new URL(f, fixturesDir), 'utf8')) }));
+  .map((f) => ({
+    file: f,
+    service: f.split('-')[0] as Service,
+    body: JSON.parse(readFileSync(new URL(f, fixturesDir), 'utf8')),
+  }));
 
 const recording = { type: 1, appKey: 'demo-app', recordId: 'rec-1' };
 const screenshot = { type: 1, appKey: 'demo-app', imageId: 'img-1' };
@@ -30,7 +34,12 @@ describe('minimalCheck', () => {
   });
 
   test('accepts numeric strings for type and returns the number', () => {
-    expect(minimalCheck('recording', { ...recording, type: '4' })).toEqual({ ok: true, type: 4, appKey: 'demo-app', id: 'rec-1' });
+    expect(minimalCheck('recording', { ...recording, type: '4' })).toEqual({
+      ok: true,
+      type: 4,
+      appKey: 'demo-app',
+      id: 'rec-1',
+    });
     expect(minimalCheck('screenshot', { ...screenshot, type: ' 3 ' })).toMatchObject({ ok: true, type: 3 });
     expect(minimalCheck('recording', { ...recording, type: '2.0' })).toMatchObject({ ok: true, type: 2 });
   });
@@ -78,8 +87,15 @@ describe('minimalCheck', () => {
     fc.assert(
       fc.property(
         fc.constantFrom<Service>('recording', 'screenshot'),
-        fc.dictionary(fc.constantFrom('type', 'appKey', 'recordId', 'imageId', 'other'),
-          fc.oneof(fc.string(), fc.integer({ min: -1, max: 6 }), fc.constant(null), fc.constantFrom('1', '2', '3', '4'))),
+        fc.dictionary(
+          fc.constantFrom('type', 'appKey', 'recordId', 'imageId', 'other'),
+          fc.oneof(
+            fc.string(),
+            fc.integer({ min: -1, max: 6 }),
+            fc.constant(null),
+            fc.constantFrom('1', '2', '3', '4'),
+          ),
+        ),
         (service, body) => {
           const result = minimalCheck(service, body);
           if (!result.ok) return;

@@ -53,17 +53,15 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
   }
 
   if (!nonEmptyString(fields.appKey)) {
-    return fail(fields.appKey === undefined
-      ? 'Field "appKey" is missing.'
-      : 'Field "appKey" must be a non-empty string.');
+    return fail(
+      fields.appKey === undefined ? 'Field "appKey" is missing.' : 'Field "appKey" must be a non-empty string.',
+    );
   }
 
   const name = idField[service];
   const id = fields[name];
   if (!nonEmptyString(id)) {
-    return fail(id === undefined
-      ? `Field "${name}" is missing.`
-      : `Field "${name}" must be a non-empty string.`);
+    return fail(id === undefined ? `Field "${name}" is missing.` : `Field "${name}" must be a non-empty string.`);
   }
 
   return { ok: true, type, appKey: fields.appKey, id };

@@ -12,7 +12,11 @@ const NUMERIC_STRING = /^\s*-?\d+(\.\d+)?\s*$/;
 const NumberLike = v.union(
   [
     v.pipe(v.number(), v.finite()),
-    v.pipe(v.string(), v.regex(NUMERIC_STRING), v.transform((s) => Number(s.trim()))),
+    v.pipe(
+      v.string(),
+      v.regex(NUMERIC_STRING),
+      v.transform((s) => Number(s.trim())),
+    ),
   ],
   'must be a number or a numeric string',
 );
@@ -22,7 +26,14 @@ const NonEmptyString = v.pipe(v.string('must be a string'), v.minLength(1, 'must
 /** "" is the platform's way of saying "absent" for a few fields. */
 const emptyAsNull = <S extends v.GenericSchema>(schema: S) =>
   v.optional(
-    v.union([v.pipe(v.literal(''), v.transform(() => null)), v.null(), schema]),
+    v.union([
+      v.pipe(
+        v.literal(''),
+        v.transform(() => null),
+      ),
+      v.null(),
+      schema,
+    ]),
     null,
   );
 
@@ -73,7 +84,10 @@ const screenshotCommon = {
 };
 
 const typeIs = (n: number) =>
-  v.pipe(NumberLike, v.check((t) => t === n, `must be ${n}`));
+  v.pipe(
+    NumberLike,
+    v.check((t) => t === n, `must be ${n}`),
+  );
 
 const RecordingStartOutput = v.optional(
   v.looseObject({

@@ -3,13 +3,7 @@ import fc from 'fast-check';
 import { applyToFile, applyToHeader, fileNameOf, fileState, foldTask, reduceTask } from './task.ts';
 import type { FileRecord, TaskHeader } from './task.ts';
 import type { Callback } from './callback.ts';
-import {
-  anyLifecycle,
-  callbacksOf,
-  mustParse,
-  reorderKeysDeep,
-  withDuplicatesShuffled,
-} from './testing/lifecycles.ts';
+import { anyLifecycle, callbacksOf, mustParse, reorderKeysDeep, withDuplicatesShuffled } from './testing/lifecycles.ts';
 import type { Lifecycle } from './testing/lifecycles.ts';
 
 const NUM_RUNS = 250;
@@ -43,7 +37,13 @@ const cloneState = (s: State): State => structuredClone(s);
 
 /** A lifecycle with a permutation of its callbacks (no duplicates). */
 const lifecycleInSomeOrder = anyLifecycle().chain((lifecycle) =>
-  fc.tuple(fc.constant(lifecycle), fc.shuffledSubarray(callbacksOf(lifecycle), { minLength: lifecycle.bodies.length, maxLength: lifecycle.bodies.length })),
+  fc.tuple(
+    fc.constant(lifecycle),
+    fc.shuffledSubarray(callbacksOf(lifecycle), {
+      minLength: lifecycle.bodies.length,
+      maxLength: lifecycle.bodies.length,
+    }),
+  ),
 );
 
 describe('task state is independent of delivery order and duplicates', () => {
@@ -71,7 +71,9 @@ describe('task state is independent of delivery order and duplicates', () => {
       fc.property(anyLifecycle(), (lifecycle: Lifecycle) => {
         const task = reduceTask(callbacksOf(lifecycle))!;
         expect(task.status).toBe(lifecycle.expected.status);
-        expect(task.files.map(({ fileName, upload, attempts }) => ({ fileName, upload, attempts }))).toStrictEqual(lifecycle.expected.files);
+        expect(task.files.map(({ fileName, upload, attempts }) => ({ fileName, upload, attempts }))).toStrictEqual(
+          lifecycle.expected.files,
+        );
       }),
       { numRuns: NUM_RUNS },
     );
@@ -93,7 +95,9 @@ describe('task state is independent of delivery order and duplicates', () => {
           const again = reorderSeed === null ? x : mustParse(lifecycle.service, reorderKeysDeep(x.body, reorderSeed));
           const once = foldTask(callbacks);
           // Twice in a row, where it first arrived.
-          expect(foldTask([...callbacks.slice(0, index + 1), again, ...callbacks.slice(index + 1)])).toStrictEqual(once);
+          expect(foldTask([...callbacks.slice(0, index + 1), again, ...callbacks.slice(index + 1)])).toStrictEqual(
+            once,
+          );
           // Again at the end.
           expect(foldTask([...callbacks, again])).toStrictEqual(once);
         },
@@ -131,7 +135,7 @@ describe('task state is independent of delivery order and duplicates', () => {
     let checked = 0;
     fc.assert(
       fc.property(
-        lifecycleInSomeOrder.chain(([lifecycle, callbacks]) =>
+        lifecycleInSomeOrder.chain(([_lifecycle, callbacks]) =>
           fc.tuple(
             fc.constant(callbacks),
             fc.nat({ max: callbacks.length - 1 }),
@@ -146,7 +150,7 @@ describe('task state is independent of delivery order and duplicates', () => {
           fc.pre(i !== j && fileName !== null && fileNameOf(b) === fileName);
           checked += 1;
           // Some state already built from other callbacks of the task, then a and b in either order.
-          const base = stateOf(callbacks.filter((cb, k) => inBase[k] && k !== i && k !== j));
+          const base = stateOf(callbacks.filter((_cb, k) => inBase[k] && k !== i && k !== j));
           const ab = apply(apply(cloneState(base), a), b);
           const ba = apply(apply(cloneState(base), b), a);
           expect(ab.files.get(fileName)).toStrictEqual(ba.files.get(fileName));
@@ -165,7 +169,11 @@ describe('task state is independent of delivery order and duplicates', () => {
     fc.assert(
       fc.property(
         lifecycleInSomeOrder.chain(([, callbacks]) =>
-          fc.tuple(fc.constant(callbacks), fc.nat({ max: callbacks.length - 1 }), fc.nat({ max: callbacks.length - 1 })),
+          fc.tuple(
+            fc.constant(callbacks),
+            fc.nat({ max: callbacks.length - 1 }),
+            fc.nat({ max: callbacks.length - 1 }),
+          ),
         ),
         ([callbacks, i, j]) => {
           fc.pre(i !== j);

@@ -18,13 +18,7 @@ export const MODE_NAMES: Record<number, string> = {
   6: 'single-user-mix-audio-video',
 };
 
-export type TaskStatus =
-  | 'recording'
-  | 'capturing'
-  | 'ended'
-  | 'completed'
-  | 'upload_failed'
-  | 'failed';
+export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
 
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 
@@ -413,10 +407,10 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
     return {
       fileName,
       size: sizes.length ? sizes[sizes.length - 1]!.file!.size : null,
-      url: winner?.upload!.url ?? null,
+      url: winner?.upload?.url ?? null,
       upload,
-      code: winner?.upload!.code ?? null,
-      message: winner?.upload!.message ?? null,
+      code: winner?.upload?.code ?? null,
+      message: winner?.upload?.message ?? null,
       attempts: uploads.length,
       purgeAt: upload === 'failed' ? failures[0]!.timestamp + PURGE_AFTER_MS : null,
     };
@@ -463,9 +457,9 @@ export function reduceTasks(callbacks: readonly Callback[]): Task[] {
   const byTask = new Map<string, Callback[]>();
   for (const cb of callbacks) {
     const k = `${cb.service}:${cb.id}`;
-    let list = byTask.get(k);
-    if (!list) byTask.set(k, (list = []));
-    list.push(cb);
+    const list = byTask.get(k);
+    if (list) list.push(cb);
+    else byTask.set(k, [cb]);
   }
   return [...byTask.values()].map((list) => reduceTask(list)!).sort((a, b) => compareUtf8(a.id, b.id));
 }

@@ -4,7 +4,17 @@ import { join } from 'node:path';
 import { expectedTasks, readExpectFile, writeExpectFile } from './expect.ts';
 import { generateRun } from './lifecycles.ts';
 
-const run = generateRun({ seed: 5, recordings: 4, screenshots: 2, appKey: 'demo-app', compress: 3600, baseTime: 1_763_798_400_000, duplicates: 0.5, outage: 1, giveUp: 0.5 });
+const run = generateRun({
+  seed: 5,
+  recordings: 4,
+  screenshots: 2,
+  appKey: 'demo-app',
+  compress: 3600,
+  baseTime: 1_763_798_400_000,
+  duplicates: 0.5,
+  outage: 1,
+  giveUp: 0.5,
+});
 let dir = '';
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'expect-'));
@@ -21,7 +31,9 @@ test('the expectation is the fold of the distinct delivered bodies', () => {
 
   // Dropping one task's start (and its duplicates) changes only that task.
   const start = run.sends.find((s) => s.body.type === 1)!;
-  const partial = expectedTasks(run.sends.map((s) => ({ ...s, delivered: !(s.taskId === start.taskId && s.body.type === 1) })));
+  const partial = expectedTasks(
+    run.sends.map((s) => ({ ...s, delivered: !(s.taskId === start.taskId && s.body.type === 1) })),
+  );
   const before = all.find((t) => t.id === start.taskId)!;
   const after = partial.find((t) => t.id === start.taskId)!;
   expect(after.startedAt).toBeNull();
@@ -30,7 +42,9 @@ test('the expectation is the fold of the distinct delivered bodies', () => {
 });
 
 test('a body the domain rejects is an error, not a silent omission', () => {
-  expect(() => expectedTasks([{ service: 'screenshot', body: { type: 2, appKey: 'a', imageId: 'i' }, delivered: true }])).toThrow(/does not parse/);
+  expect(() =>
+    expectedTasks([{ service: 'screenshot', body: { type: 2, appKey: 'a', imageId: 'i' }, delivered: true }]),
+  ).toThrow(/does not parse/);
 });
 
 test('write and read the expect file', async () => {

@@ -34,7 +34,7 @@ export function expectedTasks(outcomes: readonly DeliveryOutcome[]): Task[] {
 
 export async function writeExpectFile(path: string, tasks: readonly Task[], generatedAt = new Date()): Promise<void> {
   const file: ExpectFile = { generatedAt: generatedAt.toISOString(), tasks: [...tasks] };
-  await writeFile(path, JSON.stringify(file, null, 2) + '\n', 'utf8');
+  await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, 'utf8');
 }
 
 export async function readExpectFile(path: string): Promise<ExpectFile> {
@@ -43,7 +43,9 @@ export async function readExpectFile(path: string): Promise<ExpectFile> {
     text = await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(code === 'ENOENT' ? `expect file ${path} does not exist` : `cannot read expect file ${path}: ${code ?? err}`);
+    throw new Error(
+      code === 'ENOENT' ? `expect file ${path} does not exist` : `cannot read expect file ${path}: ${code ?? err}`,
+    );
   }
   let data: unknown;
   try {
@@ -56,7 +58,12 @@ export async function readExpectFile(path: string): Promise<ExpectFile> {
     file !== null &&
     typeof file === 'object' &&
     Array.isArray(file.tasks) &&
-    file.tasks.every((t) => t !== null && typeof t === 'object' && typeof t.id === 'string' && typeof t.service === 'string');
-  if (!valid) throw new Error(`expect file ${path} must hold {"generatedAt": ..., "tasks": [...]}, each task with an id and a service`);
+    file.tasks.every(
+      (t) => t !== null && typeof t === 'object' && typeof t.id === 'string' && typeof t.service === 'string',
+    );
+  if (!valid)
+    throw new Error(
+      `expect file ${path} must hold {"generatedAt": ..., "tasks": [...]}, each task with an id and a service`,
+    );
   return { generatedAt: typeof file.generatedAt === 'string' ? file.generatedAt : '', tasks: file.tasks as Task[] };
 }

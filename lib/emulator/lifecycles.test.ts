@@ -13,7 +13,14 @@ import {
 import { createRandom } from './random.ts';
 
 const BASE = 1_763_798_400_000;
-const base: LifecycleOptions = { seed: 7, recordings: 21, screenshots: 6, appKey: 'demo-app', compress: 3600, baseTime: BASE };
+const base: LifecycleOptions = {
+  seed: 7,
+  recordings: 21,
+  screenshots: 6,
+  appKey: 'demo-app',
+  compress: 3600,
+  baseTime: BASE,
+};
 
 function parse(send: ScheduledSend): Callback {
   const result = parseCallback(send.service, send.body);
@@ -142,7 +149,9 @@ describe('generateRun', () => {
       if (start.service === 'recording') {
         const slices = cbs.filter((c) => c.type === 2);
         const step = (start.config!.slicesMin as number) * 60_000;
-        slices.forEach((s, i) => expect(s.timestamp).toBe(start.timestamp + (i + 1) * step));
+        slices.forEach((s, i) => {
+          expect(s.timestamp).toBe(start.timestamp + (i + 1) * step);
+        });
         sliced += slices.length;
         // The start names the first file, each slice the file it closes.
         if (slices.length) expect(slices[0]!.file!.fileName).toBe(start.startFileName);
@@ -150,7 +159,9 @@ describe('generateRun', () => {
       } else {
         const step = (start.config!.slicesSec as number) * 1000;
         const taken = [...files].map((f) => Number(/_(\d{13})\.jpg$/.exec(f!)![1])).sort((a, b) => a - b);
-        taken.forEach((t, i) => expect(t).toBe(start.timestamp + (i + 1) * step));
+        taken.forEach((t, i) => {
+          expect(t).toBe(start.timestamp + (i + 1) * step);
+        });
         expect(cbs.every((c) => c.type !== 2)).toBe(true);
         for (const u of uploads) {
           expect((u.body.output as Record<string, unknown>).fileState).toBe('10000');
@@ -218,7 +229,9 @@ describe('generateRun', () => {
     const window = 500;
     const plain = generateRun(base);
     const run = generateRun({ ...base, reorderWindowMs: window });
-    expect(run.sends.map((s) => canonicalJson(s.body)).sort()).toEqual(plain.sends.map((s) => canonicalJson(s.body)).sort());
+    expect(run.sends.map((s) => canonicalJson(s.body)).sort()).toEqual(
+      plain.sends.map((s) => canonicalJson(s.body)).sort(),
+    );
     const plainAt = new Map(plain.sends.map((s) => [canonicalJson(s.body), s.at]));
     for (const s of run.sends) expect(Math.abs(s.at - plainAt.get(canonicalJson(s.body))!)).toBeLessThan(window);
     const outOfOrder = [...byTask(run.sends).values()].filter((sends) => {
@@ -298,7 +311,15 @@ describe('generateRun', () => {
   });
 
   test('ten thousand callbacks are generated and all parse', () => {
-    const run = generateRun({ ...base, recordings: 400, screenshots: 250, duplicates: 0.1, outage: 0.2, giveUp: 0.2, reorderWindowMs: 50 });
+    const run = generateRun({
+      ...base,
+      recordings: 400,
+      screenshots: 250,
+      duplicates: 0.1,
+      outage: 0.2,
+      giveUp: 0.2,
+      reorderWindowMs: 50,
+    });
     expect(run.sends.length).toBeGreaterThanOrEqual(10_000);
     const keys = new Set(run.sends.map((s) => parse(s).key));
     expect(keys.size).toBe(run.sends.filter((s) => !s.duplicate).length);

@@ -311,7 +311,12 @@ function planScreenshot(rng: Random, index: number, session: Session, opts: Faul
   const renderMode = rng.pick([0, 1]);
   const picResolution = rng.pick(RESOLUTIONS);
   // The spec tabulates trigger and slicesSec as strings; its sample bodies carry numbers. Send both.
-  const asStrings = (): Record<string, unknown> => ({ trigger: String(trigger), slicesSec: String(slicesSec), renderMode, picResolution });
+  const asStrings = (): Record<string, unknown> => ({
+    trigger: String(trigger),
+    slicesSec: String(slicesSec),
+    renderMode,
+    picResolution,
+  });
   const asNumbers = (): Record<string, unknown> => ({ trigger, slicesSec, renderMode, picResolution });
   const plan: TaskPlan = {
     service: 'screenshot',
@@ -377,7 +382,13 @@ function screenshotFileName(plan: TaskPlan, t0: number, file: number): string {
   return `${sessionId}_${roomId}_${plan.userId}_${plan.screenshot!.streamId}_${t0 + plan.fileStarts[file]!}.jpg`;
 }
 
-function recordingBody(plan: TaskPlan, ev: PlannedEvent, t0: number, ids: RunIds, taskId: string): Record<string, unknown> {
+function recordingBody(
+  plan: TaskPlan,
+  ev: PlannedEvent,
+  t0: number,
+  ids: RunIds,
+  taskId: string,
+): Record<string, unknown> {
   const r = plan.recording!;
   const body: Record<string, unknown> = {
     timestamp: t0 + ev.rel,
@@ -408,7 +419,13 @@ function recordingBody(plan: TaskPlan, ev: PlannedEvent, t0: number, ids: RunIds
   return body;
 }
 
-function screenshotBody(plan: TaskPlan, ev: PlannedEvent, t0: number, ids: RunIds, taskId: string): Record<string, unknown> {
+function screenshotBody(
+  plan: TaskPlan,
+  ev: PlannedEvent,
+  t0: number,
+  ids: RunIds,
+  taskId: string,
+): Record<string, unknown> {
   const s = plan.screenshot!;
   const body: Record<string, unknown> = {
     timestamp: t0 + ev.rel,
@@ -429,7 +446,12 @@ function screenshotBody(plan: TaskPlan, ev: PlannedEvent, t0: number, ids: RunId
     body.tag = '';
     body.output = ev.ok
       ? { fileName, fileUrl: `${STORAGE_BASE}/shots/${fileName}`, fileState: '10000', fileMsg: 'success' }
-      : { fileName, fileUrl: '', fileState: SCREENSHOT_UPLOAD_FAILURE.state, fileMsg: SCREENSHOT_UPLOAD_FAILURE.message };
+      : {
+          fileName,
+          fileUrl: '',
+          fileState: SCREENSHOT_UPLOAD_FAILURE.state,
+          fileMsg: SCREENSHOT_UPLOAD_FAILURE.message,
+        };
   }
   return body;
 }
@@ -440,7 +462,8 @@ export function reorderKeys(rng: Random, body: Record<string, unknown>): Record<
   const out: Record<string, unknown> = {};
   for (const k of keys) {
     const v = body[k];
-    out[k] = v !== null && typeof v === 'object' && !Array.isArray(v) ? reorderKeys(rng, v as Record<string, unknown>) : v;
+    out[k] =
+      v !== null && typeof v === 'object' && !Array.isArray(v) ? reorderKeys(rng, v as Record<string, unknown>) : v;
   }
   return out;
 }
@@ -451,7 +474,10 @@ export function reorderKeys(rng: Random, body: Record<string, unknown>): Record<
 function makeSessions(rng: Random, count: number): Session[] {
   const sessions: Session[] = [];
   for (let i = 0; i < count; i++) {
-    const users = rng.shuffle([...NAMES]).slice(0, 3).map((n) => `user-${n}`);
+    const users = rng
+      .shuffle([...NAMES])
+      .slice(0, 3)
+      .map((n) => `user-${n}`);
     sessions.push({ sessionId: rng.string(12), roomId: `room-${rng.int(1000, 9999)}`, users });
   }
   return sessions;

@@ -26,7 +26,13 @@ async function startReceiver(answer: Answer = () => 'ok') {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const r: Received = { method: req.method ?? '', path: url.pathname, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const r: Received = {
+        method: req.method ?? '',
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       received.push(r);
       // Attempts are counted per event (key order ignored), as a receiver would see a re-delivery.
       const key = r.body ? canonicalJson(JSON.parse(r.body)) : r.path;
@@ -56,7 +62,14 @@ async function startReceiver(answer: Answer = () => 'ok') {
 }
 
 const SECRET = 'demo-secret';
-const run = generateRun({ seed: 11, recordings: 6, screenshots: 2, appKey: 'demo-app', compress: 3600, baseTime: 1_763_798_400_000 });
+const run = generateRun({
+  seed: 11,
+  recordings: 6,
+  screenshots: 2,
+  appKey: 'demo-app',
+  compress: 3600,
+  baseTime: 1_763_798_400_000,
+});
 const fast = { followSchedule: false, backoffMs: 1, maxBackoffMs: 5, concurrency: 4 } as const;
 
 let receiver: Awaited<ReturnType<typeof startReceiver>> | null = null;
@@ -69,7 +82,15 @@ test('sends every callback to its route, signed in headers with seconds, and cou
   receiver = await startReceiver();
   const progress: SendProgress[] = [];
   const before = Math.floor(Date.now() / 1000);
-  const report = await sendAll({ ...fast, url: receiver.url, sends: run.sends, random: createRandom(1), secret: SECRET, sign: 'header', onProgress: (p) => progress.push(p) });
+  const report = await sendAll({
+    ...fast,
+    url: receiver.url,
+    sends: run.sends,
+    random: createRandom(1),
+    secret: SECRET,
+    sign: 'header',
+    onProgress: (p) => progress.push(p),
+  });
   const after = Math.floor(Date.now() / 1000);
 
   expect(receiver.received).toHaveLength(run.sends.length);
@@ -90,12 +111,26 @@ test('sends every callback to its route, signed in headers with seconds, and cou
   expect(receiver.received.map((r) => r.body).sort()).toEqual(run.sends.map((s) => JSON.stringify(s.body)).sort());
 
   const s = report.summary;
-  expect(s).toMatchObject({ callbacks: run.sends.length, delivered: run.sends.length, undelivered: 0, requests: run.sends.length, status2xx: run.sends.length, status4xx: 0, status5xx: 0, networkErrors: 0, retried: 0 });
+  expect(s).toMatchObject({
+    callbacks: run.sends.length,
+    delivered: run.sends.length,
+    undelivered: 0,
+    requests: run.sends.length,
+    status2xx: run.sends.length,
+    status4xx: 0,
+    status5xx: 0,
+    networkErrors: 0,
+    retried: 0,
+  });
   expect(s.latencyP50Ms).not.toBeNull();
   expect(s.latencyP99Ms!).toBeGreaterThanOrEqual(s.latencyP50Ms!);
   expect(report.results.every((r) => r.delivered && r.attempts === 1 && r.status === 200)).toBe(true);
   expect(progress).toHaveLength(run.sends.length);
-  expect(progress.at(-1)).toMatchObject({ done: run.sends.length, total: run.sends.length, delivered: run.sends.length });
+  expect(progress.at(-1)).toMatchObject({
+    done: run.sends.length,
+    total: run.sends.length,
+    delivered: run.sends.length,
+  });
 });
 
 test('signs in the query string on request, and not at all with "none"', async () => {
@@ -132,7 +167,14 @@ test('retries 503 and dropped connections, gives up after maxAttempts, and leave
     return 'ok';
   });
   const maxAttempts = 3;
-  const report = await sendAll({ ...fast, url: receiver.url, sends: run.sends, random: createRandom(4), secret: SECRET, maxAttempts });
+  const report = await sendAll({
+    ...fast,
+    url: receiver.url,
+    sends: run.sends,
+    random: createRandom(4),
+    secret: SECRET,
+    maxAttempts,
+  });
 
   const isDoomed = (s: ScheduledSend) => s.taskId === doomed;
   const isRejected = (s: ScheduledSend) => s.taskId === rejected && s.body.type === 4;
@@ -165,13 +207,29 @@ test('retries 503 and dropped connections, gives up after maxAttempts, and leave
   expect(shot.eventCount).toBe(run.sends.filter((s) => s.taskId === rejected).length - rejectedCount);
   expect(shot.files).toEqual([]);
   expect(tasks).toHaveLength(run.tasks.recording + run.tasks.screenshot - 1);
-  expect(tasks).toEqual(expectedTasks(run.sends.map((send) => ({ ...send, delivered: !isDoomed(send) && !isRejected(send) }))));
+  expect(tasks).toEqual(
+    expectedTasks(run.sends.map((send) => ({ ...send, delivered: !isDoomed(send) && !isRejected(send) }))),
+  );
 });
 
 test('a request that gets no answer times out and is retried, then counted as undelivered', async () => {
   receiver = await startReceiver(() => 'hang');
-  const report = await sendAll({ ...fast, url: receiver.url, sends: run.sends.slice(0, 2), random: createRandom(5), maxAttempts: 2, timeoutMs: 100 });
-  expect(report.summary).toMatchObject({ delivered: 0, undelivered: 2, requests: 4, networkErrors: 4, timeouts: 4, retried: 2 });
+  const report = await sendAll({
+    ...fast,
+    url: receiver.url,
+    sends: run.sends.slice(0, 2),
+    random: createRandom(5),
+    maxAttempts: 2,
+    timeoutMs: 100,
+  });
+  expect(report.summary).toMatchObject({
+    delivered: 0,
+    undelivered: 2,
+    requests: 4,
+    networkErrors: 4,
+    timeouts: 4,
+    retried: 2,
+  });
   expect(report.results.every((r) => r.error === 'time-out')).toBe(true);
   expect(expectedTasks(report.results)).toEqual([]);
 });
@@ -194,9 +252,16 @@ test('checkReachable fails with one sentence when nothing listens', async () => 
 });
 
 test('helpers: routes, percentiles', () => {
-  expect(callbackUrl('https://x.example/stage/', 'screenshot').href).toBe('https://x.example/stage/callbacks/screenshot');
+  expect(callbackUrl('https://x.example/stage/', 'screenshot').href).toBe(
+    'https://x.example/stage/callbacks/screenshot',
+  );
   expect(() => callbackUrl('ftp://x', 'recording')).toThrow(/http or https/);
   expect(percentile([], 50)).toBeNull();
   expect(percentile([1, 2, 3, 4], 50)).toBe(2);
-  expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
+  expect(
+    percentile(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+      99,
+    ),
+  ).toBe(99);
 });

@@ -188,7 +188,9 @@ export async function sendAll(opts: SenderOptions): Promise<SendReport> {
   let cursor = 0;
   let done = 0;
 
-  const attempt = async (send: ScheduledSend): Promise<{ status: number | null; error: string | null; retryAfter: number | null }> => {
+  const attempt = async (
+    send: ScheduledSend,
+  ): Promise<{ status: number | null; error: string | null; retryAfter: number | null }> => {
     const url = new URL(routes[send.service]);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     signRequest(url, headers, placement, secret, random.string(16, HEX), Math.floor(now() / 1000));

@@ -37,7 +37,11 @@ describe('decodeBody', () => {
 
   test('multi-byte characters count as bytes, not characters', () => {
     const raw = `{"a":"${'é'.repeat(50)}"}`; // 50 characters, 100 bytes
-    expect(decodeBody(raw, false, 99)).toMatchObject({ ok: false, code: 'body_too_large', message: expect.stringContaining('99 bytes') });
+    expect(decodeBody(raw, false, 99)).toMatchObject({
+      ok: false,
+      code: 'body_too_large',
+      message: expect.stringContaining('99 bytes'),
+    });
   });
 
   test.each([
@@ -55,7 +59,11 @@ describe('decodeBody', () => {
 
   test('invalid UTF-8 after base64 decoding is invalid_json', () => {
     const bytes = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
-    expect(decodeBody(bytes.toString('base64'), true, 1000)).toMatchObject({ ok: false, code: 'invalid_json', message: expect.stringMatching(/UTF-8/) });
+    expect(decodeBody(bytes.toString('base64'), true, 1000)).toMatchObject({
+      ok: false,
+      code: 'invalid_json',
+      message: expect.stringMatching(/UTF-8/),
+    });
   });
 
   test('the error message does not quote the body', () => {

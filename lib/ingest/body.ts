@@ -33,7 +33,8 @@ export function decodeBody(body: string | undefined, isBase64Encoded: boolean, m
     if (bytes > maxBytes) return tooLarge();
   }
 
-  if (raw.trim() === '') return { ok: false, code: 'invalid_json', message: 'The body is empty; a JSON object was expected.' };
+  if (raw.trim() === '')
+    return { ok: false, code: 'invalid_json', message: 'The body is empty; a JSON object was expected.' };
   try {
     return { ok: true, raw, json: JSON.parse(raw), bytes };
   } catch {

@@ -17,13 +17,23 @@ describe('readIngestSettings', () => {
   });
 
   test('values from the environment', () => {
-    const { settings } = readIngestSettings({ QUEUE_URL: 'q', SIGNATURE_MODE: ' Report ', SIGNATURE_TOLERANCE_S: '60', MAX_BODY_BYTES: '1024' });
+    const { settings } = readIngestSettings({
+      QUEUE_URL: 'q',
+      SIGNATURE_MODE: ' Report ',
+      SIGNATURE_TOLERANCE_S: '60',
+      MAX_BODY_BYTES: '1024',
+    });
     expect(settings).toMatchObject({ mode: 'report', toleranceS: 60, maxBodyBytes: 1024 });
     expect(readIngestSettings({ QUEUE_URL: 'q', SIGNATURE_MODE: 'off' }).settings.mode).toBe('off');
   });
 
   test('bad values fall back to the defaults with a warning; a bad mode falls back to enforce', () => {
-    const { settings, warnings } = readIngestSettings({ QUEUE_URL: 'q', SIGNATURE_MODE: 'lenient', SIGNATURE_TOLERANCE_S: '-5', MAX_BODY_BYTES: '64k' });
+    const { settings, warnings } = readIngestSettings({
+      QUEUE_URL: 'q',
+      SIGNATURE_MODE: 'lenient',
+      SIGNATURE_TOLERANCE_S: '-5',
+      MAX_BODY_BYTES: '64k',
+    });
     expect(settings).toMatchObject({ mode: 'enforce', toleranceS: 300, maxBodyBytes: 65_536 });
     expect(warnings).toHaveLength(3);
     expect(warnings.join(' ')).toMatch(/SIGNATURE_MODE.*SIGNATURE_TOLERANCE_S.*MAX_BODY_BYTES/);
@@ -45,14 +55,22 @@ describe('buildIngestDependencies', () => {
   });
 
   test('CALLBACK_SECRETS_PARAM wins and names the parameter, never a value', () => {
-    const deps = buildIngestDependencies({ QUEUE_URL: 'q', CALLBACK_SECRETS: '{"a":["s"]}', CALLBACK_SECRETS_PARAM: '/p' }, { logger: silent });
+    const deps = buildIngestDependencies(
+      { QUEUE_URL: 'q', CALLBACK_SECRETS: '{"a":["s"]}', CALLBACK_SECRETS_PARAM: '/p' },
+      { logger: silent },
+    );
     expect(deps.secrets.source).toBe('SSM parameter /p');
     deps.sqs.destroy();
   });
 
   test('no secrets at all: a warning, and every appKey unknown', async () => {
     const warnings: unknown[] = [];
-    const logger = { ...silent, warn: (_e: string, f?: Record<string, unknown>) => { warnings.push(f?.warning); } };
+    const logger = {
+      ...silent,
+      warn: (_e: string, f?: Record<string, unknown>) => {
+        warnings.push(f?.warning);
+      },
+    };
     const deps = buildIngestDependencies({ QUEUE_URL: 'q' }, { logger });
     expect(warnings).toEqual([expect.stringContaining('CALLBACK_SECRETS')]);
     expect((await deps.secrets.get()).size).toBe(0);
@@ -60,7 +78,10 @@ describe('buildIngestDependencies', () => {
   });
 
   test('AWS_ENDPOINT_URL_SQS becomes the client endpoint (emulators)', async () => {
-    const deps = buildIngestDependencies({ QUEUE_URL: 'q', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9324', AWS_REGION: 'us-east-1' }, { logger: silent });
+    const deps = buildIngestDependencies(
+      { QUEUE_URL: 'q', AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9324', AWS_REGION: 'us-east-1' },
+      { logger: silent },
+    );
     const endpoint = await deps.sqs.config.endpoint?.();
     expect(endpoint?.hostname).toBe('127.0.0.1');
     expect(endpoint?.port).toBe(9324);

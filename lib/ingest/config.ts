@@ -55,7 +55,8 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
   const rawMode = env.SIGNATURE_MODE?.trim().toLowerCase();
   let mode = defaults.mode;
   if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
-  else if (rawMode) warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
+  else if (rawMode)
+    warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
   const queueUrl = env.QUEUE_URL?.trim() ?? '';
   if (!queueUrl) warnings.push('QUEUE_URL is not set: every callback will be answered 503 queue_unavailable');
   return {
@@ -74,7 +75,13 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
  * CALLBACK_SECRETS_PARAM (deployed: an SSM SecureString read through the Lambda extension) wins over
  * CALLBACK_SECRETS (local: the JSON itself). With neither, no appKey has a secret.
  */
-export function createSecretsProvider(env: Env, mode: SignatureMode, now: () => number, logger: Logger, warnings: string[]): SecretsProvider {
+export function createSecretsProvider(
+  env: Env,
+  mode: SignatureMode,
+  now: () => number,
+  logger: Logger,
+  warnings: string[],
+): SecretsProvider {
   const paramName = env.CALLBACK_SECRETS_PARAM?.trim();
   if (paramName) {
     return extensionSecrets({
@@ -89,7 +96,8 @@ export function createSecretsProvider(env: Env, mode: SignatureMode, now: () => 
   if (env.CALLBACK_SECRETS !== undefined && env.CALLBACK_SECRETS.trim() !== '') {
     return jsonSecrets(env.CALLBACK_SECRETS, 'CALLBACK_SECRETS');
   }
-  if (mode !== 'off') warnings.push('neither CALLBACK_SECRETS_PARAM nor CALLBACK_SECRETS is set: no appKey has a secret');
+  if (mode !== 'off')
+    warnings.push('neither CALLBACK_SECRETS_PARAM nor CALLBACK_SECRETS is set: no appKey has a secret');
   return jsonSecrets('{}', 'no secrets configured');
 }
 
@@ -103,7 +111,10 @@ function sqsEndpointOverride(env: Env): { endpoint?: string } {
 }
 
 /** Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap parts. */
-export function buildIngestDependencies(env: Env = process.env, overrides: Partial<IngestDependencies> = {}): IngestDependencies {
+export function buildIngestDependencies(
+  env: Env = process.env,
+  overrides: Partial<IngestDependencies> = {},
+): IngestDependencies {
   const logger = overrides.logger ?? createLogger('ingest');
   const now = overrides.now ?? Date.now;
   const { settings, warnings } = readIngestSettings(env);

@@ -31,7 +31,9 @@ describe('messageAttributes', () => {
 
   test('absent request id and signature key are left out (SQS refuses empty values)', () => {
     const attributes = messageAttributes({ ...message, requestId: null, signatureKey: null });
-    expect(Object.keys(attributes).sort()).toEqual([Attr.appKey, Attr.receivedAt, Attr.service, Attr.mode, Attr.verdict].sort());
+    expect(Object.keys(attributes).sort()).toEqual(
+      [Attr.appKey, Attr.receivedAt, Attr.service, Attr.mode, Attr.verdict].sort(),
+    );
   });
 });
 
@@ -49,7 +51,8 @@ describe('createSqsClient', () => {
     const client = createSqsClient({ region: 'us-east-1' });
     expect(await client.config.maxAttempts()).toBe(2);
     // The handler resolves its configuration lazily; its provider holds what it will use.
-    const handlerConfig = await (client.config.requestHandler as unknown as { configProvider: Promise<unknown> }).configProvider;
+    const handlerConfig = await (client.config.requestHandler as unknown as { configProvider: Promise<unknown> })
+      .configProvider;
     expect(handlerConfig).toMatchObject({ connectionTimeout: 1000, requestTimeout: 2000, throwOnRequestTimeout: true });
     expect(sqsLimits.deadlineMs).toBeLessThan(5000);
     client.destroy();
@@ -63,7 +66,10 @@ describe('enqueueCallback against an endpoint that accepts connections and never
   const allSockets: Socket[] = [];
 
   beforeAll(async () => {
-    server = createServer((socket) => { sockets.push(socket); allSockets.push(socket); });
+    server = createServer((socket) => {
+      sockets.push(socket);
+      allSockets.push(socket);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
@@ -71,23 +77,30 @@ describe('enqueueCallback against an endpoint that accepts connections and never
     for (const socket of allSockets) socket.destroy();
     await new Promise((resolve) => server.close(resolve));
   });
-  beforeEach(() => { sockets.length = 0; });
-
-  const client = () => createSqsClient({
-    region: 'us-east-1',
-    endpoint: `http://127.0.0.1:${port}`,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  beforeEach(() => {
+    sockets.length = 0;
   });
+
+  const client = () =>
+    createSqsClient({
+      region: 'us-east-1',
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
 
   test('the overall deadline aborts the call', async () => {
     const sqs = client();
-    await expect(enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 300)).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 300)).rejects.toMatchObject({
+      name: 'AbortError',
+    });
     sqs.destroy();
   });
 
   test('without the deadline, each attempt times out and the call gives up after two', async () => {
     const sqs = client();
-    await expect(enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 60_000)).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(
+      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 60_000),
+    ).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(sockets).toHaveLength(2);
     sqs.destroy();
   });

@@ -76,7 +76,11 @@ export async function enqueueCallback(
   deadlineMs: number = sqsLimits.deadlineMs,
 ): Promise<string> {
   const output = await sqs.send(
-    new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: message.body, MessageAttributes: messageAttributes(message) }),
+    new SendMessageCommand({
+      QueueUrl: queueUrl,
+      MessageBody: message.body,
+      MessageAttributes: messageAttributes(message),
+    }),
     { abortSignal: AbortSignal.timeout(deadlineMs) },
   );
   if (!output.MessageId) throw new Error('SendMessage returned no MessageId');

@@ -12,17 +12,27 @@ describe('serviceForPath', () => {
     expect(serviceForPath(path)).toBe(service);
   });
 
-  test.each(['/', '', '/health', '/callbacks', '/callbacks/recordings', '/xcallbacks/recording', '/callbacks/recording/extra', '/CALLBACKS/RECORDING'])(
-    '%p is no callback path',
-    (path) => {
-      expect(serviceForPath(path)).toBeUndefined();
-    },
-  );
+  test.each([
+    '/',
+    '',
+    '/health',
+    '/callbacks',
+    '/callbacks/recordings',
+    '/xcallbacks/recording',
+    '/callbacks/recording/extra',
+    '/CALLBACKS/RECORDING',
+  ])('%p is no callback path', (path) => {
+    expect(serviceForPath(path)).toBeUndefined();
+  });
 });
 
 describe('responses', () => {
   test('200 {"ok":true} as JSON', () => {
-    expect(okResponse()).toEqual({ statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' });
+    expect(okResponse()).toEqual({
+      statusCode: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"ok":true}',
+    });
   });
 
   test('errors carry the code, a message, and the status the contract gives the code', () => {
@@ -30,9 +40,18 @@ describe('responses', () => {
     expect(response.statusCode).toBe(413);
     expect(JSON.parse(response.body)).toEqual({ error: { code: 'body_too_large', message: 'Too big.' } });
     expect(errorStatus).toEqual({
-      invalid_json: 400, invalid_body: 400, missing_signature: 401, invalid_signature: 401, stale_timestamp: 401,
-      unknown_app_key: 403, not_found: 404, method_not_allowed: 405, body_too_large: 413,
-      queue_unavailable: 503, secrets_unavailable: 503, internal_error: 503,
+      invalid_json: 400,
+      invalid_body: 400,
+      missing_signature: 401,
+      invalid_signature: 401,
+      stale_timestamp: 401,
+      unknown_app_key: 403,
+      not_found: 404,
+      method_not_allowed: 405,
+      body_too_large: 413,
+      queue_unavailable: 503,
+      secrets_unavailable: 503,
+      internal_error: 503,
     });
   });
 

@@ -47,9 +47,18 @@ interface RequestLog {
 type Level = 'info' | 'warn' | 'error';
 
 const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) => [ErrorCode, string]>> = {
-  missing: () => ['missing_signature', 'The request carries no complete signature: nonce, timestamp and signature are required, in the query string or in headers.'],
-  invalid: () => ['invalid_signature', 'The signature matches no secret of this appKey, or the request names another appKey than the body.'],
-  stale: (toleranceS) => ['stale_timestamp', `The signature timestamp is outside the accepted window of ${toleranceS} seconds.`],
+  missing: () => [
+    'missing_signature',
+    'The request carries no complete signature: nonce, timestamp and signature are required, in the query string or in headers.',
+  ],
+  invalid: () => [
+    'invalid_signature',
+    'The signature matches no secret of this appKey, or the request names another appKey than the body.',
+  ],
+  stale: (toleranceS) => [
+    'stale_timestamp',
+    `The signature timestamp is outside the accepted window of ${toleranceS} seconds.`,
+  ],
   unknown_app_key: () => ['unknown_app_key', 'No callback secret is configured for this appKey.'],
 };
 
@@ -61,7 +70,10 @@ function reasonOf(error: unknown): string {
   return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
 }
 
-export async function handleCallbackRequest(event: APIGatewayProxyEventV2, deps: IngestDependencies): Promise<IngestResponse> {
+export async function handleCallbackRequest(
+  event: APIGatewayProxyEventV2,
+  deps: IngestDependencies,
+): Promise<IngestResponse> {
   const started = performance.now();
   const log: RequestLog = { route: '', requestId: event?.requestContext?.requestId || undefined };
   const outcome = { level: 'info' as Level };
@@ -101,7 +113,11 @@ async function answer(
 
   const service = serviceForPath(rawPath);
   log.route = clip(`${method} ${rawPath}`);
-  if (!service) return fail('not_found', 'No such endpoint: callbacks go to POST /callbacks/recording or POST /callbacks/screenshot.');
+  if (!service)
+    return fail(
+      'not_found',
+      'No such endpoint: callbacks go to POST /callbacks/recording or POST /callbacks/screenshot.',
+    );
   log.route = `${method} /callbacks/${service}`;
   log.service = service;
   if (method !== 'POST') {
@@ -121,7 +137,10 @@ async function answer(
     return fail('invalid_body', 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).');
   }
   if (!isQueueSafe(check.appKey)) {
-    return fail('invalid_body', 'Field "appKey" contains characters a queue message cannot carry (control characters).');
+    return fail(
+      'invalid_body',
+      'Field "appKey" contains characters a queue message cannot carry (control characters).',
+    );
   }
 
   const values = readSignatureValues(event.headers, event.rawQueryString, event.queryStringParameters);
@@ -139,14 +158,24 @@ async function answer(
       log.reason = error.message;
       outcome.level = 'warn';
       if (settings.mode === 'enforce') {
-        return fail('secrets_unavailable', 'The callback secrets could not be loaded, so the signature cannot be checked; retry later.');
+        return fail(
+          'secrets_unavailable',
+          'The callback secrets could not be loaded, so the signature cannot be checked; retry later.',
+        );
       }
       // Report mode exists to accept callbacks while signatures are being sorted out: do not lose them
       // because the secrets are unreadable; the message says it was not checked.
       secretsLoaded = false;
     }
     verdict = secretsLoaded
-      ? verifySignature({ mode: settings.mode, appKey: check.appKey, values, secrets, nowMs: receivedAt, toleranceS: settings.toleranceS })
+      ? verifySignature({
+          mode: settings.mode,
+          appKey: check.appKey,
+          values,
+          secrets,
+          nowMs: receivedAt,
+          toleranceS: settings.toleranceS,
+        })
       : 'not_checked';
   }
   log.verdict = verdict;
@@ -166,17 +195,22 @@ async function answer(
   }
   const signatureKey = signatureKeyOf(values);
   try {
-    log.messageId = await enqueueCallback(deps.sqs, settings.queueUrl, {
-      body: body.raw,
-      service,
-      appKey: check.appKey,
-      receivedAt,
-      requestId: log.requestId ?? null,
-      verdict,
-      mode: settings.mode,
-      // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
-      signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
-    }, settings.sqsDeadlineMs);
+    log.messageId = await enqueueCallback(
+      deps.sqs,
+      settings.queueUrl,
+      {
+        body: body.raw,
+        service,
+        appKey: check.appKey,
+        receivedAt,
+        requestId: log.requestId ?? null,
+        verdict,
+        mode: settings.mode,
+        // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
+        signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
+      },
+      settings.sqsDeadlineMs,
+    );
   } catch (error) {
     outcome.level = 'warn';
     log.reason = reasonOf(error);

@@ -21,7 +21,11 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus;
 
-export type IngestResponse = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string; headers: Record<string, string> };
+export type IngestResponse = APIGatewayProxyStructuredResultV2 & {
+  statusCode: number;
+  body: string;
+  headers: Record<string, string>;
+};
 
 const jsonHeaders = { 'content-type': 'application/json' };
 

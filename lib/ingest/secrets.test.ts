@@ -20,7 +20,11 @@ class FakeExtension {
       if ('value' in answer) {
         const url = new URL(req.url ?? '/', 'http://x');
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ Parameter: { Name: url.searchParams.get('name'), Type: 'SecureString', Value: answer.value, Version: 1 } }));
+        res.end(
+          JSON.stringify({
+            Parameter: { Name: url.searchParams.get('name'), Type: 'SecureString', Value: answer.value, Version: 1 },
+          }),
+        );
       } else {
         res.writeHead(answer.status);
         res.end(answer.body);
@@ -170,7 +174,9 @@ describe('extensionSecrets against a fake extension', () => {
 
   test('a parameter value that is not the expected JSON is refused without quoting it', async () => {
     extension.answer = { value: `not json ${SECRET}` };
-    const error = await provider(recordingLogger().logger).get().catch((e: unknown) => e);
+    const error = await provider(recordingLogger().logger)
+      .get()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SecretsUnavailableError);
     expect((error as Error).message).toContain('is not valid JSON');
     expect((error as Error).message).not.toContain(SECRET);
@@ -178,20 +184,26 @@ describe('extensionSecrets against a fake extension', () => {
 
   test('an extension answer that is not JSON is refused without quoting it', async () => {
     extension.answer = { status: 200, body: `<html>${SECRET}` };
-    const error = await provider(recordingLogger().logger).get().catch((e: unknown) => e);
+    const error = await provider(recordingLogger().logger)
+      .get()
+      .catch((e: unknown) => e);
     expect((error as Error).message).toContain('not JSON');
     expect((error as Error).message).not.toContain(SECRET);
   });
 
   test('an extension that does not answer in time is a failure, not a hang', async () => {
     extension.answer = 'hang';
-    const error = await provider(recordingLogger().logger).get().catch((e: unknown) => e);
+    const error = await provider(recordingLogger().logger)
+      .get()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SecretsUnavailableError);
     expect((error as Error).message).toContain('did not answer in time');
   });
 
   test('no session token: a clear error and no request', async () => {
-    const error = await provider(recordingLogger().logger, { sessionToken: undefined }).get().catch((e: unknown) => e);
+    const error = await provider(recordingLogger().logger, { sessionToken: undefined })
+      .get()
+      .catch((e: unknown) => e);
     expect((error as Error).message).toContain('AWS_SESSION_TOKEN');
     expect(extension.requests).toHaveLength(0);
   });
@@ -208,7 +220,13 @@ describe('extensionSecrets against a fake extension', () => {
     const closedPort = await closed.start();
     await closed.stop();
     const secrets = extensionSecrets({
-      paramName: 'p', port: closedPort, host: '127.0.0.1', sessionToken: () => 't', refreshMs: 1000, now, logger: recordingLogger().logger,
+      paramName: 'p',
+      port: closedPort,
+      host: '127.0.0.1',
+      sessionToken: () => 't',
+      refreshMs: 1000,
+      now,
+      logger: recordingLogger().logger,
     });
     await expect(secrets.get()).rejects.toThrow(/ECONNREFUSED/);
   });

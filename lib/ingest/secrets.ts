@@ -35,7 +35,9 @@ export function parseSecrets(text: string, source: string): SecretsByAppKey {
   for (const [appKey, value] of Object.entries(parsed)) {
     const list: unknown[] = Array.isArray(value) ? value : [value];
     if (list.length === 0 || !list.every((s) => typeof s === 'string' && s !== '')) {
-      throw new SecretsUnavailableError(`${source}: the secrets of appKey "${appKey}" must be a non-empty list of non-empty strings.`);
+      throw new SecretsUnavailableError(
+        `${source}: the secrets of appKey "${appKey}" must be a non-empty list of non-empty strings.`,
+      );
     }
     secrets.set(appKey, list as string[]);
   }
@@ -89,8 +91,9 @@ export function extensionSecrets(options: ExtensionSecretsOptions): SecretsProvi
   const { paramName, port, sessionToken, refreshMs, now, logger } = options;
   const retryAfterFailureMs = options.retryAfterFailureMs ?? Math.min(refreshMs, 30_000);
   const timeoutMs = options.timeoutMs ?? 1000;
-  const url = `http://${options.host ?? 'localhost'}:${port}/systemsmanager/parameters/get`
-    + `?name=${encodeURIComponent(paramName)}&withDecryption=true`;
+  const url =
+    `http://${options.host ?? 'localhost'}:${port}/systemsmanager/parameters/get` +
+    `?name=${encodeURIComponent(paramName)}&withDecryption=true`;
   const source = `SSM parameter ${paramName}`;
 
   let current: SecretsByAppKey | undefined;
@@ -141,7 +144,9 @@ export function extensionSecrets(options: ExtensionSecretsOptions): SecretsProvi
     source,
     get() {
       if (current && now() < nextReadAt) return Promise.resolve(current);
-      inFlight ??= load().finally(() => { inFlight = undefined; });
+      inFlight ??= load().finally(() => {
+        inFlight = undefined;
+      });
       return inFlight;
     },
   };

@@ -13,7 +13,10 @@ function signed(overrides: Partial<SignatureValues> = {}, key = secret): Signatu
   return { nonce, timestamp, signature: computeSignature(key, nonce, timestamp), ...overrides };
 }
 
-const verify = (values: SignatureValues, extra: { mode?: SignatureMode; secrets?: string[] | undefined; appKey?: string } = {}) =>
+const verify = (
+  values: SignatureValues,
+  extra: { mode?: SignatureMode; secrets?: string[] | undefined; appKey?: string } = {},
+) =>
   verifySignature({
     mode: extra.mode ?? 'enforce',
     appKey: extra.appKey ?? 'demo-app',
@@ -25,10 +28,20 @@ const verify = (values: SignatureValues, extra: { mode?: SignatureMode; secrets?
 
 describe('readSignatureValues', () => {
   test.each([
-    ['nonce', 'nonce'], ['RC-Nonce', 'nonce'], ['rc-nonce', 'nonce'], ['NONCE', 'nonce'],
-    ['timestamp', 'timestamp'], ['signTimestamp', 'timestamp'], ['SIGNTIMESTAMP', 'timestamp'], ['RC-Timestamp', 'timestamp'],
-    ['signature', 'signature'], ['RC-Signature', 'signature'], ['Rc-SiGnAtUrE', 'signature'],
-    ['appKey', 'appKey'], ['RC-App-Key', 'appKey'], ['APPKEY', 'appKey'],
+    ['nonce', 'nonce'],
+    ['RC-Nonce', 'nonce'],
+    ['rc-nonce', 'nonce'],
+    ['NONCE', 'nonce'],
+    ['timestamp', 'timestamp'],
+    ['signTimestamp', 'timestamp'],
+    ['SIGNTIMESTAMP', 'timestamp'],
+    ['RC-Timestamp', 'timestamp'],
+    ['signature', 'signature'],
+    ['RC-Signature', 'signature'],
+    ['Rc-SiGnAtUrE', 'signature'],
+    ['appKey', 'appKey'],
+    ['RC-App-Key', 'appKey'],
+    ['APPKEY', 'appKey'],
   ] as const)('%s is read as %s from a header and from the query string', (name, field) => {
     expect(readSignatureValues({ [name]: 'v1' }, '')).toEqual({ [field]: 'v1' });
     expect(readSignatureValues({}, `${encodeURIComponent(name)}=v2`)).toEqual({ [field]: 'v2' });
@@ -36,8 +49,9 @@ describe('readSignatureValues', () => {
   });
 
   test('the query string wins over headers, and values are decoded and trimmed', () => {
-    expect(readSignatureValues({ nonce: 'from-header', 'rc-signature': 'sig-h' }, 'RC-Nonce=from%20query&x=1'))
-      .toEqual({ nonce: 'from query', signature: 'sig-h' });
+    expect(readSignatureValues({ nonce: 'from-header', 'rc-signature': 'sig-h' }, 'RC-Nonce=from%20query&x=1')).toEqual(
+      { nonce: 'from query', signature: 'sig-h' },
+    );
   });
 
   test('empty values count as absent', () => {
@@ -134,13 +148,18 @@ describe('verifySignature', () => {
 
   test('whatever the secrets and nonce, the platform rule verifies and a one-character change does not', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), fc.integer({ min: -300, max: 300 }), (key, nonce, skewS) => {
-        const values = signed({ nonce, timestamp: String(nowMs / 1000 + skewS) }, key);
-        expect(verify(values, { secrets: [key] })).toBe('valid');
-        const sig = values.signature!;
-        const flipped = sig.slice(0, -1) + (sig.endsWith('0') ? '1' : '0');
-        expect(verify({ ...values, signature: flipped }, { secrets: [key] })).toBe('invalid');
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }),
+        fc.string({ minLength: 1 }),
+        fc.integer({ min: -300, max: 300 }),
+        (key, nonce, skewS) => {
+          const values = signed({ nonce, timestamp: String(nowMs / 1000 + skewS) }, key);
+          expect(verify(values, { secrets: [key] })).toBe('valid');
+          const sig = values.signature!;
+          const flipped = sig.slice(0, -1) + (sig.endsWith('0') ? '1' : '0');
+          expect(verify({ ...values, signature: flipped }, { secrets: [key] })).toBe('invalid');
+        },
+      ),
       { numRuns: 200 },
     );
   });

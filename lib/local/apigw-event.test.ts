@@ -1,10 +1,29 @@
 import { Buffer } from 'node:buffer';
-import { fromHandlerResult, isTextContentType, requestTime, toApiGatewayEvent, type HttpRequestParts } from './apigw-event.ts';
+import {
+  fromHandlerResult,
+  isTextContentType,
+  requestTime,
+  toApiGatewayEvent,
+  type HttpRequestParts,
+} from './apigw-event.ts';
 
 const request = (over: Partial<HttpRequestParts> = {}): HttpRequestParts => ({
   method: 'post',
   url: '/callbacks/recording?nonce=n1&timestamp=1763798400&a=1&a=2&sp=x%20y',
-  rawHeaders: ['Host', 'localhost:3000', 'Content-Type', 'application/json', 'X-Multi', 'one', 'x-multi', 'two', 'User-Agent', 'curl/8', 'Cookie', 'a=1; b=2'],
+  rawHeaders: [
+    'Host',
+    'localhost:3000',
+    'Content-Type',
+    'application/json',
+    'X-Multi',
+    'one',
+    'x-multi',
+    'two',
+    'User-Agent',
+    'curl/8',
+    'Cookie',
+    'a=1; b=2',
+  ],
   body: Buffer.from('{"appKey":"demo-app","é":1}', 'utf8'),
   sourceIp: '127.0.0.1',
   now: Date.UTC(2026, 10, 22, 10, 52, 7),
@@ -25,7 +44,13 @@ test('a request becomes a payload 2.0 event for the $default route', () => {
     body: '{"appKey":"demo-app","é":1}',
     requestContext: {
       domainName: 'localhost',
-      http: { method: 'POST', path: '/callbacks/recording', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'curl/8' },
+      http: {
+        method: 'POST',
+        path: '/callbacks/recording',
+        protocol: 'HTTP/1.1',
+        sourceIp: '127.0.0.1',
+        userAgent: 'curl/8',
+      },
       requestId: 'req-1',
       routeKey: '$default',
       stage: '$default',
@@ -34,7 +59,13 @@ test('a request becomes a payload 2.0 event for the $default route', () => {
     },
   });
   // Names lower-cased, repeats joined with commas, the cookie header moved to `cookies`.
-  expect(event.headers).toMatchObject({ host: 'localhost:3000', 'content-type': 'application/json', 'x-multi': 'one,two', 'x-forwarded-for': '127.0.0.1', 'x-forwarded-port': '3000' });
+  expect(event.headers).toMatchObject({
+    host: 'localhost:3000',
+    'content-type': 'application/json',
+    'x-multi': 'one,two',
+    'x-forwarded-for': '127.0.0.1',
+    'x-forwarded-port': '3000',
+  });
   expect(event.headers).not.toHaveProperty('cookie');
 });
 
@@ -77,15 +108,33 @@ test('requestTime pads every field', () => {
 });
 
 test('a structured result is answered as it is; anything else becomes a 200 JSON body', () => {
-  expect(fromHandlerResult({ statusCode: 413, headers: { 'Content-Type': 'application/json', Allow: 'POST' }, body: '{"x":1}' })).toEqual({
+  expect(
+    fromHandlerResult({
+      statusCode: 413,
+      headers: { 'Content-Type': 'application/json', Allow: 'POST' },
+      body: '{"x":1}',
+    }),
+  ).toEqual({
     statusCode: 413,
     headers: { 'content-type': 'application/json', allow: 'POST' },
     cookies: [],
     body: Buffer.from('{"x":1}'),
   });
-  expect(fromHandlerResult({ statusCode: 200, body: Buffer.from('bin').toString('base64'), isBase64Encoded: true, cookies: ['s=1'] })).toMatchObject({
+  expect(
+    fromHandlerResult({
+      statusCode: 200,
+      body: Buffer.from('bin').toString('base64'),
+      isBase64Encoded: true,
+      cookies: ['s=1'],
+    }),
+  ).toMatchObject({
     body: Buffer.from('bin'),
     cookies: ['s=1'],
   });
-  expect(fromHandlerResult({ ok: true } as never)).toEqual({ statusCode: 200, headers: { 'content-type': 'application/json' }, cookies: [], body: Buffer.from('{"ok":true}') });
+  expect(fromHandlerResult({ ok: true } as never)).toEqual({
+    statusCode: 200,
+    headers: { 'content-type': 'application/json' },
+    cookies: [],
+    body: Buffer.from('{"ok":true}'),
+  });
 });

@@ -30,7 +30,7 @@ export interface HttpResponseParts {
 
 /** API Gateway's request ids are 16 random characters, e.g. `JKJaXmPLvHcESHA=`. */
 export function newRequestId(): string {
-  return randomBytes(11).toString('base64').slice(0, 15) + '=';
+  return `${randomBytes(11).toString('base64').slice(0, 15)}=`;
 }
 
 /**
@@ -74,14 +74,21 @@ export function toApiGatewayEvent(req: HttpRequestParts): APIGatewayProxyEventV2
     const name = req.rawHeaders[i]!.toLowerCase();
     const value = req.rawHeaders[i + 1]!;
     if (name === 'cookie') {
-      cookies.push(...value.split(';').map((c) => c.trim()).filter(Boolean));
+      cookies.push(
+        ...value
+          .split(';')
+          .map((c) => c.trim())
+          .filter(Boolean),
+      );
       continue;
     }
     headers[name] = name in headers ? `${headers[name]},${value}` : value;
   }
   const host = headers.host ?? 'localhost';
   const port = /:(\d+)$/.exec(host)?.[1] ?? '80';
-  headers['x-forwarded-for'] = headers['x-forwarded-for'] ? `${headers['x-forwarded-for']}, ${req.sourceIp}` : req.sourceIp;
+  headers['x-forwarded-for'] = headers['x-forwarded-for']
+    ? `${headers['x-forwarded-for']}, ${req.sourceIp}`
+    : req.sourceIp;
   headers['x-forwarded-port'] = port;
   headers['x-forwarded-proto'] = 'http';
 
@@ -148,5 +155,10 @@ export function fromHandlerResult(result: APIGatewayProxyResultV2): HttpResponse
     };
   }
   const body = typeof result === 'string' ? result : JSON.stringify(result ?? null);
-  return { statusCode: 200, headers: { 'content-type': 'application/json' }, cookies: [], body: Buffer.from(body, 'utf8') };
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json' },
+    cookies: [],
+    body: Buffer.from(body, 'utf8'),
+  };
 }

@@ -7,7 +7,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const read = (path: string) => readFileSync(`${root}/${path}`, 'utf8');
 
 /** The single value of `key: <value>` in a YAML text (the files hold each of these keys once). */
-function valueOf(text: string, key: string): string {
+function yamlValueOf(text: string, key: string): string {
   const matches = [...text.matchAll(new RegExp(`^\\s*${key}:\\s*([^#\\n]+?)\\s*(?:#.*)?$`, 'gm'))];
   expect(matches).toHaveLength(1);
   return matches[0]![1]!.replace(/^'(.*)'$/, '$1');
@@ -17,24 +17,25 @@ test('the event source mapping settings are those of the worker in serverless.ym
   const sls = read('serverless.yml');
   const worker = sls.slice(sls.indexOf('\n  worker:'));
   expect(/^service:\s*(\S+)/m.exec(sls)?.[1]).toBe(SERVICE);
-  expect(Number(valueOf(worker, 'batchSize'))).toBe(eventSourceMapping.batchSize);
-  expect(Number(valueOf(worker, 'maximumBatchingWindow'))).toBe(eventSourceMapping.batchingWindowS);
-  expect(Number(valueOf(worker, 'maximumConcurrency'))).toBe(eventSourceMapping.maximumConcurrency);
+  expect(Number(yamlValueOf(worker, 'batchSize'))).toBe(eventSourceMapping.batchSize);
+  expect(Number(yamlValueOf(worker, 'maximumBatchingWindow'))).toBe(eventSourceMapping.batchingWindowS);
+  expect(Number(yamlValueOf(worker, 'maximumConcurrency'))).toBe(eventSourceMapping.maximumConcurrency);
   // The poller honours batchItemFailures only because the deployed mapping does.
-  expect(valueOf(worker, 'functionResponseType')).toBe('ReportBatchItemFailures');
+  expect(yamlValueOf(worker, 'functionResponseType')).toBe('ReportBatchItemFailures');
 });
 
 test('the queue settings and names are those of infra/queues.yml and infra/table.yml', () => {
   const queues = read('infra/queues.yml');
-  expect(Number(valueOf(queues, 'VisibilityTimeout'))).toBe(queueSettings.visibilityTimeoutS);
-  expect(Number(valueOf(queues, 'maxReceiveCount'))).toBe(queueSettings.maxReceiveCount);
+  expect(Number(yamlValueOf(queues, 'VisibilityTimeout'))).toBe(queueSettings.visibilityTimeoutS);
+  expect(Number(yamlValueOf(queues, 'maxReceiveCount'))).toBe(queueSettings.maxReceiveCount);
   const retention = [...queues.matchAll(/MessageRetentionPeriod:\s*(\d+)/g)].map((m) => Number(m[1]));
   expect(retention).toEqual([queueSettings.retentionS, queueSettings.deadLetterRetentionS]);
 
   const stage = 'STAGE';
   const names = resourceNames(stage);
-  const deployedName = (template: string) => template.replace('${self:service}', SERVICE).replace('${sls:stage}', stage);
+  const deployedName = (template: string) =>
+    template.replace('${self:service}', SERVICE).replace('${sls:stage}', stage);
   const queueNames = [...queues.matchAll(/QueueName:\s*(\S+)/g)].map((m) => deployedName(m[1]!));
   expect(queueNames).toEqual([names.queue, names.deadLetterQueue]);
-  expect(deployedName(valueOf(read('infra/table.yml'), 'TableName'))).toBe(names.table);
+  expect(deployedName(yamlValueOf(read('infra/table.yml'), 'TableName'))).toBe(names.table);
 });

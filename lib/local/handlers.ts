@@ -9,7 +9,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse,
 
 export interface DeployedHandlers {
   ingest(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyResultV2>;
-  worker(event: SQSEvent): Promise<SQSBatchResponse | void>;
+  worker(event: SQSEvent): Promise<SQSBatchResponse | undefined>;
 }
 
 /**

@@ -37,9 +37,15 @@ beforeEach(() => {
   ready = true;
   events = [];
   answer = async (event) => {
-    const size = event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64').length : Buffer.byteLength(event.body ?? '');
+    const size = event.isBase64Encoded
+      ? Buffer.from(event.body ?? '', 'base64').length
+      : Buffer.byteLength(event.body ?? '');
     return size > MAX_BODY
-      ? { statusCode: 413, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"body_too_large","message":"too large"}}' }
+      ? {
+          statusCode: 413,
+          headers: { 'content-type': 'application/json' },
+          body: '{"error":{"code":"body_too_large","message":"too large"}}',
+        }
       : { statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' };
   };
 });
@@ -52,8 +58,16 @@ test('GET /health answers 200 {"ok":true} without calling the handler', async ()
 });
 
 test('every other request goes to the handler as an event, and its answer comes back', async () => {
-  answer = async () => ({ statusCode: 405, headers: { 'content-type': 'application/json', allow: 'POST' }, body: '{"error":{"code":"method_not_allowed","message":"m"}}' });
-  const res = await fetch(`${base}/callbacks/screenshot?nonce=n`, { method: 'PUT', body: '{"a":1}', headers: { 'content-type': 'application/json', 'RC-Nonce': 'x' } });
+  answer = async () => ({
+    statusCode: 405,
+    headers: { 'content-type': 'application/json', allow: 'POST' },
+    body: '{"error":{"code":"method_not_allowed","message":"m"}}',
+  });
+  const res = await fetch(`${base}/callbacks/screenshot?nonce=n`, {
+    method: 'PUT',
+    body: '{"a":1}',
+    headers: { 'content-type': 'application/json', 'RC-Nonce': 'x' },
+  });
   expect(res.status).toBe(405);
   expect(res.headers.get('allow')).toBe('POST');
   expect(res.headers.get('apigw-requestid')).toBe(events[0]!.requestContext.requestId);
@@ -69,7 +83,11 @@ test('every other request goes to the handler as an event, and its answer comes 
 });
 
 test('a body over the ingest limit reaches the handler cut one byte past the limit, and it answers 413', async () => {
-  const res = await fetch(`${base}/callbacks/recording`, { method: 'POST', body: 'x'.repeat(20_000), headers: { 'content-type': 'text/plain' } });
+  const res = await fetch(`${base}/callbacks/recording`, {
+    method: 'POST',
+    body: 'x'.repeat(20_000),
+    headers: { 'content-type': 'text/plain' },
+  });
   expect(res.status).toBe(413);
   expect(events).toHaveLength(1);
   expect(events[0]!.body).toHaveLength(MAX_BODY + 1);
@@ -77,10 +95,14 @@ test('a body over the ingest limit reaches the handler cut one byte past the lim
 
 test('a body over the gateway payload limit is refused without calling the handler, and the server keeps serving', async () => {
   const status = await new Promise<number>((resolve, reject) => {
-    const req = httpRequest(`${base}/callbacks/recording`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    });
+    const req = httpRequest(
+      `${base}/callbacks/recording`,
+      { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
     // The client keeps sending; the server stops reading and closes the connection after its answer.
     req.on('error', reject);
     const chunk = Buffer.alloc(16 * 1024, 0x20);
@@ -111,7 +133,7 @@ test('while the stack is not ready, everything answers 503', async () => {
   expect(events).toHaveLength(0);
 });
 
-test('a handler that throws gets API Gateway\'s 500', async () => {
+test("a handler that throws gets API Gateway's 500", async () => {
   answer = async () => {
     throw new Error('boom');
   };

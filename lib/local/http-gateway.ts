@@ -37,7 +37,13 @@ export function createGateway(opts: GatewayOptions): Server {
   const maxPayloadBytes = opts.maxPayloadBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES;
   const keepBytes = opts.maxBodyBytes + 1;
 
-  const send = (res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer, cookies: string[] = []) => {
+  const send = (
+    res: ServerResponse,
+    status: number,
+    headers: Record<string, string>,
+    body: Buffer,
+    cookies: string[] = [],
+  ) => {
     if (res.headersSent || res.destroyed) return;
     res.statusCode = status;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
@@ -51,7 +57,9 @@ export function createGateway(opts: GatewayOptions): Server {
     res.setHeader('apigw-requestid', requestId);
     const path = (req.url ?? '/').split('?')[0];
     if (!opts.isReady()) {
-      const r = json(503, errorBody('not_ready', 'The local stack is starting or stopping; retry in a moment.'), { 'retry-after': '1' });
+      const r = json(503, errorBody('not_ready', 'The local stack is starting or stopping; retry in a moment.'), {
+        'retry-after': '1',
+      });
       return send(res, r.status, r.headers, r.body);
     }
     if (path === '/health' && req.method === 'GET') {
@@ -72,7 +80,10 @@ export function createGateway(opts: GatewayOptions): Server {
       result = await opts.handler(event);
     } catch (err) {
       // What API Gateway answers when the function fails.
-      opts.log.error('ingest_handler_failed', { requestId, error: err instanceof Error ? { name: err.name, message: err.message } : String(err) });
+      opts.log.error('ingest_handler_failed', {
+        requestId,
+        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      });
       const r = json(500, { message: 'Internal Server Error' });
       return send(res, r.status, r.headers, r.body);
     }
@@ -90,7 +101,11 @@ export function createGateway(opts: GatewayOptions): Server {
       total += chunk.length;
       if (total > maxPayloadBytes) {
         refused = true;
-        const r = json(413, errorBody('body_too_large', `The body is larger than the limit of ${opts.maxBodyBytes} bytes.`), { connection: 'close' });
+        const r = json(
+          413,
+          errorBody('body_too_large', `The body is larger than the limit of ${opts.maxBodyBytes} bytes.`),
+          { connection: 'close' },
+        );
         send(res, r.status, r.headers, r.body);
         // Stop reading: the rest of the upload is not wanted, and the connection closes after the answer.
         req.pause();

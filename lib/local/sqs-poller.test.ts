@@ -1,6 +1,12 @@
 // The event source mapping stand-in against a real SQS emulator (fauxqs): batches, deletes, retries and
 // the dead-letter queue after maxReceiveCount.
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { Logger } from '../log.ts';
@@ -16,7 +22,11 @@ const pollers: SqsPoller[] = [];
 beforeAll(async () => {
   server = await startFauxqs({ port: 0, logger: false });
   endpoint = `http://127.0.0.1:${server.port}`;
-  sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  sqs = new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
 });
 afterEach(async () => {
   await Promise.all(pollers.splice(0).map((p) => p.stop()));
@@ -30,7 +40,10 @@ function queues(maxReceiveCount: number) {
   n += 1;
   const dlq = server.createQueue(`poller-${n}-dlq`);
   const main = server.createQueue(`poller-${n}`, {
-    attributes: { VisibilityTimeout: '180', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
+    attributes: {
+      VisibilityTimeout: '180',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }),
+    },
   });
   const local = (url: string) => new URL(new URL(url).pathname, endpoint).href;
   return { main: local(main.queueUrl), mainArn: main.queueArn, dlq: local(dlq.queueUrl) };
@@ -38,22 +51,29 @@ function queues(maxReceiveCount: number) {
 
 async function send(queueUrl: string, bodies: string[]) {
   for (let i = 0; i < bodies.length; i += 10) {
-    await sqs.send(new SendMessageBatchCommand({
-      QueueUrl: queueUrl,
-      Entries: bodies.slice(i, i + 10).map((body, j) => ({
-        Id: String(j),
-        MessageBody: body,
-        MessageAttributes: { service: { DataType: 'String', StringValue: 'recording' }, receivedAt: { DataType: 'Number', StringValue: '1763798400000' } },
-      })),
-    }));
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: bodies.slice(i, i + 10).map((body, j) => ({
+          Id: String(j),
+          MessageBody: body,
+          MessageAttributes: {
+            service: { DataType: 'String', StringValue: 'recording' },
+            receivedAt: { DataType: 'Number', StringValue: '1763798400000' },
+          },
+        })),
+      }),
+    );
   }
 }
 
 async function depth(queueUrl: string) {
-  const { Attributes: a = {} } = await sqs.send(new GetQueueAttributesCommand({
-    QueueUrl: queueUrl,
-    AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-  }));
+  const { Attributes: a = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
   return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
 }
 
@@ -66,7 +86,11 @@ async function eventually(condition: () => boolean | Promise<boolean>, what: str
   throw new Error(`never happened: ${what}`);
 }
 
-function poller(q: ReturnType<typeof queues>, handler: SqsPollerOptions['handler'], over: Partial<SqsPollerOptions> = {}) {
+function poller(
+  q: ReturnType<typeof queues>,
+  handler: SqsPollerOptions['handler'],
+  over: Partial<SqsPollerOptions> = {},
+) {
   const p = startSqsPoller({
     sqs,
     queueUrl: q.main,
@@ -121,16 +145,29 @@ test('a record reported in batchItemFailures comes back, and after maxReceiveCou
   const q = queues(3);
   await send(q.main, ['good-1', 'poison', 'good-2']);
   const seen: Array<{ body: string; receiveCount: string }> = [];
-  const p = poller(q, async (event): Promise<SQSBatchResponse> => {
-    for (const r of event.Records) seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
-    return { batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({ itemIdentifier: r.messageId })) };
-  }, { batchingWindowMs: 0 });
+  const p = poller(
+    q,
+    async (event): Promise<SQSBatchResponse> => {
+      for (const r of event.Records) seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
+      return {
+        batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({
+          itemIdentifier: r.messageId,
+        })),
+      };
+    },
+    { batchingWindowMs: 0 },
+  );
 
   await eventually(async () => (await depth(q.dlq)).visible === 1, 'the poison message in the dead-letter queue');
   await p.stop();
 
   expect(seen.filter((s) => s.body === 'poison').map((s) => s.receiveCount)).toEqual(['1', '2', '3']);
-  expect(seen.filter((s) => s.body !== 'poison').map((s) => s.body).sort()).toEqual(['good-1', 'good-2']);
+  expect(
+    seen
+      .filter((s) => s.body !== 'poison')
+      .map((s) => s.body)
+      .sort(),
+  ).toEqual(['good-1', 'good-2']);
   expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
   const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlq, MessageAttributeNames: ['All'] }));
   expect(dead.Messages?.map((m) => m.Body)).toEqual(['poison']);
@@ -142,11 +179,15 @@ test('a handler that throws fails the whole batch: every record comes back', asy
   const q = queues(5);
   await send(q.main, ['a', 'b', 'c']);
   const calls: SQSEvent[] = [];
-  const p = poller(q, async (event) => {
-    calls.push(event);
-    if (calls.length === 1) throw new Error('worker crashed');
-    return { batchItemFailures: [] };
-  }, { batchingWindowMs: 300 });
+  const p = poller(
+    q,
+    async (event) => {
+      calls.push(event);
+      if (calls.length === 1) throw new Error('worker crashed');
+      return { batchItemFailures: [] };
+    },
+    { batchingWindowMs: 300 },
+  );
   await eventually(() => p.stats.succeeded === 3, 'the three records handled after the failure');
   await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
 
@@ -176,10 +217,19 @@ describe('failedMessageIds reads a partial batch response as Lambda does', () =>
     expect(failedMessageIds({ batchItemFailures: [] }, event)).toEqual({ ids: new Set(), wholeBatch: false });
   });
   test('the reported items fail', () => {
-    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'm2' }] }, event)).toEqual({ ids: new Set(['m2']), wholeBatch: false });
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'm2' }] }, event)).toEqual({
+      ids: new Set(['m2']),
+      wholeBatch: false,
+    });
   });
   test('an item not in the batch, or empty, fails the whole batch', () => {
-    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'other' }] }, event)).toEqual({ ids: new Set(['m1', 'm2']), wholeBatch: true });
-    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: '' }] }, event)).toEqual({ ids: new Set(['m1', 'm2']), wholeBatch: true });
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: 'other' }] }, event)).toEqual({
+      ids: new Set(['m1', 'm2']),
+      wholeBatch: true,
+    });
+    expect(failedMessageIds({ batchItemFailures: [{ itemIdentifier: '' }] }, event)).toEqual({
+      ids: new Set(['m1', 'm2']),
+      wholeBatch: true,
+    });
   });
 });

@@ -18,7 +18,7 @@ import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from
 import { Buffer } from 'node:buffer';
 import type { Logger } from '../log.ts';
 
-export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse | void>;
+export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
 
 export interface SqsPollerOptions {
   sqs: SQSClient;
@@ -109,7 +109,10 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
  * The messageIds to keep in the queue, as Lambda reads a partial batch response: nothing (or an empty
  * list) means all succeeded; an item that is empty or not in the batch fails the whole batch.
  */
-export function failedMessageIds(response: SQSBatchResponse | void | null | undefined, event: SQSEvent): { ids: Set<string>; wholeBatch: boolean } {
+export function failedMessageIds(
+  response: SQSBatchResponse | undefined | null | undefined,
+  event: SQSEvent,
+): { ids: Set<string>; wholeBatch: boolean } {
   const all = new Set(event.Records.map((r) => r.messageId));
   const items = response?.batchItemFailures;
   if (items === undefined || items === null) return { ids: new Set(), wholeBatch: false };
@@ -124,19 +127,29 @@ export function failedMessageIds(response: SQSBatchResponse | void | null | unde
 }
 
 export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
-  const stats: PollerStats = { batches: 0, records: 0, succeeded: 0, failed: 0, batchFailures: 0, largestBatch: 0, receiveErrors: 0 };
+  const stats: PollerStats = {
+    batches: 0,
+    records: 0,
+    succeeded: 0,
+    failed: 0,
+    batchFailures: 0,
+    largestBatch: 0,
+    receiveErrors: 0,
+  };
   const waitTimeSeconds = opts.waitTimeSeconds ?? 1;
   let stopping = false;
   let busy = 0;
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
-    const out = await opts.sqs.send(new ReceiveMessageCommand({
-      QueueUrl: opts.queueUrl,
-      MaxNumberOfMessages: Math.min(10, max),
-      WaitTimeSeconds: wait,
-      MessageSystemAttributeNames: ['All'],
-      MessageAttributeNames: ['All'],
-    }));
+    const out = await opts.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: opts.queueUrl,
+        MaxNumberOfMessages: Math.min(10, max),
+        WaitTimeSeconds: wait,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
+    );
     return out.Messages ?? [];
   };
 
@@ -179,26 +192,41 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     const failed = records.filter((r) => failedIds.has(r.messageId));
     for (const chunk of inChunksOf10(done)) {
       try {
-        const out = await opts.sqs.send(new DeleteMessageBatchCommand({
-          QueueUrl: opts.queueUrl,
-          Entries: chunk.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
-        }));
+        const out = await opts.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: opts.queueUrl,
+            Entries: chunk.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+          }),
+        );
         // Not deleted: it comes back and is applied again, which the worker tolerates (at-least-once).
-        if (out.Failed?.length) opts.log.warn('delete_failed', { count: out.Failed.length, reason: out.Failed[0]?.Message });
+        if (out.Failed?.length)
+          opts.log.warn('delete_failed', { count: out.Failed.length, reason: out.Failed[0]?.Message });
       } catch (err) {
-        opts.log.warn('delete_failed', { count: chunk.length, reason: err instanceof Error ? err.message : String(err) });
+        opts.log.warn('delete_failed', {
+          count: chunk.length,
+          reason: err instanceof Error ? err.message : String(err),
+        });
       }
     }
     if (opts.retryDelaySeconds === undefined || failed.length === 0) return;
     for (const chunk of inChunksOf10(failed)) {
       try {
-        await opts.sqs.send(new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: opts.queueUrl,
-          Entries: chunk.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle, VisibilityTimeout: opts.retryDelaySeconds })),
-        }));
+        await opts.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: opts.queueUrl,
+            Entries: chunk.map((r, i) => ({
+              Id: String(i),
+              ReceiptHandle: r.receiptHandle,
+              VisibilityTimeout: opts.retryDelaySeconds,
+            })),
+          }),
+        );
       } catch (err) {
         // The record then comes back after the queue's visibility time-out instead.
-        opts.log.warn('retry_delay_failed', { count: chunk.length, reason: err instanceof Error ? err.message : String(err) });
+        opts.log.warn('retry_delay_failed', {
+          count: chunk.length,
+          reason: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   };
@@ -212,10 +240,17 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     let failed: { ids: Set<string>; wholeBatch: boolean };
     try {
       failed = failedMessageIds(await opts.handler(event), event);
-      if (failed.wholeBatch) opts.log.error('batch_failed', { records: records.length, reason: 'batchItemFailures names an item that is not in the batch' });
+      if (failed.wholeBatch)
+        opts.log.error('batch_failed', {
+          records: records.length,
+          reason: 'batchItemFailures names an item that is not in the batch',
+        });
     } catch (err) {
       failed = { ids: new Set(records.map((r) => r.messageId)), wholeBatch: true };
-      opts.log.error('batch_failed', { records: records.length, error: err instanceof Error ? { name: err.name, message: err.message } : String(err) });
+      opts.log.error('batch_failed', {
+        records: records.length,
+        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      });
     }
     if (failed.wholeBatch) stats.batchFailures += 1;
     stats.failed += failed.ids.size;
@@ -227,7 +262,8 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         messageId: r.messageId,
         receiveCount,
         // The queue moves it at its next receive once the count has reached maxReceiveCount.
-        next: opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount ? 'dead-letter queue' : 'retry',
+        next:
+          opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount ? 'dead-letter queue' : 'retry',
         retryInS: opts.retryDelaySeconds,
       });
     }
@@ -244,7 +280,10 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       } catch (err) {
         stats.receiveErrors += 1;
         if (stopping) break;
-        opts.log.warn('receive_failed', { reason: err instanceof Error ? err.message : String(err), retryInMs: backoffMs });
+        opts.log.warn('receive_failed', {
+          reason: err instanceof Error ? err.message : String(err),
+          retryInMs: backoffMs,
+        });
         await sleep(backoffMs);
         backoffMs = Math.min(backoffMs * 2, 5000);
         continue;

@@ -12,7 +12,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SQSClient,
+  SetQueueAttributesCommand,
+} from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { readLocalStack, stackFilePath, type LocalStackInfo } from '../../cli/target.ts';
@@ -73,7 +78,10 @@ export interface LocalStack {
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 const SIGNATURE_MODES: readonly SignatureMode[] = ['enforce', 'report', 'off'];
 
-function resolveSecrets(opts: LocalStackOptions, env: NodeJS.ProcessEnv): { json: string; appKeys: string[]; source: LocalStack['secretsSource'] } {
+function resolveSecrets(
+  opts: LocalStackOptions,
+  env: NodeJS.ProcessEnv,
+): { json: string; appKeys: string[]; source: LocalStack['secretsSource'] } {
   let json: string;
   let source: LocalStack['secretsSource'];
   if (opts.secrets) {
@@ -93,7 +101,8 @@ function resolveSecrets(opts: LocalStackOptions, env: NodeJS.ProcessEnv): { json
 
 function resolveMode(opts: LocalStackOptions, env: NodeJS.ProcessEnv): SignatureMode {
   const raw = (opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce').trim().toLowerCase();
-  if (!SIGNATURE_MODES.includes(raw as SignatureMode)) throw new Error(`signature mode must be enforce, report or off, not ${JSON.stringify(raw)}`);
+  if (!SIGNATURE_MODES.includes(raw as SignatureMode))
+    throw new Error(`signature mode must be enforce, report or off, not ${JSON.stringify(raw)}`);
   return raw as SignatureMode;
 }
 
@@ -152,10 +161,14 @@ async function ensureQueues(sqs: SQSClient, endpoint: string, names: ReturnType<
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
     const url = new URL(new URL(QueueUrl!).pathname, endpoint).href;
     await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+    );
     return { url, arn: Attributes!.QueueArn! };
   };
-  const dlq = await create(names.deadLetterQueue, { MessageRetentionPeriod: String(queueSettings.deadLetterRetentionS) });
+  const dlq = await create(names.deadLetterQueue, {
+    MessageRetentionPeriod: String(queueSettings.deadLetterRetentionS),
+  });
   const main = await create(names.queue, {
     VisibilityTimeout: String(queueSettings.visibilityTimeoutS),
     MessageRetentionPeriod: String(queueSettings.retentionS),
@@ -167,7 +180,7 @@ async function ensureQueues(sqs: SQSClient, endpoint: string, names: ReturnType<
 async function writeStackFile(file: string, info: LocalStackInfo): Promise<void> {
   await mkdir(dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(info, null, 2) + '\n', 'utf8');
+  await writeFile(tmp, `${JSON.stringify(info, null, 2)}\n`, 'utf8');
   await rename(tmp, file);
 }
 
@@ -193,7 +206,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const names = resourceNames(LOCAL_STAGE);
 
   const running = readLocalStack(cwd);
-  if (running) throw new Error(`a local stack is already running for ${cwd} (pid ${running.pid}, ${running.url}); stop it first`);
+  if (running)
+    throw new Error(`a local stack is already running for ${cwd} (pid ${running.pid}, ${running.url}); stop it first`);
 
   const restoreSink: LogSink | null = opts.quiet ? setLogSink(() => {}) : null;
   let ready = false;
@@ -245,7 +259,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
 
     if (dataDir) await mkdir(join(dataDir, 'dynamodb'), { recursive: true });
-    dynamoServer = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, ...(dataDir ? { path: join(dataDir, 'dynamodb') } : {}) });
+    dynamoServer = dynalite({
+      createTableMs: 0,
+      deleteTableMs: 0,
+      updateTableMs: 0,
+      ...(dataDir ? { path: join(dataDir, 'dynamodb') } : {}),
+    });
     const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
     const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
 

@@ -2,14 +2,36 @@ import type { Task } from '../domain/task.ts';
 import { diffTask } from './diff.ts';
 
 const file = (fileName: string, over: Partial<Task['files'][number]> = {}): Task['files'][number] => ({
-  fileName, size: 100, url: `https://s/${fileName}`, upload: 'uploaded', code: 200, message: 'success', attempts: 1, purgeAt: null, ...over,
+  fileName,
+  size: 100,
+  url: `https://s/${fileName}`,
+  upload: 'uploaded',
+  code: 200,
+  message: 'success',
+  attempts: 1,
+  purgeAt: null,
+  ...over,
 });
 
 const expected: Task = {
-  service: 'recording', id: 'rec-1', appKey: 'demo-app', roomId: 'room-1', sessionId: 's1', userId: null,
-  status: 'completed', startedAt: 1000, endedAt: 5000, updatedAt: 6000, extra: null,
-  config: { slicesMin: 60, trigger: 1 }, mode: 3, modeName: 'mix-audio-video', startFileName: 'a.mp4',
-  files: [file('a.mp4'), file('b.mp4'), file('name.mp4')], lastError: null, eventCount: 7,
+  service: 'recording',
+  id: 'rec-1',
+  appKey: 'demo-app',
+  roomId: 'room-1',
+  sessionId: 's1',
+  userId: null,
+  status: 'completed',
+  startedAt: 1000,
+  endedAt: 5000,
+  updatedAt: 6000,
+  extra: null,
+  config: { slicesMin: 60, trigger: 1 },
+  mode: 3,
+  modeName: 'mix-audio-video',
+  startFileName: 'a.mp4',
+  files: [file('a.mp4'), file('b.mp4'), file('name.mp4')],
+  lastError: null,
+  eventCount: 7,
 };
 const copy = (): Task => JSON.parse(JSON.stringify(expected));
 

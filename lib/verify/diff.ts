@@ -58,11 +58,13 @@ function diffFiles(expected: readonly FileView[], actual: readonly FileView[], o
       return;
     }
     for (const [key, value] of Object.entries(file)) {
-      if (key !== 'fileName') diffValues(`${label}.${key}`, value, (found as unknown as Record<string, unknown>)[key], out);
+      if (key !== 'fileName')
+        diffValues(`${label}.${key}`, value, (found as unknown as Record<string, unknown>)[key], out);
     }
   });
   for (const file of actual) {
-    if (!expectedNames.has(file.fileName)) out.push(`files (${file.fileName}): unexpected, upload ${show(file.upload)}`);
+    if (!expectedNames.has(file.fileName))
+      out.push(`files (${file.fileName}): unexpected, upload ${show(file.upload)}`);
   }
 }
 

@@ -102,7 +102,12 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
       }
     });
     pending = stillPending;
-    opts.onRound?.({ round: rounds, checked: opts.expected.length, matched: opts.expected.length - pending.length, drained });
+    opts.onRound?.({
+      round: rounds,
+      checked: opts.expected.length,
+      matched: opts.expected.length - pending.length,
+      drained,
+    });
 
     if (pending.length === 0) break;
     const now = Date.now();

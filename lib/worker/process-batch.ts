@@ -19,7 +19,10 @@ export interface WorkerDeps {
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 
-export async function processBatch(event: SQSEvent, deps: WorkerDeps): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
+export async function processBatch(
+  event: SQSEvent,
+  deps: WorkerDeps,
+): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
   const records = event.Records ?? [];
   const outcomes: RecordOutcome[] = new Array(records.length);
   const failures: { itemIdentifier: string }[] = [];
@@ -82,13 +85,23 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   } catch (err) {
     // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
     // can never be read here: retrying it would only fail again, so it is kept aside.
-    const reason = err instanceof RangeError ? 'the body is nested too deeply to be read' : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
+    const reason =
+      err instanceof RangeError
+        ? 'the body is nested too deeply to be read'
+        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
     return quarantine(msg, deps, 'invalid_callback', reason, null, null);
   }
   if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
   const cb = parsed.callback;
   if (msg.verdict === 'invalid') {
-    return quarantine(msg, deps, 'invalid_signature', 'the signature did not match any configured secret', cb.appKey, cb.id);
+    return quarantine(
+      msg,
+      deps,
+      'invalid_signature',
+      'the signature did not match any configured secret',
+      cb.appKey,
+      cb.id,
+    );
   }
   try {
     const result = await deps.store.applyCallback(toDelivered(msg, cb));
@@ -183,7 +196,11 @@ async function quarantine(
     });
     return 'quarantined';
   } catch (err) {
-    deps.log.error('callback_failed', { messageId: msg.messageId, reason, error: err instanceof Error ? err.message : String(err) });
+    deps.log.error('callback_failed', {
+      messageId: msg.messageId,
+      reason,
+      error: err instanceof Error ? err.message : String(err),
+    });
     return 'failed';
   }
 }

@@ -28,7 +28,16 @@ import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
 import { startRestartableDynamo } from './support/restartable-dynamo.ts';
-import { deliverUntilDone, distinctAcknowledged, expectTasksExact, isolate, quarantined, sampleRun, storedEvents, withApply } from './support/runs.ts';
+import {
+  deliverUntilDone,
+  distinctAcknowledged,
+  expectTasksExact,
+  isolate,
+  quarantined,
+  sampleRun,
+  storedEvents,
+  withApply,
+} from './support/runs.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const SECRET = 'faults-secret-5b1e';
@@ -57,59 +66,62 @@ afterEach(() => {
 describe('DynamoDB unreachable for a while during a run', () => {
   const sample = sampleRun(7, { recordings: 2, screenshots: 2, maxExtra: 6 });
 
-  test.each([2, 25, 60])('stopped after %i writes, restarted on the same port and files: failed records redelivered, state equals the fold', async (k) => {
-    const db = await startRestartableDynamo(join(dir, `dynamo-${k}`));
-    try {
-      const { lifecycles, deliveries } = isolate(sample, 'ddb');
-      let writes = 0;
-      let stopping: Promise<void> | null = null;
-      // Stops the server as the k-th write goes out, without waiting: requests in flight race the close.
-      const client = new Proxy(db.client, {
-        get(target, prop, receiver) {
-          if (prop !== 'send') return Reflect.get(target, prop, receiver);
-          return (command: { constructor: { name: string } }) => {
-            if (WRITES.has(command.constructor.name) && ++writes === k) stopping = db.stop();
-            return (target.send as (c: unknown) => Promise<unknown>)(command);
-          };
-        },
-      }) as DynamoDBClient;
-      const store = new DynamoTaskStore({ client, tableName: db.tableName });
-      const records = deliveries.map((d) => sqsRecord(d.service, d.body));
-      for (const d of deliveries) logs.body(JSON.stringify(d.body));
+  test.each([2, 25, 60])(
+    'stopped after %i writes, restarted on the same port and files: failed records redelivered, state equals the fold',
+    async (k) => {
+      const db = await startRestartableDynamo(join(dir, `dynamo-${k}`));
+      try {
+        const { lifecycles, deliveries } = isolate(sample, 'ddb');
+        let writes = 0;
+        let stopping: Promise<void> | null = null;
+        // Stops the server as the k-th write goes out, without waiting: requests in flight race the close.
+        const client = new Proxy(db.client, {
+          get(target, prop, receiver) {
+            if (prop !== 'send') return Reflect.get(target, prop, receiver);
+            return (command: { constructor: { name: string } }) => {
+              if (WRITES.has(command.constructor.name) && ++writes === k) stopping = db.stop();
+              return (target.send as (c: unknown) => Promise<unknown>)(command);
+            };
+          },
+        }) as DynamoDBClient;
+        const store = new DynamoTaskStore({ client, tableName: db.tableName });
+        const records = deliveries.map((d) => sqsRecord(d.service, d.body));
+        for (const d of deliveries) logs.body(JSON.stringify(d.body));
 
-      let pending = records;
-      let failedDuringOutage = 0;
-      let batchesDuringOutage = 0;
-      for (let round = 0; pending.length > 0 && round < 10; round++) {
-        const failed: typeof records = [];
-        for (let i = 0; i < pending.length; i += 4) {
-          const batch = pending.slice(i, i + 4);
-          const down = !db.running();
-          const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
-          const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-          if (down) {
-            // With DynamoDB gone nothing can be acknowledged: every record of the batch comes back.
-            expect(ids.size).toBe(batch.length);
-            failedDuringOutage += ids.size;
-            batchesDuringOutage += 1;
+        let pending = records;
+        let failedDuringOutage = 0;
+        let batchesDuringOutage = 0;
+        for (let round = 0; pending.length > 0 && round < 10; round++) {
+          const failed: typeof records = [];
+          for (let i = 0; i < pending.length; i += 4) {
+            const batch = pending.slice(i, i + 4);
+            const down = !db.running();
+            const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
+            const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+            if (down) {
+              // With DynamoDB gone nothing can be acknowledged: every record of the batch comes back.
+              expect(ids.size).toBe(batch.length);
+              failedDuringOutage += ids.size;
+              batchesDuringOutage += 1;
+            }
+            failed.push(...batch.filter((r) => ids.has(r.messageId)));
           }
-          failed.push(...batch.filter((r) => ids.has(r.messageId)));
+          if (stopping) {
+            await stopping;
+            stopping = null;
+            await db.start();
+          }
+          pending = failed;
         }
-        if (stopping) {
-          await stopping;
-          stopping = null;
-          await db.start();
-        }
-        pending = failed;
+        expect(pending).toEqual([]);
+        expect(batchesDuringOutage).toBeGreaterThan(0);
+        expect(failedDuringOutage).toBeGreaterThan(0);
+        await expectTasksExact(new DynamoTaskStore({ client: db.client, tableName: db.tableName }), lifecycles);
+      } finally {
+        await db.close();
       }
-      expect(pending).toEqual([]);
-      expect(batchesDuringOutage).toBeGreaterThan(0);
-      expect(failedDuringOutage).toBeGreaterThan(0);
-      await expectTasksExact(new DynamoTaskStore({ client: db.client, tableName: db.tableName }), lifecycles);
-    } finally {
-      await db.close();
-    }
-  });
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -128,7 +140,11 @@ describe('a worker that dies after k writes of a batch', () => {
     // Records one at a time in the dying invocation, so that "after k writes" is one precise moment.
     const probe = isolate(sample, 'probe');
     const counter = faultyClient(db.client, { failWrite: 0, when: 'after' });
-    await processBatch(sqsEvent(probe.deliveries.map((d) => sqsRecord(d.service, d.body))), { store: new DynamoTaskStore({ client: counter.client, tableName: db.tableName }), log, concurrency: 1 });
+    await processBatch(sqsEvent(probe.deliveries.map((d) => sqsRecord(d.service, d.body))), {
+      store: new DynamoTaskStore({ client: counter.client, tableName: db.tableName }),
+      log,
+      concurrency: 1,
+    });
     const total = counter.writes();
     expect(total).toBeGreaterThan(probe.deliveries.length);
 
@@ -141,11 +157,18 @@ describe('a worker that dies after k writes of a batch', () => {
         get(target, prop, receiver) {
           if (prop !== 'send') return Reflect.get(target, prop, receiver);
           const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-          return (command: unknown) => (faulty.fired() ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' })) : send(command));
+          return (command: unknown) =>
+            faulty.fired()
+              ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
+              : send(command);
         },
       });
       // Its answer never reaches the event source mapping: Lambda makes the whole batch visible again.
-      await processBatch(sqsEvent(records), { store: new DynamoTaskStore({ client: dead, tableName: db.tableName }), log, concurrency: 1 });
+      await processBatch(sqsEvent(records), {
+        store: new DynamoTaskStore({ client: dead, tableName: db.tableName }),
+        log,
+        concurrency: 1,
+      });
       expect(faulty.fired()).toBe(true);
 
       const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
@@ -167,13 +190,18 @@ describe('SQS unreachable at ingest', () => {
     pipeline = await startPipeline({
       secretsJson: { 'demo-app': [SECRET] },
       sqsDataDir: join(dir, 'sqs'),
-      wrapIngest: (handler) => async (event: APIGatewayProxyEventV2): Promise<IngestResponse> => {
-        const res = await handler(event);
-        answers.push({ status: res.statusCode, code: res.statusCode === 200 ? null : JSON.parse(res.body).error.code });
-        // The queue comes back once the senders have met the outage a few times.
-        if (answers.filter((a) => a.status === 503).length === OUTAGE_503S) restart ??= pipeline.startSqs();
-        return res;
-      },
+      wrapIngest:
+        (handler) =>
+        async (event: APIGatewayProxyEventV2): Promise<IngestResponse> => {
+          const res = await handler(event);
+          answers.push({
+            status: res.statusCode,
+            code: res.statusCode === 200 ? null : JSON.parse(res.body).error.code,
+          });
+          // The queue comes back once the senders have met the outage a few times.
+          if (answers.filter((a) => a.status === 503).length === OUTAGE_503S) restart ??= pipeline.startSqs();
+          return res;
+        },
     });
   });
   afterAll(async () => {
@@ -181,7 +209,15 @@ describe('SQS unreachable at ingest', () => {
   });
 
   test('503 queue_unavailable while it is down, then the sender retries get every callback through; verify passes', async () => {
-    const run = generateRun({ seed: 'sqs-outage', recordings: 4, screenshots: 2, appKey: 'demo-app', compress: 3600, duplicates: 0.15, reorderWindowMs: 50 });
+    const run = generateRun({
+      seed: 'sqs-outage',
+      recordings: 4,
+      screenshots: 2,
+      appKey: 'demo-app',
+      compress: 3600,
+      duplicates: 0.15,
+      reorderWindowMs: 50,
+    });
     await pipeline.stopSqs();
     const report = await sendAll({
       url: pipeline.url,
@@ -202,13 +238,24 @@ describe('SQS unreachable at ingest', () => {
     const failures = answers.filter((a) => a.status !== 200);
     expect(failures.length).toBeGreaterThanOrEqual(OUTAGE_503S);
     expect(new Set(failures.map((a) => `${a.status} ${a.code}`))).toEqual(new Set(['503 queue_unavailable']));
-    expect(report.summary).toMatchObject({ callbacks: run.sends.length, delivered: run.sends.length, undelivered: 0, status4xx: 0 });
+    expect(report.summary).toMatchObject({
+      callbacks: run.sends.length,
+      delivered: run.sends.length,
+      undelivered: 0,
+      status4xx: 0,
+    });
     expect(report.summary.status5xx).toBe(failures.length);
     expect(report.summary.retried).toBeGreaterThanOrEqual(failures.length);
 
     const expected = expectedTasks(report.results);
     await waitFor('the queue to drain', () => pipeline.idle());
-    const result = await verifyTasks({ expected, getTask: (id) => pipeline.store.getTask(id), waitForDrain: () => pipeline.idle(), timeoutMs: 30_000, settleMs: 200 });
+    const result = await verifyTasks({
+      expected,
+      getTask: (id) => pipeline.store.getTask(id),
+      waitForDrain: () => pipeline.idle(),
+      timeoutMs: 30_000,
+      settleMs: 200,
+    });
     expect(result).toMatchObject({ ok: true, checked: 6, matched: 6 });
     const counts = await storedEvents(pipeline.store, expected);
     const distinct = distinctAcknowledged(report.results);
@@ -232,15 +279,27 @@ function cli(cwd: string, args: string[]): Promise<CliRun> {
     if (v !== undefined && !/^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|FORCE_COLOR)/.test(k)) env[k] = v;
   }
   return new Promise((resolve) => {
-    execFile(join(root, 'node_modules/.bin/node'), [join(root, 'bin/callbacks.js'), ...args], { cwd, env, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      join(root, 'node_modules/.bin/node'),
+      [join(root, 'bin/callbacks.js'), ...args],
+      { cwd, env, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 describe('a poison message', () => {
   const MAX_RECEIVES = 5;
-  const run = generateRun({ seed: 'poison', recordings: 3, screenshots: 2, appKey: 'demo-app', compress: 3600, duplicates: 0.2 });
+  const run = generateRun({
+    seed: 'poison',
+    recordings: 3,
+    screenshots: 2,
+    appKey: 'demo-app',
+    compress: 3600,
+    duplicates: 0.2,
+  });
   const poisonId = run.sends.find((s) => s.service === 'recording')!.taskId;
   let broken = true;
   let poisonedAttempts = 0;
@@ -269,19 +328,34 @@ describe('a poison message', () => {
   });
 
   test('reaches the dead-letter queue after maxReceiveCount receives; fixed, `callbacks dlq redrive`, then `callbacks verify` passes with exact counts', async () => {
-    const report = await sendAll({ url: pipeline.url, sends: run.sends, random: createRandom('poison/sender'), secret: SECRET, followSchedule: false, concurrency: 4 });
+    const report = await sendAll({
+      url: pipeline.url,
+      sends: run.sends,
+      random: createRandom('poison/sender'),
+      secret: SECRET,
+      followSchedule: false,
+      concurrency: 4,
+    });
     expect(report.summary.undelivered).toBe(0);
     for (const s of run.sends) logs.body(JSON.stringify(s.body));
     const poisonMessages = run.sends.filter((s) => s.taskId === poisonId).length;
     expect(poisonMessages).toBeGreaterThan(1);
 
     // Each message of the poisoned task is received maxReceiveCount times, fails each time, then moves.
-    await waitFor('the poisoned messages to reach the dead-letter queue', async () => (await queueDepth(pipeline.sqs, pipeline.dlqUrl)).visible === poisonMessages && (await pipeline.idle()));
+    await waitFor(
+      'the poisoned messages to reach the dead-letter queue',
+      async () =>
+        (await queueDepth(pipeline.sqs, pipeline.dlqUrl)).visible === poisonMessages && (await pipeline.idle()),
+    );
     expect(poisonedAttempts).toBe(poisonMessages * MAX_RECEIVES);
     const expected = expectedTasks(report.results);
     const others = expected.filter((t) => t.id !== poisonId);
     // The other tasks were not held up by it.
-    const partial = await verifyTasks({ expected: others, getTask: (id) => pipeline.store.getTask(id), timeoutMs: 10_000 });
+    const partial = await verifyTasks({
+      expected: others,
+      getTask: (id) => pipeline.store.getTask(id),
+      timeoutMs: 10_000,
+    });
     expect(partial).toMatchObject({ ok: true, checked: 4 });
     expect(await pipeline.store.getTask(poisonId)).toBeNull();
 
@@ -293,13 +367,24 @@ describe('a poison message', () => {
     broken = false;
     const redrive = await cli(cwd, ['dlq', 'redrive', '--yes', '--json']);
     expect({ code: redrive.code, stderr: redrive.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(redrive.stdout)).toEqual({ from: pipeline.dlqUrl, to: pipeline.queueUrl, moved: poisonMessages, failed: [], notDeleted: [] });
+    expect(JSON.parse(redrive.stdout)).toEqual({
+      from: pipeline.dlqUrl,
+      to: pipeline.queueUrl,
+      moved: poisonMessages,
+      failed: [],
+      notDeleted: [],
+    });
 
     const expectFile = join(cwd, 'expect.json');
     await writeExpectFile(expectFile, expected);
     const verified = await cli(cwd, ['verify', '--expect', expectFile, '--json', '--timeout', '60s']);
     expect({ code: verified.code, stderr: verified.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, checked: expected.length, matched: expected.length, diffs: [] });
+    expect(JSON.parse(verified.stdout)).toMatchObject({
+      ok: true,
+      checked: expected.length,
+      matched: expected.length,
+      diffs: [],
+    });
 
     expect(await queueDepth(pipeline.sqs, pipeline.dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
     const poisoned = await pipeline.store.getTask(poisonId);

@@ -19,7 +19,16 @@ import { Attr, type Service, type SignatureMode } from '../../lib/queue-message.
 import { computeSignature } from '../../lib/sign.ts';
 import { bodyText, httpApiEvent, memoryQueue, type EventInput, type MemoryQueue } from './support/http-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
-import { accepted, contractCodes, judgeBody, judgeSignature, refused, routeOf, sqsCanCarry, type Expected } from './support/oracle.ts';
+import {
+  accepted,
+  contractCodes,
+  judgeBody,
+  judgeSignature,
+  refused,
+  routeOf,
+  sqsCanCarry,
+  type Expected,
+} from './support/oracle.ts';
 
 const NOW = 1_763_798_500_000;
 const MAX_BYTES = 65_536;
@@ -36,7 +45,7 @@ const prototypeNames = Object.getOwnPropertyNames(Object.prototype).sort();
 
 beforeAll(() => {
   logs = captureLogs();
-  for (const list of Object.values(SECRETS)) list.forEach((s) => logs.secret(s));
+  for (const list of Object.values(SECRETS)) for (const s of list) logs.secret(s);
 });
 
 afterAll(() => {
@@ -57,7 +66,10 @@ async function call(event: APIGatewayProxyEventV2, deps: IngestDependencies): Pr
 }
 
 /** The shape every answer must have, whatever was asked. */
-function expectWellFormed(res: IngestResponse, allowed: Readonly<Record<string, number>> = contractCodes): string | null {
+function expectWellFormed(
+  res: IngestResponse,
+  allowed: Readonly<Record<string, number>> = contractCodes,
+): string | null {
   expect(res.statusCode).not.toBe(500);
   expect(res.headers['content-type']).toBe('application/json');
   if (res.statusCode === 200) {
@@ -77,7 +89,14 @@ function expectWellFormed(res: IngestResponse, allowed: Readonly<Record<string, 
 }
 
 /** The answer equals the oracle's; on 200 exactly one message holds the body as received. */
-function expectAnswer(res: IngestResponse, expected: Expected, queue: MemoryQueue, before: number, service: Service, verdict: string) {
+function expectAnswer(
+  res: IngestResponse,
+  expected: Expected,
+  queue: MemoryQueue,
+  before: number,
+  service: Service,
+  verdict: string,
+) {
   const code = expectWellFormed(res);
   if (expected.ok) {
     expect({ status: res.statusCode, code }).toEqual({ status: 200, code: null });
@@ -101,17 +120,72 @@ function expectAnswer(res: IngestResponse, expected: Expected, queue: MemoryQueu
 /** Any UTF-16 code unit, lone surrogates and non-characters included. */
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
 const oddCharacter = fc.constantFrom(
-  '\u0000', '\u0001', '\u001f', '\u007f', '\u0085', '\u00a0', '\u2028', '\u2029', '\u200b', '\u200d', '\u202e',
-  '\ufeff', '\ufffd', '\ufffe', '\uffff', '\ud800', '\udfff', '\ud83d\ude00', 'e\u0301', '\u{10ffff}', '\u{1f1eb}\u{1f1f7}',
-  '"', '\\', '/', '\n', '\r', '\t', '{', '}', '[', ']', ':', ',',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\u0085',
+  '\u00a0',
+  '\u2028',
+  '\u2029',
+  '\u200b',
+  '\u200d',
+  '\u202e',
+  '\ufeff',
+  '\ufffd',
+  '\ufffe',
+  '\uffff',
+  '\ud800',
+  '\udfff',
+  '\ud83d\ude00',
+  'e\u0301',
+  '\u{10ffff}',
+  '\u{1f1eb}\u{1f1f7}',
+  '"',
+  '\\',
+  '/',
+  '\n',
+  '\r',
+  '\t',
+  '{',
+  '}',
+  '[',
+  ']',
+  ':',
+  ',',
 );
 const oddString = (maxLength: number) =>
-  fc.string({ unit: fc.oneof({ weight: 3, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: codeUnit }, { weight: 1, arbitrary: oddCharacter }), maxLength });
+  fc.string({
+    unit: fc.oneof(
+      { weight: 3, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 }) },
+      { weight: 1, arbitrary: codeUnit },
+      { weight: 1, arbitrary: oddCharacter },
+    ),
+    maxLength,
+  });
 
 /** A JSON number token, extremes included; some parse to Infinity, -0 or a rounded integer. */
 const numberToken = fc.oneof(
-  fc.constantFrom('0', '-0', '1e308', '-1e308', '1e400', '-1e400', '5e-324', '1e-400', '9007199254740993', '123456789012345678901234567890',
-    '4.0000000000000001', '3.9999999999999999', '1E0', '40e-1', '0.4e1', '-1', '0.5', '1.7976931348623157e308'),
+  fc.constantFrom(
+    '0',
+    '-0',
+    '1e308',
+    '-1e308',
+    '1e400',
+    '-1e400',
+    '5e-324',
+    '1e-400',
+    '9007199254740993',
+    '123456789012345678901234567890',
+    '4.0000000000000001',
+    '3.9999999999999999',
+    '1E0',
+    '40e-1',
+    '0.4e1',
+    '-1',
+    '0.5',
+    '1.7976931348623157e308',
+  ),
   fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => JSON.stringify(n)),
   fc.integer().map(String),
 );
@@ -127,7 +201,18 @@ const stringToken = (maxLength = 40) =>
   );
 
 const keyToken = fc.oneof(
-  fc.constantFrom('"__proto__"', '"constructor"', '"prototype"', '"toString"', '"valueOf"', '"hasOwnProperty"', '"__defineGetter__"', '""', '"type"', '"appKey"'),
+  fc.constantFrom(
+    '"__proto__"',
+    '"constructor"',
+    '"prototype"',
+    '"toString"',
+    '"valueOf"',
+    '"hasOwnProperty"',
+    '"__defineGetter__"',
+    '""',
+    '"type"',
+    '"appKey"',
+  ),
   stringToken(12),
 );
 
@@ -139,30 +224,73 @@ const jsonText: fc.Arbitrary<string> = fc.letrec<{ value: string }>((tie) => ({
     stringToken(),
     fc.constantFrom('true', 'false', 'null'),
     fc.array(tie('value'), { maxLength: 5 }).map((xs) => `[${xs.join(',')}]`),
-    fc.array(fc.tuple(keyToken, tie('value')), { maxLength: 6 }).map((kv) => `{${kv.map(([k, v]) => `${k}:${v}`).join(',')}}`),
+    fc
+      .array(fc.tuple(keyToken, tie('value')), { maxLength: 6 })
+      .map((kv) => `{${kv.map(([k, v]) => `${k}:${v}`).join(',')}}`),
   ),
 })).value;
 
 /** Nesting far deeper than any parser recursion limit a naive walker would survive. */
-const deepJson = fc.tuple(fc.integer({ min: 100, max: 20_000 }), fc.constantFrom('[', '{"a":')).map(([depth, open]) =>
-  open === '[' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`,
-);
+const deepJson = fc
+  .tuple(fc.integer({ min: 100, max: 20_000 }), fc.constantFrom('[', '{"a":'))
+  .map(([depth, open]) =>
+    open === '[' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`,
+  );
 
 /** A string near the size limit, in one- to four-byte characters, so that bytes and characters differ. */
-const hugeString = fc.tuple(fc.integer({ min: 16_000, max: 66_000 }), fc.constantFrom('a', 'é', '€', '😀', '\\n')).map(([bytes, ch]) => {
-  const width = Buffer.byteLength(ch === '\\n' ? '\\n' : ch, 'utf8');
-  return `"${ch.repeat(Math.floor(bytes / width))}"`;
-});
+const hugeString = fc
+  .tuple(fc.integer({ min: 16_000, max: 66_000 }), fc.constantFrom('a', 'é', '€', '😀', '\\n'))
+  .map(([bytes, ch]) => {
+    const width = Buffer.byteLength(ch === '\\n' ? '\\n' : ch, 'utf8');
+    return `"${ch.repeat(Math.floor(bytes / width))}"`;
+  });
 
 const typeToken = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom('1', '2', '3', '4', '"1"', '"2"', '"3"', '"4"', '" 4 "', '"4.0"', '4.0', '1E0', '40e-1') },
-  { weight: 2, arbitrary: fc.constantFrom('0', '5', '-1', '"x"', '""', 'null', 'true', '[]', '{}', '[4]', '"1e0"', '"0x4"', '"4 4"', '1.5', '"+4"') },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom('1', '2', '3', '4', '"1"', '"2"', '"3"', '"4"', '" 4 "', '"4.0"', '4.0', '1E0', '40e-1'),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '0',
+      '5',
+      '-1',
+      '"x"',
+      '""',
+      'null',
+      'true',
+      '[]',
+      '{}',
+      '[4]',
+      '"1e0"',
+      '"0x4"',
+      '"4 4"',
+      '1.5',
+      '"+4"',
+    ),
+  },
   { weight: 1, arbitrary: numberToken },
   { weight: 1, arbitrary: stringToken(6) },
 );
 const appKeyToken = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom('"demo-app"', '"app-b"', '"other-app"', '"app with spaces"', '"应用"') },
-  { weight: 3, arbitrary: fc.constantFrom('""', '"   "', '1', 'null', '[]', '{}', '"a\\u0001b"', '"\\ud800"', '"a\\tb"', '"\\u0085"', '"\\ufffe"') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '""',
+      '"   "',
+      '1',
+      'null',
+      '[]',
+      '{}',
+      '"a\\u0001b"',
+      '"\\ud800"',
+      '"a\\tb"',
+      '"\\u0085"',
+      '"\\ufffe"',
+    ),
+  },
   { weight: 2, arbitrary: stringToken(20) },
   { weight: 1, arbitrary: hugeString },
 );
@@ -172,7 +300,11 @@ const idToken = fc.oneof(
   { weight: 2, arbitrary: stringToken(20) },
   { weight: 1, arbitrary: hugeString },
 );
-const extraValue = fc.oneof({ weight: 5, arbitrary: jsonText }, { weight: 1, arbitrary: deepJson }, { weight: 1, arbitrary: hugeString });
+const extraValue = fc.oneof(
+  { weight: 5, arbitrary: jsonText },
+  { weight: 1, arbitrary: deepJson },
+  { weight: 1, arbitrary: hugeString },
+);
 /** Keys that would pollute a prototype if a parser or merge assigned them naively. */
 const pollution = fc.constantFrom(
   '"__proto__":{"polluted":"yes","type":1}',
@@ -191,7 +323,13 @@ const nearCallbackText = fc
     recordId: fc.option(idToken, { freq: 3 }),
     imageId: fc.option(idToken, { freq: 3 }),
     repeatedType: fc.option(typeToken, { freq: 1 }),
-    extras: fc.array(fc.oneof(fc.tuple(keyToken, extraValue).map(([k, v]) => `${k}:${v}`), pollution), { maxLength: 4 }),
+    extras: fc.array(
+      fc.oneof(
+        fc.tuple(keyToken, extraValue).map(([k, v]) => `${k}:${v}`),
+        pollution,
+      ),
+      { maxLength: 4 },
+    ),
     seed: fc.nat(),
   })
   .map((r) => {
@@ -211,46 +349,100 @@ const nearCallbackText = fc
 
 /** Whatever surrounds a JSON text on the wire: whitespace, a BOM, trailing garbage. */
 const framed = (text: fc.Arbitrary<string>) =>
-  fc.tuple(fc.constantFrom('', '', '', ' ', '\n\t', '\ufeff'), text, fc.constantFrom('', '', '', ' \r\n', 'x', '}', '\u0000')).map(([a, t, b]) => a + t + b);
+  fc
+    .tuple(
+      fc.constantFrom('', '', '', ' ', '\n\t', '\ufeff'),
+      text,
+      fc.constantFrom('', '', '', ' \r\n', 'x', '}', '\u0000'),
+    )
+    .map(([a, t, b]) => a + t + b);
 
 type Body = string | Uint8Array;
 const bodyArb: fc.Arbitrary<{ body: Body | undefined; base64: boolean }> = fc.oneof(
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((b) => ({ body: b, base64: true })) },
   { weight: 1, arbitrary: oddString(200).map((s) => ({ body: s, base64: false })) },
-  { weight: 1, arbitrary: fc.constantFrom<{ body: Body | undefined; base64: boolean }>({ body: undefined, base64: false }, { body: '', base64: false }, { body: '', base64: true }, { body: '   ', base64: false }) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<{ body: Body | undefined; base64: boolean }>(
+      { body: undefined, base64: false },
+      { body: '', base64: false },
+      { body: '', base64: true },
+      { body: '   ', base64: false },
+    ),
+  },
   { weight: 2, arbitrary: fc.tuple(framed(jsonText), fc.boolean()).map(([s, b]) => ({ body: s, base64: b })) },
   { weight: 1, arbitrary: deepJson.map((s) => ({ body: s, base64: false })) },
   { weight: 6, arbitrary: fc.tuple(framed(nearCallbackText), fc.boolean()).map(([s, b]) => ({ body: s, base64: b })) },
   // Invalid UTF-8 in an otherwise valid callback: a lone continuation byte, an overlong form, a surrogate.
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom([0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]), fc.nat({ max: 40 })).map(([bad, at]) => {
-    const text = Buffer.from('{"type":1,"appKey":"demo-app","recordId":"r-1","imageId":"i-1","extra":"........................................"}');
-    const i = Math.min(text.length - 3, 60 + at);
-    return { body: Buffer.concat([text.subarray(0, i), Buffer.from(bad), text.subarray(i)]), base64: true };
-  }) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.constantFrom([0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]),
+        fc.nat({ max: 40 }),
+      )
+      .map(([bad, at]) => {
+        const text = Buffer.from(
+          '{"type":1,"appKey":"demo-app","recordId":"r-1","imageId":"i-1","extra":"........................................"}',
+        );
+        const i = Math.min(text.length - 3, 60 + at);
+        return { body: Buffer.concat([text.subarray(0, i), Buffer.from(bad), text.subarray(i)]), base64: true };
+      }),
+  },
 );
 
-const junkHeaders = fc.dictionary(
-  fc.stringMatching(/^x-fuzz-[a-z0-9-]{1,12}$/),
-  oddString(30),
-  { maxKeys: 4 },
-);
+const junkHeaders = fc.dictionary(fc.stringMatching(/^x-fuzz-[a-z0-9-]{1,12}$/), oddString(30), { maxKeys: 4 });
 
 const stagePrefix = fc.constantFrom('', '', '/prod', '/$default', '/v1/api', '/callbacks');
-const callbackPath = fc.tuple(stagePrefix, fc.constantFrom(...SERVICES), fc.constantFrom('', '', '/')).map(([p, s, t]) => `${p}/callbacks/${s}${t}`);
+const callbackPath = fc
+  .tuple(stagePrefix, fc.constantFrom(...SERVICES), fc.constantFrom('', '', '/'))
+  .map(([p, s, t]) => `${p}/callbacks/${s}${t}`);
 const anyPath = fc.oneof(
   { weight: 4, arbitrary: callbackPath },
   {
     weight: 3,
-    arbitrary: fc.constantFrom('/', '', '/callbacks', '/callbacks/', '/callbacks/recording//', '/callbacks/recordings', '/CALLBACKS/recording',
-      '/callbacks/Recording', '/callbacks/screenshot/extra', '/xcallbacks/recording', '/health', '/callbacks/recording?x=1', '/callbacks/%72ecording',
-      '/callbacks/recording%2F', '/../callbacks/recording', '/callbacks/recording\u0000', '//callbacks//screenshot'),
+    arbitrary: fc.constantFrom(
+      '/',
+      '',
+      '/callbacks',
+      '/callbacks/',
+      '/callbacks/recording//',
+      '/callbacks/recordings',
+      '/CALLBACKS/recording',
+      '/callbacks/Recording',
+      '/callbacks/screenshot/extra',
+      '/xcallbacks/recording',
+      '/health',
+      '/callbacks/recording?x=1',
+      '/callbacks/%72ecording',
+      '/callbacks/recording%2F',
+      '/../callbacks/recording',
+      '/callbacks/recording\u0000',
+      '//callbacks//screenshot',
+    ),
   },
   { weight: 2, arbitrary: fc.webPath() },
   { weight: 1, arbitrary: oddString(40).map((s) => `/${s}`) },
 );
 const anyMethod = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom('POST', 'post', 'Post', 'pOsT') },
-  { weight: 2, arbitrary: fc.constantFrom('GET', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE', 'CONNECT', '', 'POST ', ' POST', 'POSTS') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      'GET',
+      'PUT',
+      'PATCH',
+      'DELETE',
+      'HEAD',
+      'OPTIONS',
+      'TRACE',
+      'CONNECT',
+      '',
+      'POST ',
+      ' POST',
+      'POSTS',
+    ),
+  },
   { weight: 1, arbitrary: oddString(8) },
 );
 
@@ -261,12 +453,18 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
     const queue = memoryQueue();
     const deps = depsFor('off', queue.client);
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...SERVICES), stagePrefix, bodyArb, junkHeaders, async (service, prefix, { body, base64 }, headers) => {
-        const before = queue.sent.length;
-        const res = await call(httpApiEvent({ path: `${prefix}/callbacks/${service}`, body, base64, headers }), deps);
-        expectAnswer(res, judgeBody(service, body, base64, MAX_BYTES), queue, before, service, 'not_checked');
-        if (res.statusCode !== 200) logs.body(bodyText(body));
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...SERVICES),
+        stagePrefix,
+        bodyArb,
+        junkHeaders,
+        async (service, prefix, { body, base64 }, headers) => {
+          const before = queue.sent.length;
+          const res = await call(httpApiEvent({ path: `${prefix}/callbacks/${service}`, body, base64, headers }), deps);
+          expectAnswer(res, judgeBody(service, body, base64, MAX_BYTES), queue, before, service, 'not_checked');
+          if (res.statusCode !== 200) logs.body(bodyText(body));
+        },
+      ),
       { numRuns: 5000 },
     );
   });
@@ -274,13 +472,19 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
   test('every method and path: 404 off the routes, 405 for another method, the body judged only on POST to a route', async () => {
     const queue = memoryQueue();
     const deps = depsFor('off', queue.client);
-    const body = '{"timestamp":1763798400500,"type":1,"appKey":"demo-app","recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
+    const body =
+      '{"timestamp":1763798400500,"type":1,"appKey":"demo-app","recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
     await fc.assert(
       fc.asyncProperty(anyMethod, anyPath, junkHeaders, async (method, path, headers) => {
         const before = queue.sent.length;
         const res = await call(httpApiEvent({ method, path, body, headers }), deps);
         const service = routeOf(path);
-        const expected = service === null ? refused('not_found') : method.toUpperCase() !== 'POST' ? refused('method_not_allowed') : accepted(body, 'demo-app');
+        const expected =
+          service === null
+            ? refused('not_found')
+            : method.toUpperCase() !== 'POST'
+              ? refused('method_not_allowed')
+              : accepted(body, 'demo-app');
         expectAnswer(res, expected, queue, before, service ?? 'recording', 'not_checked');
       }),
       { numRuns: 1200 },
@@ -309,11 +513,49 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
     service: fc.constantFrom(...SERVICES),
     appKey: fc.constantFrom('demo-app', 'demo-app', 'app-b', 'no-such-app'),
     secretIndex: fc.nat({ max: 1 }),
-    forge: fc.constantFrom('none', 'none', 'none', 'upper', 'wrong-secret', 'random-hex', 'truncated', 'other-nonce', 'other-timestamp', 'garbage'),
-    nonce: fc.oneof(fc.stringMatching(/^[0-9a-f]{16}$/), fc.stringMatching(/^[A-Za-z0-9._~-]{1,40}$/), oddString(12).filter((s) => s.trim() === s && s !== '' && s.isWellFormed())),
+    forge: fc.constantFrom(
+      'none',
+      'none',
+      'none',
+      'upper',
+      'wrong-secret',
+      'random-hex',
+      'truncated',
+      'other-nonce',
+      'other-timestamp',
+      'garbage',
+    ),
+    nonce: fc.oneof(
+      fc.stringMatching(/^[0-9a-f]{16}$/),
+      fc.stringMatching(/^[A-Za-z0-9._~-]{1,40}$/),
+      oddString(12).filter((s) => s.trim() === s && s !== '' && s.isWellFormed()),
+    ),
     timestamp: fc.oneof(
-      { weight: 6, arbitrary: fc.tuple(fc.integer({ min: -400_000, max: 400_000 }), fc.boolean()).map(([off, seconds]) => (seconds ? String(Math.floor((NOW + off) / 1000)) : String(NOW + off))) },
-      { weight: 1, arbitrary: fc.constantFrom(String(NOW - 300_000), String(NOW + 300_000), String(NOW - 300_001), String((NOW + 300_000) / 1000), '0', '1', '99999999999', '100000000000', '99999999999999999', '-1763798500', '1763798500.5', '1.7637985e9', 'abc', '0x10') },
+      {
+        weight: 6,
+        arbitrary: fc
+          .tuple(fc.integer({ min: -400_000, max: 400_000 }), fc.boolean())
+          .map(([off, seconds]) => (seconds ? String(Math.floor((NOW + off) / 1000)) : String(NOW + off))),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          String(NOW - 300_000),
+          String(NOW + 300_000),
+          String(NOW - 300_001),
+          String((NOW + 300_000) / 1000),
+          '0',
+          '1',
+          '99999999999',
+          '100000000000',
+          '99999999999999999',
+          '-1763798500',
+          '1763798500.5',
+          '1.7637985e9',
+          'abc',
+          '0x10',
+        ),
+      },
     ),
     claim: fc.constantFrom('none', 'none', 'same', 'other'),
     placements: fc.record({ nonce: placement, timestamp: placement, signature: placement, appKey: placement }),
@@ -322,7 +564,13 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
   });
 
   const recase = (name: string, how: string) =>
-    how === 'lower' ? name.toLowerCase() : how === 'upper' ? name.toUpperCase() : how === 'mixed' ? [...name].map((c, i) => (i % 2 ? c.toUpperCase() : c.toLowerCase())).join('') : name;
+    how === 'lower'
+      ? name.toLowerCase()
+      : how === 'upper'
+        ? name.toUpperCase()
+        : how === 'mixed'
+          ? [...name].map((c, i) => (i % 2 ? c.toUpperCase() : c.toLowerCase())).join('')
+          : name;
 
   test('signature names, places, cases, timestamps and forgeries: the verdict the README orders, 200 only when genuine and fresh', async () => {
     const queue = memoryQueue();
@@ -372,7 +620,14 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
           effective[kind] = value.trim() === '' ? undefined : value.trim();
         }
         const body = JSON.stringify({
-          timestamp: NOW, type: 1, appKey: c.appKey, recordId: 'rec-sig', imageId: 'img-sig', code: 200, errorMessage: 'success', config: {},
+          timestamp: NOW,
+          type: 1,
+          appKey: c.appKey,
+          recordId: 'rec-sig',
+          imageId: 'img-sig',
+          code: 200,
+          errorMessage: 'success',
+          config: {},
         });
         const input: EventInput = { path: `/callbacks/${c.service}`, body, headers };
         const event = httpApiEvent(input);
@@ -409,7 +664,12 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
   test('realistic callbacks with __proto__ / constructor keys, signed: accepted, enqueued byte for byte, no prototype touched', async () => {
     const queue = memoryQueue();
     const deps = depsFor('enforce', queue.client);
-    const withPollution = fc.tuple(anyLifecycle(), fc.nat(), fc.subarray([0, 1, 2, 3], { minLength: 1 }), fc.constantFrom(' ', '', '\n  '));
+    const withPollution = fc.tuple(
+      anyLifecycle(),
+      fc.nat(),
+      fc.subarray([0, 1, 2, 3], { minLength: 1 }),
+      fc.constantFrom(' ', '', '\n  '),
+    );
     await fc.assert(
       fc.asyncProperty(withPollution, async ([lifecycle, pick, where, space]) => {
         const original = lifecycle.bodies[pick % lifecycle.bodies.length]!;
@@ -426,7 +686,11 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
         const nonce = `n${pick}`;
         const timestamp = String(Math.floor(NOW / 1000));
         const secret = SECRETS[appKey]![pick % SECRETS[appKey]!.length]!;
-        const headers = { 'RC-Nonce': nonce, 'RC-Timestamp': timestamp, 'RC-Signature': computeSignature(secret, nonce, timestamp) };
+        const headers = {
+          'RC-Nonce': nonce,
+          'RC-Timestamp': timestamp,
+          'RC-Signature': computeSignature(secret, nonce, timestamp),
+        };
         const before = queue.sent.length;
         const res = await call(httpApiEvent({ path: `/callbacks/${lifecycle.service}`, body: text, headers }), deps);
         expectAnswer(res, accepted(text, appKey), queue, before, lifecycle.service, 'valid');
@@ -442,13 +706,26 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
     const deps = depsFor('enforce', queue.client);
     const junk = fc.oneof(fc.anything({ maxDepth: 2 }), fc.constant(undefined), fc.constant(null));
     const mangled = fc.record({
-      field: fc.constantFrom('body', 'headers', 'rawPath', 'rawQueryString', 'queryStringParameters', 'requestContext', 'isBase64Encoded', 'http', 'method'),
+      field: fc.constantFrom(
+        'body',
+        'headers',
+        'rawPath',
+        'rawQueryString',
+        'queryStringParameters',
+        'requestContext',
+        'isBase64Encoded',
+        'http',
+        'method',
+      ),
       value: junk,
       path: callbackPath,
     });
     await fc.assert(
       fc.asyncProperty(mangled, async ({ field, value, path }) => {
-        const event = httpApiEvent({ path, body: '{"type":1,"appKey":"demo-app","recordId":"r","imageId":"i"}' }) as unknown as Record<string, any>;
+        const event = httpApiEvent({
+          path,
+          body: '{"type":1,"appKey":"demo-app","recordId":"r","imageId":"i"}',
+        }) as unknown as Record<string, any>;
         if (field === 'http') event.requestContext.http = value;
         else if (field === 'method') event.requestContext.http.method = value;
         else event[field] = value;
@@ -485,7 +762,11 @@ describe('fuzzing the ingest handler against fauxqs', () => {
     fauxqs = await startFauxqs({ port: 0, logger: false });
     const endpoint = `http://127.0.0.1:${fauxqs.port}`;
     queueUrl = new URL(new URL(fauxqs.createQueue('callbacks-fuzz').queueUrl).pathname, endpoint).href;
-    sqs = createSqsClient({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs = createSqsClient({
+      region: 'us-east-1',
+      endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
   });
   afterAll(async () => {
     sqs.destroy();
@@ -495,8 +776,18 @@ describe('fuzzing the ingest handler against fauxqs', () => {
   test('the same answers with a real queue, and every accepted body read back from it byte for byte', async () => {
     const deps = depsFor('off', sqs, queueUrl);
     const mixed = fc.oneof(
-      { weight: 3, arbitrary: fc.tuple(fc.constantFrom(...SERVICES), framed(nearCallbackText)).map(([service, body]) => ({ service, body })) },
-      { weight: 1, arbitrary: fc.tuple(anyLifecycle(), fc.nat()).map(([l, i]) => ({ service: l.service, body: JSON.stringify(l.bodies[i % l.bodies.length]) })) },
+      {
+        weight: 3,
+        arbitrary: fc
+          .tuple(fc.constantFrom(...SERVICES), framed(nearCallbackText))
+          .map(([service, body]) => ({ service, body })),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(anyLifecycle(), fc.nat())
+          .map(([l, i]) => ({ service: l.service, body: JSON.stringify(l.bodies[i % l.bodies.length]) })),
+      },
     );
     await fc.assert(
       fc.asyncProperty(mixed, async ({ service, body }) => {
@@ -506,9 +797,17 @@ describe('fuzzing the ingest handler against fauxqs', () => {
         // handler then answers what it answers to any SendMessage failure: 503, never 200.
         if (expected.ok && /[\u{10000}-\u{10FFFF}]/u.test(expected.raw)) expected = refused('queue_unavailable');
         const code = expectWellFormed(res);
-        const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }));
+        const out = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 0,
+            MessageAttributeNames: ['All'],
+          }),
+        );
         const messages = out.Messages ?? [];
-        for (const m of messages) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+        for (const m of messages)
+          await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
         if (expected.ok) {
           expect(res.statusCode).toBe(200);
           expect(messages).toHaveLength(1);

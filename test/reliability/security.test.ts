@@ -20,7 +20,10 @@ const OLD = 'old-secret-4c7d19e2';
 const NEW = 'new-secret-a83f5b60';
 const APP_B = 'app-b-secret-2e9c71d4';
 
-let secrets: SecretsByAppKey = new Map([['demo-app', [OLD]], ['app-b', [APP_B]]]);
+let secrets: SecretsByAppKey = new Map([
+  ['demo-app', [OLD]],
+  ['app-b', [APP_B]],
+]);
 const provider: SecretsProvider = { source: 'test', get: async () => secrets };
 
 let pipeline: Pipeline;
@@ -34,8 +37,12 @@ beforeAll(async () => {
     // Every body and signature value that reaches the ingest, the sender emulator's included, must stay
     // out of the logs.
     wrapIngest: (handler) => (event) => {
-      if (event.body) logs.body(event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body);
-      for (const [name, value] of [...Object.entries(event.headers ?? {}), ...new URLSearchParams(event.rawQueryString ?? '')]) {
+      if (event.body)
+        logs.body(event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body);
+      for (const [name, value] of [
+        ...Object.entries(event.headers ?? {}),
+        ...new URLSearchParams(event.rawQueryString ?? ''),
+      ]) {
         if (value && /^(rc-)?signature$/i.test(name) && value.length >= 16) logs.signature(value);
       }
       return handler(event);
@@ -64,16 +71,43 @@ interface Answer {
   code: string | null;
 }
 
-async function post(service: 'recording' | 'screenshot', body: string, headers: Record<string, string>, query = ''): Promise<Answer> {
+async function post(
+  service: 'recording' | 'screenshot',
+  body: string,
+  headers: Record<string, string>,
+  query = '',
+): Promise<Answer> {
   logs.body(body);
-  const res = await fetch(`${pipeline.url}/callbacks/${service}${query}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const res = await fetch(`${pipeline.url}/callbacks/${service}${query}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   const text = await res.text();
-  return { status: res.status, code: res.status === 200 ? null : (JSON.parse(text) as { error: { code: string } }).error.code };
+  return {
+    status: res.status,
+    code: res.status === 200 ? null : (JSON.parse(text) as { error: { code: string } }).error.code,
+  };
 }
 
 let taskCounter = 0;
 function start(id = `rec-sec-${++taskCounter}`, appKey = 'demo-app', extra: Record<string, unknown> = {}) {
-  return { timestamp: Date.now(), type: 1, appKey, recordId: id, roomId: 'room-sec', sessionId: 'sess-sec', userId: '', mode: 3, extra: '', code: 200, errorMessage: 'success', config: { trigger: 0 }, output: { fileName: `${id}.mp4`, audioSample: 48000, videoResoulation: '1280x720' }, ...extra };
+  return {
+    timestamp: Date.now(),
+    type: 1,
+    appKey,
+    recordId: id,
+    roomId: 'room-sec',
+    sessionId: 'sess-sec',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    config: { trigger: 0 },
+    output: { fileName: `${id}.mp4`, audioSample: 48000, videoResoulation: '1280x720' },
+    ...extra,
+  };
 }
 
 const drained = () => waitFor('the queue to drain', () => pipeline.idle());
@@ -92,19 +126,25 @@ describe('forged and incomplete signatures', () => {
     const good = signed(OLD, { nonce: 'n-forged', timestamp: ts });
     const cases: [string, Record<string, string>, string, string][] = [
       ['wrong secret', signed('not-the-secret'), '', 'invalid_signature'],
-      ['another appKey\'s secret', signed(APP_B), '', 'invalid_signature'],
+      ["another appKey's secret", signed(APP_B), '', 'invalid_signature'],
       ['random hex', { ...good, 'RC-Signature': 'a'.repeat(40) }, '', 'invalid_signature'],
       ['signature of another nonce', { ...good, 'RC-Nonce': 'n-other' }, '', 'invalid_signature'],
       ['signature of another timestamp', { ...good, 'RC-Timestamp': String(Number(ts) - 1) }, '', 'invalid_signature'],
       ['claims another appKey', { ...signed(OLD), 'RC-App-Key': 'app-b' }, '', 'invalid_signature'],
       ['claims another appKey in the query', signed(OLD), '?appKey=app-b', 'invalid_signature'],
-      ['query beats headers: forged query, genuine headers', good, `?nonce=n-forged&timestamp=${ts}&signature=${'b'.repeat(40)}`, 'invalid_signature'],
+      [
+        'query beats headers: forged query, genuine headers',
+        good,
+        `?nonce=n-forged&timestamp=${ts}&signature=${'b'.repeat(40)}`,
+        'invalid_signature',
+      ],
       ['no signature at all', {}, '', 'missing_signature'],
       ['no nonce', { 'RC-Timestamp': ts, 'RC-Signature': good['RC-Signature']! }, '', 'missing_signature'],
       ['empty signature', { ...good, 'RC-Signature': '' }, '', 'missing_signature'],
     ];
     const answers = [];
-    for (const [name, headers, query] of cases) answers.push([name, (await post('recording', raw, headers, query)).code]);
+    for (const [name, headers, query] of cases)
+      answers.push([name, (await post('recording', raw, headers, query)).code]);
     expect(answers).toEqual(cases.map(([name, , , code]) => [name, code]));
     // The genuine request goes through, to show the forged ones failed for their forgery alone.
     expect(await post('recording', raw, good)).toEqual({ status: 200, code: null });
@@ -114,7 +154,10 @@ describe('forged and incomplete signatures', () => {
 
   test('an unknown appKey is refused with 403, whatever it is signed with', async () => {
     for (const secret of [OLD, NEW, APP_B, 'made-up']) {
-      expect(await post('recording', JSON.stringify(start('rec-stranger', 'stranger-app')), signed(secret))).toEqual({ status: 403, code: 'unknown_app_key' });
+      expect(await post('recording', JSON.stringify(start('rec-stranger', 'stranger-app')), signed(secret))).toEqual({
+        status: 403,
+        code: 'unknown_app_key',
+      });
     }
     await drained();
     expect(await pipeline.store.getTask('rec-stranger')).toBeNull();
@@ -124,7 +167,8 @@ describe('forged and incomplete signatures', () => {
 describe('timestamps', () => {
   test('stale and future timestamps are refused; inside the window, in seconds or milliseconds, accepted', async () => {
     const nowMs = Date.now();
-    const at = (offsetS: number, unit: 's' | 'ms') => (unit === 's' ? String(Math.floor(nowMs / 1000) + offsetS) : String(nowMs + offsetS * 1000));
+    const at = (offsetS: number, unit: 's' | 'ms') =>
+      unit === 's' ? String(Math.floor(nowMs / 1000) + offsetS) : String(nowMs + offsetS * 1000);
     const cases: [string, string, number][] = [
       ['10 minutes old', at(-600, 's'), 401],
       ['301 s old', at(-301, 's'), 401],
@@ -138,7 +182,10 @@ describe('timestamps', () => {
     ];
     for (const [name, timestamp, status] of cases) {
       const answer = await post('recording', JSON.stringify(start()), signed(OLD, { timestamp }));
-      expect([name, answer]).toEqual([name, status === 200 ? { status, code: null } : { status, code: 'stale_timestamp' }]);
+      expect([name, answer]).toEqual([
+        name,
+        status === 200 ? { status, code: null } : { status, code: 'stale_timestamp' },
+      ]);
     }
   });
 });
@@ -172,25 +219,52 @@ describe('replay of a signed request', () => {
 
 describe('secret rotation in the middle of a run', () => {
   test('old secret alone, then old and new side by side, then new alone: nothing genuine lost, the retired secret refused', async () => {
-    secrets = new Map([['demo-app', [OLD]], ['app-b', [APP_B]]]);
-    const run = generateRun({ seed: 'rotation', recordings: 6, screenshots: 3, appKey: 'demo-app', compress: 3600, duplicates: 0.1 });
+    secrets = new Map([
+      ['demo-app', [OLD]],
+      ['app-b', [APP_B]],
+    ]);
+    const run = generateRun({
+      seed: 'rotation',
+      recordings: 6,
+      screenshots: 3,
+      appKey: 'demo-app',
+      compress: 3600,
+      duplicates: 0.1,
+    });
     const third = Math.ceil(run.sends.length / 3);
     const phases = [run.sends.slice(0, third), run.sends.slice(third, 2 * third), run.sends.slice(2 * third)];
     for (const s of run.sends) logs.body(JSON.stringify(s.body));
     const send = async (sends: ScheduledSend[], secret: string, seed: string) =>
-      (await sendAll({ url: pipeline.url, sends, random: createRandom(seed), secret, followSchedule: false, concurrency: 4, maxAttempts: 3, backoffMs: 10 })).results;
+      (
+        await sendAll({
+          url: pipeline.url,
+          sends,
+          random: createRandom(seed),
+          secret,
+          followSchedule: false,
+          concurrency: 4,
+          maxAttempts: 3,
+          backoffMs: 10,
+        })
+      ).results;
 
     const results: SendResult[] = [];
     // Phase 1: the platform signs with the old secret, the only one configured.
     results.push(...(await send(phases[0]!, OLD, 'p1')));
     // Phase 2: both configured; the platform switches to the new one part way through.
-    secrets = new Map([['demo-app', [NEW, OLD]], ['app-b', [APP_B]]]);
+    secrets = new Map([
+      ['demo-app', [NEW, OLD]],
+      ['app-b', [APP_B]],
+    ]);
     const half = Math.ceil(phases[1]!.length / 2);
     results.push(...(await send(phases[1]!.slice(0, half), OLD, 'p2a')));
     results.push(...(await send(phases[1]!.slice(half), NEW, 'p2b')));
     // Phase 3: the old secret is dropped. A sender still on it is refused (401 is not retried); the same
     // callbacks signed with the new secret go through.
-    secrets = new Map([['demo-app', [NEW]], ['app-b', [APP_B]]]);
+    secrets = new Map([
+      ['demo-app', [NEW]],
+      ['app-b', [APP_B]],
+    ]);
     const refused = await send(phases[2]!, OLD, 'p3-old');
     expect(refused.every((r) => !r.delivered && r.status === 401 && r.attempts === 1)).toBe(true);
     results.push(...refused, ...(await send(phases[2]!, NEW, 'p3-new')));
@@ -198,7 +272,13 @@ describe('secret rotation in the middle of a run', () => {
     expect(results.filter((r) => r.delivered)).toHaveLength(run.sends.length);
     const expected = expectedTasks(results);
     await drained();
-    const verdict = await verifyTasks({ expected, getTask: (id) => pipeline.store.getTask(id), waitForDrain: () => pipeline.idle(), timeoutMs: 30_000, settleMs: 200 });
+    const verdict = await verifyTasks({
+      expected,
+      getTask: (id) => pipeline.store.getTask(id),
+      waitForDrain: () => pipeline.idle(),
+      timeoutMs: 30_000,
+      settleMs: 200,
+    });
     expect(verdict).toMatchObject({ ok: true, checked: 9, matched: 9 });
     const distinct = distinctAcknowledged(results);
     expect(await storedEvents(pipeline.store, expected)).toEqual({ eventCount: distinct, ledger: distinct });
@@ -211,7 +291,10 @@ describe('oversized bodies', () => {
     const base = JSON.stringify(start(`rec-size-${bytes}-${filler.length}`, 'demo-app', { pad: '' }));
     const room = bytes - Buffer.byteLength(base);
     const width = Buffer.byteLength(filler);
-    const text = base.replace('"pad":""', `"pad":"${filler.repeat(Math.floor(room / width))}${'x'.repeat(room % width)}"`);
+    const text = base.replace(
+      '"pad":""',
+      `"pad":"${filler.repeat(Math.floor(room / width))}${'x'.repeat(room % width)}"`,
+    );
     expect(Buffer.byteLength(text)).toBe(bytes);
     return text;
   }
@@ -224,7 +307,10 @@ describe('oversized bodies', () => {
     expect(await post('recording', padded(65_537, '€'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
     expect(await post('recording', padded(1 << 20, 'a'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
     // Beyond API Gateway's 10 MB the gateway itself refuses, before any function runs.
-    expect(await post('recording', padded(11 << 20, 'a'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
+    expect(await post('recording', padded(11 << 20, 'a'), signed(OLD))).toEqual({
+      status: 413,
+      code: 'body_too_large',
+    });
     // An oversized body is refused even unsigned: the size is judged first.
     expect(await post('recording', padded(70_000, 'a'), {})).toEqual({ status: 413, code: 'body_too_large' });
     await drained();

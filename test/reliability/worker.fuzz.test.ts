@@ -10,7 +10,14 @@ import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../../lib/domain/callback.ts';
 import { reduceTask } from '../../lib/domain/task.ts';
 import type { QuarantineEntry, QuarantineReason } from '../../lib/domain/task-store.ts';
-import { anyLifecycles, callbacksOf, interleavedDeliveries, type Body, type Delivery, type Lifecycle } from '../../lib/domain/testing/lifecycles.ts';
+import {
+  anyLifecycles,
+  callbacksOf,
+  interleavedDeliveries,
+  type Body,
+  type Delivery,
+  type Lifecycle,
+} from '../../lib/domain/testing/lifecycles.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Attr, type Service, type SignatureVerdict } from '../../lib/queue-message.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
@@ -51,12 +58,21 @@ const POLLUTION = [
 // Valid callbacks: realistic lifecycles, some bodies with pollution keys or a huge unknown field.
 
 const decorated = (lifecycle: Lifecycle): fc.Arbitrary<Lifecycle> =>
-  fc.array(fc.constantFrom('plain', 'plain', 'plain', 'pollution', 'huge'), { minLength: lifecycle.bodies.length, maxLength: lifecycle.bodies.length }).map((kinds) => ({
-    ...lifecycle,
-    bodies: lifecycle.bodies.map((b, i) =>
-      kinds[i] === 'pollution' ? withKeys(b, POLLUTION.slice(0, 1 + (i % POLLUTION.length))) : kinds[i] === 'huge' ? { ...b, note: 'n'.repeat(20_000 + i) } : b,
-    ),
-  }));
+  fc
+    .array(fc.constantFrom('plain', 'plain', 'plain', 'pollution', 'huge'), {
+      minLength: lifecycle.bodies.length,
+      maxLength: lifecycle.bodies.length,
+    })
+    .map((kinds) => ({
+      ...lifecycle,
+      bodies: lifecycle.bodies.map((b, i) =>
+        kinds[i] === 'pollution'
+          ? withKeys(b, POLLUTION.slice(0, 1 + (i % POLLUTION.length)))
+          : kinds[i] === 'huge'
+            ? { ...b, note: 'n'.repeat(20_000 + i) }
+            : b,
+      ),
+    }));
 
 // ---------------------------------------------------------------------------------------------------
 // Records that can never be applied, each with the reason it must be quarantined for.
@@ -72,7 +88,13 @@ interface Poison {
 }
 
 const poison = (kind: string, service: Service, raw: string, extra: Partial<Poison> = {}): Poison => ({
-  kind, service, raw, serviceAttribute: service, verdict: 'valid', reason: 'invalid_callback', ...extra,
+  kind,
+  service,
+  raw,
+  serviceAttribute: service,
+  verdict: 'valid',
+  reason: 'invalid_callback',
+  ...extra,
 });
 
 const WRONG_VALUES: Record<string, unknown[]> = {
@@ -88,16 +110,44 @@ function poisonFrom(lifecycle: Lifecycle, pick: number, variant: number, seed: n
   const { service } = lifecycle;
   const body = lifecycle.bodies[pick % lifecycle.bodies.length]!;
   const text = JSON.stringify(body);
-  const kinds = ['bad-json', 'wrong-type', 'missing-id', 'pollution', 'huge-string', 'deep-nesting', 'wrong-service', 'no-service', 'forged', 'long-task-id', 'long-file-name', 'long-id-in-pollution'];
+  const kinds = [
+    'bad-json',
+    'wrong-type',
+    'missing-id',
+    'pollution',
+    'huge-string',
+    'deep-nesting',
+    'wrong-service',
+    'no-service',
+    'forged',
+    'long-task-id',
+    'long-file-name',
+    'long-id-in-pollution',
+  ];
   const kind = kinds[variant % kinds.length]!;
   switch (kind) {
     case 'bad-json':
-      return poison(kind, service, [text.slice(0, 1 + (seed % (text.length - 2))), `${text}}`, text.replace(/:/, ''), `\u0000${text}`, "{'type':1}", ''][seed % 6]!);
+      return poison(
+        kind,
+        service,
+        [
+          text.slice(0, 1 + (seed % (text.length - 2))),
+          `${text}}`,
+          text.replace(/:/, ''),
+          `\u0000${text}`,
+          "{'type':1}",
+          '',
+        ][seed % 6]!,
+      );
     case 'wrong-type': {
       const fields = Object.keys(WRONG_VALUES).filter((f) => f !== 'output' || 'output' in body);
       const field = fields[seed % fields.length]!;
       const values = WRONG_VALUES[field]!;
-      return poison(kind, service, JSON.stringify({ ...body, [field === 'id' ? idField(service) : field]: values[seed % values.length] }));
+      return poison(
+        kind,
+        service,
+        JSON.stringify({ ...body, [field === 'id' ? idField(service) : field]: values[seed % values.length] }),
+      );
     }
     case 'missing-id': {
       const { [idField(service)]: _dropped, ...rest } = body;
@@ -106,7 +156,11 @@ function poisonFrom(lifecycle: Lifecycle, pick: number, variant: number, seed: n
     case 'pollution':
       return poison(kind, service, JSON.stringify(withKeys({ ...body, type: 'not-a-type' }, POLLUTION)));
     case 'huge-string':
-      return poison(kind, service, JSON.stringify({ ...body, [['type', 'code', 'timestamp'][seed % 3]!]: 'x'.repeat(60_000) }));
+      return poison(
+        kind,
+        service,
+        JSON.stringify({ ...body, [['type', 'code', 'timestamp'][seed % 3]!]: 'x'.repeat(60_000) }),
+      );
     case 'deep-nesting': {
       const depth = 5_000 + (seed % 15_000);
       return poison(kind, service, `${text.slice(0, -1)},"nested":${'['.repeat(depth)}${']'.repeat(depth)}}`);
@@ -121,13 +175,21 @@ function poisonFrom(lifecycle: Lifecycle, pick: number, variant: number, seed: n
     case 'long-task-id':
       // DynamoDB keys hold at most 2048 bytes (partition) and 1024 bytes (sort): such a callback can
       // never be stored, however often it is retried.
-      return poison(kind, service, JSON.stringify({ ...body, [idField(service)]: `id-${'x'.repeat(2100 + (seed % 500))}` }));
+      return poison(
+        kind,
+        service,
+        JSON.stringify({ ...body, [idField(service)]: `id-${'x'.repeat(2100 + (seed % 500))}` }),
+      );
     case 'long-file-name': {
       const output = { ...(body.output as Body | undefined), fileName: `f-${'y'.repeat(1100 + (seed % 500))}.mp4` };
       return poison(kind, service, JSON.stringify({ ...body, type: service === 'recording' ? 2 : 4, output }));
     }
     default:
-      return poison(kind, service, JSON.stringify(withKeys({ ...body, roomId: 'r'.repeat(2100) }, POLLUTION.slice(0, 2))));
+      return poison(
+        kind,
+        service,
+        JSON.stringify(withKeys({ ...body, roomId: 'r'.repeat(2100) }, POLLUTION.slice(0, 2))),
+      );
   }
 }
 
@@ -136,7 +198,10 @@ function poisonFrom(lifecycle: Lifecycle, pick: number, variant: number, seed: n
 let run = 0;
 function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]) {
   const prefix = `wf${++run}-`;
-  const rename = (service: Service, body: Body): Body => ({ ...body, [idField(service)]: prefix + String(body[idField(service)]) });
+  const rename = (service: Service, body: Body): Body => ({
+    ...body,
+    [idField(service)]: prefix + String(body[idField(service)]),
+  });
   return {
     lifecycles: lifecycles.map((l) => ({ ...l, id: prefix + l.id, bodies: l.bodies.map((b) => rename(l.service, b)) })),
     deliveries: deliveries.map((d) => ({ service: d.service, body: rename(d.service, d.body) })),
@@ -174,7 +239,12 @@ describe('worker fuzz: valid and invalid records in the same batches', () => {
         const bad = poisons.map(([which, pick, variant, s]) => poisonFrom(lifecycles[which]!, pick, variant, s));
         // The bad records must really be bad: the domain's own parse, or what the store can hold, says so.
         for (const p of bad) {
-          if (['deep-nesting', 'long-task-id', 'long-file-name', 'long-id-in-pollution', 'forged', 'no-service'].includes(p.kind)) continue;
+          if (
+            ['deep-nesting', 'long-task-id', 'long-file-name', 'long-id-in-pollution', 'forged', 'no-service'].includes(
+              p.kind,
+            )
+          )
+            continue;
           expect(parseCallback(p.service, p.raw).ok).toBe(false);
         }
         const records: SQSRecord[] = deliveries.map((d) => sqsRecord(d.service, d.body));
@@ -244,34 +314,60 @@ describe('worker fuzz: valid and invalid records in the same batches', () => {
 describe('records the store could never hold, next to good ones', () => {
   const T0 = 1_763_798_400_000;
   const slice = (id: string, extra: Record<string, unknown> = {}) => ({
-    timestamp: T0, type: 2, appKey: 'demo-app', recordId: id, roomId: 'room-1', sessionId: 'sess-1', userId: '', mode: 3, extra: '', code: 200,
-    errorMessage: 'success', output: { fileName: `${id}.mp4`, fileSize: 1 }, ...extra,
+    timestamp: T0,
+    type: 2,
+    appKey: 'demo-app',
+    recordId: id,
+    roomId: 'room-1',
+    sessionId: 'sess-1',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    output: { fileName: `${id}.mp4`, fileSize: 1 },
+    ...extra,
   });
   const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
   const cases: [string, Record<string, unknown>, RegExp][] = [
     // Written into the text below: JSON.stringify itself cannot go that deep.
     ['nested 10,000 deep', { nested: 'DEEP' }, /nested too deeply/],
     ['a 2,100-byte recordId', { recordId: `rec-${'x'.repeat(2100)}` }, /^recordId is too long/],
-    ['a 1,100-byte file name', { output: { fileName: `${'f'.repeat(1100)}.mp4`, fileSize: 1 } }, /^output\.fileName is too long/],
+    [
+      'a 1,100-byte file name',
+      { output: { fileName: `${'f'.repeat(1100)}.mp4`, fileSize: 1 } },
+      /^output\.fileName is too long/,
+    ],
     ['a 2,100-byte roomId (an index key)', { roomId: 'r'.repeat(2100) }, /^roomId is too long/],
     ['a 2,100-byte appKey (an index key)', { appKey: 'a'.repeat(2100) }, /^appKey is too long/],
     // dynalite does not enforce DynamoDB's 32 levels of nesting; DynamoDB refuses the header every time.
-    ['a start whose config is nested 40 deep', { type: 1, config: JSON.parse(`${'{"a":'.repeat(40)}1${'}'.repeat(40)}`) }, /^config is nested deeper/],
+    [
+      'a start whose config is nested 40 deep',
+      { type: 1, config: JSON.parse(`${'{"a":'.repeat(40)}1${'}'.repeat(40)}`) },
+      /^config is nested deeper/,
+    ],
   ];
 
-  test.each(cases)('%s: quarantined at once with the reason, its batch-mates applied', async (_name, change, detail) => {
-    const id = `rec-limit-${++run}`;
-    const bad = JSON.stringify({ ...slice(id), ...change }).replace('"DEEP"', deep);
-    const records = [sqsRecord('recording', slice(`${id}-a`)), sqsRecord('recording', bad, { messageId: `${id}-bad`, receivedAt: Date.now() }), sqsRecord('recording', slice(`${id}-b`))];
-    const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-    const res = await processBatch(sqsEvent(records), { store, log, concurrency: 3 });
-    expect(res.batchItemFailures).toEqual([]);
-    expect(res.outcomes).toEqual(['applied', 'quarantined', 'applied']);
-    const entries: QuarantineEntry[] = [];
-    for await (const e of store.listQuarantine({ sinceDays: 1 })) if (e.messageId === `${id}-bad`) entries.push(e);
-    expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ reason: 'invalid_callback', detail: expect.stringMatching(detail) });
-    expect(entries[0]!.raw === bad).toBe(true);
-    expect((await store.getTask(`${id}-a`))?.eventCount).toBe(1);
-  });
+  test.each(cases)(
+    '%s: quarantined at once with the reason, its batch-mates applied',
+    async (_name, change, detail) => {
+      const id = `rec-limit-${++run}`;
+      const bad = JSON.stringify({ ...slice(id), ...change }).replace('"DEEP"', deep);
+      const records = [
+        sqsRecord('recording', slice(`${id}-a`)),
+        sqsRecord('recording', bad, { messageId: `${id}-bad`, receivedAt: Date.now() }),
+        sqsRecord('recording', slice(`${id}-b`)),
+      ];
+      const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+      const res = await processBatch(sqsEvent(records), { store, log, concurrency: 3 });
+      expect(res.batchItemFailures).toEqual([]);
+      expect(res.outcomes).toEqual(['applied', 'quarantined', 'applied']);
+      const entries: QuarantineEntry[] = [];
+      for await (const e of store.listQuarantine({ sinceDays: 1 })) if (e.messageId === `${id}-bad`) entries.push(e);
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({ reason: 'invalid_callback', detail: expect.stringMatching(detail) });
+      expect(entries[0]!.raw === bad).toBe(true);
+      expect((await store.getTask(`${id}-a`))?.eventCount).toBe(1);
+    },
+  );
 });

@@ -4,12 +4,19 @@
 import type { ScheduledSend } from '../../lib/emulator/lifecycles.ts';
 import type { Random } from '../../lib/emulator/random.ts';
 
-export function imageTaskSends(opts: { images: number; appKey: string; taskId: string; baseTime: number; random: Random }): ScheduledSend[] {
+export function imageTaskSends(opts: {
+  images: number;
+  appKey: string;
+  taskId: string;
+  baseTime: number;
+  random: Random;
+}): ScheduledSend[] {
   const { images, appKey, taskId, baseTime, random } = opts;
   const base = { appKey, sessionId: 'soakSession01', roomId: 'room-soak', imageId: taskId, extra: 'soak=images' };
   const config = { trigger: 1, slicesSec: 5, renderMode: 0, picResolution: '640x360' };
   const sends: ScheduledSend[] = [];
-  const push = (body: Record<string, unknown>, duplicate = false) => sends.push({ service: 'screenshot', body, at: 0, taskId, duplicate });
+  const push = (body: Record<string, unknown>, duplicate = false) =>
+    sends.push({ service: 'screenshot', body, at: 0, taskId, duplicate });
 
   push({ timestamp: baseTime, type: 1, ...base, code: 200, errorMessage: 'success', config });
   for (let i = 0; i < images; i++) {

@@ -32,7 +32,8 @@ export interface Faults {
   uninstall(): void;
 }
 
-const injected = (message: string, name: string) => Object.assign(new Error(message), { name, $fault: 'server', $metadata: {} });
+const injected = (message: string, name: string) =>
+  Object.assign(new Error(message), { name, $fault: 'server', $metadata: {} });
 
 type Send = (this: unknown, command: unknown, ...rest: unknown[]) => Promise<unknown>;
 
@@ -53,7 +54,7 @@ export function installFaults(random: Random, errorRate: number): Faults {
   const dynamoSend = DynamoDBClient.prototype.send as unknown as Send;
   const sqsSend = SQSClient.prototype.send as unknown as Send;
   // `send` is usually inherited from the SDK's base client: restoring then means removing the wrapper.
-  const owned = (proto: object) => Object.prototype.hasOwnProperty.call(proto, 'send');
+  const owned = (proto: object) => Object.hasOwn(proto, 'send');
   const dynamoOwned = owned(DynamoDBClient.prototype);
   const sqsOwned = owned(SQSClient.prototype);
   const restore = (proto: object, original: Send, wasOwned: boolean) => {
@@ -86,7 +87,11 @@ export function installFaults(random: Random, errorRate: number): Faults {
     },
   };
 
-  (DynamoDBClient.prototype as unknown as { send: Send }).send = async function (this: unknown, command: unknown, ...rest: unknown[]) {
+  (DynamoDBClient.prototype as unknown as { send: Send }).send = async function (
+    this: unknown,
+    command: unknown,
+    ...rest: unknown[]
+  ) {
     if (stopped) return dynamoSend.call(this, command, ...rest);
     counts.dynamoCalls += 1;
     if (Date.now() < dynamoDownUntil) {
@@ -105,7 +110,11 @@ export function installFaults(random: Random, errorRate: number): Faults {
     return dynamoSend.call(this, command, ...rest);
   } as Send;
 
-  (SQSClient.prototype as unknown as { send: Send }).send = async function (this: unknown, command: unknown, ...rest: unknown[]) {
+  (SQSClient.prototype as unknown as { send: Send }).send = async function (
+    this: unknown,
+    command: unknown,
+    ...rest: unknown[]
+  ) {
     if (!stopped && command instanceof SendMessageCommand && Date.now() < sqsDownUntil) {
       counts.sendMessageOutageErrors += 1;
       throw injected('connect ECONNREFUSED (injected SQS outage)', 'InjectedOutage');

@@ -66,7 +66,8 @@ const SQS_OUTAGE_MS = 1500;
 const started = Date.now();
 const deadline = started + MAX_MS;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (line: string) => process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
+const say = (line: string) =>
+  process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
 const mb = (kb: number) => Math.round(kb / 1024);
 
 // ---------------------------------------------------------------------------------------------------
@@ -93,10 +94,19 @@ function buildSends(): { sends: ScheduledSend[]; imageTaskId: string | null; wav
     total += run.sends.length;
   }
   // All waves start at 0: sorting by schedule interleaves them, as tasks of many rooms would be.
-  const callbacks = waves.flat().sort((a, b) => a.at - b.at).slice(0, CALLBACKS);
+  const callbacks = waves
+    .flat()
+    .sort((a, b) => a.at - b.at)
+    .slice(0, CALLBACKS);
   if (IMAGES === 0) return { sends: callbacks, imageTaskId: null, waves: waves.length };
   const imageTaskId = `img-soak-${SEED.replace(/[^A-Za-z0-9]/g, '')}-${started.toString(36)}`;
-  const images = imageTaskSends({ images: IMAGES, appKey: APP_KEY, taskId: imageTaskId, baseTime: started - (IMAGES + 10) * 5000, random: createRandom(`${SEED}/images`) });
+  const images = imageTaskSends({
+    images: IMAGES,
+    appKey: APP_KEY,
+    taskId: imageTaskId,
+    baseTime: started - (IMAGES + 10) * 5000,
+    random: createRandom(`${SEED}/images`),
+  });
   const sends: ScheduledSend[] = [];
   let next = 0;
   callbacks.forEach((s, i) => {
@@ -126,12 +136,14 @@ async function drained(stack: LocalStack, target: Target, until: number, settleM
 async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
   return out;
 }
 
@@ -149,7 +161,10 @@ interface Figures {
   imageTask: { images: number; files: number; eventCount: number; status: string } | null;
   deadLettered: number;
   redriven: number;
-  sender: Pick<SendSummary, 'requests' | 'status2xx' | 'status4xx' | 'status5xx' | 'networkErrors' | 'timeouts' | 'retried'>;
+  sender: Pick<
+    SendSummary,
+    'requests' | 'status2xx' | 'status4xx' | 'status5xx' | 'networkErrors' | 'timeouts' | 'retried'
+  >;
   faults: FaultCounts;
   worker: { recordFailures: number; batchFailures: number; records: number; batches: number };
   logEvents: Record<string, number>;
@@ -163,7 +178,9 @@ async function main(): Promise<number> {
   const faults = installFaults(random, 0);
   const dir = mkdtempSync(join(tmpdir(), 'callbacks-soak-'));
   const { sends, imageTaskId, waves } = buildSends();
-  say(`${sends.length} callbacks to send (${CALLBACKS} from ${waves} emulator runs, ${sends.length - CALLBACKS} for one task of ${IMAGES} images); data ${args.memory ? 'in memory' : `under ${dir}`}`);
+  say(
+    `${sends.length} callbacks to send (${CALLBACKS} from ${waves} emulator runs, ${sends.length - CALLBACKS} for one task of ${IMAGES} images); data ${args.memory ? 'in memory' : `under ${dir}`}`,
+  );
 
   const stack = await startLocalStack({
     port: 0,
@@ -217,7 +234,9 @@ async function main(): Promise<number> {
           if (Date.now() - lastReport > 10_000) {
             lastReport = Date.now();
             const s = stack.poller.stats;
-            say(`sent ${offset + p.done}/${sends.length}, acknowledged ${results.filter((r) => r.delivered).length + p.delivered}, worker applied ${s.succeeded} records (${s.failed} failed deliveries), rss ${mb(process.resourceUsage().maxRSS)} MB`);
+            say(
+              `sent ${offset + p.done}/${sends.length}, acknowledged ${results.filter((r) => r.delivered).length + p.delivered}, worker applied ${s.succeeded} records (${s.failed} failed deliveries), rss ${mb(process.resourceUsage().maxRSS)} MB`,
+            );
           }
         },
       });
@@ -245,12 +264,18 @@ async function main(): Promise<number> {
     say('verifying every task');
     const verifyStart = Date.now();
     const expected = expectedTasks(results);
-    const verdict = await verifyTasks({ expected, getTask: (id) => target.tasks.getTask(id), timeoutMs: 120_000, concurrency: 16, settleMs: 0 });
+    const verdict = await verifyTasks({
+      expected,
+      getTask: (id) => target.tasks.getTask(id),
+      timeoutMs: 120_000,
+      concurrency: 16,
+      settleMs: 0,
+    });
     const acked = new Map<string, Set<string>>();
     for (const r of results) {
       if (!r.delivered) continue;
-      let keys = acked.get(r.taskId);
-      if (!keys) acked.set(r.taskId, (keys = new Set()));
+      const keys = acked.get(r.taskId) ?? new Set<string>();
+      acked.set(r.taskId, keys);
       keys.add(eventKey(r.body));
     }
     const perTask = await mapLimited([...acked.entries()], 16, async ([id, keys]) => {
@@ -265,7 +290,7 @@ async function main(): Promise<number> {
     timings.verifyS = (Date.now() - verifyStart) / 1000;
     timings.totalS = (Date.now() - started) / 1000;
 
-    const image = imageTaskId ? perTask.find((t) => t.id === imageTaskId)?.task ?? null : null;
+    const image = imageTaskId ? (perTask.find((t) => t.id === imageTaskId)?.task ?? null) : null;
     const sum = (pick: (s: SendSummary) => number) => summaries.reduce((n, s) => n + pick(s), 0);
     const stats = stack.poller.stats;
     const figures: Figures = {
@@ -279,7 +304,9 @@ async function main(): Promise<number> {
       lost: perTask.reduce((n, t) => n + t.lost, 0),
       tasks: verdict.checked,
       tasksMatching: verdict.matched,
-      imageTask: image ? { images: IMAGES, files: image.files.length, eventCount: image.eventCount, status: image.status } : null,
+      imageTask: image
+        ? { images: IMAGES, files: image.files.length, eventCount: image.eventCount, status: image.status }
+        : null,
       deadLettered,
       redriven,
       sender: {
@@ -292,7 +319,12 @@ async function main(): Promise<number> {
         retried: sum((s) => s.retried),
       },
       faults: { ...faults.counts },
-      worker: { recordFailures: stats.failed, batchFailures: stats.batchFailures, records: stats.records, batches: stats.batches },
+      worker: {
+        recordFailures: stats.failed,
+        batchFailures: stats.batchFailures,
+        records: stats.records,
+        batches: stats.batches,
+      },
       logEvents,
       timings,
       peakRssMb: mb(process.resourceUsage().maxRSS),
@@ -306,7 +338,11 @@ async function main(): Promise<number> {
       say(`wrote ${file.pathname}`);
     }
     const ok = figures.lost === 0 && verdict.ok && !stoppedEarly;
-    say(ok ? `PASS: lost 0, ${figures.tasksMatching}/${figures.tasks} tasks match` : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match${stoppedEarly ? ', stopped early' : ''}`);
+    say(
+      ok
+        ? `PASS: lost 0, ${figures.tasksMatching}/${figures.tasks} tasks match`
+        : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match${stoppedEarly ? ', stopped early' : ''}`,
+    );
     return ok ? 0 : 1;
   } finally {
     setLogSink(previousSink);
@@ -329,17 +365,32 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     ['quarantined', n(f.quarantined)],
     ['**lost** (acknowledged, not stored)', `**${n(f.lost)}**`],
     ['tasks verified / matching', `${n(f.tasks)} / ${n(f.tasksMatching)}`],
-    ['task with many images: files / eventCount / status', f.imageTask ? `${n(f.imageTask.files)} / ${n(f.imageTask.eventCount)} / ${f.imageTask.status}` : '-'],
+    [
+      'task with many images: files / eventCount / status',
+      f.imageTask ? `${n(f.imageTask.files)} / ${n(f.imageTask.eventCount)} / ${f.imageTask.status}` : '-',
+    ],
     ['dead-lettered during the faults, then redriven', `${n(f.deadLettered)}, ${n(f.redriven)}`],
     ['peak RSS of the process (stack, worker and sender together)', `${n(f.peakRssMb)} MB`],
   ];
   const faults: [string, string][] = [
     ['duplicates sent by the emulator', n(f.duplicatesSent)],
-    ['HTTP requests (retries included) / 503 answers / sender retries', `${n(f.sender.requests)} / ${n(f.sender.status5xx)} / ${n(f.sender.retried)}`],
-    ['SQS outages at ingest (SendMessage refused)', `${f.faults.sqsOutages} (${n(f.faults.sendMessageOutageErrors)} calls)`],
+    [
+      'HTTP requests (retries included) / 503 answers / sender retries',
+      `${n(f.sender.requests)} / ${n(f.sender.status5xx)} / ${n(f.sender.retried)}`,
+    ],
+    [
+      'SQS outages at ingest (SendMessage refused)',
+      `${f.faults.sqsOutages} (${n(f.faults.sendMessageOutageErrors)} calls)`,
+    ],
     ['DynamoDB outages (every call refused)', `${f.faults.dynamoOutages} (${n(f.faults.dynamoOutageErrors)} calls)`],
-    ['random DynamoDB errors before / after the request', `${n(f.faults.dynamoErrorsBefore)} / ${n(f.faults.dynamoErrorsAfter)} of ${n(f.faults.dynamoCalls)} calls`],
-    ['worker: record deliveries failed and retried / whole batches failed', `${n(f.worker.recordFailures)} / ${n(f.worker.batchFailures)}`],
+    [
+      'random DynamoDB errors before / after the request',
+      `${n(f.faults.dynamoErrorsBefore)} / ${n(f.faults.dynamoErrorsAfter)} of ${n(f.faults.dynamoCalls)} calls`,
+    ],
+    [
+      'worker: record deliveries failed and retried / whole batches failed',
+      `${n(f.worker.recordFailures)} / ${n(f.worker.batchFailures)}`,
+    ],
   ];
   return [
     '# Soak results',

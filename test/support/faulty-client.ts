@@ -11,7 +11,10 @@ export interface FaultPlan {
   when: 'before' | 'after';
 }
 
-export function faultyClient(client: DynamoDBClient, plan: FaultPlan): { client: DynamoDBClient; writes(): number; fired(): boolean } {
+export function faultyClient(
+  client: DynamoDBClient,
+  plan: FaultPlan,
+): { client: DynamoDBClient; writes(): number; fired(): boolean } {
   let writes = 0;
   let fired = false;
   const send = client.send.bind(client) as (command: any) => Promise<any>;
@@ -24,7 +27,8 @@ export function faultyClient(client: DynamoDBClient, plan: FaultPlan): { client:
         writes += 1;
         if (!fired && writes === plan.failWrite) {
           fired = true;
-          if (plan.when === 'before') throw Object.assign(new Error('injected fault before write'), { name: 'InjectedFault' });
+          if (plan.when === 'before')
+            throw Object.assign(new Error('injected fault before write'), { name: 'InjectedFault' });
           await send(command).catch(() => undefined);
           throw Object.assign(new Error('injected fault after write'), { name: 'InjectedFault' });
         }

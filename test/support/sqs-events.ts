@@ -18,7 +18,12 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
   const s = (v: string) => ({ stringValue: v, dataType: 'String', stringListValues: [], binaryListValues: [] });
   const attrs: SQSRecord['messageAttributes'] = {
     [Attr.service]: s(service),
-    [Attr.receivedAt]: { stringValue: String(opts.receivedAt ?? 1763800000000), dataType: 'Number', stringListValues: [], binaryListValues: [] },
+    [Attr.receivedAt]: {
+      stringValue: String(opts.receivedAt ?? 1763800000000),
+      dataType: 'Number',
+      stringListValues: [],
+      binaryListValues: [],
+    },
     [Attr.verdict]: s(opts.verdict ?? 'valid'),
     [Attr.mode]: s(opts.mode ?? 'enforce'),
     [Attr.requestId]: s(`req-${counter}`),

@@ -118,12 +118,13 @@ export class DynamoTaskStore implements TaskStore {
     }
 
     for (let attempt = 1; ; attempt++) {
-      if (attempt > this.maxAttempts) throw new ContentionError(`task ${cb.id} stayed contended after ${this.maxAttempts} attempts`);
+      if (attempt > this.maxAttempts)
+        throw new ContentionError(`task ${cb.id} stayed contended after ${this.maxAttempts} attempts`);
       if (attempt > 1) await backoff(attempt);
 
       const [fileItem, headerItem] = await this.getMany(fileKey ? [fileKey, headerKey] : [headerKey], cap);
-      const file = fileKey ? fileItem ?? null : null;
-      const header = fileKey ? headerItem ?? null : fileItem ?? null;
+      const file = fileKey ? (fileItem ?? null) : null;
+      const header = fileKey ? (headerItem ?? null) : (fileItem ?? null);
 
       if (header && header.service !== cb.service) {
         const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
@@ -191,19 +192,28 @@ export class DynamoTaskStore implements TaskStore {
       const after = applyToHeader(before, cb, transition);
       const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
       inflight[cb.key] = cb.timestamp;
-      if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap)) return { status: deriveStatus(after) };
+      if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap))
+        return { status: deriveStatus(after) };
     }
     throw new ContentionError(`task ${cb.id} header stayed contended after ${this.maxAttempts} attempts`);
   }
 
   /** Drops the tokens of callbacks whose ledger entry exists: they can never be applied again. */
-  private async pruneTokens(pk: string, inflight: Record<string, any> | undefined, cap: Capacity): Promise<Record<string, any>> {
+  private async pruneTokens(
+    pk: string,
+    inflight: Record<string, any> | undefined,
+    cap: Capacity,
+  ): Promise<Record<string, any>> {
     const tokens = { ...(inflight ?? {}) };
     const keys = Object.keys(tokens);
     if (keys.length < this.pruneThreshold) return tokens;
     // A token is the callback's key and timestamp: together they name its ledger entry.
     const timestampOf = (k: string) => (typeof tokens[k] === 'number' ? tokens[k] : tokens[k].ts) as number;
-    const found = await this.getMany(keys.map((k) => ({ pk, sk: Keys.eventSk(rankOf(timestampOf(k), k)) })), cap, true);
+    const found = await this.getMany(
+      keys.map((k) => ({ pk, sk: Keys.eventSk(rankOf(timestampOf(k), k)) })),
+      cap,
+      true,
+    );
     keys.forEach((k, i) => {
       if (found[i]) delete tokens[k];
     });
@@ -211,12 +221,22 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   private claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
-    const claim = { pk: Keys.signaturePk(cb.appKey, signatureKey), sk: Keys.signatureSk, eventKey: cb.key, expiresAt: this.expiry() };
+    const claim = {
+      pk: Keys.signaturePk(cb.appKey, signatureKey),
+      sk: Keys.signatureSk,
+      eventKey: cb.key,
+      expiresAt: this.expiry(),
+    };
     return this.putIf(claim, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: cb.key } }, cap);
   }
 
   /** Writes the ledger entry; false when another delivery of the same callback wrote it first. */
-  private async putLedgerEntry(key: Key, d: DeliveredCallback, fileName: string | null, cap: Capacity): Promise<boolean> {
+  private async putLedgerEntry(
+    key: Key,
+    d: DeliveredCallback,
+    fileName: string | null,
+    cap: Capacity,
+  ): Promise<boolean> {
     const cb = d.callback;
     const item = {
       ...key,
@@ -240,22 +260,32 @@ export class DynamoTaskStore implements TaskStore {
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
     const cap: Capacity = { read: 0, write: 0 };
-    const res = await this.client.send(new PutItemCommand({
-      TableName: this.table,
-      Item: marshall({
-        pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
-        sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
-        kind: 'quarantine',
-        ...entry,
-        expiresAt: this.expiry(),
-      }, { removeUndefinedValues: true }),
-      ReturnConsumedCapacity: 'TOTAL',
-    }));
+    const res = await this.client.send(
+      new PutItemCommand({
+        TableName: this.table,
+        Item: marshall(
+          {
+            pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+            sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+            kind: 'quarantine',
+            ...entry,
+            expiresAt: this.expiry(),
+          },
+          { removeUndefinedValues: true },
+        ),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
     addCapacity(cap, res.ConsumedCapacity, 'write');
     return cap;
   }
 
-  private async quarantineParsed(d: DeliveredCallback, reason: QuarantineEntry['reason'], detail: string, cap: Capacity) {
+  private async quarantineParsed(
+    d: DeliveredCallback,
+    reason: QuarantineEntry['reason'],
+    detail: string,
+    cap: Capacity,
+  ) {
     const c = await this.quarantine({
       reason,
       detail,
@@ -318,18 +348,25 @@ export class DynamoTaskStore implements TaskStore {
     const since = query.since ?? 0;
     const streams: AsyncIterable<Key & { sortAt: number }>[] = [];
     const range = { since, until };
-    if (query.sessionId) streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
-    else if (query.roomId) streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
+    if (query.sessionId)
+      streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
+    else if (query.roomId)
+      streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
     else if (query.appKey) {
       for (const status of query.status ? [query.status] : ALL_STATUSES) {
-        streams.push(this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range));
+        streams.push(
+          this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range),
+        );
       }
     } else {
       streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
     }
     let emitted = 0;
     for await (const batch of batched(mergeNewestFirst(streams), 50)) {
-      const items = await this.getMany(batch.map((k) => ({ pk: k.pk, sk: k.sk })), { read: 0, write: 0 });
+      const items = await this.getMany(
+        batch.map((k) => ({ pk: k.pk, sk: k.sk })),
+        { read: 0, write: 0 },
+      );
       for (const item of items) {
         if (!item) continue;
         const summary = summaryFromItem(item);
@@ -361,11 +398,20 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** Task keys from one index partition, newest first, within the time range. */
-  private async *indexKeys(index: string, pkAttr: string, value: string, range: { since: number; until: number }): AsyncIterable<Key & { sortAt: number }> {
+  private async *indexKeys(
+    index: string,
+    pkAttr: string,
+    value: string,
+    range: { since: number; until: number },
+  ): AsyncIterable<Key & { sortAt: number }> {
     for await (const item of this.queryAll({
       IndexName: index,
       KeyConditionExpression: `${pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
-      ExpressionAttributeValues: { ':v': { S: value }, ':a': { N: String(range.since) }, ':b': { N: String(range.until) } },
+      ExpressionAttributeValues: {
+        ':v': { S: value },
+        ':a': { N: String(range.since) },
+        ':b': { N: String(range.until) },
+      },
       ScanIndexForward: false,
     })) {
       yield { pk: item.pk, sk: item.sk, sortAt: item[SORT_AT] };
@@ -373,7 +419,10 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** Every task, newest first, one day partition at a time. */
-  private async *dayKeys(range: { since: number; until: number }, maxDays: number | undefined): AsyncIterable<Key & { sortAt: number }> {
+  private async *dayKeys(
+    range: { since: number; until: number },
+    maxDays: number | undefined,
+  ): AsyncIterable<Key & { sortAt: number }> {
     const lastDay = Math.min(range.until, this.now() + 86400_000);
     const firstDay = maxDays !== undefined ? Math.max(range.since, lastDay - maxDays * 86400_000) : range.since;
     for (let t = lastDay; t >= firstDay - 86400_000; t -= 86400_000) {
@@ -387,13 +436,15 @@ export class DynamoTaskStore implements TaskStore {
   // Low-level helpers
 
   private async get(key: Key, cap: Capacity, projection?: string): Promise<Item | null> {
-    const res = await this.client.send(new GetItemCommand({
-      TableName: this.table,
-      Key: marshall(key),
-      ConsistentRead: true,
-      ReturnConsumedCapacity: 'TOTAL',
-      ...(projection ? { ProjectionExpression: projection } : {}),
-    }));
+    const res = await this.client.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: marshall(key),
+        ConsistentRead: true,
+        ReturnConsumedCapacity: 'TOTAL',
+        ...(projection ? { ProjectionExpression: projection } : {}),
+      }),
+    );
     addCapacity(cap, res.ConsumedCapacity, 'read');
     return res.Item ? unmarshall(res.Item) : null;
   }
@@ -415,7 +466,9 @@ export class DynamoTaskStore implements TaskStore {
       };
       for (let round = 0; request && Object.keys(request).length; round++) {
         if (round > 0) await backoff(round + 1);
-        const res: BatchGetItemCommandOutput = await this.client.send(new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }));
+        const res: BatchGetItemCommandOutput = await this.client.send(
+          new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
+        );
         for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
         for (const raw of res.Responses?.[this.table] ?? []) {
           const item = unmarshall(raw as Record<string, AttributeValue>);
@@ -437,15 +490,22 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** A conditional PutItem: false when the condition does not hold. */
-  private async putIf(item: Item, condition: string, values: Record<string, AttributeValue> | undefined, cap: Capacity): Promise<boolean> {
+  private async putIf(
+    item: Item,
+    condition: string,
+    values: Record<string, AttributeValue> | undefined,
+    cap: Capacity,
+  ): Promise<boolean> {
     try {
-      const res = await this.client.send(new PutItemCommand({
-        TableName: this.table,
-        Item: marshall(item, { removeUndefinedValues: true }),
-        ConditionExpression: condition,
-        ...(values ? { ExpressionAttributeValues: values } : {}),
-        ReturnConsumedCapacity: 'TOTAL',
-      }));
+      const res = await this.client.send(
+        new PutItemCommand({
+          TableName: this.table,
+          Item: marshall(item, { removeUndefinedValues: true }),
+          ConditionExpression: condition,
+          ...(values ? { ExpressionAttributeValues: values } : {}),
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
       addCapacity(cap, res.ConsumedCapacity, 'write');
       return true;
     } catch (err) {
@@ -458,7 +518,9 @@ export class DynamoTaskStore implements TaskStore {
   private async *queryAll(input: Omit<QueryCommandInput, 'TableName'>): AsyncIterable<Item> {
     let start: Record<string, AttributeValue> | undefined;
     do {
-      const res = await this.client.send(new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }));
+      const res = await this.client.send(
+        new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }),
+      );
       for (const raw of res.Items ?? []) yield unmarshall(raw);
       start = res.LastEvaluatedKey;
     } while (start);
@@ -490,7 +552,8 @@ function oversizedKey(cb: Callback, signatureKey: string | null): string | null 
     ['the signature values', signatureKey ? Keys.signaturePk(cb.appKey, signatureKey) : null],
   ];
   for (const [field, key] of partitionKeys) {
-    if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES) return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
+    if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)
+      return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
   }
   if (fileName !== null && bytes(Keys.fileSk(fileName)) > MAX_SORT_KEY_BYTES) {
     return `output.fileName is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
@@ -516,7 +579,9 @@ function nestingDepth(value: unknown): number {
 
 /** The config is kept as received; nested deeper than DynamoDB allows, the header could never be written. */
 function tooDeep(cb: Callback): string | null {
-  return cb.config && nestingDepth(cb.config) > MAX_NESTING ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores` : null;
+  return cb.config && nestingDepth(cb.config) > MAX_NESTING
+    ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores`
+    : null;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -624,7 +689,8 @@ function summaryFromItem(item: Item): TaskSummary {
 
 function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {
   if (!consumed) return;
-  const units = consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
+  const units =
+    consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
   if (kind === 'read') cap.read += units;
   else cap.write += units;
 }

@@ -29,7 +29,8 @@ function queues() {
   return { main: main.queueUrl, dlq: dlq.queueUrl };
 }
 
-const body = (i: number) => JSON.stringify({ timestamp: 1763798400000 + i, type: 4, appKey: 'demo-app', recordId: `rec-${i}`, code: 500 });
+const body = (i: number) =>
+  JSON.stringify({ timestamp: 1763798400000 + i, type: 4, appKey: 'demo-app', recordId: `rec-${i}`, code: 500 });
 const attributes = (i: number) => ({
   service: { DataType: 'String', StringValue: 'recording' },
   appKey: { DataType: 'String', StringValue: 'demo-app' },
@@ -40,7 +41,9 @@ const attributes = (i: number) => ({
 /** Sends `count` callbacks and fails each once, so that SQS moves them all to the dead-letter queue. */
 async function deadLetter(q: { main: string; dlq: string }, count: number) {
   for (let i = 0; i < count; i++) {
-    await sqs.send(new SendMessageCommand({ QueueUrl: q.main, MessageBody: body(i), MessageAttributes: attributes(i) }));
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: q.main, MessageBody: body(i), MessageAttributes: attributes(i) }),
+    );
   }
   // Receives that hide nothing: each message's second receive moves it to the dead-letter queue.
   for (let d = await queueDepth(sqs, q.main); d.visible + d.inFlight > 0; d = await queueDepth(sqs, q.main)) {
@@ -52,9 +55,14 @@ async function deadLetter(q: { main: string; dlq: string }, count: number) {
 async function drain(url: string): Promise<Message[]> {
   const out: Message[] = [];
   for (;;) {
-    const res = await sqs.send(new ReceiveMessageCommand({
-      QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 30, MessageAttributeNames: ['All'],
-    }));
+    const res = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 30,
+        MessageAttributeNames: ['All'],
+      }),
+    );
     if (!res.Messages?.length) return out;
     out.push(...res.Messages);
   }
@@ -91,7 +99,12 @@ test('a redrive moves every message back with its body and attributes, and loses
   const q = queues();
   await deadLetter(q, 12);
   const progress: number[] = [];
-  const result = await redriveDeadLetters(sqs, { from: q.dlq, to: q.main, waitSeconds: 0, onMoved: (k) => progress.push(k) });
+  const result = await redriveDeadLetters(sqs, {
+    from: q.dlq,
+    to: q.main,
+    waitSeconds: 0,
+    onMoved: (k) => progress.push(k),
+  });
   expect(result).toEqual({ moved: 12, failed: [], notDeleted: [] });
   expect(progress).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
   expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 0, inFlight: 0 });
@@ -99,7 +112,12 @@ test('a redrive moves every message back with its body and attributes, and loses
   expect(back.map((m) => m.Body).sort()).toEqual(Array.from({ length: 12 }, (_, i) => body(i)).sort());
   for (const m of back) {
     const i = Number(JSON.parse(m.Body!).recordId.slice(4));
-    const attrs = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, { DataType: v.DataType, StringValue: v.StringValue }]));
+    const attrs = Object.fromEntries(
+      Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+        k,
+        { DataType: v.DataType, StringValue: v.StringValue },
+      ]),
+    );
     expect(attrs).toEqual(attributes(i));
   }
 });

@@ -51,14 +51,16 @@ export async function peekDeadLetters(sqs: SQSClient, queueUrl: string, opts: Pe
   const expected = (await queueDepth(sqs, queueUrl)).visible;
   try {
     while (seen.size < limit && seen.size < expected) {
-      const res = await sqs.send(new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: Math.min(10, limit - seen.size),
-        VisibilityTimeout: opts.holdSeconds ?? 20,
-        WaitTimeSeconds: opts.waitSeconds ?? 1,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['All'],
-      }));
+      const res = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: Math.min(10, limit - seen.size),
+          VisibilityTimeout: opts.holdSeconds ?? 20,
+          WaitTimeSeconds: opts.waitSeconds ?? 1,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
+      );
       const messages = res.Messages ?? [];
       let fresh = 0;
       for (const m of messages) {
@@ -101,37 +103,43 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
   const result: RedriveResult = { moved: 0, failed: [], notDeleted: [] };
   const handled = new Set<string>();
   while (result.moved < max) {
-    const res = await sqs.send(new ReceiveMessageCommand({
-      QueueUrl: opts.from,
-      MaxNumberOfMessages: Math.min(10, max - result.moved),
-      VisibilityTimeout: opts.holdSeconds ?? 60,
-      WaitTimeSeconds: opts.waitSeconds ?? 1,
-      MessageAttributeNames: ['All'],
-    }));
+    const res = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: opts.from,
+        MaxNumberOfMessages: Math.min(10, max - result.moved),
+        VisibilityTimeout: opts.holdSeconds ?? 60,
+        WaitTimeSeconds: opts.waitSeconds ?? 1,
+        MessageAttributeNames: ['All'],
+      }),
+    );
     const messages = (res.Messages ?? []).filter((m) => m.MessageId && !handled.has(m.MessageId));
     if (messages.length === 0) break;
     const unsent: string[] = [];
-    await Promise.all(messages.map(async (m) => {
-      handled.add(m.MessageId!);
-      try {
-        await sqs.send(new SendMessageCommand({
-          QueueUrl: opts.to,
-          MessageBody: m.Body ?? '',
-          MessageAttributes: resendableAttributes(m.MessageAttributes),
-        }));
-      } catch (err) {
-        result.failed.push({ messageId: m.MessageId!, error: errorText(err) });
-        if (m.ReceiptHandle) unsent.push(m.ReceiptHandle);
-        return;
-      }
-      try {
-        await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
-      } catch (err) {
-        result.notDeleted.push({ messageId: m.MessageId!, error: errorText(err) });
-      }
-      result.moved += 1;
-      opts.onMoved?.(result.moved);
-    }));
+    await Promise.all(
+      messages.map(async (m) => {
+        handled.add(m.MessageId!);
+        try {
+          await sqs.send(
+            new SendMessageCommand({
+              QueueUrl: opts.to,
+              MessageBody: m.Body ?? '',
+              MessageAttributes: resendableAttributes(m.MessageAttributes),
+            }),
+          );
+        } catch (err) {
+          result.failed.push({ messageId: m.MessageId!, error: errorText(err) });
+          if (m.ReceiptHandle) unsent.push(m.ReceiptHandle);
+          return;
+        }
+        try {
+          await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
+        } catch (err) {
+          result.notDeleted.push({ messageId: m.MessageId!, error: errorText(err) });
+        }
+        result.moved += 1;
+        opts.onMoved?.(result.moved);
+      }),
+    );
     if (unsent.length) {
       // A send that fails (permissions, a wrong queue) fails for the rest too: stop, and leave what was
       // not sent visible again in the dead-letter queue.
@@ -143,10 +151,12 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
 }
 
 export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number }> {
-  const res = await sqs.send(new GetQueueAttributesCommand({
-    QueueUrl: queueUrl,
-    AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-  }));
+  const res = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
   return {
     visible: Number(res.Attributes?.ApproximateNumberOfMessages ?? 0),
     inFlight: Number(res.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
@@ -156,21 +166,28 @@ export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<{ vi
 /** Makes received messages visible again at once. */
 async function release(sqs: SQSClient, queueUrl: string, receiptHandles: string[]): Promise<void> {
   for (let i = 0; i < receiptHandles.length; i += 10) {
-    await sqs.send(new ChangeMessageVisibilityBatchCommand({
-      QueueUrl: queueUrl,
-      Entries: receiptHandles.slice(i, i + 10).map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })),
-    }));
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: receiptHandles
+          .slice(i, i + 10)
+          .map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })),
+      }),
+    );
   }
 }
 
 /** Attributes as SendMessage accepts them: received ones carry empty list fields SendMessage refuses. */
-function resendableAttributes(attrs: Record<string, MessageAttributeValue> | undefined): Record<string, MessageAttributeValue> | undefined {
+function resendableAttributes(
+  attrs: Record<string, MessageAttributeValue> | undefined,
+): Record<string, MessageAttributeValue> | undefined {
   if (!attrs || Object.keys(attrs).length === 0) return undefined;
   const out: Record<string, MessageAttributeValue> = {};
   for (const [name, v] of Object.entries(attrs)) {
-    out[name] = v.BinaryValue !== undefined
-      ? { DataType: v.DataType, BinaryValue: v.BinaryValue }
-      : { DataType: v.DataType, StringValue: v.StringValue };
+    out[name] =
+      v.BinaryValue !== undefined
+        ? { DataType: v.DataType, BinaryValue: v.BinaryValue }
+        : { DataType: v.DataType, StringValue: v.StringValue };
   }
   return out;
 }
@@ -204,6 +221,7 @@ function describeMessage(m: Message): DeadLetter {
 }
 
 function errorText(err: unknown): string {
-  if (err instanceof Error) return `${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message}`.split('\n')[0]!;
+  if (err instanceof Error)
+    return `${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message}`.split('\n')[0]!;
   return String(err);
 }

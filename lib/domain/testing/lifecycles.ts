@@ -109,10 +109,9 @@ interface UploadPlan {
 const uploadPlan = (maxFailures: number, alwaysAttempted: boolean): fc.Arbitrary<UploadPlan> =>
   fc
     .record({
-      failures: fc.array(
-        fc.record({ failure: fc.nat({ max: 2 }), gapSteps: fc.integer({ min: 1, max: 3 }) }),
-        { maxLength: maxFailures },
-      ),
+      failures: fc.array(fc.record({ failure: fc.nat({ max: 2 }), gapSteps: fc.integer({ min: 1, max: 3 }) }), {
+        maxLength: maxFailures,
+      }),
       succeeds: mostly(fc.constant(true), fc.constant(false), 3),
       successGapSteps: mostly(fc.integer({ min: 1, max: 2 }), fc.constant(0), 4),
     })
@@ -242,7 +241,11 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
             output: { fileName, fileUrl: `https://storage.example.com/recordings/${fileName}` },
           });
         }
-        files.push({ fileName, upload: expectedUpload(plan), attempts: plan.failures.length + (plan.succeeds ? 1 : 0) });
+        files.push({
+          fileName,
+          upload: expectedUpload(plan),
+          attempts: plan.failures.length + (plan.succeeds ? 1 : 0),
+        });
       };
 
       if (p.startFailure) {
@@ -252,10 +255,23 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
           end = { ok: false };
           const endAt = p.t0 + p.end.afterMs;
           const fileName = fileNameAt(p.t0);
-          bodies.push({ timestamp: endAt, type: 3, ...common, ...status(p.startFailure), output: { fileName, fileSize: 0 } });
+          bodies.push({
+            timestamp: endAt,
+            type: 3,
+            ...common,
+            ...status(p.startFailure),
+            output: { fileName, fileSize: 0 },
+          });
           files.push({ fileName, upload: 'pending', attempts: 0 });
         }
-        return finish('recording', p.recordId, bodies, p.quirks, files, statusOf('recording', files, { ok: false }, end));
+        return finish(
+          'recording',
+          p.recordId,
+          bodies,
+          p.quirks,
+          files,
+          statusOf('recording', files, { ok: false }, end),
+        );
       }
 
       let fileStart = p.t0;
@@ -271,7 +287,13 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
         const at = fileStart + p.end.afterMs;
         const fileName = fileNameAt(fileStart);
         end = { ok: p.end.failure === null };
-        bodies.push({ timestamp: at, type: 3, ...common, ...status(p.end.failure), output: { fileName, fileSize: p.end.size } });
+        bodies.push({
+          timestamp: at,
+          type: 3,
+          ...common,
+          ...status(p.end.failure),
+          output: { fileName, fileSize: p.end.size },
+        });
         uploads(fileName, at, p.end.upload);
       }
       return finish('recording', p.recordId, bodies, p.quirks, files, statusOf('recording', files, { ok: true }, end));
@@ -303,12 +325,21 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
       picResolution: fc.constantFrom('640x360', '1280x720'),
       startFailure: mostly(fc.constant(null), taskFailure, 8),
       images: fc.array(uploadPlan(3, true), { maxLength: 4 }),
-      end: mostly(fc.record({ failure: okOrFailure, afterMs: fc.integer({ min: 1_000, max: 60_000 }) }), fc.constant(null), 4),
+      end: mostly(
+        fc.record({ failure: okOrFailure, afterMs: fc.integer({ min: 1_000, max: 60_000 }) }),
+        fc.constant(null),
+        4,
+      ),
       quirks: fc.array(quirks, { minLength: QUIRK_SLOTS, maxLength: QUIRK_SLOTS }),
     })
     .map((p): Lifecycle => {
       const common = { appKey: p.appKey, sessionId: p.sessionId, roomId: p.roomId, imageId: p.imageId, extra: p.extra };
-      const config = { trigger: p.trigger, slicesSec: p.slicesSec, renderMode: p.renderMode, picResolution: p.picResolution };
+      const config = {
+        trigger: p.trigger,
+        slicesSec: p.slicesSec,
+        renderMode: p.renderMode,
+        picResolution: p.picResolution,
+      };
       const status = (failure: { code: number; message: string } | null) =>
         failure ? { code: failure.code, errorMessage: failure.message } : { code: 200, errorMessage: 'success' };
       const bodies: Body[] = [{ timestamp: p.t0, type: 1, ...common, ...status(p.startFailure), config }];
@@ -339,7 +370,11 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
           if (plan.failures.length) at += plan.successGapSteps * RETRY_MS;
           upload('10000', 'success', `https://storage.example.com/shots/${fileName}`);
         }
-        files.push({ fileName, upload: expectedUpload(plan), attempts: plan.failures.length + (plan.succeeds ? 1 : 0) });
+        files.push({
+          fileName,
+          upload: expectedUpload(plan),
+          attempts: plan.failures.length + (plan.succeeds ? 1 : 0),
+        });
       });
 
       let end: { ok: boolean } | null = null;
@@ -377,7 +412,10 @@ function finish(
     service,
     id,
     bodies: bodies.map((b, i) => withQuirks(b, quirkMasks[i % quirkMasks.length] ?? 0, i)),
-    expected: { status, files: [...files].sort((a, b) => Buffer.compare(Buffer.from(a.fileName), Buffer.from(b.fileName))) },
+    expected: {
+      status,
+      files: [...files].sort((a, b) => Buffer.compare(Buffer.from(a.fileName), Buffer.from(b.fileName))),
+    },
   };
 }
 
@@ -448,12 +486,18 @@ const copyBody = (body: Body, reorderSeed: number | null): Body =>
   reorderSeed === null ? structuredClone(body) : reorderKeysDeep(body, reorderSeed);
 
 /** The bodies of one task with duplicates (exact or with reordered keys), in any order. */
-export function withDuplicatesShuffled(bodies: readonly Body[], options: { maxExtra?: number } = {}): fc.Arbitrary<Body[]> {
+export function withDuplicatesShuffled(
+  bodies: readonly Body[],
+  options: { maxExtra?: number } = {},
+): fc.Arbitrary<Body[]> {
   return deliveredAtLeastOnce(bodies, copyBody, options.maxExtra ?? bodies.length);
 }
 
 /** All bodies of several lifecycles, with duplicates, interleaved in any order. */
-export function interleavedDeliveries(lifecycles: readonly Lifecycle[], options: { maxExtra?: number } = {}): fc.Arbitrary<Delivery[]> {
+export function interleavedDeliveries(
+  lifecycles: readonly Lifecycle[],
+  options: { maxExtra?: number } = {},
+): fc.Arbitrary<Delivery[]> {
   const tagged = lifecycles.flatMap((l) => l.bodies.map((body): Delivery => ({ service: l.service, body })));
   return deliveredAtLeastOnce(
     tagged,

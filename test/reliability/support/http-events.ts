@@ -26,7 +26,12 @@ export function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
   const body = input.body;
   const binary = body instanceof Uint8Array;
   const base64 = binary || input.base64 === true;
-  const encoded = body === undefined ? undefined : base64 ? Buffer.from(body as string | Uint8Array).toString('base64') : (body as string);
+  const encoded =
+    body === undefined
+      ? undefined
+      : base64
+        ? Buffer.from(body as string | Uint8Array).toString('base64')
+        : (body as string);
   return {
     version: '2.0',
     routeKey: '$default',
@@ -74,7 +79,8 @@ export function memoryQueue(): MemoryQueue {
   const queue: MemoryQueue = { client: undefined as unknown as SQSClient, sent: [], failing: false };
   const client = {
     async send(command: SendMessageCommand) {
-      if (queue.failing) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { name: 'Error', code: 'ECONNREFUSED' });
+      if (queue.failing)
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { name: 'Error', code: 'ECONNREFUSED' });
       const input = command.input;
       queue.sent.push({
         QueueUrl: input.QueueUrl,

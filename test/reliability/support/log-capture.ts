@@ -70,7 +70,8 @@ export function captureLogs(): LogCapture {
       const text = candidates.join('\n');
       const lower = text.toLowerCase();
       const found: string[] = [];
-      const around = (haystack: string, i: number) => haystack.slice(Math.max(0, haystack.lastIndexOf('\n', i) + 1), i + 80);
+      const around = (haystack: string, i: number) =>
+        haystack.slice(Math.max(0, haystack.lastIndexOf('\n', i) + 1), i + 80);
       for (const s of secrets) {
         const i = text.indexOf(s);
         if (i !== -1) found.push(`secret ${JSON.stringify(s)} in: ${around(text, i)}`);

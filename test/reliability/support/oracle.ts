@@ -51,7 +51,13 @@ const nonBlank = (v: unknown): v is string => typeof v === 'string' && v.trim() 
 export function sqsCanCarry(text: string): boolean {
   for (const ch of text) {
     const c = ch.codePointAt(0)!;
-    const ok = c === 0x9 || c === 0xa || c === 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff);
+    const ok =
+      c === 0x9 ||
+      c === 0xa ||
+      c === 0xd ||
+      (c >= 0x20 && c <= 0xd7ff) ||
+      (c >= 0xe000 && c <= 0xfffd) ||
+      (c >= 0x10000 && c <= 0x10ffff);
     if (!ok) return false;
   }
   return true;
@@ -61,7 +67,12 @@ export function sqsCanCarry(text: string): boolean {
  * The body steps of a POST to a callback route: size after base64 decoding, strict UTF-8, JSON, the
  * minimal check, characters SQS can carry. Status 200 means the body passes them all (the signature aside).
  */
-export function judgeBody(service: Service, body: string | Uint8Array | undefined, base64: boolean, maxBytes: number): Expected {
+export function judgeBody(
+  service: Service,
+  body: string | Uint8Array | undefined,
+  base64: boolean,
+  maxBytes: number,
+): Expected {
   let raw: string;
   if (body === undefined) raw = '';
   else if (base64) {

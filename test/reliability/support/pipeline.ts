@@ -42,7 +42,9 @@ export interface PipelineOptions {
   /** Seconds before a failed record comes back (0: at once). */
   retryDelaySeconds?: number;
   /** Wraps the ingest handler the gateway calls, to watch its answers. */
-  wrapIngest?: (handler: (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>) => (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>;
+  wrapIngest?: (
+    handler: (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>,
+  ) => (event: Parameters<typeof handleCallbackRequest>[0]) => Promise<IngestResponse>;
 }
 
 export interface Pipeline {
@@ -68,7 +70,11 @@ export interface Pipeline {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls a condition until it holds; the bound only keeps a broken run from hanging. */
-export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, maxMs = 60_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  maxMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + maxMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for: ${what}`);
@@ -84,7 +90,11 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const dynamo = await startDynamo('callbacks-tasks');
   const maxReceiveCount = opts.maxReceiveCount ?? 5;
 
-  let fauxqs: FauxqsServer = await startFauxqs({ port: 0, logger: false, ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}) });
+  let fauxqs: FauxqsServer = await startFauxqs({
+    port: 0,
+    logger: false,
+    ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
+  });
   const sqsPort = fauxqs.port;
   const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
   const localUrl = (queueUrl: string) => new URL(new URL(queueUrl).pathname, sqsEndpoint).href;
@@ -151,7 +161,11 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       await fauxqs.stop();
     },
     async startSqs() {
-      fauxqs = await startFauxqs({ port: sqsPort, logger: false, ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}) });
+      fauxqs = await startFauxqs({
+        port: sqsPort,
+        logger: false,
+        ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
+      });
       sqsRunning = true;
     },
     async idle() {

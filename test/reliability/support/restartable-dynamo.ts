@@ -29,7 +29,10 @@ export interface RestartableDynamo {
 
 function spawnServer(path: string, port: number): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', SERVER, path, String(port)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', SERVER, path, String(port)], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`dynalite exited with ${code} before listening`)));

@@ -6,7 +6,15 @@ import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import { reduceTask, type Task } from '../../../lib/domain/task.ts';
-import { callbacksOf, interleavedDeliveries, recordingLifecycle, screenshotLifecycle, type Body, type Delivery, type Lifecycle } from '../../../lib/domain/testing/lifecycles.ts';
+import {
+  callbacksOf,
+  interleavedDeliveries,
+  recordingLifecycle,
+  screenshotLifecycle,
+  type Body,
+  type Delivery,
+  type Lifecycle,
+} from '../../../lib/domain/testing/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
 import type { Service } from '../../../lib/queue-message.ts';
@@ -16,9 +24,15 @@ import { sqsEvent } from '../../support/sqs-events.ts';
 const idField = (service: Service) => (service === 'recording' ? 'recordId' : 'imageId');
 
 /** Recording and screenshot lifecycles with duplicates, the same for a given seed. */
-export function sampleRun(seed: number, options: { recordings: number; screenshots: number; maxExtra: number }): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
+export function sampleRun(
+  seed: number,
+  options: { recordings: number; screenshots: number; maxExtra: number },
+): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
   const arb = fc
-    .tuple(fc.array(recordingLifecycle(), { minLength: options.recordings, maxLength: options.recordings }), fc.array(screenshotLifecycle(), { minLength: options.screenshots, maxLength: options.screenshots }))
+    .tuple(
+      fc.array(recordingLifecycle(), { minLength: options.recordings, maxLength: options.recordings }),
+      fc.array(screenshotLifecycle(), { minLength: options.screenshots, maxLength: options.screenshots }),
+    )
     .map(([r, s]) => [...r, ...s].map((l, i) => renamed(l, `t${i}-`)))
     .chain((ls) => fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: options.maxExtra })));
   const [lifecycles, deliveries] = fc.sample(arb, { numRuns: 1, seed })[0]!;
@@ -32,17 +46,33 @@ function renamed(l: Lifecycle, prefix: string): Lifecycle {
 
 let isolation = 0;
 /** The same run under task ids of its own, so that several runs share one table without mixing. */
-export function isolate(run: { lifecycles: Lifecycle[]; deliveries: Delivery[] }, tag = 'iso'): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
+export function isolate(
+  run: { lifecycles: Lifecycle[]; deliveries: Delivery[] },
+  tag = 'iso',
+): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
   const prefix = `${tag}${++isolation}-`;
-  const rename = (service: Service, body: Body): Body => ({ ...body, [idField(service)]: prefix + String(body[idField(service)]) });
+  const rename = (service: Service, body: Body): Body => ({
+    ...body,
+    [idField(service)]: prefix + String(body[idField(service)]),
+  });
   return {
-    lifecycles: run.lifecycles.map((l) => ({ ...l, id: prefix + l.id, bodies: l.bodies.map((b) => rename(l.service, b)) })),
+    lifecycles: run.lifecycles.map((l) => ({
+      ...l,
+      id: prefix + l.id,
+      bodies: l.bodies.map((b) => rename(l.service, b)),
+    })),
     deliveries: run.deliveries.map((d) => ({ service: d.service, body: rename(d.service, d.body) })),
   };
 }
 
 /** Delivers records batch by batch until each is acknowledged, as SQS redelivers failed items. */
-export async function deliverUntilDone(records: SQSRecord[], store: TaskStore, log: Logger, batchSize: number, maxRounds = 20): Promise<SQSRecord[]> {
+export async function deliverUntilDone(
+  records: SQSRecord[],
+  store: TaskStore,
+  log: Logger,
+  batchSize: number,
+  maxRounds = 20,
+): Promise<SQSRecord[]> {
   let pending = records;
   for (let round = 0; pending.length > 0 && round < maxRounds; round++) {
     const failed: SQSRecord[] = [];
@@ -67,7 +97,11 @@ export async function expectTasksExact(store: DynamoTaskStore, lifecycles: Lifec
     const stored = await store.getTask(l.id);
     expect(stored).toEqual(expected);
     const distinct = new Set(l.bodies.map((b) => eventKey(b))).size;
-    expect({ id: l.id, ledger: (await store.listEvents(l.id)).length, eventCount: stored?.eventCount }).toEqual({ id: l.id, ledger: distinct, eventCount: distinct });
+    expect({ id: l.id, ledger: (await store.listEvents(l.id)).length, eventCount: stored?.eventCount }).toEqual({
+      id: l.id,
+      ledger: distinct,
+      eventCount: distinct,
+    });
   }
 }
 
@@ -79,7 +113,10 @@ export function distinctAcknowledged(results: readonly SendResult[], taskId?: st
 }
 
 /** Sum of eventCount and of ledger entries over the tasks. */
-export async function storedEvents(store: DynamoTaskStore, tasks: readonly Task[]): Promise<{ eventCount: number; ledger: number }> {
+export async function storedEvents(
+  store: DynamoTaskStore,
+  tasks: readonly Task[],
+): Promise<{ eventCount: number; ledger: number }> {
   let eventCount = 0;
   let ledger = 0;
   for (const t of tasks) {
@@ -96,7 +133,13 @@ export async function quarantined(store: DynamoTaskStore): Promise<number> {
 }
 
 /** A store whose applyCallback goes through `apply`; everything else is the store's own. */
-export function withApply(store: TaskStore, apply: (original: TaskStore['applyCallback'], input: Parameters<TaskStore['applyCallback']>[0]) => ReturnType<TaskStore['applyCallback']>): TaskStore {
+export function withApply(
+  store: TaskStore,
+  apply: (
+    original: TaskStore['applyCallback'],
+    input: Parameters<TaskStore['applyCallback']>[0],
+  ) => ReturnType<TaskStore['applyCallback']>,
+): TaskStore {
   const original = store.applyCallback.bind(store);
   return new Proxy(store, {
     get(target, prop, receiver) {
