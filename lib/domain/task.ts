@@ -318,8 +318,14 @@ export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
-  const task: Task = {
+/** The fields a task and a task's summary share, in the order both print them. */
+export type TaskHead = Pick<
+  Task,
+  'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt'
+> & { updatedAt: number };
+
+export function taskHead(h: TaskHeader): TaskHead {
+  return {
     service: h.service,
     id: h.id,
     appKey: h.appKey,
@@ -330,6 +336,12 @@ export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
     startedAt: h.startedAt,
     endedAt: h.endedAt,
     updatedAt: h.updatedAt,
+  };
+}
+
+export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
+  const task: Task = {
+    ...taskHead(h),
     extra: h.extra,
     config: h.config,
     files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),

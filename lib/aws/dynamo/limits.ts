@@ -1,0 +1,60 @@
+// What DynamoDB can never store: key values over its size limits and maps nested deeper than it allows.
+// The ingest's minimal check lets such bodies through (no genuine callback carries one); the worker
+// quarantines them rather than retrying a write DynamoDB refuses every time.
+import { Buffer } from 'node:buffer';
+import type { Callback } from '../../domain/callback.ts';
+import { fileNameOf } from '../../domain/task.ts';
+import { Keys } from './table.ts';
+
+/** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
+const MAX_PARTITION_KEY_BYTES = 2048;
+const MAX_SORT_KEY_BYTES = 1024;
+/** The longest status, for the byAppStatus index key. */
+const LONGEST_STATUS = 'upload_failed';
+
+/**
+ * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
+ * fileName, roomId or nonce of thousands of characters), or null.
+ */
+export function oversizedKey(cb: Callback, signatureKey: string | null): string | null {
+  const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+  const fileName = fileNameOf(cb);
+  const partitionKeys: [string, string | null][] = [
+    [cb.service === 'recording' ? 'recordId' : 'imageId', Keys.taskPk(cb.id)],
+    ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
+    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
+    ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
+    ['the signature values', signatureKey ? Keys.signaturePk(cb.appKey, signatureKey) : null],
+  ];
+  for (const [field, key] of partitionKeys) {
+    if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)
+      return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
+  }
+  if (fileName !== null && bytes(Keys.fileSk(fileName)) > MAX_SORT_KEY_BYTES) {
+    return `output.fileName is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
+  }
+  return null;
+}
+
+/** DynamoDB stores maps and lists nested at most this deep; the header item holds `config` as a map. */
+const MAX_NESTING = 32;
+
+/** Levels of maps and lists in a value (a scalar is 0). Iterative: a body may nest far deeper than the stack. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** The config is kept as received; nested deeper than DynamoDB allows, the header could never be written. */
+export function tooDeep(cb: Callback): string | null {
+  return cb.config && nestingDepth(cb.config) > MAX_NESTING
+    ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores`
+    : null;
+}

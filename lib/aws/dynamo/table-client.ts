@@ -1,0 +1,156 @@
+// The DynamoDB calls the task store makes, each adding the capacity DynamoDB reports to a running total:
+// reads by key, conditional and versioned puts, queries, with back-off where DynamoDB asks for it.
+import {
+  BatchGetItemCommand,
+  type BatchGetItemCommandOutput,
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  type AttributeValue,
+  type ConsumedCapacity,
+  type DynamoDBClient,
+  type QueryCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Capacity } from '../../domain/task-store.ts';
+
+export type Item = Record<string, any>;
+export type Key = { pk: string; sk: string };
+
+/** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
+export const FAILED_CONDITION_WCU = 1;
+
+/** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
+export class ContentionError extends Error {
+  override name = 'ContentionError';
+}
+
+export const noCapacity = (): Capacity => ({ read: 0, write: 0 });
+
+export function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write'): void {
+  if (!consumed) return;
+  const units =
+    consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
+  if (kind === 'read') cap.read += units;
+  else cap.write += units;
+}
+
+/** Exponential back-off with full jitter (5 ms doubling, capped at 400 ms): contenders spread out. */
+export function backoff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(400, 5 * 2 ** Math.min(attempt, 10));
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+const keyString = (k: Key) => `${k.pk}\u0000${k.sk}`;
+
+export class TableClient {
+  readonly client: DynamoDBClient;
+  readonly table: string;
+
+  constructor(client: DynamoDBClient, table: string) {
+    this.client = client;
+    this.table = table;
+  }
+
+  async get(key: Key, cap: Capacity, projection?: string): Promise<Item | null> {
+    const res = await this.client.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: marshall(key),
+        ConsistentRead: true,
+        ReturnConsumedCapacity: 'TOTAL',
+        ...(projection ? { ProjectionExpression: projection } : {}),
+      }),
+    );
+    addCapacity(cap, res.ConsumedCapacity, 'read');
+    return res.Item ? unmarshall(res.Item) : null;
+  }
+
+  async exists(key: Key, cap: Capacity): Promise<boolean> {
+    return (await this.get(key, cap, 'pk')) !== null;
+  }
+
+  /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
+  async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
+    const found = new Map<string, Item>();
+    for (let i = 0; i < keys.length; i += 100) {
+      let request: Record<string, any> | undefined = {
+        [this.table]: {
+          Keys: keys.slice(i, i + 100).map((k) => marshall(k)),
+          ConsistentRead: true,
+          ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
+        },
+      };
+      for (let round = 0; request && Object.keys(request).length; round++) {
+        if (round > 0) await backoff(round + 1);
+        const res: BatchGetItemCommandOutput = await this.client.send(
+          new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
+        );
+        for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
+        for (const raw of res.Responses?.[this.table] ?? []) {
+          const item = unmarshall(raw as Record<string, AttributeValue>);
+          found.set(keyString(item as Key), item);
+        }
+        request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
+        if (round > 20) throw new ContentionError('BatchGetItem left keys unprocessed after 20 rounds');
+      }
+    }
+    return keys.map((k) => found.get(keyString(k)) ?? null);
+  }
+
+  /** Puts an item if its version is still the one read (or it is still absent). */
+  putVersioned(item: Item, previousVersion: number | undefined, cap: Capacity): Promise<boolean> {
+    const versioned = { ...item, ver: (previousVersion ?? 0) + 1 };
+    return previousVersion === undefined
+      ? this.putIf(versioned, 'attribute_not_exists(pk)', undefined, cap)
+      : this.putIf(versioned, 'ver = :v', { ':v': { N: String(previousVersion) } }, cap);
+  }
+
+  /** A conditional PutItem: false when the condition does not hold. */
+  async putIf(
+    item: Item,
+    condition: string,
+    values: Record<string, AttributeValue> | undefined,
+    cap: Capacity,
+  ): Promise<boolean> {
+    try {
+      await this.put(item, cap, { ConditionExpression: condition, ExpressionAttributeValues: values });
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      cap.write += FAILED_CONDITION_WCU;
+      return false;
+    }
+  }
+
+  async put(
+    item: Item,
+    cap: Capacity,
+    condition?: { ConditionExpression: string; ExpressionAttributeValues?: Record<string, AttributeValue> | undefined },
+  ): Promise<void> {
+    const res = await this.client.send(
+      new PutItemCommand({
+        TableName: this.table,
+        Item: marshall(item, { removeUndefinedValues: true }),
+        ...(condition?.ConditionExpression ? { ConditionExpression: condition.ConditionExpression } : {}),
+        ...(condition?.ExpressionAttributeValues
+          ? { ExpressionAttributeValues: condition.ExpressionAttributeValues }
+          : {}),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    addCapacity(cap, res.ConsumedCapacity, 'write');
+  }
+
+  async *queryAll(input: Omit<QueryCommandInput, 'TableName'>): AsyncIterable<Item> {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.client.send(
+        new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }),
+      );
+      for (const raw of res.Items ?? []) yield unmarshall(raw);
+      start = res.LastEvaluatedKey;
+    } while (start);
+  }
+}
