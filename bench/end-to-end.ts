@@ -12,7 +12,7 @@ import { createRandom } from '../lib/emulator/random.ts';
 import { SENDER_DEFAULTS, sendAll, type SendSummary } from '../lib/emulator/sender.ts';
 import { startLocalStack } from '../lib/local/stack.ts';
 import { verifyTasks } from '../lib/verify/verify.ts';
-import { BENCH_APP_KEY, MIX_FAULTS, generateMix } from './callbacks.ts';
+import { BENCH_APP_KEY, STRESS_FAULTS, generateMix } from './callbacks.ts';
 import { percentile } from './stats.ts';
 
 export interface EndToEndSizes {
@@ -43,7 +43,7 @@ export interface EndToEndResult {
   duplicates: number;
   tasks: number;
   concurrency: number;
-  faults: typeof MIX_FAULTS;
+  faults: typeof STRESS_FAULTS;
   send: Pick<
     SendSummary,
     | 'delivered'
@@ -116,7 +116,7 @@ export async function benchEndToEnd(
   const target = openLocal(stack.info);
   try {
     const concurrency = SENDER_DEFAULTS.concurrency;
-    const sends = generateMix(sizes.callbacks, 'bench-e2e');
+    const sends = generateMix(sizes.callbacks, 'bench-e2e', STRESS_FAULTS);
     const tasks = new Set(sends.map((s) => s.taskId)).size;
 
     // Idle baseline: GET /health at the sender's concurrency.
@@ -198,7 +198,7 @@ export async function benchEndToEnd(
       duplicates: sends.filter((x) => x.duplicate).length,
       tasks,
       concurrency,
-      faults: MIX_FAULTS,
+      faults: STRESS_FAULTS,
       send: {
         delivered: s.delivered,
         undelivered: s.undelivered,

@@ -5,18 +5,27 @@
 // summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
 // indexes, which DynamoDB bills too, are worked out from each task header before and after the callback.
-import { CreateTableCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+// dynalite's own item-size rule (DynamoDB's documented one), the rule its capacity units follow.
+import { itemSize } from 'dynalite/db/index.js';
 import type { SQSEvent } from 'aws-lambda';
 import { startDynamo } from '../test/support/dynalite.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import type { Logger } from '../lib/log.ts';
+import { createLogger, setLogSink, type Logger } from '../lib/log.ts';
 import { processBatch, toDelivered } from '../lib/worker/process-batch.ts';
 import { readRecord } from '../lib/worker/read-record.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
-import { generateMix, kindOf, toSqsRecord } from './callbacks.ts';
+import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, toSqsRecord, type MixFaults } from './callbacks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 
 export interface WorkerSizes {
@@ -49,6 +58,17 @@ export interface KindCapacity {
   ratio: number;
 }
 
+export interface CapacityResult {
+  callbacks: number;
+  faults: MixFaults;
+  outcomes: Record<string, number>;
+  kinds: KindCapacity[];
+  /** The whole mix, per callback. */
+  mix: Omit<KindCapacity, 'kind'>;
+  /** Items in the table afterwards, by kind: how many and the largest, in bytes as DynamoDB sizes them. */
+  items: { kind: string; count: number; largestBytes: number; over1KB: number }[];
+}
+
 export interface WorkerResult {
   batchSize: number;
   concurrency: number;
@@ -68,29 +88,74 @@ export interface WorkerResult {
   loggedWcuPerCallback: number;
   loggedRcuPerCallback: number;
   outcomes: Record<string, number>;
-  capacity: {
-    callbacks: number;
-    outcomes: Record<string, number>;
-    kinds: KindCapacity[];
-    /** The whole mix, per callback. */
-    mix: Omit<KindCapacity, 'kind'>;
-  };
+  /** Bytes of log lines the worker wrote per callback in the throughput run (CloudWatch Logs ingests these). */
+  logBytesPerCallback: number;
+  /** The realistic mix: platform reordering within seconds. */
+  capacity: CapacityResult;
+  /** The stress case: reordering within 200 ms of a 3,600x compressed schedule. */
+  stressCapacity: CapacityResult;
 }
 
 const noop = () => {};
 
-/** A logger that keeps the units the worker logs per callback (`wcu`, `rcu`) and the outcomes. */
+/**
+ * The worker's own logger, its lines captured rather than printed: keeps the units the worker logs per
+ * callback (`wcu`, `rcu`), the failures, and the bytes of every line.
+ */
 function capacityLogger() {
-  const totals = { wcu: 0, rcu: 0, failed: 0 };
-  const take = (event: string, fields?: Record<string, unknown>) => {
-    if (event === 'callback_applied' || event === 'callback_quarantined') {
-      totals.wcu += Number(fields?.wcu ?? 0);
-      totals.rcu += Number(fields?.rcu ?? 0);
-    }
-    if (event === 'callback_failed') totals.failed += 1;
-  };
-  const log: Logger = { debug: noop, info: take, warn: take, error: take };
+  const totals = { wcu: 0, rcu: 0, failed: 0, bytes: 0 };
+  const real = createLogger('worker', 'info');
+  const take =
+    (level: keyof Logger) =>
+    (event: string, fields?: Record<string, unknown>): void => {
+      if (event === 'callback_applied' || event === 'callback_quarantined') {
+        totals.wcu += Number(fields?.wcu ?? 0);
+        totals.rcu += Number(fields?.rcu ?? 0);
+      }
+      if (event === 'callback_failed') totals.failed += 1;
+      const restore = setLogSink((line) => {
+        totals.bytes += Buffer.byteLength(line, 'utf8') + 1;
+      });
+      try {
+        real[level](event, fields);
+      } finally {
+        setLogSink(restore);
+      }
+    };
+  const log: Logger = { debug: noop, info: take('info'), warn: take('warn'), error: take('error') };
   return { log, totals };
+}
+
+/** Which kind of item a table item is, from its keys (table.ts). */
+function itemKind(item: Record<string, AttributeValue>): string {
+  const pk = item.pk?.S ?? '';
+  const sk = item.sk?.S ?? '';
+  if (pk.startsWith('BARE#')) return 'bare';
+  if (pk.startsWith('DLV#')) return 'delivery (claim and raw body)';
+  if (pk.startsWith('QUARANTINE#')) return 'quarantined callback';
+  if (sk.startsWith('H#')) return 'task header';
+  if (/^P#\d+:/.test(sk)) return /#K#[0-9a-f]{32}$/.test(sk) ? 'recorded key (overflow)' : 'file';
+  return 'other';
+}
+
+async function measureItems(client: DynamoDBClient, tableName: string): Promise<CapacityResult['items']> {
+  const byKind = new Map<string, { count: number; largestBytes: number; over1KB: number }>();
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) {
+      const kind = itemKind(item);
+      if (kind === 'bare') continue;
+      const bytes = itemSize(item) as number;
+      const k = byKind.get(kind) ?? { count: 0, largestBytes: 0, over1KB: 0 };
+      k.count += 1;
+      k.largestBytes = Math.max(k.largestBytes, bytes);
+      if (bytes > 1024) k.over1KB += 1;
+      byKind.set(kind, k);
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return [...byKind.entries()].map(([kind, k]) => ({ kind, ...k })).sort((a, b) => a.kind.localeCompare(b.kind));
 }
 
 /** Counts every request the client sends, by operation (an SDK middleware, before retries). */
@@ -164,23 +229,33 @@ export function indexWrites(before: Record<string, unknown> | null, after: Recor
 async function readHeader(
   client: DynamoDBClient,
   tableName: string,
+  appKey: string,
   taskId: string,
 ): Promise<Record<string, unknown> | null> {
   const out = await client.send(
     new GetItemCommand({
       TableName: tableName,
-      Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk }),
+      Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk(appKey) }),
       ConsistentRead: true,
     }),
   );
   return out.Item ? unmarshall(out.Item) : null;
 }
 
-async function measureCapacity(client: DynamoDBClient, callbacks: number): Promise<WorkerResult['capacity']> {
-  const tableName = 'bench-capacity';
+/**
+ * Every callback of a mix applied one at a time. The store remembers no task header between callbacks
+ * (`knownHeaders: 0`), as a worker that meets each task for the first time: the read units are the most
+ * a callback costs.
+ */
+async function measureCapacity(
+  client: DynamoDBClient,
+  callbacks: number,
+  faults: MixFaults,
+  tableName: string,
+): Promise<CapacityResult> {
   await client.send(new CreateTableCommand(tableDefinition(tableName)));
-  const store = new DynamoTaskStore({ client, tableName });
-  const sends = generateMix(callbacks, 'bench-capacity');
+  const store = new DynamoTaskStore({ client, tableName, knownHeaders: 0 });
+  const sends = generateMix(callbacks, 'bench-capacity', faults);
   const receivedAt = Date.now();
   const kinds = new Map<string, { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }>();
   const outcomes: Record<string, number> = {};
@@ -200,9 +275,10 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
     const msg = read.message;
     const parsed = parseCallback(msg.service, msg.body);
     if (!parsed.ok) throw new Error(`bench callback ${i} does not parse: ${parsed.errors.join('; ')}`);
-    const before = await readHeader(client, tableName, parsed.callback.id);
+    const { appKey, id } = parsed.callback;
+    const before = await readHeader(client, tableName, appKey, id);
     const result = await store.applyCallback(toDelivered(msg, parsed.callback));
-    const after = await readHeader(client, tableName, parsed.callback.id);
+    const after = await readHeader(client, tableName, appKey, id);
     const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
     outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
     const kind =
@@ -238,7 +314,9 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
   );
   return {
     callbacks: sends.length,
+    faults,
     outcomes,
+    items: await measureItems(client, tableName),
     kinds: [...kinds.entries()]
       .map(([kind, k]) => ({ kind, ...perCallback(k) }))
       .sort((a, b) => a.kind.localeCompare(b.kind)),
@@ -274,6 +352,7 @@ export async function benchWorker(
     counts.clear();
     totals.wcu = 0;
     totals.rcu = 0;
+    totals.bytes = 0;
 
     const workerRate: number[] = [];
     const bareRate: number[] = [];
@@ -337,8 +416,15 @@ export async function benchWorker(
       if (own > 0) requestsPerCallback[name] = own / applied;
     }
 
-    const capacity = await measureCapacity(dynamo.client, sizes.capacityCallbacks);
-    progress(`worker: capacity of ${capacity.callbacks} callbacks applied one at a time`);
+    const logBytesPerCallback = totals.bytes / applied;
+    const capacity = await measureCapacity(dynamo.client, sizes.capacityCallbacks, MIX_FAULTS, 'bench-capacity');
+    const stressCapacity = await measureCapacity(
+      dynamo.client,
+      sizes.capacityCallbacks,
+      STRESS_FAULTS,
+      'bench-capacity-stress',
+    );
+    progress(`worker: capacity of ${capacity.callbacks} callbacks of each mix applied one at a time`);
 
     return {
       batchSize,
@@ -354,7 +440,9 @@ export async function benchWorker(
       loggedWcuPerCallback: totals.wcu / applied,
       loggedRcuPerCallback: totals.rcu / applied,
       outcomes,
+      logBytesPerCallback,
       capacity,
+      stressCapacity,
     };
   } finally {
     await dynamo.stop();

@@ -2,7 +2,7 @@
 // random lifecycles, shuffled and duplicated, in random batches; then a fault at every write.
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/folds.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -78,7 +78,7 @@ describe('worker property: any order, any duplicates, any batching', () => {
         ),
         async ([ls, ds, batchSize]) => {
           const { lifecycles, deliveries } = isolate(ls, ds);
-          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, pruneThreshold: 2 });
+          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
           const records = deliveries.map((d) => sqsRecord(d.service, d.body));
           const left = await deliverUntilDone(records, store, batchSize);
           expect(left).toEqual([]);

@@ -13,3 +13,9 @@ declare module 'dynalite' {
   function dynalite(options?: DynaliteOptions): Server;
   export default dynalite;
 }
+
+declare module 'dynalite/db/index.js' {
+  import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+  /** An item's size in bytes as DynamoDB counts it (attribute names and values), the base of its capacity units. */
+  export function itemSize(item: Record<string, AttributeValue>): number;
+}

@@ -24,7 +24,17 @@ export interface Capacity {
 }
 
 export type ApplyResult =
-  | { outcome: 'applied'; transition: FileTransition | null; status: TaskStatus; capacity: Capacity }
+  | {
+      outcome: 'applied';
+      /** The state of the callback's file before and after it (null for a callback that names no file). */
+      transition: FileTransition | null;
+      /**
+       * The task's summary (status, file counts) as it stands after this write. Read on demand: a task's
+       * counts and status are added up from all of its items, so this costs a read of the whole task.
+       */
+      taskAfter: () => Promise<TaskSummary | null>;
+      capacity: Capacity;
+    }
   | { outcome: 'duplicate'; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
@@ -78,10 +88,23 @@ export interface TaskQuery {
   sessionId?: string;
   appKey?: string;
   status?: TaskStatus;
-  /** Epoch ms, inclusive, on the task's first callback time. */
+  /** Epoch ms, inclusive, on the task's sort time (its start callback's, else its earliest callback's). */
   since?: number;
   until?: number;
   limit?: number;
+}
+
+/** Two appKeys have a task with this id: which one is meant must be said. */
+export class AmbiguousTaskError extends Error {
+  override name = 'AmbiguousTaskError';
+  readonly id: string;
+  readonly appKeys: string[];
+
+  constructor(id: string, appKeys: string[]) {
+    super(`${appKeys.length} appKeys have a task ${id} (${appKeys.join(', ')}): say which one is meant`);
+    this.id = id;
+    this.appKeys = appKeys;
+  }
 }
 
 export interface TaskStore {
@@ -89,8 +112,13 @@ export interface TaskStore {
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;
   /** Keeps a callback aside, never applied to a task. */
   quarantine(entry: QuarantineEntry): Promise<Capacity>;
-  getTask(id: string): Promise<Task | null>;
-  listEvents(id: string): Promise<StoredEvent[]>;
+  /**
+   * The task with this id, of the given appKey; without one, of the only appKey that has such a task
+   * (AmbiguousTaskError when several have).
+   */
+  getTask(id: string, appKey?: string): Promise<Task | null>;
+  /** The raw callbacks of a task (found as by getTask), one per distinct callback, in timestamp order. */
+  listEvents(id: string, appKey?: string): Promise<StoredEvent[]>;
   listTasks(query: TaskQuery): AsyncIterable<TaskSummary>;
   listQuarantine(opts?: { sinceDays?: number; limit?: number }): AsyncIterable<QuarantineEntry>;
 }

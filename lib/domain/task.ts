@@ -30,12 +30,27 @@ export function rankOf(timestamp: number, key: string): string {
   return `${String(Math.max(0, Math.trunc(timestamp))).padStart(16, '0')}|${key}`;
 }
 
-/** Header facts. Every field is a join: min/max by rank, "or", or a count of distinct events. */
+/** A callback whose code is not 200, as the task reports the latest one. */
+export interface ErrorFact {
+  rank: string;
+  type: CallbackType;
+  code: number;
+  message: string | null;
+  at: number;
+}
+
+/**
+ * The task's own facts: identity, config, start and end. Every field is a join (min/max by rank, "or"),
+ * so a callback applied twice, or callbacks applied in any order, give the same header. Counts, status,
+ * `updatedAt` and `lastError` are not here: they are joins over every item of the task (see `Tally`).
+ */
 export interface TaskHeader {
   service: Service;
   id: string;
   /** Identity fields come from the best-ranked event: a start first, then the earliest. */
   identRank: string;
+  /** The identity callback's timestamp: the time the task sorts by in listings. */
+  identAt: number;
   appKey: string;
   roomId: string | null;
   sessionId: string | null;
@@ -56,15 +71,15 @@ export interface TaskHeader {
   endOk: boolean;
   /** Some start or end callback carried a code other than 200. */
   startOrEndFailed: boolean;
-  /** The latest callback whose code is not 200. */
-  lastError: { rank: string; type: CallbackType; code: number; message: string | null; at: number } | null;
-  firstAt: number;
-  updatedAt: number;
-  eventCount: number;
-  /** Counts of files by their current upload state; maintained from file transitions. */
-  fileCount: number;
-  pendingFiles: number;
-  failedFiles: number;
+}
+
+/**
+ * What a part of the task (its header, a file) keeps of the callbacks it absorbed: the latest one whose
+ * code is not 200 and the latest timestamp. The task's `lastError` and `updatedAt` are the join of its parts.
+ */
+export interface Tally {
+  lastError: ErrorFact | null;
+  updatedAt: number | null;
 }
 
 /** One file of a task: what slices, ends and uploads said about it. */
@@ -83,11 +98,11 @@ export interface FileRecord {
     at: number;
   } | null;
   firstFailureAt: number | null;
-  /** Distinct upload callbacks seen for this file. */
+  /** Distinct upload callbacks seen for this file: counted by whoever knows which were seen, not by the join. */
   attempts: number;
 }
 
-/** A file's contribution to the header counters: absent (null) until a callback names it. */
+/** A file's upload state, or null before any callback names it. */
 export type FileState = FileUpload | null;
 
 export interface FileView {
@@ -145,9 +160,8 @@ function uploadBeats(a: NonNullable<FileRecord['upload']>, b: NonNullable<FileRe
 }
 
 /**
- * Joins one callback's facts into a file record. Counting (`attempts`) assumes the callback has not been
- * applied to this record before: the caller guarantees that (the fold deduplicates by event key, the
- * store by a token on the item).
+ * Joins one callback's facts into a file record. A join: applying a callback again changes nothing, and
+ * callbacks commute. `attempts` is left as it is: the caller counts distinct upload callbacks.
  */
 export function applyToFile(file: FileRecord | null, cb: Callback): FileRecord {
   const fileName = fileNameOf(cb);
@@ -163,7 +177,6 @@ export function applyToFile(file: FileRecord | null, cb: Callback): FileRecord {
     }
   }
   if (cb.upload) {
-    next.attempts += 1;
     const candidate = {
       rank,
       ok: cb.upload.ok,
@@ -197,7 +210,7 @@ export function toFileView(f: FileRecord): FileView {
 // ---------------------------------------------------------------------------------------------------
 // Header
 
-/** A change of one file's state, applied to the header counters. */
+/** A change of one file's state. */
 export interface FileTransition {
   from: FileState;
   to: FileState;
@@ -205,55 +218,41 @@ export interface FileTransition {
 
 const identPriority = (type: CallbackType) => (type === 1 ? '0' : '1');
 
-export function emptyHeader(cb: Callback): TaskHeader {
-  return {
-    service: cb.service,
-    id: cb.id,
-    identRank: '~', // sorts after every real rank
-    appKey: cb.appKey,
-    roomId: null,
-    sessionId: null,
-    userId: null,
-    mode: null,
-    extra: null,
-    configRank: null,
-    config: null,
-    startRank: null,
-    startedAt: null,
-    startFileName: null,
-    endRank: null,
-    endedAt: null,
-    endOk: false,
-    startOrEndFailed: false,
-    lastError: null,
-    firstAt: cb.timestamp,
-    updatedAt: cb.timestamp,
-    eventCount: 0,
-    fileCount: 0,
-    pendingFiles: 0,
-    failedFiles: 0,
-  };
+/** How a callback ranks as the source of a task's identity: a start first, then the earliest (lower wins). */
+export function identRankOf(cb: Callback): string {
+  return identPriority(cb.type) + rankOf(cb.timestamp, cb.key);
 }
 
-/**
- * Joins one callback's facts into the header. `countEvent` adds it to `eventCount`; `transition` is the
- * change this callback caused to its file's state, if any. Both counts assume the caller applies each
- * event once (see applyToFile).
- */
-export function applyToHeader(
-  header: TaskHeader | null,
-  cb: Callback,
-  transition: FileTransition | null,
-  countEvent = true,
-): TaskHeader {
-  const h: TaskHeader = header
-    ? { ...header, lastError: header.lastError ? { ...header.lastError } : null }
-    : emptyHeader(cb);
+/** Joins one callback's identity, config, start and end facts into the header (creating it if need be). */
+export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHeader {
   const rank = rankOf(cb.timestamp, cb.key);
-
-  const identRank = identPriority(cb.type) + rank;
+  const identRank = identRankOf(cb);
+  const h: TaskHeader = header
+    ? { ...header }
+    : {
+        service: cb.service,
+        id: cb.id,
+        identRank,
+        identAt: cb.timestamp,
+        appKey: cb.appKey,
+        roomId: cb.roomId,
+        sessionId: cb.sessionId,
+        userId: cb.userId,
+        mode: cb.mode,
+        extra: cb.extra,
+        configRank: null,
+        config: null,
+        startRank: null,
+        startedAt: null,
+        startFileName: null,
+        endRank: null,
+        endedAt: null,
+        endOk: false,
+        startOrEndFailed: false,
+      };
   if (identRank < h.identRank) {
     h.identRank = identRank;
+    h.identAt = cb.timestamp;
     h.appKey = cb.appKey;
     h.roomId = cb.roomId;
     h.sessionId = cb.sessionId;
@@ -279,38 +278,81 @@ export function applyToHeader(
   }
   if (cb.type === 3 && cb.code === 200) h.endOk = true;
   if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) h.startOrEndFailed = true;
-  if (cb.code !== 200 && (h.lastError === null || rank > h.lastError.rank)) {
-    h.lastError = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
-  }
-  if (cb.timestamp < h.firstAt) h.firstAt = cb.timestamp;
-  if (cb.timestamp > h.updatedAt) h.updatedAt = cb.timestamp;
-  if (countEvent) h.eventCount += 1;
-  if (transition) applyTransition(h, transition);
   return h;
 }
 
-export function applyTransition(h: TaskHeader, t: FileTransition): void {
-  if (t.from === t.to) return;
-  if (t.from === null) h.fileCount += 1;
-  if (t.from === 'pending') h.pendingFiles -= 1;
-  if (t.from === 'failed') h.failedFiles -= 1;
-  if (t.to === null) h.fileCount -= 1;
-  if (t.to === 'pending') h.pendingFiles += 1;
-  if (t.to === 'failed') h.failedFiles += 1;
+/** Whether two headers hold the same facts (the config follows its rank, so ranks stand for it). */
+export function sameHeader(a: TaskHeader, b: TaskHeader): boolean {
+  for (const k of Object.keys(a) as (keyof TaskHeader)[]) if (k !== 'config' && a[k] !== b[k]) return false;
+  return true;
+}
+
+/** Whether a callback's facts live in the header (start and end) rather than in a file. */
+export function isHeaderEvent(cb: Callback): boolean {
+  return cb.type === 1 || cb.type === 3;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tallies
+
+export const emptyTally = (): Tally => ({ lastError: null, updatedAt: null });
+
+/** Joins one callback into a tally. */
+export function tallyCallback(t: Tally | null, cb: Callback): Tally {
+  const next: Tally = t ? { ...t } : emptyTally();
+  const rank = rankOf(cb.timestamp, cb.key);
+  if (cb.code !== 200 && (next.lastError === null || rank > next.lastError.rank)) {
+    next.lastError = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
+  }
+  if (next.updatedAt === null || cb.timestamp > next.updatedAt) next.updatedAt = cb.timestamp;
+  return next;
+}
+
+/** The join of two tallies. */
+export function joinTallies(a: Tally, b: Tally): Tally {
+  const lastError =
+    a.lastError === null
+      ? b.lastError
+      : b.lastError === null || a.lastError.rank > b.lastError.rank
+        ? a.lastError
+        : b.lastError;
+  const updatedAt =
+    a.updatedAt === null ? b.updatedAt : b.updatedAt === null ? a.updatedAt : Math.max(a.updatedAt, b.updatedAt);
+  return { lastError, updatedAt };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The task, from its parts
+
+export interface FileCounts {
+  fileCount: number;
+  pendingFiles: number;
+  failedFiles: number;
+}
+
+export function countFiles(files: Iterable<FileRecord>): FileCounts {
+  const counts: FileCounts = { fileCount: 0, pendingFiles: 0, failedFiles: 0 };
+  for (const f of files) {
+    const state = fileState(f);
+    counts.fileCount += 1;
+    if (state === 'pending') counts.pendingFiles += 1;
+    if (state === 'failed') counts.failedFiles += 1;
+  }
+  return counts;
 }
 
 /** CONTRACT §4 status rule, in its order of precedence. */
-export function deriveStatus(h: TaskHeader): TaskStatus {
-  if (h.failedFiles > 0) return 'upload_failed';
-  if (h.endOk && h.pendingFiles === 0) return 'completed';
+export function deriveStatus(h: TaskHeader, counts: FileCounts): TaskStatus {
+  if (counts.failedFiles > 0) return 'upload_failed';
+  if (h.endOk && counts.pendingFiles === 0) return 'completed';
   if (h.startOrEndFailed) return 'failed';
   if (h.endRank !== null) return 'ended';
   return h.service === 'recording' ? 'recording' : 'capturing';
 }
 
-/** The time a task sorts by in listings: its first callback's timestamp. */
+/** The time a task sorts by in listings: its identity callback's (its start's, or its earliest callback's). */
 export function sortTimeOf(h: TaskHeader): number {
-  return h.firstAt;
+  return h.identAt;
 }
 
 /** Compares strings by UTF-8 bytes, the order DynamoDB sorts keys in. */
@@ -318,13 +360,21 @@ export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
+/** Everything a task is made of: its header, its files, the join of its tallies, its distinct callbacks. */
+export interface TaskParts {
+  header: TaskHeader;
+  files: readonly FileRecord[];
+  tally: Tally;
+  eventCount: number;
+}
+
 /** The fields a task and a task's summary share, in the order both print them. */
 export type TaskHead = Pick<
   Task,
-  'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt'
-> & { updatedAt: number };
+  'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt' | 'updatedAt'
+>;
 
-export function taskHead(h: TaskHeader): TaskHead {
+export function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskHead {
   return {
     service: h.service,
     id: h.id,
@@ -332,23 +382,25 @@ export function taskHead(h: TaskHeader): TaskHead {
     roomId: h.roomId,
     sessionId: h.sessionId,
     userId: h.userId,
-    status: deriveStatus(h),
+    status: deriveStatus(h, counts),
     startedAt: h.startedAt,
     endedAt: h.endedAt,
-    updatedAt: h.updatedAt,
+    updatedAt: tally.updatedAt,
   };
 }
 
-export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
+export function toTask(parts: TaskParts): Task {
+  const { header: h, files, tally } = parts;
+  const lastError = tally.lastError;
   const task: Task = {
-    ...taskHead(h),
+    ...taskHead(h, countFiles(files), tally),
     extra: h.extra,
     config: h.config,
     files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),
-    lastError: h.lastError
-      ? { type: h.lastError.type, code: h.lastError.code, message: h.lastError.message, at: h.lastError.at }
+    lastError: lastError
+      ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.at }
       : null,
-    eventCount: h.eventCount,
+    eventCount: parts.eventCount,
   };
   if (h.service === 'recording') {
     task.mode = h.mode;
@@ -356,122 +408,4 @@ export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
     task.startFileName = h.startFileName;
   }
   return task;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Folds
-
-/** Incremental fold, in the given order, with exact duplicates skipped: what the store does, in memory. */
-export function foldTask(callbacks: readonly Callback[]): Task | null {
-  let header: TaskHeader | null = null;
-  const files = new Map<string, FileRecord>();
-  const seen = new Set<string>();
-  for (const cb of callbacks) {
-    if (seen.has(cb.key)) continue;
-    seen.add(cb.key);
-    let transition: FileTransition | null = null;
-    const fileName = fileNameOf(cb);
-    if (fileName) {
-      const before = files.get(fileName) ?? null;
-      const after = applyToFile(before, cb);
-      files.set(fileName, after);
-      transition = { from: fileState(before), to: fileState(after) };
-    }
-    header = applyToHeader(header, cb, transition);
-  }
-  return header ? toTask(header, [...files.values()]) : null;
-}
-
-/**
- * The oracle: the task computed directly from the set of distinct callbacks, rule by rule, without the
- * incremental machinery. Every other way of building a task is tested against this one.
- */
-export function reduceTask(callbacks: readonly Callback[]): Task | null {
-  const distinct = new Map<string, Callback>();
-  for (const cb of callbacks) distinct.set(cb.key, cb);
-  const events = [...distinct.values()];
-  if (events.length === 0) return null;
-  const first = events[0]!;
-  const byRank = (a: Callback, b: Callback) =>
-    a.timestamp - b.timestamp || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
-  const sorted = [...events].sort(byRank);
-  const starts = sorted.filter((e) => e.type === 1);
-  const ends = sorted.filter((e) => e.type === 3);
-  const identity = starts[0] ?? sorted[0]!;
-  const withConfig = sorted.filter((e) => e.config !== null);
-  const configSource = withConfig.find((e) => e.type === 1) ?? withConfig[0] ?? null;
-  const errors = sorted.filter((e) => e.code !== 200);
-  const lastError = errors[errors.length - 1] ?? null;
-
-  const fileNames = new Set<string>();
-  for (const e of events) {
-    const name = fileNameOf(e);
-    if (name) fileNames.add(name);
-  }
-  const files: FileView[] = [...fileNames].sort(compareUtf8).map((fileName) => {
-    const sizes = sorted.filter((e) => e.file?.fileName === fileName);
-    const uploads = sorted.filter((e) => e.upload?.fileName === fileName);
-    const latestTs = uploads.length ? Math.max(...uploads.map((u) => u.timestamp)) : null;
-    const atLatest = uploads.filter((u) => u.timestamp === latestTs);
-    const winner = atLatest.filter((u) => u.upload!.ok).at(-1) ?? atLatest.at(-1) ?? null;
-    const failures = uploads.filter((u) => !u.upload!.ok);
-    const upload: FileUpload = winner === null ? 'pending' : winner.upload!.ok ? 'uploaded' : 'failed';
-    return {
-      fileName,
-      size: sizes.length ? sizes[sizes.length - 1]!.file!.size : null,
-      url: winner?.upload?.url ?? null,
-      upload,
-      code: winner?.upload?.code ?? null,
-      message: winner?.upload?.message ?? null,
-      attempts: uploads.length,
-      purgeAt: upload === 'failed' ? failures[0]!.timestamp + PURGE_AFTER_MS : null,
-    };
-  });
-
-  const anyFailed = files.some((f) => f.upload === 'failed');
-  const anyPending = files.some((f) => f.upload === 'pending');
-  let status: TaskStatus;
-  if (anyFailed) status = 'upload_failed';
-  else if (ends.some((e) => e.code === 200) && !anyPending) status = 'completed';
-  else if ([...starts, ...ends].some((e) => e.code !== 200)) status = 'failed';
-  else if (ends.length) status = 'ended';
-  else status = first.service === 'recording' ? 'recording' : 'capturing';
-
-  const task: Task = {
-    service: first.service,
-    id: first.id,
-    appKey: identity.appKey,
-    roomId: identity.roomId,
-    sessionId: identity.sessionId,
-    userId: identity.userId,
-    status,
-    startedAt: starts[0]?.timestamp ?? null,
-    endedAt: ends[0]?.timestamp ?? null,
-    updatedAt: sorted[sorted.length - 1]!.timestamp,
-    extra: identity.extra,
-    config: configSource?.config ?? null,
-    files,
-    lastError: lastError
-      ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.timestamp }
-      : null,
-    eventCount: events.length,
-  };
-  if (first.service === 'recording') {
-    task.mode = identity.mode;
-    task.modeName = identity.mode === null ? null : (MODE_NAMES[identity.mode] ?? null);
-    task.startFileName = starts[0]?.startFileName ?? null;
-  }
-  return task;
-}
-
-/** Groups callbacks by task and reduces each: what a receiver should hold after a run. */
-export function reduceTasks(callbacks: readonly Callback[]): Task[] {
-  const byTask = new Map<string, Callback[]>();
-  for (const cb of callbacks) {
-    const k = `${cb.service}:${cb.id}`;
-    const list = byTask.get(k);
-    if (list) list.push(cb);
-    else byTask.set(k, [cb]);
-  }
-  return [...byTask.values()].map((list) => reduceTask(list)!).sort((a, b) => compareUtf8(a.id, b.id));
 }

@@ -1,6 +1,7 @@
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { canonicalJson } from '../domain/canonical.ts';
-import { PURGE_AFTER_MS, reduceTasks } from '../domain/task.ts';
+import { reduceTasks } from '../domain/folds.ts';
+import { PURGE_AFTER_MS } from '../domain/task.ts';
 import {
   generateRun,
   HOLD_MS,

@@ -23,6 +23,11 @@ export interface FaultOptions {
   duplicates?: number;
   /** Sends whose `at` fall within this many milliseconds of each other are shuffled. */
   reorderWindowMs?: number;
+  /**
+   * Sends less than this many milliseconds of platform time apart are shuffled instead (the platform's
+   * own reordering spans seconds, whatever the schedule's compression).
+   */
+  reorderPlatformMs?: number;
   /** Probability that a task's uploads meet a storage outage (1: every task). */
   outage?: number;
   /** Probability that an outage outlasts the 24 h the platform holds files (the upload is given up). */
@@ -521,6 +526,8 @@ export function generateRun(opts: LifecycleOptions): GeneratedRun {
 
   interface Pending extends ScheduledSend {
     seq: number;
+    /** When it is sent, in platform time from the run's start. */
+    platformAt: number;
   }
   const sends: Pending[] = [];
   let seq = 0;
@@ -537,6 +544,7 @@ export function generateRun(opts: LifecycleOptions): GeneratedRun {
         taskId,
         duplicate: false,
         seq: seq++,
+        platformAt: plan.offset + ev.rel,
       });
     }
   }
@@ -554,18 +562,29 @@ export function generateRun(opts: LifecycleOptions): GeneratedRun {
       for (let c = 0; c < copies; c++) {
         // A repeat comes a little later, as a sender's re-delivery would; half of them with keys reordered.
         const body = rng.chance(0.5) ? reorderKeys(rng, original.body) : structuredClone(original.body);
-        sends.push({ ...original, body, at: original.at + rng.int(1, 250), duplicate: true, seq: seq++ });
+        const delay = rng.int(1, 250);
+        sends.push({
+          ...original,
+          body,
+          at: original.at + delay,
+          duplicate: true,
+          seq: seq++,
+          platformAt: original.platformAt + delay * opts.compress,
+        });
       }
     }
     sends.sort(byTime);
   }
 
+  const platformWindow = opts.reorderPlatformMs ?? 0;
   const window = opts.reorderWindowMs ?? 0;
-  if (window > 0) {
-    // Shuffle which send goes out in which slot, group by group of sends less than `window` apart.
+  const near = (a: Pending, b: Pending) =>
+    platformWindow > 0 ? b.platformAt - a.platformAt < platformWindow : b.at - a.at < window;
+  if (window > 0 || platformWindow > 0) {
+    // Shuffle which send goes out in which slot, group by group of sends close enough to each other.
     for (let start = 0; start < sends.length; ) {
       let end = start + 1;
-      while (end < sends.length && sends[end]!.at - sends[start]!.at < window) end++;
+      while (end < sends.length && near(sends[start]!, sends[end]!)) end++;
       if (end - start > 1) {
         const slots = sends.slice(start, end).map((s) => s.at);
         const group = rng.shuffle(sends.slice(start, end));
@@ -580,7 +599,10 @@ export function generateRun(opts: LifecycleOptions): GeneratedRun {
 
   // The first send goes out at once, whenever in the half-hour spread its task started.
   const origin = sends[0]?.at ?? 0;
-  const out: ScheduledSend[] = sends.map(({ seq: _seq, ...send }) => ({ ...send, at: send.at - origin }));
+  const out: ScheduledSend[] = sends.map(({ seq: _seq, platformAt: _p, ...send }) => ({
+    ...send,
+    at: send.at - origin,
+  }));
   let firstTs = Infinity;
   let lastTs = -Infinity;
   for (const s of out) {

@@ -4,6 +4,7 @@
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import { fileNameOf } from '../domain/task.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
@@ -28,56 +29,44 @@ export async function processBatch(
   const failures: { itemIdentifier: string }[] = [];
   const concurrency = Math.max(1, deps.concurrency ?? 5);
   const started = (deps.now ?? Date.now)();
-  // Records of one task are applied one after the other: run side by side they would only contend for
-  // the same header item. Different tasks go in parallel.
-  const groups = [...groupByTask(records).values()];
+  const prepared = records.map(prepareRecord);
+  // Records that write the same item (one file, or one task's header) are applied one after the other:
+  // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too.
+  const groups = [...groupByItem(prepared).values()];
   let next = 0;
   const runGroups = async () => {
     while (next < groups.length) {
       for (const i of groups[next++]!) {
-        const record = records[i]!;
-        outcomes[i] = await processRecord(record, deps);
-        if (outcomes[i] === 'failed') failures.push({ itemIdentifier: record.messageId });
+        outcomes[i] = await finishRecord(prepared[i]!, deps);
+        if (outcomes[i] === 'failed') failures.push({ itemIdentifier: records[i]!.messageId });
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, runGroups));
   deps.log.info('batch_done', {
     records: records.length,
-    tasks: groups.length,
     failed: failures.length,
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes };
 }
 
-/** Record indexes grouped by the task their body names (a record that names none is a group alone). */
-function groupByTask(records: readonly SQSRecord[]): Map<string, number[]> {
-  const groups = new Map<string, number[]>();
-  records.forEach((record, i) => {
-    let key = `#${i}`;
-    try {
-      const body = JSON.parse(record.body) as Record<string, unknown> | null;
-      const id = body?.recordId ?? body?.imageId;
-      if (typeof id === 'string' && id) key = `task:${id}`;
-    } catch {
-      // Not JSON: processRecord quarantines it on its own.
+/** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
+type Prepared =
+  | { kind: 'unreadable'; record: SQSRecord; detail: string }
+  | {
+      kind: 'aside';
+      msg: QueuedCallback;
+      reason: 'invalid_callback' | 'invalid_signature';
+      detail: string;
+      cb: Callback | null;
     }
-    const group = groups.get(key);
-    if (group) group.push(i);
-    else groups.set(key, [i]);
-  });
-  return groups;
-}
+  | { kind: 'apply'; msg: QueuedCallback; cb: Callback };
 
-export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promise<RecordOutcome> {
-  const started = (deps.now ?? Date.now)();
+function prepareRecord(record: SQSRecord): Prepared {
   const read = readRecord(record);
-  if (!read.ok) {
-    // Without its service the body cannot be parsed; keep it aside as a screenshot or recording
-    // callback would be, rather than retrying it forever.
-    return quarantineUnparsed(record, deps, read.reason);
-  }
+  // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
+  if (!read.ok) return { kind: 'unreadable', record, detail: read.reason };
   const msg = read.message;
   let parsed: ParseResult;
   try {
@@ -85,24 +74,41 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   } catch (err) {
     // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
     // can never be read here: retrying it would only fail again, so it is kept aside.
-    const reason =
+    const detail =
       err instanceof RangeError
         ? 'the body is nested too deeply to be read'
         : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
-    return quarantine(msg, deps, 'invalid_callback', reason, null, null);
+    return { kind: 'aside', msg, reason: 'invalid_callback', detail, cb: null };
   }
-  if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
-  const cb = parsed.callback;
+  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.errors.join('; '), cb: null };
   if (msg.verdict === 'invalid') {
-    return quarantine(
-      msg,
-      deps,
-      'invalid_signature',
-      'the signature did not match any configured secret',
-      cb.appKey,
-      cb.id,
-    );
+    const detail = 'the signature did not match any configured secret';
+    return { kind: 'aside', msg, reason: 'invalid_signature', detail, cb: parsed.callback };
   }
+  return { kind: 'apply', msg, cb: parsed.callback };
+}
+
+/** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
+function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
+  const groups = new Map<string, number[]>();
+  prepared.forEach((p, i) => {
+    const key = p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`;
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  return groups;
+}
+
+export function processRecord(record: SQSRecord, deps: WorkerDeps): Promise<RecordOutcome> {
+  return finishRecord(prepareRecord(record), deps);
+}
+
+async function finishRecord(p: Prepared, deps: WorkerDeps): Promise<RecordOutcome> {
+  const started = (deps.now ?? Date.now)();
+  if (p.kind === 'unreadable') return quarantineUnparsed(p.record, deps, p.detail);
+  if (p.kind === 'aside') return quarantine(p.msg, deps, p.reason, p.detail, p.cb?.appKey ?? null, p.cb?.id ?? null);
+  const { msg, cb } = p;
   try {
     const result = await deps.store.applyCallback(toDelivered(msg, cb));
     const common = {
@@ -124,7 +130,7 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
       deps.log.info('callback_applied', {
         ...common,
         outcome: result.outcome,
-        status: result.outcome === 'applied' ? result.status : undefined,
+        file: result.outcome === 'applied' && result.transition ? result.transition.to : undefined,
       });
       if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
         deps.log.warn('upload_failed', {

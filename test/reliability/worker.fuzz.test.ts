@@ -8,7 +8,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../../lib/domain/callback.ts';
-import { reduceTask } from '../../lib/domain/task.ts';
+import { reduceTask } from '../../lib/domain/folds.ts';
 import type { QuarantineEntry, QuarantineReason } from '../../lib/domain/task-store.ts';
 import {
   anyLifecycles,
@@ -265,7 +265,7 @@ describe('worker fuzz: valid and invalid records in the same batches', () => {
           const failed: SQSRecord[] = [];
           for (let i = 0; i < pending.length; i += batchSize) {
             const batch = pending.slice(i, i + batchSize);
-            const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, pruneThreshold: 2 });
+            const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
             const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
             const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
             expect([...ids].filter((id) => badIds.has(id))).toEqual([]);

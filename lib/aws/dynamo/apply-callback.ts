@@ -1,23 +1,53 @@
-// The exactly-once write path. A task is a partition `TASK#<id>` holding a header item, one item per file
-// and one item per distinct callback (the ledger, with the raw body). Each item of state is a join of
-// facts (lib/domain/task.ts), written with optimistic concurrency (read, join, put if the version is
-// unchanged). Counts stay exact under redelivery and crashes because every item remembers, as a token,
-// which callbacks it has absorbed until the callback's ledger entry exists; the ledger entry is written
-// last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
-// by later writes, so no item grows with the number of callbacks. See README "Worker and table design".
+// The exactly-once write path, without transactions and without an item that every callback writes.
+//
+// 1. Every delivery is one conditional put: its replay claim and its raw body at once (keyed by appKey
+//    and the replay key's digest, or the event key when the request carried no signature values). The
+//    same key with another event key is a replay.
+// 2. A callback is applied to exactly one item, in one versioned put that both joins its facts and
+//    records its event key there: a slice or an upload to its file, a start or an end to the task's
+//    header. A key found recorded means a duplicate; counts are the number of recorded keys. A file keeps
+//    a few keys inline; further keys are recorded on items of their own (conditional puts), after the
+//    file's join is written: the join is idempotent, so a crash between the two writes loses nothing.
+// 3. A file callback writes the header only to create the task or to improve its identity (an earlier
+//    callback before any start); it reads the header eventually consistent, which can only understate
+//    what the header holds. A recording end also joins its file's size, before its key is recorded.
+//
+// Every join is in lib/domain/task.ts; docs/task-store.md gives the layout and the argument.
 import type { Callback } from '../../domain/callback.ts';
-import type { ApplyResult, Capacity, DeliveredCallback, QuarantineEntry } from '../../domain/task-store.ts';
+import type {
+  ApplyResult,
+  Capacity,
+  DeliveredCallback,
+  QuarantineEntry,
+  TaskSummary,
+} from '../../domain/task-store.ts';
 import {
   applyToFile,
   applyToHeader,
-  deriveStatus,
+  emptyTally,
   fileNameOf,
   fileState,
-  rankOf,
+  identRankOf,
+  isHeaderEvent,
+  sameHeader,
+  tallyCallback,
+  type FileRecord,
   type FileTransition,
-  type TaskStatus,
+  type Tally,
 } from '../../domain/task.ts';
-import { fileFromItem, fileToItem, headerFromItem, headerToItem, holdsToken, type FileToken } from './items.ts';
+import {
+  bodyRefOf,
+  deliveryToItem,
+  fileFromItem,
+  fileToItem,
+  headerFromItem,
+  headerToItem,
+  keysOf,
+  recordedToItem,
+  recordedValue,
+  tallyOf,
+  type BodyRef,
+} from './items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys, dayOf } from './table.ts';
@@ -26,15 +56,31 @@ export interface WritePathOptions {
   /** Days a raw callback is kept before the TTL deletes it. */
   ttlDays: number;
   now: () => number;
-  /** Tokens an item may hold before a write checks which of them can go. */
-  pruneThreshold: number;
   /** Optimistic-concurrency attempts before giving up with a retryable error. */
   maxAttempts: number;
+  /** Callback keys a file item records inline before further keys get items of their own. */
+  inlineKeys: number;
+  /** The task's summary right after a write (for ApplyResult.taskAfter). */
+  summaryAfterWrite: (appKey: string, id: string) => Promise<TaskSummary | null>;
+  /** Task headers remembered (service and identity rank) so that file callbacks need not read them (0: none). */
+  knownHeaders: number;
 }
+
+/** What a header said about its task: both only ever improve, so an old copy is a stale read, never a wrong one. */
+interface KnownHeader {
+  service: string;
+  identRank: string;
+}
+
+type Outcome = { outcome: 'applied'; transition: FileTransition | null } | { outcome: 'duplicate' } | Quarantine;
+type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 export class WritePath {
   private readonly table: TableClient;
   private readonly opts: WritePathOptions;
+  private readonly known = new Map<string, KnownHeader>();
 
   constructor(table: TableClient, opts: WritePathOptions) {
     this.table = table;
@@ -43,166 +89,224 @@ export class WritePath {
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
     const cap = noCapacity();
+    const result = await this.apply(d, cap);
+    if (result.outcome === 'quarantined') {
+      await this.quarantineParsed(d, result.reason, result.detail, cap);
+      return { ...result, capacity: cap };
+    }
+    if (result.outcome === 'duplicate') return { outcome: 'duplicate', capacity: cap };
+    const { appKey, id } = d.callback;
+    return {
+      outcome: 'applied',
+      transition: result.transition,
+      taskAfter: () => this.opts.summaryAfterWrite(appKey, id),
+      capacity: cap,
+    };
+  }
+
+  private async apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
     const cb = d.callback;
+    const refused = oversizedKey(cb) ?? tooDeep(cb);
+    // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
+    if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
+
+    const ref = bodyRefOf(d);
     const pk = Keys.taskPk(cb.id);
-    const rank = rankOf(cb.timestamp, cb.key);
-    const eventKey: Key = { pk, sk: Keys.eventSk(rank) };
-    const headerKey: Key = { pk, sk: Keys.headerSk };
+    const headerKey: Key = { pk, sk: Keys.headerSk(cb.appKey) };
     const fileName = fileNameOf(cb);
-    const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
+    const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(cb.appKey, fileName) } : null;
+    const inHeader = isHeaderEvent(cb);
 
-    const oversized = oversizedKey(cb, d.signatureKey) ?? tooDeep(cb);
-    if (oversized) {
-      // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
-      await this.quarantineParsed(d, 'invalid_callback', oversized, cap);
-      return { outcome: 'quarantined', reason: 'invalid_callback', detail: oversized, capacity: cap };
+    // The claim and the reads it does not depend on go out together; nothing is applied before the claim
+    // holds. A file callback needs the header only to see that the task exists as it would make it: a
+    // header this worker saw with the same service and an identity at least as good is enough. An item
+    // the callback most likely creates is not read at all (`likelyCreates`).
+    const known = this.known.get(headerKey.sk + headerKey.pk);
+    const headerKnown = !inHeader && known?.service === cb.service && known.identRank <= identRankOf(cb);
+    const guessed = likelyCreates(cb) && (inHeader ? !known : true);
+    const [claimed, file, header] = await Promise.all([
+      this.claim(d, ref, cap),
+      fileKey && !(guessed && !inHeader) ? this.table.get(fileKey, cap) : null,
+      headerKnown || (guessed && inHeader) ? null : this.table.get(headerKey, cap, inHeader),
+    ]);
+    this.remember(headerKey, header);
+    if (!claimed) {
+      return {
+        outcome: 'quarantined',
+        reason: 'replayed_signature',
+        detail: 'this nonce, timestamp and signature came before with a different body',
+      };
     }
-
-    if (d.signatureKey && !(await this.claimSignature(cb, d.signatureKey, cap))) {
-      const detail = 'this nonce, timestamp and signature came before with a different body';
-      await this.quarantineParsed(d, 'replayed_signature', detail, cap);
-      return { outcome: 'quarantined', reason: 'replayed_signature', detail, capacity: cap };
-    }
-
-    for (let attempt = 1; ; attempt++) {
-      if (attempt > this.opts.maxAttempts)
-        throw new ContentionError(`task ${cb.id} stayed contended after ${this.opts.maxAttempts} attempts`);
-      if (attempt > 1) await backoff(attempt);
-
-      const [fileItem, headerItem] = await this.table.getMany(fileKey ? [fileKey, headerKey] : [headerKey], cap);
-      const file = fileKey ? (fileItem ?? null) : null;
-      const header = fileKey ? (headerItem ?? null) : (fileItem ?? null);
-
-      if (header && header.service !== cb.service) {
-        const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
-        await this.quarantineParsed(d, 'service_mismatch', detail, cap);
-        return { outcome: 'quarantined', reason: 'service_mismatch', detail, capacity: cap };
-      }
-
-      const fileHasToken = holdsToken(file, cb.key);
-      const headerHasToken = holdsToken(header, cb.key);
-      const inEveryItem = (!fileKey || fileHasToken) && headerHasToken;
-      // The ledger is read after the items it guards: if a token was pruned before those reads, the
-      // ledger entry already existed, so this reads it and stops (see the module comment).
-      if (!inEveryItem && (await this.table.exists(eventKey, cap))) return { outcome: 'duplicate', capacity: cap };
-
-      let transition: FileTransition | null = null;
-      if (fileKey) {
-        if (fileHasToken) {
-          const t = file!.inflight[cb.key] as FileToken;
-          transition = { from: t.f ?? null, to: t.t ?? null };
-        } else {
-          const before = file ? fileFromItem(file) : null;
-          const after = applyToFile(before, cb);
-          transition = { from: fileState(before), to: fileState(after) };
-          const inflight = await this.pruneTokens(pk, file?.inflight, cap);
-          inflight[cb.key] = { ts: cb.timestamp, f: transition.from, t: transition.to } satisfies FileToken;
-          const written = await this.table.putVersioned(fileToItem(fileKey, cb, after, inflight), file?.ver, cap);
-          if (!written) continue;
-        }
-      }
-
-      let status = header?.status as TaskStatus;
-      if (!headerHasToken) {
-        const applied = await this.applyHeader(headerKey, header, cb, transition, eventKey, cap);
-        if (applied === 'conflict') continue;
-        if (applied === 'duplicate') return { outcome: 'duplicate', capacity: cap };
-        status = applied.status;
-      }
-
-      const created = await this.putLedgerEntry(eventKey, d, fileName, cap);
-      // Both items held the token and another delivery wrote the ledger entry first: nothing was new.
-      if (!created && inEveryItem) return { outcome: 'duplicate', capacity: cap };
-      return { outcome: 'applied', transition, status, capacity: cap };
-    }
+    if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
+    if (inHeader) return this.applyToHeaderItem(cb, ref, headerKey, header, guessed, fileKey, file, cap);
+    const headerRead = headerKnown ? 'known' : header;
+    return this.applyToFileItem(cb, ref, headerKey, headerRead, fileKey!, fileName!, file, guessed, cap);
   }
 
-  /** Joins the callback into the header, retrying on conflicts without redoing the file. */
-  private async applyHeader(
-    headerKey: Key,
-    header: Item | null,
+  private remember(key: Key, header: Item | null): void {
+    if (!header || this.opts.knownHeaders <= 0) return;
+    const id = key.sk + key.pk;
+    this.known.delete(id);
+    this.known.set(id, { service: header.service, identRank: header.identRank });
+    // Oldest first out: a Map iterates in insertion order.
+    if (this.known.size > this.opts.knownHeaders) this.known.delete(this.known.keys().next().value!);
+  }
+
+  /** A slice or an upload: recorded in its file. */
+  private async applyToFileItem(
     cb: Callback,
-    transition: FileTransition | null,
-    eventKey: Key,
+    ref: BodyRef,
+    headerKey: Key,
+    headerRead: Item | null | 'known',
+    fileKey: Key,
+    fileName: string,
+    fileRead: Item | null,
+    guessed: boolean,
     cap: Capacity,
-  ): Promise<{ status: TaskStatus } | 'duplicate' | 'conflict'> {
-    let current = header;
-    for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
+  ): Promise<Outcome> {
+    let file = fileRead;
+    let headerDone = headerRead === 'known';
+    for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
-        await backoff(attempt);
-        current = await this.table.get(headerKey, cap);
-        if (holdsToken(current, cb.key)) return { status: current!.status };
-        if (current && current.service !== cb.service) return 'conflict';
-        if (await this.table.exists(eventKey, cap)) return 'duplicate';
+        await this.pause(attempt, cb, guessed && attempt === 2);
+        file = await this.table.get(fileKey, cap);
       }
-      const before = current ? headerFromItem(current) : null;
-      const after = applyToHeader(before, cb, transition);
-      const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
-      inflight[cb.key] = cb.timestamp;
-      if (await this.table.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap))
-        return { status: deriveStatus(after) };
+      const keys = keysOf(file);
+      if (Object.hasOwn(keys, cb.key)) return { outcome: 'duplicate' };
+      if (!headerDone) {
+        const header = await this.ensureHeader(headerKey, headerRead as Item | null, cb, cap);
+        if (header.service !== cb.service) return this.serviceMismatch(cb, header);
+        headerDone = true;
+      }
+      const before = file ? fileFromItem(file) : null;
+      const after = applyToFile(before, cb);
+      const tally = tallyCallback(tallyOf(file), cb);
+      const transition = { from: fileState(before), to: fileState(after) };
+      if (Object.keys(keys).length < this.opts.inlineKeys) {
+        const item = fileToItem(fileKey, after, tally, { ...keys, [cb.key]: recordedValue(cb, ref) });
+        if (await this.table.putVersioned(item, file?.ver, cap)) return { outcome: 'applied', transition };
+        continue;
+      }
+      // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
+      // whose conditional put tells a new callback from one recorded before.
+      if (!sameFacts(before, after, tallyOf(file), tally)) {
+        if (!(await this.table.putVersioned(fileToItem(fileKey, after, tally, keys), file?.ver, cap))) continue;
+      }
+      const recorded = recordedToItem({ pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, cb.key) }, fileName, cb, ref);
+      if (await this.table.putIf(recorded, 'attribute_not_exists(pk)', undefined, cap))
+        return { outcome: 'applied', transition };
+      return { outcome: 'duplicate' };
     }
-    throw new ContentionError(`task ${cb.id} header stayed contended after ${this.opts.maxAttempts} attempts`);
   }
 
-  /** Drops the tokens of callbacks whose ledger entry exists: they can never be applied again. */
-  private async pruneTokens(
-    pk: string,
-    inflight: Record<string, any> | undefined,
+  /**
+   * Creates the task's header, or improves its identity, when this callback would change it. `read` may
+   * be stale (eventually consistent): it then shows less than the header holds, so a header it says is
+   * good enough is; anything else is read again, strongly, before a versioned put. Returns the header.
+   */
+  private async ensureHeader(headerKey: Key, read: Item | null, cb: Callback, cap: Capacity): Promise<Item> {
+    let current = read;
+    let consistent = false;
+    for (let attempt = 1; ; attempt++) {
+      // A task of the other service: the caller quarantines the callback.
+      if (current && current.service !== cb.service) return current;
+      const before = current ? headerFromItem(current) : null;
+      const after = applyToHeader(before, cb);
+      if (current && before && sameHeader(before, after)) return current;
+      if (consistent) {
+        const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current));
+        if (await this.table.putVersioned(item, current?.ver, cap)) {
+          this.remember(headerKey, item);
+          return item;
+        }
+        await this.pause(attempt, cb);
+      }
+      current = await this.table.get(headerKey, cap);
+      this.remember(headerKey, current);
+      consistent = true;
+    }
+  }
+
+  /** A start or an end: recorded in the header; a recording end first joins its file's size. */
+  private async applyToHeaderItem(
+    cb: Callback,
+    ref: BodyRef,
+    headerKey: Key,
+    headerRead: Item | null,
+    guessed: boolean,
+    fileKey: Key | null,
+    fileRead: Item | null,
     cap: Capacity,
-  ): Promise<Record<string, any>> {
-    const tokens = { ...(inflight ?? {}) };
-    const keys = Object.keys(tokens);
-    if (keys.length < this.opts.pruneThreshold) return tokens;
-    // A token is the callback's key and timestamp: together they name its ledger entry.
-    const timestampOf = (k: string) => (typeof tokens[k] === 'number' ? tokens[k] : tokens[k].ts) as number;
-    const found = await this.table.getMany(
-      keys.map((k) => ({ pk, sk: Keys.eventSk(rankOf(timestampOf(k), k)) })),
-      cap,
-      true,
-    );
-    keys.forEach((k, i) => {
-      if (found[i]) delete tokens[k];
-    });
-    return tokens;
+  ): Promise<Outcome> {
+    let header = headerRead;
+    let transition: FileTransition | null = null;
+    let fileDone = fileKey === null;
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1) {
+        await this.pause(attempt, cb, guessed && attempt === 2);
+        header = await this.table.get(headerKey, cap);
+        this.remember(headerKey, header);
+        if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
+      }
+      const keys = keysOf(header);
+      if (Object.hasOwn(keys, cb.key)) return { outcome: 'duplicate' };
+      if (!fileDone) {
+        transition = await this.joinFile(fileKey!, fileRead, cb, cap);
+        fileDone = true;
+      }
+      const before = header ? headerFromItem(header) : null;
+      const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(header), cb), {
+        ...keys,
+        [cb.key]: ref,
+      });
+      if (await this.table.putVersioned(item, header?.ver, cap)) {
+        this.remember(headerKey, item);
+        return { outcome: 'applied', transition };
+      }
+    }
   }
 
-  private claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
-    const claim = {
-      pk: Keys.signaturePk(cb.appKey, signatureKey),
-      sk: Keys.signatureSk,
-      eventKey: cb.key,
-      expiresAt: this.expiry(),
-    };
-    return this.table.putIf(claim, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: cb.key } }, cap);
+  /** Joins a callback into its file without recording it there (a recording end is recorded in the header). */
+  private async joinFile(fileKey: Key, read: Item | null, cb: Callback, cap: Capacity): Promise<FileTransition> {
+    let file = read;
+    for (let attempt = 1; ; attempt++) {
+      if (attempt > 1) {
+        await this.pause(attempt, cb);
+        file = await this.table.get(fileKey, cap);
+      }
+      const before = file ? fileFromItem(file) : null;
+      const after = applyToFile(before, cb);
+      const transition = { from: fileState(before), to: fileState(after) };
+      const tally = tallyOf(file);
+      if (file && sameFacts(before, after, tally, tally)) return transition;
+      if (await this.table.putVersioned(fileToItem(fileKey, after, tally, keysOf(file)), file?.ver, cap))
+        return transition;
+    }
   }
 
-  /** Writes the ledger entry; false when another delivery of the same callback wrote it first. */
-  private async putLedgerEntry(
-    key: Key,
-    d: DeliveredCallback,
-    fileName: string | null,
-    cap: Capacity,
-  ): Promise<boolean> {
-    const cb = d.callback;
-    const item = {
-      ...key,
-      kind: 'event',
-      key: cb.key,
-      service: cb.service,
-      type: cb.type,
-      timestamp: cb.timestamp,
-      fileName,
-      receivedAt: d.receivedAt,
-      verdict: d.verdict,
-      mode: d.mode,
-      requestId: d.requestId,
-      messageId: d.messageId,
-      raw: d.raw,
-      expiresAt: this.expiry(),
-    };
-    // false: another delivery of the same callback finished first; its entry is as good as this one.
-    return this.table.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
+  /**
+   * The delivery's conditional put. Keyed by the replay key: absent, or holding the same event (this
+   * delivery again), else a replay. Keyed by the event key: the first delivery's body stays.
+   */
+  private async claim(d: DeliveredCallback, ref: BodyRef, cap: Capacity): Promise<boolean> {
+    const item = deliveryToItem(d, ref, this.expiry());
+    if (!d.signatureKey) {
+      await this.table.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
+      return true;
+    }
+    return this.table.putIf(item, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: d.callback.key } }, cap);
+  }
+
+  private serviceMismatch(cb: Callback, header: Item): Quarantine {
+    const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
+    return { outcome: 'quarantined', reason: 'service_mismatch', detail };
+  }
+
+  /** Before another attempt: a back-off after a conflict, none after a wrong guess that an item was absent. */
+  private async pause(attempt: number, cb: Callback, afterGuess = false): Promise<void> {
+    if (attempt > this.opts.maxAttempts)
+      throw new ContentionError(`task ${cb.id} stayed contended after ${this.opts.maxAttempts} attempts`);
+    if (!afterGuess) await backoff(attempt);
   }
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
@@ -245,4 +349,19 @@ export class WritePath {
   private expiry(): number {
     return Math.floor(this.opts.now() / 1000) + this.opts.ttlDays * 86400;
   }
+}
+
+/**
+ * Whether a callback most likely creates the item it is recorded in, so that the item is not read first
+ * (a put that requires it to be absent, then a read and a join if it was there): a start creates its
+ * task's header, a slice names a new recording file, a screenshot upload a new image (its retries and
+ * repeats aside). A wrong guess costs one failed write; a right one saves a read and a request.
+ */
+function likelyCreates(cb: Callback): boolean {
+  return cb.type === 1 || cb.type === 2 || (cb.service === 'screenshot' && cb.type === 4);
+}
+
+/** Whether a join left a file's facts and tally as they were. */
+function sameFacts(before: FileRecord | null, after: FileRecord, tallyBefore: Tally, tallyAfter: Tally): boolean {
+  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
 }

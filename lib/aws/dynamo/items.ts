@@ -1,102 +1,273 @@
-// The shape of the task store's items: a task header, a file, a summary read back from a header.
+// The shape of the task store's items: a task header, a file, a callback key recorded on its own item, a
+// delivery (replay claim and raw body), and how they add up to a task or its summary. Null fields are
+// left out of items: every byte of an item is paid at each write.
+import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
-import type { TaskSummary } from '../../domain/task-store.ts';
+import type { DeliveredCallback, StoredEvent, TaskSummary } from '../../domain/task-store.ts';
 import {
-  deriveStatus,
+  countFiles,
+  emptyTally,
+  joinTallies,
+  rankOf,
   sortTimeOf,
   taskHead,
+  toTask,
   type FileRecord,
-  type FileState,
+  type Tally,
+  type Task,
   type TaskHeader,
+  type TaskParts,
 } from '../../domain/task.ts';
 import type { Item, Key } from './table-client.ts';
-import { Keys, SORT_AT, dayOf } from './table.ts';
+import { Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
+
+/** The appKey a header item belongs to (from its key). */
+export const appKeyOf = (header: Item): string => readScope(header.sk, Keys.headerPrefix).appKey;
 
 /**
- * Tokens kept in an item's `inflight` map, keyed by event key: the header keeps the callback's timestamp,
- * a file also the state change the callback caused, so that a redelivery after a crash gives the header
- * the same change. Small on purpose: every byte of the header is paid at each write.
+ * Where the raw body of a recorded callback lives, as kept beside its key: `S<digest>` a delivery keyed
+ * by its replay key, `E` a delivery keyed by the event key (no signature values), `L<timestamp>` an
+ * entry of the earlier layout's ledger (tables brought over by `callbacks migrate`).
  */
-export interface FileToken {
-  ts: number;
-  f: FileState;
-  t: FileState;
+export type BodyRef = string;
+
+/** A recorded callback key's value in a file: `u` (an upload, which counts as an attempt) or `s`, then its BodyRef. */
+const UPLOAD = 'u';
+const OTHER = 's';
+
+/** 132 bits of SHA-256 of the replay key, base64url: the delivery's key, and what a recorded key points to. */
+export function replayDigest(signatureKey: string): string {
+  return createHash('sha256').update(signatureKey, 'utf8').digest('base64url').slice(0, 22);
 }
 
-export function holdsToken(item: Item | null, eventKey: string): boolean {
-  return !!item?.inflight && Object.hasOwn(item.inflight, eventKey);
+export function bodyRefOf(d: DeliveredCallback): BodyRef {
+  return d.signatureKey ? `S${replayDigest(d.signatureKey)}` : 'E';
 }
 
-export function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, number>): Item {
-  const status = deriveStatus(h);
+/** The item a BodyRef points to. */
+export function bodyKey(appKey: string, taskId: string, eventKey: string, ref: BodyRef): Key {
+  if (ref.startsWith('L'))
+    return { pk: Keys.taskPk(taskId), sk: `${LegacyKeys.eventPrefix}${rankOf(Number(ref.slice(1)), eventKey)}` };
+  return { pk: Keys.deliveryPk(appKey, ref === 'E' ? `E${eventKey}` : ref), sk: Keys.deliverySk };
+}
+
+export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: number): Item {
+  const cb = d.callback;
+  return {
+    ...bodyKey(cb.appKey, cb.id, cb.key, ref),
+    eventKey: cb.key,
+    service: cb.service,
+    taskId: cb.id,
+    type: cb.type,
+    timestamp: cb.timestamp,
+    raw: d.raw,
+    receivedAt: d.receivedAt,
+    verdict: d.verdict,
+    mode: d.mode,
+    requestId: d.requestId ?? undefined,
+    messageId: d.messageId,
+    expiresAt,
+  };
+}
+
+/** A delivery or a ledger entry of the earlier layout, as `tasks events` shows it. */
+export function eventFromItem(item: Item): StoredEvent {
+  return {
+    key: item.eventKey ?? item.key,
+    type: item.type,
+    timestamp: item.timestamp,
+    receivedAt: item.receivedAt,
+    verdict: item.verdict,
+    requestId: item.requestId ?? null,
+    raw: item.raw,
+    expiresAt: item.expiresAt ?? null,
+  };
+}
+
+/** Drops null and undefined fields. */
+function compact(fields: Record<string, unknown>): Item {
+  const out: Item = {};
+  for (const [k, v] of Object.entries(fields)) if (v !== null && v !== undefined) out[k] = v;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Header
+
+/** Recorded keys of the callbacks the header absorbed (starts and ends), with where their bodies are. */
+export type HeaderKeys = Record<string, BodyRef>;
+
+/**
+ * The header as an item. The id and appKey are in its key. A start's rank is its identity rank (a start
+ * is always the identity when there is one) and a config's rank is usually the identity's: written only
+ * when they differ, as the header is close to the 1 KB a write unit covers.
+ */
+export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: HeaderKeys): Item {
   const sortAt = sortTimeOf(h);
+  const { id: _inPk, appKey: _inSk, ...facts } = h;
   return {
     ...key,
-    kind: 'task',
-    ...h,
-    status,
+    ...compact({
+      ...facts,
+      startRank: h.startRank !== null && `0${h.startRank}` === h.identRank ? null : h.startRank,
+      configRank: h.configRank === h.identRank ? null : h.configRank,
+    }),
+    lastError: tally.lastError ?? undefined,
+    updatedAt: tally.updatedAt ?? undefined,
+    keys,
     [SORT_AT]: sortAt,
     g1pk: h.roomId ? Keys.roomGsi(h.roomId) : undefined,
     g2pk: h.sessionId ? Keys.sessionGsi(h.sessionId) : undefined,
-    g3pk: Keys.appStatusGsi(h.appKey, status),
+    g3pk: Keys.appGsi(h.appKey),
     g4pk: Keys.dayGsi(dayOf(sortAt)),
-    inflight,
   };
 }
 
 export function headerFromItem(item: Item): TaskHeader {
+  const identRank: string = item.identRank;
+  const startRank = item.startRank ?? (item.startedAt !== undefined ? identRank.slice(1) : null);
+  const configRank = item.configRank ?? (item.config !== undefined ? identRank : null);
   return {
     service: item.service,
-    id: item.id,
-    identRank: item.identRank,
-    appKey: item.appKey,
+    id: item.pk.slice(Keys.taskPk('').length),
+    identRank,
+    identAt: item.identAt,
+    appKey: readScope(item.sk, Keys.headerPrefix).appKey,
     roomId: item.roomId ?? null,
     sessionId: item.sessionId ?? null,
     userId: item.userId ?? null,
     mode: item.mode ?? null,
     extra: item.extra ?? null,
-    configRank: item.configRank ?? null,
+    configRank,
     config: item.config ?? null,
-    startRank: item.startRank ?? null,
+    startRank,
     startedAt: item.startedAt ?? null,
     startFileName: item.startFileName ?? null,
     endRank: item.endRank ?? null,
     endedAt: item.endedAt ?? null,
     endOk: item.endOk ?? false,
     startOrEndFailed: item.startOrEndFailed ?? false,
-    lastError: item.lastError ?? null,
-    firstAt: item.firstAt,
-    updatedAt: item.updatedAt,
-    eventCount: item.eventCount ?? 0,
-    fileCount: item.fileCount ?? 0,
-    pendingFiles: item.pendingFiles ?? 0,
-    failedFiles: item.failedFiles ?? 0,
   };
 }
 
-export function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, FileToken>): Item {
-  return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
+/** The tally of a header or file item. */
+export function tallyOf(item: Item | null): Tally {
+  return item ? { lastError: item.lastError ?? null, updatedAt: item.updatedAt ?? null } : emptyTally();
+}
+
+export function keysOf(item: Item | null): Record<string, string> {
+  return item?.keys ?? {};
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Files and recorded keys
+
+export function recordedValue(cb: Callback, ref: BodyRef): string {
+  return (cb.upload ? UPLOAD : OTHER) + ref;
+}
+
+/** The file as an item; its name is in its key. */
+export function fileToItem(key: Key, f: FileRecord, tally: Tally, keys: Record<string, string>): Item {
+  const { attempts: _counted, fileName: _inSk, ...facts } = f;
+  return {
+    ...key,
+    ...compact({ ...facts, upload: f.upload ? compact(f.upload) : null }),
+    lastError: tally.lastError ?? undefined,
+    updatedAt: tally.updatedAt ?? undefined,
+    keys,
+  };
 }
 
 export function fileFromItem(item: Item): FileRecord {
+  const upload = item.upload
+    ? {
+        rank: item.upload.rank,
+        ok: item.upload.ok,
+        code: item.upload.code,
+        message: item.upload.message ?? null,
+        url: item.upload.url ?? null,
+        at: item.upload.at,
+      }
+    : null;
   return {
-    fileName: item.fileName,
+    fileName: readScope(item.sk, 'P#').rest.slice('#F#'.length),
     sizeRank: item.sizeRank ?? null,
     size: item.size ?? null,
-    upload: item.upload ?? null,
+    upload,
     firstFailureAt: item.firstFailureAt ?? null,
-    attempts: item.attempts ?? 0,
+    attempts: 0,
   };
 }
 
-export function summaryFromItem(item: Item): TaskSummary {
-  const h = headerFromItem(item);
+/** A callback key recorded on its own item: its file already keeps as many keys as it holds inline. */
+export function recordedToItem(key: Key, fileName: string, cb: Callback, ref: BodyRef): Item {
+  return { ...key, fileName, v: recordedValue(cb, ref) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A task from its items
+
+/** One recorded callback: its key and where its raw body lives. */
+export interface RecordedKey {
+  eventKey: string;
+  ref: BodyRef;
+}
+
+export interface AssembledTask {
+  parts: TaskParts;
+  recorded: RecordedKey[];
+  sortAt: number;
+}
+
+/**
+ * Adds up a task from its header and its parts (files and recorded keys): counts are the recorded keys,
+ * a file's attempts its recorded upload keys, `updatedAt` and `lastError` the join of every item's tally.
+ */
+export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
+  const recordedPrefix = `${Keys.partsPrefix(appKeyOf(header))}K#`;
+  const recorded: RecordedKey[] = [];
+  let tally = tallyOf(header);
+  for (const [eventKey, ref] of Object.entries(keysOf(header))) recorded.push({ eventKey, ref });
+  const files = new Map<string, FileRecord>();
+  const spilled: Item[] = [];
+  for (const item of parts) {
+    if (item.sk.startsWith(recordedPrefix)) {
+      spilled.push(item);
+      continue;
+    }
+    const file = fileFromItem(item);
+    for (const [eventKey, value] of Object.entries(keysOf(item))) {
+      if (value.startsWith(UPLOAD)) file.attempts += 1;
+      recorded.push({ eventKey, ref: value.slice(1) });
+    }
+    tally = joinTallies(tally, tallyOf(item));
+    files.set(file.fileName, file);
+  }
+  for (const item of spilled) {
+    const file = files.get(item.fileName);
+    // A key is recorded on its own only after its file's join was written: the file is there.
+    if (file && item.v.startsWith(UPLOAD)) file.attempts += 1;
+    recorded.push({ eventKey: item.sk.slice(recordedPrefix.length), ref: item.v.slice(1) });
+  }
   return {
-    ...taskHead(h),
-    sortAt: item[SORT_AT],
-    eventCount: h.eventCount,
-    fileCount: h.fileCount,
-    pendingFiles: h.pendingFiles,
-    failedFiles: h.failedFiles,
+    parts: { header: headerFromItem(header), files: [...files.values()], tally, eventCount: recorded.length },
+    recorded,
+    sortAt: header[SORT_AT],
+  };
+}
+
+export function taskFromParts(t: AssembledTask): Task | null {
+  return t.parts.eventCount === 0 ? null : toTask(t.parts);
+}
+
+export function summaryFromParts(t: AssembledTask): TaskSummary | null {
+  if (t.parts.eventCount === 0) return null;
+  const counts = countFiles(t.parts.files);
+  return {
+    ...taskHead(t.parts.header, counts, t.parts.tally),
+    updatedAt: t.parts.tally.updatedAt!,
+    sortAt: t.sortAt,
+    eventCount: t.parts.eventCount,
+    ...counts,
   };
 }

@@ -9,29 +9,34 @@ import { Keys } from './table.ts';
 /** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
 const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
-/** The longest status, for the byAppStatus index key. */
-const LONGEST_STATUS = 'upload_failed';
 
 /**
  * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
- * fileName, roomId or nonce of thousands of characters), or null.
+ * fileName, roomId or appKey of thousands of characters), or null. The replay key is stored as a digest
+ * of fixed size.
  */
-export function oversizedKey(cb: Callback, signatureKey: string | null): string | null {
+export function oversizedKey(cb: Callback): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+  const idField = cb.service === 'recording' ? 'recordId' : 'imageId';
   const fileName = fileNameOf(cb);
   const partitionKeys: [string, string | null][] = [
-    [cb.service === 'recording' ? 'recordId' : 'imageId', Keys.taskPk(cb.id)],
+    [idField, Keys.taskPk(cb.id)],
     ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
     ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
-    ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
-    ['the signature values', signatureKey ? Keys.signaturePk(cb.appKey, signatureKey) : null],
+    ['appKey', Keys.appGsi(cb.appKey)],
+    ['appKey', Keys.deliveryPk(cb.appKey, `E${cb.key}`)],
   ];
   for (const [field, key] of partitionKeys) {
     if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)
       return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
   }
-  if (fileName !== null && bytes(Keys.fileSk(fileName)) > MAX_SORT_KEY_BYTES) {
-    return `output.fileName is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
+  const sortKeys: [string, string | null][] = [
+    ['appKey', Keys.recordedSk(cb.appKey, cb.key)],
+    ['output.fileName', fileName !== null ? Keys.fileSk(cb.appKey, fileName) : null],
+  ];
+  for (const [field, key] of sortKeys) {
+    if (key !== null && bytes(key) > MAX_SORT_KEY_BYTES)
+      return `${field} is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
   }
   return null;
 }

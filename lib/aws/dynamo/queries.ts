@@ -1,12 +1,29 @@
 // The task store's reads: a task by id, its raw callbacks, listings through the indexes, the quarantine.
-import { batched, mergeNewestFirst } from '../../async-streams.ts';
-import type { QuarantineEntry, StoredEvent, TaskQuery, TaskSummary } from '../../domain/task-store.ts';
-import { toTask, type FileRecord, type Task, type TaskStatus } from '../../domain/task.ts';
-import { fileFromItem, headerFromItem, summaryFromItem } from './items.ts';
-import { noCapacity, type Key, type TableClient } from './table-client.ts';
+// A task's counts, status, updatedAt and lastError are added up from its items on read (./items.ts).
+import { batched } from '../../async-streams.ts';
+import {
+  AmbiguousTaskError,
+  type Capacity,
+  type QuarantineEntry,
+  type StoredEvent,
+  type TaskQuery,
+  type TaskSummary,
+} from '../../domain/task-store.ts';
+import { rankOf, type Task } from '../../domain/task.ts';
+import {
+  appKeyOf,
+  assemble,
+  bodyKey,
+  eventFromItem,
+  summaryFromParts,
+  taskFromParts,
+  type AssembledTask,
+} from './items.ts';
+import { noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
-const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
+/** Tasks whose items a listing reads at the same time. */
+const LIST_CONCURRENCY = 8;
 
 export class TaskQueries {
   private readonly table: TableClient;
@@ -17,70 +34,101 @@ export class TaskQueries {
     this.now = now;
   }
 
-  async getTask(id: string): Promise<Task | null> {
-    const header = await this.table.get({ pk: Keys.taskPk(id), sk: Keys.headerSk }, noCapacity());
-    if (!header) return null;
-    const files: FileRecord[] = [];
-    for await (const item of this.table.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.filePrefix } },
-    })) {
-      files.push(fileFromItem(item));
+  /**
+   * The header of the task with this id: of the given appKey, or of the only appKey that has one (an id
+   * that two appKeys share needs the appKey: AmbiguousTaskError names them).
+   */
+  async findHeader(id: string, appKey?: string, cap: Capacity = noCapacity()): Promise<Item | null> {
+    if (appKey !== undefined) return this.table.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }, cap, false);
+    const headers: Item[] = [];
+    for await (const item of this.table.queryAll(
+      {
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+        ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.headerPrefix } },
+      },
+      cap,
+    )) {
+      headers.push(item);
     }
-    return toTask(headerFromItem(header), files);
+    if (headers.length > 1) throw new AmbiguousTaskError(id, headers.map(appKeyOf).sort());
+    return headers[0] ?? null;
   }
 
-  async listEvents(id: string): Promise<StoredEvent[]> {
-    const events: StoredEvent[] = [];
-    for await (const item of this.table.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.eventPrefix } },
-    })) {
-      events.push({
-        key: item.key,
-        type: item.type,
-        timestamp: item.timestamp,
-        receivedAt: item.receivedAt,
-        verdict: item.verdict,
-        requestId: item.requestId ?? null,
-        raw: item.raw,
-        expiresAt: item.expiresAt ?? null,
-      });
+  /** A task's header with its files and recorded keys, added up. */
+  async assembled(header: Item, consistent = false, cap: Capacity = noCapacity()): Promise<AssembledTask> {
+    const parts: Item[] = [];
+    for await (const item of this.table.queryAll(
+      {
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+        ExpressionAttributeValues: {
+          ':pk': { S: header.pk },
+          ':p': { S: Keys.partsPrefix(appKeyOf(header)) },
+        },
+        ConsistentRead: consistent,
+      },
+      cap,
+    )) {
+      parts.push(item);
     }
-    return events;
+    return assemble(header, parts);
+  }
+
+  async getTask(id: string, appKey?: string): Promise<Task | null> {
+    const header = await this.findHeader(id, appKey);
+    return header ? taskFromParts(await this.assembled(header)) : null;
+  }
+
+  /** The task's summary read strongly consistent, as it stands right after a write. */
+  async summaryAfterWrite(appKey: string, id: string): Promise<TaskSummary | null> {
+    const header = await this.table.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }, noCapacity());
+    return header ? summaryFromParts(await this.assembled(header, true)) : null;
+  }
+
+  /** The raw callbacks of a task, one per distinct callback, in timestamp order; expired ones are gone. */
+  async listEvents(id: string, appKey?: string): Promise<StoredEvent[]> {
+    const header = await this.findHeader(id, appKey);
+    if (!header) return [];
+    const { recorded } = await this.assembled(header);
+    const items = await this.table.getMany(
+      recorded.map((r) => bodyKey(appKeyOf(header), id, r.eventKey, r.ref)),
+      noCapacity(),
+      false,
+    );
+    const events = items.filter((item): item is Item => item !== null).map(eventFromItem);
+    const rank = (e: StoredEvent) => rankOf(e.timestamp, e.key);
+    return events.sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0));
   }
 
   async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
     const limit = query.limit ?? Infinity;
     const until = query.until ?? this.now() + 366 * 86400_000;
     const since = query.since ?? 0;
-    const streams: AsyncIterable<Key & { sortAt: number }>[] = [];
     const range = { since, until };
-    if (query.sessionId)
-      streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
-    else if (query.roomId)
-      streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
-    else if (query.appKey) {
-      for (const status of query.status ? [query.status] : ALL_STATUSES) {
-        streams.push(
-          this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range),
-        );
-      }
-    } else {
-      streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
-    }
+    let keys: AsyncIterable<Key & { sortAt: number }>;
+    if (query.sessionId) keys = this.indexKeys(Index.bySession, Keys.sessionGsi(query.sessionId), range);
+    else if (query.roomId) keys = this.indexKeys(Index.byRoom, Keys.roomGsi(query.roomId), range);
+    else if (query.appKey) keys = this.indexKeys(Index.byApp, Keys.appGsi(query.appKey), range);
+    else keys = this.dayKeys(range, query.since === undefined ? 30 : undefined);
     let emitted = 0;
-    for await (const batch of batched(mergeNewestFirst(streams), 50)) {
-      const items = await this.table.getMany(
-        batch.map((k) => ({ pk: k.pk, sk: k.sk })),
-        noCapacity(),
+    for await (const batch of batched(keys, 50)) {
+      const headers = (await this.table.getMany(batch, noCapacity(), false)).filter(
+        (h): h is Item =>
+          h !== null &&
+          (!query.appKey || appKeyOf(h) === query.appKey) &&
+          (!query.roomId || h.roomId === query.roomId) &&
+          (!query.sessionId || h.sessionId === query.sessionId),
       );
-      for (const item of items) {
-        if (!item) continue;
-        const summary = summaryFromItem(item);
-        if (query.appKey && summary.appKey !== query.appKey) continue;
-        if (query.status && summary.status !== query.status) continue;
-        if (query.roomId && summary.roomId !== query.roomId) continue;
+      const summaries: (TaskSummary | null)[] = new Array(headers.length).fill(null);
+      let next = 0;
+      const work = async () => {
+        while (next < headers.length) {
+          const i = next++;
+          summaries[i] = summaryFromParts(await this.assembled(headers[i]!));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, headers.length) }, work));
+      for (const summary of summaries) {
+        if (!summary || (query.status && summary.status !== query.status)) continue;
         yield summary;
         if (++emitted >= limit) return;
       }
@@ -107,14 +155,13 @@ export class TaskQueries {
 
   /** Task keys from one index partition, newest first, within the time range. */
   private async *indexKeys(
-    index: string,
-    pkAttr: string,
+    index: { name: string; pk: string },
     value: string,
     range: { since: number; until: number },
   ): AsyncIterable<Key & { sortAt: number }> {
     for await (const item of this.table.queryAll({
-      IndexName: index,
-      KeyConditionExpression: `${pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+      IndexName: index.name,
+      KeyConditionExpression: `${index.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
       ExpressionAttributeValues: {
         ':v': { S: value },
         ':a': { N: String(range.since) },
@@ -136,7 +183,7 @@ export class TaskQueries {
     for (let t = lastDay; t >= firstDay - 86400_000; t -= 86400_000) {
       const day = dayOf(t);
       if (day < dayOf(firstDay)) break;
-      yield* this.indexKeys(Index.byDay.name, Index.byDay.pk, Keys.dayGsi(day), range);
+      yield* this.indexKeys(Index.byDay, Keys.dayGsi(day), range);
     }
   }
 }

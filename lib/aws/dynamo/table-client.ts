@@ -53,33 +53,32 @@ export class TableClient {
     this.table = table;
   }
 
-  async get(key: Key, cap: Capacity, projection?: string): Promise<Item | null> {
+  /** One item by key: strongly consistent unless `consistent` is false (half the read units). */
+  async get(key: Key, cap: Capacity, consistent = true): Promise<Item | null> {
     const res = await this.client.send(
       new GetItemCommand({
         TableName: this.table,
         Key: marshall(key),
-        ConsistentRead: true,
+        ConsistentRead: consistent,
         ReturnConsumedCapacity: 'TOTAL',
-        ...(projection ? { ProjectionExpression: projection } : {}),
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'read');
     return res.Item ? unmarshall(res.Item) : null;
   }
 
-  async exists(key: Key, cap: Capacity): Promise<boolean> {
-    return (await this.get(key, cap, 'pk')) !== null;
-  }
-
-  /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
-  async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
+  /**
+   * Several items by key, in the order of `keys` (null where absent). Keys are deduplicated before they
+   * go out: DynamoDB refuses a BatchGetItem that names one key twice.
+   */
+  async getMany(keys: Key[], cap: Capacity, consistent = true): Promise<(Item | null)[]> {
     const found = new Map<string, Item>();
-    for (let i = 0; i < keys.length; i += 100) {
+    const distinct = [...new Map(keys.map((k) => [keyString(k), k])).values()];
+    for (let i = 0; i < distinct.length; i += 100) {
       let request: Record<string, any> | undefined = {
         [this.table]: {
-          Keys: keys.slice(i, i + 100).map((k) => marshall(k)),
-          ConsistentRead: true,
-          ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
+          Keys: distinct.slice(i, i + 100).map((k) => marshall({ pk: k.pk, sk: k.sk })),
+          ConsistentRead: consistent,
         },
       };
       for (let round = 0; request && Object.keys(request).length; round++) {
@@ -143,12 +142,18 @@ export class TableClient {
     addCapacity(cap, res.ConsumedCapacity, 'write');
   }
 
-  async *queryAll(input: Omit<QueryCommandInput, 'TableName'>): AsyncIterable<Item> {
+  async *queryAll(input: Omit<QueryCommandInput, 'TableName'>, cap: Capacity = noCapacity()): AsyncIterable<Item> {
     let start: Record<string, AttributeValue> | undefined;
     do {
       const res = await this.client.send(
-        new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }),
+        new QueryCommand({
+          TableName: this.table,
+          ...input,
+          ExclusiveStartKey: start,
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
       );
+      addCapacity(cap, res.ConsumedCapacity, 'read');
       for (const raw of res.Items ?? []) yield unmarshall(raw);
       start = res.LastEvaluatedKey;
     } while (start);

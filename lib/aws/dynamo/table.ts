@@ -1,5 +1,5 @@
-// The single table: its keys, indexes and item layout. The CloudFormation resource in infra/ declares
-// the same; the local stack and the tests create it from here.
+// The single table: its keys, indexes and item layout (docs/task-store.md). The CloudFormation resource in
+// infra/ declares the same; the local stack and the tests create it from here.
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 export const TTL_ATTRIBUTE = 'expiresAt';
@@ -7,28 +7,56 @@ export const TTL_ATTRIBUTE = 'expiresAt';
 export const Index = {
   byRoom: { name: 'byRoom', pk: 'g1pk' },
   bySession: { name: 'bySession', pk: 'g2pk' },
-  byAppStatus: { name: 'byAppStatus', pk: 'g3pk' },
+  // Keyed by appKey alone (a task's status is computed on read); the name is the one deployed tables have.
+  byApp: { name: 'byAppStatus', pk: 'g3pk' },
   byDay: { name: 'byDay', pk: 'g4pk' },
 } as const;
 
 export const SORT_AT = 'sortAt';
 
-/** Item keys. Every item of a task shares the partition `TASK#<id>`: one Query reads a task. */
+/**
+ * The part of a key that names an appKey: its length, then the appKey, so that no appKey's keys can run
+ * into another's whatever characters they hold (`3:abc#…` can only be appKey `abc`).
+ */
+export const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
+
+/** The appKey and the rest of a sort key that starts with `<prefix><scope>` (`H#`, `P#`). */
+export function readScope(sk: string, prefix: string): { appKey: string; rest: string } {
+  const colon = sk.indexOf(':', prefix.length);
+  const length = Number(sk.slice(prefix.length, colon));
+  const appKey = sk.slice(colon + 1, colon + 1 + length);
+  return { appKey, rest: sk.slice(colon + 1 + length) };
+}
+
+/**
+ * Item keys. Every item of a task shares the partition `TASK#<id>`, whatever its appKey: one Query of
+ * the `H#` sort keys finds every appKey that has a task with this id, another reads one task's parts.
+ */
 export const Keys = {
   taskPk: (id: string) => `TASK#${id}`,
-  headerSk: '#',
-  fileSk: (fileName: string) => `FILE#${fileName}`,
-  filePrefix: 'FILE#',
-  eventSk: (rank: string) => `EVENT#${rank}`,
-  eventPrefix: 'EVENT#',
+  headerSk: (appKey: string) => `H#${scopeOf(appKey)}`,
+  headerPrefix: 'H#',
+  /** Every part of one task other than its header: files and recorded callback keys. */
+  partsPrefix: (appKey: string) => `P#${scopeOf(appKey)}#`,
+  fileSk: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#F#${fileName}`,
+  /** A callback key recorded on its own item, once its file holds as many keys as it keeps inline. */
+  recordedSk: (appKey: string, eventKey: string) => `P#${scopeOf(appKey)}#K#${eventKey}`,
+  /** A delivery: the replay claim and the raw body, keyed by the replay key's digest, or the event key. */
+  deliveryPk: (appKey: string, ref: string) => `DLV#${scopeOf(appKey)}#${ref}`,
+  deliverySk: '#',
   quarantinePk: (day: string) => `QUARANTINE#${day}`,
   quarantineSk: (receivedAt: number, messageId: string) => `${String(receivedAt).padStart(16, '0')}#${messageId}`,
-  signaturePk: (appKey: string, signatureKey: string) => `SIG#${appKey}#${signatureKey}`,
-  signatureSk: '#',
   roomGsi: (roomId: string) => `ROOM#${roomId}`,
   sessionGsi: (sessionId: string) => `SESSION#${sessionId}`,
-  appStatusGsi: (appKey: string, status: string) => `STATUS#${appKey}#${status}`,
+  appGsi: (appKey: string) => `APP#${appKey}`,
   dayGsi: (day: string) => `DAY#${day}`,
+} as const;
+
+/** Sort keys of the earlier layout (one task per id), which `callbacks migrate` reads and removes. */
+export const LegacyKeys = {
+  headerSk: '#',
+  filePrefix: 'FILE#',
+  eventPrefix: 'EVENT#',
 } as const;
 
 /** `YYYY-MM-DD` (UTC) of an epoch-millisecond time. */
@@ -43,8 +71,8 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
       { AttributeName: pk, KeyType: 'HASH' as const },
       { AttributeName: SORT_AT, KeyType: 'RANGE' as const },
     ],
-    // Keys only: an index is then written only when a task's keys change (status, room, time), not on
-    // every callback; listings fetch the headers they need by key.
+    // Keys only, on task headers only: an index is written when a task is created and when its identity
+    // improves, never by the callbacks that follow; listings fetch the headers they need by key.
     Projection: { ProjectionType: 'KEYS_ONLY' as const },
   });
   return {

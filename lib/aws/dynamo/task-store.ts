@@ -26,10 +26,12 @@ export interface DynamoTaskStoreOptions {
   rawEventTtlDays?: number;
   /** Clock, for tests. */
   now?: () => number;
-  /** Tokens an item may hold before a write checks which of them can go (default 4). */
-  pruneThreshold?: number;
   /** Optimistic-concurrency attempts before giving up with a retryable error (default 16). */
   maxAttempts?: number;
+  /** Callback keys a file item records inline before further keys get items of their own (default 4). */
+  inlineKeys?: number;
+  /** Task headers the write path remembers, so that file callbacks need not read them (default 10,000; 0: none). */
+  knownHeaders?: number;
 }
 
 export class DynamoTaskStore implements TaskStore {
@@ -39,13 +41,15 @@ export class DynamoTaskStore implements TaskStore {
   constructor(opts: DynamoTaskStoreOptions) {
     const table = new TableClient(opts.client, opts.tableName);
     const now = opts.now ?? Date.now;
+    this.reads = new TaskQueries(table, now);
     this.writes = new WritePath(table, {
       ttlDays: opts.rawEventTtlDays ?? 90,
       now,
-      pruneThreshold: opts.pruneThreshold ?? 4,
       maxAttempts: opts.maxAttempts ?? 16,
+      inlineKeys: opts.inlineKeys ?? 4,
+      knownHeaders: opts.knownHeaders ?? 10_000,
+      summaryAfterWrite: (appKey, id) => this.reads.summaryAfterWrite(appKey, id),
     });
-    this.reads = new TaskQueries(table, now);
   }
 
   applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
@@ -56,12 +60,12 @@ export class DynamoTaskStore implements TaskStore {
     return this.writes.quarantine(entry);
   }
 
-  getTask(id: string): Promise<Task | null> {
-    return this.reads.getTask(id);
+  getTask(id: string, appKey?: string): Promise<Task | null> {
+    return this.reads.getTask(id, appKey);
   }
 
-  listEvents(id: string): Promise<StoredEvent[]> {
-    return this.reads.listEvents(id);
+  listEvents(id: string, appKey?: string): Promise<StoredEvent[]> {
+    return this.reads.listEvents(id, appKey);
   }
 
   listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
-import { reduceTask, type Task } from '../../../lib/domain/task.ts';
+import { reduceTask } from '../../../lib/domain/folds.ts';
+import type { Task } from '../../../lib/domain/task.ts';
 import {
   callbacksOf,
   interleavedDeliveries,
