@@ -5,6 +5,7 @@
 // layer keeps each record in its own item and applies a callback to at most one file and the header.
 import type { Service } from '../queue-message.ts';
 import type { Callback, CallbackType } from './callback.ts';
+import type { TaskSummary } from './task-store.ts';
 
 export const PURGE_AFTER_MS = 24 * 60 * 60 * 1000;
 
@@ -316,6 +317,27 @@ export function sortTimeOf(h: TaskHeader): number {
 /** Compares strings by UTF-8 bytes, the order DynamoDB sorts keys in. */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** The task's summary, as listings and task events show it. */
+export function toSummary(h: TaskHeader): TaskSummary {
+  return {
+    service: h.service,
+    id: h.id,
+    appKey: h.appKey,
+    roomId: h.roomId,
+    sessionId: h.sessionId,
+    userId: h.userId,
+    status: deriveStatus(h),
+    startedAt: h.startedAt,
+    endedAt: h.endedAt,
+    updatedAt: h.updatedAt,
+    sortAt: sortTimeOf(h),
+    eventCount: h.eventCount,
+    fileCount: h.fileCount,
+    pendingFiles: h.pendingFiles,
+    failedFiles: h.failedFiles,
+  };
 }
 
 export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
