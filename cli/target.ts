@@ -20,6 +20,9 @@ export interface LocalStackInfo {
   tableName: string;
   queueUrl: string;
   dlqUrl: string;
+  /** The task-events topic and the queue subscribed to it (absent in stack files of older versions). */
+  eventsTopicArn?: string;
+  eventsQueueUrl?: string;
   dataDir: string | null;
   startedAt: string;
 }

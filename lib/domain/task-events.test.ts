@@ -120,8 +120,8 @@ function publishAll(deliveries: readonly Callback[], lost: (i: number) => boolea
   const queue = deliveries.map((cb, i) => ({ cb, lose: lost(i) }));
   while (queue.length) {
     const { cb, lose } = queue.shift()!;
-    let task = tasks.get(cb.id);
-    if (!task) tasks.set(cb.id, (task = new MemoryTask()));
+    const task = tasks.get(cb.id) ?? new MemoryTask();
+    tasks.set(cb.id, task);
     const events = eventsOfWrite(cb, task.deliver(cb));
     if (lose) queue.push({ cb, lose: false });
     else published.push(...events);

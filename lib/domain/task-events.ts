@@ -42,7 +42,11 @@ export const TASK_EVENT_TYPES = [
 ] as const;
 export type TaskEventType = (typeof TASK_EVENT_TYPES)[number];
 
-export const FILE_EVENT_TYPES: readonly TaskEventType[] = ['file.uploaded', 'file.upload_failed', 'file.upload_recovered'];
+export const FILE_EVENT_TYPES: readonly TaskEventType[] = [
+  'file.uploaded',
+  'file.upload_failed',
+  'file.upload_recovered',
+];
 
 export function isTaskEventType(value: string): value is TaskEventType {
   return (TASK_EVENT_TYPES as readonly string[]).includes(value);

@@ -1,5 +1,6 @@
-// The whole receiver in one process, for development and end-to-end tests: DynamoDB (dynalite) and SQS
-// (fauxqs) emulators with the table and the queues the deployed stack has, an HTTP server standing in for
+// The whole receiver in one process, for development and end-to-end tests: DynamoDB (dynalite) and SQS/SNS
+// (fauxqs) emulators with the table, the queues and the task-events topic the deployed stack has (plus a
+// queue subscribed to the topic, for `callbacks events tail`), an HTTP server standing in for
 // API Gateway in front of the deployed ingest handler, and pollers standing in for the SQS event source
 // mapping in front of the deployed worker handler.
 //
@@ -18,10 +19,12 @@ import {
   SQSClient,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
+import { SNSClient } from '@aws-sdk/client-sns';
 import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { readLocalStack, stackFilePath, type LocalStackInfo } from '../../cli/target.ts';
 import { tableDefinition } from '../aws/dynamo/table.ts';
+import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { readIngestSettings } from '../ingest/config.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
@@ -217,6 +220,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let fauxqs: FauxqsServer | undefined;
   let dynamo: DynamoDBClient | undefined;
   let sqs: SQSClient | undefined;
+  let sns: SNSClient | undefined;
   let poller: SqsPoller | undefined;
   let info: LocalStackInfo | undefined;
 
@@ -232,6 +236,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       () => {
         dynamo?.destroy();
         sqs?.destroy();
+        sns?.destroy();
         return fauxqs?.stop();
       },
       () => (dynamoServer ? closeServer(dynamoServer, 5000) : undefined),
@@ -278,8 +283,14 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
 
     dynamo = new DynamoDBClient({ endpoint: dynamoEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     sqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    sns = new SNSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     await ensureTable(dynamo, names.table);
     const queues = await ensureQueues(sqs, sqsEndpoint, names);
+    // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
+    const events = await ensureEventsTopicAndQueue(sns, sqs, sqsEndpoint, {
+      topic: names.eventsTopic,
+      queue: names.eventsQueue,
+    });
 
     const handlers = await loadDeployedHandlers({
       AWS_REGION: LOCAL_REGION,
@@ -287,7 +298,9 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
       AWS_ENDPOINT_URL_SQS: sqsEndpoint,
       AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+      AWS_ENDPOINT_URL_SNS: sqsEndpoint,
       QUEUE_URL: queues.main.url,
+      TASK_EVENTS_TOPIC_ARN: events.topicArn,
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
@@ -319,6 +332,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       tableName: names.table,
       queueUrl: queues.main.url,
       dlqUrl: queues.dlq.url,
+      eventsTopicArn: events.topicArn,
+      eventsQueueUrl: events.queueUrl,
       dataDir,
       startedAt: new Date().toISOString(),
     };

@@ -680,7 +680,6 @@ function summaryFromItem(item: Item): TaskSummary {
   return { ...toSummary(headerFromItem(item)), sortAt: item[SORT_AT] };
 }
 
-
 /** The task and the file as a delivery found them, with no "before" (see StoredWrite). */
 function storedAsFound(header: Item | null, file: Item | null): StoredWrite | null {
   if (!header) return null;
