@@ -41,6 +41,8 @@ export interface Target {
   region: string;
   queueUrl: string | null;
   dlqUrl: string | null;
+  /** A queue subscribed to the task-events topic: the local stack's, or the one named for a deployed stage. */
+  eventsQueueUrl: string | null;
   dynamo: DynamoDBClient;
   sqs: SQSClient;
   tasks: DynamoTaskStore;
@@ -54,6 +56,8 @@ export interface TargetOptions {
   region?: string;
   /** Folder whose `.data/stack.json` names the local stack (default: the current folder). */
   cwd?: string;
+  /** A queue subscribed to the task-events topic (deployed: the team's own; default env TASK_EVENTS_QUEUE_URL). */
+  eventsQueueUrl?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -86,9 +90,14 @@ const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
-  if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
+  const eventsQueueUrl = opts.eventsQueueUrl ?? (env.TASK_EVENTS_QUEUE_URL || null);
+  if (opts.stage) {
+    const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+    return openDeployed(opts.stage, region, env, eventsQueueUrl);
+  }
   if (env.TASKS_TABLE) {
     return openAws({
+      eventsQueueUrl,
       tableName: env.TASKS_TABLE,
       region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
       queueUrl: env.QUEUE_URL ?? null,
@@ -102,10 +111,10 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
       `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage nor TASKS_TABLE names a deployed one`,
     );
   }
-  return openLocal(local);
+  return openLocal(local, eventsQueueUrl);
 }
 
-export function openLocal(local: LocalStackInfo): Target {
+export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null = null): Target {
   const dynamo = new DynamoDBClient({
     endpoint: local.dynamoEndpoint,
     region: local.region,
@@ -125,12 +134,18 @@ export function openLocal(local: LocalStackInfo): Target {
     region: local.region,
     queueUrl: local.queueUrl,
     dlqUrl: local.dlqUrl,
+    eventsQueueUrl: eventsQueueUrl ?? local.eventsQueueUrl ?? null,
     dynamo,
     sqs,
   });
 }
 
-async function openDeployed(stage: string, region: string | undefined, env: NodeJS.ProcessEnv): Promise<Target> {
+async function openDeployed(
+  stage: string,
+  region: string | undefined,
+  env: NodeJS.ProcessEnv,
+  eventsQueueUrl: string | null,
+): Promise<Target> {
   const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
   const tableName = `${service}-${stage}-tasks`;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
@@ -147,7 +162,8 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
   const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
   const dlqUrl = await urlOf(`${service}-${stage}-callbacks-dlq`);
   sqs.destroy();
-  return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
+  const describe = `stage ${stage} in ${region} (table ${tableName})`;
+  return openAws({ tableName, region, queueUrl, dlqUrl, eventsQueueUrl, describe });
 }
 
 async function openAws(o: {
@@ -155,6 +171,7 @@ async function openAws(o: {
   region: string | undefined;
   queueUrl: string | null;
   dlqUrl: string | null;
+  eventsQueueUrl: string | null;
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
@@ -174,6 +191,7 @@ async function openAws(o: {
     region: o.region,
     queueUrl: o.queueUrl,
     dlqUrl: o.dlqUrl,
+    eventsQueueUrl: o.eventsQueueUrl,
     dynamo,
     sqs,
   });

@@ -1,8 +1,10 @@
 // Reads task events from an SQS queue subscribed to the task-events topic (raw delivery or the SNS
 // envelope alike), for `callbacks events tail` and `callbacks verify`. Reading leaves the messages in the
-// queue: each received message is hidden for a while (its visibility time-out) so that one pass sees
-// every message once, then it reappears for other readers; the reader remembers what it has seen.
+// queue: a pass receives until nothing is visible (each message hidden meanwhile, so that the pass sees
+// it once), then makes what it read visible again for the next pass and for other readers. The reader
+// remembers what it has returned, so each pass returns only what is new.
 import {
+  ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -46,6 +48,16 @@ export class EventQueueReader {
   /** Receives until the queue shows nothing more; returns the events not returned before. */
   async poll(waitTimeS = 0): Promise<ReceivedEvent[]> {
     const fresh: ReceivedEvent[] = [];
+    const handles: string[] = [];
+    try {
+      await this.pass(waitTimeS, fresh, handles);
+    } finally {
+      await this.release(handles);
+    }
+    return fresh;
+  }
+
+  private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
     for (let first = true; ; first = false) {
       const res = await this.sqs.send(
         new ReceiveMessageCommand({
@@ -57,8 +69,9 @@ export class EventQueueReader {
         }),
       );
       const messages = res.Messages ?? [];
-      if (messages.length === 0) return fresh;
+      if (messages.length === 0) return;
       for (const m of messages) {
+        if (m.ReceiptHandle) handles.push(m.ReceiptHandle);
         const event = readMessage(m);
         if (!event) {
           if (m.MessageId && !this.seen.has(m.MessageId)) this.unreadable += 1;
@@ -69,6 +82,18 @@ export class EventQueueReader {
         this.seen.add(event.messageId);
         fresh.push(event);
       }
+    }
+  }
+
+  /** Makes the messages of a pass visible again. Best effort: left alone, they reappear at their time-out. */
+  private async release(handles: string[]): Promise<void> {
+    for (let i = 0; i < handles.length; i += 10) {
+      const entries = handles
+        .slice(i, i + 10)
+        .map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 }));
+      await this.sqs
+        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }))
+        .catch(() => undefined);
     }
   }
 }
