@@ -8,7 +8,7 @@
 import { CreateTableCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { startDynamo } from '../test/support/dynalite.ts';
+import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';

@@ -14,7 +14,7 @@ import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { dynamoClient } from './support/dynalite.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const root = new URL('..', import.meta.url).pathname;

@@ -8,7 +8,7 @@ import { type Body, type ScreenshotTask, screenshotStartOrEnd, screenshotUpload 
 import { UPLOAD_RETRY_MS } from '../lib/platform/delivery.ts';
 import { SCREENSHOT_UPLOAD_FAILURES, SUCCESS } from '../lib/platform/failures.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 let db: LocalDynamo;

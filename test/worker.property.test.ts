@@ -15,7 +15,7 @@ import {
 } from './support/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';

@@ -21,7 +21,7 @@ import {
 import { createLogger } from '../../lib/log.ts';
 import { Attr, type Service, type SignatureVerdict } from '../../lib/queue-message.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 
