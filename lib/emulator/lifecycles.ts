@@ -58,7 +58,10 @@ export interface GeneratedRun {
 }
 
 export const DEFAULT_COMPRESS = 3600;
-/** Spec §6 delivery rule 2 and §8: uploads to a faulty storage are retried every 10 s, files held 24 h. */
+/**
+ * docs/platform-callbacks.md §6 delivery rule 2 and §8: uploads to a faulty storage are retried every 10 s,
+ * files held 24 h.
+ */
 export const UPLOAD_RETRY_MS = 10_000;
 export const HOLD_MS = 24 * 60 * 60 * 1000;
 /**
@@ -140,12 +143,12 @@ const SCREENSHOT_START_FAILURES = [
   { code: 500, message: 'screenshot failed to start: internal error' },
   { code: 403, message: 'screenshot service is not enabled for this application' },
 ];
-/** Values of the platform's sample bodies (spec fixtures): recording failures carry 500, screenshots 10002. */
+/** Values of the platform's sample bodies (test/fixtures/): recording failures carry 500, screenshots 10002. */
 const RECORDING_UPLOAD_FAILURE = { code: 500, message: 'upload to storage failed' };
 const SCREENSHOT_UPLOAD_FAILURE = { state: '10002', message: 'storage unreachable' };
 const STORAGE_BASE = 'https://storage.example.com';
 
-/** Recording modes (spec §2.2): which are mix modes and what each records. */
+/** Recording modes (docs/platform-callbacks.md §2.2): which are mix modes and what each records. */
 const isMix = (mode: number) => mode >= 3 && mode <= 5;
 const hasAudio = (mode: number) => mode !== 1 && mode !== 4;
 const hasVideo = (mode: number) => mode !== 2 && mode !== 5;
@@ -282,7 +285,8 @@ function planRecording(rng: Random, index: number, mode: number, session: Sessio
   const rate = bytesPerSecond(mode);
   const sizeOf = (ms: number) => Math.round((ms / SECOND) * rate * (0.85 + rng.next() * 0.3));
   const closes: number[] = [];
-  // A slice closes the current file every slicesMin; the end closes the last one (spec §2.4, §2.5).
+  // A slice closes the current file every slicesMin; the end closes the last one
+  // (docs/platform-callbacks.md §2.4, §2.5).
   for (let t = sliceMs; t < durationMs; t += sliceMs) {
     const file = plan.fileStarts.length - 1;
     events.push({ type: 2, rel: clock.take(t), code: 200, message: 'success', file, size: sizeOf(sliceMs) });
@@ -310,7 +314,7 @@ function planScreenshot(rng: Random, index: number, session: Session, opts: Faul
   const trigger = rng.pick([0, 1]);
   const renderMode = rng.pick([0, 1]);
   const picResolution = rng.pick(RESOLUTIONS);
-  // The spec tabulates trigger and slicesSec as strings; its sample bodies carry numbers. Send both.
+  // The platform's document tabulates trigger and slicesSec as strings; its sample bodies carry numbers. Send both.
   const asStrings = (): Record<string, unknown> => ({
     trigger: String(trigger),
     slicesSec: String(slicesSec),
@@ -345,7 +349,7 @@ function planScreenshot(rng: Random, index: number, session: Session, opts: Faul
   events.push({ type: 1, rel: clock.take(0), code: 200, message: 'success' });
   const durationMs = rng.int(20 * SECOND, 5 * MINUTE);
   const firstAttempts: number[] = [];
-  // An image every slicesSec; each is uploaded a moment after it is taken (spec §2.9, §2.10).
+  // An image every slicesSec; each is uploaded a moment after it is taken (docs/platform-callbacks.md §2.9, §2.10).
   for (let t = slicesSec * SECOND; t < durationMs; t += slicesSec * SECOND) {
     plan.fileStarts.push(t);
     firstAttempts.push(t + rng.int(300, 2500));
@@ -370,14 +374,14 @@ function recordingFileName(plan: TaskPlan, t0: number, file: number): string {
   const r = plan.recording!;
   const ts = t0 + plan.fileStarts[file]!;
   const { sessionId, roomId } = plan.session;
-  // Spec §2.7: mix modes, single modes (with the stream tag), single-user mix.
+  // docs/platform-callbacks.md §2.7: mix modes, single modes (with the stream tag), single-user mix.
   if (isMix(r.mode)) return `${sessionId}_${roomId}_${ts}.${r.ext}`;
   if (r.mode === 6) return `${sessionId}_${roomId}_${plan.userId}_${ts}.${r.ext}`;
   return `${sessionId}_${roomId}_${plan.userId}_${r.streamTag}_${ts}.${r.ext}`;
 }
 
 function screenshotFileName(plan: TaskPlan, t0: number, file: number): string {
-  // Spec §2.11.
+  // docs/platform-callbacks.md §2.11.
   const { sessionId, roomId } = plan.session;
   return `${sessionId}_${roomId}_${plan.userId}_${plan.screenshot!.streamId}_${t0 + plan.fileStarts[file]!}.jpg`;
 }
@@ -442,7 +446,8 @@ function screenshotBody(
   else if (ev.type === 3) body.config = { ...s.endConfig };
   else {
     const fileName = screenshotFileName(plan, t0, ev.file!);
-    // Spec §7.2: code is 200 when fileState is "10000", otherwise equal to it; errorMessage = fileMsg.
+    // docs/platform-callbacks.md §7.2: code is 200 when fileState is "10000", otherwise equal to it;
+    // errorMessage = fileMsg.
     body.tag = '';
     body.output = ev.ok
       ? { fileName, fileUrl: `${STORAGE_BASE}/shots/${fileName}`, fileState: '10000', fileMsg: 'success' }

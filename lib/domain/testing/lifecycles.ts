@@ -34,7 +34,7 @@ export interface Delivery {
 
 const BASE_TS = 1_763_798_400_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** The platform retries an upload to faulty storage every 10 s (spec §6). */
+/** The platform retries an upload to faulty storage every 10 s (docs/platform-callbacks.md §6). */
 const RETRY_MS = 10_000;
 
 const RECORDING_UPLOAD_FAILURES = [
