@@ -192,8 +192,8 @@ describe('sections cited in code', () => {
         .split('\n')
         .forEach((line, i) => {
           if (!isComment(line) && !line.includes('//') && !line.includes('#')) return;
-          for (const m of line.matchAll(/\b(docs\/[\w./-]+\.md|README\.md)\b(?:,?\s+"([^"]+)")?/g)) {
-            const cited = join(root, m[1]!);
+          for (const m of line.matchAll(/\b(docs\/[\w./-]+\.md|README(?:\.md)?)\b(?:,?\s+"([^"]+)")?/g)) {
+            const cited = join(root, m[1] === 'README' ? 'README.md' : m[1]!);
             const where = `${rel(file)}:${i + 1}: ${m[0]}`;
             if (!existsSync(cited)) problems.push(`${where}: no such file`);
             else if (m[2]) {
