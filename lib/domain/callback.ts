@@ -28,7 +28,7 @@ export interface Callback {
   userId: string | null;
   mode: number | null;
   extra: string | null;
-  /** The status code; for a screenshot upload, the one its fileState implies (spec §7.2). */
+  /** The status code; for a screenshot upload, the one its fileState implies (docs/platform-callbacks.md §7.2). */
   code: number;
   /** errorMessage; for a screenshot upload, fileMsg when present. */
   message: string | null;
@@ -132,7 +132,7 @@ function normalise(
       };
     } else {
       // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
-      // number (spec §7). Without a fileState, the callback's own code decides.
+      // number (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
       const state: string | null = out.fileState;
       const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
       const stateCode = state !== null && /^\s*-?\d+\s*$/.test(state) ? Number(state) : b.code;

@@ -1,7 +1,7 @@
-// The oracle of the state rules (CONTRACT §4): a task computed directly from the set of its distinct
-// callbacks, rule by rule, without the incremental machinery of task.ts that the store runs. Every other
-// way of building a task is tested against this one, and `callbacks emulate` writes what a receiver
-// should hold after a run with it.
+// The oracle of the state rules (docs/contract.md §4): a task computed directly from the set of its
+// distinct callbacks, rule by rule, without the incremental machinery of task.ts that the store runs.
+// Every other way of building a task is tested against this one, and `callbacks emulate` writes what a
+// receiver should hold after a run with it.
 import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import { modeName } from '../platform/modes.ts';
 import type { Callback } from './callback.ts';

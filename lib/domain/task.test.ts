@@ -1,4 +1,4 @@
-// CONTRACT §4, rule by rule. Every test runs against the incremental fold (in the given order and in
+// docs/contract.md §4, rule by rule. Every test runs against the incremental fold (in the given order and in
 // reverse) and against the declarative oracle, so a rule broken in either breaks a test.
 import { readFileSync } from 'node:fs';
 import { foldTask } from '../../test/support/fold-task.ts';

@@ -1,4 +1,4 @@
-// The task model and its state rules (CONTRACT §4), expressed as a merge of facts that does not depend
+// The task model and its state rules (docs/contract.md §4), expressed as a merge of facts that does not depend
 // on order. A task is split into a bounded header (`TaskHeader`) and one record per file (`FileRecord`);
 // every field of either is a join of the facts its callbacks carry (a minimum, a maximum, an "or", or a
 // count of distinct events), so applying callbacks in any order reaches the same records. The storage
@@ -91,7 +91,7 @@ export interface FileView {
   purgeAt: number | null;
 }
 
-/** The task exactly as `callbacks tasks get <id> --json` prints it (CONTRACT §4). */
+/** The task exactly as `callbacks tasks get <id> --json` prints it (docs/contract.md §4). */
 export interface Task {
   service: Service;
   id: string;
@@ -289,7 +289,7 @@ export function applyTransition(h: TaskHeader, t: FileTransition): void {
   if (t.to === 'failed') h.failedFiles += 1;
 }
 
-/** CONTRACT §4 status rule, in its order of precedence. */
+/** docs/contract.md §4 status rule, in its order of precedence. */
 export function deriveStatus(h: TaskHeader): TaskStatus {
   if (h.failedFiles > 0) return 'upload_failed';
   if (h.endOk && h.pendingFiles === 0) return 'completed';

@@ -225,7 +225,8 @@ export function planRecording(rng: Random, index: number, mode: number, session:
   const rate = bytesPerSecond(recordingMode);
   const sizeOf = (ms: number) => Math.round((ms / SECOND) * rate * (0.85 + rng.next() * 0.3));
   const closes: number[] = [];
-  // A slice closes the current file every slicesMin; the end closes the last one (spec §2.4, §2.5).
+  // A slice closes the current file every slicesMin; the end closes the last one
+  // (docs/platform-callbacks.md §2.4, §2.5).
   for (let t = sliceMs; t < durationMs; t += sliceMs) {
     const file = plan.fileStarts.length - 1;
     events.push({ type: 2, rel: clock.take(t), ...SUCCESS, file, size: sizeOf(sliceMs) });
@@ -287,7 +288,8 @@ export function planScreenshot(rng: Random, index: number, session: Session, opt
   events.push({ type: 1, rel: clock.take(0), ...SUCCESS });
   const durationMs = rng.int(20 * SECOND, 5 * MINUTE);
   const firstAttempts: number[] = [];
-  // An image every slicesSec; each is uploaded a moment after it is taken (spec §2.9, §2.10).
+  // An image every slicesSec; each is uploaded a moment after it is taken
+  // (docs/platform-callbacks.md §2.9, §2.10).
   for (let t = slicesSec * SECOND; t < durationMs; t += slicesSec * SECOND) {
     plan.fileStarts.push(t);
     firstAttempts.push(t + rng.int(300, 2500));

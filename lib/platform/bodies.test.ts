@@ -109,7 +109,8 @@ test.each([
   expect(JSON.stringify(body)).toBe(sample(name));
 });
 
-test('file names follow the three recording patterns and the screenshot pattern (spec §2.7, §2.11)', () => {
+// docs/platform-callbacks.md §2.7, §2.11
+test('file names follow the three recording patterns and the screenshot pattern', () => {
   const parts = { sessionId: 'S', roomId: 'R', userId: 'U', streamTag: 'T', timestamp: 1, format: 'aac' };
   const names = RECORDING_MODES.map((m) => recordingFileName({ ...parts, mode: m.mode }));
   expect(names).toEqual([
@@ -127,7 +128,8 @@ test('file names follow the three recording patterns and the screenshot pattern 
   );
 });
 
-test('the modes of spec §2.2: numbers 0..6, what each records, and no name for an undocumented one', () => {
+// docs/platform-callbacks.md §2.2
+test('the modes: numbers 0..6, what each records, and no name for an undocumented one', () => {
   expect(RECORDING_MODES.map((m) => [m.mode, m.audio, m.video])).toEqual([
     [0, true, true],
     [1, false, true],
@@ -146,7 +148,8 @@ test('the modes of spec §2.2: numbers 0..6, what each records, and no name for 
   ]);
 });
 
-test('a screenshot upload code follows its fileState (spec §7 rule 2)', () => {
+// docs/platform-callbacks.md §7, rule 2
+test('a screenshot upload code follows its fileState', () => {
   expect([fileStateCode(FILE_STATE_OK), fileStateCode('10002'), fileStateCode('10003')]).toEqual([200, 10002, 10003]);
   expect(SCREENSHOT_UPLOAD_FAILURES.every((f) => f.state !== FILE_STATE_OK)).toBe(true);
   expect(RECORDING_UPLOAD_FAILURES.every((f) => f.code !== SUCCESS.code)).toBe(true);

@@ -1,13 +1,13 @@
-// The callback bodies the platform sends (spec §2), built field by field in the order its sample bodies
-// (test/fixtures/) have: a body is sent as serialised, so its key order is part of what is sent. Values
-// are taken as given, so that a generator can also send what the platform sometimes does (numeric
-// strings, "" for an absent value); these builders only fix the shape.
+// The callback bodies the platform sends (docs/platform-callbacks.md §2), built field by field in the
+// order its sample bodies (test/fixtures/) have: a body is sent as serialised, so its key order is part of
+// what is sent. Values are taken as given, so that a generator can also send what the platform sometimes
+// does (numeric strings, "" for an absent value); these builders only fix the shape.
 import type { Service } from '../queue-message.ts';
 import { type FileStateFailure, FILE_STATE_OK, fileStateCode, type Outcome, SUCCESS } from './failures.ts';
 
 export type Body = Record<string, unknown>;
 
-/** The fields every callback of one recording task repeats (spec §2.1). */
+/** The fields every callback of one recording task repeats (docs/platform-callbacks.md §2.1). */
 export interface RecordingTask {
   appKey: string;
   recordId: string;
@@ -19,7 +19,7 @@ export interface RecordingTask {
   extra: string;
 }
 
-/** The fields every callback of one screenshot task repeats (spec §2.8). */
+/** The fields every callback of one screenshot task repeats (docs/platform-callbacks.md §2.8). */
 export interface ScreenshotTask {
   appKey: string;
   sessionId: string;
@@ -50,7 +50,7 @@ function recordingHead(task: RecordingTask, type: 1 | 2 | 3 | 4, timestamp: numb
   };
 }
 
-/** Recording start (spec §2.3): the configuration and the first file's name. */
+/** Recording start (docs/platform-callbacks.md §2.3): the configuration and the first file's name. */
 export function recordingStart(
   task: RecordingTask,
   timestamp: number,
@@ -61,7 +61,7 @@ export function recordingStart(
   return { ...recordingHead(task, 1, timestamp, outcome), config, output };
 }
 
-/** A slice (2) or the end (3) of a recording, each closing one file (spec §2.4, §2.5). */
+/** A slice (2) or the end (3) of a recording, each closing one file (docs/platform-callbacks.md §2.4, §2.5). */
 export function recordingFileClosed(
   task: RecordingTask,
   type: 2 | 3,
@@ -72,7 +72,7 @@ export function recordingFileClosed(
   return { ...recordingHead(task, type, timestamp, outcome), output };
 }
 
-/** A recording file's upload attempt (spec §2.6): a file URL when it succeeded, "" when it failed. */
+/** A recording file's upload attempt (docs/platform-callbacks.md §2.6): a URL when it succeeded, "" when it failed. */
 export function recordingUpload(task: RecordingTask, timestamp: number, outcome: Outcome, fileName: string): Body {
   const fileUrl = outcome.code === SUCCESS.code ? storageUrl('recording', fileName) : '';
   return { ...recordingHead(task, 4, timestamp, outcome), output: { fileName, fileUrl } };
@@ -93,7 +93,7 @@ function screenshotHead(task: ScreenshotTask, type: 1 | 3 | 4, timestamp: number
   };
 }
 
-/** Screenshot start (1) or end (3), both with the task's configuration (spec §2.9). */
+/** Screenshot start (1) or end (3), both with the task's configuration (docs/platform-callbacks.md §2.9). */
 export function screenshotStartOrEnd(
   task: ScreenshotTask,
   type: 1 | 3,
@@ -105,8 +105,8 @@ export function screenshotStartOrEnd(
 }
 
 /**
- * An image's upload attempt (spec §2.10): a success when `failure` is null. The code follows the fileState
- * and the errorMessage is the fileMsg (spec §7 rule 2).
+ * An image's upload attempt (docs/platform-callbacks.md §2.10): a success when `failure` is null. The code
+ * follows the fileState and the errorMessage is the fileMsg (§7, rule 2).
  */
 export function screenshotUpload(
   task: ScreenshotTask,

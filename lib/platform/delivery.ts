@@ -1,4 +1,5 @@
-// How the platform delivers files to a storage that is failing (spec §6 delivery rule 2, §8).
+// How the platform delivers files to a storage that is failing: docs/platform-callbacks.md §6, delivery
+// rule 2, and §8.
 
 /** A file whose upload failed is tried again every 10 s... */
 export const UPLOAD_RETRY_MS = 10_000;

@@ -1,7 +1,8 @@
-// What callbacks report as their outcome: code 200 with a success text, or a failure (spec §7). The
-// platform documents no failure codes but the screenshot upload states, so these catalogues hold the
-// values of its sample bodies (test/fixtures/) and a few plausible others, for the generators of
-// callbacks. The receiver's rules only ever ask whether a code is 200 and a fileState is FILE_STATE_OK.
+// What callbacks report as their outcome: code 200 with a success text, or a failure
+// (docs/platform-callbacks.md §7). The platform documents no failure codes but the screenshot upload
+// states, so these catalogues hold the values of its sample bodies (test/fixtures/) and a few plausible
+// others, for the generators of callbacks. The receiver's rules only ever ask whether a code is 200 and a
+// fileState is FILE_STATE_OK.
 import type { Service } from '../queue-message.ts';
 
 export interface Outcome {
@@ -9,14 +10,14 @@ export interface Outcome {
   message: string;
 }
 
-/** Spec §7 rule 1: code 200 means normal, errorMessage is then a success text. */
+/** Code 200 means normal, errorMessage is then a success text (docs/platform-callbacks.md §7, rule 1). */
 export const SUCCESS: Outcome = { code: 200, message: 'success' };
 
-/** The fileState of a screenshot upload that succeeded (spec §2.10, §7 rule 2). */
+/** The fileState of a screenshot upload that succeeded (docs/platform-callbacks.md §2.10; §7, rule 2). */
 export const FILE_STATE_OK = '10000';
 
 export interface FileStateFailure {
-  /** output.fileState: the callback's code is this number (spec §7 rule 2). */
+  /** output.fileState: the callback's code is this number (docs/platform-callbacks.md §7, rule 2). */
   state: string;
   /** output.fileMsg, also the callback's errorMessage. */
   message: string;
@@ -41,7 +42,7 @@ export const TASK_FAILURES: readonly Outcome[] = [
   { code: 1004, message: 'room not found' },
 ];
 
-/** A recording upload that failed (spec §7 rule 3). The first is the platform's sample body's. */
+/** A recording upload that failed (docs/platform-callbacks.md §7, rule 3). The first is the sample body's. */
 export const RECORDING_UPLOAD_FAILURES: readonly Outcome[] = [
   { code: 500, message: 'upload to storage failed' },
   { code: 503, message: 'storage unavailable' },
@@ -55,7 +56,10 @@ export const SCREENSHOT_UPLOAD_FAILURES: readonly FileStateFailure[] = [
   { state: '10003', message: 'bucket not found' },
 ];
 
-/** Spec §7 rule 2: a screenshot upload's code is 200 when its fileState is FILE_STATE_OK, else the fileState. */
+/**
+ * A screenshot upload's code: 200 when its fileState is FILE_STATE_OK, else the fileState
+ * (docs/platform-callbacks.md §7, rule 2).
+ */
 export function fileStateCode(state: string): number {
   return state === FILE_STATE_OK ? SUCCESS.code : Number(state);
 }

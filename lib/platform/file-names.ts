@@ -1,6 +1,6 @@
-// How the platform names the files it records (spec §2.7) and captures (spec §2.11). Informational: a
-// receiver keys files by the names it is sent and never parses them; the generators of callbacks use these
-// so that what they send looks like what the platform sends.
+// How the platform names the files it records (docs/platform-callbacks.md §2.7) and captures (§2.11).
+// Informational: a receiver keys files by the names it is sent and never parses them; the generators of
+// callbacks use these so that what they send looks like what the platform sends.
 import { knownMode } from './modes.ts';
 
 export interface RecordingFileNameParts {

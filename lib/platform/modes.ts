@@ -1,5 +1,5 @@
-// The recording modes (spec §2.2): what each records, and which of the three file-name patterns its files
-// follow (spec §2.7). In a mix mode the callbacks carry an empty userId (spec §2.1).
+// The recording modes (docs/platform-callbacks.md §2.2): what each records, and which of the three file-name
+// patterns its files follow (§2.7). In a mix mode the callbacks carry an empty userId (§2.1).
 
 /** Which file-name pattern a mode's files follow; every kind but `mix` is one user's recording. */
 export type ModeKind = 'single' | 'mix' | 'single-user-mix';
