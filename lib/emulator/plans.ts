@@ -253,7 +253,8 @@ export function planScreenshot(rng: Random, index: number, session: Session, opt
   const trigger = rng.pick([0, 1]);
   const renderMode = rng.pick([0, 1]);
   const picResolution = rng.pick(RESOLUTIONS);
-  // The spec tabulates trigger and slicesSec as strings; its sample bodies carry numbers. Send both.
+  // The platform's document tabulates trigger and slicesSec as strings; its sample bodies carry numbers.
+  // Send both.
   const asStrings = (): Record<string, unknown> => ({
     trigger: String(trigger),
     slicesSec: String(slicesSec),
