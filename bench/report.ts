@@ -400,7 +400,7 @@ export function renderMarkdown(r: BenchResults): string {
   return `${parts.join('\n')}\n`;
 }
 
-/** The headline figures, one row each, for the README. */
+/** The headline figures, one row each, printed at the end of a run. */
 export function renderSummary(r: BenchResults): string {
   const rows: string[][] = [];
   if (r.ingest) {

@@ -14,7 +14,7 @@ import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { ensureEventsTopicAndQueue } from '../lib/aws/sqs/event-queue.ts';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { startDynamo } from '../test/support/dynalite.ts';
+import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';

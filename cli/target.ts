@@ -1,31 +1,12 @@
 // Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
 // (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 
 export const SERVICE_NAME = 'rtc-callbacks-receiver';
-export const DATA_DIR = '.data';
-export const STACK_FILE = 'stack.json';
-
-/** What `callbacks dev` writes so that other commands in the same folder find it. */
-export interface LocalStackInfo {
-  pid: number;
-  url: string;
-  dynamoEndpoint: string;
-  sqsEndpoint: string;
-  region: string;
-  tableName: string;
-  queueUrl: string;
-  dlqUrl: string;
-  /** The task-events topic and the queue subscribed to it (absent in stack files of older versions). */
-  eventsTopicArn?: string;
-  eventsQueueUrl?: string;
-  dataDir: string | null;
-  startedAt: string;
-}
 
 export interface QueueDepth {
   visible: number;
@@ -63,27 +44,6 @@ export interface TargetOptions {
 
 export class TargetError extends Error {
   override name = 'TargetError';
-}
-
-export function stackFilePath(cwd = process.cwd()): string {
-  return join(resolve(cwd), DATA_DIR, STACK_FILE);
-}
-
-export function readLocalStack(cwd?: string): LocalStackInfo | null {
-  const file = stackFilePath(cwd);
-  if (!existsSync(file)) return null;
-  try {
-    const info = JSON.parse(readFileSync(file, 'utf8')) as LocalStackInfo;
-    // A stack file left by a process that is gone is not a running stack.
-    try {
-      process.kill(info.pid, 0);
-    } catch {
-      return null;
-    }
-    return info;
-  } catch {
-    return null;
-  }
 }
 
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };

@@ -11,13 +11,13 @@ import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { dynamoClient } from './support/dynalite.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const root = new URL('..', import.meta.url).pathname;

@@ -21,10 +21,10 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../lib/domain/testing/lifecycles.ts';
+} from './support/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 

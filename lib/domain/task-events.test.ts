@@ -19,12 +19,12 @@ import {
   deriveStatus,
   fileNameOf,
   fileState,
-  reduceTask,
   toSummary,
   type FileRecord,
   type TaskHeader,
 } from './task.ts';
-import { anyLifecycle, callbacksOf, mustParse, withDuplicatesShuffled } from './testing/lifecycles.ts';
+import { reduceTask } from './reduce-task.ts';
+import { anyLifecycle, callbacksOf, mustParse, withDuplicatesShuffled } from '../../test/support/lifecycles.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Oracle: the events true on a state, read off reduceTask's view of it, for every subset.

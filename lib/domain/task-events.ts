@@ -17,16 +17,9 @@ import type { Service } from '../queue-message.ts';
 import type { Callback } from './callback.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
+import { reduceTask } from './reduce-task.ts';
 import type { StoredWrite, TaskSummary } from './task-store.ts';
-import {
-  compareUtf8,
-  fileNameOf,
-  reduceTask,
-  toFileView,
-  type FileRecord,
-  type FileView,
-  type TaskStatus,
-} from './task.ts';
+import { compareUtf8, fileNameOf, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
 
 export const TASK_EVENT_VERSION = 1;
 

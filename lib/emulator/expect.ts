@@ -4,7 +4,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Service } from '../queue-message.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
-import { reduceTasks, type Task } from '../domain/task.ts';
+import { reduceTasks } from '../domain/reduce-task.ts';
+import type { Task } from '../domain/task.ts';
 import { expectedEvents, type ExpectedEvents } from '../domain/task-events.ts';
 
 export interface DeliveryOutcome {

@@ -4,7 +4,7 @@
 // unchanged). Counts stay exact under redelivery and crashes because every item remembers, as a token,
 // which callbacks it has absorbed until the callback's ledger entry exists; the ledger entry is written
 // last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
-// by later writes, so no item grows with the number of callbacks. See README "Worker and table design".
+// by later writes, so no item grows with the number of callbacks. See docs/design.md, "Table design" and after.
 import {
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
