@@ -1,7 +1,7 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
-import type { FileTransition, Task, TaskStatus } from './task.ts';
+import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
@@ -23,19 +23,43 @@ export interface Capacity {
   write: number;
 }
 
+/**
+ * What a delivery of a callback left in the store, from which the worker derives task events
+ * (lib/domain/task-events.ts). A "before" is null when the item did not exist, or when this delivery
+ * cannot know it (a duplicate; an earlier delivery of the same callback that wrote the item, then crashed).
+ */
+export interface StoredWrite {
+  /** The task after the write. */
+  task: TaskSummary;
+  /** The task's status before the write; null when not known (the store does not read it). */
+  statusBefore: TaskStatus | null;
+  /** The file the callback names, before and after the write; null when it names none. */
+  file: { before: FileRecord | null; after: FileRecord } | null;
+}
+
+/**
+ * What the store knows right after applying (or finding) a callback: the file the callback names, and a
+ * way to read the task. A task's status and counts are added up from all of its items, so they are read
+ * only when asked: `readTask()` reads the whole task, strongly consistent, and gives its status before
+ * the write as the write's own change implies (null for a duplicate, or when the write created the task).
+ */
+export interface WriteOutcome {
+  /** The file the callback names, before and after the write (see StoredWrite); null when it names none. */
+  file: StoredWrite['file'];
+  /** The read units it takes are added to `capacity` when one is given; null when there is no task. */
+  readTask(capacity?: Capacity): Promise<Pick<StoredWrite, 'task' | 'statusBefore'> | null>;
+}
+
 export type ApplyResult =
   | {
       outcome: 'applied';
       /** The state of the callback's file before and after it (null for a callback that names no file). */
       transition: FileTransition | null;
-      /**
-       * The task's summary (status, file counts) as it stands after this write. Read on demand: a task's
-       * counts and status are added up from all of its items, so this costs a read of the whole task.
-       */
-      taskAfter: () => Promise<TaskSummary | null>;
+      write: WriteOutcome;
       capacity: Capacity;
     }
-  | { outcome: 'duplicate'; capacity: Capacity }
+  /** `write`: the items as found (the callback's effects included), or null when they were not read. */
+  | { outcome: 'duplicate'; write: WriteOutcome | null; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
 export type QuarantineReason = 'invalid_callback' | 'invalid_signature' | 'replayed_signature' | 'service_mismatch';

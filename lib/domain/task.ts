@@ -1,22 +1,12 @@
-// The task model and its state rules (CONTRACT §4), expressed as a merge of facts that does not depend
-// on order. A task is split into a bounded header (`TaskHeader`) and one record per file (`FileRecord`);
-// every field of either is a join of the facts its callbacks carry (a minimum, a maximum, an "or", or a
-// count of distinct events), so applying callbacks in any order reaches the same records. The storage
-// layer keeps each record in its own item and applies a callback to at most one file and the header.
+// The task model and its state rules (docs/contract.md §4), expressed as a merge of facts that does not
+// depend on order. A task is a header (`TaskHeader`: identity, config, start, end) and one record per file
+// (`FileRecord`); every field of either is a join of the facts its callbacks carry (a minimum, a maximum,
+// an "or"), and each keeps a `Tally` (latest error, latest time) of the callbacks it absorbed, so applying
+// callbacks in any order, and any of them again, reaches the same records. Counts are the distinct
+// callbacks the store recorded; a task is added up from its parts in ./task-parts.ts.
+import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import type { Service } from '../queue-message.ts';
 import type { Callback, CallbackType } from './callback.ts';
-
-export const PURGE_AFTER_MS = 24 * 60 * 60 * 1000;
-
-export const MODE_NAMES: Record<number, string> = {
-  0: 'single-audio-video',
-  1: 'single-video',
-  2: 'single-audio',
-  3: 'mix-audio-video',
-  4: 'mix-video',
-  5: 'mix-audio',
-  6: 'single-user-mix-audio-video',
-};
 
 export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
 
@@ -116,7 +106,7 @@ export interface FileView {
   purgeAt: number | null;
 }
 
-/** The task exactly as `callbacks tasks get <id> --json` prints it (CONTRACT §4). */
+/** The task exactly as `callbacks tasks get <id> --json` prints it (docs/contract.md §4). */
 export interface Task {
   service: Service;
   id: string;
@@ -203,7 +193,7 @@ export function toFileView(f: FileRecord): FileView {
     code: f.upload?.code ?? null,
     message: f.upload?.message ?? null,
     attempts: f.attempts,
-    purgeAt: upload === 'failed' && f.firstFailureAt !== null ? f.firstFailureAt + PURGE_AFTER_MS : null,
+    purgeAt: upload === 'failed' && f.firstFailureAt !== null ? f.firstFailureAt + FILE_HOLD_MS : null,
   };
 }
 
@@ -321,91 +311,7 @@ export function joinTallies(a: Tally, b: Tally): Tally {
   return { lastError, updatedAt };
 }
 
-// ---------------------------------------------------------------------------------------------------
-// The task, from its parts
-
-export interface FileCounts {
-  fileCount: number;
-  pendingFiles: number;
-  failedFiles: number;
-}
-
-export function countFiles(files: Iterable<FileRecord>): FileCounts {
-  const counts: FileCounts = { fileCount: 0, pendingFiles: 0, failedFiles: 0 };
-  for (const f of files) {
-    const state = fileState(f);
-    counts.fileCount += 1;
-    if (state === 'pending') counts.pendingFiles += 1;
-    if (state === 'failed') counts.failedFiles += 1;
-  }
-  return counts;
-}
-
-/** CONTRACT §4 status rule, in its order of precedence. */
-export function deriveStatus(h: TaskHeader, counts: FileCounts): TaskStatus {
-  if (counts.failedFiles > 0) return 'upload_failed';
-  if (h.endOk && counts.pendingFiles === 0) return 'completed';
-  if (h.startOrEndFailed) return 'failed';
-  if (h.endRank !== null) return 'ended';
-  return h.service === 'recording' ? 'recording' : 'capturing';
-}
-
-/** The time a task sorts by in listings: its identity callback's (its start's, or its earliest callback's). */
-export function sortTimeOf(h: TaskHeader): number {
-  return h.identAt;
-}
-
 /** Compares strings by UTF-8 bytes, the order DynamoDB sorts keys in. */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
-/** Everything a task is made of: its header, its files, the join of its tallies, its distinct callbacks. */
-export interface TaskParts {
-  header: TaskHeader;
-  files: readonly FileRecord[];
-  tally: Tally;
-  eventCount: number;
-}
-
-/** The fields a task and a task's summary share, in the order both print them. */
-export type TaskHead = Pick<
-  Task,
-  'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt' | 'updatedAt'
->;
-
-export function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskHead {
-  return {
-    service: h.service,
-    id: h.id,
-    appKey: h.appKey,
-    roomId: h.roomId,
-    sessionId: h.sessionId,
-    userId: h.userId,
-    status: deriveStatus(h, counts),
-    startedAt: h.startedAt,
-    endedAt: h.endedAt,
-    updatedAt: tally.updatedAt,
-  };
-}
-
-export function toTask(parts: TaskParts): Task {
-  const { header: h, files, tally } = parts;
-  const lastError = tally.lastError;
-  const task: Task = {
-    ...taskHead(h, countFiles(files), tally),
-    extra: h.extra,
-    config: h.config,
-    files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),
-    lastError: lastError
-      ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.at }
-      : null,
-    eventCount: parts.eventCount,
-  };
-  if (h.service === 'recording') {
-    task.mode = h.mode;
-    task.modeName = h.mode === null ? null : (MODE_NAMES[h.mode] ?? null);
-    task.startFileName = h.startFileName;
-  }
-  return task;
 }

@@ -2,17 +2,22 @@
 // that can never be applied (bad body, forged signature, replay) is quarantined and acknowledged, so it
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
+// Task events are published once the write is durable; a record whose events could not be published fails
+// too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
-import { fileNameOf } from '../domain/task.ts';
-import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
+import type { EventPublisher } from '../aws/sns/task-events.ts';
+import type { Callback } from '../domain/callback.ts';
+import { eventsOfWrite, type TaskEvent } from '../domain/task-events.ts';
+import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
-import { readRecord } from './read-record.ts';
+import { groupByItem, prepareRecord, toDelivered, type Prepared } from './prepare-record.ts';
 
 export interface WorkerDeps {
   store: TaskStore;
   log: Logger;
+  /** Where task events go; absent, none are published. */
+  events?: EventPublisher;
   /** Records applied at the same time within one batch (default 5). */
   concurrency?: number;
   now?: () => number;
@@ -20,98 +25,65 @@ export interface WorkerDeps {
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 
+/** A record once applied: what happened, and what its log line will say. */
+interface Applied {
+  outcome: RecordOutcome;
+  cb?: Callback;
+  result?: Exclude<ApplyResult, { outcome: 'quarantined' }>;
+  fields?: Record<string, unknown>;
+  events?: number;
+}
+
 export async function processBatch(
   event: SQSEvent,
   deps: WorkerDeps,
 ): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
   const records = event.Records ?? [];
-  const outcomes: RecordOutcome[] = new Array(records.length);
-  const failures: { itemIdentifier: string }[] = [];
   const concurrency = Math.max(1, deps.concurrency ?? 5);
   const started = (deps.now ?? Date.now)();
   const prepared = records.map(prepareRecord);
+  const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too.
   const groups = [...groupByItem(prepared).values()];
-  let next = 0;
-  const runGroups = async () => {
-    while (next < groups.length) {
-      for (const i of groups[next++]!) {
-        outcomes[i] = await finishRecord(prepared[i]!, deps);
-        if (outcomes[i] === 'failed') failures.push({ itemIdentifier: records[i]!.messageId });
-      }
+  await inParallel(groups, concurrency, async (group) => {
+    for (const i of group) {
+      const a = await applyRecord(prepared[i]!, deps);
+      if (deps.events && a.result) await publishEvents(a, deps.events, deps.log);
+      logApplied(a, deps);
+      applied[i] = a;
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, runGroups));
+  });
+  const failures = records
+    .filter((_, i) => applied[i]!.outcome === 'failed')
+    .map((r) => ({ itemIdentifier: r.messageId }));
   deps.log.info('batch_done', {
     records: records.length,
     failed: failures.length,
     latencyMs: (deps.now ?? Date.now)() - started,
   });
-  return { batchItemFailures: failures, outcomes };
+  return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
 }
 
-/** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
-type Prepared =
-  | { kind: 'unreadable'; record: SQSRecord; detail: string }
-  | {
-      kind: 'aside';
-      msg: QueuedCallback;
-      reason: 'invalid_callback' | 'invalid_signature';
-      detail: string;
-      cb: Callback | null;
-    }
-  | { kind: 'apply'; msg: QueuedCallback; cb: Callback };
-
-function prepareRecord(record: SQSRecord): Prepared {
-  const read = readRecord(record);
-  // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
-  if (!read.ok) return { kind: 'unreadable', record, detail: read.reason };
-  const msg = read.message;
-  let parsed: ParseResult;
-  try {
-    parsed = parseCallback(msg.service, msg.body);
-  } catch (err) {
-    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
-    // can never be read here: retrying it would only fail again, so it is kept aside.
-    const detail =
-      err instanceof RangeError
-        ? 'the body is nested too deeply to be read'
-        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
-    return { kind: 'aside', msg, reason: 'invalid_callback', detail, cb: null };
-  }
-  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.errors.join('; '), cb: null };
-  if (msg.verdict === 'invalid') {
-    const detail = 'the signature did not match any configured secret';
-    return { kind: 'aside', msg, reason: 'invalid_signature', detail, cb: parsed.callback };
-  }
-  return { kind: 'apply', msg, cb: parsed.callback };
+async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
-/** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
-function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
-  const groups = new Map<string, number[]>();
-  prepared.forEach((p, i) => {
-    const key = p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`;
-    const group = groups.get(key);
-    if (group) group.push(i);
-    else groups.set(key, [i]);
-  });
-  return groups;
-}
-
-export function processRecord(record: SQSRecord, deps: WorkerDeps): Promise<RecordOutcome> {
-  return finishRecord(prepareRecord(record), deps);
-}
-
-async function finishRecord(p: Prepared, deps: WorkerDeps): Promise<RecordOutcome> {
+async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
   const started = (deps.now ?? Date.now)();
-  if (p.kind === 'unreadable') return quarantineUnparsed(p.record, deps, p.detail);
-  if (p.kind === 'aside') return quarantine(p.msg, deps, p.reason, p.detail, p.cb?.appKey ?? null, p.cb?.id ?? null);
+  if (p.kind === 'unreadable') return { outcome: await quarantineUnparsed(p.record, deps, p.detail) };
+  if (p.kind === 'aside') {
+    const outcome = await quarantine(p.msg, deps, p.reason, p.detail, p.cb?.appKey ?? null, p.cb?.id ?? null);
+    return { outcome };
+  }
   const { msg, cb } = p;
   try {
     const result = await deps.store.applyCallback(toDelivered(msg, cb));
-    const common = {
+    const fields = {
       messageId: msg.messageId,
       service: cb.service,
       appKey: cb.appKey,
@@ -125,24 +97,10 @@ async function finishRecord(p: Prepared, deps: WorkerDeps): Promise<RecordOutcom
       latencyMs: (deps.now ?? Date.now)() - started,
     };
     if (result.outcome === 'quarantined') {
-      deps.log.warn('callback_quarantined', { ...common, reason: result.reason, detail: result.detail });
-    } else {
-      deps.log.info('callback_applied', {
-        ...common,
-        outcome: result.outcome,
-        file: result.outcome === 'applied' && result.transition ? result.transition.to : undefined,
-      });
-      if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
-        deps.log.warn('upload_failed', {
-          service: cb.service,
-          appKey: cb.appKey,
-          id: cb.id,
-          fileName: cb.upload?.fileName,
-          code: cb.upload?.code,
-        });
-      }
+      deps.log.warn('callback_quarantined', { ...fields, reason: result.reason, detail: result.detail });
+      return { outcome: 'quarantined' };
     }
-    return result.outcome;
+    return { outcome: result.outcome, cb, result, fields };
   } catch (err) {
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
@@ -152,22 +110,53 @@ async function finishRecord(p: Prepared, deps: WorkerDeps): Promise<RecordOutcom
       receiveCount: msg.receiveCount,
       error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
     });
-    return 'failed';
+    return { outcome: 'failed' };
   }
 }
 
-/** A queued message and its parsed callback, as the store applies them. */
-export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
-  return {
-    callback,
-    raw: msg.body,
-    receivedAt: msg.receivedAt,
-    verdict: msg.verdict,
-    mode: msg.mode,
-    requestId: msg.requestId,
-    messageId: msg.messageId,
-    signatureKey: msg.signatureKey,
-  };
+/**
+ * The task events of one write (lib/domain/task-events.ts), published once the write is durable. The
+ * task's status and counts are read right after the write. When they cannot be read or published, the
+ * record fails: its redelivery publishes them again from what is stored.
+ */
+async function publishEvents(a: Applied, publisher: EventPublisher, log: Logger): Promise<void> {
+  const write = a.result!.write;
+  let events: TaskEvent[] = [];
+  try {
+    const found = write ? await write.readTask() : null;
+    events = found ? eventsOfWrite(a.cb!, { ...found, file: write!.file }) : [];
+    a.events = events.length;
+    if (events.length > 0) await publisher.publish(events);
+  } catch (err) {
+    // The write is durable; the events are not out.
+    log.error('events_publish_failed', {
+      ...a.fields,
+      outcome: a.outcome,
+      events: events.length,
+      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+    });
+    a.outcome = 'failed';
+  }
+}
+
+function logApplied(a: Applied, deps: WorkerDeps): void {
+  if (!a.cb || !a.result || a.outcome === 'failed') return;
+  const { cb, result } = a;
+  deps.log.info('callback_applied', {
+    ...a.fields,
+    outcome: result.outcome,
+    file: result.outcome === 'applied' && result.transition ? result.transition.to : undefined,
+    events: deps.events ? (a.events ?? 0) : undefined,
+  });
+  if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
+    deps.log.warn('upload_failed', {
+      service: cb.service,
+      appKey: cb.appKey,
+      id: cb.id,
+      fileName: cb.upload?.fileName,
+      code: cb.upload?.code,
+    });
+  }
 }
 
 async function quarantine(

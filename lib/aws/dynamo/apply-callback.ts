@@ -19,7 +19,8 @@ import type {
   Capacity,
   DeliveredCallback,
   QuarantineEntry,
-  TaskSummary,
+  StoredWrite,
+  WriteOutcome,
 } from '../../domain/task-store.ts';
 import {
   applyToFile,
@@ -31,37 +32,40 @@ import {
   isHeaderEvent,
   sameHeader,
   tallyCallback,
+  type TaskHeader,
   type FileRecord,
   type FileTransition,
   type Tally,
 } from '../../domain/task.ts';
+import { countFiles, countsBefore, deriveStatus } from '../../domain/task-parts.ts';
 import {
   bodyRefOf,
-  deliveryToItem,
   fileFromItem,
   fileToItem,
   headerFromItem,
   headerToItem,
+  inlineAttempts,
+  isUploadRecord,
   keysOf,
   recordedToItem,
   recordedValue,
+  summaryFromParts,
   tallyOf,
+  type AssembledTask,
   type BodyRef,
 } from './items.ts';
+import type { Deliveries } from './deliveries.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
-import { Keys, dayOf } from './table.ts';
+import { Keys, readScope } from './table.ts';
 
 export interface WritePathOptions {
-  /** Days a raw callback is kept before the TTL deletes it. */
-  ttlDays: number;
-  now: () => number;
   /** Optimistic-concurrency attempts before giving up with a retryable error. */
   maxAttempts: number;
   /** Callback keys a file item records inline before further keys get items of their own. */
   inlineKeys: number;
-  /** The task's summary right after a write (for ApplyResult.taskAfter). */
-  summaryAfterWrite: (appKey: string, id: string) => Promise<TaskSummary | null>;
+  /** The task as it stands, read strongly consistent (for WriteOutcome.readTask). */
+  readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
   /** Task headers remembered (service and identity rank) so that file callbacks need not read them (0: none). */
   knownHeaders: number;
 }
@@ -72,18 +76,26 @@ interface KnownHeader {
   identRank: string;
 }
 
-type Outcome = { outcome: 'applied'; transition: FileTransition | null } | { outcome: 'duplicate' } | Quarantine;
+type FileChange = StoredWrite['file'];
+/** The header before an applied callback: as read, null when the callback created the task, or unchanged. */
+type HeaderBefore = TaskHeader | null | 'unchanged';
+type Outcome =
+  | { outcome: 'applied'; transition: FileTransition | null; file: FileChange; headerBefore: HeaderBefore }
+  | { outcome: 'duplicate'; file: FileChange }
+  | Quarantine;
 type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 export class WritePath {
   private readonly table: TableClient;
+  private readonly deliveries: Deliveries;
   private readonly opts: WritePathOptions;
   private readonly known = new Map<string, KnownHeader>();
 
-  constructor(table: TableClient, opts: WritePathOptions) {
+  constructor(table: TableClient, deliveries: Deliveries, opts: WritePathOptions) {
     this.table = table;
+    this.deliveries = deliveries;
     this.opts = opts;
   }
 
@@ -91,17 +103,47 @@ export class WritePath {
     const cap = noCapacity();
     const result = await this.apply(d, cap);
     if (result.outcome === 'quarantined') {
-      await this.quarantineParsed(d, result.reason, result.detail, cap);
+      await this.deliveries.quarantineParsed(d, result.reason, result.detail, cap);
       return { ...result, capacity: cap };
     }
-    if (result.outcome === 'duplicate') return { outcome: 'duplicate', capacity: cap };
     const { appKey, id } = d.callback;
-    return {
-      outcome: 'applied',
-      transition: result.transition,
-      taskAfter: () => this.opts.summaryAfterWrite(appKey, id),
-      capacity: cap,
+    const write: WriteOutcome = {
+      file: result.file,
+      readTask: async (capacity) => {
+        const found = await this.opts.readAfterWrite(appKey, id, capacity);
+        const task = found && summaryFromParts(found);
+        if (!task) return null;
+        if (result.outcome === 'duplicate' || result.headerBefore === null) return { task, statusBefore: null };
+        // The status before: this write's own change undone, every other item as read.
+        const counts = countFiles(found.parts.files);
+        const header = result.headerBefore === 'unchanged' ? found.parts.header : result.headerBefore;
+        const before = result.transition ? countsBefore(counts, result.transition) : counts;
+        return { task, statusBefore: deriveStatus(header, before) };
+      },
     };
+    if (result.outcome === 'duplicate') return { outcome: 'duplicate', write, capacity: cap };
+    return { outcome: 'applied', transition: result.transition, write, capacity: cap };
+  }
+
+  /** A file item as a record, its attempts counted: inline upload keys, and those on items of their own. */
+  private async fileRecord(fileKey: Key, fileName: string, file: Item, cap: Capacity): Promise<FileRecord> {
+    const record = fileFromItem(file);
+    record.attempts = inlineAttempts(file);
+    if (Object.keys(keysOf(file)).length < this.opts.inlineKeys) return record;
+    for await (const item of this.table.queryAll(
+      {
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+        ExpressionAttributeValues: {
+          ':pk': { S: fileKey.pk },
+          ':p': { S: Keys.recordedPrefix(readScope(fileKey.sk, 'P#').appKey, fileName) },
+        },
+        ConsistentRead: true,
+      },
+      cap,
+    )) {
+      if (isUploadRecord(item)) record.attempts += 1;
+    }
+    return record;
   }
 
   private async apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
@@ -125,7 +167,7 @@ export class WritePath {
     const headerKnown = !inHeader && known?.service === cb.service && known.identRank <= identRankOf(cb);
     const guessed = likelyCreates(cb) && (inHeader ? !known : true);
     const [claimed, file, header] = await Promise.all([
-      this.claim(d, ref, cap),
+      this.deliveries.claim(d, ref, cap),
       fileKey && !(guessed && !inHeader) ? this.table.get(fileKey, cap) : null,
       headerKnown || (guessed && inHeader) ? null : this.table.get(headerKey, cap, inHeader),
     ]);
@@ -166,25 +208,34 @@ export class WritePath {
   ): Promise<Outcome> {
     let file = fileRead;
     let headerDone = headerRead === 'known';
+    let headerBefore: HeaderBefore = 'unchanged';
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         await this.pause(attempt, cb, guessed && attempt === 2);
         file = await this.table.get(fileKey, cap);
       }
       const keys = keysOf(file);
-      if (Object.hasOwn(keys, cb.key)) return { outcome: 'duplicate' };
+      if (Object.hasOwn(keys, cb.key)) {
+        return {
+          outcome: 'duplicate',
+          file: { before: null, after: await this.fileRecord(fileKey, fileName, file!, cap) },
+        };
+      }
       if (!headerDone) {
-        const header = await this.ensureHeader(headerKey, headerRead as Item | null, cb, cap);
+        const { header, created } = await this.ensureHeader(headerKey, headerRead as Item | null, cb, cap);
         if (header.service !== cb.service) return this.serviceMismatch(cb, header);
+        if (created) headerBefore = null;
         headerDone = true;
       }
-      const before = file ? fileFromItem(file) : null;
+      const before = file ? await this.fileRecord(fileKey, fileName, file, cap) : null;
       const after = applyToFile(before, cb);
+      after.attempts = (before?.attempts ?? 0) + (cb.upload ? 1 : 0);
       const tally = tallyCallback(tallyOf(file), cb);
-      const transition = { from: fileState(before), to: fileState(after) };
+      const transition = transitionOf(before, after);
+      const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
       if (Object.keys(keys).length < this.opts.inlineKeys) {
         const item = fileToItem(fileKey, after, tally, { ...keys, [cb.key]: recordedValue(cb, ref) });
-        if (await this.table.putVersioned(item, file?.ver, cap)) return { outcome: 'applied', transition };
+        if (await this.table.putVersioned(item, file?.ver, cap)) return applied;
         continue;
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
@@ -192,32 +243,46 @@ export class WritePath {
       if (!sameFacts(before, after, tallyOf(file), tally)) {
         if (!(await this.table.putVersioned(fileToItem(fileKey, after, tally, keys), file?.ver, cap))) continue;
       }
-      const recorded = recordedToItem({ pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, cb.key) }, fileName, cb, ref);
-      if (await this.table.putIf(recorded, 'attribute_not_exists(pk)', undefined, cap))
-        return { outcome: 'applied', transition };
-      return { outcome: 'duplicate' };
+      const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
+      if (
+        await this.table.putIf(
+          recordedToItem(recordedKey, fileName, cb, ref),
+          'attribute_not_exists(pk)',
+          undefined,
+          cap,
+        )
+      )
+        return applied;
+      // Recorded before: `before` already counted it.
+      return { outcome: 'duplicate', file: { before: null, after: { ...after, attempts: before!.attempts } } };
     }
   }
 
   /**
    * Creates the task's header, or improves its identity, when this callback would change it. `read` may
    * be stale (eventually consistent): it then shows less than the header holds, so a header it says is
-   * good enough is; anything else is read again, strongly, before a versioned put. Returns the header.
+   * good enough is; anything else is read again, strongly, before a versioned put. Returns the header, and
+   * whether this callback created the task.
    */
-  private async ensureHeader(headerKey: Key, read: Item | null, cb: Callback, cap: Capacity): Promise<Item> {
+  private async ensureHeader(
+    headerKey: Key,
+    read: Item | null,
+    cb: Callback,
+    cap: Capacity,
+  ): Promise<{ header: Item; created: boolean }> {
     let current = read;
     let consistent = false;
     for (let attempt = 1; ; attempt++) {
       // A task of the other service: the caller quarantines the callback.
-      if (current && current.service !== cb.service) return current;
+      if (current && current.service !== cb.service) return { header: current, created: false };
       const before = current ? headerFromItem(current) : null;
       const after = applyToHeader(before, cb);
-      if (current && before && sameHeader(before, after)) return current;
+      if (current && before && sameHeader(before, after)) return { header: current, created: false };
       if (consistent) {
         const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current));
         if (await this.table.putVersioned(item, current?.ver, cap)) {
           this.remember(headerKey, item);
-          return item;
+          return { header: item, created: current === null };
         }
         await this.pause(attempt, cb);
       }
@@ -239,7 +304,7 @@ export class WritePath {
     cap: Capacity,
   ): Promise<Outcome> {
     let header = headerRead;
-    let transition: FileTransition | null = null;
+    let fileChange: FileChange = null;
     let fileDone = fileKey === null;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
@@ -249,9 +314,12 @@ export class WritePath {
         if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
       }
       const keys = keysOf(header);
-      if (Object.hasOwn(keys, cb.key)) return { outcome: 'duplicate' };
+      if (Object.hasOwn(keys, cb.key)) {
+        const file = fileKey && fileRead ? await this.fileRecord(fileKey, fileNameOf(cb)!, fileRead, cap) : null;
+        return { outcome: 'duplicate', file: file ? { before: null, after: file } : null };
+      }
       if (!fileDone) {
-        transition = await this.joinFile(fileKey!, fileRead, cb, cap);
+        fileChange = await this.joinFile(fileKey!, fileNameOf(cb)!, fileRead, cb, cap);
         fileDone = true;
       }
       const before = header ? headerFromItem(header) : null;
@@ -261,40 +329,33 @@ export class WritePath {
       });
       if (await this.table.putVersioned(item, header?.ver, cap)) {
         this.remember(headerKey, item);
-        return { outcome: 'applied', transition };
+        const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
+        return { outcome: 'applied', transition, file: fileChange, headerBefore: before };
       }
     }
   }
 
   /** Joins a callback into its file without recording it there (a recording end is recorded in the header). */
-  private async joinFile(fileKey: Key, read: Item | null, cb: Callback, cap: Capacity): Promise<FileTransition> {
+  private async joinFile(
+    fileKey: Key,
+    fileName: string,
+    read: Item | null,
+    cb: Callback,
+    cap: Capacity,
+  ): Promise<NonNullable<FileChange>> {
     let file = read;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         await this.pause(attempt, cb);
         file = await this.table.get(fileKey, cap);
       }
-      const before = file ? fileFromItem(file) : null;
+      const before = file ? await this.fileRecord(fileKey, fileName, file, cap) : null;
       const after = applyToFile(before, cb);
-      const transition = { from: fileState(before), to: fileState(after) };
       const tally = tallyOf(file);
-      if (file && sameFacts(before, after, tally, tally)) return transition;
+      if (file && sameFacts(before, after, tally, tally)) return { before, after };
       if (await this.table.putVersioned(fileToItem(fileKey, after, tally, keysOf(file)), file?.ver, cap))
-        return transition;
+        return { before, after };
     }
-  }
-
-  /**
-   * The delivery's conditional put. Keyed by the replay key: absent, or holding the same event (this
-   * delivery again), else a replay. Keyed by the event key: the first delivery's body stays.
-   */
-  private async claim(d: DeliveredCallback, ref: BodyRef, cap: Capacity): Promise<boolean> {
-    const item = deliveryToItem(d, ref, this.expiry());
-    if (!d.signatureKey) {
-      await this.table.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
-      return true;
-    }
-    return this.table.putIf(item, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: d.callback.key } }, cap);
   }
 
   private serviceMismatch(cb: Callback, header: Item): Quarantine {
@@ -308,47 +369,6 @@ export class WritePath {
       throw new ContentionError(`task ${cb.id} stayed contended after ${this.opts.maxAttempts} attempts`);
     if (!afterGuess) await backoff(attempt);
   }
-
-  async quarantine(entry: QuarantineEntry): Promise<Capacity> {
-    const cap = noCapacity();
-    await this.table.put(
-      {
-        pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
-        sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
-        kind: 'quarantine',
-        ...entry,
-        expiresAt: this.expiry(),
-      },
-      cap,
-    );
-    return cap;
-  }
-
-  private async quarantineParsed(
-    d: DeliveredCallback,
-    reason: QuarantineEntry['reason'],
-    detail: string,
-    cap: Capacity,
-  ) {
-    const c = await this.quarantine({
-      reason,
-      detail,
-      service: d.callback.service,
-      raw: d.raw,
-      receivedAt: d.receivedAt,
-      verdict: d.verdict,
-      requestId: d.requestId,
-      messageId: d.messageId,
-      appKey: d.callback.appKey,
-      taskId: d.callback.id,
-    });
-    cap.read += c.read;
-    cap.write += c.write;
-  }
-
-  private expiry(): number {
-    return Math.floor(this.opts.now() / 1000) + this.opts.ttlDays * 86400;
-  }
 }
 
 /**
@@ -359,6 +379,10 @@ export class WritePath {
  */
 function likelyCreates(cb: Callback): boolean {
   return cb.type === 1 || cb.type === 2 || (cb.service === 'screenshot' && cb.type === 4);
+}
+
+function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
+  return { from: fileState(before), to: fileState(after) };
 }
 
 /** Whether a join left a file's facts and tally as they were. */

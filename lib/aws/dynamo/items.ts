@@ -4,19 +4,15 @@
 import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
 import type { DeliveredCallback, StoredEvent, TaskSummary } from '../../domain/task-store.ts';
+import { sortTimeOf, toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
 import {
-  countFiles,
   emptyTally,
   joinTallies,
   rankOf,
-  sortTimeOf,
-  taskHead,
-  toTask,
   type FileRecord,
   type Tally,
   type Task,
   type TaskHeader,
-  type TaskParts,
 } from '../../domain/task.ts';
 import type { Item, Key } from './table-client.ts';
 import { Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
@@ -204,6 +200,16 @@ export function recordedToItem(key: Key, fileName: string, cb: Callback, ref: Bo
   return { ...key, fileName, v: recordedValue(cb, ref) };
 }
 
+/** Upload keys a file item records inline. */
+export function inlineAttempts(file: Item | null): number {
+  let n = 0;
+  for (const value of Object.values(keysOf(file))) if (value.startsWith(UPLOAD)) n += 1;
+  return n;
+}
+
+/** Whether a recorded-key item's callback was an upload. */
+export const isUploadRecord = (item: Item): boolean => String(item.v).startsWith(UPLOAD);
+
 // ---------------------------------------------------------------------------------------------------
 // A task from its items
 
@@ -247,7 +253,7 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
     const file = files.get(item.fileName);
     // A key is recorded on its own only after its file's join was written: the file is there.
     if (file && item.v.startsWith(UPLOAD)) file.attempts += 1;
-    recorded.push({ eventKey: item.sk.slice(recordedPrefix.length), ref: item.v.slice(1) });
+    recorded.push({ eventKey: item.sk.slice(item.sk.lastIndexOf('#') + 1), ref: item.v.slice(1) });
   }
   return {
     parts: { header: headerFromItem(header), files: [...files.values()], tally, eventCount: recorded.length },
@@ -261,13 +267,5 @@ export function taskFromParts(t: AssembledTask): Task | null {
 }
 
 export function summaryFromParts(t: AssembledTask): TaskSummary | null {
-  if (t.parts.eventCount === 0) return null;
-  const counts = countFiles(t.parts.files);
-  return {
-    ...taskHead(t.parts.header, counts, t.parts.tally),
-    updatedAt: t.parts.tally.updatedAt!,
-    sortAt: t.sortAt,
-    eventCount: t.parts.eventCount,
-    ...counts,
-  };
+  return t.parts.eventCount === 0 ? null : toSummary(t.parts);
 }

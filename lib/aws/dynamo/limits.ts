@@ -31,8 +31,8 @@ export function oversizedKey(cb: Callback): string | null {
       return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
   }
   const sortKeys: [string, string | null][] = [
-    ['appKey', Keys.recordedSk(cb.appKey, cb.key)],
-    ['output.fileName', fileName !== null ? Keys.fileSk(cb.appKey, fileName) : null],
+    ['appKey', Keys.headerSk(cb.appKey)],
+    ['output.fileName', fileName !== null ? Keys.recordedSk(cb.appKey, fileName, cb.key) : null],
   ];
   for (const [field, key] of sortKeys) {
     if (key !== null && bytes(key) > MAX_SORT_KEY_BYTES)

@@ -78,10 +78,10 @@ export class TaskQueries {
     return header ? taskFromParts(await this.assembled(header)) : null;
   }
 
-  /** The task's summary read strongly consistent, as it stands right after a write. */
-  async summaryAfterWrite(appKey: string, id: string): Promise<TaskSummary | null> {
-    const header = await this.table.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }, noCapacity());
-    return header ? summaryFromParts(await this.assembled(header, true)) : null;
+  /** The task read strongly consistent, as it stands right after a write. */
+  async readAfterWrite(appKey: string, id: string, cap: Capacity = noCapacity()): Promise<AssembledTask | null> {
+    const header = await this.table.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }, cap);
+    return header ? this.assembled(header, true, cap) : null;
   }
 
   /** The raw callbacks of a task, one per distinct callback, in timestamp order; expired ones are gone. */

@@ -39,8 +39,13 @@ export const Keys = {
   /** Every part of one task other than its header: files and recorded callback keys. */
   partsPrefix: (appKey: string) => `P#${scopeOf(appKey)}#`,
   fileSk: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#F#${fileName}`,
-  /** A callback key recorded on its own item, once its file holds as many keys as it keeps inline. */
-  recordedSk: (appKey: string, eventKey: string) => `P#${scopeOf(appKey)}#K#${eventKey}`,
+  /**
+   * A callback key recorded on an item of its own, once its file holds as many keys as it keeps inline:
+   * the keys of one file sort together (its name length-prefixed, so that no name runs into another's).
+   */
+  recordedPrefix: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#`,
+  recordedSk: (appKey: string, fileName: string, eventKey: string) =>
+    `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#${eventKey}`,
   /** A delivery: the replay claim and the raw body, keyed by the replay key's digest, or the event key. */
   deliveryPk: (appKey: string, ref: string) => `DLV#${scopeOf(appKey)}#${ref}`,
   deliverySk: '#',

@@ -14,6 +14,7 @@ import type {
 } from '../../domain/task-store.ts';
 import type { Task } from '../../domain/task.ts';
 import { WritePath } from './apply-callback.ts';
+import { Deliveries } from './deliveries.ts';
 import { TaskQueries } from './queries.ts';
 import { TableClient } from './table-client.ts';
 
@@ -36,19 +37,19 @@ export interface DynamoTaskStoreOptions {
 
 export class DynamoTaskStore implements TaskStore {
   private readonly writes: WritePath;
+  private readonly deliveries: Deliveries;
   private readonly reads: TaskQueries;
 
   constructor(opts: DynamoTaskStoreOptions) {
     const table = new TableClient(opts.client, opts.tableName);
     const now = opts.now ?? Date.now;
     this.reads = new TaskQueries(table, now);
-    this.writes = new WritePath(table, {
-      ttlDays: opts.rawEventTtlDays ?? 90,
-      now,
+    this.deliveries = new Deliveries(table, opts.rawEventTtlDays ?? 90, now);
+    this.writes = new WritePath(table, this.deliveries, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,
       knownHeaders: opts.knownHeaders ?? 10_000,
-      summaryAfterWrite: (appKey, id) => this.reads.summaryAfterWrite(appKey, id),
+      readAfterWrite: (appKey, id, cap) => this.reads.readAfterWrite(appKey, id, cap),
     });
   }
 
@@ -57,7 +58,7 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   quarantine(entry: QuarantineEntry): Promise<Capacity> {
-    return this.writes.quarantine(entry);
+    return this.deliveries.quarantine(entry);
   }
 
   getTask(id: string, appKey?: string): Promise<Task | null> {

@@ -1,50 +1,13 @@
-// Two ways of building a task from its callbacks. `foldTask` applies them one by one with the joins of
-// ./task.ts, as the store does. `reduceTask`, the oracle, computes the task directly from the set of its
-// distinct callbacks, rule by rule (CONTRACT §4); every other way of building a task is tested against it.
+// The oracle of the state rules (docs/contract.md §4): a task computed directly from the set of its
+// distinct callbacks, rule by rule, without the incremental machinery of task.ts that the store runs.
+// Every other way of building a task is tested against this one, and `callbacks emulate` writes what a
+// receiver should hold after a run with it.
+import { FILE_HOLD_MS } from '../platform/delivery.ts';
+import { modeName } from '../platform/modes.ts';
 import type { Callback } from './callback.ts';
-import {
-  MODE_NAMES,
-  PURGE_AFTER_MS,
-  applyToFile,
-  applyToHeader,
-  compareUtf8,
-  emptyTally,
-  fileNameOf,
-  tallyCallback,
-  toTask,
-  type FileRecord,
-  type FileUpload,
-  type FileView,
-  type Task,
-  type TaskHeader,
-  type TaskStatus,
-} from './task.ts';
+import { compareUtf8, type FileUpload, type FileView, fileNameOf, type Task, type TaskStatus } from './task.ts';
 
-/**
- * Applies callbacks in the given order, exact duplicates skipped: what the store does, in memory. Each
- * callback joins into the header and into its file, and is tallied where the store records it.
- */
-export function foldTask(callbacks: readonly Callback[]): Task | null {
-  let header: TaskHeader | null = null;
-  let tally = emptyTally();
-  const files = new Map<string, FileRecord>();
-  const seen = new Set<string>();
-  for (const cb of callbacks) {
-    if (seen.has(cb.key)) continue;
-    seen.add(cb.key);
-    header = applyToHeader(header, cb);
-    tally = tallyCallback(tally, cb);
-    const fileName = fileNameOf(cb);
-    if (fileName) {
-      const after = applyToFile(files.get(fileName) ?? null, cb);
-      if (cb.upload) after.attempts += 1;
-      files.set(fileName, after);
-    }
-  }
-  return header ? toTask({ header, files: [...files.values()], tally, eventCount: seen.size }) : null;
-}
-
-/** The task the distinct callbacks among `callbacks` make, or null when there are none. */
+/** The task its callbacks describe (duplicates count once, order does not matter); null for none. */
 export function reduceTask(callbacks: readonly Callback[]): Task | null {
   const distinct = new Map<string, Callback>();
   for (const cb of callbacks) distinct.set(cb.key, cb);
@@ -83,7 +46,7 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
       code: winner?.upload?.code ?? null,
       message: winner?.upload?.message ?? null,
       attempts: uploads.length,
-      purgeAt: upload === 'failed' ? failures[0]!.timestamp + PURGE_AFTER_MS : null,
+      purgeAt: upload === 'failed' ? failures[0]!.timestamp + FILE_HOLD_MS : null,
     };
   });
 
@@ -117,7 +80,7 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
   };
   if (first.service === 'recording') {
     task.mode = identity.mode;
-    task.modeName = identity.mode === null ? null : (MODE_NAMES[identity.mode] ?? null);
+    task.modeName = modeName(identity.mode);
     task.startFileName = starts[0]?.startFileName ?? null;
   }
   return task;

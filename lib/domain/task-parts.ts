@@ -1,0 +1,124 @@
+// A task added up from its parts: the header, the files, the join of every part's tally and the number
+// of distinct callbacks recorded. Counts and status are computed here, on read, rather than kept in any
+// one item that every callback would have to write (docs/task-store.md).
+import { modeName } from '../platform/modes.ts';
+import type { TaskSummary } from './task-store.ts';
+import {
+  compareUtf8,
+  fileState,
+  toFileView,
+  type FileRecord,
+  type FileState,
+  type FileTransition,
+  type Tally,
+  type Task,
+  type TaskHeader,
+  type TaskStatus,
+} from './task.ts';
+
+export interface FileCounts {
+  fileCount: number;
+  pendingFiles: number;
+  failedFiles: number;
+}
+
+export function countFiles(files: Iterable<FileRecord>): FileCounts {
+  const counts: FileCounts = { fileCount: 0, pendingFiles: 0, failedFiles: 0 };
+  for (const f of files) {
+    const state = fileState(f);
+    counts.fileCount += 1;
+    if (state === 'pending') counts.pendingFiles += 1;
+    if (state === 'failed') counts.failedFiles += 1;
+  }
+  return counts;
+}
+
+/** The counts as they were before one file changed state. */
+export function countsBefore(counts: FileCounts, t: FileTransition): FileCounts {
+  const next = { ...counts };
+  const move = (state: FileState, by: number) => {
+    if (state === null) return;
+    next.fileCount += by;
+    if (state === 'pending') next.pendingFiles += by;
+    if (state === 'failed') next.failedFiles += by;
+  };
+  move(t.to, -1);
+  move(t.from, +1);
+  return next;
+}
+
+/** docs/contract.md §4 status rule, in its order of precedence. */
+export function deriveStatus(h: TaskHeader, counts: FileCounts): TaskStatus {
+  if (counts.failedFiles > 0) return 'upload_failed';
+  if (h.endOk && counts.pendingFiles === 0) return 'completed';
+  if (h.startOrEndFailed) return 'failed';
+  if (h.endRank !== null) return 'ended';
+  return h.service === 'recording' ? 'recording' : 'capturing';
+}
+
+/** The time a task sorts by in listings: its identity callback's (its start's, or its earliest callback's). */
+export function sortTimeOf(h: TaskHeader): number {
+  return h.identAt;
+}
+
+/** Everything a task is made of: its header, its files, the join of its tallies, its distinct callbacks. */
+export interface TaskParts {
+  header: TaskHeader;
+  files: readonly FileRecord[];
+  tally: Tally;
+  eventCount: number;
+}
+
+/** The fields a task and a task's summary share, in the order both print them. */
+export type TaskHead = Pick<
+  Task,
+  'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt' | 'updatedAt'
+>;
+
+export function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskHead {
+  return {
+    service: h.service,
+    id: h.id,
+    appKey: h.appKey,
+    roomId: h.roomId,
+    sessionId: h.sessionId,
+    userId: h.userId,
+    status: deriveStatus(h, counts),
+    startedAt: h.startedAt,
+    endedAt: h.endedAt,
+    updatedAt: tally.updatedAt,
+  };
+}
+
+/** The task's summary, as listings and task events show it. */
+export function toSummary(parts: TaskParts): TaskSummary {
+  const counts = countFiles(parts.files);
+  return {
+    ...taskHead(parts.header, counts, parts.tally),
+    updatedAt: parts.tally.updatedAt ?? parts.header.identAt,
+    sortAt: sortTimeOf(parts.header),
+    eventCount: parts.eventCount,
+    ...counts,
+  };
+}
+
+export function toTask(parts: TaskParts): Task {
+  const { header: h, files, tally } = parts;
+  const lastError = tally.lastError;
+  const task: Task = {
+    ...taskHead(h, countFiles(files), tally),
+    extra: h.extra,
+    config: h.config,
+    files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),
+    lastError: lastError
+      ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.at }
+      : null,
+    eventCount: parts.eventCount,
+  };
+  if (h.service === 'recording') {
+    task.mode = h.mode;
+    task.modeName = modeName(h.mode);
+    task.startFileName = h.startFileName;
+  }
+  return task;
+}

@@ -1,0 +1,71 @@
+// The first step of the worker, for each SQS record: read what the ingest put in it and parse the
+// callback in full. What comes out is applied to its task, or kept aside for the reason found here.
+import type { SQSRecord } from 'aws-lambda';
+import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import type { DeliveredCallback } from '../domain/task-store.ts';
+import { fileNameOf } from '../domain/task.ts';
+import type { QueuedCallback } from '../queue-message.ts';
+import { readRecord } from './read-record.ts';
+
+/** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
+export type Prepared =
+  | { kind: 'unreadable'; record: SQSRecord; detail: string }
+  | {
+      kind: 'aside';
+      msg: QueuedCallback;
+      reason: 'invalid_callback' | 'invalid_signature';
+      detail: string;
+      cb: Callback | null;
+    }
+  | { kind: 'apply'; msg: QueuedCallback; cb: Callback };
+
+export function prepareRecord(record: SQSRecord): Prepared {
+  const read = readRecord(record);
+  // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
+  if (!read.ok) return { kind: 'unreadable', record, detail: read.reason };
+  const msg = read.message;
+  let parsed: ParseResult;
+  try {
+    parsed = parseCallback(msg.service, msg.body);
+  } catch (err) {
+    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
+    // can never be read here: retrying it would only fail again, so it is kept aside.
+    const detail =
+      err instanceof RangeError
+        ? 'the body is nested too deeply to be read'
+        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
+    return { kind: 'aside', msg, reason: 'invalid_callback', detail, cb: null };
+  }
+  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.errors.join('; '), cb: null };
+  if (msg.verdict === 'invalid') {
+    const detail = 'the signature did not match any configured secret';
+    return { kind: 'aside', msg, reason: 'invalid_signature', detail, cb: parsed.callback };
+  }
+  return { kind: 'apply', msg, cb: parsed.callback };
+}
+
+/** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
+export function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
+  const groups = new Map<string, number[]>();
+  prepared.forEach((p, i) => {
+    const key = p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`;
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  return groups;
+}
+
+/** A queued message and its parsed callback, as the store applies them. */
+export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
+  return {
+    callback,
+    raw: msg.body,
+    receivedAt: msg.receivedAt,
+    verdict: msg.verdict,
+    mode: msg.mode,
+    requestId: msg.requestId,
+    messageId: msg.messageId,
+    signatureKey: msg.signatureKey,
+  };
+}
