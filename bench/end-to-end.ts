@@ -179,7 +179,7 @@ export async function benchEndToEnd(
     const expected = expectedTasks(report.results);
     const verdict = await verifyTasks({
       expected,
-      getTask: (id) => target.tasks.getTask(id),
+      getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       waitForDrain: isDrained,
       timeoutMs: sizes.timeoutMs,
     });

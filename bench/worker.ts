@@ -27,7 +27,7 @@ import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { eventsOfWrite, type TaskEvent } from '../lib/domain/task-events.ts';
+import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../lib/domain/task-events.ts';
 import type { Capacity } from '../lib/domain/task-store.ts';
 import { createLogger, setLogSink, type Logger } from '../lib/log.ts';
 import { toDelivered } from '../lib/worker/prepare-record.ts';
@@ -317,12 +317,13 @@ async function measureCapacity(
           ? 'quarantined'
           : kindOf(send);
     // The events the worker would publish for this delivery, from what the write returned and the task
-    // read right after it, as the worker does.
+    // read right after it, as the worker does (not read when the write can publish nothing).
     const eventReads: Capacity = { read: 0, write: 0 };
     let events: TaskEvent[] = [];
-    if (result.outcome !== 'quarantined' && result.write) {
-      const found = await result.write.readTask(eventReads);
-      if (found) events = eventsOfWrite(parsed.callback, { ...found, file: result.write.file });
+    const write = result.outcome === 'quarantined' ? null : result.write;
+    if (write && writeMayPublish(parsed.callback, result.outcome === 'applied', write.file)) {
+      const stored = await write.readTask(eventReads);
+      if (stored) events = eventsOfWrite(parsed.callback, stored);
     }
     add(kind, {
       tableWcu: result.capacity.write,

@@ -257,6 +257,48 @@ describe('tasks get', () => {
     expect(rec.files.find((f: any) => f.upload === 'failed').purgeAt).toBe(1763803810000 + DAY);
   });
 
+  test('an id two appKeys share: one sentence asks for --app-key; with it, each task and its own events', async () => {
+    // Years back, out of the listings the other tests read.
+    const start = (appKey: string, roomId: string) => ({
+      timestamp: 1_600_000_000_000,
+      type: 1,
+      appKey,
+      recordId: 'rec-shared',
+      roomId,
+      sessionId: 's-shared',
+      userId: '',
+      mode: 3,
+      extra: '',
+      code: 200,
+      errorMessage: 'success',
+      config: { trigger: 1 },
+    });
+    const records = [start('shared-1', 'room-x'), start('shared-2', 'room-y')].map((b) =>
+      sqsRecord('recording', b, { receivedAt: now }),
+    );
+    expect((await processBatch(sqsEvent(records), { store, log: createLogger('test') })).batchItemFailures).toEqual([]);
+
+    for (const command of ['get', 'events']) {
+      const run = await cli(['tasks', command, 'rec-shared']);
+      expect(run).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          'callbacks: task rec-shared exists under 2 appKeys (shared-1, shared-2): pass --app-key <appKey> to say which one.\n',
+      });
+    }
+    const x = await cliJson<any>(['tasks', 'get', 'rec-shared', '--app-key', 'shared-1']);
+    expect(x).toMatchObject({ appKey: 'shared-1', roomId: 'room-x', eventCount: 1 });
+    const y = await cliJson<any>(['tasks', 'get', 'rec-shared', '--app-key', 'shared-2']);
+    expect(y).toMatchObject({ appKey: 'shared-2', roomId: 'room-y', eventCount: 1 });
+    const events = await cliJson<any[]>(['tasks', 'events', 'rec-shared', '--app-key', 'shared-2']);
+    expect(events.map((e) => e.body.roomId)).toEqual(['room-y']);
+    const none = await cli(['tasks', 'get', 'rec-shared', '--app-key', 'shared-3']);
+    expect(none.stderr).toBe(
+      `callbacks: no task rec-shared of appKey shared-3 in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+    );
+  });
+
   test('a task that is not there: one sentence on stderr, exit code 1', async () => {
     const run = await cli(['tasks', 'get', 'rec-x']);
     expect(run.code).toBe(1);

@@ -77,7 +77,7 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
   expect(expected).toHaveLength(20);
   const result = await verifyTasks({
     expected,
-    getTask: (id) => target.tasks.getTask(id),
+    getTask: (id, appKey) => target.tasks.getTask(id, appKey),
     waitForDrain: async () => {
       const queue = await target.queue.depth();
       return queue.visible + queue.inFlight + queue.delayed === 0;

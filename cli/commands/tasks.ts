@@ -1,7 +1,7 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { StoredEvent, TaskQuery, TaskSummary } from '../../lib/domain/task-store.ts';
+import { AmbiguousTaskError, type StoredEvent, type TaskQuery, type TaskSummary } from '../../lib/domain/task-store.ts';
 import type { FileView, Task, TaskStatus } from '../../lib/domain/task.ts';
 import {
   callbackTypeName,
@@ -24,16 +24,19 @@ export function register(program: Command): void {
     .command('tasks')
     .description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
 
-  withCommonOptions(tasks.command('get <id>').description('one task (recordId or imageId) with its files')).action(
-    async (id: string, opts: CommonOptions) => {
-      await withTarget(opts, async (ctx) => {
-        const task = await ctx.target.tasks.getTask(id);
-        if (!task) throw new CliError(`no task ${id} in ${ctx.where}`);
-        if (opts.json) printJson(task);
-        else ctx.out(renderTask(task, ctx.c, ctx.now));
-      });
-    },
-  );
+  withCommonOptions(
+    tasks
+      .command('get <id>')
+      .description('one task (recordId or imageId) with its files')
+      .option('--app-key <appKey>', 'the appKey of the task, when two appKeys have a task with this id'),
+  ).action(async (id: string, opts: CommonOptions & { appKey?: string }) => {
+    await withTarget(opts, async (ctx) => {
+      const task = await oneTask(() => ctx.target.tasks.getTask(id, opts.appKey));
+      if (!task) throw new CliError(`no task ${id}${ofAppKey(opts.appKey)} in ${ctx.where}`);
+      if (opts.json) printJson(task);
+      else ctx.out(renderTask(task, ctx.c, ctx.now));
+    });
+  });
 
   withCommonOptions(
     tasks
@@ -91,12 +94,13 @@ export function register(program: Command): void {
     tasks
       .command('events <id>')
       .description('the raw callbacks stored for a task, in timestamp order')
+      .option('--app-key <appKey>', 'the appKey of the task, when two appKeys have a task with this id')
       .option('--raw', 'show each callback body exactly as received'),
-  ).action(async (id: string, opts: CommonOptions & { raw?: boolean }) => {
+  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
-      const events = await ctx.target.tasks.listEvents(id);
-      if (events.length === 0 && !(await ctx.target.tasks.getTask(id)))
-        throw new CliError(`no task ${id} in ${ctx.where}`);
+      const events = await oneTask(() => ctx.target.tasks.listEvents(id, opts.appKey));
+      if (events.length === 0 && !(await ctx.target.tasks.getTask(id, opts.appKey)))
+        throw new CliError(`no task ${id}${ofAppKey(opts.appKey)} in ${ctx.where}`);
       if (opts.json) {
         printJson(events.map(eventJson));
         return;
@@ -108,6 +112,21 @@ export function register(program: Command): void {
       ctx.out(renderEvents(events, ctx.c, opts.raw === true));
     });
   });
+}
+
+const ofAppKey = (appKey: string | undefined) => (appKey === undefined ? '' : ` of appKey ${appKey}`);
+
+/** Runs a read of one task by id; an id that several appKeys share becomes a sentence that says what to do. */
+async function oneTask<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (!(err instanceof AmbiguousTaskError)) throw err;
+    throw new CliError(
+      `task ${err.id} exists under ${err.appKeys.length} appKeys (${err.appKeys.join(', ')}): ` +
+        'pass --app-key <appKey> to say which one.',
+    );
+  }
 }
 
 interface ListOptions {

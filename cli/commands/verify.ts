@@ -92,7 +92,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     bar?.start(file.tasks.length, 0, { queue: waitForDrain ? 'draining' : 'unknown' });
     const result = await verifyTasks({
       expected: file.tasks,
-      getTask: (id) => target.tasks.getTask(id),
+      getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       waitForDrain,
       timeoutMs: opts.timeout,
       onRound: (r) =>

@@ -19,7 +19,15 @@ import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import { reduceTask } from './reduce-task.ts';
 import type { StoredWrite, TaskSummary } from './task-store.ts';
-import { compareUtf8, fileNameOf, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
+import {
+  compareUtf8,
+  fileNameOf,
+  fileState,
+  toFileView,
+  type FileRecord,
+  type FileView,
+  type TaskStatus,
+} from './task.ts';
 
 export const TASK_EVENT_VERSION = 1;
 
@@ -174,6 +182,19 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
     events.push(make('task.completed', cb.timestamp));
   }
   return events;
+}
+
+/**
+ * Whether `eventsOfWrite` can publish anything for a write, known before the task is read (the worker
+ * then skips reading it). A start or an end witnesses events, and a duplicate publishes again whatever
+ * its items hold; a slice or an upload that was applied publishes only file events its file did not
+ * already have, or task.completed, which only a file becoming uploaded can bring about.
+ */
+export function writeMayPublish(cb: Callback, applied: boolean, file: StoredWrite['file']): boolean {
+  if (!applied || witnessedTypes(cb).length > 0 || cb.type === 3 || file === null) return true;
+  const before = file.before ? fileEventTypes(file.before) : [];
+  if (cb.upload && fileEventTypes(file.after).some((type) => !before.includes(type))) return true;
+  return fileState(file.after) === 'uploaded' && fileState(file.before) !== 'uploaded';
 }
 
 // ---------------------------------------------------------------------------------------------------

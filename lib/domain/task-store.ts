@@ -38,16 +38,17 @@ export interface StoredWrite {
 }
 
 /**
- * What the store knows right after applying (or finding) a callback: the file the callback names, and a
- * way to read the task. A task's status and counts are added up from all of its items, so they are read
- * only when asked: `readTask()` reads the whole task, strongly consistent, and gives its status before
- * the write as the write's own change implies (null for a duplicate, or when the write created the task).
+ * What the store knows right after applying (or finding) a callback, and a way to read the task. A task's
+ * status and counts (and a file's attempts) are added up from all of its items, so they are read only when
+ * asked: `readTask()` reads the whole task, strongly consistent, and gives what the events of this write
+ * need (its status before the write as the write's own change implies: null for a duplicate, or when the
+ * write created the task).
  */
 export interface WriteOutcome {
-  /** The file the callback names, before and after the write (see StoredWrite); null when it names none. */
+  /** The file the callback names, before and after the write, its attempts not yet counted; null when none. */
   file: StoredWrite['file'];
   /** The read units it takes are added to `capacity` when one is given; null when there is no task. */
-  readTask(capacity?: Capacity): Promise<Pick<StoredWrite, 'task' | 'statusBefore'> | null>;
+  readTask(capacity?: Capacity): Promise<StoredWrite | null>;
 }
 
 export type ApplyResult =

@@ -6,7 +6,8 @@ import type { Task } from '../domain/task.ts';
 import { diffTask } from './diff.ts';
 
 export interface TaskReader {
-  getTask(id: string): Promise<Task | null>;
+  /** The task with this id of this appKey (a task belongs to one appKey; two may share an id). */
+  getTask(id: string, appKey: string): Promise<Task | null>;
 }
 
 export interface VerifyRound {
@@ -87,7 +88,7 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
     }
     const verdicts = await mapLimited(pending, concurrency, async (task) => {
       try {
-        return diffTask(task, await opts.getTask(task.id));
+        return diffTask(task, await opts.getTask(task.id, task.appKey));
       } catch (err) {
         return [`${task.id}: could not be read (${err instanceof Error ? err.message : String(err)})`];
       }

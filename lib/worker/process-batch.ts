@@ -7,7 +7,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
-import { eventsOfWrite, type TaskEvent } from '../domain/task-events.ts';
+import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
@@ -122,9 +122,13 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
 async function publishEvents(a: Applied, publisher: EventPublisher, log: Logger): Promise<void> {
   const write = a.result!.write;
   let events: TaskEvent[] = [];
+  if (!write || !writeMayPublish(a.cb!, a.outcome === 'applied', write.file)) {
+    a.events = 0;
+    return;
+  }
   try {
-    const found = write ? await write.readTask() : null;
-    events = found ? eventsOfWrite(a.cb!, { ...found, file: write!.file }) : [];
+    const stored = await write.readTask();
+    events = stored ? eventsOfWrite(a.cb!, stored) : [];
     a.events = events.length;
     if (events.length > 0) await publisher.publish(events);
   } catch (err) {

@@ -251,7 +251,7 @@ describe('SQS unreachable at ingest', () => {
     await waitFor('the queue to drain', () => pipeline.idle());
     const result = await verifyTasks({
       expected,
-      getTask: (id) => pipeline.store.getTask(id),
+      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
       waitForDrain: () => pipeline.idle(),
       timeoutMs: 30_000,
       settleMs: 200,
@@ -353,7 +353,7 @@ describe('a poison message', () => {
     // The other tasks were not held up by it.
     const partial = await verifyTasks({
       expected: others,
-      getTask: (id) => pipeline.store.getTask(id),
+      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
       timeoutMs: 10_000,
     });
     expect(partial).toMatchObject({ ok: true, checked: 4 });

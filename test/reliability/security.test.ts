@@ -274,7 +274,7 @@ describe('secret rotation in the middle of a run', () => {
     await drained();
     const verdict = await verifyTasks({
       expected,
-      getTask: (id) => pipeline.store.getTask(id),
+      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
       waitForDrain: () => pipeline.idle(),
       timeoutMs: 30_000,
       settleMs: 200,

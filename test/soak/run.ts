@@ -271,7 +271,7 @@ async function main(): Promise<number> {
     const expected = expectedTasks(results);
     const verdict = await verifyTasks({
       expected,
-      getTask: (id) => target.tasks.getTask(id),
+      getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       timeoutMs: 120_000,
       concurrency: 16,
       settleMs: 0,

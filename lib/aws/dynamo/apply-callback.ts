@@ -44,8 +44,6 @@ import {
   fileToItem,
   headerFromItem,
   headerToItem,
-  inlineAttempts,
-  isUploadRecord,
   keysOf,
   recordedToItem,
   recordedValue,
@@ -57,7 +55,7 @@ import {
 import type { Deliveries } from './deliveries.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
-import { Keys, readScope } from './table.ts';
+import { Keys } from './table.ts';
 
 export interface WritePathOptions {
   /** Optimistic-concurrency attempts before giving up with a retryable error. */
@@ -106,44 +104,39 @@ export class WritePath {
       await this.deliveries.quarantineParsed(d, result.reason, result.detail, cap);
       return { ...result, capacity: cap };
     }
-    const { appKey, id } = d.callback;
+    const cb = d.callback;
     const write: WriteOutcome = {
       file: result.file,
       readTask: async (capacity) => {
-        const found = await this.opts.readAfterWrite(appKey, id, capacity);
+        const found = await this.opts.readAfterWrite(cb.appKey, cb.id, capacity);
         const task = found && summaryFromParts(found);
         if (!task) return null;
-        if (result.outcome === 'duplicate' || result.headerBefore === null) return { task, statusBefore: null };
+        // The file as this write left it, its attempts counted from every key recorded for it.
+        let file = result.file;
+        if (file) {
+          const fileName = file.after.fileName;
+          const attempts = found.parts.files.find((f) => f.fileName === fileName)?.attempts ?? 0;
+          const own = result.outcome === 'applied' && cb.upload ? 1 : 0;
+          file = {
+            before: file.before && { ...file.before, attempts: attempts - own },
+            after: { ...file.after, attempts },
+          };
+        }
+        if (result.outcome === 'duplicate' || result.headerBefore === null) return { task, statusBefore: null, file };
         // The status before: this write's own change undone, every other item as read.
         const counts = countFiles(found.parts.files);
         const header = result.headerBefore === 'unchanged' ? found.parts.header : result.headerBefore;
         const before = result.transition ? countsBefore(counts, result.transition) : counts;
-        return { task, statusBefore: deriveStatus(header, before) };
+        return { task, statusBefore: deriveStatus(header, before), file };
       },
     };
     if (result.outcome === 'duplicate') return { outcome: 'duplicate', write, capacity: cap };
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
   }
 
-  /** A file item as a record, its attempts counted: inline upload keys, and those on items of their own. */
-  private async fileRecord(fileKey: Key, fileName: string, file: Item, cap: Capacity): Promise<FileRecord> {
-    const record = fileFromItem(file);
-    record.attempts = inlineAttempts(file);
-    if (Object.keys(keysOf(file)).length < this.opts.inlineKeys) return record;
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-        ExpressionAttributeValues: {
-          ':pk': { S: fileKey.pk },
-          ':p': { S: Keys.recordedPrefix(readScope(fileKey.sk, 'P#').appKey, fileName) },
-        },
-        ConsistentRead: true,
-      },
-      cap,
-    )) {
-      if (isUploadRecord(item)) record.attempts += 1;
-    }
-    return record;
+  /** A file item as a record; its attempts are counted on read (WriteOutcome.readTask), not here. */
+  private fileRecord(file: Item): FileRecord {
+    return fileFromItem(file);
   }
 
   private async apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
@@ -218,7 +211,7 @@ export class WritePath {
       if (Object.hasOwn(keys, cb.key)) {
         return {
           outcome: 'duplicate',
-          file: { before: null, after: await this.fileRecord(fileKey, fileName, file!, cap) },
+          file: { before: null, after: this.fileRecord(file!) },
         };
       }
       if (!headerDone) {
@@ -227,9 +220,8 @@ export class WritePath {
         if (created) headerBefore = null;
         headerDone = true;
       }
-      const before = file ? await this.fileRecord(fileKey, fileName, file, cap) : null;
+      const before = file ? this.fileRecord(file) : null;
       const after = applyToFile(before, cb);
-      after.attempts = (before?.attempts ?? 0) + (cb.upload ? 1 : 0);
       const tally = tallyCallback(tallyOf(file), cb);
       const transition = transitionOf(before, after);
       const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
@@ -253,8 +245,7 @@ export class WritePath {
         )
       )
         return applied;
-      // Recorded before: `before` already counted it.
-      return { outcome: 'duplicate', file: { before: null, after: { ...after, attempts: before!.attempts } } };
+      return { outcome: 'duplicate', file: { before: null, after } };
     }
   }
 
@@ -315,7 +306,7 @@ export class WritePath {
       }
       const keys = keysOf(header);
       if (Object.hasOwn(keys, cb.key)) {
-        const file = fileKey && fileRead ? await this.fileRecord(fileKey, fileNameOf(cb)!, fileRead, cap) : null;
+        const file = fileKey && fileRead ? this.fileRecord(fileRead) : null;
         return { outcome: 'duplicate', file: file ? { before: null, after: file } : null };
       }
       if (!fileDone) {
@@ -338,7 +329,7 @@ export class WritePath {
   /** Joins a callback into its file without recording it there (a recording end is recorded in the header). */
   private async joinFile(
     fileKey: Key,
-    fileName: string,
+    _fileName: string,
     read: Item | null,
     cb: Callback,
     cap: Capacity,
@@ -349,7 +340,7 @@ export class WritePath {
         await this.pause(attempt, cb);
         file = await this.table.get(fileKey, cap);
       }
-      const before = file ? await this.fileRecord(fileKey, fileName, file, cap) : null;
+      const before = file ? this.fileRecord(file) : null;
       const after = applyToFile(before, cb);
       const tally = tallyOf(file);
       if (file && sameFacts(before, after, tally, tally)) return { before, after };

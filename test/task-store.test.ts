@@ -1,0 +1,305 @@
+// What the task store's layout (docs/task-store.md) could get wrong, against dynalite: a task of one appKey
+// changed by another appKey's callbacks; reads that answer with an older item; keys handed to BatchGetItem
+// twice; overflow items of a file with many attempts.
+import {
+  BatchGetItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  ScanCommand,
+  type ScanCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
+import { itemSize } from 'dynalite/db/index.js';
+import fc from 'fast-check';
+import { ContentionError, DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { TableClient, noCapacity } from '../lib/aws/dynamo/table-client.ts';
+import { Keys } from '../lib/aws/dynamo/table.ts';
+import { eventKey } from '../lib/domain/canonical.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { AmbiguousTaskError } from '../lib/domain/task-store.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
+import { createLogger, setLogSink } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { staleReads } from './support/stale-client.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import {
+  anyLifecycles,
+  callbacksOf,
+  interleavedDeliveries,
+  mustParse,
+  type Body,
+  type Delivery,
+  type Lifecycle,
+} from './support/lifecycles.ts';
+
+let db: LocalDynamo;
+let restoreSink: ReturnType<typeof setLogSink>;
+const log = createLogger('test');
+
+beforeAll(async () => {
+  db = await startDynamo();
+  restoreSink = setLogSink(() => undefined);
+});
+afterAll(async () => {
+  setLogSink(restoreSink);
+  await db.stop();
+});
+
+let run = 0;
+const idField = (service: string) => (service === 'recording' ? 'recordId' : 'imageId');
+/** Task ids of the run's own, and bodies under another appKey if asked. */
+function renamed(body: Body, service: string, prefix: string, appKey?: string): Body {
+  const field = idField(service);
+  return { ...body, [field]: prefix + String(body[field]), ...(appKey ? { appKey } : {}) };
+}
+
+async function deliverUntilDone(records: SQSRecord[], store: DynamoTaskStore, batchSize: number) {
+  let pending = records;
+  for (let round = 0; pending.length && round < 30; round++) {
+    const failed: SQSRecord[] = [];
+    for (let i = 0; i < pending.length; i += batchSize) {
+      const batch = pending.slice(i, i + batchSize);
+      const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
+      const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+      failed.push(...batch.filter((r) => ids.has(r.messageId)));
+    }
+    pending = failed;
+  }
+  return pending;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('a task belongs to one appKey', () => {
+  test("another appKey's callbacks with the same ids make tasks of their own, each equal to the fold of its own", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        anyLifecycles({ maxLength: 2 }).chain((ls) => fc.tuple(fc.constant(ls), interleavedDeliveries(ls))),
+        fc.integer({ min: 1, max: 8 }),
+        async ([lifecycles, deliveries], batchSize) => {
+          const prefix = `iso${++run}-`;
+          // The intruder sends every callback of each task again under its appKey, with an earlier
+          // timestamp and another room: were tasks keyed by id alone, its start would win the identity.
+          const intruder = (d: Delivery): Delivery => ({
+            service: d.service,
+            body: {
+              ...renamed(d.body, d.service, prefix, 'intruder-app'),
+              timestamp: Number(d.body.timestamp) - 60_000,
+              roomId: 'room-of-the-intruder',
+            },
+          });
+          const own = deliveries.map((d) => ({ service: d.service, body: renamed(d.body, d.service, prefix) }));
+          const mixed = own.flatMap((d, i) => [d, intruder(deliveries[i]!)]);
+          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+          const left = await deliverUntilDone(
+            mixed.map((d) => sqsRecord(d.service, d.body)),
+            store,
+            batchSize,
+          );
+          expect(left).toEqual([]);
+          for (const l of lifecycles) {
+            const id = prefix + l.id;
+            const mine = l.bodies.map((b) => mustParse(l.service, renamed(b, l.service, prefix)));
+            const theirs = deliveries
+              .filter((d) => d.body[idField(d.service)] === l.id)
+              .map((d) => mustParse(d.service, intruder(d).body));
+            const appKey = mine[0]!.appKey;
+            expect(await store.getTask(id, appKey)).toEqual(reduceTask(mine));
+            expect(await store.getTask(id, 'intruder-app')).toEqual(reduceTask(theirs));
+            expect((await store.listEvents(id, appKey)).map((e) => e.key).sort()).toEqual(
+              [...new Set(mine.map((c) => c.key))].sort(),
+            );
+            // By id alone, the store says which appKeys have a task with it rather than choosing one.
+            const ambiguous = await store.getTask(id).catch((err: unknown) => err);
+            expect(ambiguous).toBeInstanceOf(AmbiguousTaskError);
+            expect((ambiguous as AmbiguousTaskError).appKeys).toEqual([appKey, 'intruder-app'].sort());
+          }
+          const listed = [];
+          for await (const s of store.listTasks({ appKey: 'intruder-app', since: 0 })) listed.push(s);
+          expect(listed.filter((s) => s.id.startsWith(prefix)).every((s) => s.roomId === 'room-of-the-intruder')).toBe(
+            true,
+          );
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('reads that answer with an older item', () => {
+  /** Lifecycles delivered through a client whose reads are stale, then read back through a fresh one. */
+  async function deliverThroughStaleReads(seed: number, strong: boolean) {
+    const [lifecycles, deliveries] = fc.sample(
+      anyLifecycles({ minLength: 2, maxLength: 3 }).chain((ls) =>
+        fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 })),
+      ),
+      { numRuns: 1, seed },
+    )[0]!;
+    const prefix = `stale${++run}-`;
+    let state = seed;
+    // A seeded generator: a failure can be replayed.
+    const random = () => {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      return state / 2147483648;
+    };
+    const stale = staleReads(db.client, { chance: 0.4, strong, random });
+    const store = new DynamoTaskStore({
+      client: stale.client,
+      tableName: db.tableName,
+      inlineKeys: 2,
+      knownHeaders: 0,
+    });
+    const records = deliveries.map((d) => sqsRecord(d.service, renamed(d.body, d.service, prefix)));
+    expect(await deliverUntilDone(records, store, 5)).toEqual([]);
+    const fresh = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    for (const l of lifecycles) {
+      const callbacks = callbacksOf({ ...l, bodies: l.bodies.map((b) => renamed(b, l.service, prefix)) });
+      const task = await fresh.getTask(prefix + l.id);
+      expect(task).toEqual(reduceTask(callbacks));
+      expect((await fresh.listEvents(prefix + l.id)).length).toBe(new Set(callbacks.map((c) => c.key)).size);
+    }
+    return stale.staleAnswers();
+  }
+
+  test.each([2, 3, 4, 9])(
+    'eventually consistent reads answering with older items (seed %i): state equals the fold, counts exact',
+    async (seed) => {
+      expect(await deliverThroughStaleReads(seed, false)).toBeGreaterThan(0);
+    },
+  );
+
+  test.each([5, 6, 7, 8])(
+    'even strongly consistent reads answering with older items (seed %i): the versioned puts keep it exact',
+    async (seed) => {
+      expect(await deliverThroughStaleReads(seed, true)).toBeGreaterThan(0);
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('BatchGetItem', () => {
+  test('a key asked for twice goes out once: DynamoDB refuses a request that names one key twice', async () => {
+    // dynalite accepts duplicates; DynamoDB answers ValidationException. This client answers as DynamoDB does.
+    const strict = new Proxy(db.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return (command: unknown) => {
+          if (command instanceof BatchGetItemCommand) {
+            for (const request of Object.values(command.input.RequestItems ?? {})) {
+              const keys = (request.Keys ?? []).map((k) => JSON.stringify(k));
+              if (new Set(keys).size !== keys.length)
+                throw Object.assign(new Error('Provided list of item keys contains duplicates'), {
+                  name: 'ValidationException',
+                });
+            }
+          }
+          return (target.send as (c: unknown) => Promise<unknown>)(command);
+        };
+      },
+    }) as DynamoDBClient;
+    const table = new TableClient(strict, db.tableName);
+    const a = { pk: 'TEST#dup', sk: 'a' };
+    const b = { pk: 'TEST#dup', sk: 'b' };
+    await table.put({ ...a, v: 1 }, noCapacity());
+    await table.put({ ...b, v: 2 }, noCapacity());
+    const found = await table.getMany([a, b, a, { pk: 'TEST#dup', sk: 'none' }, b], noCapacity());
+    expect(found.map((item) => item?.v ?? null)).toEqual([1, 2, 1, null, 2]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+
+/** Every item under a task partition, with its size as DynamoDB counts it. */
+async function itemsOf(pk: string): Promise<{ sk: string; bytes: number }[]> {
+  const items: { sk: string; bytes: number }[] = [];
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page: ScanCommandOutput = await db.client.send(
+      new ScanCommand({
+        TableName: db.tableName,
+        ExclusiveStartKey: start,
+        FilterExpression: 'pk = :pk',
+        ExpressionAttributeValues: marshall({ ':pk': pk }),
+      }),
+    );
+    for (const item of page.Items ?? []) items.push({ sk: item.sk!.S!, bytes: itemSize(item) });
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+describe('a file with many attempts', () => {
+  const T0 = 1_763_798_400_000;
+  const ATTEMPTS = 8640;
+  const base = { appKey: 'demo-app', sessionId: 'sess', roomId: 'room', imageId: 'img-outage', extra: '' };
+  const fileName = 'sess_room_user_stream_1763798410000.jpg';
+  const start = { ...base, type: 1, timestamp: T0, code: 200, errorMessage: 'success', config: { trigger: 1 } };
+  // A 24-hour storage outage: the platform retries the image every 10 s and reports each failure.
+  const failure = (i: number) => ({
+    ...base,
+    type: 4,
+    timestamp: T0 + 10_000 + i * 10_000,
+    code: 10002,
+    errorMessage: 'storage unreachable',
+    output: { fileName, fileUrl: '', fileState: '10002', fileMsg: 'storage unreachable' },
+  });
+
+  test('8,640 failed uploads of one image, some twice, in any order: attempts exact, every item small', async () => {
+    const bodies = [start, ...Array.from({ length: ATTEMPTS }, (_, i) => failure(i))];
+    // Every 20th callback delivered twice, and the whole lot shuffled (seeded).
+    const deliveries = [...bodies, ...bodies.filter((_, i) => i % 20 === 7)];
+    const shuffled = fc.sample(fc.shuffledSubarray(deliveries, { minLength: deliveries.length }), {
+      numRuns: 1,
+      seed: 8640,
+    })[0]!;
+    const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    let next = 0;
+    const outcomes: Record<string, number> = {};
+    // Two at a time on the one image: a write that stays contended comes back, as SQS would bring it.
+    await Promise.all(
+      Array.from({ length: 2 }, async () => {
+        while (next < shuffled.length) {
+          const body = shuffled[next++]!;
+          const delivery = {
+            callback: mustParse('screenshot', body),
+            raw: JSON.stringify(body),
+            receivedAt: T0,
+            verdict: 'not_checked' as const,
+            mode: 'off' as const,
+            requestId: null,
+            messageId: `m-${next}`,
+            signatureKey: null,
+          };
+          for (;;) {
+            const result = await store.applyCallback(delivery).catch((err: unknown) => {
+              if (err instanceof ContentionError) return null;
+              throw err;
+            });
+            if (!result) continue;
+            outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
+            break;
+          }
+        }
+      }),
+    );
+    expect(outcomes).toEqual({ applied: bodies.length, duplicate: deliveries.length - bodies.length });
+
+    const task = await store.getTask('img-outage');
+    expect(task).toEqual(reduceTask(bodies.map((b) => mustParse('screenshot', b))));
+    expect(task!.eventCount).toBe(1 + ATTEMPTS);
+    expect(task!.files).toEqual([
+      expect.objectContaining({ fileName, upload: 'failed', attempts: ATTEMPTS, purgeAt: T0 + 10_000 + 86_400_000 }),
+    ]);
+    expect((await store.listEvents('img-outage')).map((e) => e.key).sort()).toEqual(
+      [...new Set(bodies.map((b) => eventKey(b)))].sort(),
+    );
+    // The header, the file, and one small item per attempt past the file's inline keys.
+    const items = await itemsOf(Keys.taskPk('img-outage'));
+    expect(items).toHaveLength(2 + ATTEMPTS - 4);
+    expect(Math.max(...items.map((i) => i.bytes))).toBeLessThan(1024);
+  }, 180_000);
+});
