@@ -30,7 +30,6 @@ import {
   mustParse,
   type Body,
   type Delivery,
-  type Lifecycle,
 } from './support/lifecycles.ts';
 
 let db: LocalDynamo;
