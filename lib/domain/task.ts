@@ -20,6 +20,15 @@ export const MODE_NAMES: Record<number, string> = {
 
 export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
 
+export const TASK_STATUSES: readonly TaskStatus[] = [
+  'recording',
+  'capturing',
+  'ended',
+  'completed',
+  'upload_failed',
+  'failed',
+];
+
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 
 /**
