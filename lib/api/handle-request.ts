@@ -109,7 +109,7 @@ async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log:
   const refused = (parsed: Extract<Parsed<unknown>, { ok: false }>) =>
     fail('invalid_query', parsed.message, parsed.parameter);
 
-  const route = event.routeKey as ApiRouteKey;
+  const route = event?.routeKey as ApiRouteKey;
   if (!API_ROUTE_KEYS.includes(route))
     return fail('not_found', 'No such endpoint: the read API serves GET /tasks, /tasks/{id} and /tasks/{id}/events.');
 
