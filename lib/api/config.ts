@@ -16,5 +16,7 @@ export function buildApiDependencies(env: NodeJS.ProcessEnv): ApiDependencies {
     store: new DynamoTaskReader({ client, tableName: env.TASKS_TABLE ?? 'tasks' }),
     log: createLogger('api'),
     now: Date.now,
+    // The function's time-out is 10 s (serverless.yml): answer 503 well before Lambda cuts it short.
+    deadlineMs: 8000,
   };
 }

@@ -171,3 +171,11 @@ test('one info line per request: route, caller, task id, items and time; no quer
   });
   expect(JSON.stringify(lines)).not.toContain('app-a');
 });
+
+test('a store that does not answer in time: 503 store_unavailable at the deadline', async () => {
+  const stuck: TaskReader = { ...sharedId, getTaskPage: () => new Promise(() => {}) };
+  const res = await handleApiRequest(event(ApiRoutes.task, 'rec-shared'), { ...deps(stuck), deadlineMs: 50 });
+  expect(res.statusCode).toBe(503);
+  expect(body(res).error.code).toBe('store_unavailable');
+  expect(lines[0]!.fields.reason).toBe('TimeoutError: no answer from the task store within 50 ms');
+});

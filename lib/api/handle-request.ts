@@ -27,6 +27,22 @@ export interface ApiDependencies {
   store: TaskReader;
   log: Logger;
   now: () => number;
+  /** The answer is a 503 once reading takes this long, so that it always comes before the function's time-out. */
+  deadlineMs?: number;
+}
+
+/** Reading gave up at the deadline: as transient as a store time-out. */
+class DeadlineError extends Error {
+  override name = 'TimeoutError';
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  if (ms === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError(`no answer from the task store within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** The fields of the `api_request` log line: no query values beyond the task id, never a body. */
@@ -80,7 +96,7 @@ export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiD
   const outcome = { level: 'info' as Level };
   let response: JsonResponse;
   try {
-    response = await answer(event, deps, log);
+    response = await withDeadline(answer(event, deps, log), deps.deadlineMs);
   } catch (error) {
     const transient = isStoreFailure(error);
     outcome.level = transient ? 'warn' : 'error';
