@@ -261,7 +261,7 @@ function workerSection(r: WorkerResult): string {
 function apiSection(r: ApiResult): string {
   const rows = r.requests.map((q) => [
     `\`${q.request}\`: ${q.label}`,
-    `${q.items} items, ${bytes(q.responseBytes)} B`,
+    `${q.items} ${q.items === 1 ? 'item' : 'items'}, ${bytes(q.responseBytes)} B`,
     Object.entries(q.dynamoRequests)
       .map(([op, n]) => `${n} ${op}`)
       .join(', '),
