@@ -106,6 +106,10 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
         [
+          'task events',
+          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ${c.dim('(callbacks events tail --follow)')}`,
+        ],
+        [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
         ],

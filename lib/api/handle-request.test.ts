@@ -7,7 +7,7 @@ import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyTasks, recordingTask } from '../../test/support/seed-tasks.ts';
-import { dynamoClient, startDynamo, type LocalDynamo } from '../../test/support/dynalite.ts';
+import { dynamoClient, startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';
 

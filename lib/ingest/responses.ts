@@ -1,5 +1,5 @@
-// The HTTP API's answers, for the receiving endpoint (CONTRACT section 1) and the read API alike: the one
-// table of error codes and their statuses. The receiving endpoint answers `200 {"ok":true}` once a
+// The HTTP API's answers, for the receiving endpoint (docs/contract.md §1) and the read API (§5) alike: the
+// one table of error codes and their statuses. The receiving endpoint answers `200 {"ok":true}` once a
 // callback is enqueued; every failure is `{"error":{"code","message"}}`, its HTTP status fixed by the
 // code, so callers pass only the code.
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';

@@ -3,7 +3,8 @@
 // as, from the domain's oracle (reduceTask) rather than from the store.
 import { parseCallback, type Callback } from '../../lib/domain/callback.ts';
 import type { TaskStore } from '../../lib/domain/task-store.ts';
-import { reduceTask, type Task } from '../../lib/domain/task.ts';
+import { reduceTask } from '../../lib/domain/reduce-task.ts';
+import type { Task } from '../../lib/domain/task.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Service } from '../../lib/queue-message.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';

@@ -8,7 +8,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { deriveStatus, type FileRecord, type TaskHeader } from '../../domain/task.ts';
+import { toSummary, type FileRecord, type TaskHeader } from '../../domain/task.ts';
 import type { Capacity, StoredEvent, TaskSummary } from '../../domain/task-store.ts';
 import { SORT_AT } from './table.ts';
 
@@ -115,25 +115,9 @@ export function fileFromItem(item: Item): FileRecord {
   };
 }
 
+/** A listing's summary of a task header; `sortAt` as the item holds it (the key its index entries sort by). */
 export function summaryFromItem(item: Item): TaskSummary {
-  const h = headerFromItem(item);
-  return {
-    service: h.service,
-    id: h.id,
-    appKey: h.appKey,
-    roomId: h.roomId,
-    sessionId: h.sessionId,
-    userId: h.userId,
-    status: deriveStatus(h),
-    startedAt: h.startedAt,
-    endedAt: h.endedAt,
-    updatedAt: h.updatedAt,
-    sortAt: item[SORT_AT],
-    eventCount: h.eventCount,
-    fileCount: h.fileCount,
-    pendingFiles: h.pendingFiles,
-    failedFiles: h.failedFiles,
-  };
+  return { ...toSummary(headerFromItem(item)), sortAt: item[SORT_AT] };
 }
 
 export function eventFromItem(item: Item): StoredEvent {

@@ -12,7 +12,7 @@ import {
   screenshotTask,
   type SeedTask,
 } from '../../../test/support/seed-tasks.ts';
-import { startDynamo, type LocalDynamo } from '../../../test/support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
 import { DynamoTaskStore } from './task-store.ts';
 
 const DAY = 86_400_000;
