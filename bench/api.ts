@@ -11,7 +11,7 @@ import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import type { Logger } from '../lib/log.ts';
 import { startDynamo } from '../lib/local/dynamo.ts';
-import { applyTasks, recordingTask, screenshotTask, type SeedTask } from '../test/support/seed-tasks.ts';
+import { applyTasks, recordingTask, screenshotTask, type SeedTask } from './seed-tasks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 import { countRequests } from './worker.ts';
 

@@ -712,7 +712,6 @@ describe('operations', () => {
     expect(template.Outputs.QueueUrl!.Value).toEqual(ref('CallbackQueue'));
     expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
     expect(template.Outputs.AlarmTopicArn!.Value).toEqual(ref('AlarmTopic'));
-    expect(template.Outputs.ReadApiUrl!.Value).toEqual(url(''));
     expect(template.Outputs.ReadApiInvokePolicyArn!.Value).toEqual(ref('ReadApiInvokePolicy'));
   });
 });

@@ -34,7 +34,7 @@ import {
   screenshotTask,
   type Outcome,
   type SeedTask,
-} from './support/seed-tasks.ts';
+} from '../bench/seed-tasks.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;

@@ -6,7 +6,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import { applyTasks, recordingTask } from '../../test/support/seed-tasks.ts';
+import { applyTasks, recordingTask } from '../../bench/seed-tasks.ts';
 import { dynamoClient, startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';

@@ -5,13 +5,7 @@
 import { Buffer } from 'node:buffer';
 import type { Page, PageRequest, TaskQuery, TaskStore, TaskSummary } from '../../domain/task-store.ts';
 import { InvalidCursorError } from '../../domain/task-store.ts';
-import {
-  applyTasks,
-  expectedTask,
-  recordingTask,
-  screenshotTask,
-  type SeedTask,
-} from '../../../test/support/seed-tasks.ts';
+import { applyTasks, expectedTask, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
 import { startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
 import { DynamoTaskStore } from './task-store.ts';
 
