@@ -96,6 +96,10 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
         ['recording', `POST ${info.url}/callbacks/recording`],
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
+        [
+          'read API',
+          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${c.dim('(loopback clients only, no authorization)')}`,
+        ],
         ['signature', stack.signatureMode],
         ['appKeys', appKeys],
         ['data', data],

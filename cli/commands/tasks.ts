@@ -1,8 +1,16 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { AmbiguousTaskError, type StoredEvent, type TaskQuery, type TaskSummary } from '../../lib/domain/task-store.ts';
-import type { FileView, Task, TaskStatus } from '../../lib/domain/task.ts';
+import { eventView } from '../../lib/domain/event-view.ts';
+import {
+  AmbiguousTaskError,
+  type StoredEvent,
+  type TaskQuery,
+  type TaskRef,
+  type TaskSummary,
+} from '../../lib/domain/task-store.ts';
+import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
+import { SERVICES, type Service } from '../../lib/queue-message.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -17,7 +25,23 @@ import {
 } from '../format.ts';
 import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 
-const STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
+/** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
+const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
+
+/** A task id used by several appKeys needs --app-key: said in one sentence. */
+async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof AmbiguousTaskError)
+      throw new CliError(
+        `task id ${ref.id} is used by several appKeys (${err.appKeys.join(', ')}): say which with --app-key`,
+      );
+    throw err;
+  }
+}
+
+const appKeyOption = () => new Option('--app-key <appKey>', 'the task of this appKey (when its id is used by several)');
 
 export function register(program: Command): void {
   const tasks = program
@@ -25,16 +49,14 @@ export function register(program: Command): void {
     .description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
 
   withCommonOptions(
-    tasks
-      .command('get <id>')
-      .description('one task (recordId or imageId) with its files')
-      .option('--app-key <appKey>', 'the appKey of the task, when two appKeys have a task with this id'),
+    tasks.command('get <id>').description('one task (recordId or imageId) with its files').addOption(appKeyOption()),
   ).action(async (id: string, opts: CommonOptions & { appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
-      const task = await oneTask(() => ctx.target.tasks.getTask(id, opts.appKey));
-      if (!task) throw new CliError(`no task ${id}${ofAppKey(opts.appKey)} in ${ctx.where}`);
-      if (opts.json) printJson(task);
-      else ctx.out(renderTask(task, ctx.c, ctx.now));
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const found = await oneTask(ref, () => ctx.target.tasks.getTaskPage(ref, WHOLE));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      if (opts.json) printJson(found.task);
+      else ctx.out(renderTask(found.task, ctx.c, ctx.now));
     });
   });
 
@@ -44,8 +66,10 @@ export function register(program: Command): void {
       .description('tasks, newest first (by their first callback)')
       .option('--room <roomId>', 'tasks of this room')
       .option('--session <sessionId>', 'tasks of this session')
-      .addOption(new Option('--status <status>', 'tasks in this status').choices(STATUSES))
+      .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
+      .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
+      .option('--user <userId>', 'tasks of this userId')
       .option(
         '--since <time>',
         'first callback at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: last 30 days)',
@@ -61,6 +85,8 @@ export function register(program: Command): void {
         sessionId: opts.session,
         status: opts.status,
         appKey: opts.appKey,
+        service: opts.service,
+        userId: opts.user,
         since: opts.since,
         until: opts.until,
         limit: opts.limit,
@@ -78,7 +104,7 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          opts.since === undefined && !opts.room && !opts.session && !opts.appKey
+          opts.since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
             ? 'No task matches in the last 30 days (--since reaches further back).'
             : 'No task matches.',
         );
@@ -94,15 +120,16 @@ export function register(program: Command): void {
     tasks
       .command('events <id>')
       .description('the raw callbacks stored for a task, in timestamp order')
-      .option('--app-key <appKey>', 'the appKey of the task, when two appKeys have a task with this id')
+      .addOption(appKeyOption())
       .option('--raw', 'show each callback body exactly as received'),
   ).action(async (id: string, opts: CommonOptions & { raw?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
-      const events = await oneTask(() => ctx.target.tasks.listEvents(id, opts.appKey));
-      if (events.length === 0 && !(await ctx.target.tasks.getTask(id, opts.appKey)))
-        throw new CliError(`no task ${id}${ofAppKey(opts.appKey)} in ${ctx.where}`);
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      const events = found.items;
       if (opts.json) {
-        printJson(events.map(eventJson));
+        printJson(events.map(eventView));
         return;
       }
       if (events.length === 0) {
@@ -114,19 +141,8 @@ export function register(program: Command): void {
   });
 }
 
-const ofAppKey = (appKey: string | undefined) => (appKey === undefined ? '' : ` of appKey ${appKey}`);
-
-/** Runs a read of one task by id; an id that several appKeys share becomes a sentence that says what to do. */
-async function oneTask<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (err) {
-    if (!(err instanceof AmbiguousTaskError)) throw err;
-    throw new CliError(
-      `task ${err.id} exists under ${err.appKeys.length} appKeys (${err.appKeys.join(', ')}): ` +
-        'pass --app-key <appKey> to say which one.',
-    );
-  }
+function describeRef(ref: TaskRef): string {
+  return ref.appKey === undefined ? `task ${ref.id}` : `task ${ref.id} of appKey ${ref.appKey}`;
 }
 
 interface ListOptions {
@@ -134,6 +150,8 @@ interface ListOptions {
   session?: string;
   status?: TaskStatus;
   appKey?: string;
+  service?: Service;
+  user?: string;
   since?: number;
   until?: number;
   limit: number;
@@ -230,26 +248,6 @@ export function renderList(summaries: TaskSummary[], c: Colors): string {
     ]),
     c,
   );
-}
-
-/** A stored event with its body parsed, for `--json`. */
-function eventJson(e: StoredEvent) {
-  let body: unknown = e.raw;
-  try {
-    body = JSON.parse(e.raw);
-  } catch {
-    // Kept as the string it was.
-  }
-  return {
-    key: e.key,
-    type: e.type,
-    timestamp: e.timestamp,
-    receivedAt: e.receivedAt,
-    verdict: e.verdict,
-    requestId: e.requestId,
-    expiresAt: e.expiresAt,
-    body,
-  };
 }
 
 function renderEvents(events: StoredEvent[], c: Colors, raw: boolean): string {

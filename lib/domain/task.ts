@@ -10,6 +10,15 @@ import type { Callback, CallbackType } from './callback.ts';
 
 export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
 
+export const TASK_STATUSES: readonly TaskStatus[] = [
+  'recording',
+  'capturing',
+  'ended',
+  'completed',
+  'upload_failed',
+  'failed',
+];
+
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 
 /**

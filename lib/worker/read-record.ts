@@ -2,13 +2,13 @@
 import type { SQSRecord } from 'aws-lambda';
 import {
   Attr,
+  SERVICES,
   type QueuedCallback,
   type Service,
   type SignatureMode,
   type SignatureVerdict,
 } from '../queue-message.ts';
 
-const SERVICES: readonly Service[] = ['recording', 'screenshot'];
 const VERDICTS: readonly SignatureVerdict[] = [
   'valid',
   'invalid',

@@ -316,7 +316,7 @@ export class WritePath {
       const before = header ? headerFromItem(header) : null;
       const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(header), cb), {
         ...keys,
-        [cb.key]: ref,
+        [cb.key]: recordedValue(cb, ref),
       });
       if (await this.table.putVersioned(item, header?.ver, cap)) {
         this.remember(headerKey, item);

@@ -27,9 +27,32 @@ export const appKeyOf = (header: Item): string => readScope(header.sk, Keys.head
  */
 export type BodyRef = string;
 
-/** A recorded callback key's value in a file: `u` (an upload, which counts as an attempt) or `s`, then its BodyRef. */
+/**
+ * What is kept beside a recorded callback key: `u` (an upload, which counts as an attempt) or `s`, the
+ * callback's timestamp in base 36 (`tasks events` lists callbacks in timestamp order without reading their
+ * bodies first), a dot, and its BodyRef.
+ */
 const UPLOAD = 'u';
 const OTHER = 's';
+
+export interface Recorded {
+  upload: boolean;
+  timestamp: number;
+  ref: BodyRef;
+}
+
+export function recordedValue(cb: Callback, ref: BodyRef): string {
+  return `${cb.upload ? UPLOAD : OTHER}${Math.max(0, Math.trunc(cb.timestamp)).toString(36)}.${ref}`;
+}
+
+export function readRecorded(value: string): Recorded {
+  const dot = value.indexOf('.');
+  return {
+    upload: value.startsWith(UPLOAD),
+    timestamp: Number.parseInt(value.slice(1, dot), 36),
+    ref: value.slice(dot + 1),
+  };
+}
 
 /** 132 bits of SHA-256 of the replay key, base64url: the delivery's key, and what a recorded key points to. */
 export function replayDigest(signatureKey: string): string {
@@ -90,8 +113,8 @@ function compact(fields: Record<string, unknown>): Item {
 // ---------------------------------------------------------------------------------------------------
 // Header
 
-/** Recorded keys of the callbacks the header absorbed (starts and ends), with where their bodies are. */
-export type HeaderKeys = Record<string, BodyRef>;
+/** Recorded keys of the callbacks the header absorbed (starts and ends), each with its recordedValue. */
+export type HeaderKeys = Record<string, string>;
 
 /**
  * The header as an item. The id and appKey are in its key. A start's rank is its identity rank (a start
@@ -158,10 +181,6 @@ export function keysOf(item: Item | null): Record<string, string> {
 // ---------------------------------------------------------------------------------------------------
 // Files and recorded keys
 
-export function recordedValue(cb: Callback, ref: BodyRef): string {
-  return (cb.upload ? UPLOAD : OTHER) + ref;
-}
-
 /** The file as an item; its name is in its key. */
 export function fileToItem(key: Key, f: FileRecord, tally: Tally, keys: Record<string, string>): Item {
   const { attempts: _counted, fileName: _inSk, ...facts } = f;
@@ -213,9 +232,10 @@ export const isUploadRecord = (item: Item): boolean => String(item.v).startsWith
 // ---------------------------------------------------------------------------------------------------
 // A task from its items
 
-/** One recorded callback: its key and where its raw body lives. */
+/** One recorded callback: its key, its timestamp and where its raw body lives. */
 export interface RecordedKey {
   eventKey: string;
+  timestamp: number;
   ref: BodyRef;
 }
 
@@ -233,7 +253,7 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
   const recordedPrefix = `${Keys.partsPrefix(appKeyOf(header))}K#`;
   const recorded: RecordedKey[] = [];
   let tally = tallyOf(header);
-  for (const [eventKey, ref] of Object.entries(keysOf(header))) recorded.push({ eventKey, ref });
+  for (const [eventKey, value] of Object.entries(keysOf(header))) recorded.push({ eventKey, ...readRecorded(value) });
   const files = new Map<string, FileRecord>();
   const spilled: Item[] = [];
   for (const item of parts) {
@@ -243,8 +263,9 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
     }
     const file = fileFromItem(item);
     for (const [eventKey, value] of Object.entries(keysOf(item))) {
-      if (value.startsWith(UPLOAD)) file.attempts += 1;
-      recorded.push({ eventKey, ref: value.slice(1) });
+      const r = readRecorded(value);
+      if (r.upload) file.attempts += 1;
+      recorded.push({ eventKey, timestamp: r.timestamp, ref: r.ref });
     }
     tally = joinTallies(tally, tallyOf(item));
     files.set(file.fileName, file);
@@ -252,8 +273,9 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
   for (const item of spilled) {
     const file = files.get(item.fileName);
     // A key is recorded on its own only after its file's join was written: the file is there.
-    if (file && item.v.startsWith(UPLOAD)) file.attempts += 1;
-    recorded.push({ eventKey: item.sk.slice(item.sk.lastIndexOf('#') + 1), ref: item.v.slice(1) });
+    const r = readRecorded(item.v);
+    if (file && r.upload) file.attempts += 1;
+    recorded.push({ eventKey: item.sk.slice(item.sk.lastIndexOf('#') + 1), timestamp: r.timestamp, ref: r.ref });
   }
   return {
     parts: { header: headerFromItem(header), files: [...files.values()], tally, eventCount: recorded.length },

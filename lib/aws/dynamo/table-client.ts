@@ -44,7 +44,8 @@ export function backoff(attempt: number): Promise<void> {
 
 const keyString = (k: Key) => `${k.pk}\u0000${k.sk}`;
 
-export class TableClient {
+/** The reads: all the read API and the CLI need (their bundles carry no write). */
+export class TableReader {
   readonly client: DynamoDBClient;
   readonly table: string;
 
@@ -98,6 +99,26 @@ export class TableClient {
     return keys.map((k) => found.get(keyString(k)) ?? null);
   }
 
+  async *queryAll(input: Omit<QueryCommandInput, 'TableName'>, cap: Capacity = noCapacity()): AsyncIterable<Item> {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          ...input,
+          ExclusiveStartKey: start,
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      addCapacity(cap, res.ConsumedCapacity, 'read');
+      for (const raw of res.Items ?? []) yield unmarshall(raw);
+      start = res.LastEvaluatedKey;
+    } while (start);
+  }
+}
+
+/** The reads and the writes: the write path's. */
+export class TableClient extends TableReader {
   /** Puts an item if its version is still the one read (or it is still absent). */
   putVersioned(item: Item, previousVersion: number | undefined, cap: Capacity): Promise<boolean> {
     const versioned = { ...item, ver: (previousVersion ?? 0) + 1 };
@@ -140,22 +161,5 @@ export class TableClient {
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'write');
-  }
-
-  async *queryAll(input: Omit<QueryCommandInput, 'TableName'>, cap: Capacity = noCapacity()): AsyncIterable<Item> {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const res = await this.client.send(
-        new QueryCommand({
-          TableName: this.table,
-          ...input,
-          ExclusiveStartKey: start,
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      addCapacity(cap, res.ConsumedCapacity, 'read');
-      for (const raw of res.Items ?? []) yield unmarshall(raw);
-      start = res.LastEvaluatedKey;
-    } while (start);
   }
 }

@@ -1,14 +1,19 @@
-// The DynamoDB task store: `TaskStore` (lib/domain/task-store.ts) on one table (./table.ts). The write
-// path is in ./apply-callback.ts, the reads in ./queries.ts, the item shapes in ./items.ts, DynamoDB's
-// limits in ./limits.ts and the calls themselves, with capacity accounting, in ./table-client.ts.
+// The DynamoDB task store: `TaskStore` (lib/domain/task-store.ts) on one table (./table.ts, layout in
+// docs/task-store.md). The write path is in ./apply-callback.ts and ./deliveries.ts, the reads in
+// ./queries.ts, ./read-pages.ts and ./listing.ts, the item shapes in ./items.ts, DynamoDB's limits in
+// ./limits.ts and the calls themselves, with capacity accounting, in ./table-client.ts.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
+  Page,
+  PageRequest,
   QuarantineEntry,
   StoredEvent,
+  TaskPage,
   TaskQuery,
+  TaskRef,
   TaskStore,
   TaskSummary,
 } from '../../domain/task-store.ts';
@@ -16,6 +21,7 @@ import type { Task } from '../../domain/task.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { TaskQueries } from './queries.ts';
+import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
 import { TableClient } from './table-client.ts';
 
 export { ContentionError } from './table-client.ts';
@@ -33,23 +39,35 @@ export interface DynamoTaskStoreOptions {
   inlineKeys?: number;
   /** Task headers the write path remembers, so that file callbacks need not read them (default 10,000; 0: none). */
   knownHeaders?: number;
+  /** Requests a page of a listing may cost (listing.ts). */
+  readBudget?: Partial<ReadBudget>;
 }
+
+/** Everything in one page: whole reads are built on the paginated ones, so that the CLI and the read API agree. */
+const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
 
 export class DynamoTaskStore implements TaskStore {
   private readonly writes: WritePath;
   private readonly deliveries: Deliveries;
-  private readonly reads: TaskQueries;
+  private readonly queries: TaskQueries;
+  private readonly reader: DynamoTaskReader;
 
   constructor(opts: DynamoTaskStoreOptions) {
     const table = new TableClient(opts.client, opts.tableName);
     const now = opts.now ?? Date.now;
-    this.reads = new TaskQueries(table, now);
+    this.queries = new TaskQueries(table, now);
+    this.reader = new DynamoTaskReader({
+      client: opts.client,
+      tableName: opts.tableName,
+      now,
+      budget: opts.readBudget,
+    });
     this.deliveries = new Deliveries(table, opts.rawEventTtlDays ?? 90, now);
     this.writes = new WritePath(table, this.deliveries, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,
       knownHeaders: opts.knownHeaders ?? 10_000,
-      readAfterWrite: (appKey, id, cap) => this.reads.readAfterWrite(appKey, id, cap),
+      readAfterWrite: (appKey, id, cap) => this.queries.readAfterWrite(appKey, id, cap),
     });
   }
 
@@ -61,19 +79,38 @@ export class DynamoTaskStore implements TaskStore {
     return this.deliveries.quarantine(entry);
   }
 
-  getTask(id: string, appKey?: string): Promise<Task | null> {
-    return this.reads.getTask(id, appKey);
+  getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null> {
+    return this.reader.getTaskPage(ref, page);
   }
 
-  listEvents(id: string, appKey?: string): Promise<StoredEvent[]> {
-    return this.reads.listEvents(id, appKey);
+  listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {
+    return this.reader.listTasksPage(query, page);
   }
 
-  listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
-    return this.reads.listTasks(query);
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+    return this.reader.listEventsPage(ref, page);
+  }
+
+  async getTask(id: string, appKey?: string): Promise<Task | null> {
+    return (await this.getTaskPage({ id, appKey }, WHOLE))?.task ?? null;
+  }
+
+  async listEvents(id: string, appKey?: string): Promise<StoredEvent[]> {
+    return (await this.listEventsPage({ id, appKey }, WHOLE))?.items ?? [];
+  }
+
+  async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
+    let remaining = query.limit ?? Number.POSITIVE_INFINITY;
+    let cursor: string | undefined;
+    do {
+      const page = await this.listTasksPage(query, { limit: Math.min(remaining, 500), cursor });
+      for (const summary of page.items) yield summary;
+      remaining -= page.items.length;
+      cursor = page.next ?? undefined;
+    } while (cursor && remaining > 0);
   }
 
   listQuarantine(opts?: { sinceDays?: number; limit?: number }): AsyncIterable<QuarantineEntry> {
-    return this.reads.listQuarantine(opts);
+    return this.queries.listQuarantine(opts);
   }
 }

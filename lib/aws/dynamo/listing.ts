@@ -1,0 +1,384 @@
+// Listings of tasks through the table's keys-only indexes, newest first: which index partitions a query
+// reads (a session's, a room's, an appKey's, or one per day), each read as a stream of keys from where the
+// cursor left it, the streams merged by sort time, the task headers read in batches, each task added up
+// from its items (its status and counts are computed on read) and filtered. A page is bounded in items,
+// bytes, index queries and headers read, so a filter that no index serves, or a long stretch of empty
+// days, ends a page early with a cursor instead of outgrowing a request.
+import { Buffer } from 'node:buffer';
+import { QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  InvalidCursorError,
+  type Page,
+  type PageRequest,
+  type TaskQuery,
+  type TaskSummary,
+} from '../../domain/task-store.ts';
+import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
+import { summaryFromParts } from './items.ts';
+import type { TaskQueries } from './queries.ts';
+import { noCapacity, type Item, type TableReader } from './table-client.ts';
+import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+
+const DAY_MS = 86_400_000;
+/** Without `since`, a listing that is not narrowed by an index key covers this many days. */
+export const DEFAULT_LISTING_DAYS = 30;
+/** Without `until`, listings reach this far ahead of now (clocks of senders run ahead at times). */
+const FUTURE_MS = 366 * DAY_MS;
+
+export interface ReadBudget {
+  /** Index queries one listing page may send; past it the page ends early with a cursor. */
+  queriesPerPage: number;
+  /** Task headers one listing page may read (filters that no index serves discard some). */
+  headersPerPage: number;
+}
+
+export const DEFAULT_READ_BUDGET: ReadBudget = { queriesPerPage: 64, headersPerPage: 1000 };
+
+export interface ListingContext {
+  table: TableReader;
+  /** Adds a task up from its items. */
+  tasks: TaskQueries;
+  /** When the first page resolves relative times and the default window. */
+  now: number;
+  budget: ReadBudget;
+}
+
+/** Tasks whose items a page reads at the same time. */
+const TASK_READS_IN_PARALLEL = 8;
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+/**
+ * One page of a listing: index keys merged newest first, their task headers read in batches of up to
+ * 100, each task added up from its items, filters applied; the cursor records where each stream of index
+ * partitions stands.
+ */
+export async function listTasksPage(
+  ctx: ListingContext,
+  query: TaskQuery,
+  page: PageRequest,
+): Promise<Page<TaskSummary>> {
+  const { q, positions } =
+    page.cursor === undefined
+      ? { q: resolveQuery(query, ctx.now), positions: undefined }
+      : resumeQuery(query, page.cursor);
+  if (q.from > q.to) return { items: [], next: null };
+  const plan = planStreams(q);
+  // Enough for a first key of every stream, so that each page moves on.
+  const budget = { queries: Math.max(ctx.budget.queriesPerPage, plan.length + 1) };
+  const readers = plan.map(
+    (stream, i) => new StreamReader(ctx.table, stream, q, positions ? positions[i]! : { i: 0 }, budget),
+  );
+  const merge = new NewestFirst(readers);
+  const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
+  const limit = Math.max(1, page.limit);
+  const items: TaskSummary[] = [];
+  let bytes = 0;
+  let examined = 0;
+  // Positions where the page stopped inside a batch of keys, when it did: the rest of the batch is
+  // left for the next page.
+  let cut: Position[] | null = null;
+  const filtered =
+    q.st !== undefined || q.a !== undefined || q.r !== undefined || q.sv !== undefined || q.u !== undefined;
+  fill: while (items.length < limit && examined < ctx.budget.headersPerPage) {
+    const before = readers.map((r) => r.position());
+    const want = Math.min(100, ctx.budget.headersPerPage - examined, filtered ? 100 : limit - items.length);
+    const batch = await merge.take(want);
+    if (batch.length === 0) break;
+    const headers = await ctx.table.getMany(
+      batch.map((e) => ({ pk: e.pk, sk: e.sk })),
+      noCapacity(),
+      false,
+    );
+    const summaries = await summariesOf(ctx.tasks, headers);
+    const working = before;
+    for (let j = 0; j < batch.length; j++) {
+      const entry = batch[j]!;
+      working[entry.stream] = { i: entry.partition, s: entry.sortAt, k: entry.pk, h: entry.sk };
+      examined += 1;
+      const summary = summaries[j];
+      if (summary) {
+        if (matches(summary, q)) {
+          items.push(summary);
+          bytes += jsonBytes(summary);
+        }
+      }
+      if (items.length >= limit || bytes >= maxBytes) {
+        if (j < batch.length - 1) cut = working;
+        break fill;
+      }
+    }
+  }
+  if (cut) return { items, next: encodeTasksCursor(q, cut) };
+  // Ended on a batch boundary: the listing is over only if no stream holds another key.
+  const over = merge.blocked() ? false : (await merge.peek()) === null && !merge.blocked();
+  return {
+    items,
+    next: over
+      ? null
+      : encodeTasksCursor(
+          q,
+          readers.map((r) => r.position()),
+        ),
+  };
+}
+
+/** Each header's task added up from its items (null for none, or a task no callback has been recorded in). */
+async function summariesOf(tasks: TaskQueries, headers: (Item | null)[]): Promise<(TaskSummary | null)[]> {
+  const out: (TaskSummary | null)[] = new Array(headers.length).fill(null);
+  let next = 0;
+  const work = async () => {
+    while (next < headers.length) {
+      const i = next++;
+      const header = headers[i];
+      if (header) out[i] = summaryFromParts(await tasks.assembled(header));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TASK_READS_IN_PARALLEL, headers.length) }, work));
+  return out;
+}
+
+function resolveQuery(query: TaskQuery, now: number): ResolvedQuery {
+  const filters = filtersOf(query);
+  const byDay = !query.sessionId && !query.roomId && !query.appKey;
+  let to = Math.max(0, Math.trunc(query.until ?? now + FUTURE_MS));
+  // No task sorts after the day partition of tomorrow: the day stream starts there.
+  if (byDay) to = Math.min(to, now + DAY_MS);
+  const from = Math.max(0, Math.trunc(query.since ?? (byDay ? to - DEFAULT_LISTING_DAYS * DAY_MS : 0)));
+  return { ...filters, from, to };
+}
+
+function filtersOf(query: TaskQuery): Omit<ResolvedQuery, 'from' | 'to'> {
+  const f: Omit<ResolvedQuery, 'from' | 'to'> = {};
+  if (query.roomId) f.r = query.roomId;
+  if (query.sessionId) f.s = query.sessionId;
+  if (query.appKey) f.a = query.appKey;
+  if (query.status) f.st = query.status;
+  if (query.service) f.sv = query.service;
+  if (query.userId) f.u = query.userId;
+  return f;
+}
+
+const FILTER_NAMES: Record<keyof Omit<ResolvedQuery, 'from' | 'to'>, string> = {
+  r: 'roomId',
+  s: 'sessionId',
+  a: 'appKey',
+  st: 'status',
+  sv: 'service',
+  u: 'userId',
+};
+
+/** The query a cursor carries, after checking that the filters given agree with it. */
+function resumeQuery(query: TaskQuery, cursor: string): { q: ResolvedQuery; positions: Position[] } {
+  const { q, p } = decodeCursor(cursor, TasksCursor);
+  const given = filtersOf(query);
+  for (const [short, value] of Object.entries(given) as [keyof typeof FILTER_NAMES, string][]) {
+    if (q[short] !== value)
+      throw new InvalidCursorError(`the cursor belongs to a listing with another ${FILTER_NAMES[short]} filter`);
+  }
+  const plan = planStreams(q);
+  if (q.from > q.to || p.length !== plan.length)
+    throw new InvalidCursorError('the cursor is not one this listing gave out');
+  p.forEach((pos, i) => {
+    if (pos === null) return;
+    const inRange = pos.s === undefined || (pos.s >= q.from && pos.s <= q.to);
+    const taken = [pos.s, pos.k, pos.h].filter((x) => x !== undefined).length;
+    if (pos.i >= plan[i]!.partitions || (taken !== 0 && taken !== 3) || !inRange)
+      throw new InvalidCursorError('the cursor is not one this listing gave out');
+  });
+  return { q, positions: p };
+}
+
+/** A stream of index partitions read newest first, one after the other. */
+interface StreamPlan {
+  index: string;
+  pkAttr: string;
+  partitions: number;
+  partition(i: number): string;
+}
+
+/**
+ * Which index partitions a query reads: a session's, a room's or an appKey's, or else one partition per
+ * day, newest day first.
+ */
+function planStreams(q: ResolvedQuery): StreamPlan[] {
+  const one = (index: { name: string; pk: string }, value: string): StreamPlan => ({
+    index: index.name,
+    pkAttr: index.pk,
+    partitions: 1,
+    partition: () => value,
+  });
+  if (q.s) return [one(Index.bySession, Keys.sessionGsi(q.s))];
+  if (q.r) return [one(Index.byRoom, Keys.roomGsi(q.r))];
+  if (q.a) return [one(Index.byApp, Keys.appGsi(q.a))];
+  const newest = Math.floor(q.to / DAY_MS) * DAY_MS;
+  const oldest = Math.floor(q.from / DAY_MS) * DAY_MS;
+  return [
+    {
+      index: Index.byDay.name,
+      pkAttr: Index.byDay.pk,
+      partitions: Math.max(0, (newest - oldest) / DAY_MS + 1),
+      partition: (i) => Keys.dayGsi(dayOf(newest - i * DAY_MS)),
+    },
+  ];
+}
+
+function matches(s: TaskSummary, q: ResolvedQuery): boolean {
+  return (
+    (q.a === undefined || s.appKey === q.a) &&
+    (q.st === undefined || s.status === q.st) &&
+    (q.r === undefined || s.roomId === q.r) &&
+    (q.s === undefined || s.sessionId === q.s) &&
+    (q.sv === undefined || s.service === q.sv) &&
+    (q.u === undefined || s.userId === q.u)
+  );
+}
+
+interface IndexEntry {
+  stream: number;
+  partition: number;
+  pk: string;
+  sk: string;
+  sortAt: number;
+}
+
+/** Reads one stream of partitions in pages of index keys, from a position, within the request budget. */
+class StreamReader {
+  private buffer: Omit<IndexEntry, 'stream'>[] = [];
+  private partition: number;
+  private last: { s: number; k: string; h: string } | undefined;
+  /** The current partition has no key after the buffered ones. */
+  private partitionDone = false;
+  private exhausted: boolean;
+  /** Out of query budget with nothing buffered: the stream's next key is unknown. */
+  blocked = false;
+
+  private readonly table: TableReader;
+  private readonly plan: StreamPlan;
+  private readonly q: ResolvedQuery;
+  private readonly budget: { queries: number };
+
+  constructor(table: TableReader, plan: StreamPlan, q: ResolvedQuery, start: Position, budget: { queries: number }) {
+    this.table = table;
+    this.plan = plan;
+    this.q = q;
+    this.budget = budget;
+    this.exhausted = start === null || start.i >= plan.partitions;
+    this.partition = start?.i ?? 0;
+    this.last =
+      start?.s !== undefined && start.k !== undefined && start.h !== undefined
+        ? { s: start.s, k: start.k, h: start.h }
+        : undefined;
+  }
+
+  /** The next key without taking it; null when the stream is exhausted or blocked. */
+  async head(): Promise<Omit<IndexEntry, 'stream'> | null> {
+    while (this.buffer.length === 0 && !this.exhausted) {
+      if (this.partitionDone) {
+        this.advance();
+        continue;
+      }
+      if (this.budget.queries <= 0) {
+        this.blocked = true;
+        return null;
+      }
+      this.budget.queries -= 1;
+      await this.fetch();
+    }
+    return this.buffer[0] ?? null;
+  }
+
+  take(): Omit<IndexEntry, 'stream'> {
+    const entry = this.buffer.shift()!;
+    this.last = { s: entry.sortAt, k: entry.pk, h: entry.sk };
+    return entry;
+  }
+
+  /** Where the next page starts: after the last key taken (partitions known to be finished skipped). */
+  position(): Position {
+    let partition = this.partition;
+    let last = this.last;
+    if (!this.exhausted && this.buffer.length === 0 && this.partitionDone) {
+      partition += 1;
+      last = undefined;
+    }
+    if (this.exhausted || partition >= this.plan.partitions) return null;
+    return last ? { i: partition, s: last.s, k: last.k, h: last.h } : { i: partition };
+  }
+
+  private advance(): void {
+    this.partition += 1;
+    this.last = undefined;
+    this.partitionDone = false;
+    if (this.partition >= this.plan.partitions) this.exhausted = true;
+  }
+
+  private async fetch(): Promise<void> {
+    const value = this.plan.partition(this.partition);
+    const input: QueryCommandInput = {
+      TableName: this.table.table,
+      IndexName: this.plan.index,
+      KeyConditionExpression: `${this.plan.pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+      ExpressionAttributeValues: {
+        ':v': { S: value },
+        ':a': { N: String(this.q.from) },
+        ':b': { N: String(this.q.to) },
+      },
+      ScanIndexForward: false,
+      Limit: 100,
+    };
+    if (this.last) {
+      // An index's start key is the index key and the table key of the last entry read.
+      const key = { pk: this.last.k, sk: this.last.h };
+      input.ExclusiveStartKey = marshall({ ...key, [this.plan.pkAttr]: value, [SORT_AT]: this.last.s });
+    }
+    const res = await this.table.client.send(new QueryCommand(input));
+    this.buffer = (res.Items ?? []).map((raw) => {
+      const item = unmarshall(raw);
+      return {
+        partition: this.partition,
+        pk: item.pk as string,
+        sk: item.sk as string,
+        sortAt: item[SORT_AT] as number,
+      };
+    });
+    this.partitionDone = res.LastEvaluatedKey === undefined;
+    if (this.buffer.length > 0) this.blocked = false;
+  }
+}
+
+/** Merges streams that are each newest first into one newest-first sequence of keys. */
+class NewestFirst {
+  private readonly streams: StreamReader[];
+
+  constructor(streams: StreamReader[]) {
+    this.streams = streams;
+  }
+
+  /** The next key of the merge, or null when every stream is exhausted or one is blocked. */
+  async peek(): Promise<IndexEntry | null> {
+    let best: IndexEntry | null = null;
+    for (let i = 0; i < this.streams.length; i++) {
+      const head = await this.streams[i]!.head();
+      if (this.streams[i]!.blocked) return null;
+      // Ties go to the lower stream index, so that every page merges in the same order.
+      if (head && (best === null || head.sortAt > best.sortAt)) best = { ...head, stream: i };
+    }
+    return best;
+  }
+
+  async take(n: number): Promise<IndexEntry[]> {
+    const taken: IndexEntry[] = [];
+    while (taken.length < n) {
+      const next = await this.peek();
+      if (!next) break;
+      this.streams[next.stream]!.take();
+      taken.push(next);
+    }
+    return taken;
+  }
+
+  blocked(): boolean {
+    return this.streams.some((s) => s.blocked);
+  }
+}

@@ -1,0 +1,128 @@
+// Paginated reads of the task table behind the read API and the CLI: a task with one page of its files,
+// one page of a task's stored callbacks, one page of a listing of tasks (listing.ts). Each page is bounded
+// in items and in bytes, so that no answer of the read API can outgrow a Lambda response; cursors are
+// opaque (cursors.ts). A task's status and counts are added up from all of its items, so every page of a
+// task reads the task whole and returns a page of it.
+import { Buffer } from 'node:buffer';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type {
+  Page,
+  PageRequest,
+  StoredEvent,
+  TaskPage,
+  TaskQuery,
+  TaskReader,
+  TaskRef,
+  TaskSummary,
+} from '../../domain/task-store.ts';
+import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
+import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
+import { appKeyOf, bodyKey, eventFromItem, taskFromParts } from './items.ts';
+import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
+import { TaskQueries } from './queries.ts';
+import { TableReader, noCapacity } from './table-client.ts';
+
+export { DEFAULT_LISTING_DAYS, DEFAULT_READ_BUDGET, type ReadBudget } from './listing.ts';
+
+export interface DynamoTaskReaderOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Clock, for tests. */
+  now?: () => number;
+  budget?: Partial<ReadBudget> | undefined;
+}
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+/** Raw bodies read at a time for a page of events. */
+const BODIES_PER_BATCH = 100;
+
+export class DynamoTaskReader implements TaskReader {
+  private readonly table: TableReader;
+  private readonly tasks: TaskQueries;
+  private readonly now: () => number;
+  private readonly budget: ReadBudget;
+
+  constructor(opts: DynamoTaskReaderOptions) {
+    this.table = new TableReader(opts.client, opts.tableName);
+    this.now = opts.now ?? Date.now;
+    this.tasks = new TaskQueries(this.table, this.now);
+    this.budget = { ...DEFAULT_READ_BUDGET, ...opts.budget };
+  }
+
+  async getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null> {
+    const after = page.cursor === undefined ? null : decodeCursor(page.cursor, FilesCursor).f;
+    const header = await this.tasks.findHeader(ref.id, ref.appKey);
+    if (!header) return null;
+    const whole = taskFromParts(await this.tasks.assembled(header));
+    if (!whole) return null;
+    // Files come in file-name order (UTF-8 bytes, as DynamoDB sorts the keys they are stored under).
+    const rest = after === null ? whole.files : whole.files.filter((f) => compareUtf8(f.fileName, after) > 0);
+    const files = pageOf(rest, page, (f: FileView) => jsonBytes(f));
+    const last = files.items.at(-1);
+    return {
+      task: { ...whole, files: files.items },
+      nextFilesCursor: files.more && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
+    };
+  }
+
+  async listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+    const after = page.cursor === undefined ? null : decodeCursor(page.cursor, EventsCursor).e;
+    const header = await this.tasks.findHeader(ref.id, ref.appKey);
+    if (!header) return null;
+    const { recorded } = await this.tasks.assembled(header);
+    const appKey = appKeyOf(header);
+    // In timestamp order, then event key: the order the recorded keys give without reading any body.
+    const ranked = recorded
+      .map((r) => ({ rank: rankOf(r.timestamp, r.eventKey), r }))
+      .filter((x) => after === null || x.rank > after)
+      .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
+    const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
+    const items: StoredEvent[] = [];
+    let lastRank: string | null = null;
+    let bytes = 0;
+    for (let i = 0; i < ranked.length; i += BODIES_PER_BATCH) {
+      const chunk = ranked.slice(i, i + Math.min(BODIES_PER_BATCH, page.limit - items.length + 1));
+      const bodies = await this.table.getMany(
+        chunk.map((x) => bodyKey(appKey, ref.id, x.r.eventKey, x.r.ref)),
+        noCapacity(),
+        false,
+      );
+      for (let j = 0; j < chunk.length; j++) {
+        const body = bodies[j];
+        // A raw body past its retention period is gone: the callback is still counted in the task.
+        if (!body) {
+          lastRank = chunk[j]!.rank;
+          continue;
+        }
+        if (items.length >= page.limit) return { items, next: encodeCursor({ e: lastRank! } satisfies EventsCursor) };
+        const event = eventFromItem(body);
+        items.push(event);
+        lastRank = chunk[j]!.rank;
+        bytes += jsonBytes(event);
+        const more = i + j + 1 < ranked.length;
+        if (bytes >= maxBytes)
+          return { items, next: more ? encodeCursor({ e: lastRank } satisfies EventsCursor) : null };
+      }
+    }
+    return { items, next: null };
+  }
+
+  listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {
+    return listTasksPage({ table: this.table, tasks: this.tasks, now: this.now(), budget: this.budget }, query, page);
+  }
+}
+
+/** At most `page.limit` items, and no more once their size reaches `page.maxBytes` (always at least one). */
+function pageOf<T>(all: readonly T[], page: PageRequest, size: (item: T) => number): { items: T[]; more: boolean } {
+  const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
+  const items: T[] = [];
+  let bytes = 0;
+  for (const item of all) {
+    if (items.length >= page.limit) return { items, more: true };
+    items.push(item);
+    bytes += size(item);
+    if (bytes >= maxBytes) return { items, more: items.length < all.length };
+  }
+  return { items, more: false };
+}
