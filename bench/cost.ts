@@ -18,6 +18,17 @@ export const PRICES = {
   snsPerMillionPublishes: 0.5,
 } as const;
 
+/**
+ * Prices of what the report states beside the total, not in it (us-east-1 list prices as recorded in
+ * 2026): CloudWatch Logs ingestion, and DynamoDB Standard storage for the raw archive, kept as long as
+ * RAW_EVENT_TTL_DAYS says (default 90).
+ */
+export const STORAGE_PRICES = {
+  logsPerGbIngested: 0.5,
+  dynamoPerGbMonth: 0.25,
+  rawEventTtlDays: 90,
+} as const;
+
 /** Most messages one ReceiveMessage returns and one DeleteMessageBatch deletes. */
 export const SQS_MAX_MESSAGES_PER_CALL = 10;
 

@@ -9,6 +9,7 @@ import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost
 import type { EndToEndResult } from './end-to-end.ts';
 import type { IngestResult } from './ingest.ts';
 import type { Summary } from './stats.ts';
+import { comparisonSection, kindTable, storeSections } from './report-store.ts';
 import type { WorkerResult } from './worker.ts';
 
 export interface Machine {
@@ -45,6 +46,8 @@ export interface CostResult {
   baselineInputs: CostInputs;
   baseline: CostBreakdown;
   ratio: number;
+  /** The total without task events: no SNS publishes, no task reads for them. */
+  withoutEventsUsd?: number;
   /** The total with the units seen when records of a batch are applied concurrently (part 3's throughput run). */
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
@@ -170,104 +173,6 @@ function coldStartSection(r: ColdStartResult): string {
   ].join('\n');
 }
 
-function workerSection(r: WorkerResult): string {
-  const c = r.capacity;
-  const kindRows = c.kinds.map((k) => [
-    k.kind,
-    String(k.count),
-    num(k.tableWcu),
-    num(k.indexWcu),
-    num(k.tableWcu + k.indexWcu),
-    num(k.rcu),
-    num(k.bareWcu),
-    x(k.ratio),
-    num(k.publishes ?? 0),
-  ]);
-  kindRows.push([
-    '**mix**',
-    String(c.mix.count),
-    `**${num(c.mix.tableWcu)}**`,
-    `**${num(c.mix.indexWcu)}**`,
-    `**${num(c.mix.tableWcu + c.mix.indexWcu)}**`,
-    `**${num(c.mix.rcu)}**`,
-    `**${num(c.mix.bareWcu)}**`,
-    x(c.mix.ratio),
-    `**${num(c.mix.publishes ?? 0)}**`,
-  ]);
-  const requests = Object.entries(r.requestsPerCallback)
-    .sort((a, b) => b[1] - a[1])
-    .map(([name, n]) => `${num(n)} ${name}`)
-    .join(', ');
-  return [
-    '## 3. Worker cost',
-    '',
-    `A realistic mix from the sender emulator's generator (both services, duplicates, reordering, a few storage outages and failed starts) ` +
-      `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) through \`processBatch\` ` +
-      `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in the same process. ` +
-      `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
-    '',
-    table(
-      ['figure', 'median [min–max]', 'baseline', 'baseline median [min–max]', 'ratio'],
-      [
-        [
-          'callbacks applied per second',
-          range(r.workerPerSecond),
-          'bare `PutItem` per second',
-          range(r.barePutPerSecond),
-          ratio(r.ratio),
-        ],
-        [
-          `time per batch of ${r.batchSize}`,
-          range(r.workerBatchMs, ' ms'),
-          `bare \`PutItem\` × ${r.batchSize}`,
-          range(r.barePutBatchMs, ' ms'),
-          x(r.workerBatchMs.median / r.barePutBatchMs.median),
-        ],
-      ],
-    ),
-    '',
-    `DynamoDB requests per callback in that run: ${requests} (the baseline: exactly 1 PutItem). Outcomes: ` +
-      Object.entries(r.outcomes)
-        .map(([k, n]) => `${n} ${k}`)
-        .join(', ') +
-      `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
-      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
-      `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
-    '',
-    `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
-      '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
-      'of the larger of the item before and after, a strongly consistent read unit per 4 KB). Baseline: one bare `PutItem` of the same body. ' +
-      "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out " +
-      'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
-      'Any put whose condition fails (a version conflict, a ledger entry or signature claim that already exists) is counted as 1 write ' +
-      'unit by the store itself: DynamoDB bills it but reports nothing on the error. ' +
-      `Outcomes: ${Object.entries(c.outcomes)
-        .map(([k, n]) => `${n} ${k}`)
-        .join(', ')}.`,
-    '',
-    table(
-      [
-        'kind',
-        'callbacks',
-        'table write units',
-        'index write units',
-        'write units',
-        'read units',
-        'bare PutItem write units',
-        'write ratio',
-        'task events published',
-      ],
-      kindRows,
-    ),
-    '',
-    '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
-      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ids). ' +
-      'They cost no DynamoDB unit: they are derived from the items the write already reads and writes, with no ' +
-      "record of what was published (a redelivery publishes again instead). Part 3's throughput run publishes them " +
-      'through SNS (fauxqs, fanned out to one SQS queue), so the time per batch includes the PublishBatch calls.',
-  ].join('\n');
-}
-
 function apiSection(r: ApiResult): string {
   const rows = r.requests.map((q) => [
     `\`${q.request}\`: ${q.label}`,
@@ -294,6 +199,88 @@ function apiSection(r: ApiResult): string {
     '',
     'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB requests ' +
       'times that, plus the handler time shown here.',
+  ].join('\n');
+}
+
+function workerSection(r: WorkerResult, costUsd: number | null): string {
+  const c = r.capacity;
+  const requests = Object.entries(r.requestsPerCallback)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${num(n)} ${name}`)
+    .join(', ');
+  return [
+    '## 3. Worker cost',
+    '',
+    `A realistic mix from the sender emulator's generator (both services, duplicates, callbacks shuffled within ` +
+      `${'reorderPlatformMs' in c.faults ? c.faults.reorderPlatformMs : 0} ms of platform time as the platform reorders them, a few storage outages and failed starts) ` +
+      `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) through \`processBatch\` ` +
+      `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in the same process. ` +
+      `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
+    '',
+    table(
+      ['figure', 'median [min–max]', 'baseline', 'baseline median [min–max]', 'ratio'],
+      [
+        [
+          'callbacks applied per second',
+          range(r.workerPerSecond),
+          'bare `PutItem` per second',
+          range(r.barePutPerSecond),
+          ratio(r.ratio),
+        ],
+        ...(r.withoutEvents
+          ? [
+              [
+                'the same, without task events',
+                range(r.withoutEvents.workerPerSecond),
+                'bare `PutItem` per second',
+                range(r.barePutPerSecond),
+                ratio(r.withoutEvents.ratio),
+              ],
+            ]
+          : []),
+        [
+          `time per batch of ${r.batchSize}`,
+          range(r.workerBatchMs, ' ms'),
+          `bare \`PutItem\` × ${r.batchSize}`,
+          range(r.barePutBatchMs, ' ms'),
+          x(r.workerBatchMs.median / r.barePutBatchMs.median),
+        ],
+      ],
+    ),
+    '',
+    `DynamoDB requests per callback in that run: ${requests} (the baseline: exactly 1 PutItem). Outcomes: ` +
+      Object.entries(r.outcomes)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ') +
+      `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
+      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
+      `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
+    '',
+    `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
+      '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
+      'of the larger of the item before and after, a strongly consistent read unit per 4 KB, an eventually consistent one per 8 KB). ' +
+      'The store remembers no task header from one callback to the next, as a worker meeting each task for the first time. ' +
+      'Baseline: one bare `PutItem` of the same body. ' +
+      "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out " +
+      'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
+      'Any put whose condition fails (a version conflict, a delivery of an unsigned callback already stored, a guess that an item ' +
+      'was absent) is counted as 1 write unit by the store itself: DynamoDB bills it but reports nothing on the error. ' +
+      `Outcomes: ${Object.entries(c.outcomes)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}.`,
+    '',
+    kindTable(c, table, num, x),
+    '',
+    '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
+      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ids). ' +
+      "A task's status and file counts are added up from its items, so a delivery that publishes events reads its task " +
+      'right after the write (the task-event read units; a write that can publish nothing skips it). ' +
+      "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per batch " +
+      'includes the reads and the PublishBatch calls.',
+    '',
+    ...storeSections(r, table, num, x),
+    '',
+    ...comparisonSection(r, costUsd, table, num, x),
   ].join('\n');
 }
 
@@ -379,8 +366,8 @@ function costSection(r: CostResult): string {
       `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ${r.settings.workerMemoryMb} MB, ` +
       `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
       `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write and ` +
-      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included), ` +
-      `${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3; no DynamoDB unit).`,
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes and the task reads of task events ` +
+      `included), ${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3).`,
     '',
     `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
       `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
@@ -388,6 +375,13 @@ function costSection(r: CostResult): string {
     '',
     table(['item', 'per million callbacks', 'USD', 'share', 'baseline USD'], rows),
     '',
+    ...(r.withoutEventsUsd === undefined
+      ? []
+      : [
+          `Without task events (a stack without their topic: no SNS publishes, no task reads for them) the total is ` +
+            `${usd(r.withoutEventsUsd)}.`,
+          '',
+        ]),
     `With the units seen in part 3's throughput run, where the worker applies ${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
       `writes to one task are retried (${num(r.underContention.writeUnits)} write and ${num(r.underContention.readUnits)} read units per callback), ` +
       `the total is ${usd(r.underContention.totalUsd)}.`,
@@ -397,7 +391,8 @@ function costSection(r: CostResult): string {
       'round trip of a few milliseconds instead, while the handlers no longer share a CPU with the emulators, so the duration lines may ' +
       'come out higher or lower (they are a small share of the total either way). SQS requests assume full batches (one ReceiveMessage ' +
       "and one DeleteMessageBatch per 10 messages); the event source mapping's empty polls while idle are not per callback and are " +
-      'left out. Also left out: free tiers, CloudWatch Logs, data transfer, table storage, backups and alarms.',
+      'left out. Also left out: free tiers, CloudWatch Logs and the raw archive (stated in part 3), data transfer, other ' +
+      'table storage, backups and alarms.',
   ].join('\n');
 }
 
@@ -426,7 +421,7 @@ export function renderMarkdown(r: BenchResults): string {
   for (const [name, reason] of Object.entries(r.missing)) parts.push('', `**${name}: not measured.** ${reason}`);
   if (r.ingest) parts.push('', ingestSection(r.ingest));
   if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
-  if (r.worker) parts.push('', workerSection(r.worker));
+  if (r.worker) parts.push('', workerSection(r.worker, r.cost?.breakdown.totalUsd ?? null));
   if (r.api) parts.push('', apiSection(r.api));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));

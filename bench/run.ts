@@ -101,7 +101,8 @@ function costInputs(
       ingestMemoryMb: 0,
       workerMemoryMb: 0,
       writeUnitsPerCallback: mix.tableWcu + mix.indexWcu,
-      readUnitsPerCallback: mix.rcu,
+      // The write path's reads, and the task reads task events need (deployed, the stack's topic is on).
+      readUnitsPerCallback: mix.rcu + (mix.eventRcu ?? 0),
       publishesPerCallback: mix.publishes,
     },
     baseline: {
@@ -118,7 +119,7 @@ function costInputs(
     // cost more units than the one-at-a-time capacity run (its index writes are taken from the latter).
     contention: {
       writeUnits: worker.loggedWcuPerCallback + mix.indexWcu,
-      readUnits: worker.loggedRcuPerCallback,
+      readUnits: worker.loggedRcuPerCallback + (mix.eventRcu ?? 0),
       recordConcurrency: worker.concurrency,
     },
   };
@@ -138,9 +139,16 @@ function runCost(results: BenchResults): CostResult | string {
     writeUnitsPerCallback: found.contention.writeUnits,
     readUnitsPerCallback: found.contention.readUnits,
   });
+  // Without the task events (a stack without their topic): no SNS publishes, no task reads for them.
+  const withoutEvents = costPerMillion({
+    ...inputs,
+    readUnitsPerCallback: inputs.readUnitsPerCallback - (results.worker?.capacity.mix.eventRcu ?? 0),
+    publishesPerCallback: 0,
+  });
   return {
     settings,
     prices: PRICES,
+    withoutEventsUsd: withoutEvents.totalUsd,
     inputsFrom: found.from,
     inputs,
     breakdown,

@@ -1,6 +1,7 @@
 // Part 3, worker cost, against dynalite in-process. (a) Throughput: batches of 25 SQS records of a
-// realistic mix through `processBatch` with the DynamoDB task store, over bare PutItem calls of the same
-// raw bodies (same client, same table, same batches and concurrency), alternating round by round.
+// realistic mix through `processBatch` with the DynamoDB task store, with task events and without, over
+// bare PutItem calls of the same raw bodies (same client, same table, same batches and concurrency),
+// taking turns round by round.
 // (b) Capacity: every callback of another mix applied one at a time through `store.applyCallback`,
 // summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
@@ -81,8 +82,8 @@ export interface CapacityResult {
   kinds: KindCapacity[];
   /** The whole mix, per callback. */
   mix: Omit<KindCapacity, 'kind'>;
-  /** Items in the table afterwards, by kind: how many and the largest, in bytes as DynamoDB sizes them. */
-  items: { kind: string; count: number; largestBytes: number; over1KB: number }[];
+  /** Items in the table afterwards, by kind: how many, the largest and the mean, in bytes as DynamoDB sizes them. */
+  items: { kind: string; count: number; largestBytes: number; meanBytes: number; over1KB: number }[];
 }
 
 export interface WorkerResult {
@@ -95,6 +96,8 @@ export interface WorkerResult {
   barePutPerSecond: Summary;
   /** worker / bare PutItem, per round. */
   ratio: Summary;
+  /** The same worker with no task events to publish (a stack without their topic), on a mix of its own. */
+  withoutEvents?: { workerPerSecond: Summary; ratio: Summary; workerBatchMs: Summary };
   /** Milliseconds per batch of `batchSize` records (what the worker Lambda is billed for). */
   workerBatchMs: Summary;
   barePutBatchMs: Summary;
@@ -157,7 +160,7 @@ function itemKind(item: Record<string, AttributeValue>): string {
 }
 
 async function measureItems(client: DynamoDBClient, tableName: string): Promise<CapacityResult['items']> {
-  const byKind = new Map<string, { count: number; largestBytes: number; over1KB: number }>();
+  const byKind = new Map<string, { count: number; largestBytes: number; totalBytes: number; over1KB: number }>();
   let start: Record<string, AttributeValue> | undefined;
   do {
     const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }));
@@ -165,15 +168,18 @@ async function measureItems(client: DynamoDBClient, tableName: string): Promise<
       const kind = itemKind(item);
       if (kind === 'bare') continue;
       const bytes = itemSize(item) as number;
-      const k = byKind.get(kind) ?? { count: 0, largestBytes: 0, over1KB: 0 };
+      const k = byKind.get(kind) ?? { count: 0, largestBytes: 0, totalBytes: 0, over1KB: 0 };
       k.count += 1;
+      k.totalBytes += bytes;
       k.largestBytes = Math.max(k.largestBytes, bytes);
       if (bytes > 1024) k.over1KB += 1;
       byKind.set(kind, k);
     }
     start = page.LastEvaluatedKey;
   } while (start);
-  return [...byKind.entries()].map(([kind, k]) => ({ kind, ...k })).sort((a, b) => a.kind.localeCompare(b.kind));
+  return [...byKind.entries()]
+    .map(([kind, { totalBytes, ...k }]) => ({ kind, ...k, meanBytes: Math.round(totalBytes / k.count) }))
+    .sort((a, b) => a.kind.localeCompare(b.kind));
 }
 
 /** Counts every request the client sends, by operation (an SDK middleware, before retries). */
@@ -389,10 +395,15 @@ export async function benchWorker(
     const events = snsEventPublisher(sns, topic.topicArn);
     const counts = countRequests(dynamo.client);
     const { log, totals } = capacityLogger();
+    const plainLog: Logger = { debug: noop, info: noop, warn: noop, error: noop };
     const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
     const receivedAt = Date.now();
     const sends = generateMix(sizes.rounds * perRound, 'bench-worker');
     const records = sends.map((s, i) => toSqsRecord(s, i, receivedAt));
+    // The same kind of mix, tasks of its own, for the worker without task events.
+    const plainRecords = generateMix(sizes.rounds * perRound, 'bench-worker-plain').map((s, i) =>
+      toSqsRecord(s, 2_000_000 + i, receivedAt),
+    );
 
     // Warm-up on another mix (its own tasks): connections, JIT, the table's first items.
     const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) =>
@@ -412,6 +423,8 @@ export async function benchWorker(
 
     const workerRate: number[] = [];
     const bareRate: number[] = [];
+    const plainRate: number[] = [];
+    const plainBatchMs: number[] = [];
     const workerBatchMs: number[] = [];
     const bareBatchMs: number[] = [];
     const outcomes: Record<string, number> = {};
@@ -425,6 +438,17 @@ export async function benchWorker(
         workerBatchMs.push(ms);
         total += ms;
         for (const o of result.outcomes) outcomes[o] = (outcomes[o] ?? 0) + 1;
+      }
+      return total;
+    };
+    const runPlain = async (batches: SQSEvent[]) => {
+      let total = 0;
+      for (const event of batches) {
+        const started = performance.now();
+        await processBatch(event, { store, log: plainLog, concurrency: RECORD_CONCURRENCY });
+        const ms = performance.now() - started;
+        plainBatchMs.push(ms);
+        total += ms;
       }
       return total;
     };
@@ -445,21 +469,22 @@ export async function benchWorker(
       }
       return total;
     };
-    for (let round = 0; round < sizes.rounds; round++) {
-      const slice = records.slice(round * perRound, (round + 1) * perRound);
+    const batchesOf = (slice: typeof records) => {
       const batches: SQSEvent[] = [];
       for (let i = 0; i < slice.length; i += batchSize) batches.push({ Records: slice.slice(i, i + batchSize) });
-      let tw: number;
-      let tb: number;
-      if (round % 2 === 0) {
-        tw = await runWorker(batches);
-        tb = await runBare(batches);
-      } else {
-        tb = await runBare(batches);
-        tw = await runWorker(batches);
-      }
-      workerRate.push(slice.length / (tw / 1000));
-      bareRate.push(slice.length / (tb / 1000));
+      return batches;
+    };
+    for (let round = 0; round < sizes.rounds; round++) {
+      const slice = records.slice(round * perRound, (round + 1) * perRound);
+      const batches = batchesOf(slice);
+      const plain = batchesOf(plainRecords.slice(round * perRound, (round + 1) * perRound));
+      // The three sides take turns at going first, so that none always meets the same conditions.
+      const sides = [
+        async () => workerRate.push(slice.length / ((await runWorker(batches)) / 1000)),
+        async () => bareRate.push(slice.length / ((await runBare(batches)) / 1000)),
+        async () => plainRate.push(slice.length / ((await runPlain(plain)) / 1000)),
+      ];
+      for (let k = 0; k < sides.length; k++) await sides[(round + k) % sides.length]!();
     }
     progress(`worker: ${sizes.rounds} rounds of ${perRound} callbacks through processBatch and bare PutItem`);
     if (totals.failed > 0) throw new Error(`${totals.failed} callback(s) failed in the worker throughput run`);
@@ -490,6 +515,11 @@ export async function benchWorker(
       workerPerSecond: summarize(workerRate),
       barePutPerSecond: summarize(bareRate),
       ratio: summarize(ratios(workerRate, bareRate)),
+      withoutEvents: {
+        workerPerSecond: summarize(plainRate),
+        ratio: summarize(ratios(plainRate, bareRate)),
+        workerBatchMs: summarize(plainBatchMs),
+      },
       workerBatchMs: summarize(workerBatchMs),
       barePutBatchMs: summarize(bareBatchMs),
       requestsPerCallback,

@@ -1,0 +1,176 @@
+// The parts of the worker's report that describe the task store: the stress case, the size of the items
+// it leaves, what it costs beyond the request units (logs, the raw archive), and its figures beside those
+// of the layout it replaced (bench/results-token-layout.json, the last full run of that layout).
+import { existsSync, readFileSync } from 'node:fs';
+import { STORAGE_PRICES } from './cost.ts';
+import type { CapacityResult, WorkerResult } from './worker.ts';
+
+type Cells = string[];
+type Table = (header: string[], rows: Cells[]) => string;
+type Fmt = (n: number, digits?: number) => string;
+
+export interface PreviousLayout {
+  date: string;
+  writeUnits: number;
+  readUnits: number;
+  throughputRatio: number;
+  costUsd: number | null;
+}
+
+/** The figures of the layout this one replaced, when its results are in the repository. */
+export function previousLayout(path = new URL('./results-token-layout.json', import.meta.url)): PreviousLayout | null {
+  if (!existsSync(path)) return null;
+  const r = JSON.parse(readFileSync(path, 'utf8'));
+  const mix = r.worker?.capacity?.mix;
+  if (!mix) return null;
+  return {
+    date: r.date,
+    writeUnits: mix.tableWcu + mix.indexWcu,
+    readUnits: mix.rcu,
+    throughputRatio: r.worker.ratio.median,
+    costUsd: r.cost?.breakdown?.totalUsd ?? null,
+  };
+}
+
+/** The per-kind table of a capacity run. */
+export function kindTable(c: CapacityResult, table: Table, num: Fmt, x: (n: number) => string): string {
+  const row = (label: string, k: Omit<CapacityResult['kinds'][number], 'kind'>, bold = false) => {
+    const b = (s: string) => (bold ? `**${s}**` : s);
+    return [
+      bold ? `**${label}**` : label,
+      String(k.count),
+      b(num(k.tableWcu)),
+      b(num(k.indexWcu)),
+      b(num(k.tableWcu + k.indexWcu)),
+      b(num(k.rcu)),
+      b(num(k.eventRcu ?? 0)),
+      b(num(k.bareWcu)),
+      x(k.ratio),
+      b(num(k.publishes ?? 0)),
+    ];
+  };
+  return table(
+    [
+      'kind',
+      'callbacks',
+      'table write units',
+      'index write units',
+      'write units',
+      'read units',
+      'task-event read units',
+      'bare PutItem write units',
+      'write ratio',
+      'task events published',
+    ],
+    [...c.kinds.map((k) => row(k.kind, k)), row('mix', c.mix, true)],
+  );
+}
+
+export function storeSections(r: WorkerResult, table: Table, num: Fmt, x: (n: number) => string): string[] {
+  const c = r.capacity;
+  const s = r.stressCapacity;
+  const itemRows = (cap: CapacityResult) =>
+    cap.items.map((i) => [
+      i.kind,
+      i.count.toLocaleString('en-US'),
+      `${i.largestBytes} B`,
+      `${i.meanBytes} B`,
+      String(i.over1KB),
+    ]);
+  const delivery = c.items.find((i) => i.kind.startsWith('delivery'));
+  // Each delivery's item is kept RAW_EVENT_TTL_DAYS: a steady flow of a million callbacks a month keeps
+  // that many months' worth stored (DynamoDB adds 100 bytes of overhead per item).
+  const months = STORAGE_PRICES.rawEventTtlDays / 30;
+  const archiveGb = delivery ? ((delivery.meanBytes + 100) * delivery.count * 1e6) / c.callbacks / 1e9 : 0;
+  const logGb = (r.logBytesPerCallback * 1e6) / 1e9;
+  const parts = [
+    `**The stress case.** The same measure on a mix shuffled within ${'reorderWindowMs' in s.faults ? s.faults.reorderWindowMs : 0} ms of a schedule ` +
+      'compressed 3,600 times (12 minutes of platform time): starts arrive after the uploads of their task, which then ' +
+      'create the task and improve its identity later, moving its index keys.',
+    '',
+    table(
+      ['mix', 'callbacks', 'write units', 'of which index', 'read units', 'task-event read units'],
+      [
+        [
+          'realistic (above)',
+          String(c.callbacks),
+          num(c.mix.tableWcu + c.mix.indexWcu),
+          num(c.mix.indexWcu),
+          num(c.mix.rcu),
+          num(c.mix.eventRcu ?? 0),
+        ],
+        [
+          'stress',
+          String(s.callbacks),
+          num(s.mix.tableWcu + s.mix.indexWcu),
+          num(s.mix.indexWcu),
+          num(s.mix.rcu),
+          num(s.mix.eventRcu ?? 0),
+        ],
+      ],
+    ),
+    '',
+    `**Items left in the table** after the realistic mix (sizes as DynamoDB counts them, attribute names included; a write ` +
+      'unit covers 1 KB):',
+    '',
+    table(['item', 'items', 'largest', 'mean', 'over 1 KB'], itemRows(c)),
+    '',
+    `**Beyond request units.** The worker wrote ${num(r.logBytesPerCallback)} bytes of log lines per callback in the ` +
+      `throughput run (CloudWatch Logs ingests them: ${num(logGb, 3)} GB per million callbacks, $${num(logGb * STORAGE_PRICES.logsPerGbIngested, 3)} ` +
+      `at $${STORAGE_PRICES.logsPerGbIngested} per GB). The raw archive is one delivery item per callback, ` +
+      `${delivery ? delivery.meanBytes : 0} bytes on average: ${num(archiveGb, 3)} GB per million callbacks, kept ` +
+      `${STORAGE_PRICES.rawEventTtlDays} days, so a steady million a month keeps about ${num(archiveGb * months, 2)} GB stored, ` +
+      `$${num(archiveGb * months * STORAGE_PRICES.dynamoPerGbMonth, 2)} a month at $${STORAGE_PRICES.dynamoPerGbMonth} per GB-month. ` +
+      'Neither is in the total of part 6.',
+  ];
+  return parts;
+}
+
+/** This run's figures beside those of the layout it replaced. */
+export function comparisonSection(
+  r: WorkerResult,
+  costUsd: number | null,
+  table: Table,
+  num: Fmt,
+  x: (n: number) => string,
+): string[] {
+  const before = previousLayout();
+  if (!before) return [];
+  const mix = r.capacity.mix;
+  const change = (now: number, then: number) => x(now / then);
+  const rows: Cells[] = [
+    [
+      'write units per callback, index writes included',
+      num(mix.tableWcu + mix.indexWcu),
+      num(before.writeUnits),
+      change(mix.tableWcu + mix.indexWcu, before.writeUnits),
+    ],
+    ['read units per callback (write path)', num(mix.rcu), num(before.readUnits), change(mix.rcu, before.readUnits)],
+    [
+      'write units per callback on the stress mix (the mix the token layout was measured on)',
+      num(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu),
+      num(before.writeUnits),
+      change(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu, before.writeUnits),
+    ],
+    [
+      'worker throughput over bare PutItem',
+      x(r.ratio.median),
+      x(before.throughputRatio),
+      change(r.ratio.median, before.throughputRatio),
+    ],
+  ];
+  if (costUsd !== null && before.costUsd !== null)
+    rows.push([
+      'cost per million callbacks (part 6)',
+      `$${num(costUsd, 3)}`,
+      `$${num(before.costUsd, 3)}`,
+      change(costUsd, before.costUsd),
+    ]);
+  return [
+    `**Beside the layout this one replaced** (its last full run, ${before.date}, \`bench/results-token-layout.json\`: ` +
+      'a header written by every callback, a ledger entry per callback, tokens in flight; its mix reordered within 12 minutes ' +
+      'of platform time, the stress case above):',
+    '',
+    table(['figure', 'this run', 'token layout', 'change'], rows),
+  ];
+}
