@@ -66,7 +66,7 @@ export function kindTable(c: CapacityResult, table: Table, num: Fmt, x: (n: numb
   );
 }
 
-export function storeSections(r: WorkerResult, table: Table, num: Fmt, x: (n: number) => string): string[] {
+export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[] {
   const c = r.capacity;
   const s = r.stressCapacity;
   const itemRows = (cap: CapacityResult) =>

@@ -278,7 +278,7 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
       "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per batch " +
       'includes the reads and the PublishBatch calls.',
     '',
-    ...storeSections(r, table, num, x),
+    ...storeSections(r, table, num),
     '',
     ...comparisonSection(r, costUsd, table, num, x),
   ].join('\n');

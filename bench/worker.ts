@@ -441,12 +441,17 @@ export async function benchWorker(
       }
       return total;
     };
+    const plainCounts = new Map<string, number>();
     const runPlain = async (batches: SQSEvent[]) => {
       let total = 0;
       for (const event of batches) {
+        const before = new Map(counts);
         const started = performance.now();
         await processBatch(event, { store, log: plainLog, concurrency: RECORD_CONCURRENCY });
         const ms = performance.now() - started;
+        // Its requests are not those of the worker with task events.
+        for (const [name, n] of counts)
+          plainCounts.set(name, (plainCounts.get(name) ?? 0) + n - (before.get(name) ?? 0));
         plainBatchMs.push(ms);
         total += ms;
       }
@@ -492,8 +497,8 @@ export async function benchWorker(
     const applied = sizes.rounds * perRound;
     const requestsPerCallback: Record<string, number> = {};
     for (const [name, n] of counts) {
-      // The bare baseline's own PutItems are not the worker's.
-      const own = name === 'PutItem' ? n - bareCounts.PutItem : n;
+      // The bare baseline's own PutItems, and the worker without task events, are not this worker's.
+      const own = n - (name === 'PutItem' ? bareCounts.PutItem : 0) - (plainCounts.get(name) ?? 0);
       if (own > 0) requestsPerCallback[name] = own / applied;
     }
 

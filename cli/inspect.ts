@@ -1,5 +1,6 @@
 // What the inspection commands share: the target options, opening and closing the target, and turning
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
+import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { TargetError, oneLine, openTarget, type Target } from './target.ts';
 import { colorsFor, type Colors } from './format.ts';
@@ -80,4 +81,14 @@ function guardStdout(): void {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
+}
+
+/** Asks a yes/no question on the terminal; only "y" or "yes" is a yes. */
+export async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
 }

@@ -10,6 +10,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   quarantine: () => import('./commands/quarantine.ts'),
   dlq: () => import('./commands/dlq.ts'),
   events: () => import('./commands/events.ts'),
+  migrate: () => import('./commands/migrate.ts'),
 };
 
 const program = new Command();

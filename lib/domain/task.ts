@@ -324,3 +324,47 @@ export function joinTallies(a: Tally, b: Tally): Tally {
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
+
+/** The join of two headers of one task: what both together say (each field a min, max or "or" of the two). */
+export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
+  const ident = b.identRank < a.identRank ? b : a;
+  const config = b.configRank !== null && (a.configRank === null || b.configRank < a.configRank) ? b : a;
+  const start = b.startRank !== null && (a.startRank === null || b.startRank < a.startRank) ? b : a;
+  const end = b.endRank !== null && (a.endRank === null || b.endRank < a.endRank) ? b : a;
+  return {
+    service: a.service,
+    id: a.id,
+    identRank: ident.identRank,
+    identAt: ident.identAt,
+    appKey: ident.appKey,
+    roomId: ident.roomId,
+    sessionId: ident.sessionId,
+    userId: ident.userId,
+    mode: ident.mode,
+    extra: ident.extra,
+    configRank: config.configRank,
+    config: config.config,
+    startRank: start.startRank,
+    startedAt: start.startedAt,
+    startFileName: start.startFileName,
+    endRank: end.endRank,
+    endedAt: end.endedAt,
+    endOk: a.endOk || b.endOk,
+    startOrEndFailed: a.startOrEndFailed || b.startOrEndFailed,
+  };
+}
+
+/** The join of two records of one file (their attempts are counted elsewhere: `a`'s are kept). */
+export function joinFiles(a: FileRecord, b: FileRecord): FileRecord {
+  const size = b.sizeRank !== null && (a.sizeRank === null || b.sizeRank > a.sizeRank) ? b : a;
+  const upload = b.upload && (!a.upload || uploadBeats(b.upload, a.upload)) ? b.upload : a.upload;
+  const failures = [a.firstFailureAt, b.firstFailureAt].filter((t): t is number => t !== null);
+  return {
+    fileName: a.fileName,
+    sizeRank: size.sizeRank,
+    size: size.size,
+    upload: upload ? { ...upload } : null,
+    firstFailureAt: failures.length ? Math.min(...failures) : null,
+    attempts: a.attempts,
+  };
+}

@@ -53,6 +53,7 @@ import {
   type BodyRef,
 } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
+import { KnownHeaders } from './known-headers.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
@@ -66,12 +67,6 @@ export interface WritePathOptions {
   readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
   /** Task headers remembered (service and identity rank) so that file callbacks need not read them (0: none). */
   knownHeaders: number;
-}
-
-/** What a header said about its task: both only ever improve, so an old copy is a stale read, never a wrong one. */
-interface KnownHeader {
-  service: string;
-  identRank: string;
 }
 
 type FileChange = StoredWrite['file'];
@@ -89,12 +84,14 @@ export class WritePath {
   private readonly table: TableClient;
   private readonly deliveries: Deliveries;
   private readonly opts: WritePathOptions;
-  private readonly known = new Map<string, KnownHeader>();
+
+  private readonly known: KnownHeaders;
 
   constructor(table: TableClient, deliveries: Deliveries, opts: WritePathOptions) {
     this.table = table;
     this.deliveries = deliveries;
     this.opts = opts;
+    this.known = new KnownHeaders(opts.knownHeaders);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
@@ -139,13 +136,25 @@ export class WritePath {
     return fileFromItem(file);
   }
 
-  private async apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
-    const cb = d.callback;
+  /**
+   * Applies a callback whose raw body is already stored elsewhere (`ref`), with no delivery of its own:
+   * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
+   */
+  async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
+    return (await this.applyWith(cb, ref, async () => true, noCapacity())).outcome;
+  }
+
+  private apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
+    const ref = bodyRefOf(d);
+    return this.applyWith(d.callback, ref, () => this.deliveries.claim(d, ref, cap), cap);
+  }
+
+  /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */
+  private async applyWith(cb: Callback, ref: BodyRef, claim: () => Promise<boolean>, cap: Capacity): Promise<Outcome> {
     const refused = oversizedKey(cb) ?? tooDeep(cb);
     // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
     if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
 
-    const ref = bodyRefOf(d);
     const pk = Keys.taskPk(cb.id);
     const headerKey: Key = { pk, sk: Keys.headerSk(cb.appKey) };
     const fileName = fileNameOf(cb);
@@ -156,16 +165,16 @@ export class WritePath {
     // holds. A file callback needs the header only to see that the task exists as it would make it: a
     // header this worker saw with the same service and an identity at least as good is enough. An item
     // the callback most likely creates is not read at all (`likelyCreates`).
-    const known = this.known.get(headerKey.sk + headerKey.pk);
+    const known = this.known.get(headerKey);
     const headerKnown = !inHeader && known?.service === cb.service && known.identRank <= identRankOf(cb);
     const guessed = likelyCreates(cb) && (inHeader ? !known : true);
-    const [claimed, file, header] = await Promise.all([
-      this.deliveries.claim(d, ref, cap),
+    const [claimOk, file, header] = await Promise.all([
+      claim(),
       fileKey && !(guessed && !inHeader) ? this.table.get(fileKey, cap) : null,
       headerKnown || (guessed && inHeader) ? null : this.table.get(headerKey, cap, inHeader),
     ]);
-    this.remember(headerKey, header);
-    if (!claimed) {
+    this.known.remember(headerKey, header);
+    if (!claimOk) {
       return {
         outcome: 'quarantined',
         reason: 'replayed_signature',
@@ -176,15 +185,6 @@ export class WritePath {
     if (inHeader) return this.applyToHeaderItem(cb, ref, headerKey, header, guessed, fileKey, file, cap);
     const headerRead = headerKnown ? 'known' : header;
     return this.applyToFileItem(cb, ref, headerKey, headerRead, fileKey!, fileName!, file, guessed, cap);
-  }
-
-  private remember(key: Key, header: Item | null): void {
-    if (!header || this.opts.knownHeaders <= 0) return;
-    const id = key.sk + key.pk;
-    this.known.delete(id);
-    this.known.set(id, { service: header.service, identRank: header.identRank });
-    // Oldest first out: a Map iterates in insertion order.
-    if (this.known.size > this.opts.knownHeaders) this.known.delete(this.known.keys().next().value!);
   }
 
   /** A slice or an upload: recorded in its file. */
@@ -272,13 +272,13 @@ export class WritePath {
       if (consistent) {
         const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current));
         if (await this.table.putVersioned(item, current?.ver, cap)) {
-          this.remember(headerKey, item);
+          this.known.remember(headerKey, item);
           return { header: item, created: current === null };
         }
         await this.pause(attempt, cb);
       }
       current = await this.table.get(headerKey, cap);
-      this.remember(headerKey, current);
+      this.known.remember(headerKey, current);
       consistent = true;
     }
   }
@@ -301,7 +301,7 @@ export class WritePath {
       if (attempt > 1) {
         await this.pause(attempt, cb, guessed && attempt === 2);
         header = await this.table.get(headerKey, cap);
-        this.remember(headerKey, header);
+        this.known.remember(headerKey, header);
         if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
       }
       const keys = keysOf(header);
@@ -319,7 +319,7 @@ export class WritePath {
         [cb.key]: recordedValue(cb, ref),
       });
       if (await this.table.putVersioned(item, header?.ver, cap)) {
-        this.remember(headerKey, item);
+        this.known.remember(headerKey, item);
         const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
         return { outcome: 'applied', transition, file: fileChange, headerBefore: before };
       }

@@ -256,9 +256,20 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
   for (const [eventKey, value] of Object.entries(keysOf(header))) recorded.push({ eventKey, ...readRecorded(value) });
   const files = new Map<string, FileRecord>();
   const spilled: Item[] = [];
+  const legacyPrefix = `${Keys.partsPrefix(appKeyOf(header))}L`;
+  let carried = 0;
+  const carriedAttempts: Item[] = [];
   for (const item of parts) {
     if (item.sk.startsWith(recordedPrefix)) {
       spilled.push(item);
+      continue;
+    }
+    if (item.sk === legacyPrefix) {
+      carried += item.events ?? 0;
+      continue;
+    }
+    if (item.sk.startsWith(legacyPrefix)) {
+      carriedAttempts.push(item);
       continue;
     }
     const file = fileFromItem(item);
@@ -277,8 +288,17 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
     if (file && r.upload) file.attempts += 1;
     recorded.push({ eventKey: item.sk.slice(item.sk.lastIndexOf('#') + 1), timestamp: r.timestamp, ref: r.ref });
   }
+  for (const item of carriedAttempts) {
+    const file = files.get(item.fileName);
+    if (file) file.attempts += item.attempts ?? 0;
+  }
   return {
-    parts: { header: headerFromItem(header), files: [...files.values()], tally, eventCount: recorded.length },
+    parts: {
+      header: headerFromItem(header),
+      files: [...files.values()],
+      tally,
+      eventCount: recorded.length + carried,
+    },
     recorded,
     sortAt: header[SORT_AT],
   };

@@ -46,6 +46,12 @@ export const Keys = {
   recordedPrefix: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#`,
   recordedSk: (appKey: string, fileName: string, eventKey: string) =>
     `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#${eventKey}`,
+  /**
+   * Callbacks counted without their keys, in a table brought over from the earlier layout by `callbacks
+   * migrate` (their raw bodies had expired): the task's, and a file's attempts.
+   */
+  legacySk: (appKey: string) => `P#${scopeOf(appKey)}#L`,
+  legacyFileSk: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#L#${fileName.length}:${fileName}`,
   /** A delivery: the replay claim and the raw body, keyed by the replay key's digest, or the event key. */
   deliveryPk: (appKey: string, ref: string) => `DLV#${scopeOf(appKey)}#${ref}`,
   deliverySk: '#',

@@ -1,0 +1,70 @@
+// `callbacks migrate`: brings a table written by the earlier layout (one task per id, with a ledger entry
+// per callback) over to the current one (docs/task-store.md). Idempotent and resumable: a task is done once
+// its old header is gone, so an interrupted run is run again.
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { findLegacyTasks, migrateTable } from '../../lib/aws/dynamo/migrate.ts';
+import { plural } from '../format.ts';
+import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+
+export function register(program: Command): void {
+  withCommonOptions(
+    program
+      .command('migrate')
+      .description('bring tasks written by the earlier table layout over to the current one')
+      .option('--dry-run', 'count what would be brought over, write nothing')
+      .option('--yes', 'do not ask for confirmation'),
+  ).action(async (opts: CommonOptions & { dryRun?: boolean; yes?: boolean }) => {
+    await withTarget(opts, async (ctx) => {
+      const { dynamo: client, tableName } = ctx.target;
+      const waiting = (await findLegacyTasks(client, tableName)).length;
+      if (waiting === 0) {
+        if (opts.json) printJson({ tasks: 0, migrated: 0, callbacks: 0, carried: 0, failed: [] });
+        else ctx.out(`No task of the earlier layout in ${ctx.where}: nothing to do.`);
+        return;
+      }
+      if (!opts.yes && !opts.dryRun) {
+        if (!process.stdin.isTTY)
+          throw new CliError('migrate rewrites tasks: pass --yes to confirm when not at a terminal');
+        if (!(await confirm(`Bring ${plural(waiting, 'task')} over to the current layout in ${ctx.where}? [y/N] `))) {
+          ctx.out('Nothing migrated.');
+          return;
+        }
+      }
+      const bar =
+        process.stderr.isTTY && !opts.json
+          ? new SingleBar({ format: 'migrate [{bar}] {value}/{total} tasks', hideCursor: true, stream: process.stderr })
+          : null;
+      bar?.start(waiting, 0);
+      let result: Awaited<ReturnType<typeof migrateTable>>;
+      try {
+        result = await migrateTable({
+          client,
+          tableName,
+          dryRun: opts.dryRun,
+          onTask: (done, total) => {
+            if (bar && total !== bar.getTotal()) bar.setTotal(total);
+            bar?.update(done);
+          },
+        });
+      } finally {
+        bar?.stop();
+      }
+      if (opts.json) printJson(result);
+      else {
+        const verb = opts.dryRun ? 'Would bring over' : 'Brought over';
+        ctx.out(
+          `${verb} ${plural(result.migrated, 'task')} of ${result.tasks}: ${plural(result.callbacks, 'callback')} ` +
+            `with their raw bodies, ${result.carried} counted without (past their retention).`,
+        );
+      }
+      if (result.failed.length) {
+        const first = result.failed[0]!;
+        throw new CliError(
+          `${plural(result.failed.length, 'task')} could not be brought over (task ${first.taskId}: ${first.error}); ` +
+            'they keep the earlier layout: fix the cause and run callbacks migrate again.',
+        );
+      }
+    });
+  });
+}

@@ -1,0 +1,233 @@
+// `callbacks migrate`: a table written by the earlier layout brought over to this one (docs/task-store.md).
+// That layout kept one task per id: a header `#` with counters, `FILE#<name>` items, an `EVENT#<rank>`
+// ledger entry per distinct callback with its raw body, and `SIG#` claims. For each such task:
+//
+// 1. its header's facts are joined into the new header of its appKey, and each file's into the new file
+//    item (joins: a task already written under the new layout, or a second run, loses nothing);
+// 2. each ledger entry still there is applied as a callback whose raw body stays where it is (`L<timestamp>`
+//    refs), which records its key (a second run finds them recorded);
+// 3. what the ledger no longer holds (entries past their retention) is counted in small legacy items: the
+//    task's callbacks and each file's attempts, written once;
+// 4. the old header and files are deleted, the header last: a task whose old header is gone is done, so an
+//    interrupted run is simply run again. Ledger entries stay, as the raw archive, until their TTL.
+import { DeleteItemCommand, ScanCommand, type DynamoDBClient, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { parseCallback } from '../../domain/callback.ts';
+import {
+  emptyTally,
+  fileNameOf,
+  joinFiles,
+  joinHeaders,
+  joinTallies,
+  sameHeader,
+  type FileRecord,
+  type TaskHeader,
+} from '../../domain/task.ts';
+import type { Service } from '../../queue-message.ts';
+import { WritePath } from './apply-callback.ts';
+import { Deliveries } from './deliveries.ts';
+import { fileFromItem, fileToItem, headerFromItem, headerToItem, keysOf, tallyOf } from './items.ts';
+import { ContentionError, TableClient, backoff, noCapacity, type Item, type Key } from './table-client.ts';
+import { Keys, LegacyKeys } from './table.ts';
+
+export interface MigrationResult {
+  /** Tasks of the earlier layout found. */
+  tasks: number;
+  /** Of which brought over. */
+  migrated: number;
+  /** Callbacks whose ledger entry was there, recorded in the new layout. */
+  callbacks: number;
+  /** Callbacks counted without their raw body (expired from the ledger). */
+  carried: number;
+  failed: { taskId: string; error: string }[];
+}
+
+export interface MigrationOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Count, write nothing. */
+  dryRun?: boolean;
+  /** After each task. */
+  onTask?: (done: number, total: number) => void;
+  /** Tasks brought over at the same time (default 4). */
+  concurrency?: number;
+}
+
+const MAX_ATTEMPTS = 16;
+
+/** The task partitions that still hold a header of the earlier layout: one Scan of the table. */
+export async function findLegacyTasks(client: DynamoDBClient, tableName: string): Promise<string[]> {
+  const pks: string[] = [];
+  let start: Record<string, any> | undefined;
+  do {
+    const page: ScanCommandOutput = await client.send(
+      new ScanCommand({
+        TableName: tableName,
+        FilterExpression: 'sk = :h AND begins_with(pk, :t)',
+        ExpressionAttributeValues: marshall({ ':h': LegacyKeys.headerSk, ':t': Keys.taskPk('') }),
+        ProjectionExpression: 'pk',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) pks.push(item.pk!.S!);
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return pks;
+}
+
+export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
+  const pks = await findLegacyTasks(opts.client, opts.tableName);
+  const result: MigrationResult = { tasks: pks.length, migrated: 0, callbacks: 0, carried: 0, failed: [] };
+  const table = new TableClient(opts.client, opts.tableName);
+  const write = new WritePath(table, new Deliveries(table, 90, Date.now), {
+    maxAttempts: MAX_ATTEMPTS,
+    inlineKeys: 4,
+    knownHeaders: 0,
+    readAfterWrite: async () => null,
+  });
+  let next = 0;
+  let done = 0;
+  const work = async () => {
+    while (next < pks.length) {
+      const pk = pks[next++]!;
+      try {
+        const counts = await migrateTask(table, write, pk, opts.dryRun ?? false);
+        result.migrated += 1;
+        result.callbacks += counts.callbacks;
+        result.carried += counts.carried;
+      } catch (err) {
+        result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: describe(err) });
+      }
+      opts.onTask?.(++done, pks.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, pks.length) }, work));
+  return result;
+}
+
+const describe = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+
+async function migrateTask(
+  table: TableClient,
+  write: WritePath,
+  pk: string,
+  dryRun: boolean,
+): Promise<{ callbacks: number; carried: number }> {
+  const items: Item[] = [];
+  for await (const item of table.queryAll({
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': { S: pk } },
+    ConsistentRead: true,
+  })) {
+    items.push(item);
+  }
+  const old = items.find((i) => i.sk === LegacyKeys.headerSk);
+  if (!old) return { callbacks: 0, carried: 0 };
+  const oldFiles = items.filter((i) => i.sk.startsWith(LegacyKeys.filePrefix));
+  const ledger = items.filter((i) => i.sk.startsWith(LegacyKeys.eventPrefix));
+  const appKey: string = old.appKey;
+  const service: Service = old.service;
+
+  // The callbacks the ledger still holds, each with where its raw body stays.
+  const callbacks = ledger.flatMap((entry) => {
+    const parsed = parseCallback(entry.service ?? service, entry.raw);
+    return parsed.ok ? [{ cb: parsed.callback, ref: `L${entry.timestamp}` }] : [];
+  });
+  // The earlier layout counted every callback under the id, whatever its appKey; a callback of another
+  // appKey is recorded in that appKey's own task here, and leaves this one's count.
+  const uploads = new Map<string, number>();
+  for (const { cb } of callbacks) {
+    const name = cb.upload ? fileNameOf(cb) : null;
+    if (name) uploads.set(name, (uploads.get(name) ?? 0) + 1);
+  }
+  const carried = Math.max(0, (old.eventCount ?? 0) - callbacks.length);
+  if (dryRun) return { callbacks: callbacks.length, carried };
+
+  await joinInto(table, { pk, sk: Keys.headerSk(appKey) }, (current) => {
+    if (current && current.service !== service)
+      throw new Error(`appKey ${appKey} has a ${current.service} task with this id; this one is a ${service} task`);
+    const header = current ? joinHeaders(headerFromItem(current), legacyHeader(old)) : legacyHeader(old);
+    const tally = joinTallies(tallyOf(current), { lastError: old.lastError ?? null, updatedAt: old.updatedAt ?? null });
+    const same = current && sameHeader(headerFromItem(current), header) && sameJson(tally, tallyOf(current));
+    return same ? null : headerToItem({ pk, sk: Keys.headerSk(appKey) }, header, tally, keysOf(current));
+  });
+  for (const oldFile of oldFiles) {
+    const record = legacyFile(oldFile);
+    const key = { pk, sk: Keys.fileSk(appKey, record.fileName) };
+    await joinInto(table, key, (current) => {
+      const joined = current ? joinFiles(fileFromItem(current), record) : record;
+      if (current && sameJson(joined, fileFromItem(current))) return null;
+      return fileToItem(key, joined, current ? tallyOf(current) : emptyTally(), keysOf(current));
+    });
+  }
+  for (const { cb, ref } of callbacks) {
+    const outcome = await write.applyStored(cb, ref);
+    if (outcome === 'quarantined') throw new Error(`callback ${cb.key} can no longer be stored`);
+  }
+
+  // What the ledger no longer holds, counted once: a second run finds these written.
+  const once = (item: Item) => table.putIf(item, 'attribute_not_exists(pk)', undefined, noCapacity());
+  if (carried > 0) await once({ pk, sk: Keys.legacySk(appKey), events: carried });
+  for (const oldFile of oldFiles) {
+    const attempts = (oldFile.attempts ?? 0) - (uploads.get(oldFile.fileName) ?? 0);
+    if (attempts > 0)
+      await once({ pk, sk: Keys.legacyFileSk(appKey, oldFile.fileName), fileName: oldFile.fileName, attempts });
+  }
+
+  for (const item of [...oldFiles, old]) {
+    await table.client.send(
+      new DeleteItemCommand({ TableName: table.table, Key: marshall({ pk: item.pk, sk: item.sk }) }),
+    );
+  }
+  return { callbacks: callbacks.length, carried };
+}
+
+/** A versioned read-join-put of one item; `join` gives the item to put, or null when nothing changes. */
+async function joinInto(table: TableClient, key: Key, join: (current: Item | null) => Item | null): Promise<void> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    if (attempt > 1) await backoff(attempt);
+    const current = await table.get(key, noCapacity());
+    const next = join(current);
+    if (!next || (await table.putVersioned(next, current?.ver, noCapacity()))) return;
+  }
+  throw new ContentionError(`${key.pk} ${key.sk} stayed contended`);
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** The facts of an earlier header (its counters, status and tokens are not facts: they are recounted). */
+function legacyHeader(item: Item): TaskHeader {
+  return {
+    service: item.service,
+    id: item.id,
+    identRank: item.identRank,
+    // The identity's timestamp is the first 16 digits of its rank, after the start-first flag.
+    identAt: Number(String(item.identRank).slice(1, 17)),
+    appKey: item.appKey,
+    roomId: item.roomId ?? null,
+    sessionId: item.sessionId ?? null,
+    userId: item.userId ?? null,
+    mode: item.mode ?? null,
+    extra: item.extra ?? null,
+    configRank: item.configRank ?? null,
+    config: item.config ?? null,
+    startRank: item.startRank ?? null,
+    startedAt: item.startedAt ?? null,
+    startFileName: item.startFileName ?? null,
+    endRank: item.endRank ?? null,
+    endedAt: item.endedAt ?? null,
+    endOk: item.endOk ?? false,
+    startOrEndFailed: item.startOrEndFailed ?? false,
+  };
+}
+
+function legacyFile(item: Item): FileRecord {
+  return {
+    fileName: item.fileName,
+    sizeRank: item.sizeRank ?? null,
+    size: item.size ?? null,
+    upload: item.upload ?? null,
+    firstFailureAt: item.firstFailureAt ?? null,
+    attempts: 0,
+  };
+}

@@ -1,0 +1,229 @@
+// `callbacks migrate` on a table the earlier layout wrote (test/fixtures/legacy-layout/table.json: three
+// tasks, 54 deliveries, filled by that layout's own worker): every task comes out equal to the oracle of
+// its callbacks with exact counts, also when part of its ledger has expired, when a run is interrupted at
+// any write and run again, and when run twice; then the worker goes on applying callbacks to it.
+import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  PutItemCommand,
+  ScanCommand,
+  type AttributeValue,
+  type ScanCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { migrateTable } from '../lib/aws/dynamo/migrate.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { eventKey } from '../lib/domain/canonical.ts';
+import { reduceTasks } from '../lib/domain/reduce-task.ts';
+import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startDynamo, dynamoClient, type LocalDynamo } from '../lib/local/dynamo.ts';
+import { setLogSink } from '../lib/log.ts';
+import type { Service } from '../lib/queue-message.ts';
+import { faultyClient } from './support/faulty-client.ts';
+import { mustParse } from './support/lifecycles.ts';
+
+type Raw = Record<string, AttributeValue>;
+const fixture = JSON.parse(readFileSync(new URL('./fixtures/legacy-layout/table.json', import.meta.url), 'utf8')) as {
+  sends: { service: Service; body: Record<string, unknown> }[];
+  items: Raw[];
+};
+const expected = reduceTasks(fixture.sends.map((s) => mustParse(s.service, s.body)));
+const distinct = (taskId: string) =>
+  new Set(fixture.sends.filter((s) => (s.body.recordId ?? s.body.imageId) === taskId).map((s) => eventKey(s.body)))
+    .size;
+
+let db: LocalDynamo;
+let restoreSink: ReturnType<typeof setLogSink>;
+let tables = 0;
+
+beforeAll(async () => {
+  db = await startDynamo();
+  restoreSink = setLogSink(() => undefined);
+});
+afterAll(async () => {
+  setLogSink(restoreSink);
+  await db.stop();
+});
+
+/** A table of its own holding the fixture's items, less those `drop` says expired. */
+async function legacyTable(drop: (item: Raw, i: number) => boolean = () => false): Promise<string> {
+  const tableName = `legacy-${++tables}`;
+  await db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+  for (const [i, item] of fixture.items.entries()) {
+    if (!drop(item, i)) await db.client.send(new PutItemCommand({ TableName: tableName, Item: item }));
+  }
+  return tableName;
+}
+
+async function scan(tableName: string): Promise<Raw[]> {
+  const items: Raw[] = [];
+  let start: Raw | undefined;
+  do {
+    const page: ScanCommandOutput = await db.client.send(
+      new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }),
+    );
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) => number) {
+  const store = new DynamoTaskStore({ client: db.client, tableName });
+  for (const task of expected) {
+    expect(await store.getTask(task.id)).toEqual(task);
+    expect(task.eventCount).toBe(distinct(task.id));
+    expect((await store.listEvents(task.id)).length).toBe(ledgerLeft(task.id));
+  }
+  // No header or file of the earlier layout is left; its ledger stays as the raw archive.
+  const left = (await scan(tableName)).filter((i) => i.pk!.S!.startsWith('TASK#') && /^(#|FILE#)/.test(i.sk!.S!));
+  expect(left).toEqual([]);
+}
+
+test('every task equal to the oracle of its callbacks, counts exact; a second run finds nothing to do', async () => {
+  const tableName = await legacyTable();
+  const result = await migrateTable({ client: db.client, tableName });
+  expect(result).toEqual({ tasks: 3, migrated: 3, callbacks: 48, carried: 0, failed: [] });
+  await expectMigrated(tableName, distinct);
+  expect(await migrateTable({ client: db.client, tableName })).toEqual({
+    tasks: 0,
+    migrated: 0,
+    callbacks: 0,
+    carried: 0,
+    failed: [],
+  });
+  await expectMigrated(tableName, distinct);
+  await db.client.send(new DeleteTableCommand({ TableName: tableName }));
+});
+
+test('ledger entries past their retention: the task is still whole, the expired callbacks counted without their body', async () => {
+  // Every third ledger entry gone, as the TTL would have taken the oldest.
+  let n = 0;
+  const expired = new Map<string, number>();
+  const tableName = await legacyTable((item) => {
+    const sk = item.sk!.S!;
+    if (!item.pk!.S!.startsWith('TASK#') || !sk.startsWith('EVENT#') || n++ % 3 !== 0) return false;
+    const id = item.pk!.S!.slice('TASK#'.length);
+    expired.set(id, (expired.get(id) ?? 0) + 1);
+    return true;
+  });
+  const gone = [...expired.values()].reduce((a, b) => a + b, 0);
+  expect(gone).toBeGreaterThan(10);
+  const result = await migrateTable({ client: db.client, tableName });
+  expect(result).toMatchObject({ tasks: 3, migrated: 3, callbacks: 48 - gone, carried: gone, failed: [] });
+  await expectMigrated(tableName, (id) => distinct(id) - (expired.get(id) ?? 0));
+});
+
+test('interrupted at any write and run again: the same tasks, counts exact', async () => {
+  const probe = await legacyTable();
+  const counter = faultyClient(db.client, { failWrite: 0, when: 'after' });
+  await migrateTable({ client: counter.client, tableName: probe, concurrency: 1 });
+  const writes = counter.writes();
+  expect(writes).toBeGreaterThan(50);
+  for (let k = 1; k <= writes; k += 7) {
+    const tableName = await legacyTable();
+    const faulty = faultyClient(db.client, { failWrite: k, when: k % 2 ? 'after' : 'before' });
+    const first = await migrateTable({ client: faulty.client, tableName, concurrency: 1 });
+    expect(faulty.fired()).toBe(true);
+    expect(first.failed).toHaveLength(1);
+    const second = await migrateTable({ client: db.client, tableName });
+    expect(second.failed).toEqual([]);
+    await expectMigrated(tableName, distinct);
+    await db.client.send(new DeleteTableCommand({ TableName: tableName }));
+  }
+}, 120_000);
+
+test('the worker goes on with a migrated task: a redelivered callback is a duplicate, a new one counts', async () => {
+  const tableName = await legacyTable();
+  await migrateTable({ client: db.client, tableName });
+  const store = new DynamoTaskStore({ client: db.client, tableName });
+  const send = fixture.sends.find((s) => s.body.imageId)!;
+  const redelivered = await store.applyCallback({
+    callback: mustParse(send.service, send.body),
+    raw: JSON.stringify(send.body),
+    receivedAt: 1_763_900_000_000,
+    verdict: 'valid',
+    mode: 'enforce',
+    requestId: null,
+    messageId: 'again',
+    signatureKey: 'another-nonce',
+  });
+  expect(redelivered.outcome).toBe('duplicate');
+  const later = { ...send.body, timestamp: Number(send.body.timestamp) + 1, code: 200 };
+  const applied = await store.applyCallback({
+    callback: mustParse(send.service, later),
+    raw: JSON.stringify(later),
+    receivedAt: 1_763_900_000_000,
+    verdict: 'valid',
+    mode: 'enforce',
+    requestId: null,
+    messageId: 'new',
+    signatureKey: 'yet-another-nonce',
+  });
+  expect(applied.outcome).toBe('applied');
+  const id = String(send.body.imageId);
+  const callbacks = [...fixture.sends.filter((s) => s.body.imageId === id).map((s) => mustParse(s.service, s.body))];
+  callbacks.push(mustParse(send.service, later));
+  expect(await store.getTask(id)).toEqual(reduceTasks(callbacks)[0]);
+});
+
+describe('callbacks migrate, as a user runs it', () => {
+  let dir: string;
+  let stack: LocalStack;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'callbacks-migrate-'));
+    stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
+    const client = dynamoClient(stack.info.dynamoEndpoint);
+    for (const item of fixture.items)
+      await client.send(new PutItemCommand({ TableName: stack.info.tableName, Item: item }));
+    client.destroy();
+  });
+  afterAll(async () => {
+    await stack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const cli = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const root = new URL('..', import.meta.url).pathname;
+      const env: Record<string, string> = { AWS_EC2_METADATA_DISABLED: 'true', NO_COLOR: '1' };
+      for (const [k, v] of Object.entries(process.env))
+        if (v !== undefined && !/^(AWS_|TASKS_TABLE)/.test(k)) env[k] = v;
+      execFile(
+        join(root, 'node_modules/.bin/node'),
+        [join(root, 'bin/callbacks.js'), ...args],
+        { cwd: dir, env, timeout: 60_000 },
+        (err, stdout, stderr) => resolve({ code: err ? Number(err.code) || 1 : 0, stdout, stderr }),
+      );
+    });
+
+  test('--dry-run counts, asks for --yes when not at a terminal, then brings everything over once', async () => {
+    expect(JSON.parse((await cli(['migrate', '--dry-run', '--json'])).stdout)).toEqual({
+      tasks: 3,
+      migrated: 3,
+      callbacks: 48,
+      carried: 0,
+      failed: [],
+    });
+    const refused = await cli(['migrate']);
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: 'callbacks: migrate rewrites tasks: pass --yes to confirm when not at a terminal\n',
+    });
+    const run = await cli(['migrate', '--yes']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n',
+    );
+    expect((await cli(['migrate', '--yes'])).stdout).toMatch(
+      /^No task of the earlier layout in .*: nothing to do\.\n$/,
+    );
+    const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);
+    expect(task).toEqual(expected[0]);
+  });
+});
