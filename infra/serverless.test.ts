@@ -91,6 +91,8 @@ beforeAll(() => {
       'signatureMode=report',
       '--param',
       'alarmEmail=ops@example.com',
+      '--param',
+      'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
     ],
     { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -195,6 +197,7 @@ describe('functions', () => {
       SIGNATURE_MODE: ref('SignatureMode'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
+      ALLOWED_SOURCE_CIDRS: ref('AllowedSourceCidrs'),
       CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
       SECRETS_REFRESH_S: '300',
       LOG_LEVEL: ref('LogLevel'),
@@ -230,6 +233,11 @@ describe('functions', () => {
     expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
+    const cidrs = template.Parameters.AllowedSourceCidrs;
+    expect(cidrs.Default).toBe('203.0.113.0/24,2001:db8::/32');
+    expect(new RegExp(cidrs.AllowedPattern).test('')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8, ::ffff:10.0.0.0/104')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8;rm')).toBe(false);
   });
 
   test('the function log groups and the access log keep 30 days', () => {

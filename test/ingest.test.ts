@@ -48,6 +48,7 @@ interface EventInput {
   base64?: boolean;
   headers?: Record<string, string>;
   query?: string;
+  sourceIp?: string;
 }
 
 function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
@@ -65,7 +66,7 @@ function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
       apiId: 'api',
       domainName: 'example.com',
       domainPrefix: 'example',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: input.sourceIp ?? '192.0.2.1', userAgent: 'test' },
       requestId,
       routeKey: '$default',
       stage: '$default',
@@ -703,6 +704,73 @@ describe('secrets', () => {
       parameterValue = JSON.stringify({ 'demo-app': [SECRET] });
       expect((await send()).statusCode).toBe(200);
     });
+  });
+});
+
+describe('source-IP allow-list (ALLOWED_SOURCE_CIDRS)', () => {
+  const allowList = { ALLOWED_SOURCE_CIDRS: '192.0.2.0/28, 2001:db8:10::/48' };
+
+  test.each([
+    ['the first IPv4 address of the range', '192.0.2.0', 200],
+    ['the last IPv4 address of the range', '192.0.2.15', 200],
+    ['the next IPv4 address', '192.0.2.16', 403],
+    ['an IPv4-mapped IPv6 address inside', '::ffff:192.0.2.9', 200],
+    ['an IPv4-mapped IPv6 address outside', '::ffff:192.0.2.99', 403],
+    ['an IPv6 address inside', '2001:db8:10:ffff::1', 200],
+    ['an IPv6 address outside', '2001:db8:11::1', 403],
+    ['no source address at all', '', 403],
+  ])('%s (%s) -> %i', async (_name, sourceIp, status) => {
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders(), sourceIp }),
+      deps({ env: allowList }),
+    );
+    expect(response.statusCode).toBe(status);
+    if (status === 200) {
+      expect((await receiveOne())?.Body).toBe(recordingBody);
+    } else {
+      expect(parse(response.body)).toEqual({
+        error: { code: 'source_not_allowed', message: 'Requests from this source address are not accepted.' },
+      });
+      await expectQueueEmpty();
+      expect(lines.filter((l) => l.event === 'callback_request')).toEqual([
+        expect.objectContaining({
+          level: 'warn',
+          event: 'callback_request',
+          status: 403,
+          code: 'source_not_allowed',
+          sourceIp: sourceIp || '(none)',
+        }),
+      ]);
+    }
+  });
+
+  test('checked first: an outside address gets 403 even for a bad path, a bad method or a bad signature', async () => {
+    for (const input of [
+      { path: '/nowhere', method: 'GET' },
+      { method: 'GET' },
+      { body: 'not json' },
+      { body: recordingBody, headers: signedHeaders('wrong') },
+    ]) {
+      const response = await handleCallbackRequest(
+        httpApiEvent({ ...input, sourceIp: '198.51.100.1' }),
+        deps({ env: allowList }),
+      );
+      expect({ input, status: response.statusCode, code: parse(response.body).error.code }).toEqual({
+        input,
+        status: 403,
+        code: 'source_not_allowed',
+      });
+    }
+    await expectQueueEmpty();
+  });
+
+  test('unset: every address is accepted', async () => {
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders(), sourceIp: '198.51.100.1' }),
+      deps(),
+    );
+    expect(response.statusCode).toBe(200);
+    await receiveOne();
   });
 });
 

@@ -3,6 +3,7 @@ import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
+import { parseCidr } from '../../lib/ingest/source-ip.ts';
 import type { SignatureMode } from '../../lib/queue-message.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 
@@ -12,6 +13,7 @@ interface DevOptions {
   memory?: boolean;
   dataDir: string;
   signatureMode?: SignatureMode;
+  allowCidr?: string[];
   retryDelay: number;
   quiet?: boolean;
   color?: boolean;
@@ -22,6 +24,20 @@ function portNumber(text: string): number {
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
   return n;
+}
+
+/** Repeatable, and each value may itself be a comma-separated list; every range is checked as the ingest will. */
+function cidrList(text: string, previous: string[] = []): string[] {
+  const entries = text
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  try {
+    for (const entry of entries) parseCidr(entry, '--allow-cidr');
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message.replace(/^--allow-cidr: /, ''));
+  }
+  return [...previous, ...entries];
 }
 
 function seconds(text: string): number {
@@ -46,6 +62,11 @@ export function register(program: Command): void {
       ).choices(['enforce', 'report', 'off']),
     )
     .option(
+      '--allow-cidr <cidr>',
+      'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list (default: ALLOWED_SOURCE_CIDRS, else any address)',
+      cidrList,
+    )
+    .option(
       '--retry-delay <seconds>',
       `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`,
       seconds,
@@ -60,6 +81,7 @@ export function register(program: Command): void {
         memory: opts.memory ?? false,
         dataDir: opts.dataDir,
         signatureMode: opts.signatureMode,
+        allowedSourceCidrs: opts.allowCidr,
         retryDelaySeconds: opts.retryDelay,
         quiet: opts.quiet ?? false,
       });
@@ -97,6 +119,7 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
         ['signature', stack.signatureMode],
+        ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],

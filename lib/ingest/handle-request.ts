@@ -42,6 +42,8 @@ interface RequestLog {
   bytes?: number;
   reason?: string;
   latencyMs?: number;
+  /** Only on a request refused by the source allow-list. */
+  sourceIp?: string;
 }
 
 type Level = 'info' | 'warn' | 'error';
@@ -110,6 +112,17 @@ async function answer(
   const receivedAt = deps.now();
   const method = (event.requestContext?.http?.method ?? '').toUpperCase();
   const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
+
+  // First of all: an address outside the allow-list learns nothing else about the endpoint.
+  if (settings.allowedSources) {
+    const sourceIp = event.requestContext?.http?.sourceIp;
+    if (!settings.allowedSources.allows(sourceIp)) {
+      log.route = clip(`${method} ${rawPath}`);
+      log.sourceIp = clip(sourceIp || '(none)', 64);
+      outcome.level = 'warn';
+      return fail('source_not_allowed', 'Requests from this source address are not accepted.');
+    }
+  }
 
   const service = serviceForPath(rawPath);
   log.route = clip(`${method} ${rawPath}`);

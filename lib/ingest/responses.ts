@@ -9,6 +9,8 @@ export const errorStatus = {
   invalid_signature: 401,
   stale_timestamp: 401,
   unknown_app_key: 403,
+  /** ALLOWED_SOURCE_CIDRS is set and the source address is outside every range. */
+  source_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   body_too_large: 413,

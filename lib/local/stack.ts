@@ -29,6 +29,7 @@ import type { SignatureMode } from '../queue-message.ts';
 import { LOCAL_REGION, LOCAL_STAGE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { createGateway } from './http-gateway.ts';
+import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 
 /** CALLBACK_SECRETS when it is not set: the documented demo appKey. */
@@ -50,6 +51,8 @@ export interface LocalStackOptions {
   secrets?: Record<string, readonly string[]>;
   /** Default: env SIGNATURE_MODE, else enforce. */
   signatureMode?: SignatureMode;
+  /** Source ranges allowed to post callbacks (ALLOWED_SOURCE_CIDRS); default: that env variable, else any. */
+  allowedSourceCidrs?: readonly string[];
   /** Silences the JSON log lines of the handlers and the poller while the stack runs. */
   quiet?: boolean;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
@@ -67,6 +70,8 @@ export interface LocalStack {
   info: LocalStackInfo;
   stackFile: string;
   signatureMode: SignatureMode;
+  /** The source ranges allowed, normalised; empty when every address is. */
+  allowedSources: readonly string[];
   /** The appKeys that have a secret (never the secrets). */
   appKeys: string[];
   /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */
@@ -203,6 +208,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const stackFile = stackFilePath(cwd);
   const signatureMode = resolveMode(opts, env);
   const secrets = resolveSecrets(opts, env);
+  // Checked here with the ingest's own parser, so a bad range fails the start with its sentence.
+  const allowedSourceCidrs = opts.allowedSourceCidrs?.join(',') ?? env.ALLOWED_SOURCE_CIDRS ?? '';
+  const allowedSources = parseAllowList(
+    allowedSourceCidrs,
+    opts.allowedSourceCidrs ? '--allow-cidr' : 'ALLOWED_SOURCE_CIDRS',
+  );
   const names = resourceNames(LOCAL_STAGE);
 
   const running = readLocalStack(cwd);
@@ -291,6 +302,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
+      ALLOWED_SOURCE_CIDRS: allowedSourceCidrs,
     });
     ingest = handlers.ingest;
 
@@ -332,6 +344,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       info,
       stackFile,
       signatureMode,
+      allowedSources: allowedSources?.ranges ?? [],
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
       poller: { stats: started.stats, busy: () => started.busy() },
