@@ -46,6 +46,7 @@ describe('responses', () => {
       invalid_signature: 401,
       stale_timestamp: 401,
       unknown_app_key: 403,
+      source_not_allowed: 403,
       not_found: 404,
       method_not_allowed: 405,
       body_too_large: 413,
