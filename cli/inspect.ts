@@ -1,8 +1,9 @@
 // What the inspection commands share: the target options, opening and closing the target, and turning
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
+import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { TargetError, oneLine, openTarget, type Target } from './target.ts';
-import { colorsFor, type Colors } from './format.ts';
+import { colorsFor, parseTimePoint, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -78,4 +79,30 @@ function guardStdout(): void {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
+}
+
+/** Asks a yes/no question on the terminal; anything but y or yes is a no. */
+export async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** Parses a --since/--until value; commander reports a refusal as one line. */
+export function timePoint(text: string): number {
+  try {
+    return parseTimePoint(text, Date.now());
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+/** A time range given backwards is a mistake, not an empty result. */
+export function checkRange(since: number | undefined, until: number | undefined): void {
+  if (since !== undefined && until !== undefined && since > until) {
+    throw new CliError('--since is later than --until: the range is reversed');
+  }
 }

@@ -22,6 +22,8 @@ export interface LocalStackInfo {
   dlqUrl: string;
   dataDir: string | null;
   startedAt: string;
+  /** Where the stack's secrets come from (never the secrets): env CALLBACK_SECRETS, an option, or the demo key. */
+  secretsSource?: 'option' | 'env' | 'default';
 }
 
 export interface QueueDepth {
@@ -34,6 +36,10 @@ export interface Target {
   /** One sentence naming what is targeted, for messages. */
   describe: string;
   kind: 'local' | 'aws';
+  /** The local stack's file, when the target is the local stack. */
+  local: LocalStackInfo | null;
+  /** The deployed stage named by --stage, if any. */
+  stage: string | null;
   tableName: string;
   region: string;
   queueUrl: string | null;
@@ -86,6 +92,7 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
   if (env.TASKS_TABLE) {
     return openAws({
+      stage: null,
       tableName: env.TASKS_TABLE,
       region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
       queueUrl: env.QUEUE_URL ?? null,
@@ -117,6 +124,8 @@ export function openLocal(local: LocalStackInfo): Target {
   });
   return assemble({
     kind: 'local',
+    local,
+    stage: null,
     describe: `the local stack at ${local.url} (table ${local.tableName})`,
     tableName: local.tableName,
     region: local.region,
@@ -144,10 +153,18 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
   const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
   const dlqUrl = await urlOf(`${service}-${stage}-callbacks-dlq`);
   sqs.destroy();
-  return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
+  return openAws({
+    stage,
+    tableName,
+    region,
+    queueUrl,
+    dlqUrl,
+    describe: `stage ${stage} in ${region} (table ${tableName})`,
+  });
 }
 
 async function openAws(o: {
+  stage: string | null;
   tableName: string;
   region: string | undefined;
   queueUrl: string | null;
@@ -166,6 +183,8 @@ async function openAws(o: {
   }
   return assemble({
     kind: 'aws',
+    local: null,
+    stage: o.stage,
     describe: o.describe,
     tableName: o.tableName,
     region: o.region,

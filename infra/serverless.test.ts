@@ -491,11 +491,13 @@ describe('operations', () => {
         '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }',
         namespace,
       ],
+      SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
     expect(bundle('ingest')).toContain('callback_request');
+    expect(bundle('ingest')).toContain('setAside');
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
   });
@@ -552,6 +554,11 @@ describe('operations', () => {
       },
       QuarantinedCallbacksAlarm: {
         metric: `${namespace} QuarantinedCallbacks`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      SetAsideCallbacksAlarm: {
+        metric: `${namespace} SetAsideCallbacks`,
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },

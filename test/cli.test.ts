@@ -452,20 +452,22 @@ describe('quarantine list', () => {
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
       'RECEIVED',
       'REASON',
-      'DETAIL',
       'SERVICE',
-      'APP KEY',
       'TASK',
+      'APP KEY',
       'SIGNATURE',
+      'APPLIED',
+      'DETAIL',
     ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       new Date(now - 5000).toISOString().replace('.000Z', 'Z'),
       'invalid_signature',
-      'the signature did not match any configured secret',
       'recording',
-      'demo-app',
       'rec-forged',
+      'demo-app',
       'invalid',
+      '-',
+      'the signature did not match any configured secret',
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);

@@ -473,6 +473,53 @@ describe('signature matrix', () => {
     );
     expect(attr(await receiveOne(), Attr.signatureKey)).toBeUndefined();
   });
+
+  test('the signature values travel only with a verdict other than valid, with where each came from', async () => {
+    const wrong = signedHeaders('wrong');
+    await handleCallbackRequest(
+      httpApiEvent({
+        body,
+        headers: { 'RC-Nonce': wrong['RC-Nonce']!, 'RC-App-Key': 'demo-app' },
+        query: `timestamp=${NOW}&signature=${wrong['RC-Signature']}`,
+      }),
+      deps({ mode: 'report' }),
+    );
+    const kept = attr(await receiveOne(), Attr.signatureValues)?.StringValue;
+    expect(JSON.parse(kept ?? 'null')).toEqual({
+      nonce: 'nonce-1',
+      timestamp: String(NOW),
+      signature: wrong['RC-Signature'],
+      appKey: 'demo-app',
+      from: { nonce: 'header', timestamp: 'query', signature: 'query', appKey: 'header' },
+    });
+    // Never the secret.
+    expect(kept).not.toContain('wrong');
+
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders() }), deps({ mode: 'report' }));
+    const valid = await receiveOne();
+    expect(attr(valid, Attr.verdict)?.StringValue).toBe('valid');
+    expect(attr(valid, Attr.signatureValues)).toBeUndefined();
+
+    await handleCallbackRequest(httpApiEvent({ body, headers: {} }), deps({ mode: 'report' }));
+    expect(attr(await receiveOne(), Attr.signatureValues)).toBeUndefined();
+  });
+
+  test('report mode: a callback the worker will set aside is logged as such, at warn level', async () => {
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders('wrong') }), deps({ mode: 'report' }));
+    await receiveOne();
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders() }), deps({ mode: 'report' }));
+    await receiveOne();
+    const requests = lines.filter((l) => l.event === 'callback_request');
+    expect(requests[0]).toMatchObject({
+      level: 'warn',
+      status: 200,
+      verdict: 'invalid',
+      setAside: true,
+      note: expect.stringContaining('callbacks quarantine apply'),
+    });
+    expect(requests[1]).toMatchObject({ level: 'info', status: 200, verdict: 'valid' });
+    expect(requests[1]).not.toHaveProperty('setAside');
+  });
 });
 
 describe('the log line', () => {

@@ -1,12 +1,19 @@
 // `callbacks dlq list|redrive`: the callbacks the worker gave up on, and sending them back to the main
 // queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts.
-import { createInterface } from 'node:readline/promises';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { TargetError, type Target } from '../target.ts';
 import { callbackTypeName, isoTime, plural, table } from '../format.ts';
-import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import {
+  CliError,
+  confirm,
+  positiveInt,
+  printJson,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+} from '../inspect.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
@@ -128,13 +135,4 @@ function urlOf(target: Target, which: 'queue' | 'dlq'): string {
     );
   }
   return url;
-}
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
 }

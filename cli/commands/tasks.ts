@@ -1,6 +1,6 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { StoredEvent, TaskQuery, TaskSummary } from '../../lib/domain/task-store.ts';
 import type { FileView, Task, TaskStatus } from '../../lib/domain/task.ts';
 import {
@@ -9,13 +9,20 @@ import {
   fields,
   humanSize,
   isoTime,
-  parseTimePoint,
   plural,
   table,
   timeWithRelative,
   type Colors,
 } from '../format.ts';
-import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import {
+  CliError,
+  positiveInt,
+  printJson,
+  timePoint,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+} from '../inspect.ts';
 
 const STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
@@ -27,10 +34,30 @@ export function register(program: Command): void {
   withCommonOptions(tasks.command('get <id>').description('one task (recordId or imageId) with its files')).action(
     async (id: string, opts: CommonOptions) => {
       await withTarget(opts, async (ctx) => {
-        const task = await ctx.target.tasks.getTask(id);
-        if (!task) throw new CliError(`no task ${id} in ${ctx.where}`);
-        if (opts.json) printJson(task);
-        else ctx.out(renderTask(task, ctx.c, ctx.now));
+        const [task, quarantined] = await Promise.all([
+          ctx.target.tasks.getTask(id),
+          ctx.target.tasks.countQuarantined(id),
+        ]);
+        const seeQuarantine = `callbacks quarantine list --task ${id}`;
+        if (!task) {
+          const held =
+            quarantined > 0
+              ? `; ${plural(quarantined, 'quarantined callback names', 'quarantined callbacks name')} it (see them: ${seeQuarantine})`
+              : '';
+          throw new CliError(`no task ${id} in ${ctx.where}${held}`);
+        }
+        if (opts.json) {
+          printJson(task);
+          return;
+        }
+        ctx.out(renderTask(task, ctx.c, ctx.now));
+        if (quarantined > 0) {
+          ctx.out(
+            ctx.c.yellow(
+              `\n${plural(quarantined, 'quarantined callback names', 'quarantined callbacks name')} this task: ${seeQuarantine}`,
+            ),
+          );
+        }
       });
     },
   );
@@ -119,14 +146,6 @@ interface ListOptions {
   until?: number;
   limit: number;
   jsonl?: boolean;
-}
-
-function timePoint(text: string): number {
-  try {
-    return parseTimePoint(text, Date.now());
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -27,13 +27,13 @@ import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
 import type { SignatureMode } from '../queue-message.ts';
 import { LOCAL_REGION, LOCAL_STAGE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
+import { DEFAULT_SECRETS } from './demo-secrets.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { createGateway } from './http-gateway.ts';
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 
-/** CALLBACK_SECRETS when it is not set: the documented demo appKey. */
-export const DEFAULT_SECRETS = { 'demo-app': ['demo-secret'] } as const;
+export { DEFAULT_SECRETS };
 /** Seconds before a failed record is retried locally (deployed: the queue's 180 s visibility time-out). */
 export const DEFAULT_RETRY_DELAY_S = 10;
 
@@ -333,6 +333,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       dlqUrl: queues.dlq.url,
       dataDir,
       startedAt: new Date().toISOString(),
+      secretsSource: secrets.source,
     };
     await writeStackFile(stackFile, info);
     ready = true;

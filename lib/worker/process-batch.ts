@@ -3,10 +3,11 @@
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import { parseCallback, type Callback } from '../domain/callback.ts';
+import { namedTask } from '../domain/minimal-check.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import type { QueuedCallback } from '../queue-message.ts';
+import { quarantinedVerdicts, type QueuedCallback, type Service } from '../queue-message.ts';
 import { readRecord } from './read-record.ts';
 
 export interface WorkerDeps {
@@ -79,21 +80,13 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     return quarantineUnparsed(record, deps, read.reason);
   }
   const msg = read.message;
-  let parsed: ParseResult;
-  try {
-    parsed = parseCallback(msg.service, msg.body);
-  } catch (err) {
-    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
-    // can never be read here: retrying it would only fail again, so it is kept aside.
-    const reason =
-      err instanceof RangeError
-        ? 'the body is nested too deeply to be read'
-        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
-    return quarantine(msg, deps, 'invalid_callback', reason, null, null);
+  const parsed = parseQueued(msg.service, msg.body);
+  if (!parsed.ok) {
+    const named = parsed.named;
+    return quarantine(msg, deps, 'invalid_callback', parsed.detail, named.appKey, named.id);
   }
-  if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
   const cb = parsed.callback;
-  if (msg.verdict === 'invalid') {
+  if (quarantinedVerdicts.includes(msg.verdict)) {
     return quarantine(
       msg,
       deps,
@@ -150,6 +143,37 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   }
 }
 
+export type ParsedQueued =
+  | { ok: true; callback: Callback }
+  | { ok: false; detail: string; named: { appKey: string | null; id: string | null } };
+
+/**
+ * The full parse of a queued body, with today's code. A body that fails it still names its task when it
+ * has an id (`type: 2` without `output`, say), so the quarantine can file it under that task.
+ */
+export function parseQueued(service: Service, body: string): ParsedQueued {
+  const named = () => {
+    try {
+      return namedTask(service, JSON.parse(body));
+    } catch {
+      return { appKey: null, id: null };
+    }
+  };
+  try {
+    const parsed = parseCallback(service, body);
+    if (parsed.ok) return { ok: true, callback: parsed.callback };
+    return { ok: false, detail: parsed.errors.join('; '), named: named() };
+  } catch (err) {
+    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
+    // can never be read here: retrying it would only fail again, so it is kept aside.
+    const detail =
+      err instanceof RangeError
+        ? 'the body is nested too deeply to be read'
+        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
+    return { ok: false, detail, named: err instanceof RangeError ? { appKey: null, id: null } : named() };
+  }
+}
+
 /** A queued message and its parsed callback, as the store applies them. */
 export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
   return {
@@ -161,6 +185,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     requestId: msg.requestId,
     messageId: msg.messageId,
     signatureKey: msg.signatureKey,
+    heldSignature: msg.heldSignature,
   };
 }
 
@@ -184,6 +209,8 @@ async function quarantine(
       messageId: msg.messageId,
       appKey: appKey ?? (msg.appKey || null),
       taskId,
+      mode: msg.mode,
+      signature: msg.heldSignature,
     });
     deps.log.warn('callback_quarantined', {
       messageId: msg.messageId,
@@ -217,6 +244,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       verdict: 'missing',
       mode: 'enforce',
       signatureKey: null,
+      heldSignature: null,
     },
     deps,
     'invalid_callback',

@@ -12,6 +12,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  UpdateItemCommand,
   type AttributeValue,
   type ConsumedCapacity,
   type DynamoDBClient,
@@ -40,12 +41,15 @@ import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
+  QuarantineApplied,
   QuarantineEntry,
+  QuarantineQuery,
   StoredEvent,
   TaskQuery,
   TaskStore,
   TaskSummary,
 } from '../../domain/task-store.ts';
+import type { SignatureVerdict } from '../../queue-message.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 type Item = Record<string, any>;
@@ -252,6 +256,7 @@ export class DynamoTaskStore implements TaskStore {
       requestId: d.requestId,
       messageId: d.messageId,
       raw: d.raw,
+      recovered: d.recovered ?? undefined,
       expiresAt: this.expiry(),
     };
     // false: another delivery of the same callback finished first; its entry is as good as this one.
@@ -260,15 +265,19 @@ export class DynamoTaskStore implements TaskStore {
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
     const cap: Capacity = { read: 0, write: 0 };
+    // The entries of one task are found through the bySession index, under keys of their own kind.
+    const taskKey = entry.taskId ? Keys.quarantineTaskGsi(entry.taskId) : null;
+    const indexed = taskKey !== null && Buffer.byteLength(taskKey, 'utf8') <= MAX_PARTITION_KEY_BYTES;
     const res = await this.client.send(
       new PutItemCommand({
         TableName: this.table,
         Item: marshall(
           {
+            ...entry,
             pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
             sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
             kind: 'quarantine',
-            ...entry,
+            ...(indexed ? { [Index.bySession.pk]: taskKey, [SORT_AT]: entry.receivedAt } : {}),
             expiresAt: this.expiry(),
           },
           { removeUndefinedValues: true },
@@ -286,17 +295,22 @@ export class DynamoTaskStore implements TaskStore {
     detail: string,
     cap: Capacity,
   ) {
+    // A callback taken out of the quarantine already has its entry there.
+    if (d.recovered) return;
     const c = await this.quarantine({
       reason,
       detail,
       service: d.callback.service,
       raw: d.raw,
       receivedAt: d.receivedAt,
-      verdict: d.verdict,
+      // Only a recovered callback carries `accepted_unverified`, and it returned above.
+      verdict: d.verdict as SignatureVerdict,
       requestId: d.requestId,
       messageId: d.messageId,
       appKey: d.callback.appKey,
       taskId: d.callback.id,
+      mode: d.mode,
+      signature: d.heldSignature ?? null,
     });
     cap.read += c.read;
     cap.write += c.write;
@@ -337,6 +351,8 @@ export class DynamoTaskStore implements TaskStore {
         requestId: item.requestId ?? null,
         raw: item.raw,
         expiresAt: item.expiresAt ?? null,
+        fileName: item.fileName ?? null,
+        recovered: item.recovered ?? null,
       });
     }
     return events;
@@ -379,21 +395,97 @@ export class DynamoTaskStore implements TaskStore {
     }
   }
 
-  async *listQuarantine(opts: { sinceDays?: number; limit?: number } = {}): AsyncIterable<QuarantineEntry> {
-    const days = opts.sinceDays ?? 7;
-    const limit = opts.limit ?? Infinity;
+  async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
+    const limit = query.limit ?? Infinity;
+    const until = query.until ?? this.now();
+    const since = query.since ?? this.now() - (query.sinceDays ?? 7) * 86400_000;
+    const matches = (e: QuarantineEntry) =>
+      e.receivedAt >= since &&
+      e.receivedAt <= until &&
+      (query.reason === undefined || e.reason === query.reason) &&
+      (query.appKey === undefined || e.appKey === query.appKey) &&
+      (query.taskId === undefined || e.taskId === query.taskId);
     let emitted = 0;
-    for (let i = 0; i < days; i++) {
-      const day = dayOf(this.now() - i * 86400_000);
+    if (query.taskId !== undefined) {
+      const keys = this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.quarantineTaskGsi(query.taskId), {
+        since,
+        until,
+      });
+      for await (const batch of batched(keys, 50)) {
+        const items = await this.getMany(
+          batch.map((k) => ({ pk: k.pk, sk: k.sk })),
+          { read: 0, write: 0 },
+        );
+        for (const item of items) {
+          if (!item) continue;
+          const entry = quarantineFromItem(item);
+          if (!matches(entry)) continue;
+          yield entry;
+          if (++emitted >= limit) return;
+        }
+      }
+      return;
+    }
+    // One partition per day, newest first; the other filters are applied to what each day holds.
+    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) {
       for await (const item of this.queryAll({
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: Keys.quarantinePk(day) } },
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+        ExpressionAttributeValues: {
+          ':pk': { S: Keys.quarantinePk(dayOf(t)) },
+          ':a': { S: Keys.quarantineSk(since, '') },
+          ':b': { S: Keys.quarantineSk(until, '\uffff') },
+        },
         ScanIndexForward: false,
       })) {
-        const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, ...entry } = item;
-        yield entry as QuarantineEntry;
+        const entry = quarantineFromItem(item);
+        if (!matches(entry)) continue;
+        yield entry;
         if (++emitted >= limit) return;
       }
+    }
+  }
+
+  async countQuarantined(taskId: string): Promise<number> {
+    let count = 0;
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: Index.bySession.name,
+          KeyConditionExpression: `${Index.bySession.pk} = :v`,
+          ExpressionAttributeValues: { ':v': { S: Keys.quarantineTaskGsi(taskId) } },
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      count += res.Count ?? 0;
+      start = res.LastEvaluatedKey;
+    } while (start);
+    return count;
+  }
+
+  async markQuarantineApplied(
+    entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
+    applied: QuarantineApplied,
+  ): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: marshall({
+            pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+            sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+          }),
+          UpdateExpression: 'SET applied = :a',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(applied)',
+          ExpressionAttributeValues: marshall({ ':a': applied }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
     }
   }
 
@@ -662,6 +754,11 @@ function fileFromItem(item: Item): FileRecord {
     firstFailureAt: item.firstFailureAt ?? null,
     attempts: item.attempts ?? 0,
   };
+}
+
+function quarantineFromItem(item: Item): QuarantineEntry {
+  const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, [Index.bySession.pk]: _g, [SORT_AT]: _s, ...entry } = item;
+  return { ...entry, taskId: entry.taskId ?? null, appKey: entry.appKey ?? null } as QuarantineEntry;
 }
 
 function summaryFromItem(item: Item): TaskSummary {
