@@ -27,10 +27,68 @@ export function humanSize(bytes: number | null | undefined): string {
   return `${shown} ${unit}`;
 }
 
-/** ISO 8601 in UTC, without milliseconds when they are zero: `2025-11-22T08:00:00Z`. */
-export function isoTime(ms: number | null | undefined): string {
+/** The IANA time zone every time is printed in and every zone-less time typed is read in (`--tz`). */
+let displayZone = 'UTC';
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Throws a one-sentence error when `zone` is not an IANA time zone Node knows. */
+function zoneFormat(zone: string): Intl.DateTimeFormat {
+  let format = zoneFormats.get(zone);
+  if (!format) {
+    try {
+      format = new Intl.DateTimeFormat('en-US', {
+        timeZone: zone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+      });
+    } catch {
+      throw new Error(`"${zone}" is not a time zone: use an IANA name such as UTC, Asia/Shanghai or Europe/Berlin`);
+    }
+    zoneFormats.set(zone, format);
+  }
+  return format;
+}
+
+/** Sets the zone of printed and typed times; throws a one-sentence error for an unknown zone. */
+export function setTimeZone(zone: string | undefined): void {
+  const next = zone?.trim() || 'UTC';
+  zoneFormat(next);
+  displayZone = next;
+}
+
+export function timeZone(): string {
+  return displayZone;
+}
+
+/** Milliseconds the zone's wall clock is ahead of UTC at instant `ms`. */
+function zoneOffsetMs(ms: number, zone: string): number {
+  const parts: Record<string, number> = {};
+  for (const p of zoneFormat(zone).formatToParts(new Date(ms)))
+    if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - (ms - (((ms % 1000) + 1000) % 1000));
+}
+
+/**
+ * ISO 8601 in the display zone (UTC unless `--tz`), without milliseconds when they are zero:
+ * `2025-11-22T08:00:00Z`, or `2025-11-22T16:00:00+08:00` with `--tz Asia/Shanghai`.
+ */
+export function isoTime(ms: number | null | undefined, zone: string = displayZone): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
-  return new Date(ms).toISOString().replace('.000Z', 'Z');
+  if (zone === 'UTC') return new Date(ms).toISOString().replace('.000Z', 'Z');
+  const offset = zoneOffsetMs(ms, zone);
+  const wall = new Date(ms + offset).toISOString().replace('.000Z', 'Z').slice(0, -1);
+  const sign = offset < 0 ? '-' : '+';
+  const minutes = Math.abs(Math.round(offset / 60_000));
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${wall}${sign}${hh}:${mm}`;
 }
 
 /** How far `ms` is from `now`: `in 23 h`, `3 h ago`, `in 5 min`, `2 d ago`, `now`. */
@@ -68,21 +126,32 @@ export function parseDuration(text: string): number | null {
   return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!);
 }
 
+const ZONELESS = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
+
 /**
  * A point in time for `--since`/`--until`: a duration back from now (`2h`, `7d`), an ISO date or time
- * (`2025-11-22`, `2025-11-22T08:00:00Z`), or epoch milliseconds (`1763798400000`).
+ * (`2025-11-22`, `2025-11-22T08:00`, `2025-11-22T08:00:00Z`, `...+08:00`), or epoch milliseconds. A date or
+ * time without a zone is read in the display zone, the one times are printed in.
  */
-export function parseTimePoint(text: string, now: number): number {
+export function parseTimePoint(text: string, now: number, zone: string = displayZone): number {
   const trimmed = text.trim();
   const duration = parseDuration(trimmed);
   if (duration !== null) return now - duration;
   if (/^\d{10,}$/.test(trimmed)) return Number(trimmed);
-  if (/^\d{4}-\d{2}-\d{2}/.test(trimmed)) {
+  const local = ZONELESS.exec(trimmed);
+  if (local) {
+    const [, y, mo, d, h = '0', mi = '0', sec = '0', frac = '0'] = local;
+    const wall = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +sec, Number(frac.padEnd(3, '0')));
+    // Two passes settle the offset of the instant itself, also next to a daylight-saving change.
+    const guess = wall - zoneOffsetMs(wall, zone);
+    const ms = wall - zoneOffsetMs(guess, zone);
+    if (Number.isFinite(ms) && new Date(wall).getUTCDate() === +d!) return ms;
+  } else if (/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:\d{2})$/i.test(trimmed)) {
     const ms = Date.parse(trimmed);
     if (Number.isFinite(ms)) return ms;
   }
   throw new Error(
-    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date (2025-11-22 or 2025-11-22T08:00:00Z) or epoch milliseconds`,
+    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date or time (2025-11-22, 2025-11-22T08:00, 2025-11-22T08:00:00Z) or epoch milliseconds`,
   );
 }
 

@@ -1,8 +1,10 @@
 // Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
 // (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
+// Opening a target contacts nothing: a command that only reads tasks needs only read access to the table,
+// and the queue URLs of a stage are looked up only by the commands that use a queue.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 
@@ -42,8 +44,8 @@ export interface Target {
   stage: string | null;
   tableName: string;
   region: string;
-  queueUrl: string | null;
-  dlqUrl: string | null;
+  /** The main and dead-letter queue URLs (a stage's are looked up at the first call, once). */
+  queues(): Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
   dynamo: DynamoDBClient;
   sqs: SQSClient;
   tasks: DynamoTaskStore;
@@ -91,13 +93,13 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
   if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
   if (env.TASKS_TABLE) {
+    const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
     return openAws({
       stage: null,
       tableName: env.TASKS_TABLE,
-      region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
-      queueUrl: env.QUEUE_URL ?? null,
-      dlqUrl: env.DLQ_URL ?? null,
-      describe: `table ${env.TASKS_TABLE}`,
+      region,
+      queues: async () => ({ queueUrl: env.QUEUE_URL ?? null, dlqUrl: env.DLQ_URL ?? null }),
+      describe: region ? `table ${env.TASKS_TABLE} in ${region}` : `table ${env.TASKS_TABLE}`,
     });
   }
   const local = readLocalStack(opts.cwd);
@@ -129,8 +131,7 @@ export function openLocal(local: LocalStackInfo): Target {
     describe: `the local stack at ${local.url} (table ${local.tableName})`,
     tableName: local.tableName,
     region: local.region,
-    queueUrl: local.queueUrl,
-    dlqUrl: local.dlqUrl,
+    queues: async () => ({ queueUrl: local.queueUrl, dlqUrl: local.dlqUrl }),
     dynamo,
     sqs,
   });
@@ -140,47 +141,33 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
   const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
   const tableName = `${service}-${stage}-tasks`;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
-  const sqs = new SQSClient({ region, maxAttempts: 3 });
-  const urlOf = async (name: string) => {
-    try {
-      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
-    } catch (err) {
-      throw new TargetError(
-        `cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${oneLine(err)}`,
-      );
-    }
+  const describe = `stage ${stage} in ${region} (table ${tableName})`;
+  const lookUp = async (sqs: SQSClient) => {
+    const urlOf = async (name: string) => {
+      try {
+        return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
+      } catch (err) {
+        throw new TargetError(`${describe}: looking up queue ${name} failed: ${oneLine(err)}`);
+      }
+    };
+    return {
+      queueUrl: await urlOf(`${service}-${stage}-callbacks`),
+      dlqUrl: await urlOf(`${service}-${stage}-callbacks-dlq`),
+    };
   };
-  const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
-  const dlqUrl = await urlOf(`${service}-${stage}-callbacks-dlq`);
-  sqs.destroy();
-  return openAws({
-    stage,
-    tableName,
-    region,
-    queueUrl,
-    dlqUrl,
-    describe: `stage ${stage} in ${region} (table ${tableName})`,
-  });
+  return openAws({ stage, tableName, region, queues: lookUp, describe });
 }
 
 async function openAws(o: {
   stage: string | null;
   tableName: string;
   region: string | undefined;
-  queueUrl: string | null;
-  dlqUrl: string | null;
+  queues: (sqs: SQSClient) => Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
   const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
   const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
-  try {
-    await dynamo.send(new DescribeTableCommand({ TableName: o.tableName }));
-  } catch (err) {
-    dynamo.destroy();
-    sqs.destroy();
-    throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${oneLine(err)}`);
-  }
   return assemble({
     kind: 'aws',
     local: null,
@@ -188,15 +175,24 @@ async function openAws(o: {
     describe: o.describe,
     tableName: o.tableName,
     region: o.region,
-    queueUrl: o.queueUrl,
-    dlqUrl: o.dlqUrl,
+    queues: () => o.queues(sqs),
     dynamo,
     sqs,
   });
 }
 
 function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target {
-  const depthOf = (url: string | null, name: string) => async (): Promise<QueueDepth> => {
+  let known: ReturnType<Target['queues']> | undefined;
+  const queues = () => {
+    known ??= t.queues();
+    // A failed look-up is not remembered: the next call tries again.
+    known.catch(() => {
+      known = undefined;
+    });
+    return known;
+  };
+  const depthOf = (which: 'queueUrl' | 'dlqUrl', name: string) => async (): Promise<QueueDepth> => {
+    const url = (await queues())[which];
     if (!url)
       throw new TargetError(
         `${t.describe}: no ${name} URL is known (set ${name === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'})`,
@@ -220,9 +216,10 @@ function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target 
   };
   return {
     ...t,
+    queues,
     tasks: new DynamoTaskStore({ client: t.dynamo, tableName: t.tableName }),
-    queue: { depth: depthOf(t.queueUrl, 'queue') },
-    dlq: { depth: depthOf(t.dlqUrl, 'dead-letter queue') },
+    queue: { depth: depthOf('queueUrl', 'queue') },
+    dlq: { depth: depthOf('dlqUrl', 'dead-letter queue') },
     async close() {
       t.dynamo.destroy();
       t.sqs.destroy();

@@ -1,6 +1,8 @@
 // Operating the receiver through the real CLI, as child processes: `callbacks dev` with its options, and
 // the commands run against it in the same folder.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postSigned, runCli, startDev, type DevProcess } from './support/cli-process.ts';
@@ -253,6 +255,114 @@ describe('callbacks quarantine apply', () => {
     expect(shown.stdout.trimEnd().split('\n').at(-1)).toBe(
       '1 quarantined callback names this task: callbacks quarantine list --task rec-no-output',
     );
+    await stack.stop();
+  });
+});
+
+describe('the command line itself', () => {
+  test('--version prints the version of the package', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(await runCli(['--version'], { cwd: freshDir() })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  test('a bad flag or command: one error line and a hint to --help, not the whole help', async () => {
+    const cwd = freshDir();
+    expect(await runCli(['tasks', 'list', '--bogus'], { cwd })).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: unknown option '--bogus'\nRun "callbacks tasks list --help" for the usage.\n`,
+    });
+    const unknown = await runCli(['taks', 'list'], { cwd });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trimEnd().split('\n')).toEqual([
+      "error: unknown command 'taks' (Did you mean tasks?)",
+      'Run "callbacks --help" for the usage.',
+    ]);
+    const missing = await runCli(['quarantine', 'list', '--limit'], { cwd });
+    expect(missing.stderr).toBe(
+      `error: option '--limit <n>' argument missing\nRun "callbacks quarantine list --help" for the usage.\n`,
+    );
+  });
+
+  test('emulate --url without a scheme, and https against a plain http server, say what is wrong', async () => {
+    const cwd = freshDir();
+    const noScheme = await runCli(['emulate', '--url', 'localhost:3000'], { cwd });
+    expect(noScheme).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --url needs a scheme: write http://localhost:3000 (or https:// for a TLS endpoint)\n',
+    });
+    const plain = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const port = (plain.address() as AddressInfo).port;
+    try {
+      const tls = await runCli(['emulate', '--url', `https://127.0.0.1:${port}`], { cwd });
+      expect(tls.code).toBe(1);
+      expect(tls.stderr).toBe(
+        `callbacks: https://127.0.0.1:${port} answers, but not over TLS (ERR_SSL_WRONG_VERSION_NUMBER): ` +
+          `it looks like a plain http server; try http://127.0.0.1:${port}\n`,
+      );
+    } finally {
+      plain.close();
+    }
+  });
+});
+
+describe('callbacks send', () => {
+  test('signs and posts one body as the platform would, and prints the answer', async () => {
+    const cwd = freshDir();
+    const stack = await dev(['--memory', '--quiet'], cwd);
+    const single = (recordId: string, userId: string) => ({
+      ...startBody(recordId),
+      userId,
+      mode: 0,
+      timestamp: Date.now(),
+    });
+    writeFileSync(join(cwd, 'a.json'), JSON.stringify(single('rec-send-a', 'user-a'), null, 2));
+    writeFileSync(join(cwd, 'b.json'), JSON.stringify(single('rec-send-b', 'user-b')));
+    const url = `${stack.info.url}/callbacks/recording`;
+
+    // The local stack and its demo key are found without flags; the route comes from recordId.
+    expect(await runCli(['send', 'a.json'], { cwd })).toEqual({
+      code: 0,
+      stdout: `POST ${url} -> 200 {"ok":true}\n`,
+      stderr: '',
+    });
+    const viaQuery = await runCli(['send', 'b.json', '--sign', 'query', '--url', stack.info.url, '--json'], { cwd });
+    expect(JSON.parse(viaQuery.stdout)).toEqual({ url, status: 200, body: { ok: true } });
+
+    // A wrong secret is answered as the receiver answers it, and the exit code says so.
+    const wrong = await runCli(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toMatch(new RegExp(`^POST ${url} -> 401 \\{"error":\\{"code":"invalid_signature"`));
+    // An appKey outside the body that differs from it is refused too.
+    const mismatch = await runCli(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
+    expect(mismatch.stdout).toContain('-> 401 {"error":{"code":"invalid_signature"');
+    const screenshot = await runCli(['send', 'a.json', '--service', 'screenshot'], { cwd });
+    expect(screenshot.stdout).toContain('/callbacks/screenshot -> 400 {"error":{"code":"invalid_body"');
+    const noSecret = await runCli(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
+    expect(noSecret.stderr).toBe(
+      'callbacks: no secret for appKey "unknown-app": pass --secret, or set CALLBACK_SECRETS\n',
+    );
+
+    // --user narrows tasks list to that user's tasks.
+    await waitForTask(cwd, 'rec-send-a');
+    await waitForTask(cwd, 'rec-send-b');
+    const listed = await runCli(['tasks', 'list', '--user', 'user-b', '--json'], { cwd });
+    expect(JSON.parse(listed.stdout).map((t: any) => [t.id, t.userId])).toEqual([['rec-send-b', 'user-b']]);
+
+    // The emulator's summary is a few lines, not a box.
+    const emulated = await runCli(
+      ['emulate', '--url', stack.info.url, '--recordings', '1', '--screenshots', '1', '--no-progress'],
+      { cwd },
+    );
+    expect(emulated.code).toBe(0);
+    const lines = emulated.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^Sent \d+ callbacks of 1 recording and 1 screenshot tasks to http:\/\/127\.0\.0\.1:\d+ in /,
+    );
+    expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
     await stack.stop();
   });
 });

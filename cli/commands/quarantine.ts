@@ -9,11 +9,10 @@ import { recoverEntry, type RecoverResult } from '../../lib/worker/recover.ts';
 import { colorStatus, isoTime, plural, table, type Colors } from '../format.ts';
 import {
   CliError,
-  checkRange,
   confirm,
   positiveInt,
   printJson,
-  timePoint,
+  timeRange,
   withCommonOptions,
   withTarget,
   type CommonOptions,
@@ -26,10 +25,16 @@ interface FilterOptions {
   reason?: string;
   task?: string;
   appKey?: string;
-  since?: number;
-  until?: number;
+  since?: string;
+  until?: string;
   days: number;
   limit?: number;
+}
+
+/** The filters with the time range parsed (in the --tz zone). */
+interface Filters extends Omit<FilterOptions, 'since' | 'until'> {
+  since?: number;
+  until?: number;
 }
 
 interface ApplyOptions extends FilterOptions {
@@ -45,14 +50,17 @@ function withFilters(cmd: Command): Command {
     .option('--reason <reason>', 'only this reason (invalid_callback, invalid_signature, ...)')
     .option('--task <id>', 'only callbacks naming this recordId or imageId')
     .option('--app-key <appKey>', 'only callbacks of this appKey')
-    .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: --days)', timePoint)
-    .option('--until <time>', 'received at or before (same forms as --since)', timePoint)
+    .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: --days)')
+    .option('--until <time>', 'received at or before (same forms as --since)')
     .option('--days <n>', 'look back this many days when --since is not given', positiveInt, 7)
     .option('--limit <n>', 'at most this many entries', positiveInt);
 }
 
-function queryOf(opts: FilterOptions): QuarantineQuery {
-  checkRange(opts.since, opts.until);
+function filtersOf<T extends FilterOptions>(opts: T): Omit<T, 'since' | 'until'> & Filters {
+  return { ...opts, ...timeRange(opts) };
+}
+
+function queryOf(opts: Filters): QuarantineQuery {
   return {
     reason: opts.reason,
     taskId: opts.task,
@@ -65,7 +73,7 @@ function queryOf(opts: FilterOptions): QuarantineQuery {
 }
 
 /** "in the last 7 days", "since 2025-11-22T08:00:00Z", with the filters that narrowed it. */
-function scope(opts: FilterOptions): string {
+function scope(opts: Filters): string {
   const parts = [opts.since === undefined ? `in the last ${plural(opts.days, 'day')}` : `since ${isoTime(opts.since)}`];
   if (opts.until !== undefined) parts.push(`until ${isoTime(opts.until)}`);
   if (opts.reason) parts.push(`reason ${opts.reason}`);
@@ -74,7 +82,7 @@ function scope(opts: FilterOptions): string {
   return parts.join(', ');
 }
 
-async function collect(ctx: Context, opts: FilterOptions): Promise<QuarantineEntry[]> {
+async function collect(ctx: Context, opts: Filters): Promise<QuarantineEntry[]> {
   const entries: QuarantineEntry[] = [];
   for await (const e of ctx.target.tasks.listQuarantine(queryOf(opts))) entries.push(e);
   return entries;
@@ -91,9 +99,10 @@ export function register(program: Command): void {
 
   withCommonOptions(
     withFilters(quarantine.command('list').description('quarantined callbacks, newest first, with the reason')),
-  ).action(async (opts: CommonOptions & FilterOptions) => {
+  ).action(async (given: CommonOptions & FilterOptions) => {
+    const opts = filtersOf(given);
     const query = queryOf(opts);
-    await withTarget(opts, async (ctx) => {
+    await withTarget(given, async (ctx) => {
       const entries: QuarantineEntry[] = [];
       for await (const e of ctx.target.tasks.listQuarantine(query)) entries.push(e);
       if (opts.json) {
@@ -148,9 +157,9 @@ export function register(program: Command): void {
         '--secrets-param <name>',
         'SSM parameter holding the secrets (default with --stage: /<service>/<stage>/callback-secrets; CALLBACK_SECRETS wins)',
       ),
-  ).action(async (opts: CommonOptions & ApplyOptions) => {
-    queryOf(opts);
-    await withTarget(opts, async (ctx) => {
+  ).action(async (given: CommonOptions & ApplyOptions) => {
+    const opts = filtersOf(given);
+    await withTarget(given, async (ctx) => {
       const entries = await collect(ctx, opts);
       if (entries.length === 0) {
         if (opts.json) printJson(summaryJson(opts, []));
@@ -162,7 +171,8 @@ export function register(program: Command): void {
           throw new CliError(
             'quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal',
           );
-        const question = `Apply ${plural(entries.length, 'quarantined callback')} (${scope(opts)}) to ${ctx.where}? [y/N] `;
+        const count = plural(entries.length, 'quarantined callback');
+        const question = `Apply ${count} (${scope(opts)}) to ${ctx.where}? [y/N] `;
         if (!(await confirm(question))) {
           ctx.out('Nothing applied.');
           return;
@@ -221,7 +231,9 @@ function countBy<T>(items: T[], key: (item: T) => string): [string, number][] {
 
 type Outcome = { entry: QuarantineEntry; result: RecoverResult };
 
-function summaryJson(opts: ApplyOptions, results: Outcome[]) {
+type ApplyFilters = Omit<ApplyOptions, 'since' | 'until'> & Filters;
+
+function summaryJson(opts: ApplyFilters, results: Outcome[]) {
   const of = (o: RecoverResult['outcome']) => results.filter((r) => r.result.outcome === o).length;
   const failing = results.filter((r) => r.result.outcome === 'failing');
   return {
@@ -241,7 +253,7 @@ function summaryJson(opts: ApplyOptions, results: Outcome[]) {
   };
 }
 
-function renderSummary(opts: ApplyOptions, results: Outcome[], ctx: Context): string {
+function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): string {
   const s = summaryJson(opts, results);
   const lines: string[] = [];
   if (opts.dryRun) {

@@ -119,6 +119,9 @@ export interface TaskSummary {
 }
 
 export interface TaskQuery {
+  service?: Service;
+  /** Tasks of this user (single-stream recordings; mix modes have none). */
+  userId?: string;
   roomId?: string;
   sessionId?: string;
   appKey?: string;

@@ -389,6 +389,9 @@ export class DynamoTaskStore implements TaskStore {
         if (query.appKey && summary.appKey !== query.appKey) continue;
         if (query.status && summary.status !== query.status) continue;
         if (query.roomId && summary.roomId !== query.roomId) continue;
+        // No index is keyed by these: they narrow what the chosen index reads.
+        if (query.service && summary.service !== query.service) continue;
+        if (query.userId !== undefined && summary.userId !== query.userId) continue;
         yield summary;
         if (++emitted >= limit) return;
       }
