@@ -91,6 +91,12 @@ export function isoTime(ms: number | null | undefined, zone: string = displayZon
   return `${wall}${sign}${hh}:${mm}`;
 }
 
+/** The time of day in the display zone, to the millisecond: `08:00:00.123`. */
+export function clockTime(ms: number, zone: string = displayZone): string {
+  const offset = zone === 'UTC' ? 0 : zoneOffsetMs(ms, zone);
+  return new Date(ms + offset).toISOString().slice(11, 23);
+}
+
 /** How far `ms` is from `now`: `in 23 h`, `3 h ago`, `in 5 min`, `2 d ago`, `now`. */
 export function relativeTime(ms: number, now: number): string {
   const diff = ms - now;

@@ -1,6 +1,7 @@
 // Operating the receiver through the real CLI, as child processes: `callbacks dev` with its options, and
 // the commands run against it in the same folder.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -365,4 +366,93 @@ describe('callbacks send', () => {
     expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
     await stack.stop();
   });
+});
+
+describe('logs of callbacks dev', () => {
+  async function waitForOutput(stack: DevProcess, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = stack.output().stdout.match(pattern);
+      if (match) return match[0];
+      if (Date.now() > deadline) throw new Error(`no output matching ${pattern}:\n${stack.output().stdout}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  test("not at a terminal: the functions' JSON lines, with the keys searched in CloudWatch", async () => {
+    const stack = await dev(['--memory'], freshDir());
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-json-log'))).status).toBe(200);
+    await waitForOutput(stack, /"event":"callback_applied"[^\n]*\n/);
+    const lines = stack
+      .output()
+      .stdout.split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    const request = lines.find((l) => l.event === 'callback_request');
+    expect(request).toMatchObject({
+      level: 'info',
+      function: 'ingest',
+      awsRequestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      coldStart: true,
+      route: 'POST /callbacks/recording',
+      id: 'rec-json-log',
+      status: 200,
+    });
+    const applied = lines.find((l) => l.event === 'callback_applied');
+    expect(applied).toMatchObject({ function: 'worker', awsRequestId: expect.any(String), coldStart: true });
+    expect(applied.awsRequestId).not.toBe(request.awsRequestId);
+  });
+
+  test('--log-format pretty: one readable line per callback', async () => {
+    const stack = await dev(['--memory', '--log-format', 'pretty'], freshDir());
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-pretty-log'))).status).toBe(200);
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-pretty-bad'), 'wrong')).status).toBe(401);
+    const ok = await waitForOutput(stack, /^.*rec-pretty-log.*$/m);
+    expect(ok.split(/\s{2,}/)).toEqual([
+      expect.stringMatching(/^\d\d:\d\d:\d\d\.\d{3}$/),
+      'POST /callbacks/recording',
+      '200',
+      'rec-pretty-log',
+      '1 start',
+      'valid',
+      expect.stringMatching(/^\d+(\.\d+)? ms$/),
+    ]);
+    const refused = await waitForOutput(stack, /^.*rec-pretty-bad.*$/m);
+    expect(refused.split(/\s{2,}/).slice(2)).toEqual([
+      '401',
+      'rec-pretty-bad',
+      '1 start',
+      'invalid',
+      expect.stringMatching(/ ms$/),
+      'invalid_signature',
+    ]);
+    expect(stack.output().stdout).not.toMatch(/^\{/m);
+  });
+});
+
+describe('bin/callbacks.js on a Node older than 24', () => {
+  // The machine's own Node (the project pins 24 for its scripts); found on the PATH or where it usually is.
+  const candidates = [
+    ...execFileSync('sh', ['-c', 'which -a node || true'], { encoding: 'utf8' }).split('\n'),
+    '/usr/local/bin/node',
+    '/usr/bin/node',
+  ].filter((p) => p && existsSync(p));
+  const oldNode = candidates.find(
+    (p) => Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24,
+  );
+
+  (oldNode ? test : test.skip)(
+    `one sentence, exit code 1, no stack trace (${oldNode ?? 'no old Node here'})`,
+    async () => {
+      const run = await runCli(['tasks', 'list'], { cwd: freshDir(), node: oldNode! });
+      const version = execFileSync(oldNode!, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+      expect(run).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          `callbacks needs Node 24 or later and this is Node ${version}: run it as "npx callbacks ..." or through ` +
+          "the npm scripts, which use the project's pinned Node 24.\n",
+      });
+    },
+  );
 });

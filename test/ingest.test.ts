@@ -863,17 +863,29 @@ describe('functions/ingest.ts', () => {
     try {
       const { handler } = await import('../functions/ingest.ts');
       const now = String(Date.now());
-      const ok = await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, now) }));
+      const ok = await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, now) }), {
+        awsRequestId: 'lambda-request-1',
+      });
       expect(ok.statusCode).toBe(200);
       const message = await receiveOne();
       expect(message?.Body).toBe(recordingBody);
       expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
       expect(
-        (await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }))).statusCode,
+        (
+          await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }), {
+            awsRequestId: 'lambda-request-2',
+          })
+        ).statusCode,
       ).toBe(401);
       expect((await handler(httpApiEvent({ path: '/elsewhere', method: 'GET' }))).statusCode).toBe(404);
       const logged = captured.map((l) => JSON.parse(l)).filter((l) => l.event === 'callback_request');
       expect(logged.map((l) => l.status)).toEqual([200, 401, 404]);
+      // The keys searched in CloudWatch: the Lambda request id and whether the container was cold.
+      expect(logged.map((l) => [l.function, l.level, l.awsRequestId, l.coldStart])).toEqual([
+        ['ingest', 'info', 'lambda-request-1', true],
+        ['ingest', 'warn', 'lambda-request-2', false],
+        ['ingest', 'info', undefined, false],
+      ]);
       expect(captured.join('\n')).not.toContain(SECRET);
     } finally {
       setLogSink(previousSink);

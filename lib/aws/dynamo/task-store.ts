@@ -12,7 +12,6 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  UpdateItemCommand,
   type AttributeValue,
   type ConsumedCapacity,
   type DynamoDBClient,
@@ -472,24 +471,16 @@ export class DynamoTaskStore implements TaskStore {
     entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
     applied: QuarantineApplied,
   ): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: marshall({
-            pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
-            sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
-          }),
-          UpdateExpression: 'SET applied = :a',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(applied)',
-          ExpressionAttributeValues: marshall({ ':a': applied }),
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
-      throw err;
-    }
+    // A read and a conditional put rather than an UpdateItem: the worker's role, which shares this class,
+    // is granted only the operations the worker performs.
+    const cap: Capacity = { read: 0, write: 0 };
+    const key = {
+      pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+      sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+    };
+    const item = await this.get(key, cap);
+    if (!item || item.applied) return false;
+    return this.putIf({ ...item, applied }, 'attribute_exists(pk) AND attribute_not_exists(applied)', undefined, cap);
   }
 
   /** Task keys from one index partition, newest first, within the time range. */
