@@ -6,8 +6,9 @@ import { readFileSync, readdirSync } from 'node:fs';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
+import { FILE_STATE_OK } from '../lib/platform/failures.ts';
 import { Attr, type Service } from '../lib/queue-message.ts';
-import { computeSignature } from '../lib/sign.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
 
 export const BENCH_APP_KEY = 'demo-app';
 export const BENCH_SECRET = 'bench-secret';
@@ -125,7 +126,7 @@ export function kindOf(send: Pick<ScheduledSend, 'service' | 'body'>): string {
   let kind = `${send.service} ${type} ${names[type] ?? '?'}`;
   if (type === 4) {
     const output = (b.output ?? {}) as Record<string, unknown>;
-    const ok = send.service === 'screenshot' ? output.fileState === '10000' : Number(b.code) === 200;
+    const ok = send.service === 'screenshot' ? output.fileState === FILE_STATE_OK : Number(b.code) === 200;
     kind += ok ? ' ok' : ' failed';
   } else if (Number(b.code) !== 200) {
     kind += ' failed';

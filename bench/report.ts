@@ -178,6 +178,7 @@ function workerSection(r: WorkerResult): string {
     num(k.rcu),
     num(k.bareWcu),
     x(k.ratio),
+    num(k.publishes ?? 0),
   ]);
   kindRows.push([
     '**mix**',
@@ -188,6 +189,7 @@ function workerSection(r: WorkerResult): string {
     `**${num(c.mix.rcu)}**`,
     `**${num(c.mix.bareWcu)}**`,
     x(c.mix.ratio),
+    `**${num(c.mix.publishes ?? 0)}**`,
   ]);
   const requests = Object.entries(r.requestsPerCallback)
     .sort((a, b) => b[1] - a[1])
@@ -226,7 +228,8 @@ function workerSection(r: WorkerResult): string {
         .map(([k, n]) => `${n} ${k}`)
         .join(', ') +
       `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
-      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback.`,
+      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
+      `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
     '',
     `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
       '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
@@ -249,9 +252,16 @@ function workerSection(r: WorkerResult): string {
         'read units',
         'bare PutItem write units',
         'write ratio',
+        'task events published',
       ],
       kindRows,
     ),
+    '',
+    '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
+      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ids). ' +
+      'They cost no DynamoDB unit: they are derived from the items the write already reads and writes, with no ' +
+      "record of what was published (a redelivery publishes again instead). Part 3's throughput run publishes them " +
+      'through SNS (fauxqs, fanned out to one SQS queue), so the time per batch includes the PublishBatch calls.',
   ].join('\n');
 }
 
@@ -332,11 +342,13 @@ function costSection(r: CostResult): string {
     '',
     `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda $${p.lambdaPerMillionRequests} per million ` +
       `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; DynamoDB on-demand ` +
-      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units. ` +
+      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units; ` +
+      `SNS $${p.snsPerMillionPublishes ?? 0.5} per million published messages (deliveries to SQS subscribers are free). ` +
       `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ${r.settings.workerMemoryMb} MB, ` +
       `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
       `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write and ` +
-      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included).`,
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included), ` +
+      `${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3; no DynamoDB unit).`,
     '',
     `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
       `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
@@ -388,7 +400,7 @@ export function renderMarkdown(r: BenchResults): string {
   return `${parts.join('\n')}\n`;
 }
 
-/** The headline figures, one row each, for the README. */
+/** The headline figures, one row each, printed at the end of a run. */
 export function renderSummary(r: BenchResults): string {
   const rows: string[][] = [];
   if (r.ingest) {

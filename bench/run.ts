@@ -101,6 +101,7 @@ function costInputs(
       workerMemoryMb: 0,
       writeUnitsPerCallback: mix.tableWcu + mix.indexWcu,
       readUnitsPerCallback: mix.rcu,
+      publishesPerCallback: mix.publishes,
     },
     baseline: {
       ingestMsPerCallback: ingest.bareSendMs.median,
@@ -110,6 +111,7 @@ function costInputs(
       workerMemoryMb: 0,
       writeUnitsPerCallback: mix.bareWcu,
       readUnitsPerCallback: 0,
+      publishesPerCallback: 0,
     },
     // The throughput run applies 5 records of a batch at once: conflicting writes and their retries
     // cost more units than the one-at-a-time capacity run (its index writes are taken from the latter).

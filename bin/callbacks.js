@@ -5,7 +5,8 @@
 const [major] = process.versions.node.split('.').map(Number);
 if (major < 24) {
   process.stderr.write(
-    `callbacks needs Node 24 or later and this is Node ${process.versions.node}: run it as "npx callbacks ..." or through the npm scripts, which use the project's pinned Node 24.\n`,
+    `callbacks needs Node 24 or later and this is Node ${process.versions.node}: run it as "npx callbacks ..." ` +
+      "or through the npm scripts, which use the project's pinned Node 24.\n",
   );
   process.exit(1);
 }

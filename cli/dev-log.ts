@@ -49,5 +49,6 @@ export function prettyLogLine(line: string, c: Colors): string | null {
     .filter(([k]) => !BASE_KEYS.has(k))
     .map(([k, v]) => `${k}=${value(v)}`)
     .join(' ');
-  return `${time}  ${level}  ${String(entry.function ?? '')} ${String(entry.event ?? '')}${rest ? `  ${c.dim(rest)}` : ''}`;
+  const what = `${String(entry.function ?? '')} ${String(entry.event ?? '')}`;
+  return `${time}  ${level}  ${what}${rest ? `  ${c.dim(rest)}` : ''}`;
 }

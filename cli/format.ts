@@ -157,7 +157,8 @@ export function parseTimePoint(text: string, now: number, zone: string = display
     if (Number.isFinite(ms)) return ms;
   }
   throw new Error(
-    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date or time (2025-11-22, 2025-11-22T08:00, 2025-11-22T08:00:00Z) or epoch milliseconds`,
+    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date or time ` +
+      '(2025-11-22, 2025-11-22T08:00, 2025-11-22T08:00:00Z) or epoch milliseconds',
   );
 }
 

@@ -7,6 +7,8 @@ import { colorsFor, parseTimePoint, setTimeZone, type Colors } from './format.ts
 
 export interface CommonOptions {
   stage?: string;
+  /** `callbacks events` and `callbacks verify`: the queue subscribed to the task-events topic. */
+  queueUrl?: string;
   region?: string;
   json?: boolean;
   color?: boolean;
@@ -43,7 +45,7 @@ export interface Context {
 /** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
 export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
   guardStdout();
-  const target = await openTarget({ stage: opts.stage, region: opts.region });
+  const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
   const where = target.describe;
   const ctx: Context = {
     target,

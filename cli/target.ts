@@ -2,32 +2,13 @@
 // (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
 // Opening a target contacts nothing: a command that only reads tasks needs only read access to the table,
 // and the queue URLs of a stage are looked up only by the commands that use a queue.
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 
 export const SERVICE_NAME = 'rtc-callbacks-receiver';
-export const DATA_DIR = '.data';
-export const STACK_FILE = 'stack.json';
-
-/** What `callbacks dev` writes so that other commands in the same folder find it. */
-export interface LocalStackInfo {
-  pid: number;
-  url: string;
-  dynamoEndpoint: string;
-  sqsEndpoint: string;
-  region: string;
-  tableName: string;
-  queueUrl: string;
-  dlqUrl: string;
-  dataDir: string | null;
-  startedAt: string;
-  /** Where the stack's secrets come from (never the secrets): env CALLBACK_SECRETS, an option, or the demo key. */
-  secretsSource?: 'option' | 'env' | 'default';
-}
-
 export interface QueueDepth {
   visible: number;
   inFlight: number;
@@ -46,6 +27,8 @@ export interface Target {
   region: string;
   /** The main and dead-letter queue URLs (a stage's are looked up at the first call, once). */
   queues(): Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
+  /** A queue subscribed to the task-events topic: the local stack's, or the one named for a deployed stage. */
+  eventsQueueUrl: string | null;
   dynamo: DynamoDBClient;
   sqs: SQSClient;
   tasks: DynamoTaskStore;
@@ -59,6 +42,8 @@ export interface TargetOptions {
   region?: string;
   /** Folder whose `.data/stack.json` names the local stack (default: the current folder). */
   cwd?: string;
+  /** A queue subscribed to the task-events topic (deployed: the team's own; default env TASK_EVENTS_QUEUE_URL). */
+  eventsQueueUrl?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -66,36 +51,20 @@ export class TargetError extends Error {
   override name = 'TargetError';
 }
 
-export function stackFilePath(cwd = process.cwd()): string {
-  return join(resolve(cwd), DATA_DIR, STACK_FILE);
-}
-
-export function readLocalStack(cwd?: string): LocalStackInfo | null {
-  const file = stackFilePath(cwd);
-  if (!existsSync(file)) return null;
-  try {
-    const info = JSON.parse(readFileSync(file, 'utf8')) as LocalStackInfo;
-    // A stack file left by a process that is gone is not a running stack.
-    try {
-      process.kill(info.pid, 0);
-    } catch {
-      return null;
-    }
-    return info;
-  } catch {
-    return null;
-  }
-}
-
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
-  if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
+  const eventsQueueUrl = opts.eventsQueueUrl ?? (env.TASK_EVENTS_QUEUE_URL || null);
+  if (opts.stage) {
+    const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+    return openDeployed(opts.stage, region, env, eventsQueueUrl);
+  }
   if (env.TASKS_TABLE) {
     const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
     return openAws({
       stage: null,
+      eventsQueueUrl,
       tableName: env.TASKS_TABLE,
       region,
       queues: async () => ({ queueUrl: env.QUEUE_URL ?? null, dlqUrl: env.DLQ_URL ?? null }),
@@ -108,10 +77,10 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
       `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage nor TASKS_TABLE names a deployed one`,
     );
   }
-  return openLocal(local);
+  return openLocal(local, eventsQueueUrl);
 }
 
-export function openLocal(local: LocalStackInfo): Target {
+export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null = null): Target {
   const dynamo = new DynamoDBClient({
     endpoint: local.dynamoEndpoint,
     region: local.region,
@@ -132,12 +101,18 @@ export function openLocal(local: LocalStackInfo): Target {
     tableName: local.tableName,
     region: local.region,
     queues: async () => ({ queueUrl: local.queueUrl, dlqUrl: local.dlqUrl }),
+    eventsQueueUrl: eventsQueueUrl ?? local.eventsQueueUrl ?? null,
     dynamo,
     sqs,
   });
 }
 
-async function openDeployed(stage: string, region: string | undefined, env: NodeJS.ProcessEnv): Promise<Target> {
+async function openDeployed(
+  stage: string,
+  region: string | undefined,
+  env: NodeJS.ProcessEnv,
+  eventsQueueUrl: string | null,
+): Promise<Target> {
   const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
   const tableName = `${service}-${stage}-tasks`;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
@@ -155,7 +130,7 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
       dlqUrl: await urlOf(`${service}-${stage}-callbacks-dlq`),
     };
   };
-  return openAws({ stage, tableName, region, queues: lookUp, describe });
+  return openAws({ stage, tableName, region, queues: lookUp, eventsQueueUrl, describe });
 }
 
 async function openAws(o: {
@@ -163,6 +138,7 @@ async function openAws(o: {
   tableName: string;
   region: string | undefined;
   queues: (sqs: SQSClient) => Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
+  eventsQueueUrl: string | null;
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
@@ -176,6 +152,7 @@ async function openAws(o: {
     tableName: o.tableName,
     region: o.region,
     queues: () => o.queues(sqs),
+    eventsQueueUrl: o.eventsQueueUrl,
     dynamo,
     sqs,
   });

@@ -218,6 +218,7 @@ describe('functions', () => {
       TASKS_TABLE: ref('TasksTable'),
       RAW_EVENT_TTL_DAYS: '90',
       LOG_LEVEL: ref('LogLevel'),
+      TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
     });
   });
 
@@ -285,13 +286,27 @@ describe('IAM', () => {
     });
   });
 
-  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table', () => {
+  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table, publishing to the task-events topic only', () => {
     const statements = statementsOf('WorkerRole');
     expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
       [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
       [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
       [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
+      [['sns:Publish'], ref('TaskEventsTopic')],
     ]);
+    // The ingest publishes nothing.
+    expect(
+      statementsOf('IngestRole')
+        .flatMap(actions)
+        .filter((a) => a.startsWith('sns:')),
+    ).toEqual([]);
+  });
+
+  test('task events: a standard SNS topic named after the stage, its ARN in the stack outputs', () => {
+    const topic = resource('TaskEventsTopic', 'AWS::SNS::Topic').Properties;
+    expect(topic.TopicName).toBe(`${service}-${stage}-task-events`);
+    expect(topic.FifoTopic).toBeUndefined();
+    expect(template.Outputs.TaskEventsTopicArn!.Value).toEqual(ref('TaskEventsTopic'));
   });
 
   test('each role grants exactly the SQS and DynamoDB operations its bundle can call', () => {
@@ -310,6 +325,10 @@ describe('IAM', () => {
     expect(callable('ingest', dynamoOperations)).toEqual([]);
     // The ingest reads its secrets through the Lambda extension: no SSM client in the bundle.
     expect(callable('ingest', ['GetParameter', 'GetParameters'])).toEqual([]);
+    // SNS PublishBatch is authorised by sns:Publish; the worker calls nothing else of SNS.
+    const snsCalls = callable('worker', ['Publish', 'PublishBatch', 'CreateTopic', 'Subscribe', 'SetTopicAttributes']);
+    expect(snsCalls).toEqual(['PublishBatch']);
+    expect(callable('ingest', ['Publish', 'PublishBatch'])).toEqual([]);
     // The worker's own SQS calls: none (the event source mapping polls and deletes, with the role's SQS grants).
     expect(callable('worker', sqsOperations)).toEqual([]);
     // The task store class is shared with the CLI, whose listings Query the indexes: the worker never does.
@@ -493,6 +512,7 @@ describe('operations', () => {
       ],
       SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
+      FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -500,6 +520,7 @@ describe('operations', () => {
     expect(bundle('ingest')).toContain('setAside');
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
+    expect(bundle('worker')).toContain('events_publish_failed');
   });
 
   test('every alarm notifies the topic, on alarm and on recovery', () => {
@@ -564,6 +585,11 @@ describe('operations', () => {
       },
       FailedUploadsAlarm: {
         metric: `${namespace} FailedUploads`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      FailedEventPublishesAlarm: {
+        metric: `${namespace} FailedEventPublishes`,
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },

@@ -33,7 +33,7 @@ describe('logLevelFrom', () => {
 });
 
 describe('the keys of a line', () => {
-  test('time, level, function and event always; the Lambda request id and cold-start flag inside an invocation', async () => {
+  test('time, level, function, event; inside an invocation the Lambda request id and cold-start flag', async () => {
     const log = createLogger('ingest', 'debug');
     const runInvocation = invocationRunner();
     log.info('outside', { service: 'recording' });

@@ -42,6 +42,7 @@ describe('cost per million callbacks', () => {
       workerMemoryMb: 256,
       writeUnitsPerCallback: 5,
       readUnitsPerCallback: 3,
+      publishesPerCallback: 1.5,
     });
     const usd = Object.fromEntries(cost.lines.map((l) => [l.item, l.usd]));
     expect(usd['API Gateway HTTP API requests']).toBeCloseTo(1.0, 10);
@@ -55,7 +56,9 @@ describe('cost per million callbacks', () => {
     expect(usd['worker Lambda duration']).toBeCloseTo(1010 * PRICES.lambdaPerGbSecond, 10);
     expect(usd['DynamoDB write request units']).toBeCloseTo(3.125, 10);
     expect(usd['DynamoDB read request units']).toBeCloseTo(0.375, 10);
-    expect(cost.totalUsd).toBeCloseTo(5.224133434, 6);
+    // 1,500,000 messages at $0.50 per million
+    expect(usd['SNS publishes (task events)']).toBeCloseTo(0.75, 10);
+    expect(cost.totalUsd).toBeCloseTo(5.974133434, 6);
   });
 
   test('Lambda duration is billed in whole milliseconds, at least one', () => {
@@ -71,6 +74,7 @@ describe('cost per million callbacks', () => {
         workerMemoryMb: 256,
         writeUnitsPerCallback: 1,
         readUnitsPerCallback: 0,
+        publishesPerCallback: 0,
       }),
     ).toThrow(/ingestMsPerCallback/);
   });

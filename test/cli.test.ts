@@ -7,16 +7,19 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { dynamoClient } from './support/dynalite.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -723,6 +726,100 @@ describe('targets', () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^callbacks: table my-tasks in eu-west-1: .+\n$/);
+  });
+});
+
+describe('events tail', () => {
+  // A recording task whose file failed to upload, then was uploaded: published through the stack's topic.
+  const base = {
+    appKey: 'app-ev',
+    recordId: 'rec-ev-1',
+    roomId: 'room-ev',
+    sessionId: 's-ev',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+  };
+  const t0 = now - 10 * 60_000;
+  const bodies = [
+    { ...base, timestamp: t0, type: 1, config: { trigger: 1 } },
+    { ...base, timestamp: t0 + 60_000, type: 3, output: { fileName: 'ev.mp4', fileSize: 1000 } },
+    { ...base, timestamp: t0 + 61_000, type: 4, code: 503, errorMessage: 'down', output: { fileName: 'ev.mp4' } },
+    { ...base, timestamp: t0 + 71_000, type: 4, output: { fileName: 'ev.mp4', fileUrl: 'https://s/ev.mp4' } },
+  ];
+
+  beforeAll(async () => {
+    const sns = new SNSClient({
+      endpoint: stack.info.sqsEndpoint,
+      region: stack.info.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const events = snsEventPublisher(sns, stack.info.eventsTopicArn!);
+    const records = bodies.map((b) => sqsRecord('recording', JSON.stringify(b), { receivedAt: now }));
+    const res = await processBatch(sqsEvent(records), { store, log: createLogger('test'), events, concurrency: 1 });
+    expect(res.batchItemFailures).toEqual([]);
+    sns.destroy();
+  });
+
+  test('--json: one event per line, oldest first; the messages stay for the next reader', async () => {
+    const expected = expectedTaskEvents(
+      bodies.map((b) => {
+        const r = parseCallback('recording', b);
+        if (!r.ok) throw new Error(r.errors.join());
+        return r.callback;
+      }),
+    );
+    for (let i = 0; i < 2; i++) {
+      const run = await cli(['events', 'tail', '--json', '--task', 'rec-ev-1']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.map((e) => e.type)).toEqual([
+        'task.started',
+        'task.ended',
+        'file.upload_failed',
+        'file.uploaded',
+        'file.upload_recovered',
+        'task.completed',
+      ]);
+      expect(checkPublished(expected, lines)).toMatchObject({ ok: true, distinct: 6 });
+    }
+  });
+
+  test('--type filters, and the human table names type, task, file and status', async () => {
+    const run = await cli(['events', 'tail', '--type', 'file.upload_failed']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const rows = run.stdout.trimEnd().split('\n');
+    expect(rows[0]).toMatch(/^occurred\s+type\s+task\s+file\s+status\s+id$/);
+    expect(rows.slice(1)).toHaveLength(1);
+    expect(rows[1]).toMatch(/file\.upload_failed\s+recording rec-ev-1\s+ev\.mp4\s+upload_failed\s+[0-9a-f]{32}$/);
+    const refused = await cli(['events', 'tail', '--type', 'file.gone']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+  });
+
+  test('a deployed table without --queue-url: one sentence saying what to pass; with it, the events', async () => {
+    const deployed = {
+      TASKS_TABLE: stack.info.tableName,
+      AWS_REGION: stack.info.region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_DYNAMODB: stack.info.dynamoEndpoint,
+      AWS_ENDPOINT_URL_SQS: stack.info.sqsEndpoint,
+    };
+    const run = await cli(['events', 'tail'], deployed);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^callbacks: table .+: no queue subscribed to the task-events topic is known; pass --queue-url/,
+    );
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const given = await cli(['events', 'tail', '--json', '--queue-url', stack.info.eventsQueueUrl!], deployed);
+    expect(given).toMatchObject({ code: 0, stderr: '' });
+    expect(given.stdout).toContain('"rec-ev-1"');
   });
 });
 

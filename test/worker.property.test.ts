@@ -2,7 +2,7 @@
 // random lifecycles, shuffled and duplicated, in random batches; then a fault at every write.
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -12,10 +12,10 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../lib/domain/testing/lifecycles.ts';
+} from './support/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';

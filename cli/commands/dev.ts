@@ -67,7 +67,8 @@ export function register(program: Command): void {
     )
     .option(
       '--allow-cidr <cidr>',
-      'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list (default: ALLOWED_SOURCE_CIDRS, else any address)',
+      'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list ' +
+        '(default: ALLOWED_SOURCE_CIDRS, else any address)',
       cidrList,
     )
     .option(
@@ -148,6 +149,10 @@ export function banner(
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
         [
+          'task events',
+          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ${c.dim('(callbacks events tail --follow)')}`,
+        ],
+        [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
         ],
@@ -162,7 +167,8 @@ export function banner(
     opts.quiet
       ? 'Ctrl-C stops the stack.'
       : opts.logFormat === 'pretty'
-        ? 'One line per callback follows: time, route, status, task, type, signature verdict, duration; warnings and errors too (--log-format json: every JSON line, --quiet: none). Ctrl-C stops the stack.'
+        ? 'One line per callback follows (time, route, status, task, type, signature verdict, duration), and the ' +
+          'warnings and errors (--log-format json: every JSON line; --quiet: none). Ctrl-C stops the stack.'
         : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
     '',
   ];

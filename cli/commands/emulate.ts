@@ -12,7 +12,7 @@ import {
   type SendSummary,
   type SignPlacement,
 } from '../../lib/emulator/sender.ts';
-import { expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
+import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { parseDuration } from '../../lib/verify/duration.ts';
 
@@ -140,7 +140,10 @@ export function register(program: Command): void {
         .argParser(duration)
         .default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`),
     )
-    .option('--expect <file>', 'write the tasks the receiver should hold afterwards (for "callbacks verify")')
+    .option(
+      '--expect <file>',
+      'write the tasks the receiver should hold and the task events it should publish (for "callbacks verify")',
+    )
     .option('--json', 'machine-readable summary on stdout')
     .option('--no-progress', 'no progress bar')
     .action(async (opts: EmulateOptions) => {
@@ -204,7 +207,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     const tasks = expectedTasks(report.results);
     expectFile = resolve(opts.expect);
     expectedCount = tasks.length;
-    await writeExpectFile(expectFile, tasks);
+    await writeExpectFile(expectFile, tasks, new Date(), expectedTaskEventsOf(report.results));
   }
 
   const { summary } = report;
@@ -271,8 +274,9 @@ function printSummary(
     `Sent ${s.callbacks} callbacks of ${tasks.recording} recording and ${tasks.screenshot} screenshot tasks to ` +
       `${opts.url} in ${(s.durationMs / 1000).toFixed(1)} s (seed ${seed}).`,
     `${s.delivered} acknowledged, ${notAcknowledged}; ${s.requests} requests: ${s.status2xx} 2xx, ` +
-      `${s.status4xx ? pc.red(`${s.status4xx} 4xx`) : '0 4xx'}, ${s.status5xx ? pc.yellow(`${s.status5xx} 5xx`) : '0 5xx'}, ` +
-      `${s.networkErrors} network errors, ${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
+      `${s.status4xx ? pc.red(`${s.status4xx} 4xx`) : '0 4xx'}, ` +
+      `${s.status5xx ? pc.yellow(`${s.status5xx} 5xx`) : '0 5xx'}, ${s.networkErrors} network errors, ` +
+      `${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
   ];
   for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
@@ -280,7 +284,8 @@ function printSummary(
   }
   if (expectFile !== null) {
     lines.push(
-      `Expected state of ${expectedCount} task(s) written to ${expectFile}; check it with: callbacks verify --expect ${opts.expect}`,
+      `Expected state of ${expectedCount} task(s) written to ${expectFile}; ` +
+        `check it with: callbacks verify --expect ${opts.expect}`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);

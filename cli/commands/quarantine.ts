@@ -18,6 +18,7 @@ import {
   type CommonOptions,
   type Context,
 } from '../inspect.ts';
+import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
 import { TargetError, oneLine } from '../target.ts';
 
@@ -42,6 +43,7 @@ interface ApplyOptions extends FilterOptions {
   yes?: boolean;
   acceptUnverified?: boolean;
   secretsParam?: string;
+  eventsTopic?: string;
 }
 
 /** The filters `list` and `apply` share. */
@@ -154,8 +156,13 @@ export function register(program: Command): void {
         'also apply callbacks whose signature still does not verify (their events say accepted_unverified)',
       )
       .option(
+        '--events-topic <arn>',
+        "task-events topic to publish to (default: the local stack's, TASK_EVENTS_TOPIC_ARN, or the stage's)",
+      )
+      .option(
         '--secrets-param <name>',
-        'SSM parameter holding the secrets (default with --stage: /<service>/<stage>/callback-secrets; CALLBACK_SECRETS wins)',
+        'SSM parameter holding the secrets (default with --stage: /<service>/<stage>/callback-secrets; ' +
+          'CALLBACK_SECRETS wins)',
       ),
   ).action(async (given: CommonOptions & ApplyOptions) => {
     const opts = filtersOf(given);
@@ -179,6 +186,7 @@ export function register(program: Command): void {
         }
       }
       const source = secretsFor(ctx.target, opts);
+      const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
       let secrets: Promise<SecretsByAppKey> | undefined;
       const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
       const bar =
@@ -198,6 +206,7 @@ export function register(program: Command): void {
           try {
             result = await recoverEntry(entry, {
               store: ctx.target.tasks,
+              events: taskEvents?.publisher,
               secrets: () => (secrets ??= source.load()),
               toleranceS,
               acceptUnverified: opts.acceptUnverified === true,
@@ -215,6 +224,7 @@ export function register(program: Command): void {
         }
       } finally {
         bar?.stop();
+        taskEvents?.close();
       }
       if (opts.json) printJson(summaryJson(opts, results));
       else ctx.out(renderSummary(opts, results, ctx));
@@ -276,7 +286,8 @@ function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): st
   if (unverifiable && !opts.acceptUnverified) {
     lines.push(
       ctx.c.dim(
-        'Fix the secret (CALLBACK_SECRETS or the SSM parameter) and run this again, or apply them anyway with --accept-unverified.',
+        'Fix the secret (CALLBACK_SECRETS or the SSM parameter) and run this again, ' +
+          'or apply them anyway with --accept-unverified.',
       ),
     );
   }

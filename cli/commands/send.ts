@@ -9,7 +9,7 @@ import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import type { Service } from '../../lib/queue-message.ts';
 import { CliError, printJson } from '../inspect.ts';
-import { readLocalStack } from '../target.ts';
+import { readLocalStack } from '../../lib/local/stack-file.ts';
 
 interface SendOptions {
   service?: Service;

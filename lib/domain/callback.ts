@@ -1,6 +1,7 @@
 // The full parse the worker uses: one of the seven schemas, then a normalised `Callback` that the state
 // rules read. The raw body is kept untouched beside it.
 import * as v from 'valibot';
+import { FILE_STATE_OK } from '../platform/failures.ts';
 import type { Service } from '../queue-message.ts';
 import { clip, schemasByService, describeIssues } from './schemas.ts';
 import { eventKey } from './canonical.ts';
@@ -27,7 +28,7 @@ export interface Callback {
   userId: string | null;
   mode: number | null;
   extra: string | null;
-  /** The status code; for a screenshot upload, the one its fileState implies (spec §7.2). */
+  /** The status code; for a screenshot upload, the one its fileState implies (docs/platform-callbacks.md §7.2). */
   code: number;
   /** errorMessage; for a screenshot upload, fileMsg when present. */
   message: string | null;
@@ -46,8 +47,6 @@ export interface Callback {
 }
 
 export type ParseResult = { ok: true; callback: Callback } | { ok: false; errors: string[] };
-
-export const SCREENSHOT_UPLOAD_OK = '10000';
 
 const VALID_TYPES: Record<Service, readonly number[]> = { recording: [1, 2, 3, 4], screenshot: [1, 3, 4] };
 
@@ -133,9 +132,9 @@ function normalise(
       };
     } else {
       // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
-      // number (spec §7). Without a fileState, the callback's own code decides.
+      // number (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
       const state: string | null = out.fileState;
-      const ok = state !== null ? state.trim() === SCREENSHOT_UPLOAD_OK : b.code === 200;
+      const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
       const stateCode = state !== null && /^\s*-?\d+\s*$/.test(state) ? Number(state) : b.code;
       cb.upload = {
         fileName: out.fileName,

@@ -1,7 +1,7 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
-import type { FileTransition, Task, TaskStatus } from './task.ts';
+import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { HeldSignature, LedgerVerdict, Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
@@ -39,9 +39,30 @@ export interface Capacity {
   write: number;
 }
 
+/**
+ * The items a delivery left behind, from which the worker derives task events (lib/domain/task-events.ts).
+ * A "before" is null when the item did not exist, or when this delivery cannot know it: an earlier
+ * delivery of the same callback wrote the item already (a crash in between), or this one is a duplicate.
+ */
+export interface StoredWrite {
+  /** The task after the write. */
+  task: TaskSummary;
+  /** The task's status before the write. */
+  statusBefore: TaskStatus | null;
+  /** The file the callback names, before and after the write; null when it names none. */
+  file: { before: FileRecord | null; after: FileRecord } | null;
+}
+
 export type ApplyResult =
-  | { outcome: 'applied'; transition: FileTransition | null; status: TaskStatus; capacity: Capacity }
-  | { outcome: 'duplicate'; capacity: Capacity }
+  | {
+      outcome: 'applied';
+      transition: FileTransition | null;
+      status: TaskStatus;
+      stored: StoredWrite;
+      capacity: Capacity;
+    }
+  /** `stored`: the items as found (the callback's effects included), or null when not read. */
+  | { outcome: 'duplicate'; stored: StoredWrite | null; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
 export type QuarantineReason = 'invalid_callback' | 'invalid_signature' | 'replayed_signature' | 'service_mismatch';

@@ -21,7 +21,8 @@ describe('readIngestSettings', () => {
     const { settings } = readIngestSettings({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '192.0.2.0/24, 2001:db8::/32' });
     expect(settings.allowedSources?.ranges).toEqual(['192.0.2.0/24', '2001:db8::/32']);
     expect(() => readIngestSettings({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '192.0.2.0/24,10.0.0.0/40' })).toThrow(
-      'ALLOWED_SOURCE_CIDRS: "10.0.0.0/40" has a prefix length outside 0 to 32 (such as 203.0.113.0/24 or 2001:db8::/32).',
+      'ALLOWED_SOURCE_CIDRS: "10.0.0.0/40" has a prefix length outside 0 to 32 ' +
+        '(such as 203.0.113.0/24 or 2001:db8::/32).',
     );
   });
 

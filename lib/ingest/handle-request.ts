@@ -1,4 +1,4 @@
-// The receiving endpoint (CONTRACT sections 1 and 2) as a plain function of an API Gateway v2 event and
+// The receiving endpoint (docs/contract.md §1 and §2) as a plain function of an API Gateway v2 event and
 // its dependencies: route, body, minimal check, signature, SendMessage, one log line. It answers every
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
@@ -238,7 +238,9 @@ async function answer(
   if (setAside) {
     outcome.level = 'warn';
     log.setAside = true;
-    log.note = `report mode: accepted with verdict ${verdict}, set aside in the quarantine; once the secret is fixed, callbacks quarantine apply recovers it`;
+    log.note =
+      `report mode: accepted with verdict ${verdict}, set aside in the quarantine; ` +
+      'once the secret is fixed, callbacks quarantine apply recovers it';
   }
   return okResponse();
 }

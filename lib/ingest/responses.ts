@@ -1,4 +1,4 @@
-// The receiving endpoint's answers (CONTRACT section 1): `200 {"ok":true}` once enqueued, otherwise
+// The receiving endpoint's answers (docs/contract.md §1): `200 {"ok":true}` once enqueued, otherwise
 // `{"error":{"code","message"}}`. The HTTP status is fixed by the code, so callers pass only the code.
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 

@@ -11,6 +11,10 @@ export const resourceNames = (stage: string) => ({
   table: `${SERVICE}-${stage}-tasks`,
   queue: `${SERVICE}-${stage}-callbacks`,
   deadLetterQueue: `${SERVICE}-${stage}-callbacks-dlq`,
+  /** infra/events.yml */
+  eventsTopic: `${SERVICE}-${stage}-task-events`,
+  /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */
+  eventsQueue: `${SERVICE}-${stage}-task-events-tail`,
 });
 
 /** infra/queues.yml */

@@ -2,13 +2,14 @@
 // secret or the parser is fixed, exactly once, with the signature judged at the time it was received.
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { parseCallback } from '../domain/callback.ts';
+import type { TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry } from '../domain/task-store.ts';
-import { reduceTask } from '../domain/task.ts';
+import { reduceTask } from '../domain/reduce-task.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink } from '../log.ts';
 import type { HeldSignature, Service } from '../queue-message.ts';
-import { computeSignature } from '../sign.ts';
-import { startDynamo, type LocalDynamo } from '../../test/support/dynalite.ts';
+import { computeSignature } from '../platform/signing.ts';
+import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';
 import { processBatch } from './process-batch.ts';
 import { recoverEntry, type RecoverDeps } from './recover.ts';
@@ -275,6 +276,34 @@ describe('recoverEntry', () => {
       why: expect.stringMatching(/^service_mismatch/),
     });
     expect(await quarantineEntries(s, 'shared-id')).toHaveLength(1);
+  });
+});
+
+describe('task events of what is recovered', () => {
+  test('published as the worker publishes them; a refused publish leaves the entry to the next run', async () => {
+    const s = store();
+    const receivedAt = now - 1000;
+    const body = startBody('rec-events', receivedAt);
+    const [entry] = await quarantineThroughWorker(s, 'rec-events', [
+      sqsRecord('recording', body, { verdict: 'invalid', mode: 'report', receivedAt, heldSignature: held(receivedAt) }),
+    ]);
+    const fixed = deps(s, { 'demo-app': [PLATFORM_SECRET] });
+    const refusing = { publish: async () => Promise.reject(new Error('topic unreachable')) };
+    expect(await recoverEntry(entry!, { ...fixed, events: refusing })).toEqual({
+      outcome: 'failing',
+      taskId: 'rec-events',
+      kind: 'store',
+      why: 'applied, but its task events could not be published (topic unreachable); run again',
+    });
+    // The write stands, the entry is not marked: the next run completes it.
+    expect(await s.getTask('rec-events')).toEqual(expectedTask('recording', body));
+    const [unmarked] = await quarantineEntries(s, 'rec-events');
+    expect(unmarked!.applied).toBeUndefined();
+    const published: TaskEvent[] = [];
+    const collecting = { publish: async (events: readonly TaskEvent[]) => void published.push(...events) };
+    expect(await recoverEntry(unmarked!, { ...fixed, events: collecting })).toMatchObject({ outcome: 'duplicate' });
+    expect(published.map((e) => [e.type, e.task.id])).toEqual([['task.started', 'rec-events']]);
+    expect((await quarantineEntries(s, 'rec-events'))[0]!.applied).toMatchObject({ outcome: 'duplicate' });
   });
 });
 

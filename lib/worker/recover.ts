@@ -3,8 +3,10 @@
 // applyCallback, exactly as the worker applies a queued callback; the store's exactly-once rule makes a
 // second recovery a duplicate. The signature's timestamp is judged against the time the callback was
 // received, not against now: a callback held for a week is not stale for having waited.
-import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
+import type { EventPublisher } from '../aws/sns/task-events.ts';
+import { eventsOfWrite } from '../domain/task-events.ts';
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
+import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
 import type { SecretsByAppKey } from '../ingest/secrets.ts';
 import { isQueueSafe } from '../ingest/enqueue.ts';
 import { signatureKeyOf, verifySignature } from '../ingest/signature.ts';
@@ -12,6 +14,8 @@ import { parseQueued, toDelivered } from './process-batch.ts';
 
 export interface RecoverDeps {
   store: TaskStore;
+  /** Where the task events of what is applied go, as the worker publishes them; absent, none are. */
+  events?: EventPublisher;
   /** Today's secrets; read only when an entry's signature has to be checked again. */
   secrets: () => Promise<SecretsByAppKey>;
   /** The ingest's SIGNATURE_TOLERANCE_S. */
@@ -118,6 +122,17 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
   if (result.outcome === 'quarantined') {
     const kind = result.reason === 'replayed_signature' ? 'replay' : 'store';
     return { outcome: 'failing', taskId: cb.id, kind, why: `${result.reason}: ${result.detail}` };
+  }
+  // The worker's next step: the task events of the write, from what is stored. A duplicate publishes them
+  // again (the same ids), so a run whose publishing failed is completed by the next one.
+  const events = deps.events ? eventsOfWrite(cb, result.stored) : [];
+  if (events.length > 0) {
+    try {
+      await deps.events!.publish(events);
+    } catch (err) {
+      const why = `applied, but its task events could not be published (${(err as Error).message}); run again`;
+      return { outcome: 'failing', taskId: cb.id, kind: 'store', why };
+    }
   }
   if (!entry.applied) await deps.store.markQuarantineApplied(entry, { at, outcome: result.outcome, verdict });
   return { outcome: result.outcome, taskId: cb.id, verdict };

@@ -2,8 +2,8 @@
 // none of the machine's AWS settings. `startDev` runs `callbacks dev` until stopped, as `npm start` would.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { readLocalStack, type LocalStackInfo } from '../../cli/target.ts';
-import { computeSignature } from '../../lib/sign.ts';
+import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
+import { computeSignature } from '../../lib/platform/signing.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 export const nodeBin = join(root, 'node_modules/.bin/node');

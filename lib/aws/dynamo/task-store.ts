@@ -4,7 +4,7 @@
 // unchanged). Counts stay exact under redelivery and crashes because every item remembers, as a token,
 // which callbacks it has absorbed until the callback's ledger entry exists; the ledger entry is written
 // last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
-// by later writes, so no item grows with the number of callbacks. See README "Worker and table design".
+// by later writes, so no item grows with the number of callbacks. See docs/design.md, "Table design" and after.
 import {
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
@@ -28,6 +28,7 @@ import {
   fileState,
   rankOf,
   sortTimeOf,
+  toSummary,
   toTask,
   type FileRecord,
   type FileState,
@@ -44,6 +45,7 @@ import type {
   QuarantineEntry,
   QuarantineQuery,
   StoredEvent,
+  StoredWrite,
   TaskQuery,
   TaskStore,
   TaskSummary,
@@ -140,13 +142,18 @@ export class DynamoTaskStore implements TaskStore {
       const inEveryItem = (!fileKey || fileHasToken) && headerHasToken;
       // The ledger is read after the items it guards: if a token was pruned before those reads, the
       // ledger entry already existed, so this reads it and stops (see the module comment).
-      if (!inEveryItem && (await this.exists(eventKey, cap))) return { outcome: 'duplicate', capacity: cap };
+      // Read before the ledger: the callback's effects are in them (it reached every item before its entry).
+      const asFound = (): StoredWrite | null => storedAsFound(header, file);
+      if (!inEveryItem && (await this.exists(eventKey, cap)))
+        return { outcome: 'duplicate', stored: asFound(), capacity: cap };
 
       let transition: FileTransition | null = null;
+      let fileChange: StoredWrite['file'] = null;
       if (fileKey) {
         if (fileHasToken) {
           const t = file!.inflight[cb.key] as FileToken;
           transition = { from: t.f ?? null, to: t.t ?? null };
+          fileChange = { before: null, after: fileFromItem(file!) };
         } else {
           const before = file ? fileFromItem(file) : null;
           const after = applyToFile(before, cb);
@@ -155,21 +162,26 @@ export class DynamoTaskStore implements TaskStore {
           inflight[cb.key] = { ts: cb.timestamp, f: transition.from, t: transition.to } satisfies FileToken;
           const written = await this.putVersioned(fileToItem(fileKey, cb, after, inflight), file?.ver, cap);
           if (!written) continue;
+          fileChange = { before, after };
         }
       }
 
-      let status = header?.status as TaskStatus;
+      let headerAfter = header ? headerFromItem(header) : null;
+      let statusBefore: TaskStatus | null = null;
       if (!headerHasToken) {
         const applied = await this.applyHeader(headerKey, header, cb, transition, eventKey, cap);
         if (applied === 'conflict') continue;
-        if (applied === 'duplicate') return { outcome: 'duplicate', capacity: cap };
-        status = applied.status;
+        if (applied === 'duplicate') return { outcome: 'duplicate', stored: null, capacity: cap };
+        headerAfter = applied.after;
+        statusBefore = applied.statusBefore;
       }
+      const status = deriveStatus(headerAfter!);
 
       const created = await this.putLedgerEntry(eventKey, d, fileName, cap);
       // Both items held the token and another delivery wrote the ledger entry first: nothing was new.
-      if (!created && inEveryItem) return { outcome: 'duplicate', capacity: cap };
-      return { outcome: 'applied', transition, status, capacity: cap };
+      if (!created && inEveryItem) return { outcome: 'duplicate', stored: asFound(), capacity: cap };
+      const stored: StoredWrite = { task: toSummary(headerAfter!), statusBefore, file: fileChange };
+      return { outcome: 'applied', transition, status, stored, capacity: cap };
     }
   }
 
@@ -181,13 +193,13 @@ export class DynamoTaskStore implements TaskStore {
     transition: FileTransition | null,
     eventKey: Key,
     cap: Capacity,
-  ): Promise<{ status: TaskStatus } | 'duplicate' | 'conflict'> {
+  ): Promise<{ after: TaskHeader; statusBefore: TaskStatus | null } | 'duplicate' | 'conflict'> {
     let current = header;
     for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
       if (attempt > 1) {
         await backoff(attempt);
         current = await this.get(headerKey, cap);
-        if (holdsToken(current, cb.key)) return { status: current!.status };
+        if (holdsToken(current, cb.key)) return { after: headerFromItem(current!), statusBefore: null };
         if (current && current.service !== cb.service) return 'conflict';
         if (await this.exists(eventKey, cap)) return 'duplicate';
       }
@@ -196,7 +208,7 @@ export class DynamoTaskStore implements TaskStore {
       const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
       inflight[cb.key] = cb.timestamp;
       if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap))
-        return { status: deriveStatus(after) };
+        return { after, statusBefore: before ? deriveStatus(before) : null };
     }
     throw new ContentionError(`task ${cb.id} header stayed contended after ${this.maxAttempts} attempts`);
   }
@@ -756,23 +768,16 @@ function quarantineFromItem(item: Item): QuarantineEntry {
 }
 
 function summaryFromItem(item: Item): TaskSummary {
-  const h = headerFromItem(item);
+  return { ...toSummary(headerFromItem(item)), sortAt: item[SORT_AT] };
+}
+
+/** The task and the file as a delivery found them, with no "before" (see StoredWrite). */
+function storedAsFound(header: Item | null, file: Item | null): StoredWrite | null {
+  if (!header) return null;
   return {
-    service: h.service,
-    id: h.id,
-    appKey: h.appKey,
-    roomId: h.roomId,
-    sessionId: h.sessionId,
-    userId: h.userId,
-    status: deriveStatus(h),
-    startedAt: h.startedAt,
-    endedAt: h.endedAt,
-    updatedAt: h.updatedAt,
-    sortAt: item[SORT_AT],
-    eventCount: h.eventCount,
-    fileCount: h.fileCount,
-    pendingFiles: h.pendingFiles,
-    failedFiles: h.failedFiles,
+    task: toSummary(headerFromItem(header)),
+    statusBefore: null,
+    file: file ? { before: null, after: fileFromItem(file) } : null,
   };
 }
 

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
-import { reduceTask, type Task } from '../../../lib/domain/task.ts';
+import { reduceTask } from '../../../lib/domain/reduce-task.ts';
+import type { Task } from '../../../lib/domain/task.ts';
 import {
   callbacksOf,
   interleavedDeliveries,
@@ -14,7 +15,7 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../../../lib/domain/testing/lifecycles.ts';
+} from '../../support/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
 import type { Service } from '../../../lib/queue-message.ts';
