@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, platform, arch, release, totalmem } from 'node:os';
 import { join } from 'node:path';
+import type { ApiResult } from './api.ts';
 import type { ColdStartResult } from './cold-start.ts';
 import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost.ts';
 import type { EndToEndResult } from './end-to-end.ts';
@@ -48,8 +49,8 @@ export interface CostResult {
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
 
-export type PartName = 'ingest' | 'cold-start' | 'worker' | 'end-to-end' | 'cost';
-export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'end-to-end', 'cost'];
+export type PartName = 'ingest' | 'cold-start' | 'worker' | 'api' | 'end-to-end' | 'cost';
+export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'api', 'end-to-end', 'cost'];
 
 export interface BenchResults {
   date: string;
@@ -60,6 +61,7 @@ export interface BenchResults {
   ingest?: IngestResult;
   coldStart?: ColdStartResult;
   worker?: WorkerResult;
+  api?: ApiResult;
   endToEnd?: EndToEndResult;
   cost?: CostResult;
   /** Parts that could not run, and why. */
@@ -142,9 +144,10 @@ function coldStartSection(r: ColdStartResult): string {
   return [
     '## 2. Cold start',
     '',
-    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to two baselines ' +
-      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest) and one that only calls ' +
-      `DynamoDB \`PutItem\` (for the worker). Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
+    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to three baselines ' +
+      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest), one that only calls ' +
+      'DynamoDB `PutItem` (for the worker) and one that only calls DynamoDB `GetItem` (for the read API). ' +
+      `Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
       `environment, ${r.repeats} times, the bundles taking turns; ratios are per repetition.`,
     '',
     table(
@@ -265,11 +268,40 @@ function workerSection(r: WorkerResult): string {
   ].join('\n');
 }
 
+function apiSection(r: ApiResult): string {
+  const rows = r.requests.map((q) => [
+    `\`${q.request}\`: ${q.label}`,
+    `${q.items} ${q.items === 1 ? 'item' : 'items'}, ${bytes(q.responseBytes)} B`,
+    Object.entries(q.dynamoRequests)
+      .map(([op, n]) => `${n} ${op}`)
+      .join(', '),
+    range(q.ms, ' ms'),
+    ratio(q.ratio),
+  ]);
+  return [
+    '## 4. Read API',
+    '',
+    `${r.tasks} tasks and a screenshot task of ${r.files} images, written by the worker's logic, then each request below as an ` +
+      "API Gateway v2 event through `handleApiRequest` (route, query parameters, the read API's own DynamoDB reader, JSON) against " +
+      `dynalite in the same process. Baseline: a bare strongly consistent \`GetItem\` of one task's header on the same client, the least ` +
+      `any read of a task costs (${range(r.bareGetItemMs, ' ms')}). ${r.rounds} rounds of ${r.perRound} requests per kind, the two sides alternating; ` +
+      'one ratio per round.',
+    '',
+    table(
+      ['request', 'answer', 'DynamoDB requests', 'time per request, median [min–max]', 'ratio to bare GetItem'],
+      rows,
+    ),
+    '',
+    'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB requests ' +
+      'times that, plus the handler time shown here.',
+  ].join('\n');
+}
+
 function endToEndSection(r: EndToEndResult): string {
   const s = r.send;
   const ms = (n: number | null) => (n === null ? 'did not drain' : `${num(n / 1000)} s`);
   return [
-    '## 4. End to end',
+    '## 5. End to end',
     '',
     `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them repeats, reordering within ` +
       `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender emulator (\`callbacks emulate\`'s modules, ` +
@@ -338,7 +370,7 @@ function costSection(r: CostResult): string {
   rows.push(['**total**', '', `**${usd(r.breakdown.totalUsd)}**`, '100%', `**${usd(r.baseline.totalUsd)}**`]);
   const p = r.prices;
   return [
-    '## 5. Cost per million callbacks on AWS',
+    '## 6. Cost per million callbacks on AWS',
     '',
     `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda $${p.lambdaPerMillionRequests} per million ` +
       `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; DynamoDB on-demand ` +
@@ -395,6 +427,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.ingest) parts.push('', ingestSection(r.ingest));
   if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
   if (r.worker) parts.push('', workerSection(r.worker));
+  if (r.api) parts.push('', apiSection(r.api));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));
   return `${parts.join('\n')}\n`;
@@ -447,6 +480,15 @@ export function renderSummary(r: BenchResults): string {
       num(mix.tableWcu + mix.indexWcu),
       `bare PutItem ${num(mix.bareWcu)}`,
       x(mix.ratio),
+    ]);
+  }
+  if (r.api) {
+    const one = r.api.requests[0]!;
+    rows.push([
+      `read API ${one.request.split(' ')[0]} /tasks/{id}, per request (dynalite)`,
+      `${num(one.ms.median)} ms`,
+      `bare GetItem ${num(r.api.bareGetItemMs.median)} ms`,
+      x(one.ratio.median),
     ]);
   }
   if (r.endToEnd) {

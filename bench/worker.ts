@@ -105,7 +105,7 @@ function capacityLogger() {
 }
 
 /** Counts every request the client sends, by operation (an SDK middleware, before retries). */
-function countRequests(client: DynamoDBClient): Map<string, number> {
+export function countRequests(client: DynamoDBClient): Map<string, number> {
   const counts = new Map<string, number>();
   client.middlewareStack.add(
     (next, context) => async (args) => {

@@ -2,6 +2,7 @@
 // except `colorsFor`, which reads whether stdout is a terminal.
 import Table from 'cli-table3';
 import { createColors } from 'picocolors';
+import { checkTimeZone, parseDuration, parseTimePoint as parseTimePointIn, zoneOffsetMs } from '../lib/time-point.ts';
 
 export type Colors = ReturnType<typeof createColors>;
 
@@ -30,49 +31,15 @@ export function humanSize(bytes: number | null | undefined): string {
 /** The IANA time zone every time is printed in and every zone-less time typed is read in (`--tz`). */
 let displayZone = 'UTC';
 
-const zoneFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** Throws a one-sentence error when `zone` is not an IANA time zone Node knows. */
-function zoneFormat(zone: string): Intl.DateTimeFormat {
-  let format = zoneFormats.get(zone);
-  if (!format) {
-    try {
-      format = new Intl.DateTimeFormat('en-US', {
-        timeZone: zone,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: '2-digit',
-        day: '2-digit',
-        hour: '2-digit',
-        minute: '2-digit',
-        second: '2-digit',
-      });
-    } catch {
-      throw new Error(`"${zone}" is not a time zone: use an IANA name such as UTC, Asia/Shanghai or Europe/Berlin`);
-    }
-    zoneFormats.set(zone, format);
-  }
-  return format;
-}
-
 /** Sets the zone of printed and typed times; throws a one-sentence error for an unknown zone. */
 export function setTimeZone(zone: string | undefined): void {
   const next = zone?.trim() || 'UTC';
-  zoneFormat(next);
+  checkTimeZone(next);
   displayZone = next;
 }
 
 export function timeZone(): string {
   return displayZone;
-}
-
-/** Milliseconds the zone's wall clock is ahead of UTC at instant `ms`. */
-function zoneOffsetMs(ms: number, zone: string): number {
-  const parts: Record<string, number> = {};
-  for (const p of zoneFormat(zone).formatToParts(new Date(ms)))
-    if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-  return wall - (ms - (((ms % 1000) + 1000) % 1000));
 }
 
 /**
@@ -93,7 +60,7 @@ export function isoTime(ms: number | null | undefined, zone: string = displayZon
 
 /** The time of day in the display zone, to the millisecond: `08:00:00.123`. */
 export function clockTime(ms: number, zone: string = displayZone): string {
-  const offset = zone === 'UTC' ? 0 : zoneOffsetMs(ms, zone);
+  const offset = zoneOffsetMs(ms, zone);
   return new Date(ms + offset).toISOString().slice(11, 23);
 }
 
@@ -116,50 +83,11 @@ export function timeWithRelative(ms: number | null | undefined, now: number): st
   return `${isoTime(ms)} (${relativeTime(ms, now)})`;
 }
 
-const DURATION_UNITS: Record<string, number> = {
-  s: 1000,
-  m: 60_000,
-  min: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 7 * 86_400_000,
-};
+export { parseDuration };
 
-/** `30s`, `30m`, `2h`, `7d`, `1w` (also `1.5h`) in milliseconds; null when it is not a duration. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$/i.exec(text.trim());
-  if (!m) return null;
-  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!);
-}
-
-const ZONELESS = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
-
-/**
- * A point in time for `--since`/`--until`: a duration back from now (`2h`, `7d`), an ISO date or time
- * (`2025-11-22`, `2025-11-22T08:00`, `2025-11-22T08:00:00Z`, `...+08:00`), or epoch milliseconds. A date or
- * time without a zone is read in the display zone, the one times are printed in.
- */
+/** A point in time typed on the command line; a time without a zone is read in the display zone (`--tz`). */
 export function parseTimePoint(text: string, now: number, zone: string = displayZone): number {
-  const trimmed = text.trim();
-  const duration = parseDuration(trimmed);
-  if (duration !== null) return now - duration;
-  if (/^\d{10,}$/.test(trimmed)) return Number(trimmed);
-  const local = ZONELESS.exec(trimmed);
-  if (local) {
-    const [, y, mo, d, h = '0', mi = '0', sec = '0', frac = '0'] = local;
-    const wall = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +sec, Number(frac.padEnd(3, '0')));
-    // Two passes settle the offset of the instant itself, also next to a daylight-saving change.
-    const guess = wall - zoneOffsetMs(wall, zone);
-    const ms = wall - zoneOffsetMs(guess, zone);
-    if (Number.isFinite(ms) && new Date(wall).getUTCDate() === +d!) return ms;
-  } else if (/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:\d{2})$/i.test(trimmed)) {
-    const ms = Date.parse(trimmed);
-    if (Number.isFinite(ms)) return ms;
-  }
-  throw new Error(
-    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date or time ` +
-      '(2025-11-22, 2025-11-22T08:00, 2025-11-22T08:00:00Z) or epoch milliseconds',
-  );
+  return parseTimePointIn(text, now, zone);
 }
 
 /** Colours only on a terminal, and never with `--no-color` or `NO_COLOR` set. */

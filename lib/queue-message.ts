@@ -4,6 +4,8 @@
 
 export type Service = 'recording' | 'screenshot';
 
+export const SERVICES: readonly Service[] = ['recording', 'screenshot'];
+
 export type SignatureMode = 'enforce' | 'report' | 'off';
 
 /**

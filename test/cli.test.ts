@@ -300,6 +300,18 @@ describe('tasks get', () => {
     expect(rec.files.find((f: any) => f.upload === 'failed').purgeAt).toBe(1763803810000 + DAY);
   });
 
+  test('--app-key: the task of that appKey, or none', async () => {
+    const printed = await cliJson<unknown>(['tasks', 'get', '7nQ2f0vB-rec-001', '--app-key', 'demo-app']);
+    expect(printed).toEqual(expectedTask('7nQ2f0vB-rec-001'));
+    for (const command of ['get', 'events']) {
+      const run = await cli(['tasks', command, '7nQ2f0vB-rec-001', '--app-key', 'other-app']);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(
+        `callbacks: no task 7nQ2f0vB-rec-001 of appKey other-app in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+      );
+    }
+  });
+
   test('a task that is not there: one sentence on stderr, exit code 1', async () => {
     const run = await cli(['tasks', 'get', 'rec-x']);
     expect(run.code).toBe(1);
@@ -355,6 +367,13 @@ describe('tasks list', () => {
         ['--app-key', 'demo-app', '--status', 'upload_failed', '--since', String(1763798400000)],
         ['img-5c1d9e', '7nQ2f0vB-rec-001'],
       ],
+      [['--service', 'screenshot'], ['img-new-4']],
+      [
+        ['--service', 'recording', '--app-key', 'app-x'],
+        ['rec-new-2', 'rec-new-1'],
+      ],
+      [['--user', 'user-alice', '--since', '2025-11-01'], ['Kp4e-rec-002']],
+      [['--user', 'user-bob', '--since', '2025-11-01'], []],
     ];
     const results = await Promise.all(cases.map(([args]) => cliJson<TaskSummary[]>(['tasks', 'list', ...args])));
     results.forEach((list, i) => {

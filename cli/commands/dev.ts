@@ -142,6 +142,10 @@ export function banner(
         ['recording', `POST ${info.url}/callbacks/recording`],
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
+        [
+          'read API',
+          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${c.dim('(loopback clients only, no authorization)')}`,
+        ],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],

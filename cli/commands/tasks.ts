@@ -1,9 +1,16 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
 import { Option, type Command } from 'commander';
-import type { StoredEvent, TaskQuery, TaskSummary } from '../../lib/domain/task-store.ts';
-import type { FileView, Task, TaskStatus } from '../../lib/domain/task.ts';
-import type { Service } from '../../lib/queue-message.ts';
+import { eventView } from '../../lib/domain/event-view.ts';
+import {
+  AmbiguousTaskError,
+  type StoredEvent,
+  type TaskQuery,
+  type TaskRef,
+  type TaskSummary,
+} from '../../lib/domain/task-store.ts';
+import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
+import { SERVICES, type Service } from '../../lib/queue-message.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -25,8 +32,23 @@ import {
   type CommonOptions,
 } from '../inspect.ts';
 
-const STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
-const SERVICES: Service[] = ['recording', 'screenshot'];
+/** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
+const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
+
+/** A task id used by several appKeys needs --app-key: said in one sentence. */
+async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof AmbiguousTaskError)
+      throw new CliError(
+        `task id ${ref.id} is used by several appKeys (${err.appKeys.join(', ')}): say which with --app-key`,
+      );
+    throw err;
+  }
+}
+
+const appKeyOption = () => new Option('--app-key <appKey>', 'the task of this appKey (when its id is used by several)');
 
 export function register(program: Command): void {
   const tasks = program
@@ -37,22 +59,25 @@ export function register(program: Command): void {
     tasks
       .command('get <id>')
       .description('one task (recordId or imageId) with its files')
+      .addOption(appKeyOption())
       .option('--failed', 'only the files whose upload failed')
       .option('--limit <n>', `at most this many files (default ${DEFAULT_FILE_LIMIT}; --json: all)`, positiveInt)
       .option('--wide', 'one line per file with every column (URL, error, purge time), however wide'),
   ).action(async (id: string, opts: CommonOptions & GetOptions) => {
     await withTarget(opts, async (ctx) => {
-      const [task, quarantined] = await Promise.all([
-        ctx.target.tasks.getTask(id),
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const [found, quarantined] = await Promise.all([
+        oneTask(ref, () => ctx.target.tasks.getTaskPage(ref, WHOLE)),
         ctx.target.tasks.countQuarantined(id),
       ]);
       const seeQuarantine = `callbacks quarantine list --task ${id}`;
       const naming = (verb: string) =>
         plural(quarantined, `quarantined callback ${verb}s`, `quarantined callbacks ${verb}`);
-      if (!task) {
+      if (!found) {
         const held = quarantined > 0 ? `; ${naming('name')} it (see them: ${seeQuarantine})` : '';
-        throw new CliError(`no task ${id} in ${ctx.where}${held}`);
+        throw new CliError(`no ${describeRef(ref)} in ${ctx.where}${held}`);
       }
+      const task = found.task;
       if (opts.json) {
         // The contract's object; --failed and an explicit --limit narrow its files.
         const files = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
@@ -68,12 +93,12 @@ export function register(program: Command): void {
     tasks
       .command('list')
       .description('tasks, newest first (by their first callback)')
-      .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
       .option('--room <roomId>', 'tasks of this room')
       .option('--session <sessionId>', 'tasks of this session')
-      .option('--user <userId>', 'tasks of this user (single-stream recordings)')
-      .addOption(new Option('--status <status>', 'tasks in this status').choices(STATUSES))
+      .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
+      .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
+      .option('--user <userId>', 'tasks of this userId (single-stream recordings)')
       .option(
         '--since <time>',
         'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: last 30 days)',
@@ -85,12 +110,12 @@ export function register(program: Command): void {
     const { since, until } = timeRange(opts);
     await withTarget(opts, async (ctx) => {
       const query: TaskQuery = {
-        service: opts.service,
         roomId: opts.room,
         sessionId: opts.session,
-        userId: opts.user,
         status: opts.status,
         appKey: opts.appKey,
+        service: opts.service,
+        userId: opts.user,
         since,
         until,
         limit: opts.limit,
@@ -108,7 +133,7 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          since === undefined && !opts.room && !opts.session && !opts.appKey
+          since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
             ? 'No task matches in the last 30 days (--since reaches further back).'
             : 'No task matches.',
         );
@@ -124,15 +149,17 @@ export function register(program: Command): void {
     tasks
       .command('events <id>')
       .description('the raw callbacks stored for a task, in timestamp order')
+      .addOption(appKeyOption())
       .option('--raw', 'show each callback body exactly as received')
       .option('--wide', 'also show each event key'),
-  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean }) => {
+  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
-      const events = await ctx.target.tasks.listEvents(id);
-      if (events.length === 0 && !(await ctx.target.tasks.getTask(id)))
-        throw new CliError(`no task ${id} in ${ctx.where}`);
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      const events = found.items;
       if (opts.json) {
-        printJson(events.map(eventJson));
+        printJson(events.map(eventView));
         return;
       }
       if (events.length === 0) {
@@ -144,19 +171,24 @@ export function register(program: Command): void {
   });
 }
 
+function describeRef(ref: TaskRef): string {
+  return ref.appKey === undefined ? `task ${ref.id}` : `task ${ref.id} of appKey ${ref.appKey}`;
+}
+
 interface GetOptions {
+  appKey?: string;
   failed?: boolean;
   limit?: number;
   wide?: boolean;
 }
 
 interface ListOptions {
-  service?: Service;
   room?: string;
   session?: string;
-  user?: string;
   status?: TaskStatus;
   appKey?: string;
+  service?: Service;
+  user?: string;
   since?: string;
   until?: string;
   limit: number;
@@ -293,36 +325,11 @@ export function renderList(summaries: TaskSummary[], c: Colors): string {
   );
 }
 
-/** The body of a stored event, parsed, or the text itself when it does not parse. */
-function bodyOf(e: StoredEvent): unknown {
-  try {
-    return JSON.parse(e.raw);
-  } catch {
-    return e.raw;
-  }
-}
-
 /** The callback's code as sent (the platform sends some numbers as strings). */
 function codeOf(e: StoredEvent): string {
-  const body = bodyOf(e) as { code?: unknown } | null;
+  const body = eventView(e).body as { code?: unknown } | null;
   const code = body && typeof body === 'object' ? body.code : undefined;
   return typeof code === 'number' || typeof code === 'string' ? String(code) : '-';
-}
-
-/** A stored event with its body parsed, for `--json`. */
-function eventJson(e: StoredEvent) {
-  return {
-    key: e.key,
-    type: e.type,
-    timestamp: e.timestamp,
-    receivedAt: e.receivedAt,
-    verdict: e.verdict,
-    requestId: e.requestId,
-    expiresAt: e.expiresAt,
-    fileName: e.fileName ?? null,
-    ...(e.recovered ? { recovered: e.recovered } : {}),
-    body: bodyOf(e),
-  };
 }
 
 function renderEvents(events: StoredEvent[], c: Colors, opts: { raw: boolean; wide: boolean }): string {

@@ -11,6 +11,15 @@ import type { TaskSummary } from './task-store.ts';
 
 export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
 
+export const TASK_STATUSES: readonly TaskStatus[] = [
+  'recording',
+  'capturing',
+  'ended',
+  'completed',
+  'upload_failed',
+  'failed',
+];
+
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 
 /**

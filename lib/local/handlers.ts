@@ -10,6 +10,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse,
 
 export interface DeployedHandlers {
   ingest(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyResultV2>;
+  api(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyResultV2>;
   worker(event: SQSEvent): Promise<SQSBatchResponse | undefined>;
 }
 
@@ -44,10 +45,15 @@ export async function loadDeployedHandlers(env: Record<string, string>): Promise
   Object.assign(process.env, env);
   // Each call gets a request id of its own, as Lambda gives one to each invocation.
   const context = () => ({ awsRequestId: randomUUID() });
-  const handlers = Promise.all([import('../../functions/ingest.ts'), import('../../functions/worker.ts')]).then(
-    ([ingest, worker]): DeployedHandlers => ({
+  const handlers = Promise.all([
+    import('../../functions/ingest.ts'),
+    import('../../functions/worker.ts'),
+    import('../../functions/api.ts'),
+  ]).then(
+    ([ingest, worker, api]): DeployedHandlers => ({
       ingest: (event) => ingest.handler(event, context()),
       worker: (event) => worker.handler(event, context()),
+      api: (event) => api.handler(event, context()),
     }),
   );
   loaded = { env: { ...env }, handlers };

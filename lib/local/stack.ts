@@ -1,8 +1,9 @@
 // The whole receiver in one process, for development and end-to-end tests: DynamoDB (dynalite) and SQS/SNS
 // (fauxqs) emulators with the table, the queues and the task-events topic the deployed stack has (plus a
-// queue subscribed to the topic, for `callbacks events tail`), an HTTP server standing in for
-// API Gateway in front of the deployed ingest handler, and pollers standing in for the SQS event source
-// mapping in front of the deployed worker handler.
+// queue subscribed to the topic, for `callbacks events tail`), an HTTP server standing in for API Gateway
+// in front of the deployed ingest and read API handlers (the read API for loopback clients only, without
+// authorization), and pollers standing in for the SQS event source mapping in front of the deployed
+// worker handler.
 //
 // Data lives under `<dataDir>/dynamodb` (dynalite's LevelDB) and `<dataDir>/sqs` (fauxqs' SQLite), so a
 // restart finds the tasks and also every callback that was acknowledged but not yet applied, and the
@@ -216,6 +217,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const restoreSink: LogSink | null = opts.quiet ? setLogSink(() => {}) : null;
   let ready = false;
   let ingest: DeployedHandlers['ingest'] | undefined;
+  let api: DeployedHandlers['api'] | undefined;
   let server: Server | undefined;
   let dynamoServer: Server | undefined;
   let fauxqs: FauxqsServer | undefined;
@@ -257,9 +259,10 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // stack is ready every request is answered 503 (/health included).
     server = createGateway({
       handler: (event) => ingest!(event),
+      api: (event) => api!(event),
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
       maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
-      isReady: () => ready && ingest !== undefined,
+      isReady: () => ready && ingest !== undefined && api !== undefined,
       log: createLogger('gateway'),
     });
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
@@ -303,6 +306,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       ALLOWED_SOURCE_CIDRS: allowedSourceCidrs,
     });
     ingest = handlers.ingest;
+    api = handlers.api;
 
     poller = startSqsPoller({
       sqs,

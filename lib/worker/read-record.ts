@@ -2,6 +2,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import {
   Attr,
+  SERVICES,
   type HeldSignature,
   type QueuedCallback,
   type Service,
@@ -9,7 +10,6 @@ import {
   type SignatureVerdict,
 } from '../queue-message.ts';
 
-const SERVICES: readonly Service[] = ['recording', 'screenshot'];
 const VERDICTS: readonly SignatureVerdict[] = [
   'valid',
   'invalid',

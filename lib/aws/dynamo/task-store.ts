@@ -6,14 +6,11 @@
 // last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
 // by later writes, so no item grows with the number of callbacks. See docs/design.md, "Table design" and after.
 import {
-  BatchGetItemCommand,
-  type BatchGetItemCommandOutput,
   ConditionalCheckFailedException,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
   type AttributeValue,
-  type ConsumedCapacity,
   type DynamoDBClient,
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -29,7 +26,6 @@ import {
   rankOf,
   sortTimeOf,
   toSummary,
-  toTask,
   type FileRecord,
   type FileState,
   type FileTransition,
@@ -41,20 +37,34 @@ import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
+  Page,
+  PageRequest,
   QuarantineApplied,
   QuarantineEntry,
   QuarantineQuery,
   StoredEvent,
+  TaskPage,
   StoredWrite,
   TaskQuery,
+  TaskRef,
   TaskStore,
   TaskSummary,
 } from '../../domain/task-store.ts';
+import {
+  ContentionError,
+  addCapacity,
+  backoff,
+  batchGetItems,
+  fileFromItem,
+  headerFromItem,
+  type Item,
+  type Key,
+} from './items.ts';
+import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
 import type { SignatureVerdict } from '../../queue-message.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
-type Item = Record<string, any>;
-type Key = { pk: string; sk: string };
+export { ContentionError } from './items.ts';
 
 export interface DynamoTaskStoreOptions {
   client: DynamoDBClient;
@@ -67,17 +77,12 @@ export interface DynamoTaskStoreOptions {
   pruneThreshold?: number;
   /** Optimistic-concurrency attempts before giving up with a retryable error (default 16). */
   maxAttempts?: number;
+  /** Requests a page of a listing may cost (read-pages.ts). */
+  readBudget?: Partial<ReadBudget>;
 }
 
 /** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
 const FAILED_CONDITION_WCU = 1;
-
-const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
-
-/** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
-export class ContentionError extends Error {
-  override name = 'ContentionError';
-}
 
 export class DynamoTaskStore implements TaskStore {
   private readonly client: DynamoDBClient;
@@ -86,6 +91,7 @@ export class DynamoTaskStore implements TaskStore {
   private readonly now: () => number;
   private readonly pruneThreshold: number;
   private readonly maxAttempts: number;
+  private readonly reader: DynamoTaskReader;
 
   constructor(opts: DynamoTaskStoreOptions) {
     this.client = opts.client;
@@ -94,6 +100,12 @@ export class DynamoTaskStore implements TaskStore {
     this.now = opts.now ?? Date.now;
     this.pruneThreshold = opts.pruneThreshold ?? 4;
     this.maxAttempts = opts.maxAttempts ?? 16;
+    this.reader = new DynamoTaskReader({
+      client: this.client,
+      tableName: this.table,
+      now: this.now,
+      budget: opts.readBudget,
+    });
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -334,79 +346,39 @@ export class DynamoTaskStore implements TaskStore {
   // -------------------------------------------------------------------------------------------------
   // Reads
 
+  // The paginated reads live in read-pages.ts; the whole-task and whole-listing reads are built on them,
+  // so that the CLI and the read API give the same results.
+
+  getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null> {
+    return this.reader.getTaskPage(ref, page);
+  }
+
+  listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {
+    return this.reader.listTasksPage(query, page);
+  }
+
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+    return this.reader.listEventsPage(ref, page);
+  }
+
   async getTask(id: string): Promise<Task | null> {
-    const header = await this.get({ pk: Keys.taskPk(id), sk: Keys.headerSk }, { read: 0, write: 0 });
-    if (!header) return null;
-    const files: FileRecord[] = [];
-    for await (const item of this.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.filePrefix } },
-    })) {
-      files.push(fileFromItem(item));
-    }
-    return toTask(headerFromItem(header), files);
+    const page = await this.getTaskPage({ id }, { limit: Number.POSITIVE_INFINITY });
+    return page?.task ?? null;
   }
 
   async listEvents(id: string): Promise<StoredEvent[]> {
-    const events: StoredEvent[] = [];
-    for await (const item of this.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.eventPrefix } },
-    })) {
-      events.push({
-        key: item.key,
-        type: item.type,
-        timestamp: item.timestamp,
-        receivedAt: item.receivedAt,
-        verdict: item.verdict,
-        requestId: item.requestId ?? null,
-        raw: item.raw,
-        expiresAt: item.expiresAt ?? null,
-        fileName: item.fileName ?? null,
-        recovered: item.recovered ?? null,
-      });
-    }
-    return events;
+    return (await this.listEventsPage({ id }, { limit: Number.POSITIVE_INFINITY }))?.items ?? [];
   }
 
   async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
-    const limit = query.limit ?? Infinity;
-    const until = query.until ?? this.now() + 366 * 86400_000;
-    const since = query.since ?? 0;
-    const streams: AsyncIterable<Key & { sortAt: number }>[] = [];
-    const range = { since, until };
-    if (query.sessionId)
-      streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
-    else if (query.roomId)
-      streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
-    else if (query.appKey) {
-      for (const status of query.status ? [query.status] : ALL_STATUSES) {
-        streams.push(
-          this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range),
-        );
-      }
-    } else {
-      streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
-    }
-    let emitted = 0;
-    for await (const batch of batched(mergeNewestFirst(streams), 50)) {
-      const items = await this.getMany(
-        batch.map((k) => ({ pk: k.pk, sk: k.sk })),
-        { read: 0, write: 0 },
-      );
-      for (const item of items) {
-        if (!item) continue;
-        const summary = summaryFromItem(item);
-        if (query.appKey && summary.appKey !== query.appKey) continue;
-        if (query.status && summary.status !== query.status) continue;
-        if (query.roomId && summary.roomId !== query.roomId) continue;
-        // No index is keyed by these: they narrow what the chosen index reads.
-        if (query.service && summary.service !== query.service) continue;
-        if (query.userId !== undefined && summary.userId !== query.userId) continue;
-        yield summary;
-        if (++emitted >= limit) return;
-      }
-    }
+    let remaining = query.limit ?? Number.POSITIVE_INFINITY;
+    let cursor: string | undefined;
+    do {
+      const page = await this.listTasksPage(query, { limit: Math.min(remaining, 500), cursor });
+      for (const summary of page.items) yield summary;
+      remaining -= page.items.length;
+      cursor = page.next ?? undefined;
+    } while (cursor && remaining > 0);
   }
 
   async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
@@ -420,24 +392,38 @@ export class DynamoTaskStore implements TaskStore {
       (query.appKey === undefined || e.appKey === query.appKey) &&
       (query.taskId === undefined || e.taskId === query.taskId);
     let emitted = 0;
+    const emit = function* (entries: Iterable<QuarantineEntry>) {
+      for (const entry of entries) {
+        if (!matches(entry)) continue;
+        yield entry;
+        if (++emitted >= limit) return;
+      }
+    };
     if (query.taskId !== undefined) {
-      const keys = this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.quarantineTaskGsi(query.taskId), {
-        since,
-        until,
-      });
-      for await (const batch of batched(keys, 50)) {
-        const items = await this.getMany(
-          batch.map((k) => ({ pk: k.pk, sk: k.sk })),
-          { read: 0, write: 0 },
-        );
-        for (const item of items) {
-          if (!item) continue;
-          const entry = quarantineFromItem(item);
-          if (!matches(entry)) continue;
-          yield entry;
-          if (++emitted >= limit) return;
+      // The task's entries through the index (keys only), newest first, then the entries by key.
+      let keys: Key[] = [];
+      const flush = async () => {
+        const items = await this.getMany(keys, { read: 0, write: 0 });
+        keys = [];
+        return items.filter((i): i is Item => i !== null).map(quarantineFromItem);
+      };
+      for await (const item of this.queryAll({
+        IndexName: Index.bySession.name,
+        KeyConditionExpression: `${Index.bySession.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+        ExpressionAttributeValues: {
+          ':v': { S: Keys.quarantineTaskGsi(query.taskId) },
+          ':a': { N: String(since) },
+          ':b': { N: String(until) },
+        },
+        ScanIndexForward: false,
+      })) {
+        keys.push({ pk: item.pk, sk: item.sk });
+        if (keys.length === 50) {
+          yield* emit(await flush());
+          if (emitted >= limit) return;
         }
       }
+      if (keys.length > 0) yield* emit(await flush());
       return;
     }
     // One partition per day, newest first; the other filters are applied to what each day holds.
@@ -451,10 +437,8 @@ export class DynamoTaskStore implements TaskStore {
         },
         ScanIndexForward: false,
       })) {
-        const entry = quarantineFromItem(item);
-        if (!matches(entry)) continue;
-        yield entry;
-        if (++emitted >= limit) return;
+        yield* emit([quarantineFromItem(item)]);
+        if (emitted >= limit) return;
       }
     }
   }
@@ -495,41 +479,6 @@ export class DynamoTaskStore implements TaskStore {
     return this.putIf({ ...item, applied }, 'attribute_exists(pk) AND attribute_not_exists(applied)', undefined, cap);
   }
 
-  /** Task keys from one index partition, newest first, within the time range. */
-  private async *indexKeys(
-    index: string,
-    pkAttr: string,
-    value: string,
-    range: { since: number; until: number },
-  ): AsyncIterable<Key & { sortAt: number }> {
-    for await (const item of this.queryAll({
-      IndexName: index,
-      KeyConditionExpression: `${pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
-      ExpressionAttributeValues: {
-        ':v': { S: value },
-        ':a': { N: String(range.since) },
-        ':b': { N: String(range.until) },
-      },
-      ScanIndexForward: false,
-    })) {
-      yield { pk: item.pk, sk: item.sk, sortAt: item[SORT_AT] };
-    }
-  }
-
-  /** Every task, newest first, one day partition at a time. */
-  private async *dayKeys(
-    range: { since: number; until: number },
-    maxDays: number | undefined,
-  ): AsyncIterable<Key & { sortAt: number }> {
-    const lastDay = Math.min(range.until, this.now() + 86400_000);
-    const firstDay = maxDays !== undefined ? Math.max(range.since, lastDay - maxDays * 86400_000) : range.since;
-    for (let t = lastDay; t >= firstDay - 86400_000; t -= 86400_000) {
-      const day = dayOf(t);
-      if (day < dayOf(firstDay)) break;
-      yield* this.indexKeys(Index.byDay.name, Index.byDay.pk, Keys.dayGsi(day), range);
-    }
-  }
-
   // -------------------------------------------------------------------------------------------------
   // Low-level helpers
 
@@ -552,31 +501,8 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
-  private async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
-    const found = new Map<string, Item>();
-    for (let i = 0; i < keys.length; i += 100) {
-      let request: Record<string, any> | undefined = {
-        [this.table]: {
-          Keys: keys.slice(i, i + 100).map((k) => marshall(k)),
-          ConsistentRead: true,
-          ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
-        },
-      };
-      for (let round = 0; request && Object.keys(request).length; round++) {
-        if (round > 0) await backoff(round + 1);
-        const res: BatchGetItemCommandOutput = await this.client.send(
-          new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
-        );
-        for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
-        for (const raw of res.Responses?.[this.table] ?? []) {
-          const item = unmarshall(raw as Record<string, AttributeValue>);
-          found.set(`${item.pk}\u0000${item.sk}`, item);
-        }
-        request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
-        if (round > 20) throw new ContentionError('BatchGetItem left keys unprocessed after 20 rounds');
-      }
-    }
-    return keys.map((k) => found.get(`${k.pk}\u0000${k.sk}`) ?? null);
+  private getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
+    return batchGetItems(this.client, this.table, keys, cap, keysOnly);
   }
 
   /** Puts an item if its version is still the one read (or it is still absent). */
@@ -717,58 +643,13 @@ function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, number>)
   };
 }
 
-function headerFromItem(item: Item): TaskHeader {
-  return {
-    service: item.service,
-    id: item.id,
-    identRank: item.identRank,
-    appKey: item.appKey,
-    roomId: item.roomId ?? null,
-    sessionId: item.sessionId ?? null,
-    userId: item.userId ?? null,
-    mode: item.mode ?? null,
-    extra: item.extra ?? null,
-    configRank: item.configRank ?? null,
-    config: item.config ?? null,
-    startRank: item.startRank ?? null,
-    startedAt: item.startedAt ?? null,
-    startFileName: item.startFileName ?? null,
-    endRank: item.endRank ?? null,
-    endedAt: item.endedAt ?? null,
-    endOk: item.endOk ?? false,
-    startOrEndFailed: item.startOrEndFailed ?? false,
-    lastError: item.lastError ?? null,
-    firstAt: item.firstAt,
-    updatedAt: item.updatedAt,
-    eventCount: item.eventCount ?? 0,
-    fileCount: item.fileCount ?? 0,
-    pendingFiles: item.pendingFiles ?? 0,
-    failedFiles: item.failedFiles ?? 0,
-  };
-}
-
 function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, FileToken>): Item {
   return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
-}
-
-function fileFromItem(item: Item): FileRecord {
-  return {
-    fileName: item.fileName,
-    sizeRank: item.sizeRank ?? null,
-    size: item.size ?? null,
-    upload: item.upload ?? null,
-    firstFailureAt: item.firstFailureAt ?? null,
-    attempts: item.attempts ?? 0,
-  };
 }
 
 function quarantineFromItem(item: Item): QuarantineEntry {
   const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, [Index.bySession.pk]: _g, [SORT_AT]: _s, ...entry } = item;
   return { ...entry, taskId: entry.taskId ?? null, appKey: entry.appKey ?? null } as QuarantineEntry;
-}
-
-function summaryFromItem(item: Item): TaskSummary {
-  return { ...toSummary(headerFromItem(item)), sortAt: item[SORT_AT] };
 }
 
 /** The task and the file as a delivery found them, with no "before" (see StoredWrite). */
@@ -779,52 +660,4 @@ function storedAsFound(header: Item | null, file: Item | null): StoredWrite | nu
     statusBefore: null,
     file: file ? { before: null, after: fileFromItem(file) } : null,
   };
-}
-
-// ---------------------------------------------------------------------------------------------------
-
-function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {
-  if (!consumed) return;
-  const units =
-    consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
-  if (kind === 'read') cap.read += units;
-  else cap.write += units;
-}
-
-/** Exponential back-off with full jitter (5 ms doubling, capped at 400 ms): contenders spread out. */
-function backoff(attempt: number): Promise<void> {
-  const ms = Math.random() * Math.min(400, 5 * 2 ** Math.min(attempt, 10));
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function* batched<T>(source: AsyncIterable<T>, size: number): AsyncIterable<T[]> {
-  let batch: T[] = [];
-  for await (const x of source) {
-    batch.push(x);
-    if (batch.length >= size) {
-      yield batch;
-      batch = [];
-    }
-  }
-  if (batch.length) yield batch;
-}
-
-/** Merges streams that are each sorted newest first into one stream sorted newest first. */
-async function* mergeNewestFirst<T extends { sortAt: number }>(streams: AsyncIterable<T>[]): AsyncIterable<T> {
-  if (streams.length === 1) {
-    yield* streams[0]!;
-    return;
-  }
-  const iters = streams.map((s) => s[Symbol.asyncIterator]());
-  const heads = await Promise.all(iters.map((it) => it.next()));
-  for (;;) {
-    let best = -1;
-    heads.forEach((h, i) => {
-      if (h.done) return;
-      if (best === -1 || h.value.sortAt > (heads[best]!.value as T).sortAt) best = i;
-    });
-    if (best === -1) return;
-    yield heads[best]!.value as T;
-    heads[best] = await iters[best]!.next();
-  }
 }
