@@ -20,7 +20,8 @@ async function stageTopicArn(stage: string, region: string, env: NodeJS.ProcessE
   try {
     const { Arn, Account } = await sts.send(new GetCallerIdentityCommand({}));
     const partition = Arn?.split(':')[1] ?? 'aws';
-    return `arn:${partition}:sns:${region}:${Account}:${env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME}-${stage}-task-events`;
+    const topic = `${env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME}-${stage}-task-events`;
+    return `arn:${partition}:sns:${region}:${Account}:${topic}`;
   } catch (err) {
     throw new TargetError(
       `cannot tell the task-events topic of stage ${stage}: ${oneLine(err)}; pass --events-topic <arn>`,
