@@ -94,6 +94,8 @@ beforeAll(() => {
       'signatureMode=report',
       '--param',
       'alarmEmail=ops@example.com',
+      '--param',
+      'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
     ],
     { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -198,6 +200,7 @@ describe('functions', () => {
       SIGNATURE_MODE: ref('SignatureMode'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
+      ALLOWED_SOURCE_CIDRS: ref('AllowedSourceCidrs'),
       CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
       SECRETS_REFRESH_S: '300',
       LOG_LEVEL: ref('LogLevel'),
@@ -247,6 +250,11 @@ describe('functions', () => {
     expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
+    const cidrs = template.Parameters.AllowedSourceCidrs;
+    expect(cidrs.Default).toBe('203.0.113.0/24,2001:db8::/32');
+    expect(new RegExp(cidrs.AllowedPattern).test('')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8, ::ffff:10.0.0.0/104')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8;rm')).toBe(false);
   });
 
   test('the function log groups and the access log keep 30 days', () => {
@@ -623,12 +631,14 @@ describe('operations', () => {
         '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }',
         namespace,
       ],
+      SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
       FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
     expect(bundle('ingest')).toContain('callback_request');
+    expect(bundle('ingest')).toContain('setAside');
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
@@ -686,6 +696,11 @@ describe('operations', () => {
       },
       QuarantinedCallbacksAlarm: {
         metric: `${namespace} QuarantinedCallbacks`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      SetAsideCallbacksAlarm: {
+        metric: `${namespace} SetAsideCallbacks`,
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },

@@ -25,7 +25,7 @@ export function register(program: Command): void {
       .option('--limit <n>', 'at most this many messages', positiveInt, 100),
   ).action(async (opts: CommonOptions & { limit: number }) => {
     await withTarget(opts, async (ctx) => {
-      const dlqUrl = urlOf(ctx.target, 'dlq');
+      const dlqUrl = await urlOf(ctx.target, 'dlq');
       const messages = await peekDeadLetters(ctx.target.sqs, dlqUrl, { limit: opts.limit });
       if (opts.json) {
         printJson(messages);
@@ -66,8 +66,8 @@ export function register(program: Command): void {
       .option('--yes', 'do not ask for confirmation'),
   ).action(async (opts: CommonOptions & { max?: number; yes?: boolean }) => {
     await withTarget(opts, async (ctx) => {
-      const from = urlOf(ctx.target, 'dlq');
-      const to = urlOf(ctx.target, 'queue');
+      const from = await urlOf(ctx.target, 'dlq');
+      const to = await urlOf(ctx.target, 'queue');
       const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
       const expected = Math.min(waiting, opts.max ?? Infinity);
       if (!opts.yes) {
@@ -127,8 +127,9 @@ export function register(program: Command): void {
   });
 }
 
-function urlOf(target: Target, which: 'queue' | 'dlq'): string {
-  const url = which === 'queue' ? target.queueUrl : target.dlqUrl;
+async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {
+  const { queueUrl, dlqUrl } = await target.queues();
+  const url = which === 'queue' ? queueUrl : dlqUrl;
   if (!url) {
     throw new TargetError(
       `${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`,

@@ -1,11 +1,13 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
-// Nothing here throws: a bad value falls back to its default with a warning, a missing queue or secret
-// shows up as a 503 with a clear code, never as a failed cold start.
+// A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
+// clear code, never as a failed cold start. The one exception is a malformed source allow-list: falling
+// back would silently open the endpoint to every address, so the function refuses to load.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
 import type { SignatureMode } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
+import { parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
 
@@ -20,6 +22,8 @@ export interface IngestSettings {
   maxBodyBytes: number;
   /** The whole SendMessage, retries included. */
   sqsDeadlineMs: number;
+  /** ALLOWED_SOURCE_CIDRS: the source addresses accepted, or null (unset: every address). */
+  allowedSources: SourceAllowList | null;
 }
 
 export interface IngestDependencies {
@@ -50,8 +54,10 @@ function positiveInteger(env: Env, name: string, fallback: number, warnings: str
   return fallback;
 }
 
+/** Throws AllowListError (one sentence) when ALLOWED_SOURCE_CIDRS holds a malformed range. */
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
   const warnings: string[] = [];
+  const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
   const rawMode = env.SIGNATURE_MODE?.trim().toLowerCase();
   let mode = defaults.mode;
   if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
@@ -66,6 +72,7 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
       toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
       maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
       sqsDeadlineMs: sqsLimits.deadlineMs,
+      allowedSources,
     },
     warnings,
   };
@@ -117,7 +124,16 @@ export function buildIngestDependencies(
 ): IngestDependencies {
   const logger = overrides.logger ?? createLogger('ingest');
   const now = overrides.now ?? Date.now;
-  const { settings, warnings } = readIngestSettings(env);
+  let read: ReturnType<typeof readIngestSettings>;
+  try {
+    read = readIngestSettings(env);
+  } catch (error) {
+    logger.error('ingest_config', { error: (error as Error).message });
+    throw error;
+  }
+  const { settings, warnings } = read;
+  if (settings.allowedSources)
+    logger.info('ingest_config', { allowedSources: settings.allowedSources.ranges.join(',') });
   const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);
   for (const warning of warnings) logger.warn('ingest_config', { warning });
   return {

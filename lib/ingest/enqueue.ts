@@ -4,7 +4,7 @@
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClientConfig } from '@aws-sdk/client-sqs';
 import { Attr } from '../queue-message.ts';
-import type { Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 
 /** The bounds of one enqueue. Worst case before a 503: `deadlineMs` (plus the time to notice the abort). */
 export const sqsLimits = {
@@ -42,6 +42,8 @@ export interface CallbackMessage {
   verdict: SignatureVerdict;
   mode: SignatureMode;
   signatureKey: string | null;
+  /** Only for a verdict other than `valid`: what a later check of the signature needs. */
+  heldSignature?: HeldSignature | null;
 }
 
 // Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
@@ -65,6 +67,12 @@ export function messageAttributes(message: CallbackMessage): Record<string, Mess
   // SQS refuses empty attribute values: absent ones are left out.
   if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
   if (message.signatureKey) attributes[Attr.signatureKey] = text(message.signatureKey);
+  if (message.heldSignature) {
+    const held = JSON.stringify(message.heldSignature);
+    // Values SQS cannot carry never come from the platform; without them the callback can only be taken
+    // out of the quarantine unverified.
+    if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
+  }
   return attributes;
 }
 

@@ -3,14 +3,14 @@
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
-import type { Service, SignatureVerdict } from '../queue-message.ts';
+import { isSetAside, type Service, type SignatureVerdict } from '../queue-message.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
 import { enqueueCallback, isQueueSafe } from './enqueue.ts';
 import { errorResponse, okResponse } from './responses.ts';
 import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
-import { readSignatureValues, signatureKeyOf, verifySignature } from './signature.ts';
+import { heldSignatureOf, readSignatureValues, signatureKeyOf, verifySignature } from './signature.ts';
 
 const callbackPaths: ReadonlyArray<readonly [string, Service]> = [
   ['/callbacks/recording', 'recording'],
@@ -42,6 +42,11 @@ interface RequestLog {
   bytes?: number;
   reason?: string;
   latencyMs?: number;
+  /** Only on a request refused by the source allow-list. */
+  sourceIp?: string;
+  /** Signature mode `report`: accepted, but the worker will keep it in the quarantine (a metric counts these). */
+  setAside?: true;
+  note?: string;
 }
 
 type Level = 'info' | 'warn' | 'error';
@@ -110,6 +115,17 @@ async function answer(
   const receivedAt = deps.now();
   const method = (event.requestContext?.http?.method ?? '').toUpperCase();
   const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
+
+  // First of all: an address outside the allow-list learns nothing else about the endpoint.
+  if (settings.allowedSources) {
+    const sourceIp = event.requestContext?.http?.sourceIp;
+    if (!settings.allowedSources.allows(sourceIp)) {
+      log.route = clip(`${method} ${rawPath}`);
+      log.sourceIp = clip(sourceIp || '(none)', 64);
+      outcome.level = 'warn';
+      return fail('source_not_allowed', 'Requests from this source address are not accepted.');
+    }
+  }
 
   const service = serviceForPath(rawPath);
   log.route = clip(`${method} ${rawPath}`);
@@ -194,6 +210,7 @@ async function answer(
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
   const signatureKey = signatureKeyOf(values);
+  const setAside = isSetAside(settings.mode, verdict);
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
@@ -208,6 +225,8 @@ async function answer(
         mode: settings.mode,
         // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
         signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
+        // A verified signature is never stored: only what a later check of a failed one needs.
+        heldSignature: verdict === 'valid' ? null : heldSignatureOf(values),
       },
       settings.sqsDeadlineMs,
     );
@@ -215,6 +234,13 @@ async function answer(
     outcome.level = 'warn';
     log.reason = reasonOf(error);
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
+  }
+  if (setAside) {
+    outcome.level = 'warn';
+    log.setAside = true;
+    log.note =
+      `report mode: accepted with verdict ${verdict}, set aside in the quarantine; ` +
+      'once the secret is fixed, callbacks quarantine apply recovers it';
   }
   return okResponse();
 }

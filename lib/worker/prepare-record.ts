@@ -1,10 +1,11 @@
 // The first step of the worker, for each SQS record: read what the ingest put in it and parse the
 // callback in full. What comes out is applied to its task, or kept aside for the reason found here.
 import type { SQSRecord } from 'aws-lambda';
-import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import { parseCallback, type Callback } from '../domain/callback.ts';
+import { namedTask } from '../domain/minimal-check.ts';
 import type { DeliveredCallback } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
-import type { QueuedCallback } from '../queue-message.ts';
+import { quarantinedVerdicts, type QueuedCallback, type Service } from '../queue-message.ts';
 import { readRecord } from './read-record.ts';
 
 /** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
@@ -15,7 +16,7 @@ export type Prepared =
       msg: QueuedCallback;
       reason: 'invalid_callback' | 'invalid_signature';
       detail: string;
-      cb: Callback | null;
+      named: { appKey: string | null; id: string | null };
     }
   | { kind: 'apply'; msg: QueuedCallback; cb: Callback };
 
@@ -24,9 +25,36 @@ export function prepareRecord(record: SQSRecord): Prepared {
   // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
   if (!read.ok) return { kind: 'unreadable', record, detail: read.reason };
   const msg = read.message;
-  let parsed: ParseResult;
+  const parsed = parseQueued(msg.service, msg.body);
+  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.detail, named: parsed.named };
+  const cb = parsed.callback;
+  if (quarantinedVerdicts.includes(msg.verdict)) {
+    const detail = 'the signature did not match any configured secret';
+    return { kind: 'aside', msg, reason: 'invalid_signature', detail, named: { appKey: cb.appKey, id: cb.id } };
+  }
+  return { kind: 'apply', msg, cb };
+}
+
+export type ParsedQueued =
+  | { ok: true; callback: Callback }
+  | { ok: false; detail: string; named: { appKey: string | null; id: string | null } };
+
+/**
+ * The full parse of a queued body, with today's code. A body that fails it still names its task when it
+ * has an id (`type: 2` without `output`, say), so the quarantine can file it under that task.
+ */
+export function parseQueued(service: Service, body: string): ParsedQueued {
+  const named = () => {
+    try {
+      return namedTask(service, JSON.parse(body));
+    } catch {
+      return { appKey: null, id: null };
+    }
+  };
   try {
-    parsed = parseCallback(msg.service, msg.body);
+    const parsed = parseCallback(service, body);
+    if (parsed.ok) return { ok: true, callback: parsed.callback };
+    return { ok: false, detail: parsed.errors.join('; '), named: named() };
   } catch (err) {
     // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
     // can never be read here: retrying it would only fail again, so it is kept aside.
@@ -34,14 +62,8 @@ export function prepareRecord(record: SQSRecord): Prepared {
       err instanceof RangeError
         ? 'the body is nested too deeply to be read'
         : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
-    return { kind: 'aside', msg, reason: 'invalid_callback', detail, cb: null };
+    return { ok: false, detail, named: err instanceof RangeError ? { appKey: null, id: null } : named() };
   }
-  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.errors.join('; '), cb: null };
-  if (msg.verdict === 'invalid') {
-    const detail = 'the signature did not match any configured secret';
-    return { kind: 'aside', msg, reason: 'invalid_signature', detail, cb: parsed.callback };
-  }
-  return { kind: 'apply', msg, cb: parsed.callback };
 }
 
 /** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
@@ -67,5 +89,6 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     requestId: msg.requestId,
     messageId: msg.messageId,
     signatureKey: msg.signatureKey,
+    heldSignature: msg.heldSignature,
   };
 }

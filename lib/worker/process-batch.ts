@@ -77,8 +77,7 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
   const started = (deps.now ?? Date.now)();
   if (p.kind === 'unreadable') return { outcome: await quarantineUnparsed(p.record, deps, p.detail) };
   if (p.kind === 'aside') {
-    const outcome = await quarantine(p.msg, deps, p.reason, p.detail, p.cb?.appKey ?? null, p.cb?.id ?? null);
-    return { outcome };
+    return { outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
   }
   const { msg, cb } = p;
   try {
@@ -183,6 +182,8 @@ async function quarantine(
       messageId: msg.messageId,
       appKey: appKey ?? (msg.appKey || null),
       taskId,
+      mode: msg.mode,
+      signature: msg.heldSignature,
     });
     deps.log.warn('callback_quarantined', {
       messageId: msg.messageId,
@@ -216,6 +217,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       verdict: 'missing',
       mode: 'enforce',
       signatureKey: null,
+      heldSignature: null,
     },
     deps,
     'invalid_callback',

@@ -3,6 +3,7 @@ import type { SQSRecord } from 'aws-lambda';
 import {
   Attr,
   SERVICES,
+  type HeldSignature,
   type QueuedCallback,
   type Service,
   type SignatureMode,
@@ -18,6 +19,28 @@ const VERDICTS: readonly SignatureVerdict[] = [
   'not_checked',
 ];
 const MODES: readonly SignatureMode[] = ['enforce', 'report', 'off'];
+
+const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
+
+/** The held signature values of a message, or null when absent or not of the expected shape. */
+export function readHeldSignature(text: string | undefined): HeldSignature | null {
+  if (!text) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const raw = parsed as Record<string, unknown>;
+  const from = (typeof raw.from === 'object' && raw.from !== null ? raw.from : {}) as Record<string, unknown>;
+  const held: HeldSignature = { from: {} };
+  for (const field of SIGNATURE_FIELDS) {
+    if (typeof raw[field] === 'string') held[field] = raw[field];
+    if (from[field] === 'query' || from[field] === 'header') held.from[field] = from[field];
+  }
+  return held;
+}
 
 export type ReadRecordResult = { ok: true; message: QueuedCallback } | { ok: false; reason: string };
 
@@ -47,6 +70,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       verdict: VERDICTS.includes(verdict) ? verdict : 'missing',
       mode: MODES.includes(mode) ? mode : 'enforce',
       signatureKey: attr(Attr.signatureKey) ?? null,
+      heldSignature: readHeldSignature(attr(Attr.signatureValues)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
     },
   };

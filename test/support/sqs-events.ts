@@ -1,6 +1,12 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { Attr, type Service, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
+import {
+  Attr,
+  type HeldSignature,
+  type Service,
+  type SignatureMode,
+  type SignatureVerdict,
+} from '../../lib/queue-message.ts';
 
 let counter = 0;
 
@@ -11,6 +17,8 @@ export interface RecordOptions {
   signatureKey?: string;
   receivedAt?: number;
   receiveCount?: number;
+  /** The signature values the ingest keeps for a verdict other than `valid`. */
+  heldSignature?: HeldSignature;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -29,6 +37,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
     [Attr.requestId]: s(`req-${counter}`),
   };
   if (opts.signatureKey) attrs[Attr.signatureKey] = s(opts.signatureKey);
+  if (opts.heldSignature) attrs[Attr.signatureValues] = s(JSON.stringify(opts.heldSignature));
   return {
     messageId: opts.messageId ?? `msg-${++counter}`,
     receiptHandle: `rh-${counter}`,

@@ -1,9 +1,12 @@
 // Deliveries and the quarantine: the two kinds of item every delivery may write whatever its task. A
 // delivery is its replay claim and its raw body at once; what can never be applied is kept aside.
-import type { Capacity, DeliveredCallback, QuarantineEntry } from '../../domain/task-store.ts';
+import { Buffer } from 'node:buffer';
+import type { Capacity, DeliveredCallback, QuarantineApplied, QuarantineEntry } from '../../domain/task-store.ts';
+import type { SignatureVerdict } from '../../queue-message.ts';
 import { deliveryToItem, type BodyRef } from './items.ts';
 import { noCapacity, type TableClient } from './table-client.ts';
-import { Keys, dayOf } from './table.ts';
+import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
+import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 export class Deliveries {
   private readonly table: TableClient;
@@ -31,12 +34,16 @@ export class Deliveries {
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
     const cap = noCapacity();
+    // The entries of one task are found through the bySession index, under keys of their own kind.
+    const taskKey = entry.taskId ? Keys.quarantineTaskGsi(entry.taskId) : null;
+    const indexed = taskKey !== null && Buffer.byteLength(taskKey, 'utf8') <= MAX_PARTITION_KEY_BYTES;
     await this.table.put(
       {
+        ...entry,
         pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
         sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
         kind: 'quarantine',
-        ...entry,
+        ...(indexed ? { [Index.bySession.pk]: taskKey, [SORT_AT]: entry.receivedAt } : {}),
         expiresAt: this.expiry(),
       },
       cap,
@@ -44,18 +51,45 @@ export class Deliveries {
     return cap;
   }
 
+  /** Marks an entry as applied; false when it already was (the first mark is kept). */
+  async markQuarantineApplied(
+    entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
+    applied: QuarantineApplied,
+  ): Promise<boolean> {
+    // A read and a conditional put rather than an UpdateItem: the worker's role, which shares this class,
+    // is granted only the operations the worker performs.
+    const cap = noCapacity();
+    const key = {
+      pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+      sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+    };
+    const item = await this.table.get(key, cap);
+    if (!item || item.applied) return false;
+    return this.table.putIf(
+      { ...item, applied },
+      'attribute_exists(pk) AND attribute_not_exists(applied)',
+      undefined,
+      cap,
+    );
+  }
+
   async quarantineParsed(d: DeliveredCallback, reason: QuarantineEntry['reason'], detail: string, cap: Capacity) {
+    // A callback taken out of the quarantine already has its entry there.
+    if (d.recovered) return;
     const c = await this.quarantine({
       reason,
       detail,
       service: d.callback.service,
       raw: d.raw,
       receivedAt: d.receivedAt,
-      verdict: d.verdict,
+      // Only a recovered callback carries `accepted_unverified`, and it returned above.
+      verdict: d.verdict as SignatureVerdict,
       requestId: d.requestId,
       messageId: d.messageId,
       appKey: d.callback.appKey,
       taskId: d.callback.id,
+      mode: d.mode,
+      signature: d.heldSignature ?? null,
     });
     cap.read += c.read;
     cap.write += c.write;

@@ -7,6 +7,7 @@ import type { DeliveredCallback, StoredEvent, TaskSummary } from '../../domain/t
 import { sortTimeOf, toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
 import {
   emptyTally,
+  fileNameOf,
   joinTallies,
   rankOf,
   type FileRecord,
@@ -85,6 +86,8 @@ export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: nu
     mode: d.mode,
     requestId: d.requestId ?? undefined,
     messageId: d.messageId,
+    fileName: fileNameOf(cb) ?? undefined,
+    recovered: d.recovered ?? undefined,
     expiresAt,
   };
 }
@@ -100,6 +103,8 @@ export function eventFromItem(item: Item): StoredEvent {
     requestId: item.requestId ?? null,
     raw: item.raw,
     expiresAt: item.expiresAt ?? null,
+    fileName: item.fileName ?? null,
+    recovered: item.recovered ?? null,
   };
 }
 

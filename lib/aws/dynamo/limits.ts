@@ -7,7 +7,7 @@ import { fileNameOf } from '../../domain/task.ts';
 import { Keys } from './table.ts';
 
 /** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
-const MAX_PARTITION_KEY_BYTES = 2048;
+export const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
 
 /**

@@ -1,10 +1,16 @@
 // Reads of one task's items, and of the quarantine. A task is found by id (its appKey said, or the only
 // appKey that has one) and added up from its items: counts, status, updatedAt and lastError are computed
 // on read (./items.ts). The paginated reads and listings build on these (./read-pages.ts).
-import { AmbiguousTaskError, type Capacity, type QuarantineEntry } from '../../domain/task-store.ts';
+import { QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import {
+  AmbiguousTaskError,
+  type Capacity,
+  type QuarantineEntry,
+  type QuarantineQuery,
+} from '../../domain/task-store.ts';
 import { appKeyOf, assemble, type AssembledTask } from './items.ts';
-import { noCapacity, type Item, type TableReader } from './table-client.ts';
-import { Keys, dayOf } from './table.ts';
+import { noCapacity, type Item, type Key, type TableReader } from './table-client.ts';
+import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 export class TaskQueries {
   private readonly table: TableReader;
@@ -60,21 +66,92 @@ export class TaskQueries {
     return header ? this.assembled(header, true, cap) : null;
   }
 
-  async *listQuarantine(opts: { sinceDays?: number; limit?: number } = {}): AsyncIterable<QuarantineEntry> {
-    const days = opts.sinceDays ?? 7;
-    const limit = opts.limit ?? Infinity;
+  /** Quarantined callbacks, newest first: of one task through the index, else day partition by day. */
+  async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
+    const limit = query.limit ?? Infinity;
+    const until = query.until ?? this.now();
+    const since = query.since ?? this.now() - (query.sinceDays ?? 7) * 86400_000;
+    const matches = (e: QuarantineEntry) =>
+      e.receivedAt >= since &&
+      e.receivedAt <= until &&
+      (query.reason === undefined || e.reason === query.reason) &&
+      (query.appKey === undefined || e.appKey === query.appKey) &&
+      (query.taskId === undefined || e.taskId === query.taskId);
     let emitted = 0;
-    for (let i = 0; i < days; i++) {
-      const day = dayOf(this.now() - i * 86400_000);
+    const emit = function* (entries: Iterable<QuarantineEntry>) {
+      for (const entry of entries) {
+        if (!matches(entry)) continue;
+        yield entry;
+        if (++emitted >= limit) return;
+      }
+    };
+    if (query.taskId !== undefined) {
+      // The task's entries through the index (keys only), newest first, then the entries by key.
+      let keys: Key[] = [];
+      const flush = async () => {
+        const items = await this.table.getMany(keys, noCapacity());
+        keys = [];
+        return items.filter((i): i is Item => i !== null).map(quarantineFromItem);
+      };
       for await (const item of this.table.queryAll({
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: Keys.quarantinePk(day) } },
+        IndexName: Index.bySession.name,
+        KeyConditionExpression: `${Index.bySession.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+        ExpressionAttributeValues: {
+          ':v': { S: Keys.quarantineTaskGsi(query.taskId) },
+          ':a': { N: String(since) },
+          ':b': { N: String(until) },
+        },
         ScanIndexForward: false,
       })) {
-        const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, ...entry } = item;
-        yield entry as QuarantineEntry;
-        if (++emitted >= limit) return;
+        keys.push({ pk: item.pk, sk: item.sk });
+        if (keys.length === 50) {
+          yield* emit(await flush());
+          if (emitted >= limit) return;
+        }
+      }
+      if (keys.length > 0) yield* emit(await flush());
+      return;
+    }
+    // One partition per day, newest first; the other filters are applied to what each day holds.
+    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) {
+      for await (const item of this.table.queryAll({
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+        ExpressionAttributeValues: {
+          ':pk': { S: Keys.quarantinePk(dayOf(t)) },
+          ':a': { S: Keys.quarantineSk(since, '') },
+          ':b': { S: Keys.quarantineSk(until, '\uffff') },
+        },
+        ScanIndexForward: false,
+      })) {
+        yield* emit([quarantineFromItem(item)]);
+        if (emitted >= limit) return;
       }
     }
   }
+
+  /** How many quarantined callbacks name this task (any age the table still holds). */
+  async countQuarantined(taskId: string): Promise<number> {
+    let count = 0;
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.table.client.send(
+        new QueryCommand({
+          TableName: this.table.table,
+          IndexName: Index.bySession.name,
+          KeyConditionExpression: `${Index.bySession.pk} = :v`,
+          ExpressionAttributeValues: { ':v': { S: Keys.quarantineTaskGsi(taskId) } },
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      count += res.Count ?? 0;
+      start = res.LastEvaluatedKey;
+    } while (start);
+    return count;
+  }
+}
+
+function quarantineFromItem(item: Item): QuarantineEntry {
+  const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, [Index.bySession.pk]: _g, [SORT_AT]: _s, ...entry } = item;
+  return { ...entry, taskId: entry.taskId ?? null, appKey: entry.appKey ?? null } as QuarantineEntry;
 }

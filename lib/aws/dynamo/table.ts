@@ -57,6 +57,11 @@ export const Keys = {
   deliverySk: '#',
   quarantinePk: (day: string) => `QUARANTINE#${day}`,
   quarantineSk: (receivedAt: number, messageId: string) => `${String(receivedAt).padStart(16, '0')}#${messageId}`,
+  /**
+   * A quarantined callback under the task it names, in the bySession index (its keys never begin with
+   * SESSION#): one index serves both, where a fifth index would be written for every quarantined callback.
+   */
+  quarantineTaskGsi: (taskId: string) => `QUARANTINED_TASK#${taskId}`,
   roomGsi: (roomId: string) => `ROOM#${roomId}`,
   sessionGsi: (sessionId: string) => `SESSION#${sessionId}`,
   appGsi: (appKey: string) => `APP#${appKey}`,

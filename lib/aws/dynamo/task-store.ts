@@ -9,7 +9,9 @@ import type {
   DeliveredCallback,
   Page,
   PageRequest,
+  QuarantineApplied,
   QuarantineEntry,
+  QuarantineQuery,
   StoredEvent,
   TaskPage,
   TaskQuery,
@@ -110,7 +112,18 @@ export class DynamoTaskStore implements TaskStore {
     } while (cursor && remaining > 0);
   }
 
-  listQuarantine(opts?: { sinceDays?: number; limit?: number }): AsyncIterable<QuarantineEntry> {
-    return this.queries.listQuarantine(opts);
+  listQuarantine(query?: QuarantineQuery): AsyncIterable<QuarantineEntry> {
+    return this.queries.listQuarantine(query);
+  }
+
+  countQuarantined(taskId: string): Promise<number> {
+    return this.queries.countQuarantined(taskId);
+  }
+
+  markQuarantineApplied(
+    entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
+    applied: QuarantineApplied,
+  ): Promise<boolean> {
+    return this.deliveries.markQuarantineApplied(entry, applied);
   }
 }
