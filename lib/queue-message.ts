@@ -23,8 +23,11 @@ export const Attr = {
   requestId: 'requestId',
   verdict: 'signatureVerdict',
   mode: 'signatureMode',
-  /** `<nonce>:<timestamp>:<signature>` when all three were present: the worker's replay check. */
-  signatureKey: 'signatureKey',
+  /**
+   * SHA-256 (hex) of the nonce, timestamp and lower-cased signature, when all three were present: the
+   * worker's replay check. Opaque to the worker; never the signature itself.
+   */
+  replayKey: 'replayKey',
 } as const;
 
 /** What the worker reads back from one SQS record. */
@@ -37,7 +40,7 @@ export interface QueuedCallback {
   requestId: string | null;
   verdict: SignatureVerdict;
   mode: SignatureMode;
-  signatureKey: string | null;
+  replayKey: string | null;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
 }

@@ -127,7 +127,7 @@ describe('the realistic mix', () => {
       const read = readRecord(toSqsRecord(send, i, 1_763_798_400_000));
       if (!read.ok) throw new Error(read.reason);
       expect(read.message.verdict).toBe('valid');
-      expect(read.message.signatureKey).toMatch(/^n\w+:\d+:[0-9a-f]{40}$/);
+      expect(read.message.replayKey).toMatch(/^[0-9a-f]{64}$/);
       expect(parseCallback(read.message.service, read.message.body).ok).toBe(true);
       expect(kindOf(send)).toMatch(/^(recording [1-4]|screenshot [134]) /);
     });

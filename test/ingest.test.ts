@@ -2,6 +2,7 @@
 // back from the queue byte for byte with its attributes, the signature matrix, the extension-backed secrets
 // and an unreachable queue.
 import { Buffer } from 'node:buffer';
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -23,6 +24,7 @@ import type { SignatureMode } from '../lib/queue-message.ts';
 import { computeSignature } from '../lib/sign.ts';
 
 const NOW = 1_763_798_500_000;
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const SECRET = 'demo-secret-never-logged';
 const ROTATED = 'rotated-secret-never-logged';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -183,7 +185,10 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
       [Attr.requestId]: { DataType: 'String', StringValue: event.requestContext.requestId },
       [Attr.verdict]: { DataType: 'String', StringValue: 'valid' },
       [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
-      [Attr.signatureKey]: { DataType: 'String', StringValue: `nonce-1:${NOW}:${signature}` },
+      [Attr.replayKey]: {
+        DataType: 'String',
+        StringValue: sha256(JSON.stringify(['nonce-1', String(NOW), signature])),
+      },
     });
   });
 
@@ -351,7 +356,7 @@ describe('signature matrix', () => {
     expect((await handleCallbackRequest(inQuery, deps())).statusCode).toBe(200);
     const message = await receiveOne();
     expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
-    expect(attr(message, Attr.signatureKey)?.StringValue).toBe(`abc:${ts}:${sig}`);
+    expect(attr(message, Attr.replayKey)?.StringValue).toBe(sha256(JSON.stringify(['abc', ts, sig])));
   });
 
   type Case = { name: string; input: EventInput; verdict: string; enforce: [number, string?] };
@@ -462,15 +467,17 @@ describe('signature matrix', () => {
     expect(attr(message, Attr.mode)?.StringValue).toBe('off');
   });
 
-  test('signatureKey travels even when the signature is wrong (report), and not when a value is missing', async () => {
+  test('the replay key travels even when the signature is wrong (report), and not when a value is missing', async () => {
     const headers = signedHeaders('wrong');
     await handleCallbackRequest(httpApiEvent({ body, headers }), deps({ mode: 'report' }));
-    expect(attr(await receiveOne(), Attr.signatureKey)?.StringValue).toBe(`nonce-1:${NOW}:${headers['RC-Signature']}`);
+    expect(attr(await receiveOne(), Attr.replayKey)?.StringValue).toBe(
+      sha256(JSON.stringify(['nonce-1', String(NOW), headers['RC-Signature']])),
+    );
     await handleCallbackRequest(
       httpApiEvent({ body, headers: { 'RC-Nonce': 'n', 'RC-Timestamp': String(NOW) } }),
       deps({ mode: 'report' }),
     );
-    expect(attr(await receiveOne(), Attr.signatureKey)).toBeUndefined();
+    expect(attr(await receiveOne(), Attr.replayKey)).toBeUndefined();
   });
 });
 

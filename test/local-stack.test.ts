@@ -110,7 +110,7 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
     requestId: null,
     verdict: 'valid',
     mode: 'enforce',
-    signatureKey: null,
+    replayKey: null,
   });
   sqs.destroy();
   await fauxqs.stop();

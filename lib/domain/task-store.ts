@@ -14,7 +14,8 @@ export interface DeliveredCallback {
   mode: SignatureMode;
   requestId: string | null;
   messageId: string;
-  signatureKey: string | null;
+  /** The request's replay key (a hash of nonce, timestamp and signature), when it carried all three. */
+  replayKey: string | null;
 }
 
 export interface Capacity {

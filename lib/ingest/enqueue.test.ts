@@ -13,7 +13,7 @@ const message: CallbackMessage = {
   requestId: 'req-1',
   verdict: 'valid',
   mode: 'enforce',
-  signatureKey: 'n:1763798400:abc',
+  replayKey: 'f'.repeat(64),
 };
 
 describe('messageAttributes', () => {
@@ -25,12 +25,12 @@ describe('messageAttributes', () => {
       [Attr.requestId]: { DataType: 'String', StringValue: 'req-1' },
       [Attr.verdict]: { DataType: 'String', StringValue: 'valid' },
       [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
-      [Attr.signatureKey]: { DataType: 'String', StringValue: 'n:1763798400:abc' },
+      [Attr.replayKey]: { DataType: 'String', StringValue: 'f'.repeat(64) },
     });
   });
 
-  test('absent request id and signature key are left out (SQS refuses empty values)', () => {
-    const attributes = messageAttributes({ ...message, requestId: null, signatureKey: null });
+  test('absent request id and replay key are left out (SQS refuses empty values)', () => {
+    const attributes = messageAttributes({ ...message, requestId: null, replayKey: null });
     expect(Object.keys(attributes).sort()).toEqual(
       [Attr.appKey, Attr.receivedAt, Attr.service, Attr.mode, Attr.verdict].sort(),
     );

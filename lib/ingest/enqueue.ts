@@ -41,7 +41,8 @@ export interface CallbackMessage {
   requestId: string | null;
   verdict: SignatureVerdict;
   mode: SignatureMode;
-  signatureKey: string | null;
+  /** See replayKeyOf (lib/ingest/signature.ts). */
+  replayKey: string | null;
 }
 
 // Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
@@ -64,7 +65,7 @@ export function messageAttributes(message: CallbackMessage): Record<string, Mess
   };
   // SQS refuses empty attribute values: absent ones are left out.
   if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
-  if (message.signatureKey) attributes[Attr.signatureKey] = text(message.signatureKey);
+  if (message.replayKey) attributes[Attr.replayKey] = text(message.replayKey);
   return attributes;
 }
 

@@ -10,7 +10,7 @@ import { enqueueCallback, isQueueSafe } from './enqueue.ts';
 import { errorResponse, okResponse } from './responses.ts';
 import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
-import { readSignatureValues, signatureKeyOf, verifySignature } from './signature.ts';
+import { readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
 
 const callbackPaths: ReadonlyArray<readonly [string, Service]> = [
   ['/callbacks/recording', 'recording'],
@@ -193,7 +193,6 @@ async function answer(
     log.reason = 'QUEUE_URL is not set';
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
-  const signatureKey = signatureKeyOf(values);
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
@@ -206,8 +205,7 @@ async function answer(
         requestId: log.requestId ?? null,
         verdict,
         mode: settings.mode,
-        // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
-        signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
+        replayKey: replayKeyOf(values),
       },
       settings.sqsDeadlineMs,
     );

@@ -160,7 +160,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     mode: msg.mode,
     requestId: msg.requestId,
     messageId: msg.messageId,
-    signatureKey: msg.signatureKey,
+    replayKey: msg.replayKey,
   };
 }
 
@@ -216,7 +216,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       requestId: null,
       verdict: 'missing',
       mode: 'enforce',
-      signatureKey: null,
+      replayKey: null,
     },
     deps,
     'invalid_callback',

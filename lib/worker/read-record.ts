@@ -46,7 +46,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       requestId: attr(Attr.requestId) ?? null,
       verdict: VERDICTS.includes(verdict) ? verdict : 'missing',
       mode: MODES.includes(mode) ? mode : 'enforce',
-      signatureKey: attr(Attr.signatureKey) ?? null,
+      replayKey: attr(Attr.replayKey) ?? null,
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
     },
   };

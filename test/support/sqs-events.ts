@@ -8,7 +8,7 @@ export interface RecordOptions {
   messageId?: string;
   verdict?: SignatureVerdict;
   mode?: SignatureMode;
-  signatureKey?: string;
+  replayKey?: string;
   receivedAt?: number;
   receiveCount?: number;
 }
@@ -28,7 +28,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
     [Attr.mode]: s(opts.mode ?? 'enforce'),
     [Attr.requestId]: s(`req-${counter}`),
   };
-  if (opts.signatureKey) attrs[Attr.signatureKey] = s(opts.signatureKey);
+  if (opts.replayKey) attrs[Attr.replayKey] = s(opts.replayKey);
   return {
     messageId: opts.messageId ?? `msg-${++counter}`,
     receiptHandle: `rh-${counter}`,

@@ -104,14 +104,14 @@ export class DynamoTaskStore implements TaskStore {
     const fileName = fileNameOf(cb);
     const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
 
-    const oversized = oversizedKey(cb, d.signatureKey) ?? tooDeep(cb);
+    const oversized = oversizedKey(cb, d.replayKey) ?? tooDeep(cb);
     if (oversized) {
       // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
       await this.quarantineParsed(d, 'invalid_callback', oversized, cap);
       return { outcome: 'quarantined', reason: 'invalid_callback', detail: oversized, capacity: cap };
     }
 
-    if (d.signatureKey && !(await this.claimSignature(cb, d.signatureKey, cap))) {
+    if (d.replayKey && !(await this.claimReplayKey(cb, d.replayKey, cap))) {
       const detail = 'this nonce, timestamp and signature came before with a different body';
       await this.quarantineParsed(d, 'replayed_signature', detail, cap);
       return { outcome: 'quarantined', reason: 'replayed_signature', detail, capacity: cap };
@@ -220,10 +220,11 @@ export class DynamoTaskStore implements TaskStore {
     return tokens;
   }
 
-  private claimSignature(cb: Callback, signatureKey: string, cap: Capacity): Promise<boolean> {
+  /** Records the first callback seen with this replay key; false when another callback holds it. */
+  private claimReplayKey(cb: Callback, replayKey: string, cap: Capacity): Promise<boolean> {
     const claim = {
-      pk: Keys.signaturePk(cb.appKey, signatureKey),
-      sk: Keys.signatureSk,
+      pk: Keys.replayPk(cb.appKey, replayKey),
+      sk: Keys.replaySk,
       eventKey: cb.key,
       expiresAt: this.expiry(),
     };
@@ -541,7 +542,7 @@ const LONGEST_STATUS = 'upload_failed';
  * fileName, roomId or nonce of thousands of characters), or null. The ingest's minimal check lets such a
  * body through; no genuine callback carries one.
  */
-function oversizedKey(cb: Callback, signatureKey: string | null): string | null {
+function oversizedKey(cb: Callback, replayKey: string | null): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const fileName = fileNameOf(cb);
   const partitionKeys: [string, string | null][] = [
@@ -549,7 +550,7 @@ function oversizedKey(cb: Callback, signatureKey: string | null): string | null 
     ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
     ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
     ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
-    ['the signature values', signatureKey ? Keys.signaturePk(cb.appKey, signatureKey) : null],
+    ['appKey (in the replay key)', replayKey ? Keys.replayPk(cb.appKey, replayKey) : null],
   ];
   for (const [field, key] of partitionKeys) {
     if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)
