@@ -29,7 +29,13 @@ export type ApplyResult =
   | { outcome: 'duplicate'; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
-export type QuarantineReason = 'invalid_callback' | 'invalid_signature' | 'replayed_signature' | 'service_mismatch';
+export type QuarantineReason =
+  | 'invalid_callback'
+  | 'invalid_signature'
+  | 'replayed_signature'
+  | 'service_mismatch'
+  /** The task id belongs to a task of another appKey. */
+  | 'app_key_mismatch';
 
 export interface QuarantineEntry {
   reason: QuarantineReason;

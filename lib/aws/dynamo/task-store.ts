@@ -126,10 +126,10 @@ export class DynamoTaskStore implements TaskStore {
       const file = fileKey ? (fileItem ?? null) : null;
       const header = fileKey ? (headerItem ?? null) : (fileItem ?? null);
 
-      if (header && header.service !== cb.service) {
-        const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
-        await this.quarantineParsed(d, 'service_mismatch', detail, cap);
-        return { outcome: 'quarantined', reason: 'service_mismatch', detail, capacity: cap };
+      const foreign = header ? foreignTask(header, cb) : null;
+      if (foreign) {
+        await this.quarantineParsed(d, foreign.reason, foreign.detail, cap);
+        return { outcome: 'quarantined', ...foreign, capacity: cap };
       }
 
       const fileHasToken = holdsToken(file, cb.key);
@@ -185,7 +185,8 @@ export class DynamoTaskStore implements TaskStore {
         await backoff(attempt);
         current = await this.get(headerKey, cap);
         if (holdsToken(current, cb.key)) return { status: current!.status };
-        if (current && current.service !== cb.service) return 'conflict';
+        // Created meanwhile by a callback of another service or appKey: the caller starts over and sees it.
+        if (current && foreignTask(current, cb)) return 'conflict';
         if (await this.exists(eventKey, cap)) return 'duplicate';
       }
       const before = current ? headerFromItem(current) : null;
@@ -526,6 +527,27 @@ export class DynamoTaskStore implements TaskStore {
       start = res.LastEvaluatedKey;
     } while (start);
   }
+}
+
+/**
+ * Why a callback may not touch the task whose header item this is, or null. A task id names one task of
+ * one service and one appKey: a callback of another appKey must never change it, whatever it ranks.
+ */
+function foreignTask(
+  header: Item,
+  cb: Callback,
+): { reason: 'service_mismatch' | 'app_key_mismatch'; detail: string } | null {
+  if (header.service !== cb.service)
+    return {
+      reason: 'service_mismatch',
+      detail: `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`,
+    };
+  if (header.appKey !== cb.appKey)
+    return {
+      reason: 'app_key_mismatch',
+      detail: `task ${cb.id} belongs to appKey ${JSON.stringify(header.appKey)}; this callback is from appKey ${JSON.stringify(cb.appKey)}`,
+    };
+  return null;
 }
 
 // ---------------------------------------------------------------------------------------------------
