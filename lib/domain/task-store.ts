@@ -18,6 +18,14 @@ export interface DeliveredCallback {
   replayKey: string | null;
 }
 
+/**
+ * Thrown by a store for a callback it can never hold (the database refuses the item, or the item cannot be
+ * built): retrying cannot help, so the worker keeps the callback aside instead.
+ */
+export class UnstorableCallbackError extends Error {
+  override name = 'UnstorableCallbackError';
+}
+
 export interface Capacity {
   /** Read and write capacity units consumed, as DynamoDB reported them. */
   read: number;

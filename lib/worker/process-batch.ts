@@ -5,6 +5,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
+import { UnstorableCallbackError } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
 import { readRecord } from './read-record.ts';
@@ -138,6 +139,9 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     }
     return result.outcome;
   } catch (err) {
+    // The store can never hold it: retried, it would fail the same way until the dead-letter queue.
+    if (err instanceof UnstorableCallbackError)
+      return quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id);
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,

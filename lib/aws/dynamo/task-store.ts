@@ -46,6 +46,8 @@ import type {
   TaskStore,
   TaskSummary,
 } from '../../domain/task-store.ts';
+import { UnstorableCallbackError } from '../../domain/task-store.ts';
+import { unstorableNumberIn } from './numbers.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 type Item = Record<string, any>;
@@ -95,6 +97,18 @@ export class DynamoTaskStore implements TaskStore {
   // Writes
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
+    try {
+      return await this.apply(d);
+    } catch (err) {
+      // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks below did
+      // not foresee): permanent, unlike a throttle or a time-out.
+      if ((err as { name?: unknown } | null)?.name === 'ValidationException')
+        throw new UnstorableCallbackError(`DynamoDB refused it: ${errorSentence(err)}`, { cause: err });
+      throw err;
+    }
+  }
+
+  private async apply(d: DeliveredCallback): Promise<ApplyResult> {
     const cap: Capacity = { read: 0, write: 0 };
     const cb = d.callback;
     const pk = Keys.taskPk(cb.id);
@@ -104,7 +118,7 @@ export class DynamoTaskStore implements TaskStore {
     const fileName = fileNameOf(cb);
     const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(fileName) } : null;
 
-    const oversized = oversizedKey(cb, d.replayKey) ?? tooDeep(cb);
+    const oversized = oversizedKey(cb, d.replayKey) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
     if (oversized) {
       // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
       await this.quarantineParsed(d, 'invalid_callback', oversized, cap);
@@ -265,16 +279,13 @@ export class DynamoTaskStore implements TaskStore {
     const res = await this.client.send(
       new PutItemCommand({
         TableName: this.table,
-        Item: marshall(
-          {
-            pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
-            sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
-            kind: 'quarantine',
-            ...entry,
-            expiresAt: this.expiry(),
-          },
-          { removeUndefinedValues: true },
-        ),
+        Item: toItem({
+          pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+          sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+          kind: 'quarantine',
+          ...entry,
+          expiresAt: this.expiry(),
+        }),
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
@@ -448,7 +459,7 @@ export class DynamoTaskStore implements TaskStore {
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'read');
-    return res.Item ? unmarshall(res.Item) : null;
+    return res.Item ? fromItem(res.Item) : null;
   }
 
   private async exists(key: Key, cap: Capacity): Promise<boolean> {
@@ -473,7 +484,7 @@ export class DynamoTaskStore implements TaskStore {
         );
         for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
         for (const raw of res.Responses?.[this.table] ?? []) {
-          const item = unmarshall(raw as Record<string, AttributeValue>);
+          const item = fromItem(raw as Record<string, AttributeValue>);
           found.set(`${item.pk}\u0000${item.sk}`, item);
         }
         request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
@@ -502,7 +513,7 @@ export class DynamoTaskStore implements TaskStore {
       const res = await this.client.send(
         new PutItemCommand({
           TableName: this.table,
-          Item: marshall(item, { removeUndefinedValues: true }),
+          Item: toItem(item),
           ConditionExpression: condition,
           ...(values ? { ExpressionAttributeValues: values } : {}),
           ReturnConsumedCapacity: 'TOTAL',
@@ -523,7 +534,7 @@ export class DynamoTaskStore implements TaskStore {
       const res = await this.client.send(
         new QueryCommand({ TableName: this.table, ...input, ExclusiveStartKey: start }),
       );
-      for (const raw of res.Items ?? []) yield unmarshall(raw);
+      for (const raw of res.Items ?? []) yield fromItem(raw);
       start = res.LastEvaluatedKey;
     } while (start);
   }
@@ -709,6 +720,32 @@ function summaryFromItem(item: Item): TaskSummary {
 }
 
 // ---------------------------------------------------------------------------------------------------
+
+/**
+ * An item as DynamoDB takes it. Every finite number in DynamoDB's range is written as JavaScript prints it
+ * (the SDK by default refuses integers beyond 2^53, which DynamoDB stores); anything the SDK cannot convert
+ * makes the callback unstorable, not a retry.
+ */
+function toItem(item: Item): Record<string, AttributeValue> {
+  try {
+    return marshall(item, { removeUndefinedValues: true, allowImpreciseNumbers: true });
+  } catch (err) {
+    throw new UnstorableCallbackError(`it cannot be turned into a DynamoDB item: ${errorSentence(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+/** An item as stored, numbers read back as the very doubles that were written (not BigInt, never a throw). */
+function fromItem(raw: Record<string, AttributeValue>): Item {
+  return unmarshall(raw, { wrapNumbers: Number });
+}
+
+function errorSentence(err: unknown): string {
+  const { name, message } = (err ?? {}) as { name?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? `${String(name ?? 'Error')}: ${message}` : String(err);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
 
 function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {
   if (!consumed) return;
