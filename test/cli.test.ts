@@ -1,7 +1,6 @@
 // The inspection CLI as a user runs it: `callbacks ...` in a child process, in a folder where the local
 // stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is written by the
 // real worker logic.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,18 +13,16 @@ import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { runCli, runCliJson } from './support/cli.ts';
 import { dynamoClient } from './support/dynalite.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const nodeBin = join(root, 'node_modules/.bin/node');
-const cliBin = join(root, 'bin/callbacks.js');
 const fixturesDir = join(root, 'test/fixtures');
 const fixture = (name: string) => readFileSync(join(fixturesDir, name), 'utf8').trim();
 const fixtureNames = readdirSync(fixturesDir).filter((f) => f.endsWith('.json'));
 const serviceOf = (name: string) => (name.startsWith('recording') ? 'recording' : 'screenshot') as Service;
 
-const ANSI = /\u001b\[/;
 const STACK_FRAME = /\n\s+at /;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -37,36 +34,9 @@ let sqs: SQSClient;
 let restoreSink: ReturnType<typeof setLogSink>;
 const now = Date.now();
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `callbacks <args>` in the test folder, without any AWS setting of the machine. */
-async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || /^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|NO_COLOR|FORCE_COLOR)/.test(k)) continue;
-    env[k] = v;
-  }
-  Object.assign(env, { AWS_EC2_METADATA_DISABLED: 'true' }, extraEnv);
-  const run = await new Promise<Run>((resolve) => {
-    execFile(nodeBin, [cliBin, ...args], { cwd: dir, env, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
-  // Output to a pipe is never coloured.
-  expect(run.stdout).not.toMatch(ANSI);
-  expect(run.stderr).not.toMatch(ANSI);
-  return run;
-}
-
-async function cliJson<T>(args: string[]): Promise<T> {
-  const run = await cli([...args, '--json']);
-  expect(run).toMatchObject({ code: 0, stderr: '' });
-  return JSON.parse(run.stdout) as T;
-}
+/** Runs `callbacks <args>` in the test folder. */
+const cli = (args: string[], extraEnv: Record<string, string> = {}) => runCli(dir, args, extraEnv);
+const cliJson = <T>(args: string[]) => runCliJson<T>(dir, args);
 
 // Recent tasks, for the filters: [id, service, appKey, roomId, sessionId, start time].
 const recent: [string, Service, string, string, string, number][] = [

@@ -19,7 +19,7 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
-import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { FauxqsServer } from 'fauxqs';
 import { readLocalStack, stackFilePath, type LocalStackInfo } from '../../cli/target.ts';
 import { tableDefinition } from '../aws/dynamo/table.ts';
 import { readIngestSettings } from '../ingest/config.ts';
@@ -28,6 +28,7 @@ import { createLogger, setLogSink, type LogSink } from '../log.ts';
 import type { SignatureMode } from '../queue-message.ts';
 import { LOCAL_REGION, LOCAL_STAGE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
+import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 
@@ -268,7 +269,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
     const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
 
-    fauxqs = await startFauxqs({
+    fauxqs = await startLocalSqs({
       port: opts.sqsPort ?? 0,
       logger: false,
       defaultRegion: LOCAL_REGION,

@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { FauxqsServer } from 'fauxqs';
 import type { LocalStackInfo } from '../../../cli/target.ts';
 import { DATA_DIR, STACK_FILE } from '../../../cli/target.ts';
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
@@ -18,6 +18,7 @@ import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/ingest/responses.ts';
 import type { SecretsProvider } from '../../../lib/ingest/secrets.ts';
+import { startLocalSqs } from '../../../lib/local/fauxqs.ts';
 import { createGateway } from '../../../lib/local/http-gateway.ts';
 import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
@@ -90,7 +91,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const dynamo = await startDynamo('callbacks-tasks');
   const maxReceiveCount = opts.maxReceiveCount ?? 5;
 
-  let fauxqs: FauxqsServer = await startFauxqs({
+  let fauxqs: FauxqsServer = await startLocalSqs({
     port: 0,
     logger: false,
     ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
@@ -161,7 +162,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       await fauxqs.stop();
     },
     async startSqs() {
-      fauxqs = await startFauxqs({
+      fauxqs = await startLocalSqs({
         port: sqsPort,
         logger: false,
         ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
