@@ -36,7 +36,7 @@ export function register(program: Command): void {
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
     .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
     .addOption(

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -94,4 +95,24 @@ test('with a data folder, a message made visible again at once is back in the qu
   ]);
   sqs.destroy();
   await server.stop();
+});
+
+test('listens on loopback, while a server that other code starts meanwhile on every interface keeps its address', async () => {
+  const other = createServer();
+  const [server] = await Promise.all([
+    startLocalSqs({ port: 0, logger: false }),
+    new Promise<void>((resolve) => other.listen({ port: 0, host: '0.0.0.0' }, resolve)),
+  ]);
+  try {
+    expect(server.address).toBe(`http://127.0.0.1:${server.port}`);
+    expect((other.address() as AddressInfo).address).toBe('0.0.0.0');
+    // And net.Server is itself again once the start is over.
+    const later = createServer();
+    await new Promise<void>((resolve) => later.listen({ port: 0, host: '0.0.0.0' }, resolve));
+    expect((later.address() as AddressInfo).address).toBe('0.0.0.0');
+    later.close();
+  } finally {
+    other.close();
+    await server.stop();
+  }
 });

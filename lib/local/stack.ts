@@ -40,6 +40,7 @@ export const DEFAULT_RETRY_DELAY_S = 10;
 export interface LocalStackOptions {
   /** HTTP port of the callback routes; 0 picks a free one. */
   port?: number;
+  /** Address of the callback routes (default 127.0.0.1). The emulators listen on 127.0.0.1 whatever it is. */
   host?: string;
   /** Keep nothing on disk. */
   memory?: boolean;
