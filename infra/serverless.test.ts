@@ -29,6 +29,7 @@ interface Template {
   Outputs: Record<string, { Value: Json }>;
   Parameters: Record<string, Json>;
   Conditions: Record<string, Json>;
+  Rules: Record<string, Json>;
 }
 interface Statement {
   Sid?: string;
@@ -70,12 +71,11 @@ net.Socket.prototype.connect = function (...args) {
   };
 }
 
-beforeAll(() => {
-  packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
-  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
-  const networkLog = join(packageDir, 'network.log');
+/** `serverless package` with these stage parameters into `<packageDir>/<name>`, offline; the template. */
+function packageService(name: string, params: string[]): Template {
+  const networkLog = join(packageDir, `${name}-network.log`);
   writeFileSync(networkLog, '');
-  const out = join(packageDir, 'out');
+  const out = join(packageDir, name);
   execFileSync(
     process.execPath,
     [
@@ -87,16 +87,20 @@ beforeAll(() => {
       region,
       '--package',
       out,
-      '--param',
-      'signatureMode=report',
-      '--param',
-      'alarmEmail=ops@example.com',
+      ...params.flatMap((p) => ['--param', p]),
     ],
     { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  networkAttempts = readFileSync(networkLog, 'utf8');
-  template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
-  state = JSON.parse(readFileSync(join(out, 'serverless-state.json'), 'utf8'));
+  networkAttempts += readFileSync(networkLog, 'utf8');
+  return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+beforeAll(() => {
+  packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
+  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
+  networkAttempts = '';
+  template = packageService('out', ['signatureMode=report', 'alarmEmail=ops@example.com']);
+  state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
 }, 180_000);
 
 afterAll(() => {
@@ -193,6 +197,7 @@ describe('functions', () => {
     expect(fn.Environment.Variables).toEqual({
       QUEUE_URL: ref('CallbackQueue'),
       SIGNATURE_MODE: ref('SignatureMode'),
+      DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
       CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
@@ -230,6 +235,40 @@ describe('functions', () => {
     expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
+    expect(template.Parameters.Development).toMatchObject({ Default: 'false', AllowedValues: ['true', 'false'] });
+  });
+
+  test('signature mode off only on a stage marked as development: CloudFormation asserts it on every deploy', () => {
+    expect(template.Rules.SignatureModeOffOnlyInDevelopment).toEqual({
+      RuleCondition: { 'Fn::Equals': [ref('SignatureMode'), 'off'] },
+      Assertions: [
+        {
+          Assert: { 'Fn::Equals': [ref('Development'), 'true'] },
+          AssertDescription: expect.stringMatching(
+            /^SignatureMode off .* only on a stage deployed with Development true\.$/,
+          ),
+        },
+      ],
+    });
+  });
+
+  test('packaging refuses signatureMode=off on a stage not marked as development, in one sentence', () => {
+    for (const params of [['signatureMode=off'], ['signatureMode=off', 'development=false']]) {
+      let stderr = '';
+      try {
+        packageService('refused', params);
+      } catch (err) {
+        stderr = `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
+      }
+      expect(stderr).toContain(
+        'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
+          'mark the stage with --param development=true, or use enforce or report.',
+      );
+      expect(stderr).not.toMatch(/\n\s+at /);
+    }
+    const development = packageService('development', ['signatureMode=off', 'development=true']);
+    expect(development.Parameters.SignatureMode.Default).toBe('off');
+    expect(development.Parameters.Development.Default).toBe('true');
   });
 
   test('the function log groups and the access log keep 30 days', () => {

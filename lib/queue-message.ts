@@ -10,9 +10,17 @@ export type SignatureMode = 'enforce' | 'report' | 'off';
  * The signature verdict. `valid`: a configured secret matched inside the tolerance window.
  * `invalid`: values present, no secret matched. `missing`: nonce, timestamp or signature absent.
  * `stale`: the signature matched but the timestamp is outside the tolerance window.
- * `unknown_app_key`: no secret configured for the body's appKey. `not_checked`: mode `off`.
+ * `unknown_app_key`: no secret configured for the body's appKey. `unverified`: mode `report`, and the
+ * secrets could not be read. `not_checked`: mode `off`.
  */
-export type SignatureVerdict = 'valid' | 'invalid' | 'missing' | 'stale' | 'unknown_app_key' | 'not_checked';
+export type SignatureVerdict =
+  | 'valid'
+  | 'invalid'
+  | 'missing'
+  | 'stale'
+  | 'unknown_app_key'
+  | 'unverified'
+  | 'not_checked';
 
 /** SQS message attribute names (all String unless noted). */
 export const Attr = {

@@ -9,6 +9,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
+import { messageAttributes } from '../lib/ingest/enqueue.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
@@ -141,11 +142,17 @@ beforeAll(async () => {
       new SendMessageCommand({
         QueueUrl: stack.info.dlqUrl,
         MessageBody: body,
-        MessageAttributes: {
-          service: { DataType: 'String', StringValue: i === 1 ? 'screenshot' : 'recording' },
-          appKey: { DataType: 'String', StringValue: JSON.parse(body).appKey },
-          receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
-        },
+        // As the ingest writes them.
+        MessageAttributes: messageAttributes({
+          body,
+          service: i === 1 ? 'screenshot' : 'recording',
+          appKey: JSON.parse(body).appKey,
+          receivedAt: 1763798400000 + i,
+          requestId: null,
+          verdict: 'valid',
+          mode: 'enforce',
+          replayKey: null,
+        }),
       }),
     );
   }
@@ -431,7 +438,7 @@ describe('quarantine list', () => {
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       new Date(now - 5000).toISOString().replace('.000Z', 'Z'),
       'invalid_signature',
-      'the signature did not match any configured secret',
+      'the signature matches no configured secret of this appKey, or the request named another appKey',
       'recording',
       'demo-app',
       'rec-forged',

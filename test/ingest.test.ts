@@ -116,6 +116,8 @@ function deps(
     {
       QUEUE_URL: queueUrl,
       SIGNATURE_MODE: options.mode ?? 'enforce',
+      // A development stage, where mode off may run.
+      DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET, ROTATED] }),
       ...options.env,
     },
@@ -593,12 +595,12 @@ describe('secrets', () => {
     await expectQueueEmpty();
   });
 
-  test('unreadable secrets in report mode: accepted and marked not_checked', async () => {
+  test('unreadable secrets in report mode: accepted and marked unverified (the worker sets it aside)', async () => {
     const d = deps({ mode: 'report', env: { CALLBACK_SECRETS: '{oops' } });
     const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
     expect(response.statusCode).toBe(200);
     const message = await receiveOne();
-    expect(attr(message, Attr.verdict)?.StringValue).toBe('not_checked');
+    expect(attr(message, Attr.verdict)?.StringValue).toBe('unverified');
     expect(attr(message, Attr.mode)?.StringValue).toBe('report');
     expect(lines.at(-1)).toMatchObject({ level: 'warn', status: 200 });
   });

@@ -39,7 +39,12 @@ export type ApplyResult =
 
 export type QuarantineReason =
   | 'invalid_callback'
+  /** Signature verdicts other than valid (mode report): invalid, missing, stale, unknown_app_key, unverified. */
   | 'invalid_signature'
+  | 'missing_signature'
+  | 'stale_timestamp'
+  | 'unknown_app_key'
+  | 'unverified'
   | 'replayed_signature'
   | 'service_mismatch'
   /** The task id belongs to a task of another appKey. */

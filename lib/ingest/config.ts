@@ -1,6 +1,7 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
-// Nothing here throws: a bad value falls back to its default with a warning, a missing queue or secret
-// shows up as a 503 with a clear code, never as a failed cold start.
+// A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
+// clear code, never as a failed cold start; the one exception is a setting that would be unsafe to run
+// with (signature mode off on a stage not marked as development), which stops the function at load.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
@@ -14,6 +15,8 @@ export interface IngestSettings {
   queueUrl: string;
   /** SIGNATURE_MODE: enforce (default), report or off. */
   mode: SignatureMode;
+  /** DEVELOPMENT_STAGE=true: the stage is marked as development, the only kind where mode off may run. */
+  development: boolean;
   /** SIGNATURE_TOLERANCE_S: accepted clock difference, either way (300). */
   toleranceS: number;
   /** MAX_BODY_BYTES: the largest body accepted, after base64 decoding (65536). */
@@ -57,12 +60,16 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
   if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
   else if (rawMode)
     warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
+  const rawDevelopment = env.DEVELOPMENT_STAGE?.trim().toLowerCase();
+  if (rawDevelopment && rawDevelopment !== 'true' && rawDevelopment !== 'false')
+    warnings.push(`DEVELOPMENT_STAGE=${JSON.stringify(env.DEVELOPMENT_STAGE)} is not true or false; using false`);
   const queueUrl = env.QUEUE_URL?.trim() ?? '';
   if (!queueUrl) warnings.push('QUEUE_URL is not set: every callback will be answered 503 queue_unavailable');
   return {
     settings: {
       queueUrl,
       mode,
+      development: rawDevelopment === 'true',
       toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
       maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
       sqsDeadlineMs: sqsLimits.deadlineMs,
@@ -110,7 +117,15 @@ function sqsEndpointOverride(env: Env): { endpoint?: string } {
   return endpoint ? { endpoint } : {};
 }
 
-/** Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap parts. */
+/** The sentence a stage that is not marked as development gets when it asks for mode off. */
+export const modeOffRefused =
+  'SIGNATURE_MODE is off, which accepts unsigned callbacks and is for development only, but this stage is not ' +
+  'marked as development (DEVELOPMENT_STAGE=true): the ingest does not start.';
+
+/**
+ * Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap
+ * parts. Throws (the function fails to start) on signature mode off outside a development stage.
+ */
 export function buildIngestDependencies(
   env: Env = process.env,
   overrides: Partial<IngestDependencies> = {},
@@ -118,6 +133,11 @@ export function buildIngestDependencies(
   const logger = overrides.logger ?? createLogger('ingest');
   const now = overrides.now ?? Date.now;
   const { settings, warnings } = readIngestSettings(env);
+  const mode = overrides.settings?.mode ?? settings.mode;
+  if (mode === 'off' && !(overrides.settings?.development ?? settings.development)) {
+    logger.error('ingest_config', { error: modeOffRefused });
+    throw new Error(modeOffRefused);
+  }
   const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);
   for (const warning of warnings) logger.warn('ingest_config', { warning });
   return {

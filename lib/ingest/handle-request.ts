@@ -164,7 +164,7 @@ async function answer(
         );
       }
       // Report mode exists to accept callbacks while signatures are being sorted out: do not lose them
-      // because the secrets are unreadable; the message says it was not checked.
+      // because the secrets are unreadable; the message says nobody could check it (the worker sets it aside).
       secretsLoaded = false;
     }
     verdict = secretsLoaded
@@ -176,7 +176,7 @@ async function answer(
           nowMs: receivedAt,
           toleranceS: settings.toleranceS,
         })
-      : 'not_checked';
+      : 'unverified';
   }
   log.verdict = verdict;
 

@@ -293,6 +293,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
+      // The local stack is development: mode off may run here, and nowhere else.
+      DEVELOPMENT_STAGE: 'true',
     });
     ingest = handlers.ingest;
 

@@ -4,10 +4,10 @@
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
-import type { ApplyResult, Capacity, DeliveredCallback, TaskStore } from '../domain/task-store.ts';
+import type { ApplyResult, Capacity, DeliveredCallback, QuarantineReason, TaskStore } from '../domain/task-store.ts';
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import type { QueuedCallback } from '../queue-message.ts';
+import type { QueuedCallback, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 import { readRecord } from './read-record.ts';
 
 export interface WorkerDeps {
@@ -94,16 +94,8 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   }
   if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
   const cb = parsed.callback;
-  if (msg.verdict === 'invalid') {
-    return quarantine(
-      msg,
-      deps,
-      'invalid_signature',
-      'the signature did not match any configured secret',
-      cb.appKey,
-      cb.id,
-    );
-  }
+  const setAside = signatureSetAside(msg.verdict, msg.mode);
+  if (setAside) return quarantine(msg, deps, setAside[0], setAside[1], cb.appKey, cb.id);
   try {
     const result = await deps.store.applyCallback(toDelivered(msg, cb));
     const common = {
@@ -154,6 +146,31 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   }
 }
 
+/** Why each verdict other than valid keeps a callback from being applied. */
+const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'>, [QuarantineReason, string]> = {
+  invalid: [
+    'invalid_signature',
+    'the signature matches no configured secret of this appKey, or the request named another appKey',
+  ],
+  missing: ['missing_signature', 'the request carried no complete signature (nonce, timestamp and signature)'],
+  stale: ['stale_timestamp', 'the signature timestamp was outside the accepted window'],
+  unknown_app_key: ['unknown_app_key', 'no callback secret is configured for this appKey'],
+  unverified: ['unverified', 'the callback secrets could not be read, so the signature was not checked'],
+};
+
+/**
+ * Whether a delivery's signature verdict keeps it from being applied, with the reason and a sentence; null
+ * when it may be applied. One rule for every mode: only a valid signature is applied, except in mode `off`
+ * (development), which applies what it did not check. Mode `enforce` refuses the others at the door; mode
+ * `report` lets them through to be kept aside here.
+ */
+export function signatureSetAside(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] | null {
+  if (verdict === 'valid') return null;
+  if (verdict === 'not_checked')
+    return mode === 'off' ? null : ['unverified', `the signature was not checked, in signature mode ${mode}`];
+  return verdictsSetAside[verdict];
+}
+
 /** A queued message and its parsed callback, as the store applies them. */
 export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
   return {
@@ -171,7 +188,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
 async function quarantine(
   msg: QueuedCallback,
   deps: WorkerDeps,
-  reason: 'invalid_callback' | 'invalid_signature',
+  reason: QuarantineReason,
   detail: string,
   appKey: string | null,
   taskId: string | null,
@@ -218,7 +235,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       appKey: '',
       receivedAt: Number(record.attributes?.SentTimestamp) || (deps.now ?? Date.now)(),
       requestId: null,
-      verdict: 'missing',
+      verdict: 'unverified',
       mode: 'enforce',
       replayKey: null,
     },

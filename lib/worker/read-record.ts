@@ -15,6 +15,7 @@ const VERDICTS: readonly SignatureVerdict[] = [
   'missing',
   'stale',
   'unknown_app_key',
+  'unverified',
   'not_checked',
 ];
 const MODES: readonly SignatureMode[] = ['enforce', 'report', 'off'];
@@ -26,7 +27,8 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
   const service = attr(Attr.service) as Service | undefined;
   if (!service || !SERVICES.includes(service))
     return { ok: false, reason: `message attribute ${Attr.service} is missing or unknown` };
-  const verdict = (attr(Attr.verdict) ?? 'missing') as SignatureVerdict;
+  // No verdict (a message the ingest did not write): nobody vouched for it.
+  const verdict = (attr(Attr.verdict) ?? 'unverified') as SignatureVerdict;
   const mode = (attr(Attr.mode) ?? 'enforce') as SignatureMode;
   const receivedAtRaw = Number(attr(Attr.receivedAt));
   const sentAt = Number(record.attributes?.SentTimestamp);
@@ -44,7 +46,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
             ? sentAt
             : Date.now(),
       requestId: attr(Attr.requestId) ?? null,
-      verdict: VERDICTS.includes(verdict) ? verdict : 'missing',
+      verdict: VERDICTS.includes(verdict) ? verdict : 'unverified',
       mode: MODES.includes(mode) ? mode : 'enforce',
       replayKey: attr(Attr.replayKey) ?? null,
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,

@@ -55,7 +55,8 @@ afterAll(() => {
 
 function depsFor(mode: SignatureMode, sqs: SQSClient, queueUrl = QUEUE_URL): IngestDependencies {
   return buildIngestDependencies(
-    { QUEUE_URL: queueUrl, SIGNATURE_MODE: mode, CALLBACK_SECRETS: JSON.stringify(SECRETS) },
+    // A development stage, where mode off may run.
+    { QUEUE_URL: queueUrl, SIGNATURE_MODE: mode, CALLBACK_SECRETS: JSON.stringify(SECRETS), DEVELOPMENT_STAGE: 'true' },
     { sqs, now: () => NOW },
   );
 }

@@ -111,6 +111,8 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     {
       QUEUE_URL: queueUrl,
       SIGNATURE_MODE: opts.mode ?? 'enforce',
+      // Like the local stack: a development stage, where mode off may run.
+      DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
     },
     {

@@ -1,0 +1,34 @@
+// Stage parameters that need a check YAML cannot make, resolved when the service is packaged
+// (`${file(infra/stage-params.cjs):<name>}` in serverless.yml and infra/*.yml):
+// - signatureMode `off` accepts unsigned callbacks: it is refused unless the stage is marked as development
+//   (`--param development=true`). CloudFormation checks the same at deploy time (infra/parameters.yml,
+//   Rules), and the ingest refuses to start on it (lib/ingest/config.ts).
+'use strict';
+
+class StageParameterError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'StageParameterError';
+    // osls prints a failing resolver's stack: the sentence alone says it all.
+    this.stack = message;
+  }
+}
+
+function booleanParam(name, value) {
+  const text = String(value).trim().toLowerCase();
+  if (text === 'true' || text === 'false') return text === 'true';
+  throw new StageParameterError(`Stage parameter ${name} must be true or false, not ${JSON.stringify(value)}.`);
+}
+
+module.exports = async ({ resolveVariable }) => {
+  const param = (name) => resolveVariable(`param:${name}`);
+  const development = booleanParam('development', await param('development'));
+  const signatureMode = String(await param('signatureMode')).trim();
+  if (signatureMode === 'off' && !development) {
+    throw new StageParameterError(
+      'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
+        'mark the stage with --param development=true, or use enforce or report.',
+    );
+  }
+  return { development: String(development), signatureMode };
+};
