@@ -375,7 +375,8 @@ export class DynamoTaskStore implements TaskStore {
       streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
     }
     let emitted = 0;
-    for await (const batch of batched(mergeNewestFirst(streams), 50)) {
+    // A task whose keys change while it is listed (its status, say) can come from two index partitions.
+    for await (const batch of batched(firstOfEach(mergeNewestFirst(streams)), 50)) {
       const items = await this.getMany(
         batch.map((k) => ({ pk: k.pk, sk: k.sk })),
         { read: 0, write: 0 },
@@ -469,10 +470,12 @@ export class DynamoTaskStore implements TaskStore {
   /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
   private async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
     const found = new Map<string, Item>();
-    for (let i = 0; i < keys.length; i += 100) {
+    // BatchGetItem refuses a request that names a key twice.
+    const unique = [...new Map(keys.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
+    for (let i = 0; i < unique.length; i += 100) {
       let request: Record<string, any> | undefined = {
         [this.table]: {
-          Keys: keys.slice(i, i + 100).map((k) => marshall(k)),
+          Keys: unique.slice(i, i + 100).map((k) => marshall(k)),
           ConsistentRead: true,
           ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
         },
@@ -771,6 +774,17 @@ async function* batched<T>(source: AsyncIterable<T>, size: number): AsyncIterabl
     }
   }
   if (batch.length) yield batch;
+}
+
+/** The first item of each task key, in stream order. */
+async function* firstOfEach<T extends Key>(source: AsyncIterable<T>): AsyncIterable<T> {
+  const seen = new Set<string>();
+  for await (const item of source) {
+    const id = `${item.pk}\u0000${item.sk}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    yield item;
+  }
 }
 
 /** Merges streams that are each sorted newest first into one stream sorted newest first. */
