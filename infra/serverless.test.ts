@@ -95,6 +95,16 @@ function packageService(name: string, params: string[]): Template {
   return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
 }
 
+/** What packaging with these stage parameters prints when it fails (it must fail). */
+function packagingError(name: string, params: string[]): string {
+  try {
+    packageService(name, params);
+  } catch (err) {
+    return `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
+  }
+  throw new Error(`packaging with ${params.join(' ')} succeeded`);
+}
+
 beforeAll(() => {
   packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
   execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
@@ -254,12 +264,7 @@ describe('functions', () => {
 
   test('packaging refuses signatureMode=off on a stage not marked as development, in one sentence', () => {
     for (const params of [['signatureMode=off'], ['signatureMode=off', 'development=false']]) {
-      let stderr = '';
-      try {
-        packageService('refused', params);
-      } catch (err) {
-        stderr = `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
-      }
+      const stderr = packagingError('refused', params);
       expect(stderr).toContain(
         'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
           'mark the stage with --param development=true, or use enforce or report.',
@@ -392,17 +397,26 @@ describe('HTTP API', () => {
     const props = stageResource.Properties;
     expect(props.StageName).toBe('$default');
     expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
+    // Numbers, not strings: RouteSettings reach API Gateway as the template writes them.
     for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
-      expect(props.RouteSettings[key]).toEqual({
-        ThrottlingRateLimit: ref('CallbackRateLimit'),
-        ThrottlingBurstLimit: ref('CallbackBurstLimit'),
-      });
+      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
     }
     expect(stageResource.DependsOn).toEqual(
       expect.arrayContaining(['HttpApiRoutePostCallbacksRecording', 'HttpApiRoutePostCallbacksScreenshot']),
     );
-    expect(template.Parameters.CallbackRateLimit.Default).toBe('100');
-    expect(template.Parameters.CallbackBurstLimit.Default).toBe('200');
+  });
+
+  test('the throttling stage parameters, strings on the command line, become numbers; others are refused', () => {
+    const custom = packageService('throttled', ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ']);
+    for (const settings of Object.values(custom.Resources.HttpApiStage!.Properties.RouteSettings)) {
+      expect(settings).toStrictEqual({ ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: 7 });
+    }
+    const refusals: [string, string][] = [
+      ['callbackRateLimit=0', 'Stage parameter callbackRateLimit must be a positive number, not "0".'],
+      ['callbackRateLimit=fast', 'Stage parameter callbackRateLimit must be a positive number, not "fast".'],
+      ['callbackBurstLimit=1.5', 'Stage parameter callbackBurstLimit must be a positive whole number, not "1.5".'],
+    ];
+    for (const [param, sentence] of refusals) expect(packagingError('refused-throttle', [param])).toContain(sentence);
   });
 
   test('access logs: one JSON object per request, numeric status', () => {
