@@ -593,7 +593,7 @@ describe('operations', () => {
       RejectedCallbacksAlarm: {
         metric: `${namespace} RejectedCallbacks`,
         dimensions: {},
-        threshold: 'GreaterThanOrEqualToThreshold 1',
+        threshold: 'GreaterThanOrEqualToThreshold 10',
       },
       QuarantinedCallbacksAlarm: {
         metric: `${namespace} QuarantinedCallbacks`,
@@ -606,6 +606,17 @@ describe('operations', () => {
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
     });
+  });
+
+  test('rejected callbacks alarm: not on a stray request, but on ten rejections in 15 minutes', () => {
+    const p = resource('RejectedCallbacksAlarm', 'AWS::CloudWatch::Alarm').Properties;
+    expect(p).toMatchObject({ Statistic: 'Sum', Period: 900, EvaluationPeriods: 1 });
+    expect(p.DatapointsToAlarm ?? p.EvaluationPeriods).toBe(1);
+    // Whether the alarm state would be ALARM for a period whose Sum is `n`.
+    const fires = (n: number) =>
+      p.ComparisonOperator === 'GreaterThanOrEqualToThreshold' ? n >= p.Threshold : n > p.Threshold;
+    expect([1, 2, 9].map(fires)).toEqual([false, false, false]);
+    expect([10, 30].map(fires)).toEqual([true, true]);
   });
 
   test('outputs: the two callback URLs for the console, and the names operators need', () => {
