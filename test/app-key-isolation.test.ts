@@ -63,7 +63,7 @@ async function quarantined(): Promise<QuarantineEntry[]> {
   return entries;
 }
 
-test("another appKey's callbacks for the same id, earlier or later, leave the task as its own appKey's callbacks make it", async () => {
+test("another appKey's callbacks for the id, earlier or later, leave the task as its owner's make it", async () => {
   const tenantA = [
     recording('tenant-A', 'room-a', 1, T0, { config: { trigger: 1 }, output: { fileName: 'a.mp4' } }),
     recording('tenant-A', 'room-a', 2, T0 + 60_000, { output: { fileName: 'a.mp4', fileSize: 1024 } }),

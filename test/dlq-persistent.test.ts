@@ -37,7 +37,7 @@ interface Listed {
   receiveCount: number;
 }
 
-test('list leaves the messages and their receive counts, across a restart; redrive hands them to the worker', async () => {
+test('list leaves messages and receive counts, across a restart; redrive hands them to the worker', async () => {
   stack = await startLocalStack({ port: 0, cwd: dir, dataDir: 'data', quiet: true });
   expect(stack.info.dataDir).toBe(join(dir, 'data'));
   const sqs = new SQSClient({

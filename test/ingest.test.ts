@@ -469,7 +469,7 @@ describe('signature matrix', () => {
     expect(attr(message, Attr.mode)?.StringValue).toBe('off');
   });
 
-  test('the replay key travels even when the signature is wrong (report), and not when a value is missing', async () => {
+  test('the replay key travels when the signature is wrong (report), not when a value is missing', async () => {
     const headers = signedHeaders('wrong');
     await handleCallbackRequest(httpApiEvent({ body, headers }), deps({ mode: 'report' }));
     expect(attr(await receiveOne(), Attr.replayKey)?.StringValue).toBe(

@@ -43,7 +43,7 @@ async function receive(sqs: SQSClient, queueUrl: string): Promise<Message[]> {
 
 const counts = (messages: Message[]) => messages.map((m) => [m.Body, m.Attributes?.ApproximateReceiveCount]).sort();
 
-test('with a data folder, a message made visible again at once is back in the queue with its receive count, also after a restart', async () => {
+test('with a data folder, a message made visible again keeps its receive count, also after a restart', async () => {
   let server = await startLocalSqs({ port: 0, logger: false, dataDir: dir });
   let sqs = client(server);
   const { queueUrl } = server.createQueue('visible-again');
@@ -97,7 +97,7 @@ test('with a data folder, a message made visible again at once is back in the qu
   await server.stop();
 });
 
-test('listens on loopback, while a server that other code starts meanwhile on every interface keeps its address', async () => {
+test('listens on loopback; a server other code starts meanwhile on every interface keeps its address', async () => {
   const other = createServer();
   const [server] = await Promise.all([
     startLocalSqs({ port: 0, logger: false }),

@@ -69,7 +69,7 @@ async function quarantine(store: TaskStore): Promise<QuarantineEntry[]> {
   return entries;
 }
 
-test('the three bodies are answered 200, then quarantined naming the field; nothing reaches the dead-letter queue', async () => {
+test('the three bodies: answered 200, quarantined naming the field, never in the dead-letter queue', async () => {
   const cases: [string, string, RegExp][] = [
     // JSON.stringify writes 1e200 as 1e+200.
     ['rec-num-1e200', JSON.stringify(start('rec-num-1e200', { code: 1e200 })), /^code /],

@@ -559,7 +559,9 @@ function foreignTask(
   if (header.appKey !== cb.appKey)
     return {
       reason: 'app_key_mismatch',
-      detail: `task ${cb.id} belongs to appKey ${JSON.stringify(header.appKey)}; this callback is from appKey ${JSON.stringify(cb.appKey)}`,
+      detail:
+        `task ${cb.id} belongs to appKey ${JSON.stringify(header.appKey)}; ` +
+        `this callback is from appKey ${JSON.stringify(cb.appKey)}`,
     };
   return null;
 }
