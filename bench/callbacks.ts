@@ -7,7 +7,8 @@ import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
 import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
-import { Attr, type Service } from '../lib/queue-message.ts';
+import { Attr } from '../lib/queue-message.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { computeSignature } from '../lib/sign.ts';
 
 export const BENCH_APP_KEY = 'demo-app';

@@ -14,7 +14,7 @@ import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.t
 import { parseCallback } from '../lib/domain/callback.ts';
 import type { Logger } from '../lib/log.ts';
 import { processBatch, toDelivered } from '../lib/worker/process-batch.ts';
-import { readRecord } from '../lib/worker/read-record.ts';
+import { readRecord } from '../lib/queue-message.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from './callbacks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';

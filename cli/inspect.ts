@@ -1,8 +1,9 @@
 // What the inspection commands share: the target options, opening and closing the target, and turning
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { TargetError, oneLine, openTarget, type Target } from './target.ts';
-import { colorsFor, type Colors } from './format.ts';
+import { errorSentence } from '../lib/text.ts';
+import { TargetError, openTarget, type Target } from './target.ts';
+import { colorsFor, parseDuration, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -47,7 +48,7 @@ export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Prom
     await fn(ctx);
   } catch (err) {
     if (err instanceof TargetError || err instanceof CliError) throw err;
-    throw new CliError(`${where}: ${oneLine(err)}`);
+    throw new CliError(`${where}: ${errorSentence(err)}`);
   } finally {
     await target.close();
   }
@@ -63,6 +64,13 @@ export function positiveInt(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number above 0 is needed.');
   return n;
+}
+
+/** A duration option (`--timeout 60s`): see parseDuration; a bare number is seconds. */
+export function durationOption(text: string): number {
+  const ms = parseDuration(text, { bareSeconds: true });
+  if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
+  return ms;
 }
 
 export function printJson(value: unknown): void {

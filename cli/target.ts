@@ -5,8 +5,9 @@ import { join, resolve } from 'node:path';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { errorSentence } from '../lib/text.ts';
 
-export const SERVICE_NAME = 'rtc-callbacks-receiver';
 export const DATA_DIR = '.data';
 export const STACK_FILE = 'stack.json';
 
@@ -79,8 +80,6 @@ export function readLocalStack(cwd?: string): LocalStackInfo | null {
   }
 }
 
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
-
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
   if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
@@ -128,8 +127,8 @@ export function openLocal(local: LocalStackInfo): Target {
 }
 
 async function openDeployed(stage: string, region: string | undefined, env: NodeJS.ProcessEnv): Promise<Target> {
-  const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
-  const tableName = `${service}-${stage}-tasks`;
+  const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
+  const tableName = names.table;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
   const sqs = new SQSClient({ region, maxAttempts: 3 });
   const urlOf = async (name: string) => {
@@ -137,12 +136,12 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
       return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
     } catch (err) {
       throw new TargetError(
-        `cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${oneLine(err)}`,
+        `cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${errorSentence(err)}`,
       );
     }
   };
-  const queueUrl = await urlOf(`${service}-${stage}-callbacks`);
-  const dlqUrl = await urlOf(`${service}-${stage}-callbacks-dlq`);
+  const queueUrl = await urlOf(names.queue);
+  const dlqUrl = await urlOf(names.deadLetterQueue);
   sqs.destroy();
   return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
 }
@@ -162,7 +161,7 @@ async function openAws(o: {
   } catch (err) {
     dynamo.destroy();
     sqs.destroy();
-    throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${oneLine(err)}`);
+    throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${errorSentence(err)}`);
   }
   return assemble({
     kind: 'aws',
@@ -209,13 +208,4 @@ function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target 
       t.sqs.destroy();
     },
   };
-}
-
-/** An AWS error as one short sentence, never a stack trace. */
-export function oneLine(err: unknown): string {
-  if (err instanceof Error) {
-    const name = err.name && err.name !== 'Error' ? `${err.name}: ` : '';
-    return `${name}${err.message}`.split('\n')[0]!;
-  }
-  return String(err);
 }

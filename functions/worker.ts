@@ -1,25 +1,12 @@
-// SQS -> DynamoDB. The client and store are built once per container; the logic is lib/worker/.
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { createLogger } from '../lib/log.ts';
+// SQS -> DynamoDB. The settings, client and store are built once per container, at load (a bad setting
+// stops the function there); the logic is lib/worker/.
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { buildWorkerDependencies } from '../lib/worker/config.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 
-// Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
-// holding the whole batch until the function's 30 s time-out.
-const client = new DynamoDBClient({
-  maxAttempts: 3,
-  requestHandler: { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true },
-});
-const store = new DynamoTaskStore({
-  client,
-  tableName: process.env.TASKS_TABLE ?? 'tasks',
-  rawEventTtlDays: Number(process.env.RAW_EVENT_TTL_DAYS ?? 90),
-});
-const log = createLogger('worker');
-const concurrency = Number(process.env.WORKER_RECORD_CONCURRENCY ?? 5);
+const dependencies = buildWorkerDependencies(process.env);
 
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  const { batchItemFailures } = await processBatch(event, { store, log, concurrency });
+  const { batchItemFailures } = await processBatch(event, dependencies);
   return { batchItemFailures };
 }

@@ -1,10 +1,25 @@
 // The contract between the ingest function and the worker: the SQS message body is the callback's raw
 // body, byte for byte as the platform sent it (after API Gateway's base64 decoding); everything the
-// ingest learned about the request travels in message attributes.
+// ingest learned about the request travels in message attributes. The one home of the attribute names, of
+// writing them (the ingest) and of reading a record back (the worker; the dead-letter commands show them).
+import type { SQSRecord } from 'aws-lambda';
+import { isService, type Service } from './domain/services.ts';
 
-export type Service = 'recording' | 'screenshot';
+export const signatureModes = ['enforce', 'report', 'off'] as const;
+export type SignatureMode = (typeof signatureModes)[number];
 
-export type SignatureMode = 'enforce' | 'report' | 'off';
+/** The modes as a sentence lists them: "enforce, report or off". */
+export const signatureModesInWords = `${signatureModes.slice(0, -1).join(', ')} or ${signatureModes.at(-1)}`;
+
+export function isSignatureMode(value: unknown): value is SignatureMode {
+  return signatureModes.includes(value as SignatureMode);
+}
+
+/** A mode as people write it (any case, spaces around), or undefined when it is none. */
+export function parseSignatureMode(text: string | undefined): SignatureMode | undefined {
+  const mode = text?.trim().toLowerCase();
+  return signatureModes.includes(mode as SignatureMode) ? (mode as SignatureMode) : undefined;
+}
 
 /**
  * The signature verdict. `valid`: a configured secret matched inside the tolerance window.
@@ -13,14 +28,20 @@ export type SignatureMode = 'enforce' | 'report' | 'off';
  * `unknown_app_key`: no secret configured for the body's appKey. `unverified`: mode `report`, and the
  * secrets could not be read. `not_checked`: mode `off`.
  */
-export type SignatureVerdict =
-  | 'valid'
-  | 'invalid'
-  | 'missing'
-  | 'stale'
-  | 'unknown_app_key'
-  | 'unverified'
-  | 'not_checked';
+export const signatureVerdicts = [
+  'valid',
+  'invalid',
+  'missing',
+  'stale',
+  'unknown_app_key',
+  'unverified',
+  'not_checked',
+] as const;
+export type SignatureVerdict = (typeof signatureVerdicts)[number];
+
+export function isSignatureVerdict(value: unknown): value is SignatureVerdict {
+  return signatureVerdicts.includes(value as SignatureVerdict);
+}
 
 /** SQS message attribute names (all String unless noted). */
 export const Attr = {
@@ -38,9 +59,9 @@ export const Attr = {
   replayKey: 'replayKey',
 } as const;
 
-/** What the worker reads back from one SQS record. */
-export interface QueuedCallback {
-  messageId: string;
+/** What the ingest enqueues for one accepted callback. */
+export interface CallbackMessage {
+  /** The callback body exactly as received (after base64 decoding). */
   body: string;
   service: Service;
   appKey: string;
@@ -48,7 +69,82 @@ export interface QueuedCallback {
   requestId: string | null;
   verdict: SignatureVerdict;
   mode: SignatureMode;
+  /** See replayKeyOf (lib/ingest/signature.ts). */
   replayKey: string | null;
+}
+
+// Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
+// #xE000-#xFFFD | #x10000-#x10FFFF. Anything else makes SendMessage fail for good, not transiently.
+const outsideSqsCharacters = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+/** Whether SQS can carry this text in a message body or an attribute. */
+export function isQueueSafe(text: string): boolean {
+  return !outsideSqsCharacters.test(text);
+}
+
+/** A message attribute as SendMessage takes it (the SDK's MessageAttributeValue). */
+export interface AttributeValue {
+  DataType: 'String' | 'Number';
+  StringValue: string;
+}
+
+const text = (value: string): AttributeValue => ({ DataType: 'String', StringValue: value });
+
+/** The message attributes of a callback message. */
+export function messageAttributes(message: CallbackMessage): Record<string, AttributeValue> {
+  const attributes: Record<string, AttributeValue> = {
+    [Attr.service]: text(message.service),
+    [Attr.appKey]: text(message.appKey),
+    [Attr.receivedAt]: { DataType: 'Number', StringValue: String(message.receivedAt) },
+    [Attr.verdict]: text(message.verdict),
+    [Attr.mode]: text(message.mode),
+  };
+  // SQS refuses empty attribute values: absent ones are left out.
+  if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
+  if (message.replayKey) attributes[Attr.replayKey] = text(message.replayKey);
+  return attributes;
+}
+
+/** What the worker reads back from one SQS record. */
+export interface QueuedCallback extends CallbackMessage {
+  messageId: string;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
+}
+
+export type ReadRecordResult = { ok: true; message: QueuedCallback } | { ok: false; reason: string };
+
+/**
+ * Turns one SQS record (as Lambda delivers it) into what the ingest put in it. Without a known service the
+ * body cannot be read; any other attribute missing or unknown gets the value that trusts it least.
+ */
+export function readRecord(record: SQSRecord): ReadRecordResult {
+  const attr = (name: string): string | undefined => record.messageAttributes?.[name]?.stringValue ?? undefined;
+  const service = attr(Attr.service);
+  if (!isService(service)) return { ok: false, reason: `message attribute ${Attr.service} is missing or unknown` };
+  const verdict = attr(Attr.verdict);
+  const mode = attr(Attr.mode);
+  const receivedAtRaw = Number(attr(Attr.receivedAt));
+  const sentAt = Number(record.attributes?.SentTimestamp);
+  return {
+    ok: true,
+    message: {
+      messageId: record.messageId,
+      body: record.body,
+      service,
+      appKey: attr(Attr.appKey) ?? '',
+      receivedAt:
+        Number.isFinite(receivedAtRaw) && receivedAtRaw > 0
+          ? receivedAtRaw
+          : Number.isFinite(sentAt)
+            ? sentAt
+            : Date.now(),
+      requestId: attr(Attr.requestId) ?? null,
+      // No verdict (a message the ingest did not write): nobody vouched for it.
+      verdict: isSignatureVerdict(verdict) ? verdict : 'unverified',
+      mode: isSignatureMode(mode) ? mode : 'enforce',
+      replayKey: attr(Attr.replayKey) ?? null,
+      receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
+    },
+  };
 }

@@ -5,7 +5,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/task.ts';
 import type { DeliveredCallback, QuarantineEntry, TaskStore } from '../lib/domain/task-store.ts';
-import type { Service } from '../lib/queue-message.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { type LocalDynamo, startDynamo } from './support/dynalite.ts';
 
 let db: LocalDynamo;

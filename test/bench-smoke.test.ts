@@ -1,7 +1,7 @@
 // The bench's cheap parts, in-process and tiny: its statistics and cost arithmetic on known inputs, the
 // settings it reads from serverless.yml, the index-write rule, the mix it generates, and one short run of
 // the ingest part against fauxqs. Shapes and values are checked, never timings.
-import { readRecord } from '../lib/worker/read-record.ts';
+import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';

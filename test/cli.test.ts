@@ -9,14 +9,15 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
-import { messageAttributes } from '../lib/ingest/enqueue.ts';
+import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import type { Service } from '../lib/queue-message.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { runCli, runCliJson } from './support/cli.ts';
 import { dynamoClient } from './support/dynalite.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const fixturesDir = join(root, 'test/fixtures');
@@ -121,7 +122,7 @@ beforeAll(async () => {
   sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
   });
   const records = [
     ...fixtureNames.map((f) =>

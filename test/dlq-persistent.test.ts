@@ -11,6 +11,7 @@ import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
 import { runCli, runCliJson } from './support/cli.ts';
 import { dynamoClient } from './support/dynalite.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
 let dir: string;
 let stack: LocalStack;
@@ -43,7 +44,7 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
   const sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
   });
   for (const [i, id] of ids.entries()) {
     await enqueueCallback(sqs, stack.info.dlqUrl, {

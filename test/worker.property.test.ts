@@ -2,6 +2,7 @@
 // random lifecycles, shuffled and duplicated, in random batches; then a fault at every write.
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { idFieldOf, type Service } from '../lib/domain/services.ts';
 import { reduceTask } from '../lib/domain/task.ts';
 import {
   anyLifecycles,
@@ -37,8 +38,8 @@ let run = 0;
 /** Gives every task of one property run ids of its own, so runs share the table without mixing. */
 function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
   const prefix = `r${++run}-`;
-  const rename = (service: string, body: Body): Body => {
-    const idField = service === 'recording' ? 'recordId' : 'imageId';
+  const rename = (service: Service, body: Body): Body => {
+    const idField = idFieldOf[service];
     return { ...body, [idField]: prefix + String(body[idField]) };
   };
   return {

@@ -3,7 +3,7 @@ import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
-import type { SignatureMode } from '../../lib/queue-message.ts';
+import { type SignatureMode, signatureModes } from '../../lib/queue-message.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 
 interface DevOptions {
@@ -43,7 +43,7 @@ export function register(program: Command): void {
       new Option(
         '--signature-mode <mode>',
         'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)',
-      ).choices(['enforce', 'report', 'off']),
+      ).choices(signatureModes),
     )
     .option(
       '--retry-delay <seconds>',

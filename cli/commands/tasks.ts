@@ -2,7 +2,7 @@
 // and exactly what the platform sent for one.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { StoredEvent, TaskQuery, TaskSummary } from '../../lib/domain/task-store.ts';
-import type { FileView, Task, TaskStatus } from '../../lib/domain/task.ts';
+import { type FileView, type Task, type TaskStatus, taskStatuses } from '../../lib/domain/task.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -16,8 +16,6 @@ import {
   type Colors,
 } from '../format.ts';
 import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
-
-const STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
 export function register(program: Command): void {
   const tasks = program
@@ -41,7 +39,7 @@ export function register(program: Command): void {
       .description('tasks, newest first (by their first callback)')
       .option('--room <roomId>', 'tasks of this room')
       .option('--session <sessionId>', 'tasks of this session')
-      .addOption(new Option('--status <status>', 'tasks in this status').choices(STATUSES))
+      .addOption(new Option('--status <status>', 'tasks in this status').choices(taskStatuses))
       .option('--app-key <appKey>', 'tasks of this appKey')
       .option(
         '--since <time>',

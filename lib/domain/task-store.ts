@@ -2,7 +2,8 @@
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
 import type { FileTransition, Task, TaskStatus } from './task.ts';
-import type { Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { Service } from './services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
 export interface DeliveredCallback {
@@ -37,18 +38,28 @@ export type ApplyResult =
   | { outcome: 'duplicate'; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
-export type QuarantineReason =
-  | 'invalid_callback'
-  /** Signature verdicts other than valid (mode report): invalid, missing, stale, unknown_app_key, unverified. */
-  | 'invalid_signature'
-  | 'missing_signature'
-  | 'stale_timestamp'
-  | 'unknown_app_key'
-  | 'unverified'
-  | 'replayed_signature'
-  | 'service_mismatch'
+/** Why a callback was kept aside rather than applied. */
+export const quarantineReasons = [
+  /** A body that is not a callback of its service, or that DynamoDB could never store. */
+  'invalid_callback',
+  // Signature verdicts other than valid (mode report): invalid, missing, stale, unknown_app_key, unverified.
+  'invalid_signature',
+  'missing_signature',
+  'stale_timestamp',
+  'unknown_app_key',
+  'unverified',
+  /** A nonce, timestamp and signature seen before with another body. */
+  'replayed_signature',
+  /** The task id belongs to a task of the other service. */
+  'service_mismatch',
   /** The task id belongs to a task of another appKey. */
-  | 'app_key_mismatch';
+  'app_key_mismatch',
+] as const;
+export type QuarantineReason = (typeof quarantineReasons)[number];
+
+export function isQuarantineReason(value: unknown): value is QuarantineReason {
+  return quarantineReasons.includes(value as QuarantineReason);
+}
 
 export interface QuarantineEntry {
   reason: QuarantineReason;

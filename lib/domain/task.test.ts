@@ -5,7 +5,7 @@ import { foldTask, reduceTask } from './task.ts';
 import type { Task, TaskStatus } from './task.ts';
 import { eventKey } from './canonical.ts';
 import { mustParse } from './testing/lifecycles.ts';
-import type { Service } from '../queue-message.ts';
+import type { Service } from './services.ts';
 
 type Body = Record<string, unknown>;
 

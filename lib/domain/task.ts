@@ -3,8 +3,9 @@
 // every field of either is a join of the facts its callbacks carry (a minimum, a maximum, an "or", or a
 // count of distinct events), so applying callbacks in any order reaches the same records. The storage
 // layer keeps each record in its own item and applies a callback to at most one file and the header.
-import type { Service } from '../queue-message.ts';
-import type { Callback, CallbackType } from './callback.ts';
+import type { Service } from './services.ts';
+import type { Callback } from './callback.ts';
+import type { CallbackType } from './services.ts';
 
 export const PURGE_AFTER_MS = 24 * 60 * 60 * 1000;
 
@@ -18,7 +19,13 @@ export const MODE_NAMES: Record<number, string> = {
   6: 'single-user-mix-audio-video',
 };
 
-export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
+/** Task statuses (CONTRACT §4): `recording` is the recording service's, `capturing` the screenshot one's. */
+export const taskStatuses = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
+export type TaskStatus = (typeof taskStatuses)[number];
+
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return taskStatuses.includes(value as TaskStatus);
+}
 
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 

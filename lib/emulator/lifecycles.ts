@@ -3,7 +3,7 @@
 // time (a 60-minute recording spans 60 minutes of `timestamp`s, upload retries are 10 s apart, a give-up
 // comes 24 h after the first failure); the send schedule (`at`) is that time divided by a compression
 // factor, so a whole run is sent in seconds.
-import type { Service } from '../queue-message.ts';
+import type { Service } from '../domain/services.ts';
 import { createRandom, type Random } from './random.ts';
 
 export interface ScheduledSend {

@@ -5,7 +5,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
-import type { SignatureMode } from '../queue-message.ts';
+import { parseSignatureMode, type SignatureMode, signatureModesInWords } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
@@ -55,11 +55,11 @@ function positiveInteger(env: Env, name: string, fallback: number, warnings: str
 
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
   const warnings: string[] = [];
-  const rawMode = env.SIGNATURE_MODE?.trim().toLowerCase();
-  let mode = defaults.mode;
-  if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
-  else if (rawMode)
-    warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
+  const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
+  if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
+    warnings.push(
+      `SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not ${signatureModesInWords}; using ${defaults.mode}`,
+    );
   const rawDevelopment = env.DEVELOPMENT_STAGE?.trim().toLowerCase();
   if (rawDevelopment && rawDevelopment !== 'true' && rawDevelopment !== 'false')
     warnings.push(`DEVELOPMENT_STAGE=${JSON.stringify(env.DEVELOPMENT_STAGE)} is not true or false; using false`);

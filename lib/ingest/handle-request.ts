@@ -3,19 +3,19 @@
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
-import type { Service, SignatureVerdict } from '../queue-message.ts';
+import type { SignatureVerdict } from '../queue-message.ts';
+import { type Service, services } from '../domain/services.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
-import { enqueueCallback, isQueueSafe } from './enqueue.ts';
+import { isQueueSafe } from '../queue-message.ts';
+import { enqueueCallback } from './enqueue.ts';
+import { clip, errorSentence } from '../text.ts';
 import { errorResponse, okResponse } from './responses.ts';
 import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
 import { readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
 
-const callbackPaths: ReadonlyArray<readonly [string, Service]> = [
-  ['/callbacks/recording', 'recording'],
-  ['/callbacks/screenshot', 'screenshot'],
-];
+const callbackPaths: ReadonlyArray<readonly [string, Service]> = services.map((s) => [`/callbacks/${s}`, s]);
 
 /** The service of a callback path; the suffix is matched so that a stage prefix (`/prod/...`) is fine. */
 export function serviceForPath(rawPath: string): Service | undefined {
@@ -62,13 +62,8 @@ const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) =
   unknown_app_key: () => ['unknown_app_key', 'No callback secret is configured for this appKey.'],
 };
 
-const clip = (text: string, max = 128): string => (text.length > max ? `${text.slice(0, max)}…` : text);
-
-/** `name: message` of an error, duck-typed (SDK and fetch errors may come from another realm). */
-function reasonOf(error: unknown): string {
-  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
-}
+/** Longest route, appKey or task id a log line carries. */
+const LOGGED_VALUE_CHARS = 128;
 
 export async function handleCallbackRequest(
   event: APIGatewayProxyEventV2,
@@ -82,7 +77,7 @@ export async function handleCallbackRequest(
     response = await answer(event, deps, log, outcome);
   } catch (error) {
     outcome.level = 'error';
-    log.reason = reasonOf(error);
+    log.reason = errorSentence(error);
     log.code = 'internal_error';
     response = errorResponse('internal_error', 'An unexpected error occurred; retry later.');
   }
@@ -112,7 +107,7 @@ async function answer(
   const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
 
   const service = serviceForPath(rawPath);
-  log.route = clip(`${method} ${rawPath}`);
+  log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
   if (!service)
     return fail(
       'not_found',
@@ -130,9 +125,9 @@ async function answer(
 
   const check = minimalCheck(service, body.json);
   if (!check.ok) return fail(check.code, check.message);
-  log.appKey = clip(check.appKey);
+  log.appKey = clip(check.appKey, LOGGED_VALUE_CHARS);
   log.type = check.type;
-  log.id = clip(check.id);
+  log.id = clip(check.id, LOGGED_VALUE_CHARS);
   if (!isQueueSafe(body.raw)) {
     return fail('invalid_body', 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).');
   }
@@ -211,7 +206,7 @@ async function answer(
     );
   } catch (error) {
     outcome.level = 'warn';
-    log.reason = reasonOf(error);
+    log.reason = errorSentence(error);
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
   return okResponse();

@@ -6,11 +6,14 @@ export const SERVICE = 'rtc-callbacks-receiver';
 /** The local stack is the stage `local` of the service: its resources carry the deployed names. */
 export const LOCAL_STAGE = 'local';
 export const LOCAL_REGION = 'us-east-1';
+/** What the emulators are signed with: they check no credential, the SDK insists on one. */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
-export const resourceNames = (stage: string) => ({
-  table: `${SERVICE}-${stage}-tasks`,
-  queue: `${SERVICE}-${stage}-callbacks`,
-  deadLetterQueue: `${SERVICE}-${stage}-callbacks-dlq`,
+/** The names infra/ gives a stage's table and queues. */
+export const resourceNames = (stage: string, service: string = SERVICE) => ({
+  table: `${service}-${stage}-tasks`,
+  queue: `${service}-${stage}-callbacks`,
+  deadLetterQueue: `${service}-${stage}-callbacks-dlq`,
 });
 
 /** infra/queues.yml */

@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
 import { startLocalSqs } from './fauxqs.ts';
+import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
 
 let dir: string;
 beforeAll(() => {
@@ -23,7 +24,7 @@ function client(server: FauxqsServer): SQSClient {
   return new SQSClient({
     endpoint: `http://127.0.0.1:${server.port}`,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
     maxAttempts: 1,
   });
 }

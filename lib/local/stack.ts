@@ -25,8 +25,15 @@ import { tableDefinition } from '../aws/dynamo/table.ts';
 import { readIngestSettings } from '../ingest/config.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
-import type { SignatureMode } from '../queue-message.ts';
-import { LOCAL_REGION, LOCAL_STAGE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
+import { parseSignatureMode, type SignatureMode, signatureModesInWords } from '../queue-message.ts';
+import {
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  LOCAL_STAGE,
+  eventSourceMapping,
+  queueSettings,
+  resourceNames,
+} from './deployed-settings.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
@@ -77,9 +84,6 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
-const SIGNATURE_MODES: readonly SignatureMode[] = ['enforce', 'report', 'off'];
-
 function resolveSecrets(
   opts: LocalStackOptions,
   env: NodeJS.ProcessEnv,
@@ -102,10 +106,11 @@ function resolveSecrets(
 }
 
 function resolveMode(opts: LocalStackOptions, env: NodeJS.ProcessEnv): SignatureMode {
-  const raw = (opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce').trim().toLowerCase();
-  if (!SIGNATURE_MODES.includes(raw as SignatureMode))
-    throw new Error(`signature mode must be enforce, report or off, not ${JSON.stringify(raw)}`);
-  return raw as SignatureMode;
+  const raw = opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce';
+  const mode = parseSignatureMode(raw);
+  if (!mode)
+    throw new Error(`signature mode must be ${signatureModesInWords}, not ${JSON.stringify(raw.trim().toLowerCase())}`);
+  return mode;
 }
 
 function listen(server: Server, port: number, host: string, hint = ''): Promise<number> {

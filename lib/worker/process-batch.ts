@@ -8,12 +8,13 @@ import type { ApplyResult, Capacity, DeliveredCallback, QuarantineReason, TaskSt
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback, SignatureMode, SignatureVerdict } from '../queue-message.ts';
-import { readRecord } from './read-record.ts';
+import { readRecord } from '../queue-message.ts';
+import { workerDefaults } from './config.ts';
 
 export interface WorkerDeps {
   store: TaskStore;
   log: Logger;
-  /** Records applied at the same time within one batch (default 5). */
+  /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
   concurrency?: number;
   now?: () => number;
 }
@@ -27,7 +28,7 @@ export async function processBatch(
   const records = event.Records ?? [];
   const outcomes: RecordOutcome[] = new Array(records.length);
   const failures: { itemIdentifier: string }[] = [];
-  const concurrency = Math.max(1, deps.concurrency ?? 5);
+  const concurrency = Math.max(1, deps.concurrency ?? workerDefaults.recordConcurrency);
   const started = (deps.now ?? Date.now)();
   // Records of one task are applied one after the other: run side by side they would only contend for
   // the same header item. Different tasks go in parallel.

@@ -16,7 +16,8 @@ import { buildIngestDependencies, type IngestDependencies } from '../../lib/inge
 import { createSqsClient } from '../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../lib/ingest/responses.ts';
-import { Attr, type Service, type SignatureMode } from '../../lib/queue-message.ts';
+import { Attr, type SignatureMode } from '../../lib/queue-message.ts';
+import type { Service } from '../../lib/domain/services.ts';
 import { computeSignature } from '../../lib/sign.ts';
 import { bodyText, httpApiEvent, memoryQueue, type EventInput, type MemoryQueue } from './support/http-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
@@ -29,6 +30,7 @@ import {
   routeOf,
   type Expected,
 } from './support/oracle.ts';
+import { LOCAL_CREDENTIALS } from '../../lib/local/deployed-settings.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const NOW = 1_763_798_500_000;
@@ -769,7 +771,7 @@ describe('fuzzing the ingest handler against fauxqs', () => {
     sqs = createSqsClient({
       region: 'us-east-1',
       endpoint,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      credentials: LOCAL_CREDENTIALS,
     });
   });
   afterAll(async () => {

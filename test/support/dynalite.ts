@@ -3,6 +3,7 @@ import dynalite from 'dynalite';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
+import { LOCAL_CREDENTIALS } from '../../lib/local/deployed-settings.ts';
 
 export interface LocalDynamo {
   endpoint: string;
@@ -15,7 +16,7 @@ export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient 
   return new DynamoDBClient({
     endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
     maxAttempts,
   });
 }

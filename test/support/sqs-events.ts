@@ -1,6 +1,7 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { Attr, type Service, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
+import { Attr, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
+import type { Service } from '../../lib/domain/services.ts';
 
 let counter = 0;
 

@@ -20,6 +20,7 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { Buffer } from 'node:buffer';
 import type { Callback } from '../../domain/callback.ts';
+import { idFieldOf } from '../../domain/services.ts';
 import {
   applyToFile,
   applyToHeader,
@@ -28,6 +29,7 @@ import {
   fileState,
   rankOf,
   sortTimeOf,
+  taskStatuses,
   toTask,
   type FileRecord,
   type FileState,
@@ -47,8 +49,9 @@ import type {
   TaskSummary,
 } from '../../domain/task-store.ts';
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
+import { errorSentence } from '../../text.ts';
 import { unstorableNumberIn } from './numbers.ts';
-import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 type Item = Record<string, any>;
 type Key = { pk: string; sk: string };
@@ -56,7 +59,7 @@ type Key = { pk: string; sk: string };
 export interface DynamoTaskStoreOptions {
   client: DynamoDBClient;
   tableName: string;
-  /** Days a raw callback is kept before the TTL deletes it (default 90). */
+  /** Days a raw callback is kept before the TTL deletes it (default DEFAULT_RAW_EVENT_TTL_DAYS). */
   rawEventTtlDays?: number;
   /** Clock, for tests. */
   now?: () => number;
@@ -68,8 +71,6 @@ export interface DynamoTaskStoreOptions {
 
 /** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
 const FAILED_CONDITION_WCU = 1;
-
-const ALL_STATUSES: TaskStatus[] = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'];
 
 /** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
 export class ContentionError extends Error {
@@ -87,7 +88,7 @@ export class DynamoTaskStore implements TaskStore {
   constructor(opts: DynamoTaskStoreOptions) {
     this.client = opts.client;
     this.table = opts.tableName;
-    this.ttlDays = opts.rawEventTtlDays ?? 90;
+    this.ttlDays = opts.rawEventTtlDays ?? DEFAULT_RAW_EVENT_TTL_DAYS;
     this.now = opts.now ?? Date.now;
     this.pruneThreshold = opts.pruneThreshold ?? 4;
     this.maxAttempts = opts.maxAttempts ?? 16;
@@ -366,7 +367,7 @@ export class DynamoTaskStore implements TaskStore {
     else if (query.roomId)
       streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
     else if (query.appKey) {
-      for (const status of query.status ? [query.status] : ALL_STATUSES) {
+      for (const status of query.status ? [query.status] : taskStatuses) {
         streams.push(
           this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range),
         );
@@ -573,7 +574,7 @@ function foreignTask(
 const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
 /** The longest status, for the byAppStatus index key. */
-const LONGEST_STATUS = 'upload_failed';
+const LONGEST_STATUS = taskStatuses.reduce((a, b) => (b.length > a.length ? b : a));
 
 /**
  * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
@@ -584,7 +585,7 @@ function oversizedKey(cb: Callback, replayKey: string | null): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const fileName = fileNameOf(cb);
   const partitionKeys: [string, string | null][] = [
-    [cb.service === 'recording' ? 'recordId' : 'imageId', Keys.taskPk(cb.id)],
+    [idFieldOf[cb.service], Keys.taskPk(cb.id)],
     ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
     ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
     ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
@@ -744,12 +745,6 @@ function toItem(item: Item): Record<string, AttributeValue> {
 /** An item as stored, numbers read back as the very doubles that were written (not BigInt, never a throw). */
 function fromItem(raw: Record<string, AttributeValue>): Item {
   return unmarshall(raw, { wrapNumbers: Number });
-}
-
-function errorSentence(err: unknown): string {
-  const { name, message } = (err ?? {}) as { name?: unknown; message?: unknown };
-  const text = typeof message === 'string' ? `${String(name ?? 'Error')}: ${message}` : String(err);
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }
 
 function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {

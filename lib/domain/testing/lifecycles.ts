@@ -4,7 +4,7 @@
 // files and status, worked out from the plan rather than from the callbacks. Shared by the domain, store
 // and worker tests.
 import fc from 'fast-check';
-import type { Service } from '../../queue-message.ts';
+import type { Service } from '../services.ts';
 import { parseCallback } from '../callback.ts';
 import type { Callback } from '../callback.ts';
 import type { FileUpload, TaskStatus } from '../task.ts';

@@ -25,9 +25,9 @@ import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../../support/dynalite.ts';
+import { LOCAL_CREDENTIALS } from '../../../lib/local/deployed-settings.ts';
 
 const REGION = 'us-east-1';
-const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export interface PipelineOptions {
   /** appKey -> secrets (CALLBACK_SECRETS), unless `secrets` is given. */
@@ -105,7 +105,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   });
   const queueUrl = localUrl(queue.queueUrl);
   const dlqUrl = localUrl(dlq.queueUrl);
-  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: CREDENTIALS, maxAttempts: 2 });
+  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
 
   const ingest = buildIngestDependencies(
     {
@@ -116,7 +116,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
     },
     {
-      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: CREDENTIALS }),
+      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS }),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     },
   );

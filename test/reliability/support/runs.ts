@@ -17,11 +17,11 @@ import {
 } from '../../../lib/domain/testing/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
-import type { Service } from '../../../lib/queue-message.ts';
+import { idFieldOf, type Service } from '../../../lib/domain/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { sqsEvent } from '../../support/sqs-events.ts';
 
-const idField = (service: Service) => (service === 'recording' ? 'recordId' : 'imageId');
+const idField = (service: Service) => idFieldOf[service];
 
 /** Recording and screenshot lifecycles with duplicates, the same for a given seed. */
 export function sampleRun(
