@@ -7,9 +7,10 @@ import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
 import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
-import { Attr } from '../lib/queue-message.ts';
 import type { Service } from '../lib/domain/services.ts';
-import { computeSignature } from '../lib/sign.ts';
+import { FILE_STATE_OK } from '../lib/platform/failures.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
+import { Attr } from '../lib/queue-message.ts';
 
 export const BENCH_APP_KEY = 'demo-app';
 export const BENCH_SECRET = 'bench-secret';
@@ -127,7 +128,7 @@ export function kindOf(send: Pick<ScheduledSend, 'service' | 'body'>): string {
   let kind = `${send.service} ${type} ${names[type] ?? '?'}`;
   if (type === 4) {
     const output = (b.output ?? {}) as Record<string, unknown>;
-    const ok = send.service === 'screenshot' ? output.fileState === '10000' : Number(b.code) === 200;
+    const ok = send.service === 'screenshot' ? output.fileState === FILE_STATE_OK : Number(b.code) === 200;
     kind += ok ? ' ok' : ' failed';
   } else if (Number(b.code) !== 200) {
     kind += ' failed';

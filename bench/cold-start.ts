@@ -1,6 +1,6 @@
 // Part 2, cold start. Every Lambda artifact is bundled as `npm run build` bundles it (the same entries,
-// esbuild options and zip writer), and so are two baselines from bench/baselines/: the least an HTTP ->
-// SendMessage handler and an SQS -> PutItem handler can be. Each bundle is then imported by a fresh Node
+// esbuild options and zip writer), and so are three baselines from bench/baselines/: the least an HTTP ->
+// SendMessage handler, an SQS -> PutItem handler and an HTTP -> GetItem handler can be. Each bundle is then imported by a fresh Node
 // process (the pinned Node 24), which reports the time of `await import(bundle)`; the bundles take turns
 // in every repetition so that they share the machine's noise.
 import { execFile } from 'node:child_process';
@@ -47,6 +47,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const baselines = [
   { name: 'baseline-send-message', source: 'bench/baselines/send-message.ts', standsFor: 'ingest' },
   { name: 'baseline-put-item', source: 'bench/baselines/put-item.ts', standsFor: 'worker' },
+  { name: 'baseline-get-item', source: 'bench/baselines/get-item.ts', standsFor: 'api' },
 ] as const;
 
 interface BuildScript {

@@ -14,6 +14,8 @@ export const PRICES = {
   sqsPerMillionRequests: 0.4,
   dynamoPerMillionWriteUnits: 0.625,
   dynamoPerMillionReadUnits: 0.125,
+  /** Per message published (PublishBatch bills each message); deliveries from SNS to SQS are free. */
+  snsPerMillionPublishes: 0.5,
 } as const;
 
 /** Most messages one ReceiveMessage returns and one DeleteMessageBatch deletes. */
@@ -81,6 +83,8 @@ export interface CostInputs {
   /** DynamoDB write units per callback, index writes included. */
   writeUnitsPerCallback: number;
   readUnitsPerCallback: number;
+  /** Task events published per callback (SNS messages). */
+  publishesPerCallback: number;
 }
 
 export interface CostLine {
@@ -115,6 +119,7 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
   const workerGbS = ((batches * billedMs(input.workerMsPerBatch)) / 1000) * (input.workerMemoryMb / 1024);
   const writes = MILLION * input.writeUnitsPerCallback;
   const reads = MILLION * input.readUnitsPerCallback;
+  const publishes = MILLION * input.publishesPerCallback;
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
   const lines: CostLine[] = [
     {
@@ -152,6 +157,11 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
       item: 'DynamoDB read request units',
       quantity: `${fmt(reads)} units`,
       usd: (reads / MILLION) * PRICES.dynamoPerMillionReadUnits,
+    },
+    {
+      item: 'SNS publishes (task events)',
+      quantity: `${fmt(publishes)} messages (deliveries to SQS subscribers are free)`,
+      usd: (publishes / MILLION) * PRICES.snsPerMillionPublishes,
     },
   ];
   return { lines, totalUsd: lines.reduce((sum, l) => sum + l.usd, 0) };

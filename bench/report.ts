@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, platform, arch, release, totalmem } from 'node:os';
 import { join } from 'node:path';
+import type { ApiResult } from './api.ts';
 import type { ColdStartResult } from './cold-start.ts';
 import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost.ts';
 import type { EndToEndResult } from './end-to-end.ts';
@@ -48,8 +49,8 @@ export interface CostResult {
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
 
-export type PartName = 'ingest' | 'cold-start' | 'worker' | 'end-to-end' | 'cost';
-export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'end-to-end', 'cost'];
+export type PartName = 'ingest' | 'cold-start' | 'worker' | 'api' | 'end-to-end' | 'cost';
+export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'api', 'end-to-end', 'cost'];
 
 export interface BenchResults {
   date: string;
@@ -60,6 +61,7 @@ export interface BenchResults {
   ingest?: IngestResult;
   coldStart?: ColdStartResult;
   worker?: WorkerResult;
+  api?: ApiResult;
   endToEnd?: EndToEndResult;
   cost?: CostResult;
   /** Parts that could not run, and why. */
@@ -142,9 +144,10 @@ function coldStartSection(r: ColdStartResult): string {
   return [
     '## 2. Cold start',
     '',
-    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to two baselines ' +
-      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest) and one that only calls ' +
-      `DynamoDB \`PutItem\` (for the worker). Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
+    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to three baselines ' +
+      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest), one that only calls ' +
+      'DynamoDB `PutItem` (for the worker) and one that only calls DynamoDB `GetItem` (for the read API). ' +
+      `Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
       `environment, ${r.repeats} times, the bundles taking turns; ratios are per repetition.`,
     '',
     table(
@@ -178,6 +181,7 @@ function workerSection(r: WorkerResult): string {
     num(k.rcu),
     num(k.bareWcu),
     x(k.ratio),
+    num(k.publishes ?? 0),
   ]);
   kindRows.push([
     '**mix**',
@@ -188,6 +192,7 @@ function workerSection(r: WorkerResult): string {
     `**${num(c.mix.rcu)}**`,
     `**${num(c.mix.bareWcu)}**`,
     x(c.mix.ratio),
+    `**${num(c.mix.publishes ?? 0)}**`,
   ]);
   const requests = Object.entries(r.requestsPerCallback)
     .sort((a, b) => b[1] - a[1])
@@ -226,7 +231,8 @@ function workerSection(r: WorkerResult): string {
         .map(([k, n]) => `${n} ${k}`)
         .join(', ') +
       `. Units the worker logged there (conflicting writes within a batch and their retries included): ` +
-      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback.`,
+      `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
+      `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
     '',
     `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
       '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
@@ -249,9 +255,45 @@ function workerSection(r: WorkerResult): string {
         'read units',
         'bare PutItem write units',
         'write ratio',
+        'task events published',
       ],
       kindRows,
     ),
+    '',
+    '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
+      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ids). ' +
+      'They cost no DynamoDB unit: they are derived from the items the write already reads and writes, with no ' +
+      "record of what was published (a redelivery publishes again instead). Part 3's throughput run publishes them " +
+      'through SNS (fauxqs, fanned out to one SQS queue), so the time per batch includes the PublishBatch calls.',
+  ].join('\n');
+}
+
+function apiSection(r: ApiResult): string {
+  const rows = r.requests.map((q) => [
+    `\`${q.request}\`: ${q.label}`,
+    `${q.items} ${q.items === 1 ? 'item' : 'items'}, ${bytes(q.responseBytes)} B`,
+    Object.entries(q.dynamoRequests)
+      .map(([op, n]) => `${n} ${op}`)
+      .join(', '),
+    range(q.ms, ' ms'),
+    ratio(q.ratio),
+  ]);
+  return [
+    '## 4. Read API',
+    '',
+    `${r.tasks} tasks and a screenshot task of ${r.files} images, written by the worker's logic, then each request below as an ` +
+      "API Gateway v2 event through `handleApiRequest` (route, query parameters, the read API's own DynamoDB reader, JSON) against " +
+      `dynalite in the same process. Baseline: a bare strongly consistent \`GetItem\` of one task's header on the same client, the least ` +
+      `any read of a task costs (${range(r.bareGetItemMs, ' ms')}). ${r.rounds} rounds of ${r.perRound} requests per kind, the two sides alternating; ` +
+      'one ratio per round.',
+    '',
+    table(
+      ['request', 'answer', 'DynamoDB requests', 'time per request, median [min–max]', 'ratio to bare GetItem'],
+      rows,
+    ),
+    '',
+    'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB requests ' +
+      'times that, plus the handler time shown here.',
   ].join('\n');
 }
 
@@ -259,7 +301,7 @@ function endToEndSection(r: EndToEndResult): string {
   const s = r.send;
   const ms = (n: number | null) => (n === null ? 'did not drain' : `${num(n / 1000)} s`);
   return [
-    '## 4. End to end',
+    '## 5. End to end',
     '',
     `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them repeats, reordering within ` +
       `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender emulator (\`callbacks emulate\`'s modules, ` +
@@ -328,15 +370,17 @@ function costSection(r: CostResult): string {
   rows.push(['**total**', '', `**${usd(r.breakdown.totalUsd)}**`, '100%', `**${usd(r.baseline.totalUsd)}**`]);
   const p = r.prices;
   return [
-    '## 5. Cost per million callbacks on AWS',
+    '## 6. Cost per million callbacks on AWS',
     '',
     `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda $${p.lambdaPerMillionRequests} per million ` +
       `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; DynamoDB on-demand ` +
-      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units. ` +
+      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units; ` +
+      `SNS $${p.snsPerMillionPublishes ?? 0.5} per million published messages (deliveries to SQS subscribers are free). ` +
       `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ${r.settings.workerMemoryMb} MB, ` +
       `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
       `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write and ` +
-      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included).`,
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes included), ` +
+      `${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3; no DynamoDB unit).`,
     '',
     `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
       `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
@@ -383,12 +427,13 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.ingest) parts.push('', ingestSection(r.ingest));
   if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
   if (r.worker) parts.push('', workerSection(r.worker));
+  if (r.api) parts.push('', apiSection(r.api));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));
   return `${parts.join('\n')}\n`;
 }
 
-/** The headline figures, one row each, for the README. */
+/** The headline figures, one row each, printed at the end of a run. */
 export function renderSummary(r: BenchResults): string {
   const rows: string[][] = [];
   if (r.ingest) {
@@ -435,6 +480,15 @@ export function renderSummary(r: BenchResults): string {
       num(mix.tableWcu + mix.indexWcu),
       `bare PutItem ${num(mix.bareWcu)}`,
       x(mix.ratio),
+    ]);
+  }
+  if (r.api) {
+    const one = r.api.requests[0]!;
+    rows.push([
+      `read API ${one.request.split(' ')[0]} /tasks/{id}, per request (dynalite)`,
+      `${num(one.ms.median)} ms`,
+      `bare GetItem ${num(r.api.bareGetItemMs.median)} ms`,
+      x(one.ratio.median),
     ]);
   }
   if (r.endToEnd) {

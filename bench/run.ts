@@ -1,6 +1,6 @@
 // `npm run bench`: measures the system on this machine and writes bench/RESULTS.md and bench/results.json.
 //   --quick          tiny sizes, a few seconds per part (nothing is written unless --out is given)
-//   --only <parts>   comma-separated: ingest, cold-start, worker, end-to-end, cost
+//   --only <parts>   comma-separated: ingest, cold-start, worker, api, end-to-end, cost
 //   --out <dir>      where to write RESULTS.md and results.json (default bench/ for a full run)
 // Every server the bench starts listens on 127.0.0.1 and is stopped before it exits.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { apiSizes, benchApi } from './api.ts';
 import { benchColdStart, coldStartSizes } from './cold-start.ts';
 import { PRICES, costPerMillion, loadDeployedSettings, type CostInputs } from './cost.ts';
 import { benchIngest, ingestSizes } from './ingest.ts';
@@ -28,7 +29,7 @@ const benchDir = fileURLToPath(new URL('.', import.meta.url));
 const WATCHDOG_MS = 30 * 60_000;
 
 function usage(): string {
-  return 'usage: npm run bench -- [--quick] [--only ingest,cold-start,worker,end-to-end,cost] [--out <dir>]';
+  return 'usage: npm run bench -- [--quick] [--only ingest,cold-start,worker,api,end-to-end,cost] [--out <dir>]';
 }
 
 function parseOptions(argv: string[]): { quick: boolean; parts: PartName[]; out: string | null } {
@@ -101,6 +102,7 @@ function costInputs(
       workerMemoryMb: 0,
       writeUnitsPerCallback: mix.tableWcu + mix.indexWcu,
       readUnitsPerCallback: mix.rcu,
+      publishesPerCallback: mix.publishes,
     },
     baseline: {
       ingestMsPerCallback: ingest.bareSendMs.median,
@@ -110,6 +112,7 @@ function costInputs(
       workerMemoryMb: 0,
       writeUnitsPerCallback: mix.bareWcu,
       readUnitsPerCallback: 0,
+      publishesPerCallback: 0,
     },
     // The throughput run applies 5 records of a batch at once: conflicting writes and their retries
     // cost more units than the one-at-a-time capacity run (its index writes are taken from the latter).
@@ -194,6 +197,9 @@ async function main(): Promise<void> {
     });
     await attempt('worker', async () => {
       results.worker = await benchWorker(workerSizes[size], progress);
+    });
+    await attempt('api', async () => {
+      results.api = await benchApi(apiSizes[size], progress);
     });
     await attempt('end-to-end', async () => {
       // Loaded here, so that the other parts still run if the local stack cannot even be imported.

@@ -5,13 +5,20 @@
 // summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
 // indexes, which DynamoDB bills too, are worked out from each task header before and after the callback.
+// The throughput run publishes the task events to SNS (fauxqs) as the deployed worker does.
 import { CreateTableCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startFauxqs } from 'fauxqs';
+import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import { ensureEventsTopicAndQueue } from '../lib/aws/sqs/event-queue.ts';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { startDynamo } from '../test/support/dynalite.ts';
+import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
+import { eventsOfWrite } from '../lib/domain/task-events.ts';
 import type { Logger } from '../lib/log.ts';
 import { processBatch, toDelivered } from '../lib/worker/process-batch.ts';
 import { readRecord } from '../lib/queue-message.ts';
@@ -47,6 +54,8 @@ export interface KindCapacity {
   bareWcu: number;
   /** (tableWcu + indexWcu) / bareWcu. */
   ratio: number;
+  /** Task events the worker publishes per callback (lib/domain/task-events.ts). */
+  publishes: number;
 }
 
 export interface WorkerResult {
@@ -67,6 +76,8 @@ export interface WorkerResult {
   /** Units the worker logged (wcu/rcu per callback) in the throughput run, conflicts and retries included. */
   loggedWcuPerCallback: number;
   loggedRcuPerCallback: number;
+  /** Task events published to SNS per callback in the throughput run. */
+  publishedPerCallback?: number;
   outcomes: Record<string, number>;
   capacity: {
     callbacks: number;
@@ -94,7 +105,7 @@ function capacityLogger() {
 }
 
 /** Counts every request the client sends, by operation (an SDK middleware, before retries). */
-function countRequests(client: DynamoDBClient): Map<string, number> {
+export function countRequests(client: DynamoDBClient): Map<string, number> {
   const counts = new Map<string, number>();
   client.middlewareStack.add(
     (next, context) => async (args) => {
@@ -182,15 +193,17 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
   const store = new DynamoTaskStore({ client, tableName });
   const sends = generateMix(callbacks, 'bench-capacity');
   const receivedAt = Date.now();
-  const kinds = new Map<string, { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }>();
+  type Sums = { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number; publishes: number };
+  const kinds = new Map<string, Sums>();
   const outcomes: Record<string, number> = {};
-  const add = (kind: string, v: { tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }) => {
-    const k = kinds.get(kind) ?? { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0 };
+  const add = (kind: string, v: Omit<Sums, 'count'>) => {
+    const k = kinds.get(kind) ?? { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0, publishes: 0 };
     k.count += 1;
     k.tableWcu += v.tableWcu;
     k.indexWcu += v.indexWcu;
     k.rcu += v.rcu;
     k.bareWcu += v.bareWcu;
+    k.publishes += v.publishes;
     kinds.set(kind, k);
   };
   for (let i = 0; i < sends.length; i++) {
@@ -211,20 +224,25 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
         : result.outcome === 'quarantined'
           ? 'quarantined'
           : kindOf(send);
+    // The events the worker would publish for this delivery: derived from what the write returned, so
+    // they cost no DynamoDB unit beyond those counted above.
+    const events = result.outcome === 'quarantined' ? [] : eventsOfWrite(parsed.callback, result.stored);
     add(kind, {
       tableWcu: result.capacity.write,
       indexWcu: indexWrites(before, after),
       rcu: result.capacity.read,
       bareWcu: bare.ConsumedCapacity?.CapacityUnits ?? 0,
+      publishes: events.length,
     });
   }
-  const perCallback = (k: { count: number; tableWcu: number; indexWcu: number; rcu: number; bareWcu: number }) => ({
+  const perCallback = (k: Sums) => ({
     count: k.count,
     tableWcu: k.tableWcu / k.count,
     indexWcu: k.indexWcu / k.count,
     rcu: k.rcu / k.count,
     bareWcu: k.bareWcu / k.count,
     ratio: (k.tableWcu + k.indexWcu) / k.bareWcu,
+    publishes: k.publishes / k.count,
   });
   const all = [...kinds.values()].reduce(
     (t, k) => ({
@@ -233,8 +251,9 @@ async function measureCapacity(client: DynamoDBClient, callbacks: number): Promi
       indexWcu: t.indexWcu + k.indexWcu,
       rcu: t.rcu + k.rcu,
       bareWcu: t.bareWcu + k.bareWcu,
+      publishes: t.publishes + k.publishes,
     }),
-    { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0 },
+    { count: 0, tableWcu: 0, indexWcu: 0, rcu: 0, bareWcu: 0, publishes: 0 },
   );
   return {
     callbacks: sends.length,
@@ -253,7 +272,18 @@ export async function benchWorker(
   const batchSize = eventSourceMapping.batchSize;
   const perRound = sizes.batchesPerRound * batchSize;
   const dynamo = await startDynamo('bench-tasks');
+  // Task events go to SNS as deployed: fauxqs, with one SQS queue subscribed (fan-out included).
+  const fauxqs = await startFauxqs({ port: 0, logger: false });
+  const endpoint = `http://127.0.0.1:${fauxqs.port}`;
+  const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } };
+  const sns = new SNSClient(config);
+  const sqs = new SQSClient(config);
   try {
+    const topic = await ensureEventsTopicAndQueue(sns, sqs, endpoint, {
+      topic: 'bench-events',
+      queue: 'bench-events-q',
+    });
+    const events = snsEventPublisher(sns, topic.topicArn);
     const counts = countRequests(dynamo.client);
     const { log, totals } = capacityLogger();
     const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
@@ -265,7 +295,7 @@ export async function benchWorker(
     const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) =>
       toSqsRecord(s, 1_000_000 + i, receivedAt),
     );
-    await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY });
+    await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY, events });
     await pool(
       warm.slice(batchSize),
       RECORD_CONCURRENCY,
@@ -274,6 +304,7 @@ export async function benchWorker(
     counts.clear();
     totals.wcu = 0;
     totals.rcu = 0;
+    const publishedBefore = events.published();
 
     const workerRate: number[] = [];
     const bareRate: number[] = [];
@@ -285,7 +316,7 @@ export async function benchWorker(
       let total = 0;
       for (const event of batches) {
         const started = performance.now();
-        const result = await processBatch(event, { store, log, concurrency: RECORD_CONCURRENCY });
+        const result = await processBatch(event, { store, log, concurrency: RECORD_CONCURRENCY, events });
         const ms = performance.now() - started;
         workerBatchMs.push(ms);
         total += ms;
@@ -353,10 +384,14 @@ export async function benchWorker(
       requestsPerCallback,
       loggedWcuPerCallback: totals.wcu / applied,
       loggedRcuPerCallback: totals.rcu / applied,
+      publishedPerCallback: (events.published() - publishedBefore) / applied,
       outcomes,
       capacity,
     };
   } finally {
+    sns.destroy();
+    sqs.destroy();
+    await fauxqs.stop();
     await dynamo.stop();
   }
 }

@@ -7,6 +7,8 @@ import { colorsFor, parseDuration, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
+  /** `callbacks events` and `callbacks verify`: the queue subscribed to the task-events topic. */
+  queueUrl?: string;
   region?: string;
   json?: boolean;
   color?: boolean;
@@ -35,7 +37,7 @@ export interface Context {
 /** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
 export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
   guardStdout();
-  const target = await openTarget({ stage: opts.stage, region: opts.region });
+  const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
   const where = target.kind === 'local' ? target.describe : `table ${target.tableName} in ${target.region}`;
   const ctx: Context = {
     target,

@@ -9,6 +9,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   tasks: () => import('./commands/tasks.ts'),
   quarantine: () => import('./commands/quarantine.ts'),
   dlq: () => import('./commands/dlq.ts'),
+  events: () => import('./commands/events.ts'),
 };
 
 const program = new Command();

@@ -1,29 +1,12 @@
 // Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
 // (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-
-export const DATA_DIR = '.data';
-export const STACK_FILE = 'stack.json';
-
-/** What `callbacks dev` writes so that other commands in the same folder find it. */
-export interface LocalStackInfo {
-  pid: number;
-  url: string;
-  dynamoEndpoint: string;
-  sqsEndpoint: string;
-  region: string;
-  tableName: string;
-  queueUrl: string;
-  dlqUrl: string;
-  dataDir: string | null;
-  startedAt: string;
-}
 
 export interface QueueDepth {
   visible: number;
@@ -39,6 +22,8 @@ export interface Target {
   region: string;
   queueUrl: string | null;
   dlqUrl: string | null;
+  /** A queue subscribed to the task-events topic: the local stack's, or the one named for a deployed stage. */
+  eventsQueueUrl: string | null;
   dynamo: DynamoDBClient;
   sqs: SQSClient;
   tasks: DynamoTaskStore;
@@ -52,6 +37,8 @@ export interface TargetOptions {
   region?: string;
   /** Folder whose `.data/stack.json` names the local stack (default: the current folder). */
   cwd?: string;
+  /** A queue subscribed to the task-events topic (deployed: the team's own; default env TASK_EVENTS_QUEUE_URL). */
+  eventsQueueUrl?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -59,32 +46,16 @@ export class TargetError extends Error {
   override name = 'TargetError';
 }
 
-export function stackFilePath(cwd = process.cwd()): string {
-  return join(resolve(cwd), DATA_DIR, STACK_FILE);
-}
-
-export function readLocalStack(cwd?: string): LocalStackInfo | null {
-  const file = stackFilePath(cwd);
-  if (!existsSync(file)) return null;
-  try {
-    const info = JSON.parse(readFileSync(file, 'utf8')) as LocalStackInfo;
-    // A stack file left by a process that is gone is not a running stack.
-    try {
-      process.kill(info.pid, 0);
-    } catch {
-      return null;
-    }
-    return info;
-  } catch {
-    return null;
-  }
-}
-
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
-  if (opts.stage) return openDeployed(opts.stage, opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION, env);
+  const eventsQueueUrl = opts.eventsQueueUrl ?? (env.TASK_EVENTS_QUEUE_URL || null);
+  if (opts.stage) {
+    const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+    return openDeployed(opts.stage, region, env, eventsQueueUrl);
+  }
   if (env.TASKS_TABLE) {
     return openAws({
+      eventsQueueUrl,
       tableName: env.TASKS_TABLE,
       region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
       queueUrl: env.QUEUE_URL ?? null,
@@ -98,10 +69,10 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
       `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage nor TASKS_TABLE names a deployed one`,
     );
   }
-  return openLocal(local);
+  return openLocal(local, eventsQueueUrl);
 }
 
-export function openLocal(local: LocalStackInfo): Target {
+export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null = null): Target {
   const dynamo = new DynamoDBClient({
     endpoint: local.dynamoEndpoint,
     region: local.region,
@@ -121,12 +92,18 @@ export function openLocal(local: LocalStackInfo): Target {
     region: local.region,
     queueUrl: local.queueUrl,
     dlqUrl: local.dlqUrl,
+    eventsQueueUrl: eventsQueueUrl ?? local.eventsQueueUrl ?? null,
     dynamo,
     sqs,
   });
 }
 
-async function openDeployed(stage: string, region: string | undefined, env: NodeJS.ProcessEnv): Promise<Target> {
+async function openDeployed(
+  stage: string,
+  region: string | undefined,
+  env: NodeJS.ProcessEnv,
+  eventsQueueUrl: string | null,
+): Promise<Target> {
   const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
   const tableName = names.table;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
@@ -143,7 +120,8 @@ async function openDeployed(stage: string, region: string | undefined, env: Node
   const queueUrl = await urlOf(names.queue);
   const dlqUrl = await urlOf(names.deadLetterQueue);
   sqs.destroy();
-  return openAws({ tableName, region, queueUrl, dlqUrl, describe: `stage ${stage} in ${region} (table ${tableName})` });
+  const describe = `stage ${stage} in ${region} (table ${tableName})`;
+  return openAws({ tableName, region, queueUrl, dlqUrl, eventsQueueUrl, describe });
 }
 
 async function openAws(o: {
@@ -151,6 +129,7 @@ async function openAws(o: {
   region: string | undefined;
   queueUrl: string | null;
   dlqUrl: string | null;
+  eventsQueueUrl: string | null;
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
@@ -170,6 +149,7 @@ async function openAws(o: {
     region: o.region,
     queueUrl: o.queueUrl,
     dlqUrl: o.dlqUrl,
+    eventsQueueUrl: o.eventsQueueUrl,
     dynamo,
     sqs,
   });

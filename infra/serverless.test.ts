@@ -8,12 +8,15 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
+import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
+import { documentedRoutes } from '../test/support/openapi.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const service = 'rtc-callbacks-receiver';
 const stage = 'ci';
 const region = 'eu-west-1';
-const functionNames = ['ingest', 'worker'] as const;
+const functionNames = ['ingest', 'worker', 'api'] as const;
+const roleIds = ['ApiRole', 'IngestRole', 'WorkerRole'];
 
 type Json = any;
 interface Resource {
@@ -230,7 +233,21 @@ describe('functions', () => {
       TASKS_TABLE: ref('TasksTable'),
       RAW_EVENT_TTL_DAYS: '90',
       LOG_LEVEL: ref('LogLevel'),
+      TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
     });
+  });
+
+  test('api: nodejs24.x on arm64, its own role, the table and its settings', () => {
+    const fn = resource('ApiLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Handler).toBe('index.handler');
+    expect(fn.MemorySize).toBe(256);
+    // Above the handler's own deadline for DynamoDB (8 s, lib/api/config.ts): it always answers itself.
+    expect(fn.Timeout).toBe(10);
+    expect(fn.Role).toEqual(getAtt('ApiRole'));
+    expect(fn.Layers).toBeUndefined();
+    expect(fn.Environment.Variables).toEqual({ TASKS_TABLE: ref('TasksTable'), LOG_LEVEL: ref('LogLevel') });
   });
 
   test('stage parameters become the deploy-time defaults, checked by CloudFormation', () => {
@@ -278,7 +295,12 @@ describe('functions', () => {
 
   test('the function log groups and the access log keep 30 days', () => {
     const groups = resourcesOfType('AWS::Logs::LogGroup');
-    expect(groups.map(([id]) => id).sort()).toEqual(['HttpApiLogGroup', 'IngestLogGroup', 'WorkerLogGroup']);
+    expect(groups.map(([id]) => id).sort()).toEqual([
+      'ApiLogGroup',
+      'HttpApiLogGroup',
+      'IngestLogGroup',
+      'WorkerLogGroup',
+    ]);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
     expect(resource('IngestLogGroup', 'AWS::Logs::LogGroup').Properties.LogGroupName).toBe(
       `/aws/lambda/${service}-${stage}-ingest`,
@@ -293,8 +315,8 @@ describe('IAM', () => {
       resourcesOfType('AWS::IAM::Role')
         .map(([id]) => id)
         .sort(),
-    ).toEqual(['IngestRole', 'WorkerRole']);
-    for (const id of ['IngestRole', 'WorkerRole']) {
+    ).toEqual(roleIds);
+    for (const id of roleIds) {
       expect(resource(id, 'AWS::IAM::Role').Properties.AssumeRolePolicyDocument.Statement).toEqual([
         { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
       ]);
@@ -321,12 +343,35 @@ describe('IAM', () => {
     });
   });
 
-  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table', () => {
+  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table, publishing to the task-events topic only', () => {
     const statements = statementsOf('WorkerRole');
     expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
       [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
       [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
       [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
+      [['sns:Publish'], ref('TaskEventsTopic')],
+    ]);
+    // The ingest publishes nothing.
+    expect(
+      statementsOf('IngestRole')
+        .flatMap(actions)
+        .filter((a) => a.startsWith('sns:')),
+    ).toEqual([]);
+  });
+
+  test('task events: a standard SNS topic named after the stage, its ARN in the stack outputs', () => {
+    const topic = resource('TaskEventsTopic', 'AWS::SNS::Topic').Properties;
+    expect(topic.TopicName).toBe(`${service}-${stage}-task-events`);
+    expect(topic.FifoTopic).toBeUndefined();
+    expect(template.Outputs.TaskEventsTopicArn!.Value).toEqual(ref('TaskEventsTopic'));
+  });
+
+  test('api: own logs, reads of the table by key and by Query, Query on its indexes; nothing else', () => {
+    const statements = statementsOf('ApiRole');
+    expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
+      [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('ApiLogGroup')],
+      [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'], getAtt('TasksTable')],
+      [['dynamodb:Query'], { 'Fn::Sub': '${TasksTable.Arn}/index/*' }],
     ]);
   });
 
@@ -346,16 +391,68 @@ describe('IAM', () => {
     expect(callable('ingest', dynamoOperations)).toEqual([]);
     // The ingest reads its secrets through the Lambda extension: no SSM client in the bundle.
     expect(callable('ingest', ['GetParameter', 'GetParameters'])).toEqual([]);
+    // SNS PublishBatch is authorised by sns:Publish; the worker calls nothing else of SNS.
+    const snsCalls = callable('worker', ['Publish', 'PublishBatch', 'CreateTopic', 'Subscribe', 'SetTopicAttributes']);
+    expect(snsCalls).toEqual(['PublishBatch']);
+    expect(callable('ingest', ['Publish', 'PublishBatch'])).toEqual([]);
     // The worker's own SQS calls: none (the event source mapping polls and deletes, with the role's SQS grants).
     expect(callable('worker', sqsOperations)).toEqual([]);
     // The task store class is shared with the CLI, whose listings Query the indexes: the worker never does.
     expect(callable('worker', dynamoOperations).filter((op) => op !== 'Query')).toEqual(
       granted('WorkerRole', 'dynamodb'),
     );
+    // The read API bundles the reads alone: no write path of the store is even in it.
+    expect(callable('api', sqsOperations)).toEqual([]);
+    expect(callable('api', dynamoOperations)).toEqual([...new Set(granted('ApiRole', 'dynamodb'))].sort());
+    expect(callable('api', dynamoOperations)).toEqual(['BatchGetItem', 'GetItem', 'Query']);
+  });
+
+  test('the SigV4 library of the docs is a development dependency, in no function bundle', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    expect(pkg.devDependencies.aws4).toEqual(expect.any(String));
+    expect(pkg.dependencies.aws4).toBeUndefined();
+    for (const name of functionNames) {
+      // A property name of aws4's signer, which minification keeps.
+      expect(readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8')).not.toContain('isCodeCommitGit');
+    }
+  });
+
+  test("the read API's callers get a managed policy: execute-api:Invoke on its three routes, not the callback routes", () => {
+    const policy = resource('ReadApiInvokePolicy', 'AWS::IAM::ManagedPolicy').Properties;
+    const arn = (path: string) => ({
+      'Fn::Sub': `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${HttpApi}/*/${path}`,
+    });
+    expect(policy.PolicyDocument.Statement).toEqual([
+      {
+        Sid: 'InvokeReadApi',
+        Effect: 'Allow',
+        Action: 'execute-api:Invoke',
+        Resource: [arn('GET/tasks'), arn('GET/tasks/*')],
+      },
+    ]);
+    // IAM's wildcard matching of the request ARNs (<api>/<stage>/<method>/<path>) each route produces.
+    const patterns = (policy.PolicyDocument.Statement[0].Resource as { 'Fn::Sub': string }[]).map(
+      (r) =>
+        new RegExp(
+          `^${r['Fn::Sub']
+            .split('${HttpApi}/')[1]!
+            .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+            .replaceAll('*', '.*')}$`,
+        ),
+    );
+    const allowed = (method: string, path: string) => patterns.some((p) => p.test(`$default/${method}${path}`));
+    for (const path of ['/tasks', '/tasks/rec-1', '/tasks/rec-1/events']) expect(allowed('GET', path)).toBe(true);
+    for (const [method, path] of [
+      ['POST', '/callbacks/recording'],
+      ['POST', '/callbacks/screenshot'],
+      ['GET', '/health'],
+      ['POST', '/tasks'],
+    ])
+      expect(allowed(method!, path!)).toBe(false);
   });
 
   test('no statement allows "*" actions or resources, and every statement allows', () => {
-    for (const id of ['IngestRole', 'WorkerRole']) {
+    for (const id of roleIds) {
       for (const s of statementsOf(id)) {
         expect(s.Effect).toBe('Allow');
         for (const a of actions(s)) expect(a).not.toMatch(/\*/);
@@ -370,29 +467,56 @@ describe('IAM', () => {
 });
 
 describe('HTTP API', () => {
-  test('the two callback routes and $default all reach the ingest, payload format 2.0', () => {
-    const routes = resourcesOfType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
-    expect(routes.map((r) => r.RouteKey).sort()).toEqual([
+  const routes = () => resourcesOfType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+  const target = (integration: string) => ({ 'Fn::Join': ['/', ['integrations', ref(integration)]] });
+
+  test('the two callback routes and $default reach the ingest, open to the platform (no authorization)', () => {
+    const ingest = routes().filter((r) => !r.RouteKey.startsWith('GET /tasks'));
+    expect(ingest.map((r) => r.RouteKey).sort()).toEqual([
       '$default',
       'POST /callbacks/recording',
       'POST /callbacks/screenshot',
     ]);
-    for (const r of routes) {
-      expect(r.Target).toEqual({ 'Fn::Join': ['/', ['integrations', ref('HttpApiIntegrationIngest')]] });
+    for (const r of ingest) {
+      expect(r.Target).toEqual(target('HttpApiIntegrationIngest'));
       expect(r.AuthorizationType).toBeUndefined();
     }
-    const integrations = resourcesOfType('AWS::ApiGatewayV2::Integration');
-    expect(integrations).toHaveLength(1);
-    expect(integrations[0]![1].Properties).toMatchObject({
-      IntegrationType: 'AWS_PROXY',
-      IntegrationUri: getAtt('IngestLambdaFunction'),
-      PayloadFormatVersion: '2.0',
-    });
-    const permission = resource('IngestLambdaPermissionHttpApi', 'AWS::Lambda::Permission').Properties;
-    expect(permission).toMatchObject({ Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com' });
   });
 
-  test('routes are throttled: each callback route by the stage parameters, the rest tightly', () => {
+  test('the read API routes reach the api function behind the AWS_IAM authorizer, as the code and the OpenAPI document say', () => {
+    const read = routes().filter((r) => r.RouteKey.startsWith('GET /tasks'));
+    const keys = read.map((r) => r.RouteKey).sort();
+    expect(keys).toEqual(['GET /tasks', 'GET /tasks/{id}', 'GET /tasks/{id}/events']);
+    expect(keys).toEqual([...API_ROUTE_KEYS].sort());
+    expect(keys).toEqual(documentedRoutes());
+    for (const r of read) {
+      expect(r.Target).toEqual(target('HttpApiIntegrationApi'));
+      expect(r.AuthorizationType).toBe('AWS_IAM');
+    }
+  });
+
+  test('one payload 2.0 integration and invoke permission per HTTP function', () => {
+    const integrations = Object.fromEntries(
+      resourcesOfType('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]),
+    );
+    expect(Object.keys(integrations).sort()).toEqual(['HttpApiIntegrationApi', 'HttpApiIntegrationIngest']);
+    for (const [id, fn] of [
+      ['HttpApiIntegrationIngest', 'IngestLambdaFunction'],
+      ['HttpApiIntegrationApi', 'ApiLambdaFunction'],
+    ] as const) {
+      expect(integrations[id]).toMatchObject({
+        IntegrationType: 'AWS_PROXY',
+        IntegrationUri: getAtt(fn),
+        PayloadFormatVersion: '2.0',
+      });
+    }
+    for (const id of ['IngestLambdaPermissionHttpApi', 'ApiLambdaPermissionHttpApi']) {
+      const permission = resource(id, 'AWS::Lambda::Permission').Properties;
+      expect(permission).toMatchObject({ Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com' });
+    }
+  });
+
+  test('routes are throttled: each callback route and each read route by its stage parameters, the rest tightly', () => {
     const stageResource = resource('HttpApiStage', 'AWS::ApiGatewayV2::Stage');
     const props = stageResource.Properties;
     expect(props.StageName).toBe('$default');
@@ -401,20 +525,39 @@ describe('HTTP API', () => {
     for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
       expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
     }
-    expect(stageResource.DependsOn).toEqual(
-      expect.arrayContaining(['HttpApiRoutePostCallbacksRecording', 'HttpApiRoutePostCallbacksScreenshot']),
+    for (const key of API_ROUTE_KEYS) {
+      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 });
+    }
+    expect(Object.keys(props.RouteSettings)).toHaveLength(5);
+    // Every route the settings name exists before the stage.
+    const routeIds = Object.fromEntries(
+      resourcesOfType('AWS::ApiGatewayV2::Route').map(([id, r]) => [r.Properties.RouteKey, id]),
+    );
+    const dependsOnRoutes = (stageResource.DependsOn as string[]).filter((id) => id.startsWith('HttpApiRoute'));
+    expect(dependsOnRoutes.sort()).toEqual(
+      Object.keys(props.RouteSettings)
+        .map((key) => routeIds[key])
+        .sort(),
     );
   });
 
   test('the throttling stage parameters, strings on the command line, become numbers; others are refused', () => {
-    const custom = packageService('throttled', ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ']);
-    for (const settings of Object.values(custom.Resources.HttpApiStage!.Properties.RouteSettings)) {
-      expect(settings).toStrictEqual({ ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: 7 });
-    }
+    const custom = packageService('throttled', [
+      'callbackRateLimit=2.5',
+      'callbackBurstLimit= 7 ',
+      'readRateLimit=0.5',
+      'readBurstLimit=3',
+    ]);
+    const routes = custom.Resources.HttpApiStage!.Properties.RouteSettings;
+    for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot'])
+      expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: 7 });
+    for (const key of API_ROUTE_KEYS)
+      expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 0.5, ThrottlingBurstLimit: 3 });
     const refusals: [string, string][] = [
       ['callbackRateLimit=0', 'Stage parameter callbackRateLimit must be a positive number, not "0".'],
       ['callbackRateLimit=fast', 'Stage parameter callbackRateLimit must be a positive number, not "fast".'],
       ['callbackBurstLimit=1.5', 'Stage parameter callbackBurstLimit must be a positive whole number, not "1.5".'],
+      ['readRateLimit=-1', 'Stage parameter readRateLimit must be a positive number, not "-1".'],
     ];
     for (const [param, sentence] of refusals) expect(packagingError('refused-throttle', [param])).toContain(sentence);
   });
@@ -537,12 +680,14 @@ describe('operations', () => {
         namespace,
       ],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
+      FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
     expect(bundle('ingest')).toContain('callback_request');
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
+    expect(bundle('worker')).toContain('events_publish_failed');
   });
 
   test('every alarm notifies the topic, on alarm and on recovery', () => {
@@ -605,6 +750,11 @@ describe('operations', () => {
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
+      FailedEventPublishesAlarm: {
+        metric: `${namespace} FailedEventPublishes`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
     });
   });
 
@@ -629,6 +779,7 @@ describe('operations', () => {
     expect(template.Outputs.QueueUrl!.Value).toEqual(ref('CallbackQueue'));
     expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
     expect(template.Outputs.AlarmTopicArn!.Value).toEqual(ref('AlarmTopic'));
+    expect(template.Outputs.ReadApiInvokePolicyArn!.Value).toEqual(ref('ReadApiInvokePolicy'));
   });
 });
 

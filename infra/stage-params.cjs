@@ -47,5 +47,7 @@ module.exports = async ({ resolveVariable }) => {
     // Requests per second (API Gateway takes fractions) and a burst of whole requests.
     callbackRateLimit: positiveNumber('callbackRateLimit', await param('callbackRateLimit'), { integer: false }),
     callbackBurstLimit: positiveNumber('callbackBurstLimit', await param('callbackBurstLimit'), { integer: true }),
+    readRateLimit: positiveNumber('readRateLimit', await param('readRateLimit'), { integer: false }),
+    readBurstLimit: positiveNumber('readBurstLimit', await param('readBurstLimit'), { integer: true }),
   };
 };

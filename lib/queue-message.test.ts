@@ -6,8 +6,8 @@ import {
   messageAttributes,
   parseSignatureMode,
   readRecord,
-  signatureModes,
-  signatureVerdicts,
+  SIGNATURE_MODES,
+  SIGNATURE_VERDICTS,
 } from './queue-message.ts';
 
 const message: CallbackMessage = {
@@ -81,8 +81,8 @@ describe('isQueueSafe', () => {
 
 describe('readRecord', () => {
   test('reads back what messageAttributes wrote, for every mode and verdict', () => {
-    for (const mode of signatureModes) {
-      for (const verdict of signatureVerdicts) {
+    for (const mode of SIGNATURE_MODES) {
+      for (const verdict of SIGNATURE_VERDICTS) {
         const written = { ...message, mode, verdict };
         expect(readRecord(delivered(messageAttributes(written)))).toEqual({
           ok: true,

@@ -5,20 +5,20 @@
 import type { SQSRecord } from 'aws-lambda';
 import { isService, type Service } from './domain/services.ts';
 
-export const signatureModes = ['enforce', 'report', 'off'] as const;
-export type SignatureMode = (typeof signatureModes)[number];
+export const SIGNATURE_MODES = ['enforce', 'report', 'off'] as const;
+export type SignatureMode = (typeof SIGNATURE_MODES)[number];
 
 /** The modes as a sentence lists them: "enforce, report or off". */
-export const signatureModesInWords = `${signatureModes.slice(0, -1).join(', ')} or ${signatureModes.at(-1)}`;
+export const SIGNATURE_MODES_IN_WORDS = `${SIGNATURE_MODES.slice(0, -1).join(', ')} or ${SIGNATURE_MODES.at(-1)}`;
 
 export function isSignatureMode(value: unknown): value is SignatureMode {
-  return signatureModes.includes(value as SignatureMode);
+  return SIGNATURE_MODES.includes(value as SignatureMode);
 }
 
 /** A mode as people write it (any case, spaces around), or undefined when it is none. */
 export function parseSignatureMode(text: string | undefined): SignatureMode | undefined {
   const mode = text?.trim().toLowerCase();
-  return signatureModes.includes(mode as SignatureMode) ? (mode as SignatureMode) : undefined;
+  return SIGNATURE_MODES.includes(mode as SignatureMode) ? (mode as SignatureMode) : undefined;
 }
 
 /**
@@ -28,7 +28,7 @@ export function parseSignatureMode(text: string | undefined): SignatureMode | un
  * `unknown_app_key`: no secret configured for the body's appKey. `unverified`: mode `report`, and the
  * secrets could not be read. `not_checked`: mode `off`.
  */
-export const signatureVerdicts = [
+export const SIGNATURE_VERDICTS = [
   'valid',
   'invalid',
   'missing',
@@ -37,10 +37,10 @@ export const signatureVerdicts = [
   'unverified',
   'not_checked',
 ] as const;
-export type SignatureVerdict = (typeof signatureVerdicts)[number];
+export type SignatureVerdict = (typeof SIGNATURE_VERDICTS)[number];
 
 export function isSignatureVerdict(value: unknown): value is SignatureVerdict {
-  return signatureVerdicts.includes(value as SignatureVerdict);
+  return SIGNATURE_VERDICTS.includes(value as SignatureVerdict);
 }
 
 /** SQS message attribute names (all String unless noted). */

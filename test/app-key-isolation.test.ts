@@ -3,10 +3,10 @@
 // Written against the TaskStore interface, whatever the store's layout.
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { DeliveredCallback, QuarantineEntry, TaskStore } from '../lib/domain/task-store.ts';
 import type { Service } from '../lib/domain/services.ts';
-import { type LocalDynamo, startDynamo } from './support/dynalite.ts';
+import { type LocalDynamo, startDynamo } from '../lib/local/dynamo.ts';
 
 let db: LocalDynamo;
 let store: TaskStore;

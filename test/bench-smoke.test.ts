@@ -1,11 +1,13 @@
 // The bench's cheap parts, in-process and tiny: its statistics and cost arithmetic on known inputs, the
 // settings it reads from serverless.yml, the index-write rule, the mix it generates, and one short run of
-// the ingest part against fauxqs. Shapes and values are checked, never timings.
+// the ingest part against fauxqs and of the read API part against dynalite. Shapes and values are checked,
+// never timings.
 import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
+import { benchApi } from '../bench/api.ts';
 import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
@@ -42,6 +44,7 @@ describe('cost per million callbacks', () => {
       workerMemoryMb: 256,
       writeUnitsPerCallback: 5,
       readUnitsPerCallback: 3,
+      publishesPerCallback: 1.5,
     });
     const usd = Object.fromEntries(cost.lines.map((l) => [l.item, l.usd]));
     expect(usd['API Gateway HTTP API requests']).toBeCloseTo(1.0, 10);
@@ -55,7 +58,9 @@ describe('cost per million callbacks', () => {
     expect(usd['worker Lambda duration']).toBeCloseTo(1010 * PRICES.lambdaPerGbSecond, 10);
     expect(usd['DynamoDB write request units']).toBeCloseTo(3.125, 10);
     expect(usd['DynamoDB read request units']).toBeCloseTo(0.375, 10);
-    expect(cost.totalUsd).toBeCloseTo(5.224133434, 6);
+    // 1,500,000 messages at $0.50 per million
+    expect(usd['SNS publishes (task events)']).toBeCloseTo(0.75, 10);
+    expect(cost.totalUsd).toBeCloseTo(5.974133434, 6);
   });
 
   test('Lambda duration is billed in whole milliseconds, at least one', () => {
@@ -71,6 +76,7 @@ describe('cost per million callbacks', () => {
         workerMemoryMb: 256,
         writeUnitsPerCallback: 1,
         readUnitsPerCallback: 0,
+        publishesPerCallback: 0,
       }),
     ).toThrow(/ingestMsPerCallback/);
   });
@@ -168,5 +174,39 @@ describe('the ingest part, tiny', () => {
     expect(markdown).toContain('bare `SendMessage` of the same body');
     expect(markdown).toContain('end-to-end: not measured.');
     expect(renderSummary(results)).toMatch(/ingest handler time per callback.*\*\*[\d.]+×\*\*/);
+  });
+});
+
+describe('the read API part, tiny', () => {
+  test('measures each kind of request against a bare GetItem, with its answer and DynamoDB requests', async () => {
+    const result = await benchApi({ rounds: 2, perRound: 2, tasks: 12, files: 30 });
+    expect(result.bareGetItemMs.n).toBe(2);
+    const byRequest = Object.fromEntries(result.requests.map((r) => [r.request, r]));
+    expect(byRequest['GET /tasks/rec-3']).toMatchObject({
+      status: 200,
+      items: 1,
+      dynamoRequests: { GetItem: 1, Query: 1 },
+    });
+    expect(byRequest['GET /tasks/img-big']).toMatchObject({ items: 30, dynamoRequests: { GetItem: 1, Query: 1 } });
+    expect(byRequest['GET /tasks/img-big/events']).toMatchObject({ items: 32 });
+    // The default listing covers 30 days, one index partition each, and the one of tomorrow.
+    expect(byRequest['GET /tasks']).toMatchObject({ items: 13, dynamoRequests: { Query: 31, BatchGetItem: 1 } });
+    expect(byRequest['GET /tasks?appKey=app-1']).toMatchObject({ items: 4, dynamoRequests: { Query: 6 } });
+    for (const r of result.requests) {
+      expect(r.ms.n).toBe(2);
+      expect(r.ratio.n).toBe(2);
+      expect(r.responseBytes).toBeGreaterThan(0);
+    }
+    const results: BenchResults = {
+      date: '2026-01-01T00:00:00.000Z',
+      mode: 'quick',
+      parts: ['api'],
+      durationS: 1,
+      machine: describeMachine(),
+      api: result,
+      missing: {},
+    };
+    expect(renderMarkdown(results)).toContain('## 4. Read API');
+    expect(renderSummary(results)).toMatch(/read API GET \/tasks\/\{id\}, per request.*\*\*[\d.]+×\*\*/);
   });
 });

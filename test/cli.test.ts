@@ -4,18 +4,21 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import { runCli, runCliJson } from './support/cli.ts';
-import { dynamoClient } from './support/dynalite.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
@@ -232,6 +235,18 @@ describe('tasks get', () => {
     expect(rec.files.find((f: any) => f.upload === 'failed').purgeAt).toBe(1763803810000 + DAY);
   });
 
+  test('--app-key: the task of that appKey, or none', async () => {
+    const printed = await cliJson<unknown>(['tasks', 'get', '7nQ2f0vB-rec-001', '--app-key', 'demo-app']);
+    expect(printed).toEqual(expectedTask('7nQ2f0vB-rec-001'));
+    for (const command of ['get', 'events']) {
+      const run = await cli(['tasks', command, '7nQ2f0vB-rec-001', '--app-key', 'other-app']);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(
+        `callbacks: no task 7nQ2f0vB-rec-001 of appKey other-app in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+      );
+    }
+  });
+
   test('a task that is not there: one sentence on stderr, exit code 1', async () => {
     const run = await cli(['tasks', 'get', 'rec-x']);
     expect(run.code).toBe(1);
@@ -287,6 +302,13 @@ describe('tasks list', () => {
         ['--app-key', 'demo-app', '--status', 'upload_failed', '--since', String(1763798400000)],
         ['img-5c1d9e', '7nQ2f0vB-rec-001'],
       ],
+      [['--service', 'screenshot'], ['img-new-4']],
+      [
+        ['--service', 'recording', '--app-key', 'app-x'],
+        ['rec-new-2', 'rec-new-1'],
+      ],
+      [['--user', 'user-alice', '--since', '2025-11-01'], ['Kp4e-rec-002']],
+      [['--user', 'user-bob', '--since', '2025-11-01'], []],
     ];
     const results = await Promise.all(cases.map(([args]) => cliJson<TaskSummary[]>(['tasks', 'list', ...args])));
     results.forEach((list, i) => {
@@ -518,6 +540,100 @@ describe('targets', () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^callbacks: cannot reach table my-tasks in eu-west-1: .+\n$/);
+  });
+});
+
+describe('events tail', () => {
+  // A recording task whose file failed to upload, then was uploaded: published through the stack's topic.
+  const base = {
+    appKey: 'app-ev',
+    recordId: 'rec-ev-1',
+    roomId: 'room-ev',
+    sessionId: 's-ev',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+  };
+  const t0 = now - 10 * 60_000;
+  const bodies = [
+    { ...base, timestamp: t0, type: 1, config: { trigger: 1 } },
+    { ...base, timestamp: t0 + 60_000, type: 3, output: { fileName: 'ev.mp4', fileSize: 1000 } },
+    { ...base, timestamp: t0 + 61_000, type: 4, code: 503, errorMessage: 'down', output: { fileName: 'ev.mp4' } },
+    { ...base, timestamp: t0 + 71_000, type: 4, output: { fileName: 'ev.mp4', fileUrl: 'https://s/ev.mp4' } },
+  ];
+
+  beforeAll(async () => {
+    const sns = new SNSClient({
+      endpoint: stack.info.sqsEndpoint,
+      region: stack.info.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const events = snsEventPublisher(sns, stack.info.eventsTopicArn!);
+    const records = bodies.map((b) => sqsRecord('recording', JSON.stringify(b), { receivedAt: now }));
+    const res = await processBatch(sqsEvent(records), { store, log: createLogger('test'), events, concurrency: 1 });
+    expect(res.batchItemFailures).toEqual([]);
+    sns.destroy();
+  });
+
+  test('--json: one event per line, oldest first; the messages stay for the next reader', async () => {
+    const expected = expectedTaskEvents(
+      bodies.map((b) => {
+        const r = parseCallback('recording', b);
+        if (!r.ok) throw new Error(r.errors.join());
+        return r.callback;
+      }),
+    );
+    for (let i = 0; i < 2; i++) {
+      const run = await cli(['events', 'tail', '--json', '--task', 'rec-ev-1']);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      const lines = run.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.map((e) => e.type)).toEqual([
+        'task.started',
+        'task.ended',
+        'file.upload_failed',
+        'file.uploaded',
+        'file.upload_recovered',
+        'task.completed',
+      ]);
+      expect(checkPublished(expected, lines)).toMatchObject({ ok: true, distinct: 6 });
+    }
+  });
+
+  test('--type filters, and the human table names type, task, file and status', async () => {
+    const run = await cli(['events', 'tail', '--type', 'file.upload_failed']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const rows = run.stdout.trimEnd().split('\n');
+    expect(rows[0]).toMatch(/^occurred\s+type\s+task\s+file\s+status\s+id$/);
+    expect(rows.slice(1)).toHaveLength(1);
+    expect(rows[1]).toMatch(/file\.upload_failed\s+recording rec-ev-1\s+ev\.mp4\s+upload_failed\s+[0-9a-f]{32}$/);
+    const refused = await cli(['events', 'tail', '--type', 'file.gone']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+  });
+
+  test('a deployed table without --queue-url: one sentence saying what to pass; with it, the events', async () => {
+    const deployed = {
+      TASKS_TABLE: stack.info.tableName,
+      AWS_REGION: stack.info.region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_DYNAMODB: stack.info.dynamoEndpoint,
+      AWS_ENDPOINT_URL_SQS: stack.info.sqsEndpoint,
+    };
+    const run = await cli(['events', 'tail'], deployed);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^callbacks: table .+: no queue subscribed to the task-events topic is known; pass --queue-url/,
+    );
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const given = await cli(['events', 'tail', '--json', '--queue-url', stack.info.eventsQueueUrl!], deployed);
+    expect(given).toMatchObject({ code: 0, stderr: '' });
+    expect(given.stdout).toContain('"rec-ev-1"');
   });
 });
 

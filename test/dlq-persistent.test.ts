@@ -10,7 +10,7 @@ import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
 import { runCli, runCliJson } from './support/cli.ts';
-import { dynamoClient } from './support/dynalite.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
 let dir: string;

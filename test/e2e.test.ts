@@ -2,16 +2,20 @@
 // handlers, fauxqs, dynalite) on free ports; the sender emulator posts a few hundred signed recording and
 // screenshot callbacks, with duplicates, reordering, storage outages and failed starts; the verifier then
 // reads every task back through the stack file, as the other CLI commands do, and compares it with what
-// the domain says the callbacks that were acknowledged must produce.
+// the domain says the callbacks that were acknowledged must produce; the same for the task events read
+// from the queue subscribed to the stack's topic.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openTarget, type Target } from '../cli/target.ts';
-import { expectedTasks } from '../lib/emulator/expect.ts';
+import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
+import { TASK_EVENT_TYPES } from '../lib/domain/task-events.ts';
+import { expectedTaskEventsOf, expectedTasks } from '../lib/emulator/expect.ts';
 import { generateRun } from '../lib/emulator/lifecycles.ts';
 import { createRandom } from '../lib/emulator/random.ts';
 import { sendAll } from '../lib/emulator/sender.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { verifyEvents } from '../lib/verify/events.ts';
 import { verifyTasks } from '../lib/verify/verify.ts';
 
 let cwd: string;
@@ -85,6 +89,20 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
   });
   expect({ timedOut: result.timedOut, diffs: result.diffs }).toEqual({ timedOut: false, diffs: [] });
   expect(result).toMatchObject({ ok: true, matched: 20, checked: 20 });
+
+  // Task events, read from the queue subscribed to the stack's topic: every MUST event at least once,
+  // nothing outside MAY.
+  const expectedEvents = expectedTaskEventsOf(report.results);
+  expect(expectedEvents.must.length).toBeGreaterThan(40);
+  const reader = new EventQueueReader(target.sqs, target.eventsQueueUrl!);
+  const events = await verifyEvents({
+    expected: expectedEvents,
+    poll: async () => (await reader.poll()).map((m) => m.body),
+    timeoutMs: 30_000,
+  });
+  expect({ missing: events.missing, unexpected: events.unexpected }).toEqual({ missing: [], unexpected: [] });
+  // The run is varied enough to expect every type of event.
+  expect(new Set(expectedEvents.must.map((r) => r.type))).toEqual(new Set(TASK_EVENT_TYPES));
 
   // Every delivered request went through the queue to the worker; nothing was dead-lettered.
   expect(stack.poller.stats.records).toBeGreaterThanOrEqual(report.summary.delivered);

@@ -21,7 +21,7 @@ import { setLogSink } from '../lib/log.ts';
 import type { Logger } from '../lib/log.ts';
 import { Attr } from '../lib/queue-message.ts';
 import type { SignatureMode } from '../lib/queue-message.ts';
-import { computeSignature } from '../lib/sign.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
 
 const NOW = 1_763_798_500_000;
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');

@@ -9,8 +9,8 @@ import { startFauxqs } from 'fauxqs';
 import { openTarget } from '../cli/target.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { computeSignature } from '../lib/sign.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
 
 let cwd: string;
 const stacks: LocalStack[] = [];

@@ -4,8 +4,11 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
+import { type Body, type ScreenshotTask, screenshotStartOrEnd, screenshotUpload } from '../lib/platform/bodies.ts';
+import { UPLOAD_RETRY_MS } from '../lib/platform/delivery.ts';
+import { SCREENSHOT_UPLOAD_FAILURES, SUCCESS } from '../lib/platform/failures.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 let db: LocalDynamo;
@@ -22,42 +25,17 @@ afterAll(async () => {
 const IMAGE_ID = 'img-bounded';
 const T0 = 1_763_798_400_000;
 
-function imageUpload(i: number) {
+const TASK: ScreenshotTask = { appKey: 'demo-app', sessionId: 'sess', roomId: 'room', imageId: IMAGE_ID, extra: '' };
+
+function imageUpload(i: number): Body[] {
   const ok = i % 10 !== 3; // every tenth image fails once, then succeeds 10 s later
+  const at = T0 + i * 10_000 + 500;
   const fileName = `sess_room_user_stream_${T0 + i * 10_000}.jpg`;
-  const base = {
-    type: 4,
-    appKey: 'demo-app',
-    sessionId: 'sess',
-    roomId: 'room',
-    imageId: IMAGE_ID,
-    extra: '',
-    tag: '',
-  };
-  const bodies = [
-    {
-      ...base,
-      timestamp: T0 + i * 10_000 + 500,
-      code: ok ? 200 : 10002,
-      errorMessage: ok ? 'success' : 'storage unreachable',
-      output: {
-        fileName,
-        fileUrl: ok ? `https://s/${fileName}` : '',
-        fileState: ok ? '10000' : '10002',
-        fileMsg: ok ? 'success' : 'storage unreachable',
-      },
-    },
+  if (ok) return [screenshotUpload(TASK, at, fileName, null)];
+  return [
+    screenshotUpload(TASK, at, fileName, SCREENSHOT_UPLOAD_FAILURES[0]!),
+    screenshotUpload(TASK, at + UPLOAD_RETRY_MS, fileName, null),
   ];
-  if (!ok) {
-    bodies.push({
-      ...base,
-      timestamp: T0 + i * 10_000 + 10_500,
-      code: 200,
-      errorMessage: 'success',
-      output: { fileName, fileUrl: `https://s/${fileName}`, fileState: '10000', fileMsg: 'success' },
-    });
-  }
-  return bodies;
 }
 
 /** DynamoDB's item size: attribute names plus values, in bytes (close enough to compare growth). */
@@ -79,18 +57,8 @@ async function headerItem() {
 test('a screenshot task with 600 images: header size does not grow, counts exact', async () => {
   const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
   const log = createLogger('test');
-  const start = {
-    type: 1,
-    timestamp: T0,
-    appKey: 'demo-app',
-    sessionId: 'sess',
-    roomId: 'room',
-    imageId: IMAGE_ID,
-    extra: '',
-    code: 200,
-    errorMessage: 'success',
-    config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
-  };
+  const config = { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' };
+  const start = screenshotStartOrEnd(TASK, 1, T0, SUCCESS, config);
   await processBatch(sqsEvent([sqsRecord('screenshot', start)]), { store, log });
 
   const sizes: number[] = [];

@@ -2,8 +2,8 @@
 // random lifecycles, shuffled and duplicated, in random batches; then a fault at every write.
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { idFieldOf, type Service } from '../lib/domain/services.ts';
-import { reduceTask } from '../lib/domain/task.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { ID_FIELD_OF, type Service } from '../lib/domain/services.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -13,10 +13,10 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../lib/domain/testing/lifecycles.ts';
+} from './support/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from './support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';
@@ -39,7 +39,7 @@ let run = 0;
 function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
   const prefix = `r${++run}-`;
   const rename = (service: Service, body: Body): Body => {
-    const idField = idFieldOf[service];
+    const idField = ID_FIELD_OF[service];
     return { ...body, [idField]: prefix + String(body[idField]) };
   };
   return {

@@ -3,7 +3,7 @@ import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
-import { type SignatureMode, signatureModes } from '../../lib/queue-message.ts';
+import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 
 interface DevOptions {
@@ -43,7 +43,7 @@ export function register(program: Command): void {
       new Option(
         '--signature-mode <mode>',
         'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)',
-      ).choices(signatureModes),
+      ).choices(SIGNATURE_MODES),
     )
     .option(
       '--retry-delay <seconds>',
@@ -96,11 +96,19 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
         ['recording', `POST ${info.url}/callbacks/recording`],
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
+        [
+          'read API',
+          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${c.dim('(loopback clients only, no authorization)')}`,
+        ],
         ['signature', stack.signatureMode],
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
+        [
+          'task events',
+          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ${c.dim('(callbacks events tail --follow)')}`,
+        ],
         [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,

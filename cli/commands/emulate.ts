@@ -13,7 +13,7 @@ import {
   type SendSummary,
   type SignPlacement,
 } from '../../lib/emulator/sender.ts';
-import { expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
+import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { durationOption } from '../inspect.ts';
 
@@ -133,7 +133,10 @@ export function register(program: Command): void {
         .argParser(durationOption)
         .default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`),
     )
-    .option('--expect <file>', 'write the tasks the receiver should hold afterwards (for "callbacks verify")')
+    .option(
+      '--expect <file>',
+      'write the tasks the receiver should hold and the task events it should publish (for "callbacks verify")',
+    )
     .option('--json', 'machine-readable summary on stdout')
     .option('--no-progress', 'no progress bar')
     .action(async (opts: EmulateOptions) => {
@@ -197,7 +200,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     const tasks = expectedTasks(report.results);
     expectFile = resolve(opts.expect);
     expectedCount = tasks.length;
-    await writeExpectFile(expectFile, tasks);
+    await writeExpectFile(expectFile, tasks, new Date(), expectedTaskEventsOf(report.results));
   }
 
   const { summary } = report;

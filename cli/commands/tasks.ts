@@ -1,8 +1,16 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { StoredEvent, TaskQuery, TaskSummary } from '../../lib/domain/task-store.ts';
-import { type FileView, type Task, type TaskStatus, taskStatuses } from '../../lib/domain/task.ts';
+import { eventView } from '../../lib/domain/event-view.ts';
+import {
+  AmbiguousTaskError,
+  type StoredEvent,
+  type TaskQuery,
+  type TaskRef,
+  type TaskSummary,
+} from '../../lib/domain/task-store.ts';
+import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
+import { SERVICES, type Service } from '../../lib/domain/services.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -17,21 +25,40 @@ import {
 } from '../format.ts';
 import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 
+/** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
+const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
+
+/** A task id used by several appKeys needs --app-key: said in one sentence. */
+async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof AmbiguousTaskError)
+      throw new CliError(
+        `task id ${ref.id} is used by several appKeys (${err.appKeys.join(', ')}): say which with --app-key`,
+      );
+    throw err;
+  }
+}
+
+const appKeyOption = () => new Option('--app-key <appKey>', 'the task of this appKey (when its id is used by several)');
+
 export function register(program: Command): void {
   const tasks = program
     .command('tasks')
     .description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
 
-  withCommonOptions(tasks.command('get <id>').description('one task (recordId or imageId) with its files')).action(
-    async (id: string, opts: CommonOptions) => {
-      await withTarget(opts, async (ctx) => {
-        const task = await ctx.target.tasks.getTask(id);
-        if (!task) throw new CliError(`no task ${id} in ${ctx.where}`);
-        if (opts.json) printJson(task);
-        else ctx.out(renderTask(task, ctx.c, ctx.now));
-      });
-    },
-  );
+  withCommonOptions(
+    tasks.command('get <id>').description('one task (recordId or imageId) with its files').addOption(appKeyOption()),
+  ).action(async (id: string, opts: CommonOptions & { appKey?: string }) => {
+    await withTarget(opts, async (ctx) => {
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const found = await oneTask(ref, () => ctx.target.tasks.getTaskPage(ref, WHOLE));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      if (opts.json) printJson(found.task);
+      else ctx.out(renderTask(found.task, ctx.c, ctx.now));
+    });
+  });
 
   withCommonOptions(
     tasks
@@ -39,8 +66,10 @@ export function register(program: Command): void {
       .description('tasks, newest first (by their first callback)')
       .option('--room <roomId>', 'tasks of this room')
       .option('--session <sessionId>', 'tasks of this session')
-      .addOption(new Option('--status <status>', 'tasks in this status').choices(taskStatuses))
+      .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
+      .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
+      .option('--user <userId>', 'tasks of this userId')
       .option(
         '--since <time>',
         'first callback at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: last 30 days)',
@@ -56,6 +85,8 @@ export function register(program: Command): void {
         sessionId: opts.session,
         status: opts.status,
         appKey: opts.appKey,
+        service: opts.service,
+        userId: opts.user,
         since: opts.since,
         until: opts.until,
         limit: opts.limit,
@@ -73,7 +104,7 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          opts.since === undefined && !opts.room && !opts.session && !opts.appKey
+          opts.since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
             ? 'No task matches in the last 30 days (--since reaches further back).'
             : 'No task matches.',
         );
@@ -89,14 +120,16 @@ export function register(program: Command): void {
     tasks
       .command('events <id>')
       .description('the raw callbacks stored for a task, in timestamp order')
+      .addOption(appKeyOption())
       .option('--raw', 'show each callback body exactly as received'),
-  ).action(async (id: string, opts: CommonOptions & { raw?: boolean }) => {
+  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
-      const events = await ctx.target.tasks.listEvents(id);
-      if (events.length === 0 && !(await ctx.target.tasks.getTask(id)))
-        throw new CliError(`no task ${id} in ${ctx.where}`);
+      const ref: TaskRef = { id, appKey: opts.appKey };
+      const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      const events = found.items;
       if (opts.json) {
-        printJson(events.map(eventJson));
+        printJson(events.map(eventView));
         return;
       }
       if (events.length === 0) {
@@ -108,11 +141,17 @@ export function register(program: Command): void {
   });
 }
 
+function describeRef(ref: TaskRef): string {
+  return ref.appKey === undefined ? `task ${ref.id}` : `task ${ref.id} of appKey ${ref.appKey}`;
+}
+
 interface ListOptions {
   room?: string;
   session?: string;
   status?: TaskStatus;
   appKey?: string;
+  service?: Service;
+  user?: string;
   since?: number;
   until?: number;
   limit: number;
@@ -209,26 +248,6 @@ export function renderList(summaries: TaskSummary[], c: Colors): string {
     ]),
     c,
   );
-}
-
-/** A stored event with its body parsed, for `--json`. */
-function eventJson(e: StoredEvent) {
-  let body: unknown = e.raw;
-  try {
-    body = JSON.parse(e.raw);
-  } catch {
-    // Kept as the string it was.
-  }
-  return {
-    key: e.key,
-    type: e.type,
-    timestamp: e.timestamp,
-    receivedAt: e.receivedAt,
-    verdict: e.verdict,
-    requestId: e.requestId,
-    expiresAt: e.expiresAt,
-    body,
-  };
 }
 
 function renderEvents(events: StoredEvent[], c: Colors, raw: boolean): string {

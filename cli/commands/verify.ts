@@ -5,15 +5,22 @@ import { durationOption } from '../inspect.ts';
 import { openTarget } from '../target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
+import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
+import type { EventCheck } from '../../lib/domain/task-events.ts';
+import { verifyEvents } from '../../lib/verify/events.ts';
 
 interface VerifyCommandOptions {
   expect: string;
   timeout: number;
   stage?: string;
   region?: string;
+  queueUrl?: string;
   json?: boolean;
   progress: boolean;
 }
+
+/** Time left for the events once the tasks match: at least this much. */
+const MIN_EVENTS_WAIT_MS = 5000;
 
 /** Diff lines printed before the rest is summarised; --json always has them all. */
 const MAX_PRINTED_LINES = 200;
@@ -22,7 +29,7 @@ export function register(program: Command): void {
   program
     .command('verify')
     .description(
-      'compare the stored tasks with an expect file written by "callbacks emulate"; exit code 0 only if all match',
+      'compare the stored tasks and the published task events with an expect file written by "callbacks emulate"; exit code 0 only if all match',
     )
     .requiredOption('--expect <file>', 'expect file written by "callbacks emulate --expect"')
     .addOption(
@@ -32,6 +39,10 @@ export function register(program: Command): void {
     )
     .option('--stage <stage>', 'a deployed stage instead of the local stack')
     .option('--region <region>', 'AWS region of the deployed stage')
+    .option(
+      '--queue-url <url>',
+      "an SQS queue subscribed to the task-events topic (default: the local stack's; env TASK_EVENTS_QUEUE_URL)",
+    )
     .option('--json', 'machine-readable result on stdout')
     .option('--no-progress', 'no progress bar')
     .action(async (opts: VerifyCommandOptions) => {
@@ -40,8 +51,9 @@ export function register(program: Command): void {
 }
 
 async function verify(opts: VerifyCommandOptions): Promise<void> {
+  const started = Date.now();
   const file = await readExpectFile(opts.expect);
-  const target = await openTarget({ stage: opts.stage, region: opts.region });
+  const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
   try {
     const isDrained = async () => {
       const d = await target.queue.depth();
@@ -80,14 +92,30 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     });
     bar?.stop();
 
+    // Task events: every expected one published at least once, none that could not have been.
+    let events: (EventCheck & { timedOut: boolean }) | null = null;
+    let eventsNote: string | null = null;
+    if (!file.events) eventsNote = 'the expect file holds no task events: events not checked';
+    else if (!target.eventsQueueUrl)
+      eventsNote = 'no queue subscribed to the task-events topic is known (--queue-url): events not checked';
+    else {
+      const reader = new EventQueueReader(target.sqs, target.eventsQueueUrl);
+      events = await verifyEvents({
+        expected: file.events,
+        poll: async () => (await reader.poll()).map((m) => m.body),
+        timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+      });
+    }
+    const ok = result.ok && (events?.ok ?? true);
+
     if (opts.json) {
-      process.stdout.write(
-        `${JSON.stringify({ target: target.describe, expect: opts.expect, ...result, note: queueNote }, null, 2)}\n`,
-      );
+      const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
+      printEvents(events, eventsNote);
     }
-    if (!result.ok) process.exitCode = 1;
+    if (!ok) process.exitCode = 1;
   } finally {
     await target.close();
   }
@@ -116,4 +144,22 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   if (result.drained === false)
     out('The queue had not drained: the receiver may still be processing (raise --timeout).');
   else if (result.timedOut) out('Timed out while waiting for the tasks to match.');
+}
+
+function printEvents(events: (EventCheck & { timedOut: boolean }) | null, note: string | null): void {
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  if (!events) {
+    if (note) out(pc.yellow(note));
+    return;
+  }
+  const counts = `${events.distinct} distinct, ${events.received} received (duplicates allowed)`;
+  if (events.ok) {
+    out(pc.green(`Every expected task event was published, and none that could not have been: ${counts}.`));
+    return;
+  }
+  for (const m of events.missing.slice(0, MAX_PRINTED_LINES))
+    out(`missing ${m.type} of ${m.service} ${m.taskId}${m.fileName ? ` file ${m.fileName}` : ''} (${m.id})`);
+  for (const u of events.unexpected.slice(0, MAX_PRINTED_LINES))
+    out(`unexpected ${u.type} of task ${u.taskId} (${u.id})`);
+  out(pc.red(`${events.missing.length} task event(s) missing, ${events.unexpected.length} unexpected; ${counts}.`));
 }

@@ -1,8 +1,9 @@
 // The full parse the worker uses: one of the seven schemas, then a normalised `Callback` that the state
 // rules read. The raw body is kept untouched beside it.
 import * as v from 'valibot';
+import { FILE_STATE_OK } from '../platform/failures.ts';
 import { integerString, numberLike } from './numeric-strings.ts';
-import { type CallbackType, callbackTypesOf, isCallbackTypeOf, type Service } from './services.ts';
+import { type CallbackType, CALLBACK_TYPES_OF, isCallbackTypeOf, type Service } from './services.ts';
 import { quoteValue, schemasByService, describeIssues } from './schemas.ts';
 import { eventKey } from './canonical.ts';
 
@@ -26,7 +27,7 @@ export interface Callback {
   userId: string | null;
   mode: number | null;
   extra: string | null;
-  /** The status code; for a screenshot upload, the one its fileState implies (spec §7.2). */
+  /** The status code; for a screenshot upload, the one its fileState implies (docs/platform-callbacks.md §7.2). */
   code: number;
   /** errorMessage; for a screenshot upload, fileMsg when present. */
   message: string | null;
@@ -45,8 +46,6 @@ export interface Callback {
 }
 
 export type ParseResult = { ok: true; callback: Callback } | { ok: false; errors: string[] };
-
-export const SCREENSHOT_UPLOAD_OK = '10000';
 
 /** Parses a callback body (a JSON string or an already parsed value) for the given service. */
 export function parseCallback(service: Service, input: string | unknown): ParseResult {
@@ -67,7 +66,7 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
     return {
       ok: false,
       errors: [
-        `type: must be one of ${callbackTypesOf[service].join(', ')} for ${service} callbacks, got ${quoteValue(JSON.stringify(raw.type) ?? 'nothing')}`,
+        `type: must be one of ${CALLBACK_TYPES_OF[service].join(', ')} for ${service} callbacks, got ${quoteValue(JSON.stringify(raw.type) ?? 'nothing')}`,
       ],
     };
   }
@@ -121,9 +120,9 @@ function normalise(
       };
     } else {
       // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
-      // number (spec §7). Without a fileState, the callback's own code decides.
+      // number (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
       const state: string | null = out.fileState;
-      const ok = state !== null ? state.trim() === SCREENSHOT_UPLOAD_OK : b.code === 200;
+      const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
       const stateCode = state !== null && integerString.test(state) ? Number(state) : b.code;
       cb.upload = {
         fileName: out.fileName,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { canonicalJson, eventKey } from './canonical.ts';
-import { reorderKeysDeep } from './testing/lifecycles.ts';
+import { reorderKeysDeep } from '../../test/support/lifecycles.ts';
 
 describe('canonicalJson', () => {
   test('sorts keys at every depth, inside arrays too, and keeps array order', () => {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * JSON with object keys sorted at every depth: two bodies are the same event when they are equal as
- * JSON whatever their key order (CONTRACT §4), so identity is taken from this form.
+ * JSON whatever their key order (docs/contract.md §4), so identity is taken from this form.
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';

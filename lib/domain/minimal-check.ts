@@ -2,7 +2,7 @@
 // Hand-written rather than a schema because it runs on every request before the 200 and must stay cheap;
 // the worker does the full parse. Unknown fields and missing optional fields are never looked at.
 import { numberLike } from './numeric-strings.ts';
-import { callbackTypesOf, idFieldOf, isCallbackTypeOf, type Service } from './services.ts';
+import { CALLBACK_TYPES_OF, ID_FIELD_OF, isCallbackTypeOf, type Service } from './services.ts';
 
 export type MinimalCheckResult =
   | { ok: true; type: number; appKey: string; id: string }
@@ -22,7 +22,7 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
   }
   const fields = body as Record<string, unknown>;
 
-  const allowed = callbackTypesOf[service];
+  const allowed = CALLBACK_TYPES_OF[service];
   if (fields.type === undefined || fields.type === null) {
     return fail(`Field "type" is missing; ${service} callbacks use ${allowed.join(', ')}.`);
   }
@@ -37,7 +37,7 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
     );
   }
 
-  const name = idFieldOf[service];
+  const name = ID_FIELD_OF[service];
   const id = fields[name];
   if (!nonEmptyString(id)) {
     return fail(id === undefined ? `Field "${name}" is missing.` : `Field "${name}" must be a non-empty string.`);

@@ -39,7 +39,7 @@ const emptyAsNull = <S extends v.GenericSchema>(schema: S) =>
 
 const optionalString = v.optional(v.nullable(v.string('must be a string')), null);
 
-/** Config values are kept as received, except numeric strings, which become numbers (CONTRACT §4). */
+/** Config values are kept as received, except numeric strings, which become numbers (docs/contract.md §4). */
 const Config = v.pipe(
   v.looseObject({}),
   v.transform((config) => {

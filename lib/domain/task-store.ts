@@ -1,7 +1,7 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
-import type { FileTransition, Task, TaskStatus } from './task.ts';
+import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
 import type { Service } from './services.ts';
 
@@ -33,13 +33,34 @@ export interface Capacity {
   write: number;
 }
 
+/**
+ * The items a delivery left behind, from which the worker derives task events (lib/domain/task-events.ts).
+ * A "before" is null when the item did not exist, or when this delivery cannot know it: an earlier
+ * delivery of the same callback wrote the item already (a crash in between), or this one is a duplicate.
+ */
+export interface StoredWrite {
+  /** The task after the write. */
+  task: TaskSummary;
+  /** The task's status before the write. */
+  statusBefore: TaskStatus | null;
+  /** The file the callback names, before and after the write; null when it names none. */
+  file: { before: FileRecord | null; after: FileRecord } | null;
+}
+
 export type ApplyResult =
-  | { outcome: 'applied'; transition: FileTransition | null; status: TaskStatus; capacity: Capacity }
-  | { outcome: 'duplicate'; capacity: Capacity }
+  | {
+      outcome: 'applied';
+      transition: FileTransition | null;
+      status: TaskStatus;
+      stored: StoredWrite;
+      capacity: Capacity;
+    }
+  /** `stored`: the items as found (the callback's effects included), or null when not read. */
+  | { outcome: 'duplicate'; stored: StoredWrite | null; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
 /** Why a callback was kept aside rather than applied. */
-export const quarantineReasons = [
+export const QUARANTINE_REASONS = [
   /** A body that is not a callback of its service, or that DynamoDB could never store. */
   'invalid_callback',
   // Signature verdicts other than valid (mode report): invalid, missing, stale, unknown_app_key, unverified.
@@ -55,10 +76,10 @@ export const quarantineReasons = [
   /** The task id belongs to a task of another appKey. */
   'app_key_mismatch',
 ] as const;
-export type QuarantineReason = (typeof quarantineReasons)[number];
+export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
 
 export function isQuarantineReason(value: unknown): value is QuarantineReason {
-  return quarantineReasons.includes(value as QuarantineReason);
+  return QUARANTINE_REASONS.includes(value as QuarantineReason);
 }
 
 export interface QuarantineEntry {
@@ -109,13 +130,82 @@ export interface TaskQuery {
   sessionId?: string;
   appKey?: string;
   status?: TaskStatus;
+  service?: Service;
+  /** The task's userId (tasks of mixed recordings have none). */
+  userId?: string;
   /** Epoch ms, inclusive, on the task's first callback time. */
   since?: number;
   until?: number;
   limit?: number;
 }
 
-export interface TaskStore {
+/** Which task: its id, and its appKey where the id alone may name tasks of several appKeys. */
+export interface TaskRef {
+  id: string;
+  /** Only the task of this appKey; without it, the one task the id names. */
+  appKey?: string;
+}
+
+/** One page of a listing. */
+export interface PageRequest {
+  /** At most this many items. */
+  limit: number;
+  /** The `next` of the previous page; absent for the first page. */
+  cursor?: string;
+  /**
+   * The page ends once its items' JSON reaches this many bytes, even short of `limit` (it always holds at
+   * least one item): a page of large items stays within a response size limit.
+   */
+  maxBytes?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Opaque: where the next page starts, or null after the last one. A page may be short, even empty, while this is set. */
+  next: string | null;
+}
+
+/** A task with one page of its files, in file-name order. */
+export interface TaskPage {
+  task: Task;
+  nextFilesCursor: string | null;
+}
+
+/** A cursor that was not made by this store for this listing: the caller's input is wrong. */
+export class InvalidCursorError extends Error {
+  override name = 'InvalidCursorError';
+}
+
+/** The id names tasks of several appKeys and the request did not say which one. */
+export class AmbiguousTaskError extends Error {
+  override name = 'AmbiguousTaskError';
+  readonly id: string;
+  readonly appKeys: readonly string[];
+  constructor(id: string, appKeys: readonly string[]) {
+    super(`task id ${id} is used by several appKeys (${appKeys.join(', ')})`);
+    this.id = id;
+    this.appKeys = appKeys;
+  }
+}
+
+/** What the read API needs of a store: pages, never whole listings. */
+export interface TaskReader {
+  /**
+   * The task with one page of its files, or null when there is no such task. Throws AmbiguousTaskError
+   * when the id names tasks of several appKeys and `ref.appKey` is absent, InvalidCursorError on a bad cursor.
+   */
+  getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null>;
+  /**
+   * One page of the tasks matching the query, newest first (by first callback). With a cursor, each filter
+   * given must equal the one the cursor was made for (absent ones are taken from it), and the time window
+   * is the one fixed by the first page.
+   */
+  listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>>;
+  /** One page of a task's stored callbacks in timestamp order, or null when there is no such task. */
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
+}
+
+export interface TaskStore extends TaskReader {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;
   /** Keeps a callback aside, never applied to a task. */

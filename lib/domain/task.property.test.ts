@@ -1,10 +1,18 @@
 // Order independence of the task state, over random realistic lifecycles of both services.
 import fc from 'fast-check';
-import { applyToFile, applyToHeader, fileNameOf, fileState, foldTask, reduceTask } from './task.ts';
+import { foldTask } from '../../test/support/fold-task.ts';
+import { reduceTask } from './reduce-task.ts';
+import { applyToFile, applyToHeader, fileNameOf, fileState } from './task.ts';
 import type { FileRecord, TaskHeader } from './task.ts';
 import type { Callback } from './callback.ts';
-import { anyLifecycle, callbacksOf, mustParse, reorderKeysDeep, withDuplicatesShuffled } from './testing/lifecycles.ts';
-import type { Lifecycle } from './testing/lifecycles.ts';
+import {
+  anyLifecycle,
+  callbacksOf,
+  mustParse,
+  reorderKeysDeep,
+  withDuplicatesShuffled,
+} from '../../test/support/lifecycles.ts';
+import type { Lifecycle } from '../../test/support/lifecycles.ts';
 
 const NUM_RUNS = 250;
 

@@ -1,10 +1,11 @@
-// CONTRACT §4, rule by rule. Every test runs against the incremental fold (in the given order and in
+// docs/contract.md §4, rule by rule. Every test runs against the incremental fold (in the given order and in
 // reverse) and against the declarative oracle, so a rule broken in either breaks a test.
 import { readFileSync } from 'node:fs';
-import { foldTask, reduceTask } from './task.ts';
+import { foldTask } from '../../test/support/fold-task.ts';
+import { reduceTask } from './reduce-task.ts';
 import type { Task, TaskStatus } from './task.ts';
 import { eventKey } from './canonical.ts';
-import { mustParse } from './testing/lifecycles.ts';
+import { mustParse } from '../../test/support/lifecycles.ts';
 import type { Service } from './services.ts';
 
 type Body = Record<string, unknown>;

@@ -1,30 +1,23 @@
-// The task model and its state rules (CONTRACT §4), expressed as a merge of facts that does not depend
+// The task model and its state rules (docs/contract.md §4), expressed as a merge of facts that does not depend
 // on order. A task is split into a bounded header (`TaskHeader`) and one record per file (`FileRecord`);
 // every field of either is a join of the facts its callbacks carry (a minimum, a maximum, an "or", or a
 // count of distinct events), so applying callbacks in any order reaches the same records. The storage
 // layer keeps each record in its own item and applies a callback to at most one file and the header.
-import type { Service } from './services.ts';
+import { FILE_HOLD_MS } from '../platform/delivery.ts';
+import { modeName } from '../platform/modes.ts';
 import type { Callback } from './callback.ts';
-import type { CallbackType } from './services.ts';
+import type { CallbackType, Service } from './services.ts';
+import type { TaskSummary } from './task-store.ts';
 
-export const PURGE_AFTER_MS = 24 * 60 * 60 * 1000;
-
-export const MODE_NAMES: Record<number, string> = {
-  0: 'single-audio-video',
-  1: 'single-video',
-  2: 'single-audio',
-  3: 'mix-audio-video',
-  4: 'mix-video',
-  5: 'mix-audio',
-  6: 'single-user-mix-audio-video',
-};
-
-/** Task statuses (CONTRACT §4): `recording` is the recording service's, `capturing` the screenshot one's. */
-export const taskStatuses = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
-export type TaskStatus = (typeof taskStatuses)[number];
+/**
+ * Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot
+ * one's.
+ */
+export const TASK_STATUSES = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export function isTaskStatus(value: unknown): value is TaskStatus {
-  return taskStatuses.includes(value as TaskStatus);
+  return TASK_STATUSES.includes(value as TaskStatus);
 }
 
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
@@ -108,7 +101,7 @@ export interface FileView {
   purgeAt: number | null;
 }
 
-/** The task exactly as `callbacks tasks get <id> --json` prints it (CONTRACT §4). */
+/** The task exactly as `callbacks tasks get <id> --json` prints it (docs/contract.md §4). */
 export interface Task {
   service: Service;
   id: string;
@@ -197,7 +190,7 @@ export function toFileView(f: FileRecord): FileView {
     code: f.upload?.code ?? null,
     message: f.upload?.message ?? null,
     attempts: f.attempts,
-    purgeAt: upload === 'failed' && f.firstFailureAt !== null ? f.firstFailureAt + PURGE_AFTER_MS : null,
+    purgeAt: upload === 'failed' && f.firstFailureAt !== null ? f.firstFailureAt + FILE_HOLD_MS : null,
   };
 }
 
@@ -306,7 +299,7 @@ export function applyTransition(h: TaskHeader, t: FileTransition): void {
   if (t.to === 'failed') h.failedFiles += 1;
 }
 
-/** CONTRACT §4 status rule, in its order of precedence. */
+/** docs/contract.md §4 status rule, in its order of precedence. */
 export function deriveStatus(h: TaskHeader): TaskStatus {
   if (h.failedFiles > 0) return 'upload_failed';
   if (h.endOk && h.pendingFiles === 0) return 'completed';
@@ -323,6 +316,27 @@ export function sortTimeOf(h: TaskHeader): number {
 /** Compares strings by UTF-8 bytes, the order DynamoDB sorts keys in. */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** The task's summary, as listings and task events show it. */
+export function toSummary(h: TaskHeader): TaskSummary {
+  return {
+    service: h.service,
+    id: h.id,
+    appKey: h.appKey,
+    roomId: h.roomId,
+    sessionId: h.sessionId,
+    userId: h.userId,
+    status: deriveStatus(h),
+    startedAt: h.startedAt,
+    endedAt: h.endedAt,
+    updatedAt: h.updatedAt,
+    sortAt: sortTimeOf(h),
+    eventCount: h.eventCount,
+    fileCount: h.fileCount,
+    pendingFiles: h.pendingFiles,
+    failedFiles: h.failedFiles,
+  };
 }
 
 export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
@@ -347,126 +361,8 @@ export function toTask(h: TaskHeader, files: readonly FileRecord[]): Task {
   };
   if (h.service === 'recording') {
     task.mode = h.mode;
-    task.modeName = h.mode === null ? null : (MODE_NAMES[h.mode] ?? null);
+    task.modeName = modeName(h.mode);
     task.startFileName = h.startFileName;
   }
   return task;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Folds
-
-/** Incremental fold, in the given order, with exact duplicates skipped: what the store does, in memory. */
-export function foldTask(callbacks: readonly Callback[]): Task | null {
-  let header: TaskHeader | null = null;
-  const files = new Map<string, FileRecord>();
-  const seen = new Set<string>();
-  for (const cb of callbacks) {
-    if (seen.has(cb.key)) continue;
-    seen.add(cb.key);
-    let transition: FileTransition | null = null;
-    const fileName = fileNameOf(cb);
-    if (fileName) {
-      const before = files.get(fileName) ?? null;
-      const after = applyToFile(before, cb);
-      files.set(fileName, after);
-      transition = { from: fileState(before), to: fileState(after) };
-    }
-    header = applyToHeader(header, cb, transition);
-  }
-  return header ? toTask(header, [...files.values()]) : null;
-}
-
-/**
- * The oracle: the task computed directly from the set of distinct callbacks, rule by rule, without the
- * incremental machinery. Every other way of building a task is tested against this one.
- */
-export function reduceTask(callbacks: readonly Callback[]): Task | null {
-  const distinct = new Map<string, Callback>();
-  for (const cb of callbacks) distinct.set(cb.key, cb);
-  const events = [...distinct.values()];
-  if (events.length === 0) return null;
-  const first = events[0]!;
-  const byRank = (a: Callback, b: Callback) =>
-    a.timestamp - b.timestamp || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
-  const sorted = [...events].sort(byRank);
-  const starts = sorted.filter((e) => e.type === 1);
-  const ends = sorted.filter((e) => e.type === 3);
-  const identity = starts[0] ?? sorted[0]!;
-  const withConfig = sorted.filter((e) => e.config !== null);
-  const configSource = withConfig.find((e) => e.type === 1) ?? withConfig[0] ?? null;
-  const errors = sorted.filter((e) => e.code !== 200);
-  const lastError = errors[errors.length - 1] ?? null;
-
-  const fileNames = new Set<string>();
-  for (const e of events) {
-    const name = fileNameOf(e);
-    if (name) fileNames.add(name);
-  }
-  const files: FileView[] = [...fileNames].sort(compareUtf8).map((fileName) => {
-    const sizes = sorted.filter((e) => e.file?.fileName === fileName);
-    const uploads = sorted.filter((e) => e.upload?.fileName === fileName);
-    const latestTs = uploads.length ? Math.max(...uploads.map((u) => u.timestamp)) : null;
-    const atLatest = uploads.filter((u) => u.timestamp === latestTs);
-    const winner = atLatest.filter((u) => u.upload!.ok).at(-1) ?? atLatest.at(-1) ?? null;
-    const failures = uploads.filter((u) => !u.upload!.ok);
-    const upload: FileUpload = winner === null ? 'pending' : winner.upload!.ok ? 'uploaded' : 'failed';
-    return {
-      fileName,
-      size: sizes.length ? sizes[sizes.length - 1]!.file!.size : null,
-      url: winner?.upload?.url ?? null,
-      upload,
-      code: winner?.upload?.code ?? null,
-      message: winner?.upload?.message ?? null,
-      attempts: uploads.length,
-      purgeAt: upload === 'failed' ? failures[0]!.timestamp + PURGE_AFTER_MS : null,
-    };
-  });
-
-  const anyFailed = files.some((f) => f.upload === 'failed');
-  const anyPending = files.some((f) => f.upload === 'pending');
-  let status: TaskStatus;
-  if (anyFailed) status = 'upload_failed';
-  else if (ends.some((e) => e.code === 200) && !anyPending) status = 'completed';
-  else if ([...starts, ...ends].some((e) => e.code !== 200)) status = 'failed';
-  else if (ends.length) status = 'ended';
-  else status = first.service === 'recording' ? 'recording' : 'capturing';
-
-  const task: Task = {
-    service: first.service,
-    id: first.id,
-    appKey: identity.appKey,
-    roomId: identity.roomId,
-    sessionId: identity.sessionId,
-    userId: identity.userId,
-    status,
-    startedAt: starts[0]?.timestamp ?? null,
-    endedAt: ends[0]?.timestamp ?? null,
-    updatedAt: sorted[sorted.length - 1]!.timestamp,
-    extra: identity.extra,
-    config: configSource?.config ?? null,
-    files,
-    lastError: lastError
-      ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.timestamp }
-      : null,
-    eventCount: events.length,
-  };
-  if (first.service === 'recording') {
-    task.mode = identity.mode;
-    task.modeName = identity.mode === null ? null : (MODE_NAMES[identity.mode] ?? null);
-    task.startFileName = starts[0]?.startFileName ?? null;
-  }
-  return task;
-}
-
-/** Groups callbacks by task and reduces each: what a receiver should hold after a run. */
-export function reduceTasks(callbacks: readonly Callback[]): Task[] {
-  const byTask = new Map<string, Callback[]>();
-  for (const cb of callbacks) {
-    const k = `${cb.service}:${cb.id}`;
-    const list = byTask.get(k);
-    if (list) list.push(cb);
-    else byTask.set(k, [cb]);
-  }
-  return [...byTask.values()].map((list) => reduceTask(list)!).sort((a, b) => compareUtf8(a.id, b.id));
 }

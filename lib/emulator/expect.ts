@@ -4,7 +4,9 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Service } from '../domain/services.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
-import { reduceTasks, type Task } from '../domain/task.ts';
+import { reduceTasks } from '../domain/reduce-task.ts';
+import type { Task } from '../domain/task.ts';
+import { expectedEvents, type ExpectedEvents } from '../domain/task-events.ts';
 
 export interface DeliveryOutcome {
   service: Service;
@@ -15,9 +17,20 @@ export interface DeliveryOutcome {
 export interface ExpectFile {
   generatedAt: string;
   tasks: Task[];
+  /** The task events the run must and may publish (absent in files written before task events existed). */
+  events?: ExpectedEvents;
 }
 
 export function expectedTasks(outcomes: readonly DeliveryOutcome[]): Task[] {
+  return reduceTasks(acknowledgedCallbacks(outcomes));
+}
+
+/** The task events a receiver publishes for the acknowledged callbacks (lib/domain/task-events.ts). */
+export function expectedTaskEventsOf(outcomes: readonly DeliveryOutcome[]): ExpectedEvents {
+  return expectedEvents(acknowledgedCallbacks(outcomes));
+}
+
+function acknowledgedCallbacks(outcomes: readonly DeliveryOutcome[]): Callback[] {
   const callbacks: Callback[] = [];
   for (const outcome of outcomes) {
     if (!outcome.delivered) continue;
@@ -28,12 +41,17 @@ export function expectedTasks(outcomes: readonly DeliveryOutcome[]): Task[] {
     }
     callbacks.push(parsed.callback);
   }
-  // reduceTasks keeps one callback per event key, so duplicates and reordered keys count once.
-  return reduceTasks(callbacks);
+  // The folds keep one callback per event key, so duplicates and reordered keys count once.
+  return callbacks;
 }
 
-export async function writeExpectFile(path: string, tasks: readonly Task[], generatedAt = new Date()): Promise<void> {
-  const file: ExpectFile = { generatedAt: generatedAt.toISOString(), tasks: [...tasks] };
+export async function writeExpectFile(
+  path: string,
+  tasks: readonly Task[],
+  generatedAt = new Date(),
+  events?: ExpectedEvents,
+): Promise<void> {
+  const file: ExpectFile = { generatedAt: generatedAt.toISOString(), tasks: [...tasks], ...(events ? { events } : {}) };
   await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, 'utf8');
 }
 
@@ -65,5 +83,19 @@ export async function readExpectFile(path: string): Promise<ExpectFile> {
     throw new Error(
       `expect file ${path} must hold {"generatedAt": ..., "tasks": [...]}, each task with an id and a service`,
     );
-  return { generatedAt: typeof file.generatedAt === 'string' ? file.generatedAt : '', tasks: file.tasks as Task[] };
+  const events = file.events;
+  const eventsValid =
+    events === undefined ||
+    (events !== null &&
+      typeof events === 'object' &&
+      Array.isArray(events.tasks) &&
+      Array.isArray(events.must) &&
+      Array.isArray(events.may));
+  if (!eventsValid)
+    throw new Error(`expect file ${path}: "events" must hold {"tasks": [...], "must": [...], "may": [...]}`);
+  return {
+    generatedAt: typeof file.generatedAt === 'string' ? file.generatedAt : '',
+    tasks: file.tasks as Task[],
+    ...(events ? { events } : {}),
+  };
 }

@@ -1,15 +1,9 @@
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { canonicalJson } from '../domain/canonical.ts';
-import { PURGE_AFTER_MS, reduceTasks } from '../domain/task.ts';
-import {
-  generateRun,
-  HOLD_MS,
-  REPORTED_GIVE_UP_RETRIES,
-  scheduleOffset,
-  UPLOAD_RETRY_MS,
-  type LifecycleOptions,
-  type ScheduledSend,
-} from './lifecycles.ts';
+import { reduceTasks } from '../domain/reduce-task.ts';
+import { FILE_HOLD_MS, UPLOAD_RETRY_MS } from '../platform/delivery.ts';
+import { generateRun, scheduleOffset, type LifecycleOptions, type ScheduledSend } from './lifecycles.ts';
+import { REPORTED_GIVE_UP_RETRIES } from './plans.ts';
 import { createRandom } from './random.ts';
 
 const BASE = 1_763_798_400_000;
@@ -204,7 +198,7 @@ describe('generateRun', () => {
     const run = generateRun({ ...base, baseTime: undefined, now, outage: 1, giveUp: 1 });
     const ts = run.sends.map((s) => s.body.timestamp as number);
     expect(Math.max(...ts)).toBeLessThanOrEqual(now);
-    expect(Math.max(...ts) - Math.min(...ts)).toBeGreaterThanOrEqual(HOLD_MS);
+    expect(Math.max(...ts) - Math.min(...ts)).toBeGreaterThanOrEqual(FILE_HOLD_MS);
   });
 
   test('duplicates: exact repeats of earlier bodies, some with keys reordered', () => {
@@ -276,7 +270,7 @@ describe('generateRun', () => {
         for (let i = 1; i < REPORTED_GIVE_UP_RETRIES; i++) {
           expect(uploads[i]!.timestamp - uploads[i - 1]!.timestamp).toBe(UPLOAD_RETRY_MS);
         }
-        expect(uploads.at(-1)!.timestamp - uploads[0]!.timestamp).toBe(HOLD_MS);
+        expect(uploads.at(-1)!.timestamp - uploads[0]!.timestamp).toBe(FILE_HOLD_MS);
       }
     }
     expect(givenUp).toBeGreaterThan(0);
@@ -286,7 +280,7 @@ describe('generateRun', () => {
     for (const task of failed) {
       for (const file of task.files.filter((f) => f.upload === 'failed')) {
         const first = files.get(file.fileName)![0]!.timestamp;
-        expect(file.purgeAt).toBe(first + PURGE_AFTER_MS);
+        expect(file.purgeAt).toBe(first + FILE_HOLD_MS);
       }
     }
   });

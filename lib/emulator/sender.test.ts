@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { canonicalJson } from '../domain/canonical.ts';
-import { computeSignature } from '../sign.ts';
+import { computeSignature } from '../platform/signing.ts';
 import { expectedTasks } from './expect.ts';
 import { generateRun, type ScheduledSend } from './lifecycles.ts';
 import { createRandom } from './random.ts';

@@ -3,7 +3,7 @@
 // retried on 503, other 5xx, 408/429, network errors and time-outs with exponential back-off. Every loop
 // is bounded: at most `maxAttempts` tries per callback, each with a time-out.
 import type { Service } from '../domain/services.ts';
-import { computeSignature } from '../sign.ts';
+import { computeSignature } from '../platform/signing.ts';
 import type { ScheduledSend } from './lifecycles.ts';
 import type { Random } from './random.ts';
 

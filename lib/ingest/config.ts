@@ -5,7 +5,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
-import { parseSignatureMode, type SignatureMode, signatureModesInWords } from '../queue-message.ts';
+import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
@@ -58,7 +58,7 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
   const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
   if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
     warnings.push(
-      `SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not ${signatureModesInWords}; using ${defaults.mode}`,
+      `SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not ${SIGNATURE_MODES_IN_WORDS}; using ${defaults.mode}`,
     );
   const rawDevelopment = env.DEVELOPMENT_STAGE?.trim().toLowerCase();
   if (rawDevelopment && rawDevelopment !== 'true' && rawDevelopment !== 'false')

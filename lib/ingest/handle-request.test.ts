@@ -42,15 +42,19 @@ describe('responses', () => {
     expect(errorStatus).toEqual({
       invalid_json: 400,
       invalid_body: 400,
+      invalid_query: 400,
       missing_signature: 401,
       invalid_signature: 401,
       stale_timestamp: 401,
       unknown_app_key: 403,
+      source_not_allowed: 403,
       not_found: 404,
       method_not_allowed: 405,
+      ambiguous_id: 409,
       body_too_large: 413,
       queue_unavailable: 503,
       secrets_unavailable: 503,
+      store_unavailable: 503,
       internal_error: 503,
     });
   });

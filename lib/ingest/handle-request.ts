@@ -1,10 +1,10 @@
-// The receiving endpoint (CONTRACT sections 1 and 2) as a plain function of an API Gateway v2 event and
+// The receiving endpoint (docs/contract.md §1 and §2) as a plain function of an API Gateway v2 event and
 // its dependencies: route, body, minimal check, signature, SendMessage, one log line. It answers every
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
 import type { SignatureVerdict } from '../queue-message.ts';
-import { type Service, services } from '../domain/services.ts';
+import { type Service, SERVICES } from '../domain/services.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
 import { isQueueSafe } from '../queue-message.ts';
@@ -15,7 +15,7 @@ import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
 import { readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
 
-const callbackPaths: ReadonlyArray<readonly [string, Service]> = services.map((s) => [`/callbacks/${s}`, s]);
+const callbackPaths: ReadonlyArray<readonly [string, Service]> = SERVICES.map((s) => [`/callbacks/${s}`, s]);
 
 /** The service of a callback path; the suffix is matched so that a stage prefix (`/prod/...`) is fine. */
 export function serviceForPath(rawPath: string): Service | undefined {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { computeSignature } from '../sign.ts';
+import { computeSignature } from '../platform/signing.ts';
 import type { SignatureMode } from '../queue-message.ts';
 import { createHash } from 'node:crypto';
 import { readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './signature.ts';

@@ -3,7 +3,7 @@
 // in the query string (looked at first, as the platform's own SDKs do) or in a header, case-insensitively.
 import { Buffer } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { computeSignature } from '../sign.ts';
+import { computeSignature } from '../platform/signing.ts';
 import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
 
 /** Accepted names, lower case, in the order they are looked up. */

@@ -1,6 +1,6 @@
 // What API Gateway HTTP API (payload format 2.0) hands a Lambda function for an HTTP request, and what it
-// makes of the function's answer. The local stack runs the deployed ingest handler through this, so the
-// handler cannot tell the local stack from API Gateway.
+// makes of the function's answer. The local stack runs the deployed ingest and read API handlers through
+// this, so the handlers cannot tell the local stack from API Gateway.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
@@ -18,6 +18,9 @@ export interface HttpRequestParts {
   /** Epoch milliseconds; defaults to now. */
   now?: number;
   requestId?: string;
+  /** The route the request matched (default `$default`), and its path parameters. */
+  routeKey?: string;
+  pathParameters?: Record<string, string>;
 }
 
 export interface HttpResponseParts {
@@ -93,9 +96,10 @@ export function toApiGatewayEvent(req: HttpRequestParts): APIGatewayProxyEventV2
   headers['x-forwarded-proto'] = 'http';
 
   const domainName = host.replace(/:\d+$/, '');
+  const routeKey = req.routeKey ?? '$default';
   const event: APIGatewayProxyEventV2 = {
     version: '2.0',
-    routeKey: '$default',
+    routeKey,
     rawPath,
     rawQueryString,
     headers,
@@ -112,7 +116,7 @@ export function toApiGatewayEvent(req: HttpRequestParts): APIGatewayProxyEventV2
         userAgent: headers['user-agent'] ?? '',
       },
       requestId,
-      routeKey: '$default',
+      routeKey,
       stage: '$default',
       time: requestTime(now),
       timeEpoch: now,
@@ -120,6 +124,7 @@ export function toApiGatewayEvent(req: HttpRequestParts): APIGatewayProxyEventV2
     isBase64Encoded: false,
   };
   if (cookies.length > 0) event.cookies = cookies;
+  if (req.pathParameters) event.pathParameters = { ...req.pathParameters };
   if (rawQueryString) {
     const params: Record<string, string> = {};
     for (const [name, value] of new URLSearchParams(rawQueryString)) {

@@ -9,11 +9,15 @@ export const LOCAL_REGION = 'us-east-1';
 /** What the emulators are signed with: they check no credential, the SDK insists on one. */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
-/** The names infra/ gives a stage's table and queues. */
+/** The names infra/ gives a stage's resources. */
 export const resourceNames = (stage: string, service: string = SERVICE) => ({
   table: `${service}-${stage}-tasks`,
   queue: `${service}-${stage}-callbacks`,
   deadLetterQueue: `${service}-${stage}-callbacks-dlq`,
+  /** infra/events.yml */
+  eventsTopic: `${service}-${stage}-task-events`,
+  /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */
+  eventsQueue: `${service}-${stage}-task-events-tail`,
 });
 
 /** infra/queues.yml */

@@ -9,6 +9,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse,
 
 export interface DeployedHandlers {
   ingest(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyResultV2>;
+  api(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyResultV2>;
   worker(event: SQSEvent): Promise<SQSBatchResponse | undefined>;
 }
 
@@ -41,8 +42,12 @@ export async function loadDeployedHandlers(env: Record<string, string>): Promise
   }
   for (const name of UNSET) delete process.env[name];
   Object.assign(process.env, env);
-  const handlers = Promise.all([import('../../functions/ingest.ts'), import('../../functions/worker.ts')]).then(
-    ([ingest, worker]): DeployedHandlers => ({ ingest: ingest.handler, worker: worker.handler }),
+  const handlers = Promise.all([
+    import('../../functions/ingest.ts'),
+    import('../../functions/worker.ts'),
+    import('../../functions/api.ts'),
+  ]).then(
+    ([ingest, worker, api]): DeployedHandlers => ({ ingest: ingest.handler, worker: worker.handler, api: api.handler }),
   );
   loaded = { env: { ...env }, handlers };
   return handlers;

@@ -1,10 +1,11 @@
-// The gateway over a real socket, with a recording handler in place of the ingest.
+// The gateway over a real socket, with recording handlers in place of the ingest and the read API.
 import { Buffer } from 'node:buffer';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import type { Logger } from '../log.ts';
-import { createGateway } from './http-gateway.ts';
+import { createGateway, isLoopbackAddress } from './http-gateway.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const MAX_BODY = 1024;
@@ -140,4 +141,81 @@ test("a handler that throws gets API Gateway's 500", async () => {
   const res = await fetch(`${base}/callbacks/recording`, { method: 'POST', body: '{}' });
   expect(res.status).toBe(500);
   expect(await res.json()).toEqual({ message: 'Internal Server Error' });
+});
+
+describe('the read API routes', () => {
+  let apiServer: Server;
+  let apiEvents: APIGatewayProxyEventV2[];
+  const ok = { statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{}' };
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+  beforeAll(async () => {
+    apiServer = createGateway({
+      handler: async () => ok,
+      api: async (event) => {
+        apiEvents.push(event);
+        return ok;
+      },
+      maxBodyBytes: MAX_BODY,
+      isReady: () => true,
+      log: silent,
+    });
+    // Every interface: the routes must still refuse clients that are not on loopback.
+    await new Promise<void>((resolve) => apiServer.listen(0, '0.0.0.0', resolve));
+  });
+  afterAll(async () => {
+    apiServer.closeAllConnections();
+    await new Promise((resolve) => apiServer.close(resolve));
+  });
+  beforeEach(() => {
+    apiEvents = [];
+  });
+  const port = () => (apiServer.address() as AddressInfo).port;
+
+  test('go to the read API handler with the route key and the decoded id, as API Gateway sends them', async () => {
+    for (const [path, routeKey, id] of [
+      ['/tasks?room=r', 'GET /tasks', undefined],
+      ['/tasks/rec%2F1%20x', 'GET /tasks/{id}', 'rec/1 x'],
+      ['/tasks/img-1/events?limit=2', 'GET /tasks/{id}/events', 'img-1'],
+    ] as const) {
+      const res = await fetch(`http://127.0.0.1:${port()}${path}`);
+      expect(res.status).toBe(200);
+      const event = apiEvents.pop()!;
+      expect(event.routeKey).toBe(routeKey);
+      expect(event.requestContext.routeKey).toBe(routeKey);
+      expect(event.pathParameters?.id).toBe(id);
+    }
+    // Not a read route: the ingest's $default.
+    for (const [method, path] of [
+      ['POST', '/tasks'],
+      ['GET', '/tasks/'],
+      ['GET', '/tasks/a/b'],
+      ['GET', '/taskss'],
+    ]) {
+      await fetch(`http://127.0.0.1:${port()}${path}`, { method });
+      expect(apiEvents).toHaveLength(0);
+    }
+  });
+
+  (external ? test : test.skip)('refuse a client that is not on loopback with 403 source_not_allowed', async () => {
+    const res = await fetch(`http://${external}:${port()}/tasks`);
+    expect(res.status).toBe(403);
+    expect(await res.json()).toEqual({
+      error: {
+        code: 'source_not_allowed',
+        message: 'The local read API answers loopback clients only: it has no authorization.',
+      },
+    });
+    expect(apiEvents).toHaveLength(0);
+    // The callback routes stay open to it, as deployed.
+    expect((await fetch(`http://${external}:${port()}/callbacks/recording`, { method: 'POST' })).status).toBe(200);
+  });
+
+  test('loopback addresses', () => {
+    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect(isLoopbackAddress(a)).toBe(true);
+    for (const a of [undefined, '', '10.0.0.1', '::ffff:192.0.2.1', '128.0.0.1', 'fe80::1', '127.0.0.1.evil'])
+      expect(isLoopbackAddress(a)).toBe(false);
+  });
 });

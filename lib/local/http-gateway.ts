@@ -1,17 +1,26 @@
 // The local stand-in for API Gateway: an HTTP server that turns each request into a payload 2.0 event
-// for the ingest handler (a `$default` route, as deployed) and writes back what the handler answers.
-// `GET /health` is answered here: it exists on the local stack only.
+// and writes back what the handler answers. The read API's routes (lib/api/routes.ts) go to its handler,
+// as deployed, but without the AWS_IAM authorizer: so they answer loopback clients only, whatever address
+// the server listens on. Every other request goes to the ingest handler (the `$default` route, as
+// deployed). `GET /health` is answered here: it exists on the local stack only.
 import { Buffer } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { matchApiRoute } from '../api/routes.ts';
+import { errorResponse } from '../ingest/responses.ts';
 import type { Logger } from '../log.ts';
 import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';
 
 /** API Gateway refuses request payloads over 10 MB before any function runs. */
 export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 
+type Handler = (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
+
 export interface GatewayOptions {
-  handler: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
+  /** The ingest: every request that no other route takes. */
+  handler: Handler;
+  /** The read API, for its routes; without it they go to `handler` like any other path. */
+  api?: Handler;
   /**
    * The ingest's own body limit. One byte more than this is kept of a body and the rest is read and
    * dropped, so that the handler sees a body over its limit and gives its own 413, without a large body
@@ -32,6 +41,13 @@ const json = (status: number, value: unknown, extra: Record<string, string> = {}
 });
 
 const errorBody = (code: string, message: string) => ({ error: { code, message } });
+
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 addresses. */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.replace(/^::ffff:/i, '');
+  return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
 
 export function createGateway(opts: GatewayOptions): Server {
   const maxPayloadBytes = opts.maxPayloadBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES;
@@ -66,6 +82,14 @@ export function createGateway(opts: GatewayOptions): Server {
       const r = json(200, { ok: true });
       return send(res, r.status, r.headers, r.body);
     }
+    const route = opts.api ? matchApiRoute(req.method ?? 'GET', path ?? '/') : null;
+    if (route && !isLoopbackAddress(req.socket.remoteAddress)) {
+      const r = errorResponse(
+        'source_not_allowed',
+        'The local read API answers loopback clients only: it has no authorization.',
+      );
+      return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
+    }
     const event = toApiGatewayEvent({
       method: req.method ?? 'GET',
       url: req.url ?? '/',
@@ -74,13 +98,15 @@ export function createGateway(opts: GatewayOptions): Server {
       sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
       protocol: `HTTP/${req.httpVersion}`,
       requestId,
+      ...(route ? { routeKey: route.routeKey, pathParameters: route.pathParameters } : {}),
     });
+    const handler = route ? opts.api! : opts.handler;
     let result: APIGatewayProxyResultV2;
     try {
-      result = await opts.handler(event);
+      result = await handler(event);
     } catch (err) {
       // What API Gateway answers when the function fails.
-      opts.log.error('ingest_handler_failed', {
+      opts.log.error(route ? 'api_handler_failed' : 'ingest_handler_failed', {
         requestId,
         error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
       });

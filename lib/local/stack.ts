@@ -1,16 +1,18 @@
-// The whole receiver in one process, for development and end-to-end tests: DynamoDB (dynalite) and SQS
-// (fauxqs) emulators with the table and the queues the deployed stack has, an HTTP server standing in for
-// API Gateway in front of the deployed ingest handler, and pollers standing in for the SQS event source
-// mapping in front of the deployed worker handler.
+// The whole receiver in one process, for development and end-to-end tests: DynamoDB (dynalite) and SQS/SNS
+// (fauxqs) emulators with the table, the queues and the task-events topic the deployed stack has (plus a
+// queue subscribed to the topic, for `callbacks events tail`), an HTTP server standing in for API Gateway
+// in front of the deployed ingest and read API handlers (the read API for loopback clients only, without
+// authorization), and pollers standing in for the SQS event source mapping in front of the deployed
+// worker handler.
 //
 // Data lives under `<dataDir>/dynamodb` (dynalite's LevelDB) and `<dataDir>/sqs` (fauxqs' SQLite), so a
 // restart finds the tasks and also every callback that was acknowledged but not yet applied, and the
 // dead-letter queue; with `memory` nothing is written. `<cwd>/.data/stack.json` tells the other CLI
 // commands where the stack listens; it is removed when the stack stops.
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   CreateQueueCommand,
@@ -18,14 +20,14 @@ import {
   SQSClient,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import dynalite from 'dynalite';
+import { SNSClient } from '@aws-sdk/client-sns';
 import type { FauxqsServer } from 'fauxqs';
-import { readLocalStack, stackFilePath, type LocalStackInfo } from '../../cli/target.ts';
 import { tableDefinition } from '../aws/dynamo/table.ts';
+import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { readIngestSettings } from '../ingest/config.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
-import { parseSignatureMode, type SignatureMode, signatureModesInWords } from '../queue-message.ts';
+import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import {
   LOCAL_CREDENTIALS,
   LOCAL_REGION,
@@ -34,10 +36,19 @@ import {
   queueSettings,
   resourceNames,
 } from './deployed-settings.ts';
+import { createDynalite } from './dynamo.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
+import {
+  DATA_DIR,
+  type LocalStackInfo,
+  readLocalStack,
+  removeStackFile,
+  stackFilePath,
+  writeStackFile,
+} from './stack-file.ts';
 
 /** CALLBACK_SECRETS when it is not set: the documented demo appKey. */
 export const DEFAULT_SECRETS = { 'demo-app': ['demo-secret'] } as const;
@@ -109,7 +120,9 @@ function resolveMode(opts: LocalStackOptions, env: NodeJS.ProcessEnv): Signature
   const raw = opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce';
   const mode = parseSignatureMode(raw);
   if (!mode)
-    throw new Error(`signature mode must be ${signatureModesInWords}, not ${JSON.stringify(raw.trim().toLowerCase())}`);
+    throw new Error(
+      `signature mode must be ${SIGNATURE_MODES_IN_WORDS}, not ${JSON.stringify(raw.trim().toLowerCase())}`,
+    );
   return mode;
 }
 
@@ -184,29 +197,12 @@ async function ensureQueues(sqs: SQSClient, endpoint: string, names: ReturnType<
   return { main, dlq };
 }
 
-async function writeStackFile(file: string, info: LocalStackInfo): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(info, null, 2)}\n`, 'utf8');
-  await rename(tmp, file);
-}
-
-/** Removes the stack file only if it still announces this stack. */
-async function removeStackFile(file: string, info: LocalStackInfo): Promise<void> {
-  try {
-    const current = JSON.parse(await readFile(file, 'utf8')) as Partial<LocalStackInfo>;
-    if (current.pid === info.pid && current.url === info.url) await rm(file, { force: true });
-  } catch {
-    // Already gone, or not ours to remove.
-  }
-}
-
 export async function startLocalStack(opts: LocalStackOptions = {}): Promise<LocalStack> {
   const env = opts.env ?? process.env;
   const cwd = resolve(opts.cwd ?? process.cwd());
   const host = opts.host ?? '127.0.0.1';
   const memory = opts.memory ?? false;
-  const dataDir = memory ? null : resolve(cwd, opts.dataDir ?? '.data');
+  const dataDir = memory ? null : resolve(cwd, opts.dataDir ?? DATA_DIR);
   const stackFile = stackFilePath(cwd);
   const signatureMode = resolveMode(opts, env);
   const secrets = resolveSecrets(opts, env);
@@ -219,11 +215,13 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const restoreSink: LogSink | null = opts.quiet ? setLogSink(() => {}) : null;
   let ready = false;
   let ingest: DeployedHandlers['ingest'] | undefined;
+  let api: DeployedHandlers['api'] | undefined;
   let server: Server | undefined;
   let dynamoServer: Server | undefined;
   let fauxqs: FauxqsServer | undefined;
   let dynamo: DynamoDBClient | undefined;
   let sqs: SQSClient | undefined;
+  let sns: SNSClient | undefined;
   let poller: SqsPoller | undefined;
   let info: LocalStackInfo | undefined;
 
@@ -239,6 +237,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       () => {
         dynamo?.destroy();
         sqs?.destroy();
+        sns?.destroy();
         return fauxqs?.stop();
       },
       () => (dynamoServer ? closeServer(dynamoServer, 5000) : undefined),
@@ -258,20 +257,16 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // stack is ready every request is answered 503 (/health included).
     server = createGateway({
       handler: (event) => ingest!(event),
+      api: (event) => api!(event),
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
       maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
-      isReady: () => ready && ingest !== undefined,
+      isReady: () => ready && ingest !== undefined && api !== undefined,
       log: createLogger('gateway'),
     });
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
 
     if (dataDir) await mkdir(join(dataDir, 'dynamodb'), { recursive: true });
-    dynamoServer = dynalite({
-      createTableMs: 0,
-      deleteTableMs: 0,
-      updateTableMs: 0,
-      ...(dataDir ? { path: join(dataDir, 'dynamodb') } : {}),
-    });
+    dynamoServer = createDynalite(dataDir ? join(dataDir, 'dynamodb') : undefined);
     const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
     const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
 
@@ -285,8 +280,14 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
 
     dynamo = new DynamoDBClient({ endpoint: dynamoEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     sqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    sns = new SNSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     await ensureTable(dynamo, names.table);
     const queues = await ensureQueues(sqs, sqsEndpoint, names);
+    // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
+    const events = await ensureEventsTopicAndQueue(sns, sqs, sqsEndpoint, {
+      topic: names.eventsTopic,
+      queue: names.eventsQueue,
+    });
 
     const handlers = await loadDeployedHandlers({
       AWS_REGION: LOCAL_REGION,
@@ -294,7 +295,9 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
       AWS_ENDPOINT_URL_SQS: sqsEndpoint,
       AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+      AWS_ENDPOINT_URL_SNS: sqsEndpoint,
       QUEUE_URL: queues.main.url,
+      TASK_EVENTS_TOPIC_ARN: events.topicArn,
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
@@ -302,6 +305,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       DEVELOPMENT_STAGE: 'true',
     });
     ingest = handlers.ingest;
+    api = handlers.api;
 
     poller = startSqsPoller({
       sqs,
@@ -328,6 +332,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       tableName: names.table,
       queueUrl: queues.main.url,
       dlqUrl: queues.dlq.url,
+      eventsTopicArn: events.topicArn,
+      eventsQueueUrl: events.queueUrl,
       dataDir,
       startedAt: new Date().toISOString(),
     };

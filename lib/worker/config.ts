@@ -4,6 +4,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { eventPublisherFromEnv } from '../aws/sns/task-events.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { WorkerDeps } from './process-batch.ts';
 
@@ -66,14 +67,14 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
   }
   // Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
   // holding the whole batch until the function's 30 s time-out.
-  const client = new DynamoDBClient({
-    maxAttempts: 3,
-    requestHandler: { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true },
-  });
+  const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
+  const client = new DynamoDBClient({ maxAttempts: 3, requestHandler: timeouts });
   const store = new DynamoTaskStore({
     client,
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
   });
-  return { store, log: logger, concurrency: settings.recordConcurrency };
+  // TASK_EVENTS_TOPIC_ARN: where task events go; unset, none are published.
+  const events = eventPublisherFromEnv(env, timeouts);
+  return { store, log: logger, concurrency: settings.recordConcurrency, ...(events ? { events } : {}) };
 }

@@ -2,8 +2,12 @@
 // that can never be applied (bad body, forged signature, replay) is quarantined and acknowledged, so it
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
+// Task events are published once the write is durable; a record whose events could not be published fails
+// too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import { eventsOfWrite } from '../domain/task-events.ts';
+import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, QuarantineReason, TaskStore } from '../domain/task-store.ts';
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
@@ -14,6 +18,8 @@ import { workerDefaults } from './config.ts';
 export interface WorkerDeps {
   store: TaskStore;
   log: Logger;
+  /** Where task events go; absent, none are published. */
+  events?: EventPublisher;
   /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
   concurrency?: number;
   now?: () => number;
@@ -115,10 +121,27 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     if (result.outcome === 'quarantined') {
       deps.log.warn('callback_quarantined', { ...common, reason: result.reason, detail: result.detail });
     } else {
+      const events = deps.events ? eventsOfWrite(cb, result.stored) : [];
+      if (events.length > 0) {
+        try {
+          await deps.events!.publish(events);
+        } catch (err) {
+          // The write is durable; the events are not out. Failing the record brings it back, and the
+          // redelivery publishes them again (same ids) from what is stored.
+          deps.log.error('events_publish_failed', {
+            ...common,
+            outcome: result.outcome,
+            events: events.length,
+            error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+          });
+          return 'failed';
+        }
+      }
       deps.log.info('callback_applied', {
         ...common,
         outcome: result.outcome,
         status: result.outcome === 'applied' ? result.status : undefined,
+        events: deps.events ? events.length : undefined,
       });
       if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
         deps.log.warn('upload_failed', {

@@ -22,7 +22,7 @@ import type { IngestResponse } from '../../lib/ingest/responses.ts';
 import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
-import { startDynamo, type LocalDynamo } from '../support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { faultyClient } from '../support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';

@@ -11,14 +11,14 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aw
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
-import { anyLifecycle } from '../../lib/domain/testing/lifecycles.ts';
+import { anyLifecycle } from '../support/lifecycles.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../lib/ingest/config.ts';
 import { createSqsClient } from '../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../lib/ingest/responses.ts';
-import { Attr, type SignatureMode } from '../../lib/queue-message.ts';
 import type { Service } from '../../lib/domain/services.ts';
-import { computeSignature } from '../../lib/sign.ts';
+import { computeSignature } from '../../lib/platform/signing.ts';
+import { Attr, type SignatureMode } from '../../lib/queue-message.ts';
 import { bodyText, httpApiEvent, memoryQueue, type EventInput, type MemoryQueue } from './support/http-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import {

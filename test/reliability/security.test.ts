@@ -12,7 +12,7 @@ import { createRandom } from '../../lib/emulator/random.ts';
 import { sendAll, type SendResult } from '../../lib/emulator/sender.ts';
 import type { SecretsByAppKey, SecretsProvider } from '../../lib/ingest/secrets.ts';
 import { createLogger } from '../../lib/log.ts';
-import { computeSignature } from '../../lib/sign.ts';
+import { computeSignature } from '../../lib/platform/signing.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';

@@ -4,7 +4,7 @@
 // `off` (development) applies callbacks unchecked, marked not_checked.
 import { SecretsUnavailableError, type SecretsByAppKey, type SecretsProvider } from '../../lib/ingest/secrets.ts';
 import type { QuarantineEntry } from '../../lib/domain/task-store.ts';
-import { computeSignature } from '../../lib/sign.ts';
+import { computeSignature } from '../../lib/platform/signing.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
 
 const SECRET = 'modes-secret-7d20';

@@ -8,7 +8,7 @@ import { queueDepth } from '../../lib/aws/sqs/dlq.ts';
 import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { QuarantineEntry, TaskStore } from '../../lib/domain/task-store.ts';
 import { createLogger } from '../../lib/log.ts';
-import { computeSignature } from '../../lib/sign.ts';
+import { computeSignature } from '../../lib/platform/signing.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';

@@ -8,7 +8,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../../lib/domain/callback.ts';
-import { reduceTask } from '../../lib/domain/task.ts';
+import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import type { QuarantineEntry, QuarantineReason } from '../../lib/domain/task-store.ts';
 import {
   anyLifecycles,
@@ -17,12 +17,12 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../../lib/domain/testing/lifecycles.ts';
+} from '../support/lifecycles.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Attr, type SignatureVerdict } from '../../lib/queue-message.ts';
-import { idFieldOf, type Service } from '../../lib/domain/services.ts';
+import { ID_FIELD_OF, type Service } from '../../lib/domain/services.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../support/dynalite.ts';
+import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 
@@ -40,7 +40,7 @@ afterAll(async () => {
   await db.stop();
 });
 
-const idField = (service: Service) => idFieldOf[service];
+const idField = (service: Service) => ID_FIELD_OF[service];
 
 /** A body parsed from text, so that "__proto__" stays an own key instead of setting a prototype. */
 const withKeys = (body: Body, members: string[]): Body => {

@@ -2,8 +2,10 @@
 // (they build their clients inside functions/*.ts, out of reach): the clients' `send` is wrapped on the
 // prototype. DynamoDB calls fail at a small random rate, before the request goes out (the write is lost)
 // or after it came back (the write is done, the caller sees an error), and fail altogether during an
-// outage; SendMessage fails during an SQS outage, so the ingest answers 503 and the sender retries.
+// outage; SendMessage fails during an SQS outage, so the ingest answers 503 and the sender retries; SNS
+// refuses the worker's task-event publishes at the same random rate (the record fails and comes back).
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Random } from '../../lib/emulator/random.ts';
 
@@ -17,6 +19,9 @@ export interface FaultCounts {
   dynamoOutages: number;
   sendMessageOutageErrors: number;
   sqsOutages: number;
+  /** Task-event publishes, and those refused. */
+  snsCalls: number;
+  snsErrors: number;
 }
 
 export interface Faults {
@@ -46,6 +51,8 @@ export function installFaults(random: Random, errorRate: number): Faults {
     dynamoOutages: 0,
     sendMessageOutageErrors: 0,
     sqsOutages: 0,
+    snsCalls: 0,
+    snsErrors: 0,
   };
   let dynamoDownUntil = 0;
   let sqsDownUntil = 0;
@@ -53,10 +60,12 @@ export function installFaults(random: Random, errorRate: number): Faults {
 
   const dynamoSend = DynamoDBClient.prototype.send as unknown as Send;
   const sqsSend = SQSClient.prototype.send as unknown as Send;
+  const snsSend = SNSClient.prototype.send as unknown as Send;
   // `send` is usually inherited from the SDK's base client: restoring then means removing the wrapper.
   const owned = (proto: object) => Object.hasOwn(proto, 'send');
   const dynamoOwned = owned(DynamoDBClient.prototype);
   const sqsOwned = owned(SQSClient.prototype);
+  const snsOwned = owned(SNSClient.prototype);
   const restore = (proto: object, original: Send, wasOwned: boolean) => {
     if (wasOwned) (proto as { send: Send }).send = original;
     else delete (proto as { send?: Send }).send;
@@ -84,6 +93,7 @@ export function installFaults(random: Random, errorRate: number): Faults {
       faults.stop();
       restore(DynamoDBClient.prototype, dynamoSend, dynamoOwned);
       restore(SQSClient.prototype, sqsSend, sqsOwned);
+      restore(SNSClient.prototype, snsSend, snsOwned);
     },
   };
 
@@ -120,6 +130,20 @@ export function installFaults(random: Random, errorRate: number): Faults {
       throw injected('connect ECONNREFUSED (injected SQS outage)', 'InjectedOutage');
     }
     return sqsSend.call(this, command, ...rest);
+  } as Send;
+
+  (SNSClient.prototype as unknown as { send: Send }).send = async function (
+    this: unknown,
+    command: unknown,
+    ...rest: unknown[]
+  ) {
+    if (stopped) return snsSend.call(this, command, ...rest);
+    counts.snsCalls += 1;
+    if (faults.errorRate > 0 && random.chance(faults.errorRate)) {
+      counts.snsErrors += 1;
+      throw injected('injected SNS refusal (throttled)', 'Throttled');
+    }
+    return snsSend.call(this, command, ...rest);
   } as Send;
 
   return faults;

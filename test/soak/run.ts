@@ -3,7 +3,8 @@
 // emulator with duplicates, reordering and storage outages, while faults are injected: random DynamoDB
 // errors, DynamoDB outages, SQS outages at ingest. Then the dead-letter queue is redriven (as an operator
 // would, once the faults are over) and every task is verified. Reports sent, acknowledged, stored,
-// quarantined, lost (must be 0) and the process's peak memory, and writes test/soak/RESULTS.md.
+// quarantined, lost (must be 0), the task events published against the expected ones (none missing,
+// none outside MAY) and the process's peak memory, and writes test/soak/RESULTS.md.
 //
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
@@ -14,7 +15,9 @@ import { parseArgs } from 'node:util';
 import { openLocal, type Target } from '../../cli/target.ts';
 import { redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { eventKey } from '../../lib/domain/canonical.ts';
-import { expectedTasks } from '../../lib/emulator/expect.ts';
+import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
+import { expectedTaskEventsOf, expectedTasks } from '../../lib/emulator/expect.ts';
+import { verifyEvents } from '../../lib/verify/events.ts';
 import { generateRun, type ScheduledSend } from '../../lib/emulator/lifecycles.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { sendAll, type SendResult, type SendSummary } from '../../lib/emulator/sender.ts';
@@ -158,6 +161,8 @@ interface Figures {
   lost: number;
   tasks: number;
   tasksMatching: number;
+  /** Task events: expected (MUST), distinct published, missing, outside MAY, messages received. */
+  events: { must: number; distinct: number; missing: number; unexpected: number; received: number };
   imageTask: { images: number; files: number; eventCount: number; status: string } | null;
   deadLettered: number;
   redriven: number;
@@ -285,6 +290,17 @@ async function main(): Promise<number> {
       for (const k of keys) if (!ledger.has(k)) lost += 1;
       return { id, eventCount: task?.eventCount ?? 0, lost, task };
     });
+    say('verifying the task events');
+    const expectedEvents = expectedTaskEventsOf(results);
+    const reader = new EventQueueReader(target.sqs, target.eventsQueueUrl!);
+    const eventCheck = await verifyEvents({
+      expected: expectedEvents,
+      poll: async () => (await reader.poll()).map((m) => m.body),
+      timeoutMs: 120_000,
+      pollIntervalMs: 2000,
+    });
+    for (const m of eventCheck.missing.slice(0, 10)) say(`MISSING EVENT ${m.type} ${m.taskId} ${m.fileName ?? ''}`);
+    for (const u of eventCheck.unexpected.slice(0, 10)) say(`UNEXPECTED EVENT ${u.type} ${u.taskId}`);
     let quarantined = 0;
     for await (const _ of target.tasks.listQuarantine({ sinceDays: 2 })) quarantined += 1;
     timings.verifyS = (Date.now() - verifyStart) / 1000;
@@ -304,6 +320,13 @@ async function main(): Promise<number> {
       lost: perTask.reduce((n, t) => n + t.lost, 0),
       tasks: verdict.checked,
       tasksMatching: verdict.matched,
+      events: {
+        must: new Set(expectedEvents.must.map((r) => r.id)).size,
+        distinct: eventCheck.distinct,
+        missing: eventCheck.missing.length,
+        unexpected: eventCheck.unexpected.length,
+        received: eventCheck.received,
+      },
       imageTask: image
         ? { images: IMAGES, files: image.files.length, eventCount: image.eventCount, status: image.status }
         : null,
@@ -337,11 +360,12 @@ async function main(): Promise<number> {
       writeFileSync(file, resultsMarkdown(figures, verdict.ok));
       say(`wrote ${file.pathname}`);
     }
-    const ok = figures.lost === 0 && verdict.ok && !stoppedEarly;
+    const ok = figures.lost === 0 && verdict.ok && eventCheck.ok && !stoppedEarly;
+    const eventsSaid = `events: ${figures.events.missing} missing, ${figures.events.unexpected} unexpected`;
     say(
       ok
-        ? `PASS: lost 0, ${figures.tasksMatching}/${figures.tasks} tasks match`
-        : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match${stoppedEarly ? ', stopped early' : ''}`,
+        ? `PASS: lost 0, ${figures.tasksMatching}/${figures.tasks} tasks match, ${eventsSaid}`
+        : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match, ${eventsSaid}${stoppedEarly ? ', stopped early' : ''}`,
     );
     return ok ? 0 : 1;
   } finally {
@@ -366,6 +390,10 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     ['**lost** (acknowledged, not stored)', `**${n(f.lost)}**`],
     ['tasks verified / matching', `${n(f.tasks)} / ${n(f.tasksMatching)}`],
     [
+      'task events: expected (MUST) / distinct published / **missing** / outside MAY / messages received',
+      `${n(f.events.must)} / ${n(f.events.distinct)} / **${n(f.events.missing)}** / ${n(f.events.unexpected)} / ${n(f.events.received)}`,
+    ],
+    [
       'task with many images: files / eventCount / status',
       f.imageTask ? `${n(f.imageTask.files)} / ${n(f.imageTask.eventCount)} / ${f.imageTask.status}` : '-',
     ],
@@ -386,6 +414,10 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     [
       'random DynamoDB errors before / after the request',
       `${n(f.faults.dynamoErrorsBefore)} / ${n(f.faults.dynamoErrorsAfter)} of ${n(f.faults.dynamoCalls)} calls`,
+    ],
+    [
+      'task-event publishes refused by SNS (injected) / publish calls',
+      `${n(f.faults.snsErrors)} / ${n(f.faults.snsCalls)}`,
     ],
     [
       'worker: record deliveries failed and retried / whole batches failed',

@@ -58,7 +58,7 @@ export function findUnstorableNumber(value: unknown, path: string): { path: stri
  * received, numeric strings turned into numbers).
  */
 export function unstorableNumberIn(cb: Callback): string | null {
-  // A screenshot upload's code comes from its output.fileState when it has one (spec §7.2).
+  // A screenshot upload's code comes from its output.fileState when it has one (docs/platform-callbacks.md §7).
   const output = cb.body.output as Record<string, unknown> | null | undefined;
   const uploadField = cb.service === 'screenshot' && output?.fileState != null ? 'output.fileState' : 'code';
   const fields: [string, unknown][] = [

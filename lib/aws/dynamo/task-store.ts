@@ -4,23 +4,20 @@
 // unchanged). Counts stay exact under redelivery and crashes because every item remembers, as a token,
 // which callbacks it has absorbed until the callback's ledger entry exists; the ledger entry is written
 // last, so its existence means the callback reached every item. Tokens of finished callbacks are pruned
-// by later writes, so no item grows with the number of callbacks. See README "Worker and table design".
+// by later writes, so no item grows with the number of callbacks. See docs/design.md, "Table design" and after.
 import {
-  BatchGetItemCommand,
-  type BatchGetItemCommandOutput,
   ConditionalCheckFailedException,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
   type AttributeValue,
-  type ConsumedCapacity,
   type DynamoDBClient,
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { Buffer } from 'node:buffer';
 import type { Callback } from '../../domain/callback.ts';
-import { idFieldOf } from '../../domain/services.ts';
+import { ID_FIELD_OF } from '../../domain/services.ts';
 import {
   applyToFile,
   applyToHeader,
@@ -29,8 +26,8 @@ import {
   fileState,
   rankOf,
   sortTimeOf,
-  taskStatuses,
-  toTask,
+  TASK_STATUSES,
+  toSummary,
   type FileRecord,
   type FileState,
   type FileTransition,
@@ -42,19 +39,36 @@ import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
+  Page,
+  PageRequest,
   QuarantineEntry,
   StoredEvent,
+  TaskPage,
+  StoredWrite,
   TaskQuery,
+  TaskRef,
   TaskStore,
   TaskSummary,
 } from '../../domain/task-store.ts';
+import {
+  ContentionError,
+  addCapacity,
+  backoff,
+  batchGetItems,
+  fileFromItem,
+  headerFromItem,
+  type Item,
+  type Key,
+  fromItem,
+  toItem,
+} from './items.ts';
+import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, SORT_AT, dayOf } from './table.ts';
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
 import { errorSentence } from '../../text.ts';
 import { unstorableNumberIn } from './numbers.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS, Index, Keys, SORT_AT, dayOf } from './table.ts';
 
-type Item = Record<string, any>;
-type Key = { pk: string; sk: string };
+export { ContentionError } from './items.ts';
 
 export interface DynamoTaskStoreOptions {
   client: DynamoDBClient;
@@ -67,15 +81,12 @@ export interface DynamoTaskStoreOptions {
   pruneThreshold?: number;
   /** Optimistic-concurrency attempts before giving up with a retryable error (default 16). */
   maxAttempts?: number;
+  /** Requests a page of a listing may cost (read-pages.ts). */
+  readBudget?: Partial<ReadBudget>;
 }
 
 /** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
 const FAILED_CONDITION_WCU = 1;
-
-/** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
-export class ContentionError extends Error {
-  override name = 'ContentionError';
-}
 
 export class DynamoTaskStore implements TaskStore {
   private readonly client: DynamoDBClient;
@@ -84,6 +95,7 @@ export class DynamoTaskStore implements TaskStore {
   private readonly now: () => number;
   private readonly pruneThreshold: number;
   private readonly maxAttempts: number;
+  private readonly reader: DynamoTaskReader;
 
   constructor(opts: DynamoTaskStoreOptions) {
     this.client = opts.client;
@@ -92,6 +104,12 @@ export class DynamoTaskStore implements TaskStore {
     this.now = opts.now ?? Date.now;
     this.pruneThreshold = opts.pruneThreshold ?? 4;
     this.maxAttempts = opts.maxAttempts ?? 16;
+    this.reader = new DynamoTaskReader({
+      client: this.client,
+      tableName: this.table,
+      now: this.now,
+      budget: opts.readBudget,
+    });
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -152,13 +170,18 @@ export class DynamoTaskStore implements TaskStore {
       const inEveryItem = (!fileKey || fileHasToken) && headerHasToken;
       // The ledger is read after the items it guards: if a token was pruned before those reads, the
       // ledger entry already existed, so this reads it and stops (see the module comment).
-      if (!inEveryItem && (await this.exists(eventKey, cap))) return { outcome: 'duplicate', capacity: cap };
+      // Read before the ledger: the callback's effects are in them (it reached every item before its entry).
+      const asFound = (): StoredWrite | null => storedAsFound(header, file);
+      if (!inEveryItem && (await this.exists(eventKey, cap)))
+        return { outcome: 'duplicate', stored: asFound(), capacity: cap };
 
       let transition: FileTransition | null = null;
+      let fileChange: StoredWrite['file'] = null;
       if (fileKey) {
         if (fileHasToken) {
           const t = file!.inflight[cb.key] as FileToken;
           transition = { from: t.f ?? null, to: t.t ?? null };
+          fileChange = { before: null, after: fileFromItem(file!) };
         } else {
           const before = file ? fileFromItem(file) : null;
           const after = applyToFile(before, cb);
@@ -167,21 +190,26 @@ export class DynamoTaskStore implements TaskStore {
           inflight[cb.key] = { ts: cb.timestamp, f: transition.from, t: transition.to } satisfies FileToken;
           const written = await this.putVersioned(fileToItem(fileKey, cb, after, inflight), file?.ver, cap);
           if (!written) continue;
+          fileChange = { before, after };
         }
       }
 
-      let status = header?.status as TaskStatus;
+      let headerAfter = header ? headerFromItem(header) : null;
+      let statusBefore: TaskStatus | null = null;
       if (!headerHasToken) {
         const applied = await this.applyHeader(headerKey, header, cb, transition, eventKey, cap);
         if (applied === 'conflict') continue;
-        if (applied === 'duplicate') return { outcome: 'duplicate', capacity: cap };
-        status = applied.status;
+        if (applied === 'duplicate') return { outcome: 'duplicate', stored: null, capacity: cap };
+        headerAfter = applied.after;
+        statusBefore = applied.statusBefore;
       }
+      const status = deriveStatus(headerAfter!);
 
       const created = await this.putLedgerEntry(eventKey, d, fileName, cap);
       // Both items held the token and another delivery wrote the ledger entry first: nothing was new.
-      if (!created && inEveryItem) return { outcome: 'duplicate', capacity: cap };
-      return { outcome: 'applied', transition, status, capacity: cap };
+      if (!created && inEveryItem) return { outcome: 'duplicate', stored: asFound(), capacity: cap };
+      const stored: StoredWrite = { task: toSummary(headerAfter!), statusBefore, file: fileChange };
+      return { outcome: 'applied', transition, status, stored, capacity: cap };
     }
   }
 
@@ -193,13 +221,13 @@ export class DynamoTaskStore implements TaskStore {
     transition: FileTransition | null,
     eventKey: Key,
     cap: Capacity,
-  ): Promise<{ status: TaskStatus } | 'duplicate' | 'conflict'> {
+  ): Promise<{ after: TaskHeader; statusBefore: TaskStatus | null } | 'duplicate' | 'conflict'> {
     let current = header;
     for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
       if (attempt > 1) {
         await backoff(attempt);
         current = await this.get(headerKey, cap);
-        if (holdsToken(current, cb.key)) return { status: current!.status };
+        if (holdsToken(current, cb.key)) return { after: headerFromItem(current!), statusBefore: null };
         // Created meanwhile by a callback of another service or appKey: the caller starts over and sees it.
         if (current && foreignTask(current, cb)) return 'conflict';
         if (await this.exists(eventKey, cap)) return 'duplicate';
@@ -209,7 +237,7 @@ export class DynamoTaskStore implements TaskStore {
       const inflight = await this.pruneTokens(headerKey.pk, current?.inflight, cap);
       inflight[cb.key] = cb.timestamp;
       if (await this.putVersioned(headerToItem(headerKey, after, inflight), current?.ver, cap))
-        return { status: deriveStatus(after) };
+        return { after, statusBefore: before ? deriveStatus(before) : null };
     }
     throw new ContentionError(`task ${cb.id} header stayed contended after ${this.maxAttempts} attempts`);
   }
@@ -323,75 +351,39 @@ export class DynamoTaskStore implements TaskStore {
   // -------------------------------------------------------------------------------------------------
   // Reads
 
+  // The paginated reads live in read-pages.ts; the whole-task and whole-listing reads are built on them,
+  // so that the CLI and the read API give the same results.
+
+  getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null> {
+    return this.reader.getTaskPage(ref, page);
+  }
+
+  listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {
+    return this.reader.listTasksPage(query, page);
+  }
+
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+    return this.reader.listEventsPage(ref, page);
+  }
+
   async getTask(id: string): Promise<Task | null> {
-    const header = await this.get({ pk: Keys.taskPk(id), sk: Keys.headerSk }, { read: 0, write: 0 });
-    if (!header) return null;
-    const files: FileRecord[] = [];
-    for await (const item of this.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.filePrefix } },
-    })) {
-      files.push(fileFromItem(item));
-    }
-    return toTask(headerFromItem(header), files);
+    const page = await this.getTaskPage({ id }, { limit: Number.POSITIVE_INFINITY });
+    return page?.task ?? null;
   }
 
   async listEvents(id: string): Promise<StoredEvent[]> {
-    const events: StoredEvent[] = [];
-    for await (const item of this.queryAll({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':p': { S: Keys.eventPrefix } },
-    })) {
-      events.push({
-        key: item.key,
-        type: item.type,
-        timestamp: item.timestamp,
-        receivedAt: item.receivedAt,
-        verdict: item.verdict,
-        requestId: item.requestId ?? null,
-        raw: item.raw,
-        expiresAt: item.expiresAt ?? null,
-      });
-    }
-    return events;
+    return (await this.listEventsPage({ id }, { limit: Number.POSITIVE_INFINITY }))?.items ?? [];
   }
 
   async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
-    const limit = query.limit ?? Infinity;
-    const until = query.until ?? this.now() + 366 * 86400_000;
-    const since = query.since ?? 0;
-    const streams: AsyncIterable<Key & { sortAt: number }>[] = [];
-    const range = { since, until };
-    if (query.sessionId)
-      streams.push(this.indexKeys(Index.bySession.name, Index.bySession.pk, Keys.sessionGsi(query.sessionId), range));
-    else if (query.roomId)
-      streams.push(this.indexKeys(Index.byRoom.name, Index.byRoom.pk, Keys.roomGsi(query.roomId), range));
-    else if (query.appKey) {
-      for (const status of query.status ? [query.status] : taskStatuses) {
-        streams.push(
-          this.indexKeys(Index.byAppStatus.name, Index.byAppStatus.pk, Keys.appStatusGsi(query.appKey, status), range),
-        );
-      }
-    } else {
-      streams.push(this.dayKeys(range, query.since === undefined ? 30 : undefined));
-    }
-    let emitted = 0;
-    // A task whose keys change while it is listed (its status, say) can come from two index partitions.
-    for await (const batch of batched(firstOfEach(mergeNewestFirst(streams)), 50)) {
-      const items = await this.getMany(
-        batch.map((k) => ({ pk: k.pk, sk: k.sk })),
-        { read: 0, write: 0 },
-      );
-      for (const item of items) {
-        if (!item) continue;
-        const summary = summaryFromItem(item);
-        if (query.appKey && summary.appKey !== query.appKey) continue;
-        if (query.status && summary.status !== query.status) continue;
-        if (query.roomId && summary.roomId !== query.roomId) continue;
-        yield summary;
-        if (++emitted >= limit) return;
-      }
-    }
+    let remaining = query.limit ?? Number.POSITIVE_INFINITY;
+    let cursor: string | undefined;
+    do {
+      const page = await this.listTasksPage(query, { limit: Math.min(remaining, 500), cursor });
+      for (const summary of page.items) yield summary;
+      remaining -= page.items.length;
+      cursor = page.next ?? undefined;
+    } while (cursor && remaining > 0);
   }
 
   async *listQuarantine(opts: { sinceDays?: number; limit?: number } = {}): AsyncIterable<QuarantineEntry> {
@@ -409,41 +401,6 @@ export class DynamoTaskStore implements TaskStore {
         yield entry as QuarantineEntry;
         if (++emitted >= limit) return;
       }
-    }
-  }
-
-  /** Task keys from one index partition, newest first, within the time range. */
-  private async *indexKeys(
-    index: string,
-    pkAttr: string,
-    value: string,
-    range: { since: number; until: number },
-  ): AsyncIterable<Key & { sortAt: number }> {
-    for await (const item of this.queryAll({
-      IndexName: index,
-      KeyConditionExpression: `${pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
-      ExpressionAttributeValues: {
-        ':v': { S: value },
-        ':a': { N: String(range.since) },
-        ':b': { N: String(range.until) },
-      },
-      ScanIndexForward: false,
-    })) {
-      yield { pk: item.pk, sk: item.sk, sortAt: item[SORT_AT] };
-    }
-  }
-
-  /** Every task, newest first, one day partition at a time. */
-  private async *dayKeys(
-    range: { since: number; until: number },
-    maxDays: number | undefined,
-  ): AsyncIterable<Key & { sortAt: number }> {
-    const lastDay = Math.min(range.until, this.now() + 86400_000);
-    const firstDay = maxDays !== undefined ? Math.max(range.since, lastDay - maxDays * 86400_000) : range.since;
-    for (let t = lastDay; t >= firstDay - 86400_000; t -= 86400_000) {
-      const day = dayOf(t);
-      if (day < dayOf(firstDay)) break;
-      yield* this.indexKeys(Index.byDay.name, Index.byDay.pk, Keys.dayGsi(day), range);
     }
   }
 
@@ -469,33 +426,8 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   /** Strongly consistent reads of several items, in the order of `keys` (null where absent). */
-  private async getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
-    const found = new Map<string, Item>();
-    // BatchGetItem refuses a request that names a key twice.
-    const unique = [...new Map(keys.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
-    for (let i = 0; i < unique.length; i += 100) {
-      let request: Record<string, any> | undefined = {
-        [this.table]: {
-          Keys: unique.slice(i, i + 100).map((k) => marshall(k)),
-          ConsistentRead: true,
-          ...(keysOnly ? { ProjectionExpression: 'pk, sk' } : {}),
-        },
-      };
-      for (let round = 0; request && Object.keys(request).length; round++) {
-        if (round > 0) await backoff(round + 1);
-        const res: BatchGetItemCommandOutput = await this.client.send(
-          new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
-        );
-        for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
-        for (const raw of res.Responses?.[this.table] ?? []) {
-          const item = fromItem(raw as Record<string, AttributeValue>);
-          found.set(`${item.pk}\u0000${item.sk}`, item);
-        }
-        request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
-        if (round > 20) throw new ContentionError('BatchGetItem left keys unprocessed after 20 rounds');
-      }
-    }
-    return keys.map((k) => found.get(`${k.pk}\u0000${k.sk}`) ?? null);
+  private getMany(keys: Key[], cap: Capacity, keysOnly = false): Promise<(Item | null)[]> {
+    return batchGetItems(this.client, this.table, keys, cap, keysOnly);
   }
 
   /** Puts an item if its version is still the one read (or it is still absent). */
@@ -574,7 +506,7 @@ function foreignTask(
 const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
 /** The longest status, for the byAppStatus index key. */
-const LONGEST_STATUS = taskStatuses.reduce((a, b) => (b.length > a.length ? b : a));
+const LONGEST_STATUS = TASK_STATUSES.reduce((a, b) => (b.length > a.length ? b : a));
 
 /**
  * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
@@ -585,7 +517,7 @@ function oversizedKey(cb: Callback, replayKey: string | null): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const fileName = fileNameOf(cb);
   const partitionKeys: [string, string | null][] = [
-    [idFieldOf[cb.service], Keys.taskPk(cb.id)],
+    [ID_FIELD_OF[cb.service], Keys.taskPk(cb.id)],
     ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
     ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
     ['appKey', Keys.appStatusGsi(cb.appKey, LONGEST_STATUS)],
@@ -659,147 +591,16 @@ function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, number>)
   };
 }
 
-function headerFromItem(item: Item): TaskHeader {
-  return {
-    service: item.service,
-    id: item.id,
-    identRank: item.identRank,
-    appKey: item.appKey,
-    roomId: item.roomId ?? null,
-    sessionId: item.sessionId ?? null,
-    userId: item.userId ?? null,
-    mode: item.mode ?? null,
-    extra: item.extra ?? null,
-    configRank: item.configRank ?? null,
-    config: item.config ?? null,
-    startRank: item.startRank ?? null,
-    startedAt: item.startedAt ?? null,
-    startFileName: item.startFileName ?? null,
-    endRank: item.endRank ?? null,
-    endedAt: item.endedAt ?? null,
-    endOk: item.endOk ?? false,
-    startOrEndFailed: item.startOrEndFailed ?? false,
-    lastError: item.lastError ?? null,
-    firstAt: item.firstAt,
-    updatedAt: item.updatedAt,
-    eventCount: item.eventCount ?? 0,
-    fileCount: item.fileCount ?? 0,
-    pendingFiles: item.pendingFiles ?? 0,
-    failedFiles: item.failedFiles ?? 0,
-  };
-}
-
 function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, FileToken>): Item {
   return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
 }
 
-function fileFromItem(item: Item): FileRecord {
+/** The task and the file as a delivery found them, with no "before" (see StoredWrite). */
+function storedAsFound(header: Item | null, file: Item | null): StoredWrite | null {
+  if (!header) return null;
   return {
-    fileName: item.fileName,
-    sizeRank: item.sizeRank ?? null,
-    size: item.size ?? null,
-    upload: item.upload ?? null,
-    firstFailureAt: item.firstFailureAt ?? null,
-    attempts: item.attempts ?? 0,
+    task: toSummary(headerFromItem(header)),
+    statusBefore: null,
+    file: file ? { before: null, after: fileFromItem(file) } : null,
   };
-}
-
-function summaryFromItem(item: Item): TaskSummary {
-  const h = headerFromItem(item);
-  return {
-    service: h.service,
-    id: h.id,
-    appKey: h.appKey,
-    roomId: h.roomId,
-    sessionId: h.sessionId,
-    userId: h.userId,
-    status: deriveStatus(h),
-    startedAt: h.startedAt,
-    endedAt: h.endedAt,
-    updatedAt: h.updatedAt,
-    sortAt: item[SORT_AT],
-    eventCount: h.eventCount,
-    fileCount: h.fileCount,
-    pendingFiles: h.pendingFiles,
-    failedFiles: h.failedFiles,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------
-
-/**
- * An item as DynamoDB takes it. Every finite number in DynamoDB's range is written as JavaScript prints it
- * (the SDK by default refuses integers beyond 2^53, which DynamoDB stores); anything the SDK cannot convert
- * makes the callback unstorable, not a retry.
- */
-function toItem(item: Item): Record<string, AttributeValue> {
-  try {
-    return marshall(item, { removeUndefinedValues: true, allowImpreciseNumbers: true });
-  } catch (err) {
-    throw new UnstorableCallbackError(`it cannot be turned into a DynamoDB item: ${errorSentence(err)}`, {
-      cause: err,
-    });
-  }
-}
-
-/** An item as stored, numbers read back as the very doubles that were written (not BigInt, never a throw). */
-function fromItem(raw: Record<string, AttributeValue>): Item {
-  return unmarshall(raw, { wrapNumbers: Number });
-}
-
-function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write') {
-  if (!consumed) return;
-  const units =
-    consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;
-  if (kind === 'read') cap.read += units;
-  else cap.write += units;
-}
-
-/** Exponential back-off with full jitter (5 ms doubling, capped at 400 ms): contenders spread out. */
-function backoff(attempt: number): Promise<void> {
-  const ms = Math.random() * Math.min(400, 5 * 2 ** Math.min(attempt, 10));
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-async function* batched<T>(source: AsyncIterable<T>, size: number): AsyncIterable<T[]> {
-  let batch: T[] = [];
-  for await (const x of source) {
-    batch.push(x);
-    if (batch.length >= size) {
-      yield batch;
-      batch = [];
-    }
-  }
-  if (batch.length) yield batch;
-}
-
-/** The first item of each task key, in stream order. */
-async function* firstOfEach<T extends Key>(source: AsyncIterable<T>): AsyncIterable<T> {
-  const seen = new Set<string>();
-  for await (const item of source) {
-    const id = `${item.pk}\u0000${item.sk}`;
-    if (seen.has(id)) continue;
-    seen.add(id);
-    yield item;
-  }
-}
-
-/** Merges streams that are each sorted newest first into one stream sorted newest first. */
-async function* mergeNewestFirst<T extends { sortAt: number }>(streams: AsyncIterable<T>[]): AsyncIterable<T> {
-  if (streams.length === 1) {
-    yield* streams[0]!;
-    return;
-  }
-  const iters = streams.map((s) => s[Symbol.asyncIterator]());
-  const heads = await Promise.all(iters.map((it) => it.next()));
-  for (;;) {
-    let best = -1;
-    heads.forEach((h, i) => {
-      if (h.done) return;
-      if (best === -1 || h.value.sortAt > (heads[best]!.value as T).sortAt) best = i;
-    });
-    if (best === -1) return;
-    yield heads[best]!.value as T;
-    heads[best] = await iters[best]!.next();
-  }
 }

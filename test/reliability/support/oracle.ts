@@ -1,4 +1,4 @@
-// What the receiving endpoint must answer, written from the contract and the README's rules rather than
+// What the receiving endpoint must answer, written from docs/contract.md §1 and §2 rather than
 // from the handler's code, so that the fuzz tests compare two independent readings of the same rules.
 import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
@@ -10,7 +10,7 @@ export type Expected =
 
 export const accepted = (raw: string, appKey: string): Expected => ({ ok: true, status: 200, raw, appKey });
 
-/** The codes of CONTRACT §1 with their status. `secrets_unavailable` and `internal_error` are not in it. */
+/** The codes of docs/contract.md §1 with their status. `secrets_unavailable` and `internal_error` are not in it. */
 export const contractCodes: Readonly<Record<string, number>> = {
   invalid_json: 400,
   invalid_body: 400,
@@ -118,7 +118,7 @@ export interface SignatureFacts {
 
 const sha1 = (text: string) => createHash('sha1').update(text, 'utf8').digest('hex');
 
-/** The signature steps in `enforce` mode, in the README's order; null when the request is accepted. */
+/** The signature steps in `enforce` mode, in the order of docs/contract.md §2; null when the request is accepted. */
 export function judgeSignature(f: SignatureFacts): string | null {
   if (f.claimedAppKey !== undefined && f.claimedAppKey !== f.appKey) return 'invalid_signature';
   if (!f.secrets || f.secrets.length === 0) return 'unknown_app_key';

@@ -8,8 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
-import type { LocalStackInfo } from '../../../cli/target.ts';
-import { DATA_DIR, STACK_FILE } from '../../../cli/target.ts';
+import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../lib/local/stack-file.ts';
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
@@ -24,8 +23,8 @@ import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../../support/dynalite.ts';
 import { LOCAL_CREDENTIALS } from '../../../lib/local/deployed-settings.ts';
+import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 
 const REGION = 'us-east-1';
 

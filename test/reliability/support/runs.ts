@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
-import { reduceTask, type Task } from '../../../lib/domain/task.ts';
+import { reduceTask } from '../../../lib/domain/reduce-task.ts';
+import type { Task } from '../../../lib/domain/task.ts';
 import {
   callbacksOf,
   interleavedDeliveries,
@@ -14,14 +15,14 @@ import {
   type Body,
   type Delivery,
   type Lifecycle,
-} from '../../../lib/domain/testing/lifecycles.ts';
+} from '../../support/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { idFieldOf, type Service } from '../../../lib/domain/services.ts';
+import { ID_FIELD_OF, type Service } from '../../../lib/domain/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { sqsEvent } from '../../support/sqs-events.ts';
 
-const idField = (service: Service) => idFieldOf[service];
+const idField = (service: Service) => ID_FIELD_OF[service];
 
 /** Recording and screenshot lifecycles with duplicates, the same for a given seed. */
 export function sampleRun(

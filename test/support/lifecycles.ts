@@ -2,14 +2,36 @@
 // of the recording and screenshot services, with the platform's inconsistencies (numeric strings, "" for
 // absent values, unknown fields). Each lifecycle also says what a receiver should end up holding for its
 // files and status, worked out from the plan rather than from the callbacks. Shared by the domain, store
-// and worker tests.
+// and worker tests. The platform's own description (lib/platform/) gives the modes, file names, body
+// shapes and failure values; what is drawn, and what a receiver should make of it, is decided here.
 import fc from 'fast-check';
-import type { Service } from '../services.ts';
-import { parseCallback } from '../callback.ts';
-import type { Callback } from '../callback.ts';
-import type { FileUpload, TaskStatus } from '../task.ts';
+import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
+import type { FileUpload, TaskStatus } from '../../lib/domain/task.ts';
+import { createRandom } from '../../lib/emulator/random.ts';
+import { reorderKeys } from '../../lib/emulator/reorder-keys.ts';
+import {
+  type Body,
+  type RecordingTask,
+  recordingFileClosed,
+  recordingStart,
+  recordingUpload,
+  type ScreenshotTask,
+  screenshotStartOrEnd,
+  screenshotUpload,
+} from '../../lib/platform/bodies.ts';
+import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
+import {
+  type Outcome,
+  RECORDING_UPLOAD_FAILURES,
+  SCREENSHOT_UPLOAD_FAILURES,
+  SUCCESS,
+  TASK_FAILURES,
+} from '../../lib/platform/failures.ts';
+import { recordingFileName, screenshotFileName } from '../../lib/platform/file-names.ts';
+import { knownMode, RECORDING_MODES } from '../../lib/platform/modes.ts';
+import type { Service } from '../../lib/domain/services.ts';
 
-export type Body = Record<string, unknown>;
+export type { Body };
 
 export interface ExpectedFile {
   fileName: string;
@@ -34,33 +56,12 @@ export interface Delivery {
 
 const BASE_TS = 1_763_798_400_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** The platform retries an upload to faulty storage every 10 s (spec §6). */
-const RETRY_MS = 10_000;
-
-const RECORDING_UPLOAD_FAILURES = [
-  { code: 500, message: 'upload to storage failed' },
-  { code: 503, message: 'storage unavailable' },
-  { code: 403, message: 'storage access denied' },
-] as const;
-const SCREENSHOT_UPLOAD_FAILURES = [
-  { state: '10001', message: 'storage auth failed' },
-  { state: '10002', message: 'storage unreachable' },
-  { state: '10003', message: 'bucket not found' },
-] as const;
-const TASK_FAILURES = [
-  { code: 400, message: 'invalid parameters' },
-  { code: 500, message: 'internal error' },
-  { code: 1004, message: 'room not found' },
-] as const;
-
-const MIX_MODES = new Set([3, 4, 5]);
-const AUDIO_ONLY_MODES = new Set([2, 5]);
-const VIDEO_ONLY_MODES = new Set([1, 4]);
 
 const mostly = <T>(common: fc.Arbitrary<T>, rare: fc.Arbitrary<T>, weight = 6) =>
   fc.oneof({ weight, arbitrary: common }, { weight: 1, arbitrary: rare });
 
-const taskFailure = fc.constantFrom(...TASK_FAILURES);
+const taskFailure: fc.Arbitrary<Outcome> = fc.constantFrom(...TASK_FAILURES);
+const pickFailure = <T>(catalogue: readonly T[], index: number): T => catalogue[index % catalogue.length]!;
 const okOrFailure = mostly(fc.constant(null), taskFailure);
 
 const token = (min: number, max: number) => fc.stringMatching(new RegExp(`^[A-Za-z0-9]{${min},${max}}$`));
@@ -109,6 +110,7 @@ interface UploadPlan {
 const uploadPlan = (maxFailures: number, alwaysAttempted: boolean): fc.Arbitrary<UploadPlan> =>
   fc
     .record({
+      // `failure` picks from the service's catalogue of upload failures, modulo its length.
       failures: fc.array(fc.record({ failure: fc.nat({ max: 2 }), gapSteps: fc.integer({ min: 1, max: 3 }) }), {
         maxLength: maxFailures,
       }),
@@ -152,7 +154,7 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
       sessionId: token(8, 12),
       userId: fc.constantFrom('user-alice', 'user-bob'),
       streamTag: fc.constantFrom('main', 'screen'),
-      mode: fc.integer({ min: 0, max: 6 }),
+      mode: fc.integer({ min: 0, max: RECORDING_MODES.length - 1 }).map((i) => RECORDING_MODES[i]!.mode),
       extra: fc.constantFrom('', 'meeting=abc'),
       t0: fc.integer({ min: BASE_TS, max: BASE_TS + 30 * DAY_MS }),
       trigger: fc.constantFrom(0, 1),
@@ -175,15 +177,13 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
       quirks: fc.array(quirks, { minLength: QUIRK_SLOTS, maxLength: QUIRK_SLOTS }),
     })
     .map((p): Lifecycle => {
-      const mix = MIX_MODES.has(p.mode);
-      const format = AUDIO_ONLY_MODES.has(p.mode) ? 'aac' : 'mp4';
-      const fileNameAt = (ts: number) =>
-        mix
-          ? `${p.sessionId}_${p.roomId}_${ts}.${format}`
-          : p.mode === 6
-            ? `${p.sessionId}_${p.roomId}_${p.userId}_${ts}.${format}`
-            : `${p.sessionId}_${p.roomId}_${p.userId}_${p.streamTag}_${ts}.${format}`;
-      const common = {
+      const mode = knownMode(p.mode);
+      const mix = mode.kind === 'mix';
+      const format = mode.video ? 'mp4' : 'aac';
+      const { sessionId, roomId, userId, streamTag } = p;
+      const fileNameAt = (timestamp: number) =>
+        recordingFileName({ sessionId, roomId, userId, streamTag, mode: p.mode, timestamp, format });
+      const task: RecordingTask = {
         appKey: p.appKey,
         recordId: p.recordId,
         roomId: p.roomId,
@@ -192,54 +192,33 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
         mode: p.mode,
         extra: p.extra,
       };
-      const status = (failure: { code: number; message: string } | null) =>
-        failure ? { code: failure.code, errorMessage: failure.message } : { code: 200, errorMessage: 'success' };
       const bodies: Body[] = [];
       const files: ExpectedFile[] = [];
       const sliceMs = p.slicesMin * 60_000;
 
-      bodies.push({
-        timestamp: p.t0,
-        type: 1,
-        ...common,
-        ...status(p.startFailure),
-        config: {
-          trigger: p.trigger,
-          ...(mix ? { mixLayout: p.mixLayout } : {}),
-          slicesMin: p.slicesMin,
-          audioFormat: 'aac',
-          videoFormat: 'mp4',
-        },
-        output: {
-          fileName: fileNameAt(p.t0),
-          audioSample: VIDEO_ONLY_MODES.has(p.mode) ? '' : 48000,
-          videoResoulation: AUDIO_ONLY_MODES.has(p.mode) ? '' : '1280x720',
-        },
-      });
+      const config = {
+        trigger: p.trigger,
+        ...(mix ? { mixLayout: p.mixLayout } : {}),
+        slicesMin: p.slicesMin,
+        audioFormat: 'aac',
+        videoFormat: 'mp4',
+      };
+      const output = {
+        fileName: fileNameAt(p.t0),
+        audioSample: mode.audio ? 48000 : '',
+        videoResoulation: mode.video ? '1280x720' : '',
+      };
+      bodies.push(recordingStart(task, p.t0, p.startFailure ?? SUCCESS, config, output));
 
       const uploads = (fileName: string, closedAt: number, plan: UploadPlan) => {
         let at = closedAt + 30_000;
         plan.failures.forEach((f, i) => {
-          if (i > 0) at += f.gapSteps * RETRY_MS;
-          const failure = RECORDING_UPLOAD_FAILURES[f.failure]!;
-          bodies.push({
-            timestamp: at,
-            type: 4,
-            ...common,
-            code: failure.code,
-            errorMessage: failure.message,
-            output: { fileName, fileUrl: '' },
-          });
+          if (i > 0) at += f.gapSteps * UPLOAD_RETRY_MS;
+          bodies.push(recordingUpload(task, at, pickFailure(RECORDING_UPLOAD_FAILURES, f.failure), fileName));
         });
         if (plan.succeeds) {
-          if (plan.failures.length) at += plan.successGapSteps * RETRY_MS;
-          bodies.push({
-            timestamp: at,
-            type: 4,
-            ...common,
-            ...status(null),
-            output: { fileName, fileUrl: `https://storage.example.com/recordings/${fileName}` },
-          });
+          if (plan.failures.length) at += plan.successGapSteps * UPLOAD_RETRY_MS;
+          bodies.push(recordingUpload(task, at, SUCCESS, fileName));
         }
         files.push({
           fileName,
@@ -253,15 +232,8 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
         let end: { ok: boolean } | null = null;
         if (p.end) {
           end = { ok: false };
-          const endAt = p.t0 + p.end.afterMs;
           const fileName = fileNameAt(p.t0);
-          bodies.push({
-            timestamp: endAt,
-            type: 3,
-            ...common,
-            ...status(p.startFailure),
-            output: { fileName, fileSize: 0 },
-          });
+          bodies.push(recordingFileClosed(task, 3, p.t0 + p.end.afterMs, p.startFailure, { fileName, fileSize: 0 }));
           files.push({ fileName, upload: 'pending', attempts: 0 });
         }
         return finish(
@@ -278,7 +250,7 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
       p.slices.forEach((s, i) => {
         const at = p.t0 + (i + 1) * sliceMs;
         const fileName = fileNameAt(fileStart);
-        bodies.push({ timestamp: at, type: 2, ...common, ...status(null), output: { fileName, fileSize: s.size } });
+        bodies.push(recordingFileClosed(task, 2, at, SUCCESS, { fileName, fileSize: s.size }));
         uploads(fileName, at, s.upload);
         fileStart = at;
       });
@@ -287,13 +259,7 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
         const at = fileStart + p.end.afterMs;
         const fileName = fileNameAt(fileStart);
         end = { ok: p.end.failure === null };
-        bodies.push({
-          timestamp: at,
-          type: 3,
-          ...common,
-          ...status(p.end.failure),
-          output: { fileName, fileSize: p.end.size },
-        });
+        bodies.push(recordingFileClosed(task, 3, at, p.end.failure ?? SUCCESS, { fileName, fileSize: p.end.size }));
         uploads(fileName, at, p.end.upload);
       }
       return finish('recording', p.recordId, bodies, p.quirks, files, statusOf('recording', files, { ok: true }, end));
@@ -333,42 +299,30 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
       quirks: fc.array(quirks, { minLength: QUIRK_SLOTS, maxLength: QUIRK_SLOTS }),
     })
     .map((p): Lifecycle => {
-      const common = { appKey: p.appKey, sessionId: p.sessionId, roomId: p.roomId, imageId: p.imageId, extra: p.extra };
+      const { sessionId, roomId, userId, streamId } = p;
+      const task: ScreenshotTask = { appKey: p.appKey, sessionId, roomId, imageId: p.imageId, extra: p.extra };
       const config = {
         trigger: p.trigger,
         slicesSec: p.slicesSec,
         renderMode: p.renderMode,
         picResolution: p.picResolution,
       };
-      const status = (failure: { code: number; message: string } | null) =>
-        failure ? { code: failure.code, errorMessage: failure.message } : { code: 200, errorMessage: 'success' };
-      const bodies: Body[] = [{ timestamp: p.t0, type: 1, ...common, ...status(p.startFailure), config }];
+      const bodies: Body[] = [screenshotStartOrEnd(task, 1, p.t0, p.startFailure ?? SUCCESS, config)];
       const files: ExpectedFile[] = [];
       const images = p.startFailure ? [] : p.images;
       const intervalMs = p.slicesSec * 1000;
 
       images.forEach((plan, i) => {
         const capturedAt = p.t0 + (i + 1) * intervalMs;
-        const fileName = `${p.sessionId}_${p.roomId}_${p.userId}_${p.streamId}_${capturedAt}.jpg`;
+        const fileName = screenshotFileName({ sessionId, roomId, userId, streamId, timestamp: capturedAt });
         let at = capturedAt + 1_000;
-        const upload = (state: string, message: string, fileUrl: string) =>
-          bodies.push({
-            timestamp: at,
-            type: 4,
-            ...common,
-            code: state === '10000' ? 200 : Number(state),
-            errorMessage: message,
-            tag: '',
-            output: { fileName, fileUrl, fileState: state, fileMsg: message },
-          });
         plan.failures.forEach((f, j) => {
-          if (j > 0) at += f.gapSteps * RETRY_MS;
-          const failure = SCREENSHOT_UPLOAD_FAILURES[f.failure]!;
-          upload(failure.state, failure.message, '');
+          if (j > 0) at += f.gapSteps * UPLOAD_RETRY_MS;
+          bodies.push(screenshotUpload(task, at, fileName, pickFailure(SCREENSHOT_UPLOAD_FAILURES, f.failure)));
         });
         if (plan.succeeds) {
-          if (plan.failures.length) at += plan.successGapSteps * RETRY_MS;
-          upload('10000', 'success', `https://storage.example.com/shots/${fileName}`);
+          if (plan.failures.length) at += plan.successGapSteps * UPLOAD_RETRY_MS;
+          bodies.push(screenshotUpload(task, at, fileName, null));
         }
         files.push({
           fileName,
@@ -381,13 +335,8 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
       if (p.end) {
         const failure = p.startFailure ?? p.end.failure;
         end = { ok: failure === null };
-        bodies.push({
-          timestamp: p.t0 + images.length * intervalMs + p.end.afterMs,
-          type: 3,
-          ...common,
-          ...status(failure),
-          config,
-        });
+        const at = p.t0 + images.length * intervalMs + p.end.afterMs;
+        bodies.push(screenshotStartOrEnd(task, 3, at, failure ?? SUCCESS, config));
       }
       return finish(
         'screenshot',
@@ -436,33 +385,9 @@ export function anyLifecycles(options: { minLength?: number; maxLength?: number 
 // ---------------------------------------------------------------------------------------------------
 // Delivery: duplicates, key order, permutations
 
-/** A small deterministic PRNG (mulberry32), so that a reordering is reproducible from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A deep copy of a JSON value with the keys of every object in a seed-driven order. */
 export function reorderKeysDeep<T>(value: T, seed: number): T {
-  const random = prng(seed);
-  const walk = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (v === null || typeof v !== 'object') return v;
-    const entries = Object.entries(v);
-    for (let i = entries.length - 1; i > 0; i--) {
-      const j = Math.floor(random() * (i + 1));
-      [entries[i], entries[j]] = [entries[j]!, entries[i]!];
-    }
-    // fromEntries defines own properties, so even a "__proto__" key stays a plain key.
-    return Object.fromEntries(entries.map(([k, child]) => [k, walk(child)]));
-  };
-  return walk(value) as T;
+  return reorderKeys(value, createRandom(seed));
 }
 
 /**

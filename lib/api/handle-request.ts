@@ -1,0 +1,180 @@
+// The read API (CONTRACT 5) as a plain function of an API Gateway v2 event and its dependencies:
+// `GET /tasks/{id}` (the task as `callbacks tasks get --json` prints it, its files one page at a time),
+// `GET /tasks` (the listing of `callbacks tasks list`, newest first) and `GET /tasks/{id}/events` (the stored
+// callbacks in timestamp order), each page with an opaque cursor to the next. It never throws: a store
+// that cannot be read is a 503, the caller retries. One log line per request.
+//
+// A task id is a recordId or an imageId, chosen by the platform per appKey: two appKeys may use the same
+// one. `appKey` then says which task is meant; without it such an id is refused with 409 `ambiguous_id`
+// naming the appKeys, rather than answered with either task.
+import { Buffer } from 'node:buffer';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { eventView } from '../domain/event-view.ts';
+import { AmbiguousTaskError, InvalidCursorError, type TaskReader } from '../domain/task-store.ts';
+import { errorResponse, jsonResponse, type ErrorCode, type JsonResponse } from '../ingest/responses.ts';
+import type { Logger } from '../log.ts';
+import {
+  MAX_IDENTIFIER_BYTES,
+  PAGE_MAX_BYTES,
+  cursorParameter,
+  parseListParams,
+  parseTaskParams,
+  type Parsed,
+} from './query.ts';
+import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from './routes.ts';
+
+export interface ApiDependencies {
+  store: TaskReader;
+  log: Logger;
+  now: () => number;
+  /** The answer is a 503 once reading takes this long, so that it always comes before the function's time-out. */
+  deadlineMs?: number;
+}
+
+/** Reading gave up at the deadline: as transient as a store time-out. */
+class DeadlineError extends Error {
+  override name = 'TimeoutError';
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  if (ms === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError(`no answer from the task store within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** The fields of the `api_request` log line: no query values beyond the task id, never a body. */
+interface RequestLog {
+  route: string;
+  requestId: string | undefined;
+  caller?: string;
+  id?: string;
+  status?: number;
+  code?: ErrorCode;
+  parameter?: string;
+  items?: number;
+  more?: boolean;
+  reason?: string;
+  latencyMs?: number;
+}
+
+type Level = 'info' | 'warn' | 'error';
+
+/** Answers are read data that may change at the next callback: no cache may keep them. */
+const noStore = { 'cache-control': 'no-store' };
+
+const clip = (text: string, max = 128): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+function reasonOf(error: unknown): string {
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
+}
+
+/**
+ * Whether an error came from reading the table (an AWS service error, a time-out, a connection that
+ * failed): transient, worth a retry. Anything else is a fault of this code.
+ */
+function isStoreFailure(error: unknown): boolean {
+  const e = (error ?? {}) as { $metadata?: unknown; name?: unknown; code?: unknown };
+  if (e.$metadata !== undefined) return true;
+  if (e.name === 'TimeoutError' || e.name === 'ContentionError') return true;
+  return typeof e.code === 'string' && /^(ECONN|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR)/.test(e.code);
+}
+
+export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiDependencies): Promise<JsonResponse> {
+  const started = performance.now();
+  const context = event?.requestContext as
+    | (APIGatewayProxyEventV2['requestContext'] & { authorizer?: { iam?: { userArn?: string } } })
+    | undefined;
+  const log: RequestLog = {
+    route: clip(String(event?.routeKey ?? '')),
+    requestId: context?.requestId || undefined,
+    caller: context?.authorizer?.iam?.userArn || undefined,
+  };
+  const outcome = { level: 'info' as Level };
+  let response: JsonResponse;
+  try {
+    response = await withDeadline(answer(event, deps, log), deps.deadlineMs);
+  } catch (error) {
+    const transient = isStoreFailure(error);
+    outcome.level = transient ? 'warn' : 'error';
+    log.reason = reasonOf(error);
+    log.code = transient ? 'store_unavailable' : 'internal_error';
+    response = transient
+      ? errorResponse('store_unavailable', 'The task store could not be read; retry later.', { 'retry-after': '1' })
+      : errorResponse('internal_error', 'An unexpected error occurred; retry later.');
+  }
+  log.status = response.statusCode;
+  log.latencyMs = Math.round((performance.now() - started) * 10) / 10;
+  try {
+    deps.log[outcome.level]('api_request', { ...log });
+  } catch {
+    // A failing log sink must not turn an answer into a failure.
+  }
+  return response;
+}
+
+async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log: RequestLog): Promise<JsonResponse> {
+  const fail = (code: ErrorCode, message: string, parameter?: string): JsonResponse => {
+    log.code = code;
+    if (parameter !== undefined) log.parameter = clip(parameter, 64);
+    return errorResponse(code, message, noStore);
+  };
+  const refused = (parsed: Extract<Parsed<unknown>, { ok: false }>) =>
+    fail('invalid_query', parsed.message, parsed.parameter);
+
+  const route = event?.routeKey as ApiRouteKey;
+  if (!API_ROUTE_KEYS.includes(route))
+    return fail('not_found', 'No such endpoint: the read API serves GET /tasks, /tasks/{id} and /tasks/{id}/events.');
+
+  try {
+    if (route === ApiRoutes.tasks) {
+      const parsed = parseListParams(event, deps.now());
+      if (!parsed.ok) return refused(parsed);
+      const { query, limit, cursor } = parsed.value;
+      const page = await deps.store.listTasksPage(query, { limit, cursor, maxBytes: PAGE_MAX_BYTES });
+      log.items = page.items.length;
+      log.more = page.next !== null;
+      return jsonResponse({ tasks: page.items, nextCursor: page.next }, noStore);
+    }
+
+    const id = event.pathParameters?.id ?? '';
+    log.id = clip(id);
+    const parsed = parseTaskParams(event, route);
+    if (!parsed.ok) return refused(parsed);
+    const { appKey, limit, cursor } = parsed.value;
+    const which = appKey === undefined ? `task ${id}` : `task ${id} of appKey ${appKey}`;
+    // No stored task can have an id this long (its key would be over DynamoDB's limit).
+    const storable = id !== '' && Buffer.byteLength(id, 'utf8') <= MAX_IDENTIFIER_BYTES;
+    const page = { limit, cursor, maxBytes: PAGE_MAX_BYTES };
+
+    if (route === ApiRoutes.task) {
+      const found = storable ? await deps.store.getTaskPage({ id, appKey }, page) : null;
+      if (!found) return fail('not_found', `There is no ${clip(which)}.`);
+      log.items = found.task.files.length;
+      log.more = found.nextFilesCursor !== null;
+      return jsonResponse({ task: found.task, nextFilesCursor: found.nextFilesCursor }, noStore);
+    }
+
+    const found = storable ? await deps.store.listEventsPage({ id, appKey }, page) : null;
+    if (!found) return fail('not_found', `There is no ${clip(which)}.`);
+    log.items = found.items.length;
+    log.more = found.next !== null;
+    return jsonResponse({ events: found.items.map(eventView), nextCursor: found.next }, noStore);
+  } catch (error) {
+    if (error instanceof InvalidCursorError) {
+      const name = cursorParameter(route);
+      return fail('invalid_query', `Query parameter "${name}" is not valid here: ${error.message}.`, name);
+    }
+    if (error instanceof AmbiguousTaskError) {
+      return fail(
+        'ambiguous_id',
+        `Task id ${clip(error.id)} is used by several appKeys (${error.appKeys.map((k) => clip(k, 64)).join(', ')}); ` +
+          'name one with the appKey query parameter.',
+      );
+    }
+    throw error;
+  }
+}

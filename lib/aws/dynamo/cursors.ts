@@ -1,0 +1,78 @@
+// Cursors of the paginated reads: opaque to callers, base64url of a small JSON object saying where the
+// next page starts (the last file name or event rank returned; for listings, the query as resolved on the
+// first page and a position in each stream of index partitions). Checked on the way in, never trusted.
+import { Buffer } from 'node:buffer';
+import * as v from 'valibot';
+import { InvalidCursorError } from '../../domain/task-store.ts';
+import { TASK_STATUSES } from '../../domain/task.ts';
+import { SERVICES } from '../../domain/services.ts';
+
+/** Longest cursor accepted: far above any this store makes, far below any request limit. */
+const MAX_CURSOR_CHARS = 8192;
+/** A sort key holds at most 1024 bytes, a partition key 2048. */
+const SortKeyPart = v.pipe(
+  v.string(),
+  v.check((s) => Buffer.byteLength(s, 'utf8') <= 1024),
+);
+
+export const FilesCursor = v.object({ f: SortKeyPart });
+export type FilesCursor = v.InferOutput<typeof FilesCursor>;
+export const EventsCursor = v.object({ e: SortKeyPart });
+export type EventsCursor = v.InferOutput<typeof EventsCursor>;
+
+const Filter = v.optional(v.pipe(v.string(), v.minLength(1)));
+/** A listing's query as resolved on its first page: filters and the absolute time window. */
+export const ResolvedQuery = v.object({
+  r: Filter,
+  s: Filter,
+  a: Filter,
+  st: v.optional(v.picklist(TASK_STATUSES)),
+  sv: v.optional(v.picklist(SERVICES)),
+  u: Filter,
+  from: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  to: v.pipe(v.number(), v.integer(), v.minValue(0)),
+});
+export type ResolvedQuery = v.InferOutput<typeof ResolvedQuery>;
+
+/**
+ * Where a stream of index partitions stands: partition `i`, after the entry (`s` = sortAt, `k` = the
+ * task's pk) when one of it was taken already; null once the stream is exhausted.
+ */
+export const Position = v.nullable(
+  v.object({
+    i: v.pipe(v.number(), v.integer(), v.minValue(0)),
+    s: v.optional(v.pipe(v.number(), v.integer())),
+    k: v.optional(
+      v.pipe(
+        v.string(),
+        v.startsWith('TASK#'),
+        v.check((s) => Buffer.byteLength(s, 'utf8') <= 2048),
+      ),
+    ),
+  }),
+);
+export type Position = v.InferOutput<typeof Position>;
+export const TasksCursor = v.object({ q: ResolvedQuery, p: v.array(Position) });
+export type TasksCursor = v.InferOutput<typeof TasksCursor>;
+
+export function encodeCursor(value: object): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+}
+
+export function encodeTasksCursor(q: ResolvedQuery, p: Position[]): string {
+  return encodeCursor({ q, p } satisfies TasksCursor);
+}
+
+export function decodeCursor<S extends v.GenericSchema>(text: string, schema: S): v.InferOutput<S> {
+  const invalid = () => new InvalidCursorError('the cursor is not one this listing gave out');
+  if (text.length === 0 || text.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(text)) throw invalid();
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  const parsed = v.safeParse(schema, value);
+  if (!parsed.success) throw invalid();
+  return parsed.output;
+}

@@ -1,0 +1,70 @@
+// Publishes task events (lib/domain/task-events.ts) to the stack's SNS topic. A publish either succeeds
+// for every event or throws: the worker then fails the record, and its redelivery publishes again.
+import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
+import type { TaskEvent } from '../../domain/task-events.ts';
+
+/** SNS takes at most ten messages per PublishBatch call. */
+const BATCH = 10;
+
+/** The message attributes subscribers' filter policies can match on. */
+export const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
+
+export interface EventPublisher {
+  publish(events: readonly TaskEvent[]): Promise<void>;
+}
+
+export class PublishError extends Error {
+  override name = 'PublishError';
+}
+
+export function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> {
+  const values: Record<(typeof EVENT_ATTRIBUTES)[number], string> = {
+    service: e.task.service,
+    type: e.type,
+    appKey: e.task.appKey,
+    status: e.task.status,
+  };
+  return Object.fromEntries(
+    EVENT_ATTRIBUTES.map((name) => [name, { DataType: 'String', StringValue: values[name] }]),
+  ) as Record<string, MessageAttributeValue>;
+}
+
+export function snsEventPublisher(client: SNSClient, topicArn: string): EventPublisher & { published(): number } {
+  let published = 0;
+  return {
+    published: () => published,
+    async publish(events) {
+      for (let i = 0; i < events.length; i += BATCH) {
+        const chunk = events.slice(i, i + BATCH);
+        const res = await client.send(
+          new PublishBatchCommand({
+            TopicArn: topicArn,
+            PublishBatchRequestEntries: chunk.map((e, j) => ({
+              Id: String(j),
+              Message: JSON.stringify(e),
+              MessageAttributes: messageAttributes(e),
+            })),
+          }),
+        );
+        const failed = res.Failed ?? [];
+        published += chunk.length - failed.length;
+        if (failed.length > 0) {
+          const first = failed[0]!;
+          throw new PublishError(
+            `${failed.length} of ${chunk.length} events were refused (${first.Code ?? 'error'}: ${first.Message ?? ''})`,
+          );
+        }
+      }
+    },
+  };
+}
+
+/** The publisher env TASK_EVENTS_TOPIC_ARN names; none (events off) when it is unset or empty. */
+export function eventPublisherFromEnv(
+  env: NodeJS.ProcessEnv,
+  requestHandler?: SNSClientConfig['requestHandler'],
+): EventPublisher | undefined {
+  const topicArn = env.TASK_EVENTS_TOPIC_ARN?.trim();
+  if (!topicArn) return undefined;
+  return snsEventPublisher(new SNSClient({ maxAttempts: 3, requestHandler }), topicArn);
+}

@@ -1,0 +1,162 @@
+// Reads task events from an SQS queue subscribed to the task-events topic (raw delivery or the SNS
+// envelope alike), for `callbacks events tail` and `callbacks verify`. Reading leaves the messages in the
+// queue: a pass receives until nothing is visible (each message hidden meanwhile, so that the pass sees
+// it once), then makes what it read visible again for the next pass and for other readers. The reader
+// remembers what it has returned, so each pass returns only what is new.
+import {
+  ChangeMessageVisibilityBatchCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SetQueueAttributesCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { CreateTopicCommand, SubscribeCommand, type SNSClient } from '@aws-sdk/client-sns';
+
+/** A task event as read from the queue: the published body (not checked beyond JSON) and its attributes. */
+export interface ReceivedEvent {
+  /** The SNS message id (one per publish: a republished event has a new one). */
+  messageId: string;
+  body: { id: string; type: string; occurredAt?: number; task?: { id?: string; service?: string } } & Record<
+    string,
+    unknown
+  >;
+  attributes: Record<string, string>;
+}
+
+export interface EventQueueReaderOptions {
+  /** Seconds a received message stays hidden from the next receive (default 30). */
+  visibilityTimeoutS?: number;
+}
+
+export class EventQueueReader {
+  private readonly seen = new Set<string>();
+  /** Messages that were not a task event (not JSON, no id). */
+  unreadable = 0;
+
+  private readonly sqs: SQSClient;
+  readonly queueUrl: string;
+  private readonly opts: EventQueueReaderOptions;
+
+  constructor(sqs: SQSClient, queueUrl: string, opts: EventQueueReaderOptions = {}) {
+    this.sqs = sqs;
+    this.queueUrl = queueUrl;
+    this.opts = opts;
+  }
+
+  /** Receives until the queue shows nothing more; returns the events not returned before. */
+  async poll(waitTimeS = 0): Promise<ReceivedEvent[]> {
+    const fresh: ReceivedEvent[] = [];
+    const handles: string[] = [];
+    try {
+      await this.pass(waitTimeS, fresh, handles);
+    } finally {
+      await this.release(handles);
+    }
+    return fresh;
+  }
+
+  private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
+    for (let first = true; ; first = false) {
+      const res = await this.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.queueUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: this.opts.visibilityTimeoutS ?? 30,
+          WaitTimeSeconds: first ? waitTimeS : 0,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      const messages = res.Messages ?? [];
+      if (messages.length === 0) return;
+      for (const m of messages) {
+        if (m.ReceiptHandle) handles.push(m.ReceiptHandle);
+        const event = readMessage(m);
+        if (!event) {
+          if (m.MessageId && !this.seen.has(m.MessageId)) this.unreadable += 1;
+          if (m.MessageId) this.seen.add(m.MessageId);
+          continue;
+        }
+        if (this.seen.has(event.messageId)) continue;
+        this.seen.add(event.messageId);
+        fresh.push(event);
+      }
+    }
+  }
+
+  /** Makes the messages of a pass visible again. Best effort: left alone, they reappear at their time-out. */
+  private async release(handles: string[]): Promise<void> {
+    for (let i = 0; i < handles.length; i += 10) {
+      const entries = handles
+        .slice(i, i + 10)
+        .map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 }));
+      await this.sqs
+        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }))
+        .catch(() => undefined);
+    }
+  }
+}
+
+/** One SQS message as a task event: the raw body, or the SNS envelope's Message. */
+export function readMessage(m: Message): ReceivedEvent | null {
+  let outer: unknown;
+  try {
+    outer = JSON.parse(m.Body ?? '');
+  } catch {
+    return null;
+  }
+  const envelope = outer as { Type?: unknown; Message?: unknown; MessageId?: unknown; MessageAttributes?: unknown };
+  let body: unknown = outer;
+  let attributes: Record<string, string> = {};
+  let messageId = m.MessageId ?? '';
+  if (envelope?.Type === 'Notification' && typeof envelope.Message === 'string') {
+    try {
+      body = JSON.parse(envelope.Message);
+    } catch {
+      return null;
+    }
+    if (typeof envelope.MessageId === 'string') messageId = envelope.MessageId;
+    const attrs = (envelope.MessageAttributes ?? {}) as Record<string, { Value?: unknown }>;
+    attributes = Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, String(v?.Value ?? '')]));
+  } else {
+    attributes = Object.fromEntries(
+      Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? '']),
+    );
+  }
+  const b = body as ReceivedEvent['body'] | null;
+  if (!b || typeof b !== 'object' || typeof b.id !== 'string' || typeof b.type !== 'string') return null;
+  return { messageId, body: b, attributes };
+}
+
+/**
+ * The task-events topic and a queue subscribed to it with raw delivery, created if absent (the local
+ * stack's; tests use it too). Queue URLs are built on `endpoint`, as for the callback queues.
+ */
+export async function ensureEventsTopicAndQueue(
+  sns: SNSClient,
+  sqs: SQSClient,
+  endpoint: string,
+  names: { topic: string; queue: string },
+  retentionS = 86_400,
+): Promise<{ topicArn: string; queueUrl: string }> {
+  const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: names.topic }));
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: names.queue }));
+  const queueUrl = new URL(new URL(QueueUrl!).pathname, endpoint).href;
+  await sqs.send(
+    new SetQueueAttributesCommand({ QueueUrl: queueUrl, Attributes: { MessageRetentionPeriod: String(retentionS) } }),
+  );
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  // Subscribing again with the same attributes returns the existing subscription.
+  await sns.send(
+    new SubscribeCommand({
+      TopicArn,
+      Protocol: 'sqs',
+      Endpoint: Attributes!.QueueArn!,
+      Attributes: { RawMessageDelivery: 'true' },
+    }),
+  );
+  return { topicArn: TopicArn!, queueUrl };
+}

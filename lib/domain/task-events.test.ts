@@ -1,0 +1,284 @@
+// Task events in memory: the pure MUST/MAY function against a brute-force oracle over every subset of a
+// task's callbacks, and the events a store-like fold publishes (eventsOfWrite after each write, with
+// redeliveries after lost publishes) against MUST ⊆ published ⊆ MAY.
+import fc from 'fast-check';
+import type { Callback } from './callback.ts';
+import {
+  checkPublished,
+  eventsOfWrite,
+  expectedTaskEvents,
+  taskEventId,
+  TASK_EVENT_TYPES,
+  type TaskEvent,
+  type TaskEventType,
+} from './task-events.ts';
+import type { StoredWrite } from './task-store.ts';
+import {
+  applyToFile,
+  applyToHeader,
+  deriveStatus,
+  fileNameOf,
+  fileState,
+  toSummary,
+  type FileRecord,
+  type TaskHeader,
+} from './task.ts';
+import { reduceTask } from './reduce-task.ts';
+import { anyLifecycle, callbacksOf, mustParse, withDuplicatesShuffled } from '../../test/support/lifecycles.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Oracle: the events true on a state, read off reduceTask's view of it, for every subset.
+
+function trueOn(callbacks: readonly Callback[]): Set<string> {
+  const task = reduceTask(callbacks)!;
+  const ids = new Set<string>();
+  const add = (type: TaskEventType, fileName: string | null = null) =>
+    ids.add(taskEventId(task.appKey, task.service, task.id, type, fileName));
+  if (callbacks.some((c) => c.type === 1 && c.code === 200)) add('task.started');
+  if (callbacks.some((c) => c.type === 1 && c.code !== 200)) add('task.start_failed');
+  if (callbacks.some((c) => c.type === 3)) add('task.ended');
+  if (callbacks.some((c) => (c.type === 1 || c.type === 3) && c.code !== 200)) add('task.failed');
+  if (task.status === 'completed') add('task.completed');
+  for (const f of task.files) {
+    if (f.upload === 'uploaded') add('file.uploaded', f.fileName);
+    if (f.upload === 'failed') add('file.upload_failed', f.fileName);
+    const failedOnce = callbacks.some((c) => c.upload?.fileName === f.fileName && !c.upload.ok);
+    if (f.upload === 'uploaded' && failedOnce) add('file.upload_recovered', f.fileName);
+  }
+  return ids;
+}
+
+function bruteForce(callbacks: readonly Callback[]): { must: Set<string>; may: Set<string> } {
+  const distinct = [...new Map(callbacks.map((c) => [c.key, c])).values()];
+  const may = new Set<string>();
+  for (let mask = 1; mask < 1 << distinct.length; mask++) {
+    for (const id of trueOn(distinct.filter((_, i) => mask & (1 << i)))) may.add(id);
+  }
+  return { must: trueOn(distinct), may };
+}
+
+const ids = (refs: readonly { id: string }[]) => new Set(refs.map((r) => r.id));
+
+test('MUST and MAY equal the brute force over every subset of the callbacks', () => {
+  fc.assert(
+    fc.property(
+      anyLifecycle().filter((l) => new Set(callbacksOf(l).map((c) => c.key)).size <= 10),
+      (l) => {
+        const callbacks = callbacksOf(l);
+        const expected = expectedTaskEvents(callbacks);
+        const oracle = bruteForce(callbacks);
+        expect(ids(expected.must)).toEqual(oracle.must);
+        expect(ids(expected.may)).toEqual(oracle.may);
+      },
+    ),
+    { numRuns: 150 },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------------
+// A store in memory: the same joins the DynamoDB store writes, one callback at a time.
+
+class MemoryTask {
+  header: TaskHeader | null = null;
+  files = new Map<string, FileRecord>();
+  applied = new Set<string>();
+
+  /** What the store reports to the worker for one delivery. */
+  deliver(cb: Callback): StoredWrite | null {
+    const name = fileNameOf(cb);
+    if (this.applied.has(cb.key)) {
+      const after = name ? this.files.get(name)! : null;
+      return {
+        task: toSummary(this.header!),
+        statusBefore: null,
+        file: after ? { before: null, after } : null,
+      };
+    }
+    this.applied.add(cb.key);
+    let file: StoredWrite['file'] = null;
+    let transition = null;
+    if (name) {
+      const before = this.files.get(name) ?? null;
+      const after = applyToFile(before, cb);
+      this.files.set(name, after);
+      file = { before, after };
+      transition = { from: fileState(before), to: fileState(after) };
+    }
+    const before = this.header;
+    this.header = applyToHeader(before, cb, transition);
+    return { task: toSummary(this.header), statusBefore: before ? deriveStatus(before) : null, file };
+  }
+}
+
+/**
+ * Delivers callbacks in the given order; a delivery whose publish is "lost" (a crash or SNS refusing it
+ * after the write) is delivered again later, as SQS does with a failed record.
+ */
+function publishAll(deliveries: readonly Callback[], lost: (i: number) => boolean): TaskEvent[] {
+  const tasks = new Map<string, MemoryTask>();
+  const published: TaskEvent[] = [];
+  const queue = deliveries.map((cb, i) => ({ cb, lose: lost(i) }));
+  while (queue.length) {
+    const { cb, lose } = queue.shift()!;
+    const task = tasks.get(cb.id) ?? new MemoryTask();
+    tasks.set(cb.id, task);
+    const events = eventsOfWrite(cb, task.deliver(cb));
+    if (lose) queue.push({ cb, lose: false });
+    else published.push(...events);
+  }
+  return published;
+}
+
+test('published distinct events lie between MUST and MAY, whatever the order, duplicates and lost publishes', () => {
+  fc.assert(
+    fc.property(
+      anyLifecycle().chain((l) =>
+        fc.tuple(
+          fc.constant(l),
+          withDuplicatesShuffled(l.bodies, { maxExtra: 4 }),
+          fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+        ),
+      ),
+      ([l, bodies, lose]) => {
+        const deliveries = bodies.map((b) => mustParse(l.service, b));
+        const expected = expectedTaskEvents(callbacksOf(l));
+        const published = publishAll(deliveries, (i) => lose[i % lose.length]!);
+        const check = checkPublished(expected, published);
+        expect({ missing: check.missing, unexpected: check.unexpected }).toEqual({ missing: [], unexpected: [] });
+        if (ids(expected.must).size === ids(expected.may).size) {
+          expect(new Set(published.map((e) => e.id))).toEqual(ids(expected.must));
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Examples, one per event type, with what each body carries.
+
+const T0 = 1_763_800_000_000;
+const rec = (type: number, extra: Record<string, unknown>) =>
+  mustParse('recording', {
+    type,
+    appKey: 'app-1',
+    recordId: 'rec-1',
+    roomId: 'room-1',
+    sessionId: 'sess-1',
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    ...extra,
+  });
+const start = rec(1, { timestamp: T0, config: {}, output: { fileName: 'f.mp4' } });
+const end = rec(3, { timestamp: T0 + 60_000, output: { fileName: 'f.mp4', fileSize: 10 } });
+const failedUpload = rec(4, {
+  timestamp: T0 + 61_000,
+  code: 503,
+  errorMessage: 'storage unavailable',
+  output: { fileName: 'f.mp4', fileUrl: '' },
+});
+const upload = rec(4, { timestamp: T0 + 71_000, output: { fileName: 'f.mp4', fileUrl: 'https://s/f.mp4' } });
+
+test('in platform order, each transition is published once, with the task and the file', () => {
+  const published = publishAll([start, end, failedUpload, upload], () => false);
+  expect(published.map((e) => e.type)).toEqual([
+    'task.started',
+    'task.ended',
+    'file.upload_failed',
+    'file.uploaded',
+    'file.upload_recovered',
+    'task.completed',
+  ]);
+  const failed = published.find((e) => e.type === 'file.upload_failed')!;
+  expect(failed).toEqual({
+    version: 1,
+    id: taskEventId('app-1', 'recording', 'rec-1', 'file.upload_failed', 'f.mp4'),
+    type: 'file.upload_failed',
+    occurredAt: T0 + 61_000,
+    task: {
+      service: 'recording',
+      id: 'rec-1',
+      appKey: 'app-1',
+      roomId: 'room-1',
+      sessionId: 'sess-1',
+      userId: null,
+      status: 'upload_failed',
+      files: { total: 1, pending: 0, uploaded: 0, failed: 1 },
+    },
+    file: {
+      fileName: 'f.mp4',
+      size: 10,
+      url: null,
+      upload: 'failed',
+      code: 503,
+      message: 'storage unavailable',
+      attempts: 1,
+      purgeAt: T0 + 61_000 + 24 * 3600_000,
+    },
+  });
+  const completed = published.find((e) => e.type === 'task.completed')!;
+  expect(completed.task).toMatchObject({ status: 'completed', files: { total: 1, uploaded: 1 } });
+  expect(completed.file).toBeUndefined();
+});
+
+test('a failure that arrives after the success it precedes publishes no failure, only the recovery', () => {
+  const published = publishAll([start, upload, end, failedUpload], () => false);
+  expect(published.map((e) => e.type)).toEqual([
+    'task.started',
+    'file.uploaded',
+    'task.ended',
+    'task.completed',
+    'file.upload_recovered',
+  ]);
+});
+
+test('a duplicate publishes only ids already published', () => {
+  const once = publishAll([start, end, upload], () => false);
+  const twice = publishAll([start, end, upload, upload, end, start], () => false);
+  expect(new Set(twice.map((e) => e.id))).toEqual(new Set(once.map((e) => e.id)));
+});
+
+test('a failed start and a failed end: start_failed, failed and ended, with the code', () => {
+  const badStart = rec(1, { timestamp: T0, code: 1004, errorMessage: 'room not found', config: {}, output: {} });
+  const badEnd = rec(3, { timestamp: T0 + 5, code: 500, errorMessage: 'internal error', output: { fileName: 'g' } });
+  const published = publishAll([badStart, badEnd], () => false);
+  expect(published.map((e) => [e.type, e.error?.code])).toEqual([
+    ['task.start_failed', 1004],
+    ['task.failed', 1004],
+    ['task.ended', undefined],
+    ['task.failed', 500],
+  ]);
+  expect(new Set(published.filter((e) => e.type === 'task.failed').map((e) => e.id)).size).toBe(1);
+});
+
+test('ids: one per type, task and file; appKey and service are part of it', () => {
+  const all = TASK_EVENT_TYPES.map((t) => taskEventId('a', 'recording', 'x', t, null));
+  expect(new Set(all).size).toBe(TASK_EVENT_TYPES.length);
+  expect(taskEventId('a', 'recording', 'x', 'file.uploaded', 'f1')).not.toBe(
+    taskEventId('a', 'recording', 'x', 'file.uploaded', 'f2'),
+  );
+  expect(taskEventId('a', 'recording', 'x', 'task.started', null)).not.toBe(
+    taskEventId('b', 'recording', 'x', 'task.started', null),
+  );
+  expect(taskEventId('a', 'screenshot', 'x', 'task.started', null)).not.toBe(
+    taskEventId('a', 'recording', 'x', 'task.started', null),
+  );
+  expect(taskEventId('a', 'recording', 'x', 'task.started', null)).toMatch(/^[0-9a-f]{32}$/);
+});
+
+test('checkPublished: duplicates allowed, a missing MUST and an id outside MAY are reported, other tasks ignored', () => {
+  const expected = expectedTaskEvents([start, end, upload]);
+  const published = publishAll([start, end, upload, upload], () => false);
+  expect(checkPublished(expected, published)).toMatchObject({ ok: true, missing: [], unexpected: [] });
+  const withoutStarted = published.filter((e) => e.type !== 'task.started');
+  expect(checkPublished(expected, withoutStarted).missing.map((r) => r.type)).toEqual(['task.started']);
+  const stray = { ...published[0]!, id: 'f'.repeat(32), type: 'file.upload_failed' as const };
+  expect(checkPublished(expected, [...published, stray]).unexpected).toEqual([
+    { id: stray.id, type: 'file.upload_failed', taskId: 'rec-1' },
+  ]);
+  const otherTask = { ...stray, task: { ...stray.task, id: 'rec-2' } };
+  expect(checkPublished(expected, [...published, otherTask]).ok).toBe(true);
+});

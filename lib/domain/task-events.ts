@@ -1,0 +1,296 @@
+// Task events: what the stored state of a task says happened, as messages for other systems (docs/events.md).
+//
+// An event is a predicate on the stored state of one task:
+// - task.started, task.start_failed, task.ended, task.failed hold once the task has absorbed a callback
+//   of a given kind (a start with code 200, ...). They never become false again, so the distinct events
+//   are exactly a function of the set of callbacks, whatever their order.
+// - file.uploaded, file.upload_failed, file.upload_recovered are predicates on one file's record (its
+//   winning upload, its failures), task.completed on the task's status. A later callback can make these
+//   false again (a success with a later timestamp supersedes a failure), so which of them a task
+//   publishes depends on the order its callbacks came in. For those the pure function gives two sets:
+//   MUST, the events true on the final state (published in every order), and MAY, the events true on
+//   the state of some subset of the callbacks (some order reaches it first). MUST ⊆ published ⊆ MAY.
+//
+// Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
+// consumers deduplicate on it. Pure: no AWS import.
+import type { Service } from './services.ts';
+import type { Callback } from './callback.ts';
+import { canonicalJson } from './canonical.ts';
+import { createHash } from 'node:crypto';
+import { reduceTask } from './reduce-task.ts';
+import type { StoredWrite, TaskSummary } from './task-store.ts';
+import { compareUtf8, fileNameOf, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
+
+export const TASK_EVENT_VERSION = 1;
+
+export const TASK_EVENT_TYPES = [
+  'task.started',
+  'task.start_failed',
+  'task.ended',
+  'task.failed',
+  'task.completed',
+  'file.uploaded',
+  'file.upload_failed',
+  'file.upload_recovered',
+] as const;
+export type TaskEventType = (typeof TASK_EVENT_TYPES)[number];
+
+export const FILE_EVENT_TYPES: readonly TaskEventType[] = [
+  'file.uploaded',
+  'file.upload_failed',
+  'file.upload_recovered',
+];
+
+export function isTaskEventType(value: string): value is TaskEventType {
+  return (TASK_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** An event as the pure function and `callbacks verify` know it: its identity, without a body. */
+export interface TaskEventRef {
+  id: string;
+  type: TaskEventType;
+  service: Service;
+  taskId: string;
+  fileName: string | null;
+}
+
+/** The task as an event carries it. */
+export interface TaskEventTask {
+  service: Service;
+  id: string;
+  appKey: string;
+  roomId: string | null;
+  sessionId: string | null;
+  userId: string | null;
+  status: TaskStatus;
+  files: { total: number; pending: number; uploaded: number; failed: number };
+}
+
+/** The task part of an event, from the store's summary of the task. */
+export function eventTask(s: TaskSummary): TaskEventTask {
+  return {
+    service: s.service,
+    id: s.id,
+    appKey: s.appKey,
+    roomId: s.roomId,
+    sessionId: s.sessionId,
+    userId: s.userId,
+    status: s.status,
+    files: {
+      total: s.fileCount,
+      pending: s.pendingFiles,
+      uploaded: s.fileCount - s.pendingFiles - s.failedFiles,
+      failed: s.failedFiles,
+    },
+  };
+}
+
+/** The published message body, version 1. */
+export interface TaskEvent {
+  version: typeof TASK_EVENT_VERSION;
+  id: string;
+  type: TaskEventType;
+  /** Platform time (the callbacks' `timestamp`, epoch ms) of what the event reports. */
+  occurredAt: number;
+  task: TaskEventTask;
+  /** The file, for file.* events. */
+  file?: FileView;
+  /** The code and message that made the task fail, for task.start_failed and task.failed. */
+  error?: { code: number; message: string | null };
+}
+
+/** The id of an event: 128 bits of SHA-256 over what identifies it, as 32 hex characters. */
+export function taskEventId(
+  appKey: string,
+  service: Service,
+  taskId: string,
+  type: TaskEventType,
+  fileName: string | null,
+): string {
+  const identity = canonicalJson(['task-event', TASK_EVENT_VERSION, appKey, service, taskId, type, fileName]);
+  return createHash('sha256').update(identity, 'utf8').digest('hex').slice(0, 32);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Predicates
+
+/** The task events a callback is a witness of: true on every state that has absorbed it. */
+export function witnessedTypes(cb: Callback): TaskEventType[] {
+  const types: TaskEventType[] = [];
+  if (cb.type === 1) types.push(cb.code === 200 ? 'task.started' : 'task.start_failed');
+  if (cb.type === 3) types.push('task.ended');
+  if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) types.push('task.failed');
+  return types;
+}
+
+/** The file events true on a file record. */
+export function fileEventTypes(f: FileRecord | null): TaskEventType[] {
+  if (!f?.upload) return [];
+  if (!f.upload.ok) return ['file.upload_failed'];
+  return f.firstFailureAt !== null ? ['file.uploaded', 'file.upload_recovered'] : ['file.uploaded'];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Events of one write, as the worker publishes them
+
+/**
+ * The events to publish for one delivery of `cb`, given what the store reports (`StoredWrite`: the task
+ * after the write, the file before and after, a "before" being null when unknown, and then every event
+ * true on the stored item is published again, with the same ids). A state event is published
+ * when its predicate is true after the write and was not before; a witnessed event whenever its witness
+ * is delivered (applied or duplicate). Redelivering a callback thus publishes again every event its first
+ * delivery could have published and that still holds: a crash or a failed publish between the write and
+ * the publish loses nothing.
+ */
+export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEvent[] {
+  const events: TaskEvent[] = [];
+  const task = stored ? eventTask(stored.task) : null;
+  const make = (type: TaskEventType, occurredAt: number, extra: Partial<TaskEvent> = {}): TaskEvent => ({
+    version: TASK_EVENT_VERSION,
+    id: taskEventId(cb.appKey, cb.service, cb.id, type, extra.file?.fileName ?? null),
+    type,
+    occurredAt,
+    task: task!,
+    ...extra,
+  });
+  if (!task) return events;
+
+  for (const type of witnessedTypes(cb)) {
+    const failed = type === 'task.start_failed' || type === 'task.failed';
+    events.push(make(type, cb.timestamp, failed ? { error: { code: cb.code, message: cb.message } } : {}));
+  }
+
+  // Only an upload changes what file events say; a slice or an end naming an uploaded file republishes nothing.
+  if (cb.upload && stored?.file) {
+    const before = new Set(fileEventTypes(stored.file.before));
+    const after = stored.file.after;
+    for (const type of fileEventTypes(after)) {
+      if (before.has(type)) continue;
+      events.push(make(type, after.upload!.at, { file: toFileView(after) }));
+    }
+  }
+
+  if (task.status === 'completed' && stored?.statusBefore !== 'completed') {
+    events.push(make('task.completed', cb.timestamp));
+  }
+  return events;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The pure function: which events a set of callbacks must and may publish
+
+export interface ExpectedEvents {
+  /** The tasks judged (ids): an event of any other task is not this expectation's business. */
+  tasks: string[];
+  /** True on the final state: published whatever the order and batching of the callbacks. */
+  must: TaskEventRef[];
+  /** True on the state of some subset of the callbacks: may be published (a superset of `must`). */
+  may: TaskEventRef[];
+}
+
+/** The events of one task's callbacks (distinct by event key; all of one task). */
+export function expectedTaskEvents(callbacks: readonly Callback[]): ExpectedEvents {
+  const distinct = [...new Map(callbacks.map((cb) => [cb.key, cb])).values()];
+  const final = reduceTask(distinct);
+  if (!final) return { tasks: [], must: [], may: [] };
+  const ref = (type: TaskEventType, fileName: string | null = null): TaskEventRef => ({
+    id: taskEventId(final.appKey, final.service, final.id, type, fileName),
+    type,
+    service: final.service,
+    taskId: final.id,
+    fileName,
+  });
+  const must: TaskEventRef[] = [];
+  const may: TaskEventRef[] = [];
+  const both = (r: TaskEventRef) => {
+    must.push(r);
+    may.push(r);
+  };
+
+  const witnessed = new Set(distinct.flatMap(witnessedTypes));
+  for (const type of TASK_EVENT_TYPES) if (witnessed.has(type)) both(ref(type));
+
+  // Completed on some subset: an end with code 200 and, for the file it names, one successful upload
+  // (that upload alone makes the file uploaded; the subset holds no other file).
+  const okUploads = (name: string) => distinct.filter((c) => c.upload?.fileName === name && c.upload.ok);
+  const completedSomewhere = distinct.some(
+    (e) => e.type === 3 && e.code === 200 && (e.file === null || okUploads(e.file.fileName).length > 0),
+  );
+  if (final.status === 'completed') must.push(ref('task.completed'));
+  if (completedSomewhere || final.status === 'completed') may.push(ref('task.completed'));
+
+  const names = [...new Set(distinct.map(fileNameOf).filter((n): n is string => n !== null))].sort(compareUtf8);
+  for (const name of names) {
+    const view = final.files.find((f) => f.fileName === name)!;
+    const successes = okUploads(name);
+    const failures = distinct.filter((c) => c.upload?.fileName === name && !c.upload.ok);
+    const finalOk = view.upload === 'uploaded';
+    if (finalOk) must.push(ref('file.uploaded', name));
+    if (successes.length) may.push(ref('file.uploaded', name));
+    if (view.upload === 'failed') must.push(ref('file.upload_failed', name));
+    if (failures.length) may.push(ref('file.upload_failed', name));
+    if (finalOk && failures.length) must.push(ref('file.upload_recovered', name));
+    // A success beats a failure with an earlier or equal timestamp: the two alone make a recovered file.
+    if (successes.some((s) => failures.some((f) => f.timestamp <= s.timestamp)))
+      may.push(ref('file.upload_recovered', name));
+  }
+  return { tasks: [final.id], must, may };
+}
+
+/** The events of callbacks of any number of tasks, in the order of the tasks' ids. */
+export function expectedEvents(callbacks: readonly Callback[]): ExpectedEvents {
+  const byTask = new Map<string, Callback[]>();
+  for (const cb of callbacks) {
+    const k = `${cb.service}:${cb.id}`;
+    const list = byTask.get(k);
+    if (list) list.push(cb);
+    else byTask.set(k, [cb]);
+  }
+  const all: ExpectedEvents = { tasks: [], must: [], may: [] };
+  const keys = [...byTask.keys()].sort(compareUtf8);
+  for (const k of keys) {
+    const e = expectedTaskEvents(byTask.get(k)!);
+    all.tasks.push(...e.tasks);
+    all.must.push(...e.must);
+    all.may.push(...e.may);
+  }
+  return all;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Checking what was published
+
+export interface EventCheck {
+  ok: boolean;
+  /** Expected (MUST) events never published. */
+  missing: TaskEventRef[];
+  /** Distinct published ids outside MAY. */
+  unexpected: { id: string; type: string; taskId: string | null }[];
+  /** Distinct ids published, and messages received in all (duplicates included). */
+  distinct: number;
+  received: number;
+}
+
+/**
+ * Compares the published events with the expectation: every MUST id published at least once, no id
+ * outside MAY. Duplicates (the same id more than once) are allowed. Only tasks named by the expectation
+ * are judged: events of other tasks on the same topic are left alone.
+ */
+export function checkPublished(
+  expected: ExpectedEvents,
+  published: readonly { id: string; type: string; task?: { id?: string } }[],
+): EventCheck {
+  const taskIds = new Set(expected.tasks);
+  const mayIds = new Set(expected.may.map((r) => r.id));
+  const seen = new Map<string, { id: string; type: string; taskId: string | null }>();
+  let received = 0;
+  for (const e of published) {
+    const taskId = e.task?.id ?? null;
+    if (taskId === null || !taskIds.has(taskId)) continue;
+    received += 1;
+    if (!seen.has(e.id)) seen.set(e.id, { id: e.id, type: e.type, taskId });
+  }
+  const missing = expected.must.filter((r) => !seen.has(r.id));
+  const unexpected = [...seen.values()].filter((e) => !mayIds.has(e.id));
+  return { ok: missing.length === 0 && unexpected.length === 0, missing, unexpected, distinct: seen.size, received };
+}

@@ -1,0 +1,202 @@
+// Task events through the real worker, the DynamoDB store (dynalite) and SNS with an SQS subscription
+// (fauxqs), checked against the pure function: the distinct events published lie between MUST and MAY
+// (and equal them where the two agree), for random lifecycles of both services, shuffled, duplicated and
+// in random batches; and with the worker dying after each write and SNS refusing publishes for a while.
+import { SNSClient } from '@aws-sdk/client-sns';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
+import { EventQueueReader, ensureEventsTopicAndQueue, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';
+import { checkPublished, expectedEvents, type ExpectedEvents } from '../lib/domain/task-events.ts';
+import type { TaskStore } from '../lib/domain/task-store.ts';
+import {
+  anyLifecycles,
+  callbacksOf,
+  interleavedDeliveries,
+  recordingLifecycle,
+  screenshotLifecycle,
+  type Body,
+  type Delivery,
+  type Lifecycle,
+} from './support/lifecycles.ts';
+import { createLogger, setLogSink } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
+import { faultyClient } from './support/faulty-client.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+let db: LocalDynamo;
+let fauxqs: FauxqsServer;
+let sns: SNSClient;
+let sqs: SQSClient;
+let endpoint: string;
+let restoreSink: ReturnType<typeof setLogSink>;
+const log = createLogger('test');
+
+beforeAll(async () => {
+  db = await startDynamo();
+  fauxqs = await startFauxqs({ port: 0, logger: false });
+  endpoint = `http://127.0.0.1:${fauxqs.port}`;
+  const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } };
+  sns = new SNSClient(config);
+  sqs = new SQSClient(config);
+  restoreSink = setLogSink(() => undefined);
+});
+afterAll(async () => {
+  setLogSink(restoreSink);
+  sns.destroy();
+  sqs.destroy();
+  await fauxqs.stop();
+  await db.stop();
+});
+
+let run = 0;
+/** Task ids, a topic and a subscribed queue of the run's own. */
+async function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]) {
+  const prefix = `e${++run}-`;
+  const rename = (service: string, body: Body): Body => {
+    const idField = service === 'recording' ? 'recordId' : 'imageId';
+    return { ...body, [idField]: prefix + String(body[idField]) };
+  };
+  const events = await ensureEventsTopicAndQueue(sns, sqs, endpoint, {
+    topic: `events-${run}`,
+    queue: `events-${run}-tail`,
+  });
+  const ls = lifecycles.map((l) => ({ ...l, id: prefix + l.id, bodies: l.bodies.map((b) => rename(l.service, b)) }));
+  return {
+    expected: expectedEvents(ls.flatMap(callbacksOf)),
+    records: deliveries.map((d) => sqsRecord(d.service, rename(d.service, d.body))),
+    publisher: snsEventPublisher(sns, events.topicArn),
+    reader: new EventQueueReader(sqs, events.queueUrl),
+  };
+}
+
+async function deliverUntilDone(records: SQSRecord[], store: TaskStore, events: EventPublisher, batchSize: number) {
+  let pending = records;
+  for (let round = 0; pending.length && round < 30; round++) {
+    const failed: SQSRecord[] = [];
+    for (let i = 0; i < pending.length; i += batchSize) {
+      const batch = pending.slice(i, i + batchSize);
+      const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4, events });
+      const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+      failed.push(...batch.filter((r) => ids.has(r.messageId)));
+    }
+    pending = failed;
+  }
+  return pending;
+}
+
+async function expectBetweenMustAndMay(expected: ExpectedEvents, received: ReceivedEvent[]) {
+  const published = received.map((m) => m.body);
+  const check = checkPublished(expected, published);
+  expect({ missing: check.missing, unexpected: check.unexpected }).toEqual({ missing: [], unexpected: [] });
+  const must = new Set(expected.must.map((r) => r.id));
+  if (must.size === new Set(expected.may.map((r) => r.id)).size) {
+    expect(new Set(published.map((e) => e.id))).toEqual(must);
+  }
+  return check;
+}
+
+test('any order, any duplicates, any batching: MUST ⊆ published ⊆ MAY, with attributes for filter policies', async () => {
+  let judged = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      anyLifecycles({ maxLength: 3 }).chain((ls) =>
+        fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 }), fc.integer({ min: 1, max: 10 })),
+      ),
+      async ([ls, ds, batchSize]) => {
+        const { expected, records, publisher, reader } = await isolate(ls, ds);
+        const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, pruneThreshold: 2 });
+        expect(await deliverUntilDone(records, store, publisher, batchSize)).toEqual([]);
+        const published = await reader.poll();
+        for (const m of published) {
+          const body = m.body as unknown as { type: string; task: { service: string; appKey: string; status: string } };
+          expect(m.attributes).toEqual({
+            service: body.task.service,
+            type: body.type,
+            appKey: body.task.appKey,
+            status: body.task.status,
+          });
+        }
+        const check = await expectBetweenMustAndMay(expected, published);
+        judged += check.distinct;
+      },
+    ),
+    { numRuns: 25 },
+  );
+  expect(judged).toBeGreaterThan(25);
+});
+
+describe('faults: the worker dies after each write, SNS refuses publishes for a while, then redelivery', () => {
+  const sample = fc.sample(
+    fc
+      .tuple(recordingLifecycle(), screenshotLifecycle())
+      .chain((ls) => fc.tuple(fc.constant(ls as Lifecycle[]), interleavedDeliveries(ls, { maxExtra: 3 })))
+      // Big enough to hold failed uploads, retries and completion, small enough to fault every write.
+      .filter(([ls, ds]) => ds.length >= 14 && ds.length <= 24 && ls.some((l) => l.bodies.some((b) => b.type === 4))),
+    { numRuns: 1, seed: 15 },
+  )[0]!;
+
+  /** A publisher whose calls fail while `refusing()` says so, as SNS throttling or an outage would. */
+  const refusingWhile = (real: EventPublisher, refusing: () => boolean): EventPublisher => ({
+    publish: (events) =>
+      refusing()
+        ? Promise.reject(Object.assign(new Error('SNS refused the publish'), { name: 'ServiceUnavailable' }))
+        : real.publish(events),
+  });
+
+  test('for every write k: every MUST event is published at least once, none outside MAY', async () => {
+    const probe = await isolate(...sample);
+    const counter = faultyClient(db.client, { failWrite: 0, when: 'after' });
+    await deliverUntilDone(
+      probe.records,
+      new DynamoTaskStore({ client: counter.client, tableName: db.tableName }),
+      probe.publisher,
+      25,
+    );
+    const total = counter.writes();
+    expect(total).toBeGreaterThan(probe.records.length);
+    // The sample holds the events a later callback can make false again, and a retried upload.
+    expect(probe.expected.must.map((r) => r.type)).toEqual(
+      expect.arrayContaining(['file.upload_failed', 'file.upload_recovered', 'file.uploaded']),
+    );
+    let refusedInAll = 0;
+
+    for (let k = 1; k <= total; k++) {
+      const { expected, records, publisher, reader } = await isolate(...sample);
+      // Write k reaches the table, then the process is gone: nothing it sends afterwards arrives.
+      const faulty = faultyClient(db.client, { failWrite: k, when: 'after' });
+      const dead = new Proxy(faulty.client, {
+        get(target, prop, receiver) {
+          if (prop !== 'send') return Reflect.get(target, prop, receiver);
+          const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+          return (command: unknown) =>
+            faulty.fired()
+              ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
+              : send(command);
+        },
+      });
+      await processBatch(sqsEvent(records), {
+        store: new DynamoTaskStore({ client: dead, tableName: db.tableName }),
+        log,
+        concurrency: 1,
+        events: refusingWhile(publisher, () => faulty.fired()),
+      });
+      expect(faulty.fired()).toBe(true);
+
+      // The whole batch comes back; SNS refuses the first few publishes of the redelivery (a different
+      // number each time), so some records fail after their write and come back once more.
+      let calls = 0;
+      const refuseFirst = 1 + (k % 4);
+      const flaky = refusingWhile(publisher, () => ++calls <= refuseFirst);
+      const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+      expect(await deliverUntilDone(records, store, flaky, 5)).toEqual([]);
+      refusedInAll += Math.min(calls, refuseFirst);
+      await expectBetweenMustAndMay(expected, await reader.poll());
+    }
+    expect(refusedInAll).toBeGreaterThan(total);
+  }, 300_000);
+});
