@@ -7,6 +7,7 @@ import {
   parseDuration,
   parseTimePoint,
   relativeTime,
+  setTimeZone,
   table,
   timeWithRelative,
 } from './format.ts';
@@ -104,7 +105,37 @@ describe('durations and time points', () => {
     expect(parseTimePoint('1763798400000', NOW)).toBe(1763798400000);
   });
 
-  test.each(['yesterday', '12', '2025-13-45', 'soon'])(
+  test('a time without a zone is read in the zone times are printed in; an explicit zone wins', () => {
+    expect(parseTimePoint('2025-11-22T08:00', NOW, 'UTC')).toBe(Date.UTC(2025, 10, 22, 8));
+    expect(parseTimePoint('2025-11-22T08:00', NOW, 'Asia/Shanghai')).toBe(Date.UTC(2025, 10, 22, 0));
+    expect(parseTimePoint('2025-11-22', NOW, 'Asia/Shanghai')).toBe(Date.UTC(2025, 10, 21, 16));
+    expect(parseTimePoint('2025-11-22T08:00:00Z', NOW, 'Asia/Shanghai')).toBe(Date.UTC(2025, 10, 22, 8));
+    expect(parseTimePoint('2025-11-22T08:00:00+08:00', NOW, 'UTC')).toBe(Date.UTC(2025, 10, 22, 0));
+    // Around a daylight-saving change: the offset of the instant itself.
+    expect(parseTimePoint('2025-03-30T01:30', NOW, 'Europe/Berlin')).toBe(Date.UTC(2025, 2, 30, 0, 30));
+    expect(parseTimePoint('2025-03-30T03:30', NOW, 'Europe/Berlin')).toBe(Date.UTC(2025, 2, 30, 1, 30));
+  });
+
+  test('printed in the zone, with its offset; what is printed reads back as the same instant', () => {
+    const t = Date.UTC(2025, 10, 22, 8, 0, 0, 500);
+    expect(isoTime(t, 'Asia/Shanghai')).toBe('2025-11-22T16:00:00.500+08:00');
+    expect(isoTime(t, 'America/New_York')).toBe('2025-11-22T03:00:00.500-05:00');
+    expect(isoTime(Date.UTC(2025, 6, 1, 12), 'America/New_York')).toBe('2025-07-01T08:00:00-04:00');
+    expect(isoTime(Date.UTC(2025, 6, 1, 12), 'Asia/Kolkata')).toBe('2025-07-01T17:30:00+05:30');
+    for (const zone of ['UTC', 'Asia/Shanghai', 'America/New_York', 'Asia/Kolkata']) {
+      expect(parseTimePoint(isoTime(t, zone), NOW, zone)).toBe(t);
+      // Without its offset, read in the same zone, the printed wall time is the same instant too.
+      expect(parseTimePoint(isoTime(t, zone).replace(/(Z|[+-]\d{2}:\d{2})$/, ''), NOW, zone)).toBe(t);
+    }
+  });
+
+  test('an unknown zone is one sentence', () => {
+    expect(() => setTimeZone('Mars/Olympus')).toThrow(
+      '"Mars/Olympus" is not a time zone: use an IANA name such as UTC, Asia/Shanghai or Europe/Berlin',
+    );
+  });
+
+  test.each(['yesterday', '12', '2025-13-45', '2025-02-30', 'soon'])(
     '%j is refused with a sentence saying what is accepted',
     (text) => {
       expect(() => parseTimePoint(text, NOW)).toThrow(/is not a time: use a duration/);

@@ -2,9 +2,7 @@
 // except `colorsFor`, which reads whether stdout is a terminal.
 import Table from 'cli-table3';
 import { createColors } from 'picocolors';
-
-// Times as typed on the command line are read as the read API reads its query parameters.
-export { parseDuration, parseTimePoint } from '../lib/time-point.ts';
+import { checkTimeZone, parseDuration, parseTimePoint as parseTimePointIn, zoneOffsetMs } from '../lib/time-point.ts';
 
 export type Colors = ReturnType<typeof createColors>;
 
@@ -30,10 +28,40 @@ export function humanSize(bytes: number | null | undefined): string {
   return `${shown} ${unit}`;
 }
 
-/** ISO 8601 in UTC, without milliseconds when they are zero: `2025-11-22T08:00:00Z`. */
-export function isoTime(ms: number | null | undefined): string {
+/** The IANA time zone every time is printed in and every zone-less time typed is read in (`--tz`). */
+let displayZone = 'UTC';
+
+/** Sets the zone of printed and typed times; throws a one-sentence error for an unknown zone. */
+export function setTimeZone(zone: string | undefined): void {
+  const next = zone?.trim() || 'UTC';
+  checkTimeZone(next);
+  displayZone = next;
+}
+
+export function timeZone(): string {
+  return displayZone;
+}
+
+/**
+ * ISO 8601 in the display zone (UTC unless `--tz`), without milliseconds when they are zero:
+ * `2025-11-22T08:00:00Z`, or `2025-11-22T16:00:00+08:00` with `--tz Asia/Shanghai`.
+ */
+export function isoTime(ms: number | null | undefined, zone: string = displayZone): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
-  return new Date(ms).toISOString().replace('.000Z', 'Z');
+  if (zone === 'UTC') return new Date(ms).toISOString().replace('.000Z', 'Z');
+  const offset = zoneOffsetMs(ms, zone);
+  const wall = new Date(ms + offset).toISOString().replace('.000Z', 'Z').slice(0, -1);
+  const sign = offset < 0 ? '-' : '+';
+  const minutes = Math.abs(Math.round(offset / 60_000));
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${wall}${sign}${hh}:${mm}`;
+}
+
+/** The time of day in the display zone, to the millisecond: `08:00:00.123`. */
+export function clockTime(ms: number, zone: string = displayZone): string {
+  const offset = zoneOffsetMs(ms, zone);
+  return new Date(ms + offset).toISOString().slice(11, 23);
 }
 
 /** How far `ms` is from `now`: `in 23 h`, `3 h ago`, `in 5 min`, `2 d ago`, `now`. */
@@ -53,6 +81,13 @@ export function relativeTime(ms: number, now: number): string {
 export function timeWithRelative(ms: number | null | undefined, now: number): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
   return `${isoTime(ms)} (${relativeTime(ms, now)})`;
+}
+
+export { parseDuration };
+
+/** A point in time typed on the command line; a time without a zone is read in the display zone (`--tz`). */
+export function parseTimePoint(text: string, now: number, zone: string = displayZone): number {
+  return parseTimePointIn(text, now, zone);
 }
 
 /** Colours only on a terminal, and never with `--no-color` or `NO_COLOR` set. */

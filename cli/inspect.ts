@@ -1,9 +1,10 @@
 // What the inspection commands share: the target options, opening and closing the target, and turning
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
+import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, openTarget, type Target } from './target.ts';
-import { colorsFor, parseDuration, type Colors } from './format.ts';
+import { colorsFor, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -12,11 +13,19 @@ export interface CommonOptions {
   region?: string;
   json?: boolean;
   color?: boolean;
+  tz?: string;
 }
 
-/** --stage, --region, --json and --no-color, on every inspection command. */
-export function withCommonOptions(cmd: Command): Command {
+/** --tz: the zone times are printed in and zone-less times typed are read in (before any time is parsed). */
+export function withTimeZone(cmd: Command): Command {
   return cmd
+    .option('--tz <zone>', 'IANA time zone of the times printed and of times typed without a zone (default UTC)')
+    .hook('preAction', (_cmd, action) => setTimeZone(action.opts().tz));
+}
+
+/** --stage, --region, --json, --no-color and --tz, on every inspection command. */
+export function withCommonOptions(cmd: Command): Command {
+  return withTimeZone(cmd)
     .addOption(
       new Option('--stage <stage>', 'a deployed stage instead of the local stack (table <service>-<stage>-tasks)'),
     )
@@ -38,7 +47,7 @@ export interface Context {
 export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
   guardStdout();
   const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
-  const where = target.kind === 'local' ? target.describe : `table ${target.tableName} in ${target.region}`;
+  const where = target.describe;
   const ctx: Context = {
     target,
     c: colorsFor(opts),
@@ -88,4 +97,38 @@ function guardStdout(): void {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
+}
+
+/** Asks a yes/no question on the terminal; anything but y or yes is a no. */
+export async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * --since/--until as given (parsed only once --tz is known, whatever the order of the options) into epoch
+ * ms. A time that does not parse, or a range given backwards, is a mistake, never an empty result.
+ */
+export function timeRange(
+  opts: { since?: string; until?: string },
+  now = Date.now(),
+): { since: number | undefined; until: number | undefined } {
+  const parse = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    try {
+      return parseTimePoint(text, now);
+    } catch (err) {
+      throw new CliError(`${name}: ${(err as Error).message}`);
+    }
+  };
+  const since = parse('--since', opts.since);
+  const until = parse('--until', opts.until);
+  if (since !== undefined && until !== undefined && since > until) {
+    throw new CliError('--since is later than --until: the range is reversed');
+  }
+  return { since, until };
 }

@@ -1,11 +1,13 @@
 // Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
 // (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
+// Opening a target contacts nothing: a command that only reads tasks needs only read access to the table,
+// and the queue URLs of a stage are looked up only by the commands that use a queue.
 import { resolve } from 'node:path';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { errorSentence } from '../lib/text.ts';
 
 export interface QueueDepth {
@@ -18,10 +20,14 @@ export interface Target {
   /** One sentence naming what is targeted, for messages. */
   describe: string;
   kind: 'local' | 'aws';
+  /** The local stack's file, when the target is the local stack. */
+  local: LocalStackInfo | null;
+  /** The deployed stage named by --stage, if any. */
+  stage: string | null;
   tableName: string;
   region: string;
-  queueUrl: string | null;
-  dlqUrl: string | null;
+  /** The main and dead-letter queue URLs (a stage's are looked up at the first call, once). */
+  queues(): Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
   /** A queue subscribed to the task-events topic: the local stack's, or the one named for a deployed stage. */
   eventsQueueUrl: string | null;
   dynamo: DynamoDBClient;
@@ -54,13 +60,14 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
     return openDeployed(opts.stage, region, env, eventsQueueUrl);
   }
   if (env.TASKS_TABLE) {
+    const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
     return openAws({
+      stage: null,
       eventsQueueUrl,
       tableName: env.TASKS_TABLE,
-      region: opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION,
-      queueUrl: env.QUEUE_URL ?? null,
-      dlqUrl: env.DLQ_URL ?? null,
-      describe: `table ${env.TASKS_TABLE}`,
+      region,
+      queues: async () => ({ queueUrl: env.QUEUE_URL ?? null, dlqUrl: env.DLQ_URL ?? null }),
+      describe: region ? `table ${env.TASKS_TABLE} in ${region}` : `table ${env.TASKS_TABLE}`,
     });
   }
   const local = readLocalStack(opts.cwd);
@@ -87,11 +94,12 @@ export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null =
   });
   return assemble({
     kind: 'local',
+    local,
+    stage: null,
     describe: `the local stack at ${local.url} (table ${local.tableName})`,
     tableName: local.tableName,
     region: local.region,
-    queueUrl: local.queueUrl,
-    dlqUrl: local.dlqUrl,
+    queues: async () => ({ queueUrl: local.queueUrl, dlqUrl: local.dlqUrl }),
     eventsQueueUrl: eventsQueueUrl ?? local.eventsQueueUrl ?? null,
     dynamo,
     sqs,
@@ -107,48 +115,42 @@ async function openDeployed(
   const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
   const tableName = names.table;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
-  const sqs = new SQSClient({ region, maxAttempts: 3 });
-  const urlOf = async (name: string) => {
-    try {
-      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
-    } catch (err) {
-      throw new TargetError(
-        `cannot open stage ${stage} in ${region} (table ${tableName}): looking up queue ${name} failed: ${errorSentence(err)}`,
-      );
-    }
-  };
-  const queueUrl = await urlOf(names.queue);
-  const dlqUrl = await urlOf(names.deadLetterQueue);
-  sqs.destroy();
   const describe = `stage ${stage} in ${region} (table ${tableName})`;
-  return openAws({ tableName, region, queueUrl, dlqUrl, eventsQueueUrl, describe });
+  const lookUp = async (sqs: SQSClient) => {
+    const urlOf = async (name: string) => {
+      try {
+        return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
+      } catch (err) {
+        throw new TargetError(`${describe}: looking up queue ${name} failed: ${errorSentence(err)}`);
+      }
+    };
+    return {
+      queueUrl: await urlOf(names.queue),
+      dlqUrl: await urlOf(names.deadLetterQueue),
+    };
+  };
+  return openAws({ stage, tableName, region, queues: lookUp, eventsQueueUrl, describe });
 }
 
 async function openAws(o: {
+  stage: string | null;
   tableName: string;
   region: string | undefined;
-  queueUrl: string | null;
-  dlqUrl: string | null;
+  queues: (sqs: SQSClient) => Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
   eventsQueueUrl: string | null;
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
   const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
   const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
-  try {
-    await dynamo.send(new DescribeTableCommand({ TableName: o.tableName }));
-  } catch (err) {
-    dynamo.destroy();
-    sqs.destroy();
-    throw new TargetError(`cannot reach table ${o.tableName} in ${o.region}: ${errorSentence(err)}`);
-  }
   return assemble({
     kind: 'aws',
+    local: null,
+    stage: o.stage,
     describe: o.describe,
     tableName: o.tableName,
     region: o.region,
-    queueUrl: o.queueUrl,
-    dlqUrl: o.dlqUrl,
+    queues: () => o.queues(sqs),
     eventsQueueUrl: o.eventsQueueUrl,
     dynamo,
     sqs,
@@ -156,7 +158,17 @@ async function openAws(o: {
 }
 
 function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target {
-  const depthOf = (url: string | null, name: string) => async (): Promise<QueueDepth> => {
+  let known: ReturnType<Target['queues']> | undefined;
+  const queues = () => {
+    known ??= t.queues();
+    // A failed look-up is not remembered: the next call tries again.
+    known.catch(() => {
+      known = undefined;
+    });
+    return known;
+  };
+  const depthOf = (which: 'queueUrl' | 'dlqUrl', name: string) => async (): Promise<QueueDepth> => {
+    const url = (await queues())[which];
     if (!url)
       throw new TargetError(
         `${t.describe}: no ${name} URL is known (set ${name === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'})`,
@@ -180,9 +192,10 @@ function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target 
   };
   return {
     ...t,
+    queues,
     tasks: new DynamoTaskStore({ client: t.dynamo, tableName: t.tableName }),
-    queue: { depth: depthOf(t.queueUrl, 'queue') },
-    dlq: { depth: depthOf(t.dlqUrl, 'dead-letter queue') },
+    queue: { depth: depthOf('queueUrl', 'queue') },
+    dlq: { depth: depthOf('dlqUrl', 'dead-letter queue') },
     async close() {
       t.dynamo.destroy();
       t.sqs.destroy();

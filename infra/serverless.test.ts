@@ -112,7 +112,11 @@ beforeAll(() => {
   packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
   execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
   networkAttempts = '';
-  template = packageService('out', ['signatureMode=report', 'alarmEmail=ops@example.com']);
+  template = packageService('out', [
+    'signatureMode=report',
+    'alarmEmail=ops@example.com',
+    'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
+  ]);
   state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
 }, 180_000);
 
@@ -213,6 +217,7 @@ describe('functions', () => {
       DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
+      ALLOWED_SOURCE_CIDRS: ref('AllowedSourceCidrs'),
       CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
       SECRETS_REFRESH_S: '300',
       LOG_LEVEL: ref('LogLevel'),
@@ -263,6 +268,11 @@ describe('functions', () => {
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
     expect(template.Parameters.Development).toMatchObject({ Default: 'false', AllowedValues: ['true', 'false'] });
+    const cidrs = template.Parameters.AllowedSourceCidrs;
+    expect(cidrs.Default).toBe('203.0.113.0/24,2001:db8::/32');
+    expect(new RegExp(cidrs.AllowedPattern).test('')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8, ::ffff:10.0.0.0/104')).toBe(true);
+    expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8;rm')).toBe(false);
   });
 
   test('signature mode off only on a stage marked as development: CloudFormation asserts it on every deploy', () => {
@@ -679,12 +689,14 @@ describe('operations', () => {
         '{ $.event = "callback_request" && ($.status = 401 || $.status = 403) }',
         namespace,
       ],
+      SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
       FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
     expect(bundle('ingest')).toContain('callback_request');
+    expect(bundle('ingest')).toContain('setAside');
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
@@ -742,6 +754,11 @@ describe('operations', () => {
       },
       QuarantinedCallbacksAlarm: {
         metric: `${namespace} QuarantinedCallbacks`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      SetAsideCallbacksAlarm: {
+        metric: `${namespace} SetAsideCallbacks`,
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },

@@ -83,7 +83,12 @@ describe('readRecord', () => {
   test('reads back what messageAttributes wrote, for every mode and verdict', () => {
     for (const mode of SIGNATURE_MODES) {
       for (const verdict of SIGNATURE_VERDICTS) {
-        const written = { ...message, mode, verdict };
+        // The signature values travel only with a verdict other than valid.
+        const heldSignature =
+          verdict === 'valid'
+            ? null
+            : { nonce: 'n-1', timestamp: '1763798400', signature: 'AB12', from: { nonce: 'header' as const } };
+        const written = { ...message, mode, verdict, heldSignature };
         expect(readRecord(delivered(messageAttributes(written)))).toEqual({
           ok: true,
           message: { ...written, messageId: 'm-1', receiveCount: 2 },
@@ -122,6 +127,7 @@ describe('readRecord', () => {
         verdict: 'unverified',
         mode: 'enforce',
         replayKey: null,
+        heldSignature: null,
         receiveCount: 2,
       },
     });

@@ -43,6 +43,61 @@ export function isSignatureVerdict(value: unknown): value is SignatureVerdict {
   return SIGNATURE_VERDICTS.includes(value as SignatureVerdict);
 }
 
+/**
+ * The verdict a stored callback carries: the ingest's, or `accepted_unverified` for a callback taken out of
+ * the quarantine by `callbacks quarantine apply --accept-unverified` although its signature did not verify.
+ */
+export type LedgerVerdict = SignatureVerdict | 'accepted_unverified';
+
+/**
+ * Whether the worker sets a callback with this verdict aside in the quarantine rather than apply it. One rule
+ * for every mode: only a valid signature is applied, except in mode `off` (development), which applies what
+ * it did not check. Mode `enforce` refuses the others at the door; mode `report` accepts them, to be set aside.
+ */
+export function isSetAside(mode: SignatureMode, verdict: SignatureVerdict): boolean {
+  if (verdict === 'valid') return false;
+  return !(verdict === 'not_checked' && mode === 'off');
+}
+
+/** Where a signature value was read: the query string or a header. */
+export type ValueSource = 'query' | 'header';
+
+/**
+ * The signature values of a callback whose signature did not verify, as received, so that it can be checked
+ * again later with the secrets of that time (`callbacks quarantine apply`). Never a secret; never kept for a
+ * callback whose signature verified.
+ */
+export interface HeldSignature {
+  nonce?: string;
+  timestamp?: string;
+  signature?: string;
+  /** An appKey claimed outside the body (header or query). */
+  appKey?: string;
+  from: Partial<Record<'nonce' | 'timestamp' | 'signature' | 'appKey', ValueSource>>;
+}
+
+const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
+
+/** The held signature values of a message, or null when absent or not of the expected shape. */
+export function readHeldSignature(text: string | undefined): HeldSignature | null {
+  if (!text) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const raw = parsed as Record<string, unknown>;
+  const from = (typeof raw.from === 'object' && raw.from !== null ? raw.from : {}) as Record<string, unknown>;
+  const held: HeldSignature = { from: {} };
+  for (const field of SIGNATURE_FIELDS) {
+    if (typeof raw[field] === 'string') held[field] = raw[field];
+    if (from[field] === 'query' || from[field] === 'header') held.from[field] = from[field];
+  }
+  return held;
+}
+
 /** SQS message attribute names (all String unless noted). */
 export const Attr = {
   service: 'service',
@@ -57,6 +112,8 @@ export const Attr = {
    * worker's replay check. Opaque to the worker; never the signature itself.
    */
   replayKey: 'replayKey',
+  /** JSON HeldSignature, only when the verdict is not `valid`. */
+  signatureValues: 'signatureValues',
 } as const;
 
 /** What the ingest enqueues for one accepted callback. */
@@ -71,6 +128,8 @@ export interface CallbackMessage {
   mode: SignatureMode;
   /** See replayKeyOf (lib/ingest/signature.ts). */
   replayKey: string | null;
+  /** Only for a verdict other than `valid`: what a later check of the signature needs. */
+  heldSignature?: HeldSignature | null;
 }
 
 // Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
@@ -102,12 +161,20 @@ export function messageAttributes(message: CallbackMessage): Record<string, Attr
   // SQS refuses empty attribute values: absent ones are left out.
   if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
   if (message.replayKey) attributes[Attr.replayKey] = text(message.replayKey);
+  if (message.heldSignature) {
+    const held = JSON.stringify(message.heldSignature);
+    // Values SQS cannot carry never come from the platform; without them the callback can only be taken
+    // out of the quarantine unverified.
+    if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
+  }
   return attributes;
 }
 
 /** What the worker reads back from one SQS record. */
 export interface QueuedCallback extends CallbackMessage {
   messageId: string;
+  /** The signature values, kept only when the verdict is not `valid`. */
+  heldSignature: HeldSignature | null;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
 }
@@ -144,6 +211,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       verdict: isSignatureVerdict(verdict) ? verdict : 'unverified',
       mode: isSignatureMode(mode) ? mode : 'enforce',
       replayKey: attr(Attr.replayKey) ?? null,
+      heldSignature: readHeldSignature(attr(Attr.signatureValues)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
     },
   };

@@ -1,5 +1,6 @@
 // Points in time as people type them, on the command line (`--since 2h`) and in the read API's query
-// parameters (`since=2h`): a duration back from now, an ISO date or time, or epoch milliseconds.
+// parameters (`since=2h`): a duration back from now, an ISO date or time, or epoch milliseconds. A date or
+// time without a zone is read in a given IANA time zone (UTC unless said otherwise), never in the machine's.
 const DURATION_UNITS: Record<string, number> = {
   ms: 1,
   s: 1000,
@@ -20,20 +21,72 @@ export function parseDuration(text: string, opts: { bareSeconds?: boolean } = {}
   return Math.round(Number(m[1]) * DURATION_UNITS[(m[2] ?? 's').toLowerCase()]!);
 }
 
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Throws a one-sentence error when `zone` is not an IANA time zone Node knows. */
+function zoneFormat(zone: string): Intl.DateTimeFormat {
+  let format = zoneFormats.get(zone);
+  if (!format) {
+    try {
+      format = new Intl.DateTimeFormat('en-US', {
+        timeZone: zone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+      });
+    } catch {
+      throw new Error(`"${zone}" is not a time zone: use an IANA name such as UTC, Asia/Shanghai or Europe/Berlin`);
+    }
+    zoneFormats.set(zone, format);
+  }
+  return format;
+}
+
+/** Throws a one-sentence error when `zone` is not an IANA time zone. */
+export function checkTimeZone(zone: string): void {
+  zoneFormat(zone);
+}
+
+/** Milliseconds the zone's wall clock is ahead of UTC at instant `ms`. */
+export function zoneOffsetMs(ms: number, zone: string): number {
+  if (zone === 'UTC') return 0;
+  const parts: Record<string, number> = {};
+  for (const p of zoneFormat(zone).formatToParts(new Date(ms)))
+    if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const wall = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return wall - (ms - (((ms % 1000) + 1000) % 1000));
+}
+
+const ZONELESS = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
+
 /**
  * A point in time for `since`/`until`: a duration back from now (`2h`, `7d`), an ISO date or time
- * (`2025-11-22`, `2025-11-22T08:00:00Z`), or epoch milliseconds (`1763798400000`).
+ * (`2025-11-22`, `2025-11-22T08:00`, `2025-11-22T08:00:00Z`, `...+08:00`), or epoch milliseconds. A date or
+ * time without a zone is read in `zone`.
  */
-export function parseTimePoint(text: string, now: number): number {
+export function parseTimePoint(text: string, now: number, zone = 'UTC'): number {
   const trimmed = text.trim();
   const duration = parseDuration(trimmed);
   if (duration !== null) return now - duration;
   if (/^\d{10,}$/.test(trimmed)) return Number(trimmed);
-  if (/^\d{4}-\d{2}-\d{2}/.test(trimmed)) {
+  const local = ZONELESS.exec(trimmed);
+  if (local) {
+    const [, y, mo, d, h = '0', mi = '0', sec = '0', frac = '0'] = local;
+    const wall = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +sec, Number(frac.padEnd(3, '0')));
+    // Two passes settle the offset of the instant itself, also next to a daylight-saving change.
+    const guess = wall - zoneOffsetMs(wall, zone);
+    const ms = wall - zoneOffsetMs(guess, zone);
+    if (Number.isFinite(ms) && new Date(wall).getUTCDate() === +d!) return ms;
+  } else if (/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:\d{2})$/i.test(trimmed)) {
     const ms = Date.parse(trimmed);
     if (Number.isFinite(ms)) return ms;
   }
   throw new Error(
-    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date (2025-11-22 or 2025-11-22T08:00:00Z) or epoch milliseconds`,
+    `"${text}" is not a time: use a duration back from now (30m, 2h, 7d), an ISO date or time ` +
+      '(2025-11-22, 2025-11-22T08:00, 2025-11-22T08:00:00Z) or epoch milliseconds',
   );
 }

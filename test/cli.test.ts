@@ -1,6 +1,8 @@
 // The inspection CLI as a user runs it: `callbacks ...` in a child process, in a folder where the local
 // stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is written by the
 // real worker logic.
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +20,7 @@ import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
-import { runCli, runCliJson } from './support/cli.ts';
+import { runCli } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
@@ -39,9 +41,22 @@ let sqs: SQSClient;
 let restoreSink: ReturnType<typeof setLogSink>;
 const now = Date.now();
 
-/** Runs `callbacks <args>` in the test folder. */
-const cli = (args: string[], extraEnv: Record<string, string> = {}) => runCli(dir, args, extraEnv);
-const cliJson = <T>(args: string[]) => runCliJson<T>(dir, args);
+const ANSI = /\u001b\[/;
+
+/** Runs `callbacks <args>` in the test folder, without any AWS setting of the machine. */
+async function cli(args: string[], extraEnv: Record<string, string> = {}) {
+  const run = await runCli(args, { cwd: dir, env: extraEnv });
+  // Output to a pipe is never coloured.
+  expect(run.stdout).not.toMatch(ANSI);
+  expect(run.stderr).not.toMatch(ANSI);
+  return run;
+}
+
+async function cliJson<T>(args: string[]): Promise<T> {
+  const run = await cli([...args, '--json']);
+  expect(run).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout) as T;
+}
 
 // Recent tasks, for the filters: [id, service, appKey, roomId, sessionId, start time].
 const recent: [string, Service, string, string, string, number][] = [
@@ -201,27 +216,68 @@ describe('tasks get', () => {
     }
     expect(run.stdout).toContain('2 files: 1 uploaded, 1 failed, 0 pending');
     const header = lines.find((l) => l.startsWith('FILE'))!;
-    expect(header.split(/\s{2,}/)).toEqual(['FILE', 'SIZE', 'UPLOAD', 'ATTEMPTS', 'URL', 'PURGED BY THE PLATFORM']);
-    const uploaded = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763798400000.mp4'))!;
-    expect(uploaded.split(/\s{2,}/)).toEqual([
+    expect(header.split(/\s{2,}/)).toEqual(['FILE', 'SIZE', 'UPLOAD', 'TRIES']);
+    const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
+    const uploaded = at('sN3kL9xQ2aT7_room-1024_1763798400000.mp4');
+    expect(lines[uploaded]!.split(/\s{2,}/)).toEqual([
       'sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
       '700 MiB',
       'uploaded',
       '1',
-      'https://storage.example.com/recordings/sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
-      '-',
     ]);
-    const failed = lines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!;
-    const purgeAt = 1763803810000 + DAY;
-    expect(failed.split(/\s{2,}/)).toEqual([
+    // The URL on a line of its own, whole.
+    expect(lines[uploaded + 1]).toBe(
+      '  https://storage.example.com/recordings/sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
+    );
+    const failed = at('sN3kL9xQ2aT7_room-1024_1763802000000.mp4');
+    expect(lines[failed]!.split(/\s{2,}/)).toEqual([
       'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
       '350 MiB',
-      'failed (500: upload to storage failed)',
+      'failed 500',
+      '1',
+    ]);
+    const purgeAt = 1763803810000 + DAY;
+    const purgeText = escapeRegExp(new Date(purgeAt).toISOString().replace('.000Z', 'Z'));
+    expect(lines[failed + 1]).toMatch(
+      new RegExp(`^  upload to storage failed; purged by the platform at ${purgeText} \\(\\d+ d ago\\)$`),
+    );
+    // Everything but a URL line fits a 100-column terminal.
+    for (const line of lines.filter((l) => !l.startsWith('  https://'))) expect(line.length).toBeLessThanOrEqual(100);
+  });
+
+  test('--failed, --limit and --wide: which files, how many were left out, every column on one line', async () => {
+    const limited = await cli(['tasks', 'get', '7nQ2f0vB-rec-001', '--limit', '1']);
+    expect(limited.stdout).toContain('sN3kL9xQ2aT7_room-1024_1763798400000.mp4  700 MiB');
+    expect(limited.stdout).not.toContain('sN3kL9xQ2aT7_room-1024_1763802000000.mp4');
+    expect(limited.stdout.trimEnd().split('\n').at(-1)).toBe('1 more file not shown: --limit 2 shows them all.');
+
+    const failed = await cli(['tasks', 'get', '7nQ2f0vB-rec-001', '--failed']);
+    const names = failed.stdout.split('\n').filter((l) => l.startsWith('sN3kL9xQ2aT7'));
+    expect(names.map((l) => l.split(/\s{2,}/)[0])).toEqual(['sN3kL9xQ2aT7_room-1024_1763802000000.mp4']);
+
+    const json = await cliJson<any>(['tasks', 'get', '7nQ2f0vB-rec-001', '--failed']);
+    expect(json.files.map((f: any) => f.upload)).toEqual(['failed']);
+    expect(json).toEqual({ ...expectedTask('7nQ2f0vB-rec-001'), files: json.files });
+
+    const wide = await cli(['tasks', 'get', '7nQ2f0vB-rec-001', '--wide']);
+    const wideLines = wide.stdout.split('\n');
+    expect(wideLines.find((l) => l.startsWith('FILE'))!.split(/\s{2,}/)).toEqual([
+      'FILE',
+      'SIZE',
+      'UPLOAD',
+      'TRIES',
+      'URL',
+      'ERROR',
+      'PURGED BY THE PLATFORM',
+    ]);
+    expect(wideLines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!.split(/\s{2,}/)).toEqual([
+      'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
+      '350 MiB',
+      'failed 500',
       '1',
       '-',
-      expect.stringMatching(
-        new RegExp(`^${escapeRegExp(new Date(purgeAt).toISOString().replace('.000Z', 'Z'))} \\(\\d+ d ago\\)$`),
-      ),
+      'upload to storage failed',
+      expect.stringMatching(/^2025-11-23T09:30:10Z \(\d+ d ago\)$/),
     ]);
   });
 
@@ -388,6 +444,59 @@ describe('tasks list', () => {
     expect(ids(parsed)).toEqual(['rec-new-3', 'img-new-4', 'rec-new-2', 'rec-new-1']);
   });
 
+  test('--service narrows to one service; a reversed time range is an error', async () => {
+    expect(ids(await cliJson<TaskSummary[]>(['tasks', 'list', '--service', 'screenshot']))).toEqual(['img-new-4']);
+    expect(
+      ids(await cliJson<TaskSummary[]>(['tasks', 'list', '--service', 'recording', '--app-key', 'app-x'])),
+    ).toEqual(['rec-new-2', 'rec-new-1']);
+    const reversed = await cli(['tasks', 'list', '--since', '1h', '--until', '2h']);
+    expect(reversed).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --since is later than --until: the range is reversed\n',
+    });
+    const badService = await cli(['tasks', 'list', '--service', 'video']);
+    expect(badService.code).toBe(1);
+    expect(badService.stderr.split('\n')[0]).toMatch(
+      /^error: option '--service <service>' argument 'video' is invalid/,
+    );
+  });
+
+  test('--tz: times are printed in that zone, and a time typed without a zone is read in it', async () => {
+    const shanghai = await cli(['tasks', 'list', '--room', 'room-1024', '--tz', 'Asia/Shanghai']);
+    const started = shanghai.stdout
+      .split('\n')
+      .slice(1, 4)
+      .map((l) => l.split(/\s{2,}/)[5]);
+    expect(started).toEqual([
+      '2025-11-22T16:01:00+08:00',
+      '2025-11-22T16:00:00.500+08:00',
+      '2025-11-22T16:00:00+08:00',
+    ]);
+    // 16:00:30 in Shanghai is 08:00:30 UTC: only the task started at 08:01 is at or after it.
+    const local = await cliJson<TaskSummary[]>([
+      'tasks',
+      'list',
+      '--room',
+      'room-1024',
+      '--since',
+      '2025-11-22T16:00:30',
+      '--tz',
+      'Asia/Shanghai',
+    ]);
+    expect(ids(local)).toEqual(['Kp4e-rec-002']);
+    // The same text without --tz is read in UTC: eight hours later, nothing.
+    expect(
+      await cliJson<TaskSummary[]>(['tasks', 'list', '--room', 'room-1024', '--since', '2025-11-22T16:00:30']),
+    ).toEqual([]);
+    const get = await cli(['tasks', 'get', '7nQ2f0vB-rec-001', '--tz', 'America/New_York']);
+    expect(get.stdout).toMatch(/^\s+started\s+2025-11-22T03:00:00-05:00 \(/m);
+    const bad = await cli(['tasks', 'list', '--tz', 'Mars/Olympus']);
+    expect(bad.stderr).toBe(
+      'callbacks: "Mars/Olympus" is not a time zone: use an IANA name such as UTC, Asia/Shanghai or Europe/Berlin\n',
+    );
+  });
+
   test('a bad --since is refused with what is accepted', async () => {
     const run = await cli(['tasks', 'list', '--since', 'yesterday']);
     expect(run.code).toBe(1);
@@ -404,14 +513,49 @@ describe('tasks events', () => {
       .trimEnd()
       .split('\n')
       .map((l) => l.split(/\s{2,}/));
-    expect(rows[0]).toEqual(['TYPE', 'TIMESTAMP', 'RECEIVED', 'SIGNATURE', 'EVENT KEY']);
-    expect(rows.slice(1).map((r) => r.slice(0, 4))).toEqual([
-      ['1 start', '2025-11-22T08:00:00Z', '2025-11-22T08:00:00.180Z', 'valid'],
-      ['2 slice', '2025-11-22T09:00:00Z', '2025-11-22T09:00:00.180Z', 'valid'],
-      ['4 upload', '2025-11-22T09:00:30Z', '2025-11-22T09:00:30.180Z', 'valid'],
-      ['3 end', '2025-11-22T09:30:00Z', '2025-11-22T09:30:00.180Z', 'valid'],
-      ['4 upload', '2025-11-22T09:30:10Z', '2025-11-22T09:30:10.180Z', 'valid'],
+    expect(rows[0]).toEqual(['TYPE', 'TIMESTAMP', 'CODE', 'FILE', 'RECEIVED', 'SIGNATURE']);
+    expect(rows.slice(1)).toEqual([
+      ['1 start', '2025-11-22T08:00:00Z', '200', '-', '2025-11-22T08:00:00.180Z', 'valid'],
+      [
+        '2 slice',
+        '2025-11-22T09:00:00Z',
+        '200',
+        'sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
+        '2025-11-22T09:00:00.180Z',
+        'valid',
+      ],
+      [
+        '4 upload',
+        '2025-11-22T09:00:30Z',
+        '200',
+        'sN3kL9xQ2aT7_room-1024_1763798400000.mp4',
+        '2025-11-22T09:00:30.180Z',
+        'valid',
+      ],
+      [
+        '3 end',
+        '2025-11-22T09:30:00Z',
+        '200',
+        'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
+        '2025-11-22T09:30:00.180Z',
+        'valid',
+      ],
+      [
+        '4 upload',
+        '2025-11-22T09:30:10Z',
+        '500',
+        'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
+        '2025-11-22T09:30:10.180Z',
+        'valid',
+      ],
     ]);
+    const wide = await cli(['tasks', 'events', '7nQ2f0vB-rec-001', '--wide']);
+    expect(
+      wide.stdout
+        .split('\n')[0]!
+        .split(/\s{2,}/)
+        .at(-1),
+    ).toBe('EVENT KEY');
     expect(run.stdout).not.toContain('"errorMessage"');
 
     const raw = await cli(['tasks', 'events', '7nQ2f0vB-rec-001', '--raw']);
@@ -452,20 +596,22 @@ describe('quarantine list', () => {
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
       'RECEIVED',
       'REASON',
-      'DETAIL',
       'SERVICE',
-      'APP KEY',
       'TASK',
+      'APP KEY',
       'SIGNATURE',
+      'APPLIED',
+      'DETAIL',
     ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       new Date(now - 5000).toISOString().replace('.000Z', 'Z'),
       'invalid_signature',
-      'the signature matches no configured secret of this appKey, or the request named another appKey',
       'recording',
-      'demo-app',
       'rec-forged',
+      'demo-app',
       'invalid',
+      '-',
+      'the signature matches no configured secret of this appKey, or the request named another appKey',
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);
@@ -524,10 +670,60 @@ describe('targets', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(
-      /^callbacks: cannot open stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /,
-    );
+    expect(run.stderr).toMatch(/^callbacks: stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /);
     expect(run.stderr).not.toMatch(STACK_FRAME);
+  });
+
+  test('read-only commands against a stage make only read calls on the table, and none to SQS', async () => {
+    const dynamoTargets: string[] = [];
+    const sqsRequests: string[] = [];
+    const upstream = new URL(stack.info.dynamoEndpoint);
+    const proxy = createServer((req, res) => {
+      dynamoTargets.push(String(req.headers['x-amz-target']).split('.').pop()!);
+      const forward = httpRequest(
+        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(forward);
+    });
+    const sqsTrap = createServer((req, res) => {
+      sqsRequests.push(String(req.headers['x-amz-target']));
+      res.writeHead(500).end();
+    });
+    const listen = (server: Server) =>
+      new Promise<string>((resolve) =>
+        server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+      );
+    const env = {
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_DYNAMODB: await listen(proxy),
+      AWS_ENDPOINT_URL_SQS: await listen(sqsTrap),
+    };
+    try {
+      // The local stack's table is the one a stage named "local" would have.
+      const stage = ['--stage', 'local', '--region', 'us-east-1'];
+      for (const args of [
+        ['tasks', 'get', '7nQ2f0vB-rec-001'],
+        ['tasks', 'list', '--status', 'upload_failed'],
+        ['tasks', 'list', '--room', 'room-1024', '--json'],
+        ['tasks', 'events', 'img-5c1d9e'],
+        ['quarantine', 'list'],
+        ['quarantine', 'list', '--task', 'rec-forged'],
+      ]) {
+        const run = await cli([...args, ...stage], env);
+        expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 0, stderr: '' });
+      }
+      expect(dynamoTargets.length).toBeGreaterThan(0);
+      expect(dynamoTargets.filter((t) => !['BatchGetItem', 'GetItem', 'Query'].includes(t))).toEqual([]);
+      expect(sqsRequests).toEqual([]);
+    } finally {
+      proxy.close();
+      sqsTrap.close();
+    }
   });
 
   test('a table named by TASKS_TABLE that cannot be reached: the same', async () => {
@@ -539,7 +735,7 @@ describe('targets', () => {
       AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
     });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^callbacks: cannot reach table my-tasks in eu-west-1: .+\n$/);
+    expect(run.stderr).toMatch(/^callbacks: table my-tasks in eu-west-1: .+\n$/);
   });
 });
 

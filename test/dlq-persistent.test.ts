@@ -9,11 +9,17 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
-import { runCli, runCliJson } from './support/cli.ts';
+import { runCli } from './support/cli-process.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
 let dir: string;
+
+async function runCliJson<T>(cwd: string, args: string[]): Promise<T> {
+  const run = await runCli([...args, '--json'], { cwd });
+  expect(run).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout) as T;
+}
 let stack: LocalStack;
 let restoreSink: ReturnType<typeof setLogSink>;
 
@@ -63,7 +69,7 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
   const byTask = (listed: Listed[]) => listed.map((m) => [m.taskId, m.receiveCount]).sort();
   // Each look receives every message once and makes it visible again at once.
   expect(byTask(await runCliJson<Listed[]>(dir, ['dlq', 'list']))).toEqual(ids.map((id) => [id, 0]));
-  const human = await runCli(dir, ['dlq', 'list']);
+  const human = await runCli(['dlq', 'list'], { cwd: dir });
   expect(human).toMatchObject({ code: 0, stderr: '' });
   expect(human.stdout).toMatch(/^3 messages in http:.*callbacks-dlq/m);
 

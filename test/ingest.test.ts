@@ -50,6 +50,7 @@ interface EventInput {
   base64?: boolean;
   headers?: Record<string, string>;
   query?: string;
+  sourceIp?: string;
 }
 
 function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
@@ -67,7 +68,7 @@ function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
       apiId: 'api',
       domainName: 'example.com',
       domainPrefix: 'example',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: input.sourceIp ?? '192.0.2.1', userAgent: 'test' },
       requestId,
       routeKey: '$default',
       stage: '$default',
@@ -481,6 +482,53 @@ describe('signature matrix', () => {
     );
     expect(attr(await receiveOne(), Attr.replayKey)).toBeUndefined();
   });
+
+  test('the signature values travel only with a verdict other than valid, with where each came from', async () => {
+    const wrong = signedHeaders('wrong');
+    await handleCallbackRequest(
+      httpApiEvent({
+        body,
+        headers: { 'RC-Nonce': wrong['RC-Nonce']!, 'RC-App-Key': 'demo-app' },
+        query: `timestamp=${NOW}&signature=${wrong['RC-Signature']}`,
+      }),
+      deps({ mode: 'report' }),
+    );
+    const kept = attr(await receiveOne(), Attr.signatureValues)?.StringValue;
+    expect(JSON.parse(kept ?? 'null')).toEqual({
+      nonce: 'nonce-1',
+      timestamp: String(NOW),
+      signature: wrong['RC-Signature'],
+      appKey: 'demo-app',
+      from: { nonce: 'header', timestamp: 'query', signature: 'query', appKey: 'header' },
+    });
+    // Never the secret.
+    expect(kept).not.toContain('wrong');
+
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders() }), deps({ mode: 'report' }));
+    const valid = await receiveOne();
+    expect(attr(valid, Attr.verdict)?.StringValue).toBe('valid');
+    expect(attr(valid, Attr.signatureValues)).toBeUndefined();
+
+    await handleCallbackRequest(httpApiEvent({ body, headers: {} }), deps({ mode: 'report' }));
+    expect(attr(await receiveOne(), Attr.signatureValues)).toBeUndefined();
+  });
+
+  test('report mode: a callback the worker will set aside is logged as such, at warn level', async () => {
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders('wrong') }), deps({ mode: 'report' }));
+    await receiveOne();
+    await handleCallbackRequest(httpApiEvent({ body, headers: signedHeaders() }), deps({ mode: 'report' }));
+    await receiveOne();
+    const requests = lines.filter((l) => l.event === 'callback_request');
+    expect(requests[0]).toMatchObject({
+      level: 'warn',
+      status: 200,
+      verdict: 'invalid',
+      setAside: true,
+      note: expect.stringContaining('callbacks quarantine apply'),
+    });
+    expect(requests[1]).toMatchObject({ level: 'info', status: 200, verdict: 'valid' });
+    expect(requests[1]).not.toHaveProperty('setAside');
+  });
 });
 
 describe('the log line', () => {
@@ -715,6 +763,73 @@ describe('secrets', () => {
   });
 });
 
+describe('source-IP allow-list (ALLOWED_SOURCE_CIDRS)', () => {
+  const allowList = { ALLOWED_SOURCE_CIDRS: '192.0.2.0/28, 2001:db8:10::/48' };
+
+  test.each([
+    ['the first IPv4 address of the range', '192.0.2.0', 200],
+    ['the last IPv4 address of the range', '192.0.2.15', 200],
+    ['the next IPv4 address', '192.0.2.16', 403],
+    ['an IPv4-mapped IPv6 address inside', '::ffff:192.0.2.9', 200],
+    ['an IPv4-mapped IPv6 address outside', '::ffff:192.0.2.99', 403],
+    ['an IPv6 address inside', '2001:db8:10:ffff::1', 200],
+    ['an IPv6 address outside', '2001:db8:11::1', 403],
+    ['no source address at all', '', 403],
+  ])('%s (%s) -> %i', async (_name, sourceIp, status) => {
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders(), sourceIp }),
+      deps({ env: allowList }),
+    );
+    expect(response.statusCode).toBe(status);
+    if (status === 200) {
+      expect((await receiveOne())?.Body).toBe(recordingBody);
+    } else {
+      expect(parse(response.body)).toEqual({
+        error: { code: 'source_not_allowed', message: 'Requests from this source address are not accepted.' },
+      });
+      await expectQueueEmpty();
+      expect(lines.filter((l) => l.event === 'callback_request')).toEqual([
+        expect.objectContaining({
+          level: 'warn',
+          event: 'callback_request',
+          status: 403,
+          code: 'source_not_allowed',
+          sourceIp: sourceIp || '(none)',
+        }),
+      ]);
+    }
+  });
+
+  test('checked first: an outside address gets 403 even for a bad path, a bad method or a bad signature', async () => {
+    for (const input of [
+      { path: '/nowhere', method: 'GET' },
+      { method: 'GET' },
+      { body: 'not json' },
+      { body: recordingBody, headers: signedHeaders('wrong') },
+    ]) {
+      const response = await handleCallbackRequest(
+        httpApiEvent({ ...input, sourceIp: '198.51.100.1' }),
+        deps({ env: allowList }),
+      );
+      expect({ input, status: response.statusCode, code: parse(response.body).error.code }).toEqual({
+        input,
+        status: 403,
+        code: 'source_not_allowed',
+      });
+    }
+    await expectQueueEmpty();
+  });
+
+  test('unset: every address is accepted', async () => {
+    const response = await handleCallbackRequest(
+      httpApiEvent({ body: recordingBody, headers: signedHeaders(), sourceIp: '198.51.100.1' }),
+      deps(),
+    );
+    expect(response.statusCode).toBe(200);
+    await receiveOne();
+  });
+});
+
 describe('robustness', () => {
   test('an unexpected exception is a 503 internal_error with an error log line, never a throw', async () => {
     // A fault no emulator produces: the secrets provider itself breaking.
@@ -757,17 +872,29 @@ describe('functions/ingest.ts', () => {
     try {
       const { handler } = await import('../functions/ingest.ts');
       const now = String(Date.now());
-      const ok = await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, now) }));
+      const ok = await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, now) }), {
+        awsRequestId: 'lambda-request-1',
+      });
       expect(ok.statusCode).toBe(200);
       const message = await receiveOne();
       expect(message?.Body).toBe(recordingBody);
       expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
       expect(
-        (await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }))).statusCode,
+        (
+          await handler(httpApiEvent({ body: recordingBody, headers: signedHeaders('wrong', now) }), {
+            awsRequestId: 'lambda-request-2',
+          })
+        ).statusCode,
       ).toBe(401);
       expect((await handler(httpApiEvent({ path: '/elsewhere', method: 'GET' }))).statusCode).toBe(404);
       const logged = captured.map((l) => JSON.parse(l)).filter((l) => l.event === 'callback_request');
       expect(logged.map((l) => l.status)).toEqual([200, 401, 404]);
+      // The keys searched in CloudWatch: the Lambda request id and whether the container was cold.
+      expect(logged.map((l) => [l.function, l.level, l.awsRequestId, l.coldStart])).toEqual([
+        ['ingest', 'info', 'lambda-request-1', true],
+        ['ingest', 'warn', 'lambda-request-2', false],
+        ['ingest', 'info', undefined, false],
+      ]);
       expect(captured.join('\n')).not.toContain(SECRET);
     } finally {
       setLogSink(previousSink);

@@ -3,8 +3,12 @@ import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
+import { parseCidr } from '../../lib/ingest/source-ip.ts';
+import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
+import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
+import { withTimeZone } from '../inspect.ts';
 
 interface DevOptions {
   port: number;
@@ -12,8 +16,10 @@ interface DevOptions {
   memory?: boolean;
   dataDir: string;
   signatureMode?: SignatureMode;
+  allowCidr?: string[];
   retryDelay: number;
   quiet?: boolean;
+  logFormat?: LogFormat;
   color?: boolean;
 }
 
@@ -24,6 +30,20 @@ function portNumber(text: string): number {
   return n;
 }
 
+/** Repeatable, and each value may itself be a comma-separated list; every range is checked as the ingest will. */
+function cidrList(text: string, previous: string[] = []): string[] {
+  const entries = text
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  try {
+    for (const entry of entries) parseCidr(entry, '--allow-cidr');
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message.replace(/^--allow-cidr: /, ''));
+  }
+  return [...previous, ...entries];
+}
+
 function seconds(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 0 || n > 43200)
@@ -32,7 +52,7 @@ function seconds(text: string): number {
 }
 
 export function register(program: Command): void {
-  program
+  const dev = program
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
     .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
@@ -46,29 +66,51 @@ export function register(program: Command): void {
       ).choices(SIGNATURE_MODES),
     )
     .option(
+      '--allow-cidr <cidr>',
+      'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list ' +
+        '(default: ALLOWED_SOURCE_CIDRS, else any address)',
+      cidrList,
+    )
+    .option(
       '--retry-delay <seconds>',
       `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`,
       seconds,
       DEFAULT_RETRY_DELAY_S,
     )
-    .option('--quiet', 'do not print the JSON log lines of the handlers')
-    .option('--no-color', 'no colours (also NO_COLOR=1)')
-    .action(async (opts: DevOptions) => {
-      const stack = await startLocalStack({
-        port: opts.port,
-        host: opts.host,
-        memory: opts.memory ?? false,
-        dataDir: opts.dataDir,
-        signatureMode: opts.signatureMode,
-        retryDelaySeconds: opts.retryDelay,
-        quiet: opts.quiet ?? false,
+    .option('--quiet', 'do not print the log lines of the handlers')
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        "pretty: one readable line per callback; json: the functions' JSON lines (default: pretty on a terminal)",
+      ).choices(['pretty', 'json']),
+    )
+    .option('--no-color', 'no colours (also NO_COLOR=1)');
+  withTimeZone(dev).action(async (opts: DevOptions) => {
+    const c = colorsFor(opts);
+    opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
+    // Before the handlers load: their first lines (configuration) come out in the chosen format too.
+    if (!opts.quiet && opts.logFormat === 'pretty') {
+      setLogSink((line) => {
+        const shown = prettyLogLine(line, c);
+        if (shown !== null) process.stdout.write(`${shown}\n`);
       });
-      process.stdout.write(banner(stack, opts, colorsFor(opts)));
-      await untilSignal();
-      process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
-      await stack.stop();
-      process.stdout.write('Stopped.\n');
+    }
+    const stack = await startLocalStack({
+      port: opts.port,
+      host: opts.host,
+      memory: opts.memory ?? false,
+      dataDir: opts.dataDir,
+      signatureMode: opts.signatureMode,
+      allowedSourceCidrs: opts.allowCidr,
+      retryDelaySeconds: opts.retryDelay,
+      quiet: opts.quiet ?? false,
     });
+    process.stdout.write(banner(stack, opts, c));
+    await untilSignal();
+    process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+    await stack.stop();
+    process.stdout.write('Stopped.\n');
+  });
 }
 
 const shown = (path: string) => {
@@ -76,7 +118,11 @@ const shown = (path: string) => {
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
-export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retryDelay'>, c: Colors): string {
+export function banner(
+  stack: LocalStack,
+  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'>,
+  c: Colors,
+): string {
   const { info } = stack;
   const keys = stack.appKeys.length > 0 ? stack.appKeys.join(', ') : '(none: every signed callback is refused)';
   const appKeys =
@@ -101,6 +147,7 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
           `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${c.dim('(loopback clients only, no authorization)')}`,
         ],
         ['signature', stack.signatureMode],
+        ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
@@ -123,7 +170,10 @@ export function banner(stack: LocalStack, opts: Pick<DevOptions, 'quiet' | 'retr
     '',
     opts.quiet
       ? 'Ctrl-C stops the stack.'
-      : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
+      : opts.logFormat === 'pretty'
+        ? 'One line per callback follows (time, route, status, task, type, signature verdict, duration), and the ' +
+          'warnings and errors (--log-format json: every JSON line; --quiet: none). Ctrl-C stops the stack.'
+        : 'Log lines follow, one JSON object per event (--quiet hides them). Ctrl-C stops the stack.',
     '',
   ];
   return lines.join('\n');

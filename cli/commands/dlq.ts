@@ -1,12 +1,19 @@
 // `callbacks dlq list|redrive`: the callbacks the worker gave up on, and sending them back to the main
 // queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts.
-import { createInterface } from 'node:readline/promises';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { TargetError, type Target } from '../target.ts';
 import { callbackTypeName, isoTime, plural, table } from '../format.ts';
-import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import {
+  CliError,
+  confirm,
+  positiveInt,
+  printJson,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+} from '../inspect.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
@@ -18,7 +25,7 @@ export function register(program: Command): void {
       .option('--limit <n>', 'at most this many messages', positiveInt, 100),
   ).action(async (opts: CommonOptions & { limit: number }) => {
     await withTarget(opts, async (ctx) => {
-      const dlqUrl = urlOf(ctx.target, 'dlq');
+      const dlqUrl = await urlOf(ctx.target, 'dlq');
       const messages = await peekDeadLetters(ctx.target.sqs, dlqUrl, { limit: opts.limit });
       if (opts.json) {
         printJson(messages);
@@ -59,8 +66,8 @@ export function register(program: Command): void {
       .option('--yes', 'do not ask for confirmation'),
   ).action(async (opts: CommonOptions & { max?: number; yes?: boolean }) => {
     await withTarget(opts, async (ctx) => {
-      const from = urlOf(ctx.target, 'dlq');
-      const to = urlOf(ctx.target, 'queue');
+      const from = await urlOf(ctx.target, 'dlq');
+      const to = await urlOf(ctx.target, 'queue');
       const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
       const expected = Math.min(waiting, opts.max ?? Infinity);
       if (!opts.yes) {
@@ -120,21 +127,13 @@ export function register(program: Command): void {
   });
 }
 
-function urlOf(target: Target, which: 'queue' | 'dlq'): string {
-  const url = which === 'queue' ? target.queueUrl : target.dlqUrl;
+async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {
+  const { queueUrl, dlqUrl } = await target.queues();
+  const url = which === 'queue' ? queueUrl : dlqUrl;
   if (!url) {
     throw new TargetError(
       `${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`,
     );
   }
   return url;
-}
-
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
 }

@@ -2,7 +2,6 @@ import { randomInt } from 'node:crypto';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
-import Table from 'cli-table3';
 import pc from 'picocolors';
 import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
 import {
@@ -262,31 +261,24 @@ function printSummary(
   expectedCount: number | null,
 ): void {
   const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
-  const table = new Table({ style: { head: [], border: [] } });
-  table.push(
-    { receiver: opts.url },
-    { seed },
-    { tasks: `${tasks.recording} recording, ${tasks.screenshot} screenshot` },
-    {
-      callbacks: `${s.callbacks} (${s.delivered} acknowledged${s.undelivered ? `, ${pc.red(`${s.undelivered} not acknowledged`)}` : ''})`,
-    },
-    { 'requests sent': String(s.requests) },
-    { '2xx': String(s.status2xx) },
-    { '4xx': s.status4xx ? pc.red(String(s.status4xx)) : '0' },
-    { '5xx': s.status5xx ? pc.yellow(String(s.status5xx)) : '0' },
-    { 'network errors': String(s.networkErrors) },
-    { retried: String(s.retried) },
-    { 'latency p50 / p99': `${ms(s.latencyP50Ms)} / ${ms(s.latencyP99Ms)}` },
-    { duration: `${(s.durationMs / 1000).toFixed(1)} s` },
-  );
-  process.stdout.write(`${table.toString()}\n`);
-  for (const f of failures) process.stdout.write(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}\n`));
+  const notAcknowledged = s.undelivered ? pc.red(`${s.undelivered} not acknowledged`) : '0 not acknowledged';
+  const lines = [
+    `Sent ${s.callbacks} callbacks of ${tasks.recording} recording and ${tasks.screenshot} screenshot tasks to ` +
+      `${opts.url} in ${(s.durationMs / 1000).toFixed(1)} s (seed ${seed}).`,
+    `${s.delivered} acknowledged, ${notAcknowledged}; ${s.requests} requests: ${s.status2xx} 2xx, ` +
+      `${s.status4xx ? pc.red(`${s.status4xx} 4xx`) : '0 4xx'}, ` +
+      `${s.status5xx ? pc.yellow(`${s.status5xx} 5xx`) : '0 5xx'}, ${s.networkErrors} network errors, ` +
+      `${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
+  ];
+  for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
-    process.stdout.write('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.\n');
+    lines.push('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.');
   }
   if (expectFile !== null) {
-    process.stdout.write(
-      `Expected state of ${expectedCount} task(s) written to ${expectFile}; check it with: callbacks verify --expect ${opts.expect}\n`,
+    lines.push(
+      `Expected state of ${expectedCount} task(s) written to ${expectFile}; ` +
+        `check it with: callbacks verify --expect ${opts.expect}`,
     );
   }
+  process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -1,52 +1,296 @@
-// `callbacks quarantine list`: callbacks kept aside instead of applied (bad body, forged signature,
-// replay, service mismatch), and why.
+// `callbacks quarantine list|apply`: callbacks kept aside instead of applied (bad body, signature not
+// verified, replay, service mismatch), why, and taking them back out once the cause is fixed.
+import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import type { QuarantineEntry } from '../../lib/domain/task-store.ts';
-import { colorStatus, isoTime, plural, table } from '../format.ts';
-import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import type { QuarantineEntry, QuarantineQuery } from '../../lib/domain/task-store.ts';
+import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
+import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
+import { recoverEntry, type RecoverResult } from '../../lib/worker/recover.ts';
+import { colorStatus, isoTime, plural, table, type Colors } from '../format.ts';
+import {
+  CliError,
+  confirm,
+  positiveInt,
+  printJson,
+  timeRange,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+  type Context,
+} from '../inspect.ts';
+import { taskEventsFor } from '../events-publisher.ts';
+import { secretsFor } from '../secrets.ts';
+import { errorSentence } from '../../lib/text.ts';
+import { TargetError } from '../target.ts';
+
+interface FilterOptions {
+  reason?: string;
+  task?: string;
+  appKey?: string;
+  since?: string;
+  until?: string;
+  days: number;
+  limit?: number;
+}
+
+/** The filters with the time range parsed (in the --tz zone). */
+interface Filters extends Omit<FilterOptions, 'since' | 'until'> {
+  since?: number;
+  until?: number;
+}
+
+interface ApplyOptions extends FilterOptions {
+  dryRun?: boolean;
+  yes?: boolean;
+  acceptUnverified?: boolean;
+  secretsParam?: string;
+  eventsTopic?: string;
+}
+
+/** The filters `list` and `apply` share. */
+function withFilters(cmd: Command): Command {
+  return cmd
+    .option('--reason <reason>', 'only this reason (invalid_callback, invalid_signature, ...)')
+    .option('--task <id>', 'only callbacks naming this recordId or imageId')
+    .option('--app-key <appKey>', 'only callbacks of this appKey')
+    .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: --days)')
+    .option('--until <time>', 'received at or before (same forms as --since)')
+    .option('--days <n>', 'look back this many days when --since is not given', positiveInt, 7)
+    .option('--limit <n>', 'at most this many entries', positiveInt);
+}
+
+function filtersOf<T extends FilterOptions>(opts: T): Omit<T, 'since' | 'until'> & Filters {
+  return { ...opts, ...timeRange(opts) };
+}
+
+function queryOf(opts: Filters): QuarantineQuery {
+  return {
+    reason: opts.reason,
+    taskId: opts.task,
+    appKey: opts.appKey,
+    since: opts.since,
+    until: opts.until,
+    sinceDays: opts.days,
+    limit: opts.limit,
+  };
+}
+
+/** "in the last 7 days", "since 2025-11-22T08:00:00Z", with the filters that narrowed it. */
+function scope(opts: Filters): string {
+  const parts = [opts.since === undefined ? `in the last ${plural(opts.days, 'day')}` : `since ${isoTime(opts.since)}`];
+  if (opts.until !== undefined) parts.push(`until ${isoTime(opts.until)}`);
+  if (opts.reason) parts.push(`reason ${opts.reason}`);
+  if (opts.task) parts.push(`task ${opts.task}`);
+  if (opts.appKey) parts.push(`appKey ${opts.appKey}`);
+  return parts.join(', ');
+}
+
+async function collect(ctx: Context, opts: Filters): Promise<QuarantineEntry[]> {
+  const entries: QuarantineEntry[] = [];
+  for await (const e of ctx.target.tasks.listQuarantine(queryOf(opts))) entries.push(e);
+  return entries;
+}
+
+function appliedState(e: QuarantineEntry, c: Colors): string {
+  if (!e.applied) return '-';
+  const how = e.applied.verdict === 'accepted_unverified' ? ', unverified' : '';
+  return c.green(`${e.applied.outcome} ${isoTime(e.applied.at)}${how}`);
+}
 
 export function register(program: Command): void {
   const quarantine = program.command('quarantine').description('callbacks kept aside rather than applied to a task');
 
   withCommonOptions(
-    quarantine
-      .command('list')
-      .description('quarantined callbacks, newest first, with the reason')
-      .option('--days <n>', 'look back this many days', positiveInt, 7)
-      .option('--limit <n>', 'at most this many entries', positiveInt),
-  ).action(async (opts: CommonOptions & { days: number; limit?: number }) => {
-    await withTarget(opts, async (ctx) => {
+    withFilters(quarantine.command('list').description('quarantined callbacks, newest first, with the reason')),
+  ).action(async (given: CommonOptions & FilterOptions) => {
+    const opts = filtersOf(given);
+    const query = queryOf(opts);
+    await withTarget(given, async (ctx) => {
       const entries: QuarantineEntry[] = [];
-      for await (const e of ctx.target.tasks.listQuarantine({ sinceDays: opts.days, limit: opts.limit }))
-        entries.push(e);
+      for await (const e of ctx.target.tasks.listQuarantine(query)) entries.push(e);
       if (opts.json) {
         printJson(entries);
         return;
       }
       if (entries.length === 0) {
-        ctx.out(`Nothing quarantined in the last ${plural(opts.days, 'day')}.`);
+        ctx.out(`Nothing quarantined ${scope(opts)}.`);
         return;
       }
       ctx.out(
         table(
-          ['RECEIVED', 'REASON', 'DETAIL', 'SERVICE', 'APP KEY', 'TASK', 'SIGNATURE'],
+          ['RECEIVED', 'REASON', 'SERVICE', 'TASK', 'APP KEY', 'SIGNATURE', 'APPLIED', 'DETAIL'],
           entries.map((e) => [
             isoTime(e.receivedAt),
-            ctx.c.red(e.reason),
-            e.detail,
+            e.applied ? e.reason : ctx.c.red(e.reason),
             e.service,
-            e.appKey ?? '-',
             e.taskId ?? '-',
+            e.appKey ?? '-',
             colorStatus(e.verdict, ctx.c),
+            appliedState(e, ctx.c),
+            e.detail,
           ]),
           ctx.c,
         ),
       );
+      const waiting = entries.filter((e) => !e.applied).length;
       ctx.out(
         ctx.c.dim(
-          `${plural(entries.length, 'callback')} quarantined in the last ${plural(opts.days, 'day')}, newest first; \`--json\` shows their raw bodies.`,
+          `${plural(entries.length, 'callback')} quarantined ${scope(opts)}, newest first (${waiting} not applied); ` +
+            '`--json` shows their raw bodies, `callbacks quarantine apply` applies them once the cause is fixed.',
         ),
       );
     });
   });
+
+  withCommonOptions(
+    withFilters(
+      quarantine
+        .command('apply')
+        .description(
+          "apply quarantined callbacks as the worker would, parsed with today's code and checked with today's secrets",
+        ),
+    )
+      .option('--dry-run', 'say what would happen, change nothing')
+      .option('--yes', 'do not ask for confirmation')
+      .option(
+        '--accept-unverified',
+        'also apply callbacks whose signature still does not verify (their events say accepted_unverified)',
+      )
+      .option(
+        '--events-topic <arn>',
+        "task-events topic to publish to (default: the local stack's, TASK_EVENTS_TOPIC_ARN, or the stage's)",
+      )
+      .option(
+        '--secrets-param <name>',
+        'SSM parameter holding the secrets (default with --stage: /<service>/<stage>/callback-secrets; ' +
+          'CALLBACK_SECRETS wins)',
+      ),
+  ).action(async (given: CommonOptions & ApplyOptions) => {
+    const opts = filtersOf(given);
+    await withTarget(given, async (ctx) => {
+      const entries = await collect(ctx, opts);
+      if (entries.length === 0) {
+        if (opts.json) printJson(summaryJson(opts, []));
+        else ctx.out(`Nothing quarantined ${scope(opts)}: nothing to apply.`);
+        return;
+      }
+      if (!opts.dryRun && !opts.yes) {
+        if (!process.stdin.isTTY)
+          throw new CliError(
+            'quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal',
+          );
+        const count = plural(entries.length, 'quarantined callback');
+        const question = `Apply ${count} (${scope(opts)}) to ${ctx.where}? [y/N] `;
+        if (!(await confirm(question))) {
+          ctx.out('Nothing applied.');
+          return;
+        }
+      }
+      const source = secretsFor(ctx.target, opts);
+      const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
+      let secrets: Promise<SecretsByAppKey> | undefined;
+      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
+      const bar =
+        process.stderr.isTTY && !opts.json
+          ? new SingleBar({
+              format: `${opts.dryRun ? 'checking' : 'applying'} [{bar}] {value}/{total} callbacks`,
+              hideCursor: true,
+              clearOnComplete: true,
+              stream: process.stderr,
+            })
+          : null;
+      bar?.start(entries.length, 0);
+      const results: { entry: QuarantineEntry; result: RecoverResult }[] = [];
+      try {
+        for (const entry of entries) {
+          let result: RecoverResult;
+          try {
+            result = await recoverEntry(entry, {
+              store: ctx.target.tasks,
+              events: taskEvents?.publisher,
+              secrets: () => (secrets ??= source.load()),
+              toleranceS,
+              acceptUnverified: opts.acceptUnverified === true,
+              dryRun: opts.dryRun === true,
+              now: Date.now,
+            });
+          } catch (err) {
+            // Secrets that cannot be read stop the run; a failed write is that entry's outcome.
+            if (err instanceof CliError || err instanceof TargetError) throw err;
+            const why = `the write failed: ${errorSentence(err)}`;
+            result = { outcome: 'failing', taskId: entry.taskId, kind: 'store', why };
+          }
+          results.push({ entry, result });
+          bar?.increment();
+        }
+      } finally {
+        bar?.stop();
+        taskEvents?.close();
+      }
+      if (opts.json) printJson(summaryJson(opts, results));
+      else ctx.out(renderSummary(opts, results, ctx));
+      if (!opts.dryRun && results.some((r) => r.result.outcome === 'failing')) process.exitCode = 1;
+    });
+  });
+}
+
+function countBy<T>(items: T[], key: (item: T) => string): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(key(item), (counts.get(key(item)) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]);
+}
+
+type Outcome = { entry: QuarantineEntry; result: RecoverResult };
+
+type ApplyFilters = Omit<ApplyOptions, 'since' | 'until'> & Filters;
+
+function summaryJson(opts: ApplyFilters, results: Outcome[]) {
+  const of = (o: RecoverResult['outcome']) => results.filter((r) => r.result.outcome === o).length;
+  const failing = results.filter((r) => r.result.outcome === 'failing');
+  return {
+    dryRun: opts.dryRun === true,
+    matched: results.length,
+    applied: of('applied'),
+    duplicate: of('duplicate'),
+    wouldApply: of('would_apply'),
+    stillFailing: failing.length,
+    reasons: countBy(failing, (r) => (r.result as { why: string }).why).map(([why, count]) => ({ why, count })),
+    entries: results.map(({ entry, result }) => ({
+      receivedAt: entry.receivedAt,
+      messageId: entry.messageId,
+      reason: entry.reason,
+      ...result,
+    })),
+  };
+}
+
+function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): string {
+  const s = summaryJson(opts, results);
+  const lines: string[] = [];
+  if (opts.dryRun) {
+    lines.push(
+      `Dry run, nothing changed: of ${plural(s.matched, 'quarantined callback')} (${scope(opts)}), ` +
+        `${s.wouldApply} would be applied and ${s.stillFailing} would still fail.`,
+    );
+  } else {
+    const unverified = results.filter(
+      (r) => r.result.outcome === 'applied' && r.result.verdict === 'accepted_unverified',
+    ).length;
+    lines.push(
+      `${plural(s.matched, 'quarantined callback')} (${scope(opts)}): ${ctx.c.green(`${s.applied} applied`)}` +
+        `${unverified ? ` (${unverified} unverified)` : ''}, ${s.duplicate} duplicate (already applied), ` +
+        `${s.stillFailing ? ctx.c.red(`${s.stillFailing} still failing`) : '0 still failing'}.`,
+    );
+  }
+  for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${why}`);
+  const unverifiable = results.some((r) => r.result.outcome === 'failing' && r.result.kind === 'signature');
+  if (unverifiable && !opts.acceptUnverified) {
+    lines.push(
+      ctx.c.dim(
+        'Fix the secret (CALLBACK_SECRETS or the SSM parameter) and run this again, ' +
+          'or apply them anyway with --accept-unverified.',
+      ),
+    );
+  }
+  return lines.join('\n');
 }

@@ -1,6 +1,6 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { eventView } from '../../lib/domain/event-view.ts';
 import {
   AmbiguousTaskError,
@@ -17,13 +17,20 @@ import {
   fields,
   humanSize,
   isoTime,
-  parseTimePoint,
   plural,
   table,
   timeWithRelative,
   type Colors,
 } from '../format.ts';
-import { CliError, positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import {
+  CliError,
+  positiveInt,
+  printJson,
+  timeRange,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+} from '../inspect.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
@@ -49,14 +56,36 @@ export function register(program: Command): void {
     .description('recording and screenshot tasks: one, a list, or the raw callbacks of one');
 
   withCommonOptions(
-    tasks.command('get <id>').description('one task (recordId or imageId) with its files').addOption(appKeyOption()),
-  ).action(async (id: string, opts: CommonOptions & { appKey?: string }) => {
+    tasks
+      .command('get <id>')
+      .description('one task (recordId or imageId) with its files')
+      .addOption(appKeyOption())
+      .option('--failed', 'only the files whose upload failed')
+      .option('--limit <n>', `at most this many files (default ${DEFAULT_FILE_LIMIT}; --json: all)`, positiveInt)
+      .option('--wide', 'one line per file with every column (URL, error, purge time), however wide'),
+  ).action(async (id: string, opts: CommonOptions & GetOptions) => {
     await withTarget(opts, async (ctx) => {
       const ref: TaskRef = { id, appKey: opts.appKey };
-      const found = await oneTask(ref, () => ctx.target.tasks.getTaskPage(ref, WHOLE));
-      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
-      if (opts.json) printJson(found.task);
-      else ctx.out(renderTask(found.task, ctx.c, ctx.now));
+      const [found, quarantined] = await Promise.all([
+        oneTask(ref, () => ctx.target.tasks.getTaskPage(ref, WHOLE)),
+        ctx.target.tasks.countQuarantined(id),
+      ]);
+      const seeQuarantine = `callbacks quarantine list --task ${id}`;
+      const naming = (verb: string) =>
+        plural(quarantined, `quarantined callback ${verb}s`, `quarantined callbacks ${verb}`);
+      if (!found) {
+        const held = quarantined > 0 ? `; ${naming('name')} it (see them: ${seeQuarantine})` : '';
+        throw new CliError(`no ${describeRef(ref)} in ${ctx.where}${held}`);
+      }
+      const task = found.task;
+      if (opts.json) {
+        // The contract's object; --failed and an explicit --limit narrow its files.
+        const files = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
+        printJson({ ...task, files: opts.limit ? files.slice(0, opts.limit) : files });
+        return;
+      }
+      ctx.out(renderTask(task, ctx.c, ctx.now, { failed: opts.failed, limit: opts.limit, wide: opts.wide }));
+      if (quarantined > 0) ctx.out(ctx.c.yellow(`\n${naming('name')} this task: ${seeQuarantine}`));
     });
   });
 
@@ -69,16 +98,16 @@ export function register(program: Command): void {
       .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
       .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
-      .option('--user <userId>', 'tasks of this userId')
+      .option('--user <userId>', 'tasks of this userId (single-stream recordings)')
       .option(
         '--since <time>',
-        'first callback at or after: 30m, 2h, 7d, an ISO date or epoch ms (default: last 30 days)',
-        timePoint,
+        'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: last 30 days)',
       )
-      .option('--until <time>', 'first callback at or before (same forms as --since)', timePoint)
+      .option('--until <time>', 'first callback at or before (same forms as --since)')
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
       .option('--jsonl', 'one JSON object per line, streamed (for large outputs)'),
   ).action(async (opts: CommonOptions & ListOptions) => {
+    const { since, until } = timeRange(opts);
     await withTarget(opts, async (ctx) => {
       const query: TaskQuery = {
         roomId: opts.room,
@@ -87,8 +116,8 @@ export function register(program: Command): void {
         appKey: opts.appKey,
         service: opts.service,
         userId: opts.user,
-        since: opts.since,
-        until: opts.until,
+        since,
+        until,
         limit: opts.limit,
       };
       const found = ctx.target.tasks.listTasks(query);
@@ -104,7 +133,7 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          opts.since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
+          since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
             ? 'No task matches in the last 30 days (--since reaches further back).'
             : 'No task matches.',
         );
@@ -121,8 +150,9 @@ export function register(program: Command): void {
       .command('events <id>')
       .description('the raw callbacks stored for a task, in timestamp order')
       .addOption(appKeyOption())
-      .option('--raw', 'show each callback body exactly as received'),
-  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; appKey?: string }) => {
+      .option('--raw', 'show each callback body exactly as received')
+      .option('--wide', 'also show each event key'),
+  ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
       const ref: TaskRef = { id, appKey: opts.appKey };
       const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
@@ -136,13 +166,20 @@ export function register(program: Command): void {
         ctx.out(`Task ${id} has no raw callbacks left (they expire after their retention period).`);
         return;
       }
-      ctx.out(renderEvents(events, ctx.c, opts.raw === true));
+      ctx.out(renderEvents(events, ctx.c, { raw: opts.raw === true, wide: opts.wide === true }));
     });
   });
 }
 
 function describeRef(ref: TaskRef): string {
   return ref.appKey === undefined ? `task ${ref.id}` : `task ${ref.id} of appKey ${ref.appKey}`;
+}
+
+interface GetOptions {
+  appKey?: string;
+  failed?: boolean;
+  limit?: number;
+  wide?: boolean;
 }
 
 interface ListOptions {
@@ -152,23 +189,23 @@ interface ListOptions {
   appKey?: string;
   service?: Service;
   user?: string;
-  since?: number;
-  until?: number;
+  since?: string;
+  until?: string;
   limit: number;
   jsonl?: boolean;
 }
 
-function timePoint(text: string): number {
-  try {
-    return parseTimePoint(text, Date.now());
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------
 
-export function renderTask(task: Task, c: Colors, now: number): string {
+/** Files shown by `tasks get` unless --limit says otherwise: a 50,000-image task is not printed whole unasked. */
+export const DEFAULT_FILE_LIMIT = 50;
+
+export function renderTask(
+  task: Task,
+  c: Colors,
+  now: number,
+  opts: { failed?: boolean; limit?: number; wide?: boolean } = {},
+): string {
   const pairs: [string, string][] = [
     ['app key', task.appKey],
     ['room', task.roomId ?? '-'],
@@ -203,7 +240,20 @@ export function renderTask(task: Task, c: Colors, now: number): string {
   if (task.files.length === 0) return `${header}\n\nNo files yet.`;
   const counts = countFiles(task.files);
   const summary = `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed, ${counts.pending} pending`;
-  return `${header}\n\n${c.bold(summary)}\n${renderFiles(task.files, c, now)}`;
+  const selected = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
+  const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
+  const shown = selected.slice(0, limit);
+  const lines = [header, '', c.bold(summary)];
+  if (shown.length > 0) lines.push(opts.wide ? renderFilesWide(shown, c, now) : renderFiles(shown, c, now));
+  else if (opts.failed) lines.push('No file failed to upload.');
+  const left = selected.length - shown.length;
+  if (left > 0) {
+    const which = opts.failed ? 'failed files' : 'files';
+    lines.push(
+      c.dim(`${plural(left, 'more file', `more ${which}`)} not shown: --limit ${selected.length} shows them all.`),
+    );
+  }
+  return lines.join('\n');
 }
 
 function countFiles(files: FileView[]) {
@@ -214,17 +264,42 @@ function countFiles(files: FileView[]) {
   };
 }
 
+function uploadState(f: FileView, c: Colors): string {
+  return f.upload === 'failed' ? `${colorStatus('failed', c)} ${f.code ?? '?'}` : colorStatus(f.upload, c);
+}
+
+/**
+ * The files in short columns, each followed by indented lines for what does not fit 100 columns: the URL
+ * (on a line of its own, whole, to copy), or the failure and the platform's purge deadline.
+ */
 function renderFiles(files: FileView[], c: Colors, now: number): string {
+  const lines = table(
+    ['FILE', 'SIZE', 'UPLOAD', 'TRIES'],
+    files.map((f) => [f.fileName, humanSize(f.size), uploadState(f, c), String(f.attempts)]),
+    c,
+  ).split('\n');
+  const out = [lines[0]!];
+  files.forEach((f, i) => {
+    out.push(lines[i + 1]!);
+    if (f.url) out.push(`  ${c.dim(f.url)}`);
+    if (f.upload === 'failed') {
+      const purge = f.purgeAt === null ? '' : `; purged by the platform at ${timeWithRelative(f.purgeAt, now)}`;
+      out.push(`  ${c.yellow(`${f.message ?? 'upload failed'}${purge}`)}`);
+    }
+  });
+  return out.join('\n');
+}
+
+function renderFilesWide(files: FileView[], c: Colors, now: number): string {
   return table(
-    ['FILE', 'SIZE', 'UPLOAD', 'ATTEMPTS', 'URL', 'PURGED BY THE PLATFORM'],
+    ['FILE', 'SIZE', 'UPLOAD', 'TRIES', 'URL', 'ERROR', 'PURGED BY THE PLATFORM'],
     files.map((f) => [
       f.fileName,
       humanSize(f.size),
-      f.upload === 'failed'
-        ? `${colorStatus('failed', c)} (${f.code ?? '?'}${f.message ? `: ${f.message}` : ''})`
-        : colorStatus(f.upload, c),
+      uploadState(f, c),
       String(f.attempts),
       f.url ?? '-',
+      f.upload === 'failed' ? (f.message ?? '-') : '-',
       f.purgeAt === null ? '-' : c.yellow(timeWithRelative(f.purgeAt, now)),
     ]),
     c,
@@ -250,19 +325,32 @@ export function renderList(summaries: TaskSummary[], c: Colors): string {
   );
 }
 
-function renderEvents(events: StoredEvent[], c: Colors, raw: boolean): string {
+/** The callback's code as sent (the platform sends some numbers as strings). */
+function codeOf(e: StoredEvent): string {
+  const body = eventView(e).body as { code?: unknown } | null;
+  const code = body && typeof body === 'object' ? body.code : undefined;
+  return typeof code === 'number' || typeof code === 'string' ? String(code) : '-';
+}
+
+function renderEvents(events: StoredEvent[], c: Colors, opts: { raw: boolean; wide: boolean }): string {
+  const head = ['TYPE', 'TIMESTAMP', 'CODE', 'FILE', 'RECEIVED', 'SIGNATURE'];
   const lines = table(
-    ['TYPE', 'TIMESTAMP', 'RECEIVED', 'SIGNATURE', 'EVENT KEY'],
-    events.map((e) => [
-      callbackTypeName(e.type),
-      isoTime(e.timestamp),
-      isoTime(e.receivedAt),
-      colorStatus(e.verdict, c),
-      c.dim(e.key),
-    ]),
+    opts.wide ? [...head, 'EVENT KEY'] : head,
+    events.map((e) => {
+      const code = codeOf(e);
+      const row = [
+        callbackTypeName(e.type),
+        isoTime(e.timestamp),
+        code === '200' || code === '-' ? code : c.red(code),
+        e.fileName ?? '-',
+        isoTime(e.receivedAt),
+        colorStatus(e.verdict, c),
+      ];
+      return opts.wide ? [...row, c.dim(e.key)] : row;
+    }),
     c,
   ).split('\n');
-  if (!raw) return lines.join('\n');
+  if (!opts.raw) return lines.join('\n');
   // One line per row in a borderless table: each body goes under its row, outside the columns (a
   // trailing line break of the body is not shown).
   return [lines[0]!, ...events.flatMap((e, i) => [lines[i + 1]!, `  ${e.raw.replace(/\r?\n$/, '')}`])].join('\n');

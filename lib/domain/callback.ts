@@ -66,7 +66,8 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
     return {
       ok: false,
       errors: [
-        `type: must be one of ${CALLBACK_TYPES_OF[service].join(', ')} for ${service} callbacks, got ${quoteValue(JSON.stringify(raw.type) ?? 'nothing')}`,
+        `type: must be one of ${CALLBACK_TYPES_OF[service].join(', ')} for ${service} callbacks, ` +
+          `got ${quoteValue(JSON.stringify(raw.type) ?? 'nothing')}`,
       ],
     };
   }

@@ -1,6 +1,6 @@
 // A stored callback as `callbacks tasks events --json` prints it and the read API serves it: the body
 // parsed back into JSON (kept as the string it was when it is not JSON).
-import type { StoredEvent } from './task-store.ts';
+import type { Recovery, StoredEvent } from './task-store.ts';
 
 export interface EventView {
   key: string;
@@ -10,6 +10,8 @@ export interface EventView {
   verdict: StoredEvent['verdict'];
   requestId: string | null;
   expiresAt: number | null;
+  /** Only on a callback applied out of the quarantine (`callbacks quarantine apply`). */
+  recovered?: Recovery;
   body: unknown;
 }
 
@@ -28,6 +30,7 @@ export function eventView(e: StoredEvent): EventView {
     verdict: e.verdict,
     requestId: e.requestId,
     expiresAt: e.expiresAt,
+    ...(e.recovered ? { recovered: e.recovered } : {}),
     body,
   };
 }

@@ -45,3 +45,17 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
 
   return { ok: true, type, appKey: fields.appKey, id };
 }
+
+/**
+ * The appKey and task id a body names, whatever else is wrong with it: a callback that fails the full parse
+ * is still filed under its task, so that `callbacks tasks get` can point at it.
+ */
+export function namedTask(service: Service, body: unknown): { appKey: string | null; id: string | null } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { appKey: null, id: null };
+  const fields = body as Record<string, unknown>;
+  const id = fields[ID_FIELD_OF[service]];
+  return {
+    appKey: nonEmptyString(fields.appKey) ? fields.appKey : null,
+    id: nonEmptyString(id) ? id : null,
+  };
+}

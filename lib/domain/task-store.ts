@@ -2,7 +2,7 @@
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
-import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, LedgerVerdict, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 import type { Service } from './services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
@@ -11,12 +11,28 @@ export interface DeliveredCallback {
   /** The body exactly as received. */
   raw: string;
   receivedAt: number;
-  verdict: SignatureVerdict;
+  verdict: LedgerVerdict;
   mode: SignatureMode;
   requestId: string | null;
   messageId: string;
   /** The request's replay key (a hash of nonce, timestamp and signature), when it carried all three. */
   replayKey: string | null;
+  /** The signature values of a callback whose signature did not verify (kept if it is quarantined). */
+  heldSignature?: HeldSignature | null;
+  /**
+   * Set when the callback is taken out of the quarantine (`callbacks quarantine apply`): it is recorded on
+   * the ledger entry, and the store never quarantines such a callback a second time (its entry exists).
+   */
+  recovered?: Recovery | null;
+}
+
+/** How a callback came out of the quarantine. */
+export interface Recovery {
+  /** Why it had been quarantined, and the verdict it had then. */
+  reason: QuarantineReason;
+  verdict: SignatureVerdict;
+  /** Epoch ms of the recovery. */
+  at: number;
 }
 
 /**
@@ -92,7 +108,32 @@ export interface QuarantineEntry {
   requestId: string | null;
   messageId: string;
   appKey: string | null;
+  /** The task the body names, whenever it names one (even when the body fails the full parse). */
   taskId: string | null;
+  /** The signature mode the ingest ran in (absent on entries written before it was recorded). */
+  mode?: SignatureMode;
+  /** What checking the signature again needs, when the verdict was not `valid`; never a secret. */
+  signature?: HeldSignature | null;
+  /** Set once `callbacks quarantine apply` has applied the callback (or found it already applied). */
+  applied?: QuarantineApplied | null;
+}
+
+export interface QuarantineApplied {
+  at: number;
+  outcome: 'applied' | 'duplicate';
+  verdict: LedgerVerdict;
+}
+
+/** Filters of the quarantine listing; entries come newest first. */
+export interface QuarantineQuery {
+  /** Epoch ms, inclusive, on the receive time (default: 7 days back, or `sinceDays`). */
+  since?: number;
+  until?: number;
+  sinceDays?: number;
+  reason?: string;
+  taskId?: string;
+  appKey?: string;
+  limit?: number;
 }
 
 export interface StoredEvent {
@@ -100,11 +141,15 @@ export interface StoredEvent {
   type: number;
   timestamp: number;
   receivedAt: number;
-  verdict: SignatureVerdict;
+  verdict: LedgerVerdict;
   requestId: string | null;
   raw: string;
   /** Epoch seconds after which DynamoDB's TTL may delete the raw callback. */
   expiresAt: number | null;
+  /** The file the callback names, if any. */
+  fileName?: string | null;
+  /** Set when the callback was applied out of the quarantine. */
+  recovered?: Recovery | null;
 }
 
 export interface TaskSummary {
@@ -213,5 +258,12 @@ export interface TaskStore extends TaskReader {
   getTask(id: string): Promise<Task | null>;
   listEvents(id: string): Promise<StoredEvent[]>;
   listTasks(query: TaskQuery): AsyncIterable<TaskSummary>;
-  listQuarantine(opts?: { sinceDays?: number; limit?: number }): AsyncIterable<QuarantineEntry>;
+  listQuarantine(query?: QuarantineQuery): AsyncIterable<QuarantineEntry>;
+  /** How many quarantined callbacks name this task (any age the table still holds). */
+  countQuarantined(taskId: string): Promise<number>;
+  /** Marks an entry as applied; false when it already was (the first mark is kept). */
+  markQuarantineApplied(
+    entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
+    applied: QuarantineApplied,
+  ): Promise<boolean>;
 }

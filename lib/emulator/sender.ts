@@ -82,12 +82,32 @@ export const SENDER_DEFAULTS = {
 
 const HEX = '0123456789abcdef';
 
+/**
+ * The receiver's base URL as a user types it, checked: a missing scheme (`localhost:3000`) or a scheme other
+ * than http/https is one sentence saying what to write instead.
+ */
+export function receiverUrl(base: string, option = '--url'): URL {
+  const text = base.trim();
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    throw new Error(
+      `${option} needs a scheme: write http://${text.replace(/^\/+/, '')} (or https:// for a TLS endpoint)`,
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`${option} ${JSON.stringify(base)} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`${option} must be an http or https URL, got ${JSON.stringify(base)}`);
+  }
+  return url;
+}
+
 /** The route of a service under a base URL, keeping any path prefix (an API Gateway stage, say). */
 export function callbackUrl(base: string, service: Service): URL {
-  const url = new URL(base);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Error(`--url must be an http or https URL, got ${JSON.stringify(base)}`);
-  }
+  const url = receiverUrl(base);
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/callbacks/${service}`;
   return url;
 }
@@ -125,10 +145,27 @@ export function percentile(sorted: readonly number[], p: number): number | null 
 const isRetryableStatus = (status: number) => status >= 500 || status === 408 || status === 429;
 
 /** A short reason for a failed attempt. Duck-typed: fetch's errors may come from another realm. */
-function describeError(err: unknown): { message: string; timeout: boolean } {
+export function describeError(err: unknown): { message: string; timeout: boolean } {
   const e = (err ?? {}) as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return { message: 'time-out', timeout: true };
   return { message: e.cause?.code ?? e.cause?.message ?? e.message ?? String(err), timeout: false };
+}
+
+/** TLS errors of a client speaking https to a server that answers in plain http. */
+const PLAIN_HTTP_ANSWER =
+  /^(ERR_SSL_WRONG_VERSION_NUMBER|ERR_SSL_PACKET_LENGTH_TOO_LONG|EPROTO)$|wrong version number/i;
+
+/** Why nothing usable answered at `url`, in one sentence. */
+export function unreachable(url: URL, err: unknown): Error {
+  const { message } = describeError(err);
+  if (url.protocol === 'https:' && PLAIN_HTTP_ANSWER.test(message)) {
+    const http = new URL(url.href);
+    http.protocol = 'http:';
+    return new Error(
+      `${url.origin} answers, but not over TLS (${message}): it looks like a plain http server; try ${http.origin}`,
+    );
+  }
+  return new Error(`nothing answers at ${url.origin} (${message}); is the receiver running?`);
 }
 
 /** Retry-After in seconds, when the receiver sent one. */
@@ -142,12 +179,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Fails fast, with one clear sentence, when nothing answers at the base URL. */
 export async function checkReachable(base: string, timeoutMs = 5000): Promise<void> {
-  const url = new URL(base);
+  const url = receiverUrl(base);
   try {
     const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
     await res.arrayBuffer();
   } catch (err) {
-    throw new Error(`nothing answers at ${url.origin} (${describeError(err).message}); is the receiver running?`);
+    throw unreachable(url, err);
   }
 }
 

@@ -13,8 +13,18 @@ describe('readIngestSettings', () => {
       toleranceS: 300,
       maxBodyBytes: 65_536,
       sqsDeadlineMs: 3000,
+      allowedSources: null,
     });
     expect(warnings).toEqual([]);
+  });
+
+  test('ALLOWED_SOURCE_CIDRS becomes the allow-list; a malformed range stops the load with one sentence', () => {
+    const { settings } = readIngestSettings({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '192.0.2.0/24, 2001:db8::/32' });
+    expect(settings.allowedSources?.ranges).toEqual(['192.0.2.0/24', '2001:db8::/32']);
+    expect(() => readIngestSettings({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '192.0.2.0/24,10.0.0.0/40' })).toThrow(
+      'ALLOWED_SOURCE_CIDRS: "10.0.0.0/40" has a prefix length outside 0 to 32 ' +
+        '(such as 203.0.113.0/24 or 2001:db8::/32).',
+    );
   });
 
   test('values from the environment', () => {
@@ -118,6 +128,15 @@ describe('buildIngestDependencies', () => {
     expect(warnings).toEqual([expect.stringContaining('CALLBACK_SECRETS')]);
     expect((await deps.secrets.get()).size).toBe(0);
     deps.sqs.destroy();
+  });
+
+  test('a malformed allow-list is logged as an error, then thrown: the function does not load', () => {
+    const errors: unknown[] = [];
+    const logger = { ...silent, error: (_e: string, f?: Record<string, unknown>) => void errors.push(f?.error) };
+    expect(() => buildIngestDependencies({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: 'not-an-ip' }, { logger })).toThrow(
+      /not an IPv4 or IPv6 range/,
+    );
+    expect(errors).toEqual([expect.stringContaining('"not-an-ip" is not an IPv4 or IPv6 range')]);
   });
 
   test('AWS_ENDPOINT_URL_SQS becomes the client endpoint (emulators)', async () => {

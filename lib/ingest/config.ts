@@ -1,12 +1,14 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
 // A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
-// clear code, never as a failed cold start; the one exception is a setting that would be unsafe to run
-// with (signature mode off on a stage not marked as development), which stops the function at load.
+// clear code, never as a failed cold start. Two settings are exceptions, each unsafe to run with, so the
+// function refuses to load: a malformed source allow-list (falling back would silently open the endpoint to
+// every address), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
 import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
+import { parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
 
@@ -23,6 +25,8 @@ export interface IngestSettings {
   maxBodyBytes: number;
   /** The whole SendMessage, retries included. */
   sqsDeadlineMs: number;
+  /** ALLOWED_SOURCE_CIDRS: the source addresses accepted, or null (unset: every address). */
+  allowedSources: SourceAllowList | null;
 }
 
 export interface IngestDependencies {
@@ -53,8 +57,10 @@ function positiveInteger(env: Env, name: string, fallback: number, warnings: str
   return fallback;
 }
 
+/** Throws AllowListError (one sentence) when ALLOWED_SOURCE_CIDRS holds a malformed range. */
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
   const warnings: string[] = [];
+  const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
   const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
   if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
     warnings.push(
@@ -73,6 +79,7 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
       toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
       maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
       sqsDeadlineMs: sqsLimits.deadlineMs,
+      allowedSources,
     },
     warnings,
   };
@@ -132,12 +139,21 @@ export function buildIngestDependencies(
 ): IngestDependencies {
   const logger = overrides.logger ?? createLogger('ingest');
   const now = overrides.now ?? Date.now;
-  const { settings, warnings } = readIngestSettings(env);
+  let read: ReturnType<typeof readIngestSettings>;
+  try {
+    read = readIngestSettings(env);
+  } catch (error) {
+    logger.error('ingest_config', { error: (error as Error).message });
+    throw error;
+  }
+  const { settings, warnings } = read;
   const mode = overrides.settings?.mode ?? settings.mode;
   if (mode === 'off' && !(overrides.settings?.development ?? settings.development)) {
     logger.error('ingest_config', { error: modeOffRefused });
     throw new Error(modeOffRefused);
   }
+  if (settings.allowedSources)
+    logger.info('ingest_config', { allowedSources: settings.allowedSources.ranges.join(',') });
   const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);
   for (const warning of warnings) logger.warn('ingest_config', { warning });
   return {

@@ -3,17 +3,16 @@
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
-import type { SignatureVerdict } from '../queue-message.ts';
 import { type Service, SERVICES } from '../domain/services.ts';
+import { isQueueSafe, isSetAside, type SignatureVerdict } from '../queue-message.ts';
+import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
-import { isQueueSafe } from '../queue-message.ts';
 import { enqueueCallback } from './enqueue.ts';
-import { clip, errorSentence } from '../text.ts';
 import { errorResponse, okResponse } from './responses.ts';
 import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
-import { readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
 
 const callbackPaths: ReadonlyArray<readonly [string, Service]> = SERVICES.map((s) => [`/callbacks/${s}`, s]);
 
@@ -42,6 +41,11 @@ interface RequestLog {
   bytes?: number;
   reason?: string;
   latencyMs?: number;
+  /** Only on a request refused by the source allow-list. */
+  sourceIp?: string;
+  /** Signature mode `report`: accepted, but the worker will keep it in the quarantine (a metric counts these). */
+  setAside?: true;
+  note?: string;
 }
 
 type Level = 'info' | 'warn' | 'error';
@@ -105,6 +109,17 @@ async function answer(
   const receivedAt = deps.now();
   const method = (event.requestContext?.http?.method ?? '').toUpperCase();
   const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
+
+  // First of all: an address outside the allow-list learns nothing else about the endpoint.
+  if (settings.allowedSources) {
+    const sourceIp = event.requestContext?.http?.sourceIp;
+    if (!settings.allowedSources.allows(sourceIp)) {
+      log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
+      log.sourceIp = clip(sourceIp || '(none)', 64);
+      outcome.level = 'warn';
+      return fail('source_not_allowed', 'Requests from this source address are not accepted.');
+    }
+  }
 
   const service = serviceForPath(rawPath);
   log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
@@ -188,6 +203,7 @@ async function answer(
     log.reason = 'QUEUE_URL is not set';
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
+  const setAside = isSetAside(settings.mode, verdict);
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
@@ -201,6 +217,8 @@ async function answer(
         verdict,
         mode: settings.mode,
         replayKey: replayKeyOf(values),
+        // A verified signature is never stored: only what a later check of a failed one needs.
+        heldSignature: verdict === 'valid' ? null : heldSignatureOf(values),
       },
       settings.sqsDeadlineMs,
     );
@@ -208,6 +226,13 @@ async function answer(
     outcome.level = 'warn';
     log.reason = errorSentence(error);
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
+  }
+  if (setAside) {
+    outcome.level = 'warn';
+    log.setAside = true;
+    log.note =
+      `report mode: accepted with verdict ${verdict}, set aside in the quarantine; ` +
+      'once the secret is fixed, callbacks quarantine apply recovers it';
   }
   return okResponse();
 }

@@ -13,7 +13,10 @@ export const errorStatus = {
   invalid_signature: 401,
   stale_timestamp: 401,
   unknown_app_key: 403,
-  /** The request's source address may not use this route (the local read API answers loopback only). */
+  /**
+   * The request's source address may not use this route: outside every range of ALLOWED_SOURCE_CIDRS (the
+   * ingest), or not loopback (the local read API).
+   */
   source_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { computeSignature } from '../platform/signing.ts';
 import type { SignatureMode } from '../queue-message.ts';
 import { createHash } from 'node:crypto';
-import { readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './signature.ts';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './signature.ts';
 import type { SignatureValues } from './signature.ts';
 
 const nowMs = 1_763_798_400_000;
@@ -44,14 +44,17 @@ describe('readSignatureValues', () => {
     ['RC-App-Key', 'appKey'],
     ['APPKEY', 'appKey'],
   ] as const)('%s is read as %s from a header and from the query string', (name, field) => {
-    expect(readSignatureValues({ [name]: 'v1' }, '')).toEqual({ [field]: 'v1' });
-    expect(readSignatureValues({}, `${encodeURIComponent(name)}=v2`)).toEqual({ [field]: 'v2' });
-    expect(readSignatureValues({}, '', { [name]: 'v3' })).toEqual({ [field]: 'v3' });
+    expect(readSignatureValues({ [name]: 'v1' }, '')).toEqual({ [field]: 'v1', from: { [field]: 'header' } });
+    expect(readSignatureValues({}, `${encodeURIComponent(name)}=v2`)).toEqual({
+      [field]: 'v2',
+      from: { [field]: 'query' },
+    });
+    expect(readSignatureValues({}, '', { [name]: 'v3' })).toEqual({ [field]: 'v3', from: { [field]: 'query' } });
   });
 
   test('the query string wins over headers, and values are decoded and trimmed', () => {
     expect(readSignatureValues({ nonce: 'from-header', 'rc-signature': 'sig-h' }, 'RC-Nonce=from%20query&x=1')).toEqual(
-      { nonce: 'from query', signature: 'sig-h' },
+      { nonce: 'from query', signature: 'sig-h', from: { nonce: 'query', signature: 'header' } },
     );
   });
 
@@ -60,7 +63,25 @@ describe('readSignatureValues', () => {
   });
 
   test('the raw query string is preferred to the parsed map', () => {
-    expect(readSignatureValues({}, 'nonce=a', { nonce: 'a,b' })).toEqual({ nonce: 'a' });
+    expect(readSignatureValues({}, 'nonce=a', { nonce: 'a,b' })).toEqual({ nonce: 'a', from: { nonce: 'query' } });
+  });
+});
+
+describe('heldSignatureOf', () => {
+  test('the values as received and where each came from; nothing when none was sent', () => {
+    const values = readSignatureValues({ 'rc-signature': 'abc', 'rc-app-key': 'k' }, 'nonce=n&timestamp=1763798400');
+    expect(heldSignatureOf(values)).toEqual({
+      nonce: 'n',
+      timestamp: '1763798400',
+      signature: 'abc',
+      appKey: 'k',
+      from: { nonce: 'query', timestamp: 'query', signature: 'header', appKey: 'header' },
+    });
+    expect(heldSignatureOf(readSignatureValues({}, ''))).toBeNull();
+  });
+
+  test('values kilobytes long are not kept', () => {
+    expect(heldSignatureOf(readSignatureValues({ nonce: 'x'.repeat(4000) }, ''))).toBeNull();
   });
 });
 

@@ -4,7 +4,7 @@
 import { Buffer } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { computeSignature } from '../platform/signing.ts';
-import type { SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, SignatureMode, SignatureVerdict, ValueSource } from '../queue-message.ts';
 
 /** Accepted names, lower case, in the order they are looked up. */
 export const signatureNames = {
@@ -20,6 +20,8 @@ export interface SignatureValues {
   signature?: string;
   /** An appKey claimed by the request outside the body; it must equal the body's. */
   appKey?: string;
+  /** Where each value present was found. */
+  from?: HeldSignature['from'];
 }
 
 type Lookup = ReadonlyMap<string, string>;
@@ -47,24 +49,24 @@ export function readSignatureValues(
     ? lowerCaseLookup(new URLSearchParams(rawQueryString))
     : lowerCaseLookup(Object.entries(queryStringParameters ?? {}));
   const header = lowerCaseLookup(Object.entries(headers ?? {}));
-  const find = (names: readonly string[]): string | undefined => {
-    for (const source of [query, header]) {
-      for (const name of names) {
-        const value = source.get(name);
-        if (value !== undefined) return value;
+  const values: SignatureValues = {};
+  const from: NonNullable<SignatureValues['from']> = {};
+  for (const field of ['nonce', 'timestamp', 'signature', 'appKey'] as const) {
+    found: for (const [source, lookup] of [
+      ['query', query],
+      ['header', header],
+    ] as [ValueSource, Lookup][]) {
+      for (const name of signatureNames[field]) {
+        const value = lookup.get(name);
+        if (value !== undefined) {
+          values[field] = value;
+          from[field] = source;
+          break found;
+        }
       }
     }
-    return undefined;
-  };
-  const values: SignatureValues = {};
-  const nonce = find(signatureNames.nonce);
-  const timestamp = find(signatureNames.timestamp);
-  const signature = find(signatureNames.signature);
-  const appKey = find(signatureNames.appKey);
-  if (nonce !== undefined) values.nonce = nonce;
-  if (timestamp !== undefined) values.timestamp = timestamp;
-  if (signature !== undefined) values.signature = signature;
-  if (appKey !== undefined) values.appKey = appKey;
+  }
+  if (Object.keys(from).length > 0) values.from = from;
   return values;
 }
 
@@ -92,6 +94,24 @@ export function replayKeyOf(values: SignatureValues): string | null {
   return createHash('sha256')
     .update(JSON.stringify([nonce, timestamp, signature]), 'utf8')
     .digest('hex');
+}
+
+/** The longest HeldSignature (as JSON) kept; a genuine one is about 150 characters. */
+const MAX_HELD_SIGNATURE_CHARS = 2048;
+
+/**
+ * The values to keep with a callback whose signature did not verify, so that it can be checked again later,
+ * or null when there is nothing to keep (or too much: no genuine signature is kilobytes long).
+ */
+export function heldSignatureOf(values: SignatureValues): HeldSignature | null {
+  const { nonce, timestamp, signature, appKey, from } = values;
+  if (!from) return null;
+  const held: HeldSignature = { from };
+  if (nonce !== undefined) held.nonce = nonce;
+  if (timestamp !== undefined) held.timestamp = timestamp;
+  if (signature !== undefined) held.signature = signature;
+  if (appKey !== undefined) held.appKey = appKey;
+  return JSON.stringify(held).length <= MAX_HELD_SIGNATURE_CHARS ? held : null;
 }
 
 export interface VerifyInput {

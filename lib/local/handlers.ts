@@ -5,6 +5,7 @@
 // process, a second stack in the same process can only reuse them when it needs the very same environment
 // (same endpoints, that is, same ports: a restart on the same ports works). Anything else is refused here
 // with a clear error instead of silently talking to the first stack's emulators.
+import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
 export interface DeployedHandlers {
@@ -42,12 +43,18 @@ export async function loadDeployedHandlers(env: Record<string, string>): Promise
   }
   for (const name of UNSET) delete process.env[name];
   Object.assign(process.env, env);
+  // Each call gets a request id of its own, as Lambda gives one to each invocation.
+  const context = () => ({ awsRequestId: randomUUID() });
   const handlers = Promise.all([
     import('../../functions/ingest.ts'),
     import('../../functions/worker.ts'),
     import('../../functions/api.ts'),
   ]).then(
-    ([ingest, worker, api]): DeployedHandlers => ({ ingest: ingest.handler, worker: worker.handler, api: api.handler }),
+    ([ingest, worker, api]): DeployedHandlers => ({
+      ingest: (event) => ingest.handler(event, context()),
+      worker: (event) => worker.handler(event, context()),
+      api: (event) => api.handler(event, context()),
+    }),
   );
   loaded = { env: { ...env }, handlers };
   return handlers;

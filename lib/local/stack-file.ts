@@ -23,6 +23,8 @@ export interface LocalStackInfo {
   eventsQueueUrl?: string;
   dataDir: string | null;
   startedAt: string;
+  /** Where the stack's secrets come from (never the secrets): env CALLBACK_SECRETS, an option, or the demo key. */
+  secretsSource?: 'option' | 'env' | 'default';
 }
 
 export function stackFilePath(cwd = process.cwd()): string {

@@ -36,10 +36,12 @@ import {
   queueSettings,
   resourceNames,
 } from './deployed-settings.ts';
+import { DEFAULT_SECRETS } from './demo-secrets.ts';
 import { createDynalite } from './dynamo.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
+import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import {
   DATA_DIR,
@@ -50,8 +52,7 @@ import {
   writeStackFile,
 } from './stack-file.ts';
 
-/** CALLBACK_SECRETS when it is not set: the documented demo appKey. */
-export const DEFAULT_SECRETS = { 'demo-app': ['demo-secret'] } as const;
+export { DEFAULT_SECRETS };
 /** Seconds before a failed record is retried locally (deployed: the queue's 180 s visibility time-out). */
 export const DEFAULT_RETRY_DELAY_S = 10;
 
@@ -70,6 +71,8 @@ export interface LocalStackOptions {
   secrets?: Record<string, readonly string[]>;
   /** Default: env SIGNATURE_MODE, else enforce. */
   signatureMode?: SignatureMode;
+  /** Source ranges allowed to post callbacks (ALLOWED_SOURCE_CIDRS); default: that env variable, else any. */
+  allowedSourceCidrs?: readonly string[];
   /** Silences the JSON log lines of the handlers and the poller while the stack runs. */
   quiet?: boolean;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
@@ -87,6 +90,8 @@ export interface LocalStack {
   info: LocalStackInfo;
   stackFile: string;
   signatureMode: SignatureMode;
+  /** The source ranges allowed, normalised; empty when every address is. */
+  allowedSources: readonly string[];
   /** The appKeys that have a secret (never the secrets). */
   appKeys: string[];
   /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */
@@ -206,6 +211,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const stackFile = stackFilePath(cwd);
   const signatureMode = resolveMode(opts, env);
   const secrets = resolveSecrets(opts, env);
+  // Checked here with the ingest's own parser, so a bad range fails the start with its sentence.
+  const allowedSourceCidrs = opts.allowedSourceCidrs?.join(',') ?? env.ALLOWED_SOURCE_CIDRS ?? '';
+  const allowedSources = parseAllowList(
+    allowedSourceCidrs,
+    opts.allowedSourceCidrs ? '--allow-cidr' : 'ALLOWED_SOURCE_CIDRS',
+  );
   const names = resourceNames(LOCAL_STAGE);
 
   const running = readLocalStack(cwd);
@@ -301,6 +312,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
+      ALLOWED_SOURCE_CIDRS: allowedSourceCidrs,
       // The local stack is development: mode off may run here, and nowhere else.
       DEVELOPMENT_STAGE: 'true',
     });
@@ -336,6 +348,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       eventsQueueUrl: events.queueUrl,
       dataDir,
       startedAt: new Date().toISOString(),
+      secretsSource: secrets.source,
     };
     await writeStackFile(stackFile, info);
     ready = true;
@@ -347,6 +360,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       info,
       stackFile,
       signatureMode,
+      allowedSources: allowedSources?.ranges ?? [],
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
       poller: { stats: started.stats, busy: () => started.busy() },

@@ -5,14 +5,21 @@
 // Task events are published once the write is durable; a record whose events could not be published fails
 // too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseCallback, type Callback, type ParseResult } from '../domain/callback.ts';
+import { parseCallback, type Callback } from '../domain/callback.ts';
+import { namedTask } from '../domain/minimal-check.ts';
 import { eventsOfWrite } from '../domain/task-events.ts';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, QuarantineReason, TaskStore } from '../domain/task-store.ts';
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import type { QueuedCallback, SignatureMode, SignatureVerdict } from '../queue-message.ts';
-import { readRecord } from '../queue-message.ts';
+import type { Service } from '../domain/services.ts';
+import {
+  isSetAside,
+  type QueuedCallback,
+  readRecord,
+  type SignatureMode,
+  type SignatureVerdict,
+} from '../queue-message.ts';
 import { workerDefaults } from './config.ts';
 
 export interface WorkerDeps {
@@ -87,22 +94,16 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
     return quarantineUnparsed(record, deps, read.reason);
   }
   const msg = read.message;
-  let parsed: ParseResult;
-  try {
-    parsed = parseCallback(msg.service, msg.body);
-  } catch (err) {
-    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
-    // can never be read here: retrying it would only fail again, so it is kept aside.
-    const reason =
-      err instanceof RangeError
-        ? 'the body is nested too deeply to be read'
-        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
-    return quarantine(msg, deps, 'invalid_callback', reason, null, null);
+  const parsed = parseQueued(msg.service, msg.body);
+  if (!parsed.ok) {
+    const named = parsed.named;
+    return quarantine(msg, deps, 'invalid_callback', parsed.detail, named.appKey, named.id);
   }
-  if (!parsed.ok) return quarantine(msg, deps, 'invalid_callback', parsed.errors.join('; '), null, null);
   const cb = parsed.callback;
-  const setAside = signatureSetAside(msg.verdict, msg.mode);
-  if (setAside) return quarantine(msg, deps, setAside[0], setAside[1], cb.appKey, cb.id);
+  if (isSetAside(msg.mode, msg.verdict)) {
+    const [reason, detail] = setAsideReason(msg.verdict, msg.mode);
+    return quarantine(msg, deps, reason, detail, cb.appKey, cb.id);
+  }
   try {
     const result = await deps.store.applyCallback(toDelivered(msg, cb));
     const common = {
@@ -170,7 +171,7 @@ export async function processRecord(record: SQSRecord, deps: WorkerDeps): Promis
   }
 }
 
-/** Why each verdict other than valid keeps a callback from being applied. */
+/** Why each verdict other than valid keeps a callback from being applied (see isSetAside). */
 const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'>, [QuarantineReason, string]> = {
   invalid: [
     'invalid_signature',
@@ -182,17 +183,42 @@ const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'
   unverified: ['unverified', 'the callback secrets could not be read, so the signature was not checked'],
 };
 
-/**
- * Whether a delivery's signature verdict keeps it from being applied, with the reason and a sentence; null
- * when it may be applied. One rule for every mode: only a valid signature is applied, except in mode `off`
- * (development), which applies what it did not check. Mode `enforce` refuses the others at the door; mode
- * `report` lets them through to be kept aside here.
- */
-export function signatureSetAside(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] | null {
-  if (verdict === 'valid') return null;
-  if (verdict === 'not_checked')
-    return mode === 'off' ? null : ['unverified', `the signature was not checked, in signature mode ${mode}`];
+/** The quarantine reason of a verdict that isSetAside keeps from being applied, with a sentence. */
+export function setAsideReason(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] {
+  if (verdict === 'valid' || verdict === 'not_checked')
+    return ['unverified', `the signature was not checked, in signature mode ${mode}`];
   return verdictsSetAside[verdict];
+}
+
+export type ParsedQueued =
+  | { ok: true; callback: Callback }
+  | { ok: false; detail: string; named: { appKey: string | null; id: string | null } };
+
+/**
+ * The full parse of a queued body, with today's code. A body that fails it still names its task when it
+ * has an id (`type: 2` without `output`, say), so the quarantine can file it under that task.
+ */
+export function parseQueued(service: Service, body: string): ParsedQueued {
+  const named = () => {
+    try {
+      return namedTask(service, JSON.parse(body));
+    } catch {
+      return { appKey: null, id: null };
+    }
+  };
+  try {
+    const parsed = parseCallback(service, body);
+    if (parsed.ok) return { ok: true, callback: parsed.callback };
+    return { ok: false, detail: parsed.errors.join('; '), named: named() };
+  } catch (err) {
+    // A body nested deeper than the parser can recurse (RangeError) passes the ingest's minimal check but
+    // can never be read here: retrying it would only fail again, so it is kept aside.
+    const detail =
+      err instanceof RangeError
+        ? 'the body is nested too deeply to be read'
+        : `the body could not be read (${err instanceof Error ? err.name : 'error'})`;
+    return { ok: false, detail, named: err instanceof RangeError ? { appKey: null, id: null } : named() };
+  }
 }
 
 /** A queued message and its parsed callback, as the store applies them. */
@@ -206,6 +232,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     requestId: msg.requestId,
     messageId: msg.messageId,
     replayKey: msg.replayKey,
+    heldSignature: msg.heldSignature,
   };
 }
 
@@ -229,6 +256,8 @@ async function quarantine(
       messageId: msg.messageId,
       appKey: appKey ?? (msg.appKey || null),
       taskId,
+      mode: msg.mode,
+      signature: msg.heldSignature,
     });
     deps.log.warn('callback_quarantined', {
       messageId: msg.messageId,
@@ -262,6 +291,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       verdict: 'unverified',
       mode: 'enforce',
       replayKey: null,
+      heldSignature: null,
     },
     deps,
     'invalid_callback',

@@ -260,7 +260,8 @@ async function main(): Promise<number> {
     let redriven = 0;
     if (deadLettered > 0) {
       say(`${deadLettered} messages in the dead-letter queue: redriving them now that the faults are over`);
-      redriven = (await redriveDeadLetters(target.sqs, { from: target.dlqUrl!, to: target.queueUrl! })).moved;
+      const { queueUrl, dlqUrl } = await target.queues();
+      redriven = (await redriveDeadLetters(target.sqs, { from: dlqUrl!, to: queueUrl! })).moved;
       await drained(stack, target, deadline + 240_000);
     }
     timings.drainS = (Date.now() - drainStart) / 1000;

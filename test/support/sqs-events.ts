@@ -1,7 +1,7 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { Attr, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
 import type { Service } from '../../lib/domain/services.ts';
+import { Attr, type HeldSignature, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
 
 let counter = 0;
 
@@ -12,6 +12,8 @@ export interface RecordOptions {
   replayKey?: string;
   receivedAt?: number;
   receiveCount?: number;
+  /** The signature values the ingest keeps for a verdict other than `valid`. */
+  heldSignature?: HeldSignature;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -30,6 +32,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
     [Attr.requestId]: s(`req-${counter}`),
   };
   if (opts.replayKey) attrs[Attr.replayKey] = s(opts.replayKey);
+  if (opts.heldSignature) attrs[Attr.signatureValues] = s(JSON.stringify(opts.heldSignature));
   return {
     messageId: opts.messageId ?? `msg-${++counter}`,
     receiptHandle: `rh-${counter}`,

@@ -154,5 +154,7 @@ export function eventFromItem(item: Item): StoredEvent {
     requestId: item.requestId ?? null,
     raw: item.raw,
     expiresAt: item.expiresAt ?? null,
+    fileName: item.fileName ?? null,
+    recovered: item.recovered ?? null,
   };
 }

@@ -25,6 +25,11 @@ export const Keys = {
   eventPrefix: 'EVENT#',
   quarantinePk: (day: string) => `QUARANTINE#${day}`,
   quarantineSk: (receivedAt: number, messageId: string) => `${String(receivedAt).padStart(16, '0')}#${messageId}`,
+  /**
+   * A quarantined callback under the task it names, in the bySession index (its keys never begin with
+   * SESSION#): one index serves both, where a fifth index would be written for every quarantined callback.
+   */
+  quarantineTaskGsi: (taskId: string) => `QUARANTINED_TASK#${taskId}`,
   replayPk: (appKey: string, replayKey: string) => `REPLAY#${appKey}#${replayKey}`,
   replaySk: '#',
   roomGsi: (roomId: string) => `ROOM#${roomId}`,

@@ -41,7 +41,9 @@ import type {
   DeliveredCallback,
   Page,
   PageRequest,
+  QuarantineApplied,
   QuarantineEntry,
+  QuarantineQuery,
   StoredEvent,
   TaskPage,
   StoredWrite,
@@ -63,7 +65,8 @@ import {
   toItem,
 } from './items.ts';
 import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, SORT_AT, dayOf } from './table.ts';
+import type { SignatureVerdict } from '../../queue-message.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, Index, Keys, SORT_AT, dayOf } from './table.ts';
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
 import { errorSentence } from '../../text.ts';
 import { unstorableNumberIn } from './numbers.ts';
@@ -297,6 +300,7 @@ export class DynamoTaskStore implements TaskStore {
       requestId: d.requestId,
       messageId: d.messageId,
       raw: d.raw,
+      recovered: d.recovered ?? undefined,
       expiresAt: this.expiry(),
     };
     // false: another delivery of the same callback finished first; its entry is as good as this one.
@@ -305,14 +309,18 @@ export class DynamoTaskStore implements TaskStore {
 
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
     const cap: Capacity = { read: 0, write: 0 };
+    // The entries of one task are found through the bySession index, under keys of their own kind.
+    const taskKey = entry.taskId ? Keys.quarantineTaskGsi(entry.taskId) : null;
+    const indexed = taskKey !== null && Buffer.byteLength(taskKey, 'utf8') <= MAX_PARTITION_KEY_BYTES;
     const res = await this.client.send(
       new PutItemCommand({
         TableName: this.table,
         Item: toItem({
+          ...entry,
           pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
           sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
           kind: 'quarantine',
-          ...entry,
+          ...(indexed ? { [Index.bySession.pk]: taskKey, [SORT_AT]: entry.receivedAt } : {}),
           expiresAt: this.expiry(),
         }),
         ReturnConsumedCapacity: 'TOTAL',
@@ -328,17 +336,22 @@ export class DynamoTaskStore implements TaskStore {
     detail: string,
     cap: Capacity,
   ) {
+    // A callback taken out of the quarantine already has its entry there.
+    if (d.recovered) return;
     const c = await this.quarantine({
       reason,
       detail,
       service: d.callback.service,
       raw: d.raw,
       receivedAt: d.receivedAt,
-      verdict: d.verdict,
+      // Only a recovered callback carries `accepted_unverified`, and it returned above.
+      verdict: d.verdict as SignatureVerdict,
       requestId: d.requestId,
       messageId: d.messageId,
       appKey: d.callback.appKey,
       taskId: d.callback.id,
+      mode: d.mode,
+      signature: d.heldSignature ?? null,
     });
     cap.read += c.read;
     cap.write += c.write;
@@ -386,22 +399,102 @@ export class DynamoTaskStore implements TaskStore {
     } while (cursor && remaining > 0);
   }
 
-  async *listQuarantine(opts: { sinceDays?: number; limit?: number } = {}): AsyncIterable<QuarantineEntry> {
-    const days = opts.sinceDays ?? 7;
-    const limit = opts.limit ?? Infinity;
+  async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
+    const limit = query.limit ?? Infinity;
+    const until = query.until ?? this.now();
+    const since = query.since ?? this.now() - (query.sinceDays ?? 7) * 86400_000;
+    const matches = (e: QuarantineEntry) =>
+      e.receivedAt >= since &&
+      e.receivedAt <= until &&
+      (query.reason === undefined || e.reason === query.reason) &&
+      (query.appKey === undefined || e.appKey === query.appKey) &&
+      (query.taskId === undefined || e.taskId === query.taskId);
     let emitted = 0;
-    for (let i = 0; i < days; i++) {
-      const day = dayOf(this.now() - i * 86400_000);
-      for await (const item of this.queryAll({
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: Keys.quarantinePk(day) } },
-        ScanIndexForward: false,
-      })) {
-        const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, ...entry } = item;
-        yield entry as QuarantineEntry;
+    const emit = function* (entries: Iterable<QuarantineEntry>) {
+      for (const entry of entries) {
+        if (!matches(entry)) continue;
+        yield entry;
         if (++emitted >= limit) return;
       }
+    };
+    if (query.taskId !== undefined) {
+      // The task's entries through the index (keys only), newest first, then the entries by key.
+      let keys: Key[] = [];
+      const flush = async () => {
+        const items = await this.getMany(keys, { read: 0, write: 0 });
+        keys = [];
+        return items.filter((i): i is Item => i !== null).map(quarantineFromItem);
+      };
+      for await (const item of this.queryAll({
+        IndexName: Index.bySession.name,
+        KeyConditionExpression: `${Index.bySession.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+        ExpressionAttributeValues: {
+          ':v': { S: Keys.quarantineTaskGsi(query.taskId) },
+          ':a': { N: String(since) },
+          ':b': { N: String(until) },
+        },
+        ScanIndexForward: false,
+      })) {
+        keys.push({ pk: item.pk, sk: item.sk });
+        if (keys.length === 50) {
+          yield* emit(await flush());
+          if (emitted >= limit) return;
+        }
+      }
+      if (keys.length > 0) yield* emit(await flush());
+      return;
     }
+    // One partition per day, newest first; the other filters are applied to what each day holds.
+    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) {
+      for await (const item of this.queryAll({
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+        ExpressionAttributeValues: {
+          ':pk': { S: Keys.quarantinePk(dayOf(t)) },
+          ':a': { S: Keys.quarantineSk(since, '') },
+          ':b': { S: Keys.quarantineSk(until, '\uffff') },
+        },
+        ScanIndexForward: false,
+      })) {
+        yield* emit([quarantineFromItem(item)]);
+        if (emitted >= limit) return;
+      }
+    }
+  }
+
+  async countQuarantined(taskId: string): Promise<number> {
+    let count = 0;
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await this.client.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: Index.bySession.name,
+          KeyConditionExpression: `${Index.bySession.pk} = :v`,
+          ExpressionAttributeValues: { ':v': { S: Keys.quarantineTaskGsi(taskId) } },
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      count += res.Count ?? 0;
+      start = res.LastEvaluatedKey;
+    } while (start);
+    return count;
+  }
+
+  async markQuarantineApplied(
+    entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
+    applied: QuarantineApplied,
+  ): Promise<boolean> {
+    // A read and a conditional put rather than an UpdateItem: the worker's role, which shares this class,
+    // is granted only the operations the worker performs.
+    const cap: Capacity = { read: 0, write: 0 };
+    const key = {
+      pk: Keys.quarantinePk(dayOf(entry.receivedAt)),
+      sk: Keys.quarantineSk(entry.receivedAt, entry.messageId),
+    };
+    const item = await this.get(key, cap);
+    if (!item || item.applied) return false;
+    return this.putIf({ ...item, applied }, 'attribute_exists(pk) AND attribute_not_exists(applied)', undefined, cap);
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -593,6 +686,11 @@ function headerToItem(key: Key, h: TaskHeader, inflight: Record<string, number>)
 
 function fileToItem(key: Key, cb: Callback, f: FileRecord, inflight: Record<string, FileToken>): Item {
   return { ...key, kind: 'file', service: cb.service, taskId: cb.id, ...f, inflight };
+}
+
+function quarantineFromItem(item: Item): QuarantineEntry {
+  const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, [Index.bySession.pk]: _g, [SORT_AT]: _s, ...entry } = item;
+  return { ...entry, taskId: entry.taskId ?? null, appKey: entry.appKey ?? null } as QuarantineEntry;
 }
 
 /** The task and the file as a delivery found them, with no "before" (see StoredWrite). */

@@ -1,0 +1,137 @@
+// Taking a callback back out of the quarantine (`callbacks quarantine apply`): its body is parsed with
+// today's code, its signature checked with today's secrets, and it is applied through the store's
+// applyCallback, exactly as the worker applies a queued callback; the store's exactly-once rule makes a
+// second recovery a duplicate. The signature's timestamp is judged against the time the callback was
+// received, not against now: a callback held for a week is not stale for having waited.
+import type { EventPublisher } from '../aws/sns/task-events.ts';
+import { eventsOfWrite } from '../domain/task-events.ts';
+import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
+import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
+import type { SecretsByAppKey } from '../ingest/secrets.ts';
+import { replayKeyOf, verifySignature } from '../ingest/signature.ts';
+import { parseQueued, toDelivered } from './process-batch.ts';
+
+export interface RecoverDeps {
+  store: TaskStore;
+  /** Where the task events of what is applied go, as the worker publishes them; absent, none are. */
+  events?: EventPublisher;
+  /** Today's secrets; read only when an entry's signature has to be checked again. */
+  secrets: () => Promise<SecretsByAppKey>;
+  /** The ingest's SIGNATURE_TOLERANCE_S. */
+  toleranceS: number;
+  /** Apply callbacks whose signature still does not verify, recorded as `accepted_unverified`. */
+  acceptUnverified: boolean;
+  /** Only say what would happen. */
+  dryRun: boolean;
+  now: () => number;
+}
+
+export type RecoverResult =
+  | { outcome: 'applied' | 'duplicate'; taskId: string; verdict: LedgerVerdict }
+  | { outcome: 'would_apply'; taskId: string; verdict: LedgerVerdict }
+  | { outcome: 'failing'; taskId: string | null; kind: FailingKind; why: string };
+
+/** Why a callback stays in the quarantine: its signature, its body, a replay, or what the store refused. */
+export type FailingKind = 'signature' | 'body' | 'replay' | 'store';
+
+/** Whether the verdict the ingest recorded leaves the signature to be checked again before applying. */
+function needsCheck(entry: QuarantineEntry): boolean {
+  if (entry.verdict === 'valid') return false;
+  // Signature mode `off` (development stages) checks nothing, so neither does the recovery.
+  return !(entry.verdict === 'not_checked' && entry.mode === 'off');
+}
+
+function whyUnverified(verdict: SignatureVerdict, entry: QuarantineEntry, appKey: string, toleranceS: number): string {
+  switch (verdict) {
+    case 'invalid':
+      return entry.signature?.appKey !== undefined && entry.signature.appKey !== appKey
+        ? `the signature does not verify: the request named appKey "${entry.signature.appKey}", the body "${appKey}"`
+        : `the signature does not verify: no secret configured for appKey "${appKey}" reproduces it`;
+    case 'missing':
+      return entry.signature
+        ? 'the signature does not verify: the request lacked a nonce, timestamp or signature'
+        : 'the signature cannot be checked: its values were not kept with the callback';
+    case 'stale':
+      return `the signature's timestamp is more than ${toleranceS} s from the time the callback was received`;
+    case 'unknown_app_key':
+      return `the signature cannot be checked: no secret is configured for appKey "${appKey}"`;
+    default:
+      return `the signature does not verify (${verdict})`;
+  }
+}
+
+export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): Promise<RecoverResult> {
+  if (entry.reason === 'replayed_signature') {
+    return {
+      outcome: 'failing',
+      taskId: entry.taskId,
+      kind: 'replay',
+      why: 'a replayed signature (seen before with another body) is never applied',
+    };
+  }
+  const parsed = parseQueued(entry.service, entry.raw);
+  if (!parsed.ok) {
+    return { outcome: 'failing', taskId: entry.taskId, kind: 'body', why: `the body does not parse: ${parsed.detail}` };
+  }
+  const cb = parsed.callback;
+
+  let verdict: LedgerVerdict = entry.verdict;
+  let replayKey: string | null = null;
+  if (needsCheck(entry)) {
+    const checked = verifySignature({
+      mode: 'enforce',
+      appKey: cb.appKey,
+      values: entry.signature ?? {},
+      secrets: (await deps.secrets()).get(cb.appKey),
+      nowMs: entry.receivedAt,
+      toleranceS: deps.toleranceS,
+    });
+    if (checked === 'valid') verdict = 'valid';
+    else if (deps.acceptUnverified) verdict = 'accepted_unverified';
+    else {
+      const why = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+      return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
+    }
+    // The replay check of a queued callback, with the values it was received with.
+    replayKey = entry.signature ? replayKeyOf(entry.signature) : null;
+  }
+  if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict };
+
+  const at = deps.now();
+  const result = await deps.store.applyCallback({
+    ...toDelivered(
+      {
+        messageId: entry.messageId,
+        body: entry.raw,
+        service: entry.service,
+        appKey: cb.appKey,
+        receivedAt: entry.receivedAt,
+        requestId: entry.requestId,
+        verdict: entry.verdict,
+        mode: entry.mode ?? 'enforce',
+        replayKey,
+        heldSignature: null,
+      },
+      cb,
+    ),
+    verdict,
+    recovered: { reason: entry.reason, verdict: entry.verdict, at },
+  });
+  if (result.outcome === 'quarantined') {
+    const kind = result.reason === 'replayed_signature' ? 'replay' : 'store';
+    return { outcome: 'failing', taskId: cb.id, kind, why: `${result.reason}: ${result.detail}` };
+  }
+  // The worker's next step: the task events of the write, from what is stored. A duplicate publishes them
+  // again (the same ids), so a run whose publishing failed is completed by the next one.
+  const events = deps.events ? eventsOfWrite(cb, result.stored) : [];
+  if (events.length > 0) {
+    try {
+      await deps.events!.publish(events);
+    } catch (err) {
+      const why = `applied, but its task events could not be published (${(err as Error).message}); run again`;
+      return { outcome: 'failing', taskId: cb.id, kind: 'store', why };
+    }
+  }
+  if (!entry.applied) await deps.store.markQuarantineApplied(entry, { at, outcome: result.outcome, verdict });
+  return { outcome: result.outcome, taskId: cb.id, verdict };
+}

@@ -1,0 +1,461 @@
+// Operating the receiver through the real CLI, as child processes: `callbacks dev` with its options, and
+// the commands run against it in the same folder.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { postSigned, runCli, startDev, type DevProcess } from './support/cli-process.ts';
+
+const STACK_FRAME = /\n\s+at /;
+const running: DevProcess[] = [];
+const dirs: string[] = [];
+
+function freshDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'callbacks-ops-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function dev(args: string[], cwd: string, env: Record<string, string> = {}): Promise<DevProcess> {
+  const stack = await startDev(args, { cwd, env });
+  running.push(stack);
+  return stack;
+}
+
+afterAll(async () => {
+  await Promise.all(running.map((s) => s.stop()));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function waitForTask(cwd: string, id: string, timeoutMs = 15_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await runCli(['tasks', 'get', id, '--json'], { cwd });
+    if (run.code === 0) return JSON.parse(run.stdout);
+    if (Date.now() > deadline) throw new Error(`task ${id} never appeared: ${run.stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const startBody = (recordId: string) => ({
+  timestamp: Date.now(),
+  type: 1,
+  appKey: 'demo-app',
+  recordId,
+  roomId: 'room-ops',
+  sessionId: 'session-ops',
+  userId: '',
+  mode: 3,
+  code: 200,
+  errorMessage: 'success',
+  config: {},
+  output: { fileName: 'session-ops_room-ops.mp4' },
+});
+
+describe('callbacks dev --allow-cidr', () => {
+  test('a source outside the ranges gets 403 source_not_allowed; inside, the callback is accepted', async () => {
+    const outside = await dev(
+      ['--memory', '--quiet', '--allow-cidr', '10.0.0.0/8', '--allow-cidr', '192.0.2.0/24,2001:db8::/32'],
+      freshDir(),
+    );
+    expect(outside.output().stdout).toMatch(/sources\s+10\.0\.0\.0\/8, 192\.0\.2\.0\/24, 2001:db8::\/32/);
+    const refused = await postSigned(outside.info.url, 'recording', startBody('rec-cidr-1'));
+    expect(refused).toEqual({
+      status: 403,
+      json: { error: { code: 'source_not_allowed', message: 'Requests from this source address are not accepted.' } },
+    });
+    await outside.stop();
+
+    const cwd = freshDir();
+    const inside = await dev(['--memory', '--quiet', '--allow-cidr', '127.0.0.0/8'], cwd);
+    expect((await postSigned(inside.info.url, 'recording', startBody('rec-cidr-2'))).status).toBe(200);
+    // Applied by the worker shortly after the 200.
+    expect(await waitForTask(cwd, 'rec-cidr-2')).toMatchObject({ id: 'rec-cidr-2', status: 'recording' });
+    await inside.stop();
+  });
+
+  test('a malformed range: one line naming it, exit code 1, nothing started', async () => {
+    const run = await runCli(['dev', '--port', '0', '--memory', '--allow-cidr', '10.0.0.0/40'], { cwd: freshDir() });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trimEnd().split('\n')[0]).toBe(
+      "error: option '--allow-cidr <cidr>' argument '10.0.0.0/40' is invalid. " +
+        '"10.0.0.0/40" has a prefix length outside 0 to 32 (such as 203.0.113.0/24 or 2001:db8::/32).',
+    );
+    expect(run.stderr).not.toMatch(STACK_FRAME);
+  });
+
+  test('a malformed ALLOWED_SOURCE_CIDRS stops the start with its sentence', async () => {
+    const run = await runCli(['dev', '--port', '0', '--memory'], {
+      cwd: freshDir(),
+      env: { ALLOWED_SOURCE_CIDRS: '192.0.2.0/24,not-a-range' },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'callbacks: ALLOWED_SOURCE_CIDRS: "not-a-range" is not an IPv4 or IPv6 range ' +
+        '(such as 203.0.113.0/24 or 2001:db8::/32).\n',
+    );
+  });
+});
+
+describe('callbacks quarantine apply', () => {
+  const wrongSecrets = JSON.stringify({ 'demo-app': ['receiver-wrong-secret'] });
+
+  async function quarantined(cwd: string, env: Record<string, string> = {}): Promise<any[]> {
+    const run = await runCli(['quarantine', 'list', '--json'], { cwd, env });
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    return JSON.parse(run.stdout);
+  }
+
+  async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  test('report mode under a wrong secret sets the run aside; with the right one, apply brings it back', async () => {
+    const cwd = freshDir();
+    // 1. The receiver runs in report mode with a secret that is not the platform's.
+    const wrong = await dev(['--signature-mode', 'report', '--quiet'], cwd, { CALLBACK_SECRETS: wrongSecrets });
+    const emulated = await runCli(
+      [
+        'emulate',
+        '--url',
+        wrong.info.url,
+        '--recordings',
+        '3',
+        '--screenshots',
+        '2',
+        '--seed',
+        'quarantine-apply',
+        '--expect',
+        'expect.json',
+        '--json',
+        '--no-progress',
+      ],
+      { cwd },
+    );
+    expect(emulated.code).toBe(0);
+    const sent = JSON.parse(emulated.stdout).summary;
+    expect(sent.delivered).toBe(sent.callbacks);
+    const held = await waitFor('the worker to quarantine every callback', async () => {
+      const entries = await quarantined(cwd, { CALLBACK_SECRETS: wrongSecrets });
+      return entries.length === sent.delivered ? entries : undefined;
+    });
+    expect(new Set(held.map((e) => e.reason))).toEqual(new Set(['invalid_signature']));
+    expect(held.every((e) => e.taskId && e.signature?.signature && e.mode === 'report')).toBe(true);
+    // Nothing stored: verify fails and says so.
+    const before = await runCli(['verify', '--expect', 'expect.json', '--timeout', '2s', '--no-progress'], { cwd });
+    expect(before.code).not.toBe(0);
+
+    // Not at a terminal and no --yes: refused, nothing written.
+    const refused = await runCli(['quarantine', 'apply'], { cwd, env: { CALLBACK_SECRETS: wrongSecrets } });
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toBe(
+      'callbacks: quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal\n',
+    );
+    // Under the same wrong secret a dry run says they would all still fail, and why.
+    const dry = await runCli(['quarantine', 'apply', '--dry-run', '--json'], {
+      cwd,
+      env: { CALLBACK_SECRETS: wrongSecrets },
+    });
+    expect(JSON.parse(dry.stdout)).toMatchObject({
+      dryRun: true,
+      matched: sent.delivered,
+      wouldApply: 0,
+      stillFailing: sent.delivered,
+      reasons: [
+        {
+          why: 'the signature does not verify: no secret configured for appKey "demo-app" reproduces it',
+          count: sent.delivered,
+        },
+      ],
+    });
+    // The local stack runs with its own secrets: this shell must name them.
+    const unnamed = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    expect(unnamed.code).toBe(1);
+    expect(unnamed.stderr).toMatch(
+      /^callbacks: the local stack was started with its own CALLBACK_SECRETS: set the same/,
+    );
+    await wrong.stop();
+
+    // 2. The secret is fixed (the stack restarts with the platform's: the demo key), then apply.
+    const right = await dev(['--signature-mode', 'report', '--quiet'], cwd);
+    const dryRight = await runCli(['quarantine', 'apply', '--dry-run'], { cwd });
+    expect(dryRight.stdout).toContain(`${sent.delivered} would be applied and 0 would still fail`);
+    const applied = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    expect(applied).toMatchObject({ code: 0, stderr: '' });
+    expect(applied.stdout).toMatch(
+      new RegExp(`: ${sent.delivered} applied, 0 duplicate \\(already applied\\), 0 still failing\\.`),
+    );
+    const verified = await runCli(['verify', '--expect', 'expect.json', '--timeout', '20s', '--no-progress'], { cwd });
+    // Tasks and their task events alike: what apply applies is published as the worker publishes it.
+    expect(verified).toMatchObject({ code: 0, stderr: '' });
+    expect(verified.stdout).not.toMatch(/missing/);
+
+    // 3. A second run changes nothing: every callback is a duplicate, the marks stay those of the first.
+    const firstMarks = (await quarantined(cwd)).map((e) => e.applied);
+    expect(firstMarks.every((m) => m?.outcome === 'applied' && m.verdict === 'valid')).toBe(true);
+    const again = await runCli(['quarantine', 'apply', '--yes', '--json'], { cwd });
+    expect(JSON.parse(again.stdout)).toMatchObject({ applied: 0, duplicate: sent.delivered, stillFailing: 0 });
+    expect((await quarantined(cwd)).map((e) => e.applied)).toEqual(firstMarks);
+    expect((await runCli(['verify', '--expect', 'expect.json', '--no-progress'], { cwd })).code).toBe(0);
+    const list = await runCli(['quarantine', 'list'], { cwd });
+    expect(list.stdout).toContain(`(0 not applied)`);
+    await right.stop();
+  });
+
+  test('a body the parser refuses is filed under its task; tasks get and quarantine list point at it', async () => {
+    const cwd = freshDir();
+    const stack = await dev(['--memory', '--quiet'], cwd);
+    const noOutput = { timestamp: Date.now(), type: 2, appKey: 'demo-app', recordId: 'rec-no-output' };
+    expect((await postSigned(stack.info.url, 'recording', noOutput)).status).toBe(200);
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-fine'))).status).toBe(200);
+    const entries = await waitFor('the quarantine entry', async () => {
+      const listed = await quarantined(cwd);
+      return listed.length === 1 ? listed : undefined;
+    });
+    expect(entries[0]).toMatchObject({ reason: 'invalid_callback', taskId: 'rec-no-output', appKey: 'demo-app' });
+
+    const get = await runCli(['tasks', 'get', 'rec-no-output'], { cwd });
+    expect(get).toMatchObject({ code: 1, stdout: '' });
+    expect(get.stderr).toBe(
+      `callbacks: no task rec-no-output in the local stack at ${stack.info.url} (table ${stack.info.tableName}); ` +
+        '1 quarantined callback names it (see them: callbacks quarantine list --task rec-no-output)\n',
+    );
+    const filtered = await runCli(['quarantine', 'list', '--task', 'rec-no-output', '--reason', 'invalid_callback'], {
+      cwd,
+    });
+    expect(filtered.stdout.split('\n')[1]).toMatch(/invalid_callback\s+recording\s+rec-no-output\s+demo-app/);
+    for (const args of [
+      ['--task', 'rec-fine'],
+      ['--reason', 'invalid_signature'],
+      ['--app-key', 'other-app'],
+      ['--since', '1h', '--until', '30m'],
+    ]) {
+      const none = await runCli(['quarantine', 'list', ...args, '--json'], { cwd });
+      expect({ args, entries: JSON.parse(none.stdout) }).toEqual({ args, entries: [] });
+    }
+    const reversed = await runCli(['quarantine', 'list', '--since', '1h', '--until', '2h'], { cwd });
+    expect(reversed).toMatchObject({
+      code: 1,
+      stderr: 'callbacks: --since is later than --until: the range is reversed\n',
+    });
+    // Still failing: the summary says why, and the exit code says it.
+    const apply = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    expect(apply.code).toBe(1);
+    expect(apply.stdout).toMatch(/0 applied, 0 duplicate \(already applied\), 1 still failing\./);
+    expect(apply.stdout).toMatch(/1 {2}the body does not parse: /);
+    // Once the task exists, its view says the same.
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-no-output'))).status).toBe(200);
+    await waitForTask(cwd, 'rec-no-output');
+    const shown = await runCli(['tasks', 'get', 'rec-no-output'], { cwd });
+    expect(shown.stdout.trimEnd().split('\n').at(-1)).toBe(
+      '1 quarantined callback names this task: callbacks quarantine list --task rec-no-output',
+    );
+    await stack.stop();
+  });
+});
+
+describe('the command line itself', () => {
+  test('--version prints the version of the package', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(await runCli(['--version'], { cwd: freshDir() })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  test('a bad flag or command: one error line and a hint to --help, not the whole help', async () => {
+    const cwd = freshDir();
+    expect(await runCli(['tasks', 'list', '--bogus'], { cwd })).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: unknown option '--bogus'\nRun "callbacks tasks list --help" for the usage.\n`,
+    });
+    const unknown = await runCli(['taks', 'list'], { cwd });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trimEnd().split('\n')).toEqual([
+      "error: unknown command 'taks' (Did you mean tasks?)",
+      'Run "callbacks --help" for the usage.',
+    ]);
+    const missing = await runCli(['quarantine', 'list', '--limit'], { cwd });
+    expect(missing.stderr).toBe(
+      `error: option '--limit <n>' argument missing\nRun "callbacks quarantine list --help" for the usage.\n`,
+    );
+  });
+
+  test('emulate --url without a scheme, and https against a plain http server, say what is wrong', async () => {
+    const cwd = freshDir();
+    const noScheme = await runCli(['emulate', '--url', 'localhost:3000'], { cwd });
+    expect(noScheme).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --url needs a scheme: write http://localhost:3000 (or https:// for a TLS endpoint)\n',
+    });
+    const plain = createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const port = (plain.address() as AddressInfo).port;
+    try {
+      const tls = await runCli(['emulate', '--url', `https://127.0.0.1:${port}`], { cwd });
+      expect(tls.code).toBe(1);
+      expect(tls.stderr).toBe(
+        `callbacks: https://127.0.0.1:${port} answers, but not over TLS (ERR_SSL_WRONG_VERSION_NUMBER): ` +
+          `it looks like a plain http server; try http://127.0.0.1:${port}\n`,
+      );
+    } finally {
+      plain.close();
+    }
+  });
+});
+
+describe('callbacks send', () => {
+  test('signs and posts one body as the platform would, and prints the answer', async () => {
+    const cwd = freshDir();
+    const stack = await dev(['--memory', '--quiet'], cwd);
+    const single = (recordId: string, userId: string) => ({
+      ...startBody(recordId),
+      userId,
+      mode: 0,
+      timestamp: Date.now(),
+    });
+    writeFileSync(join(cwd, 'a.json'), JSON.stringify(single('rec-send-a', 'user-a'), null, 2));
+    writeFileSync(join(cwd, 'b.json'), JSON.stringify(single('rec-send-b', 'user-b')));
+    const url = `${stack.info.url}/callbacks/recording`;
+
+    // The local stack and its demo key are found without flags; the route comes from recordId.
+    expect(await runCli(['send', 'a.json'], { cwd })).toEqual({
+      code: 0,
+      stdout: `POST ${url} -> 200 {"ok":true}\n`,
+      stderr: '',
+    });
+    const viaQuery = await runCli(['send', 'b.json', '--sign', 'query', '--url', stack.info.url, '--json'], { cwd });
+    expect(JSON.parse(viaQuery.stdout)).toEqual({ url, status: 200, body: { ok: true } });
+
+    // A wrong secret is answered as the receiver answers it, and the exit code says so.
+    const wrong = await runCli(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stdout).toMatch(new RegExp(`^POST ${url} -> 401 \\{"error":\\{"code":"invalid_signature"`));
+    // An appKey outside the body that differs from it is refused too.
+    const mismatch = await runCli(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
+    expect(mismatch.stdout).toContain('-> 401 {"error":{"code":"invalid_signature"');
+    const screenshot = await runCli(['send', 'a.json', '--service', 'screenshot'], { cwd });
+    expect(screenshot.stdout).toContain('/callbacks/screenshot -> 400 {"error":{"code":"invalid_body"');
+    const noSecret = await runCli(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
+    expect(noSecret.stderr).toBe(
+      'callbacks: no secret for appKey "unknown-app": pass --secret, or set CALLBACK_SECRETS\n',
+    );
+
+    // --user narrows tasks list to that user's tasks.
+    await waitForTask(cwd, 'rec-send-a');
+    await waitForTask(cwd, 'rec-send-b');
+    const listed = await runCli(['tasks', 'list', '--user', 'user-b', '--json'], { cwd });
+    expect(JSON.parse(listed.stdout).map((t: any) => [t.id, t.userId])).toEqual([['rec-send-b', 'user-b']]);
+
+    // The emulator's summary is a few lines, not a box.
+    const emulated = await runCli(
+      ['emulate', '--url', stack.info.url, '--recordings', '1', '--screenshots', '1', '--no-progress'],
+      { cwd },
+    );
+    expect(emulated.code).toBe(0);
+    const lines = emulated.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^Sent \d+ callbacks of 1 recording and 1 screenshot tasks to http:\/\/127\.0\.0\.1:\d+ in /,
+    );
+    expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
+    await stack.stop();
+  });
+});
+
+describe('logs of callbacks dev', () => {
+  async function waitForOutput(stack: DevProcess, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = stack.output().stdout.match(pattern);
+      if (match) return match[0];
+      if (Date.now() > deadline) throw new Error(`no output matching ${pattern}:\n${stack.output().stdout}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  test("not at a terminal: the functions' JSON lines, with the keys searched in CloudWatch", async () => {
+    const stack = await dev(['--memory'], freshDir());
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-json-log'))).status).toBe(200);
+    await waitForOutput(stack, /"event":"callback_applied"[^\n]*\n/);
+    const lines = stack
+      .output()
+      .stdout.split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    const request = lines.find((l) => l.event === 'callback_request');
+    expect(request).toMatchObject({
+      level: 'info',
+      function: 'ingest',
+      awsRequestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      coldStart: true,
+      route: 'POST /callbacks/recording',
+      id: 'rec-json-log',
+      status: 200,
+    });
+    const applied = lines.find((l) => l.event === 'callback_applied');
+    expect(applied).toMatchObject({ function: 'worker', awsRequestId: expect.any(String), coldStart: true });
+    expect(applied.awsRequestId).not.toBe(request.awsRequestId);
+  });
+
+  test('--log-format pretty: one readable line per callback', async () => {
+    const stack = await dev(['--memory', '--log-format', 'pretty'], freshDir());
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-pretty-log'))).status).toBe(200);
+    expect((await postSigned(stack.info.url, 'recording', startBody('rec-pretty-bad'), 'wrong')).status).toBe(401);
+    const ok = await waitForOutput(stack, /^.*rec-pretty-log.*$/m);
+    expect(ok.split(/\s{2,}/)).toEqual([
+      expect.stringMatching(/^\d\d:\d\d:\d\d\.\d{3}$/),
+      'POST /callbacks/recording',
+      '200',
+      'rec-pretty-log',
+      '1 start',
+      'valid',
+      expect.stringMatching(/^\d+(\.\d+)? ms$/),
+    ]);
+    const refused = await waitForOutput(stack, /^.*rec-pretty-bad.*$/m);
+    expect(refused.split(/\s{2,}/).slice(2)).toEqual([
+      '401',
+      'rec-pretty-bad',
+      '1 start',
+      'invalid',
+      expect.stringMatching(/ ms$/),
+      'invalid_signature',
+    ]);
+    expect(stack.output().stdout).not.toMatch(/^\{/m);
+  });
+});
+
+describe('bin/callbacks.js on a Node older than 24', () => {
+  // The machine's own Node (the project pins 24 for its scripts); found on the PATH or where it usually is.
+  const candidates = [
+    ...execFileSync('sh', ['-c', 'which -a node || true'], { encoding: 'utf8' }).split('\n'),
+    '/usr/local/bin/node',
+    '/usr/bin/node',
+  ].filter((p) => p && existsSync(p));
+  const oldNode = candidates.find(
+    (p) => Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24,
+  );
+
+  (oldNode ? test : test.skip)(
+    `one sentence, exit code 1, no stack trace (${oldNode ?? 'no old Node here'})`,
+    async () => {
+      const run = await runCli(['tasks', 'list'], { cwd: freshDir(), node: oldNode! });
+      const version = execFileSync(oldNode!, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+      expect(run).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          `callbacks needs Node 24 or later and this is Node ${version}: run it as "npx callbacks ..." or through ` +
+          "the npm scripts, which use the project's pinned Node 24.\n",
+      });
+    },
+  );
+});
