@@ -5,10 +5,12 @@ import { Buffer } from 'node:buffer';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
+import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { FILE_STATE_OK } from '../lib/platform/failures.ts';
-import { Attr, type Service } from '../lib/queue-message.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
+import { Attr } from '../lib/queue-message.ts';
 
 export const BENCH_APP_KEY = 'demo-app';
 export const BENCH_SECRET = 'bench-secret';
@@ -189,7 +191,9 @@ export function toSqsRecord(
       [Attr.requestId]: text(`req-${index}`),
       [Attr.verdict]: text('valid'),
       [Attr.mode]: text('enforce'),
-      [Attr.signatureKey]: text(`${nonce}:${timestamp}:${computeSignature(BENCH_SECRET, nonce, timestamp)}`),
+      [Attr.replayKey]: text(
+        replayKeyOf({ nonce, timestamp, signature: computeSignature(BENCH_SECRET, nonce, timestamp) }) ?? '',
+      ),
     },
     md5OfBody: '',
     eventSource: 'aws:sqs',

@@ -3,7 +3,9 @@
 // topic (its ARN built from the caller's account, which STS tells without any permission).
 import { SNSClient } from '@aws-sdk/client-sns';
 import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
-import { SERVICE_NAME, TargetError, oneLine, type Target } from './target.ts';
+import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { errorSentence } from '../lib/text.ts';
+import { TargetError, type Target } from './target.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */
@@ -12,19 +14,17 @@ export interface TaskEventsTarget {
   close(): void;
 }
 
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
-
 async function stageTopicArn(stage: string, region: string, env: NodeJS.ProcessEnv): Promise<string> {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
   const sts = new STSClient({ region, maxAttempts: 3 });
   try {
     const { Arn, Account } = await sts.send(new GetCallerIdentityCommand({}));
     const partition = Arn?.split(':')[1] ?? 'aws';
-    const topic = `${env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME}-${stage}-task-events`;
+    const topic = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE).eventsTopic;
     return `arn:${partition}:sns:${region}:${Account}:${topic}`;
   } catch (err) {
     throw new TargetError(
-      `cannot tell the task-events topic of stage ${stage}: ${oneLine(err)}; pass --events-topic <arn>`,
+      `cannot tell the task-events topic of stage ${stage}: ${errorSentence(err)}; pass --events-topic <arn>`,
     );
   } finally {
     sts.destroy();

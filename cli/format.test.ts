@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from 'commander';
+import { durationOption } from './inspect.ts';
 import {
   colorsEnabled,
   humanSize,
@@ -77,6 +79,20 @@ describe('durations and time points', () => {
 
   test.each(['', '2', 'h', '2 hours', '-2h', '2y'])('%j is not a duration', (text) => {
     expect(parseDuration(text)).toBeNull();
+  });
+
+  test('milliseconds, and bare seconds where an option asks for them', () => {
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('30', { bareSeconds: true })).toBe(30_000);
+    expect(parseDuration('1.5', { bareSeconds: true })).toBe(1500);
+    expect(parseDuration('soon', { bareSeconds: true })).toBeNull();
+  });
+
+  test('a duration option: the forms above, a bare number in seconds, else a sentence saying what works', () => {
+    expect(['60s', '2m', '500ms', '1.5h', '30'].map(durationOption)).toEqual([60_000, 120_000, 500, 5_400_000, 30_000]);
+    expect(() => durationOption('soon')).toThrow(
+      new InvalidArgumentError('not a duration: "soon" (use e.g. 60s, 2m, 500ms).'),
+    );
   });
 
   test('a duration is that long before now', () => {

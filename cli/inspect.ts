@@ -2,8 +2,9 @@
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
 import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { TargetError, oneLine, openTarget, type Target } from './target.ts';
-import { colorsFor, parseTimePoint, setTimeZone, type Colors } from './format.ts';
+import { errorSentence } from '../lib/text.ts';
+import { TargetError, openTarget, type Target } from './target.ts';
+import { colorsFor, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -58,7 +59,7 @@ export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Prom
     await fn(ctx);
   } catch (err) {
     if (err instanceof TargetError || err instanceof CliError) throw err;
-    throw new CliError(`${where}: ${oneLine(err)}`);
+    throw new CliError(`${where}: ${errorSentence(err)}`);
   } finally {
     await target.close();
   }
@@ -74,6 +75,13 @@ export function positiveInt(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number above 0 is needed.');
   return n;
+}
+
+/** A duration option (`--timeout 60s`): see parseDuration; a bare number is seconds. */
+export function durationOption(text: string): number {
+  const ms = parseDuration(text, { bareSeconds: true });
+  if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
+  return ms;
 }
 
 export function printJson(value: unknown): void {

@@ -4,11 +4,13 @@
 // the stack was given them. No secret is ever printed.
 import { parseSecrets, type SecretsByAppKey } from '../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
-import { SERVICE_NAME, TargetError, oneLine, type Target } from './target.ts';
+import { SERVICE } from '../lib/local/deployed-settings.ts';
+import { errorSentence } from '../lib/text.ts';
+import { TargetError, type Target } from './target.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */
 export function defaultSecretsParam(stage: string, env: NodeJS.ProcessEnv = process.env): string {
-  return `/${env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME}/${stage}/callback-secrets`;
+  return `/${env.CALLBACKS_SERVICE_NAME ?? SERVICE}/${stage}/callback-secrets`;
 }
 
 export interface SecretsSource {
@@ -59,7 +61,9 @@ async function readParameter(name: string, region: string): Promise<SecretsByApp
     if (!value) throw new Error('the parameter has no value');
     return parseSecrets(value, `SSM parameter ${name}`);
   } catch (err) {
-    throw new TargetError(`cannot read the callback secrets from SSM parameter ${name} in ${region}: ${oneLine(err)}`);
+    throw new TargetError(
+      `cannot read the callback secrets from SSM parameter ${name} in ${region}: ${errorSentence(err)}`,
+    );
   } finally {
     ssm.destroy();
   }

@@ -6,9 +6,10 @@ import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
+import { errorSentence } from '../lib/text.ts';
 
-export const SERVICE_NAME = 'rtc-callbacks-receiver';
 export interface QueueDepth {
   visible: number;
   inFlight: number;
@@ -50,8 +51,6 @@ export interface TargetOptions {
 export class TargetError extends Error {
   override name = 'TargetError';
 }
-
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const env = opts.env ?? process.env;
@@ -113,8 +112,8 @@ async function openDeployed(
   env: NodeJS.ProcessEnv,
   eventsQueueUrl: string | null,
 ): Promise<Target> {
-  const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE_NAME;
-  const tableName = `${service}-${stage}-tasks`;
+  const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
+  const tableName = names.table;
   if (!region) throw new TargetError(`stage ${stage} needs a region: pass --region or set AWS_REGION`);
   const describe = `stage ${stage} in ${region} (table ${tableName})`;
   const lookUp = async (sqs: SQSClient) => {
@@ -122,12 +121,12 @@ async function openDeployed(
       try {
         return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl ?? null;
       } catch (err) {
-        throw new TargetError(`${describe}: looking up queue ${name} failed: ${oneLine(err)}`);
+        throw new TargetError(`${describe}: looking up queue ${name} failed: ${errorSentence(err)}`);
       }
     };
     return {
-      queueUrl: await urlOf(`${service}-${stage}-callbacks`),
-      dlqUrl: await urlOf(`${service}-${stage}-callbacks-dlq`),
+      queueUrl: await urlOf(names.queue),
+      dlqUrl: await urlOf(names.deadLetterQueue),
     };
   };
   return openAws({ stage, tableName, region, queues: lookUp, eventsQueueUrl, describe });
@@ -202,13 +201,4 @@ function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target 
       t.sqs.destroy();
     },
   };
-}
-
-/** An AWS error as one short sentence, never a stack trace. */
-export function oneLine(err: unknown): string {
-  if (err instanceof Error) {
-    const name = err.name && err.name !== 'Error' ? `${err.name}: ` : '';
-    return `${name}${err.message}`.split('\n')[0]!;
-  }
-  return String(err);
 }

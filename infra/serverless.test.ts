@@ -32,6 +32,7 @@ interface Template {
   Outputs: Record<string, { Value: Json }>;
   Parameters: Record<string, Json>;
   Conditions: Record<string, Json>;
+  Rules: Record<string, Json>;
 }
 interface Statement {
   Sid?: string;
@@ -73,12 +74,11 @@ net.Socket.prototype.connect = function (...args) {
   };
 }
 
-beforeAll(() => {
-  packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
-  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
-  const networkLog = join(packageDir, 'network.log');
+/** `serverless package` with these stage parameters into `<packageDir>/<name>`, offline; the template. */
+function packageService(name: string, params: string[]): Template {
+  const networkLog = join(packageDir, `${name}-network.log`);
   writeFileSync(networkLog, '');
-  const out = join(packageDir, 'out');
+  const out = join(packageDir, name);
   execFileSync(
     process.execPath,
     [
@@ -90,18 +90,34 @@ beforeAll(() => {
       region,
       '--package',
       out,
-      '--param',
-      'signatureMode=report',
-      '--param',
-      'alarmEmail=ops@example.com',
-      '--param',
-      'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
+      ...params.flatMap((p) => ['--param', p]),
     ],
     { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  networkAttempts = readFileSync(networkLog, 'utf8');
-  template = JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
-  state = JSON.parse(readFileSync(join(out, 'serverless-state.json'), 'utf8'));
+  networkAttempts += readFileSync(networkLog, 'utf8');
+  return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+/** What packaging with these stage parameters prints when it fails (it must fail). */
+function packagingError(name: string, params: string[]): string {
+  try {
+    packageService(name, params);
+  } catch (err) {
+    return `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
+  }
+  throw new Error(`packaging with ${params.join(' ')} succeeded`);
+}
+
+beforeAll(() => {
+  packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
+  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
+  networkAttempts = '';
+  template = packageService('out', [
+    'signatureMode=report',
+    'alarmEmail=ops@example.com',
+    'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
+  ]);
+  state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
 }, 180_000);
 
 afterAll(() => {
@@ -198,6 +214,7 @@ describe('functions', () => {
     expect(fn.Environment.Variables).toEqual({
       QUEUE_URL: ref('CallbackQueue'),
       SIGNATURE_MODE: ref('SignatureMode'),
+      DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
       ALLOWED_SOURCE_CIDRS: ref('AllowedSourceCidrs'),
@@ -250,11 +267,40 @@ describe('functions', () => {
     expect(template.Parameters.AlarmEmail.Default).toBe('ops@example.com');
     expect(new RegExp(template.Parameters.AlarmEmail.AllowedPattern).test('')).toBe(true);
     expect(template.Parameters.LogLevel.Default).toBe('info');
+    expect(template.Parameters.Development).toMatchObject({ Default: 'false', AllowedValues: ['true', 'false'] });
     const cidrs = template.Parameters.AllowedSourceCidrs;
     expect(cidrs.Default).toBe('203.0.113.0/24,2001:db8::/32');
     expect(new RegExp(cidrs.AllowedPattern).test('')).toBe(true);
     expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8, ::ffff:10.0.0.0/104')).toBe(true);
     expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8;rm')).toBe(false);
+  });
+
+  test('signature mode off only on a stage marked as development: CloudFormation asserts it on every deploy', () => {
+    expect(template.Rules.SignatureModeOffOnlyInDevelopment).toEqual({
+      RuleCondition: { 'Fn::Equals': [ref('SignatureMode'), 'off'] },
+      Assertions: [
+        {
+          Assert: { 'Fn::Equals': [ref('Development'), 'true'] },
+          AssertDescription: expect.stringMatching(
+            /^SignatureMode off .* only on a stage deployed with Development true\.$/,
+          ),
+        },
+      ],
+    });
+  });
+
+  test('packaging refuses signatureMode=off on a stage not marked as development, in one sentence', () => {
+    for (const params of [['signatureMode=off'], ['signatureMode=off', 'development=false']]) {
+      const stderr = packagingError('refused', params);
+      expect(stderr).toContain(
+        'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
+          'mark the stage with --param development=true, or use enforce or report.',
+      );
+      expect(stderr).not.toMatch(/\n\s+at /);
+    }
+    const development = packageService('development', ['signatureMode=off', 'development=true']);
+    expect(development.Parameters.SignatureMode.Default).toBe('off');
+    expect(development.Parameters.Development.Default).toBe('true');
   });
 
   test('the function log groups and the access log keep 30 days', () => {
@@ -485,17 +531,12 @@ describe('HTTP API', () => {
     const props = stageResource.Properties;
     expect(props.StageName).toBe('$default');
     expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
+    // Numbers, not strings: RouteSettings reach API Gateway as the template writes them.
     for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
-      expect(props.RouteSettings[key]).toEqual({
-        ThrottlingRateLimit: ref('CallbackRateLimit'),
-        ThrottlingBurstLimit: ref('CallbackBurstLimit'),
-      });
+      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
     }
     for (const key of API_ROUTE_KEYS) {
-      expect(props.RouteSettings[key]).toEqual({
-        ThrottlingRateLimit: ref('ReadRateLimit'),
-        ThrottlingBurstLimit: ref('ReadBurstLimit'),
-      });
+      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 });
     }
     expect(Object.keys(props.RouteSettings)).toHaveLength(5);
     // Every route the settings name exists before the stage.
@@ -508,10 +549,27 @@ describe('HTTP API', () => {
         .map((key) => routeIds[key])
         .sort(),
     );
-    expect(template.Parameters.CallbackRateLimit.Default).toBe('100');
-    expect(template.Parameters.CallbackBurstLimit.Default).toBe('200');
-    expect(template.Parameters.ReadRateLimit.Default).toBe('20');
-    expect(template.Parameters.ReadBurstLimit.Default).toBe('40');
+  });
+
+  test('the throttling stage parameters, strings on the command line, become numbers; others are refused', () => {
+    const custom = packageService('throttled', [
+      'callbackRateLimit=2.5',
+      'callbackBurstLimit= 7 ',
+      'readRateLimit=0.5',
+      'readBurstLimit=3',
+    ]);
+    const routes = custom.Resources.HttpApiStage!.Properties.RouteSettings;
+    for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot'])
+      expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: 7 });
+    for (const key of API_ROUTE_KEYS)
+      expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 0.5, ThrottlingBurstLimit: 3 });
+    const refusals: [string, string][] = [
+      ['callbackRateLimit=0', 'Stage parameter callbackRateLimit must be a positive number, not "0".'],
+      ['callbackRateLimit=fast', 'Stage parameter callbackRateLimit must be a positive number, not "fast".'],
+      ['callbackBurstLimit=1.5', 'Stage parameter callbackBurstLimit must be a positive whole number, not "1.5".'],
+      ['readRateLimit=-1', 'Stage parameter readRateLimit must be a positive number, not "-1".'],
+    ];
+    for (const [param, sentence] of refusals) expect(packagingError('refused-throttle', [param])).toContain(sentence);
   });
 
   test('access logs: one JSON object per request, numeric status', () => {
@@ -692,7 +750,7 @@ describe('operations', () => {
       RejectedCallbacksAlarm: {
         metric: `${namespace} RejectedCallbacks`,
         dimensions: {},
-        threshold: 'GreaterThanOrEqualToThreshold 1',
+        threshold: 'GreaterThanOrEqualToThreshold 10',
       },
       QuarantinedCallbacksAlarm: {
         metric: `${namespace} QuarantinedCallbacks`,
@@ -715,6 +773,17 @@ describe('operations', () => {
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
     });
+  });
+
+  test('rejected callbacks alarm: not on a stray request, but on ten rejections in 15 minutes', () => {
+    const p = resource('RejectedCallbacksAlarm', 'AWS::CloudWatch::Alarm').Properties;
+    expect(p).toMatchObject({ Statistic: 'Sum', Period: 900, EvaluationPeriods: 1 });
+    expect(p.DatapointsToAlarm ?? p.EvaluationPeriods).toBe(1);
+    // Whether the alarm state would be ALARM for a period whose Sum is `n`.
+    const fires = (n: number) =>
+      p.ComparisonOperator === 'GreaterThanOrEqualToThreshold' ? n >= p.Threshold : n > p.Threshold;
+    expect([1, 2, 9].map(fires)).toEqual([false, false, false]);
+    expect([10, 30].map(fires)).toEqual([true, true]);
   });
 
   test('outputs: the two callback URLs for the console, and the names operators need', () => {

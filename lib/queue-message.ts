@@ -1,20 +1,47 @@
 // The contract between the ingest function and the worker: the SQS message body is the callback's raw
 // body, byte for byte as the platform sent it (after API Gateway's base64 decoding); everything the
-// ingest learned about the request travels in message attributes.
+// ingest learned about the request travels in message attributes. The one home of the attribute names, of
+// writing them (the ingest) and of reading a record back (the worker; the dead-letter commands show them).
+import type { SQSRecord } from 'aws-lambda';
+import { isService, type Service } from './domain/services.ts';
 
-export type Service = 'recording' | 'screenshot';
+export const SIGNATURE_MODES = ['enforce', 'report', 'off'] as const;
+export type SignatureMode = (typeof SIGNATURE_MODES)[number];
 
-export const SERVICES: readonly Service[] = ['recording', 'screenshot'];
+/** The modes as a sentence lists them: "enforce, report or off". */
+export const SIGNATURE_MODES_IN_WORDS = `${SIGNATURE_MODES.slice(0, -1).join(', ')} or ${SIGNATURE_MODES.at(-1)}`;
 
-export type SignatureMode = 'enforce' | 'report' | 'off';
+export function isSignatureMode(value: unknown): value is SignatureMode {
+  return SIGNATURE_MODES.includes(value as SignatureMode);
+}
+
+/** A mode as people write it (any case, spaces around), or undefined when it is none. */
+export function parseSignatureMode(text: string | undefined): SignatureMode | undefined {
+  const mode = text?.trim().toLowerCase();
+  return SIGNATURE_MODES.includes(mode as SignatureMode) ? (mode as SignatureMode) : undefined;
+}
 
 /**
  * The signature verdict. `valid`: a configured secret matched inside the tolerance window.
  * `invalid`: values present, no secret matched. `missing`: nonce, timestamp or signature absent.
  * `stale`: the signature matched but the timestamp is outside the tolerance window.
- * `unknown_app_key`: no secret configured for the body's appKey. `not_checked`: mode `off`.
+ * `unknown_app_key`: no secret configured for the body's appKey. `unverified`: mode `report`, and the
+ * secrets could not be read. `not_checked`: mode `off`.
  */
-export type SignatureVerdict = 'valid' | 'invalid' | 'missing' | 'stale' | 'unknown_app_key' | 'not_checked';
+export const SIGNATURE_VERDICTS = [
+  'valid',
+  'invalid',
+  'missing',
+  'stale',
+  'unknown_app_key',
+  'unverified',
+  'not_checked',
+] as const;
+export type SignatureVerdict = (typeof SIGNATURE_VERDICTS)[number];
+
+export function isSignatureVerdict(value: unknown): value is SignatureVerdict {
+  return SIGNATURE_VERDICTS.includes(value as SignatureVerdict);
+}
 
 /**
  * The verdict a stored callback carries: the ingest's, or `accepted_unverified` for a callback taken out of
@@ -22,12 +49,14 @@ export type SignatureVerdict = 'valid' | 'invalid' | 'missing' | 'stale' | 'unkn
  */
 export type LedgerVerdict = SignatureVerdict | 'accepted_unverified';
 
-/** Verdicts whose callbacks the worker sets aside in the quarantine rather than apply. */
-export const quarantinedVerdicts: readonly SignatureVerdict[] = ['invalid'];
-
-/** Whether the ingest accepts a callback that the worker will then set aside (signature mode `report`). */
+/**
+ * Whether the worker sets a callback with this verdict aside in the quarantine rather than apply it. One rule
+ * for every mode: only a valid signature is applied, except in mode `off` (development), which applies what
+ * it did not check. Mode `enforce` refuses the others at the door; mode `report` accepts them, to be set aside.
+ */
 export function isSetAside(mode: SignatureMode, verdict: SignatureVerdict): boolean {
-  return mode === 'report' && quarantinedVerdicts.includes(verdict);
+  if (verdict === 'valid') return false;
+  return !(verdict === 'not_checked' && mode === 'off');
 }
 
 /** Where a signature value was read: the query string or a header. */
@@ -47,6 +76,28 @@ export interface HeldSignature {
   from: Partial<Record<'nonce' | 'timestamp' | 'signature' | 'appKey', ValueSource>>;
 }
 
+const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
+
+/** The held signature values of a message, or null when absent or not of the expected shape. */
+export function readHeldSignature(text: string | undefined): HeldSignature | null {
+  if (!text) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const raw = parsed as Record<string, unknown>;
+  const from = (typeof raw.from === 'object' && raw.from !== null ? raw.from : {}) as Record<string, unknown>;
+  const held: HeldSignature = { from: {} };
+  for (const field of SIGNATURE_FIELDS) {
+    if (typeof raw[field] === 'string') held[field] = raw[field];
+    if (from[field] === 'query' || from[field] === 'header') held.from[field] = from[field];
+  }
+  return held;
+}
+
 /** SQS message attribute names (all String unless noted). */
 export const Attr = {
   service: 'service',
@@ -56,15 +107,18 @@ export const Attr = {
   requestId: 'requestId',
   verdict: 'signatureVerdict',
   mode: 'signatureMode',
-  /** `<nonce>:<timestamp>:<signature>` when all three were present: the worker's replay check. */
-  signatureKey: 'signatureKey',
+  /**
+   * SHA-256 (hex) of the nonce, timestamp and lower-cased signature, when all three were present: the
+   * worker's replay check. Opaque to the worker; never the signature itself.
+   */
+  replayKey: 'replayKey',
   /** JSON HeldSignature, only when the verdict is not `valid`. */
   signatureValues: 'signatureValues',
 } as const;
 
-/** What the worker reads back from one SQS record. */
-export interface QueuedCallback {
-  messageId: string;
+/** What the ingest enqueues for one accepted callback. */
+export interface CallbackMessage {
+  /** The callback body exactly as received (after base64 decoding). */
   body: string;
   service: Service;
   appKey: string;
@@ -72,9 +126,93 @@ export interface QueuedCallback {
   requestId: string | null;
   verdict: SignatureVerdict;
   mode: SignatureMode;
-  signatureKey: string | null;
+  /** See replayKeyOf (lib/ingest/signature.ts). */
+  replayKey: string | null;
+  /** Only for a verdict other than `valid`: what a later check of the signature needs. */
+  heldSignature?: HeldSignature | null;
+}
+
+// Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
+// #xE000-#xFFFD | #x10000-#x10FFFF. Anything else makes SendMessage fail for good, not transiently.
+const outsideSqsCharacters = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+/** Whether SQS can carry this text in a message body or an attribute. */
+export function isQueueSafe(text: string): boolean {
+  return !outsideSqsCharacters.test(text);
+}
+
+/** A message attribute as SendMessage takes it (the SDK's MessageAttributeValue). */
+export interface AttributeValue {
+  DataType: 'String' | 'Number';
+  StringValue: string;
+}
+
+const text = (value: string): AttributeValue => ({ DataType: 'String', StringValue: value });
+
+/** The message attributes of a callback message. */
+export function messageAttributes(message: CallbackMessage): Record<string, AttributeValue> {
+  const attributes: Record<string, AttributeValue> = {
+    [Attr.service]: text(message.service),
+    [Attr.appKey]: text(message.appKey),
+    [Attr.receivedAt]: { DataType: 'Number', StringValue: String(message.receivedAt) },
+    [Attr.verdict]: text(message.verdict),
+    [Attr.mode]: text(message.mode),
+  };
+  // SQS refuses empty attribute values: absent ones are left out.
+  if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
+  if (message.replayKey) attributes[Attr.replayKey] = text(message.replayKey);
+  if (message.heldSignature) {
+    const held = JSON.stringify(message.heldSignature);
+    // Values SQS cannot carry never come from the platform; without them the callback can only be taken
+    // out of the quarantine unverified.
+    if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
+  }
+  return attributes;
+}
+
+/** What the worker reads back from one SQS record. */
+export interface QueuedCallback extends CallbackMessage {
+  messageId: string;
   /** The signature values, kept only when the verdict is not `valid`. */
   heldSignature: HeldSignature | null;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
+}
+
+export type ReadRecordResult = { ok: true; message: QueuedCallback } | { ok: false; reason: string };
+
+/**
+ * Turns one SQS record (as Lambda delivers it) into what the ingest put in it. Without a known service the
+ * body cannot be read; any other attribute missing or unknown gets the value that trusts it least.
+ */
+export function readRecord(record: SQSRecord): ReadRecordResult {
+  const attr = (name: string): string | undefined => record.messageAttributes?.[name]?.stringValue ?? undefined;
+  const service = attr(Attr.service);
+  if (!isService(service)) return { ok: false, reason: `message attribute ${Attr.service} is missing or unknown` };
+  const verdict = attr(Attr.verdict);
+  const mode = attr(Attr.mode);
+  const receivedAtRaw = Number(attr(Attr.receivedAt));
+  const sentAt = Number(record.attributes?.SentTimestamp);
+  return {
+    ok: true,
+    message: {
+      messageId: record.messageId,
+      body: record.body,
+      service,
+      appKey: attr(Attr.appKey) ?? '',
+      receivedAt:
+        Number.isFinite(receivedAtRaw) && receivedAtRaw > 0
+          ? receivedAtRaw
+          : Number.isFinite(sentAt)
+            ? sentAt
+            : Date.now(),
+      requestId: attr(Attr.requestId) ?? null,
+      // No verdict (a message the ingest did not write): nobody vouched for it.
+      verdict: isSignatureVerdict(verdict) ? verdict : 'unverified',
+      mode: isSignatureMode(mode) ? mode : 'enforce',
+      replayKey: attr(Attr.replayKey) ?? null,
+      heldSignature: readHeldSignature(attr(Attr.signatureValues)),
+      receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
+    },
+  };
 }

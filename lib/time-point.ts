@@ -2,6 +2,7 @@
 // parameters (`since=2h`): a duration back from now, an ISO date or time, or epoch milliseconds. A date or
 // time without a zone is read in a given IANA time zone (UTC unless said otherwise), never in the machine's.
 const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
   s: 1000,
   m: 60_000,
   min: 60_000,
@@ -10,11 +11,14 @@ const DURATION_UNITS: Record<string, number> = {
   w: 7 * 86_400_000,
 };
 
-/** `30s`, `30m`, `2h`, `7d`, `1w` (also `1.5h`) in milliseconds; null when it is not a duration. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)$/i.exec(text.trim());
-  if (!m) return null;
-  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!);
+/**
+ * Durations as people type them: `500ms`, `30s`, `30m`, `45min`, `2h`, `7d`, `1w` (also `1.5h`), in
+ * milliseconds; with `bareSeconds`, a bare number is seconds. Null when it is not a duration.
+ */
+export function parseDuration(text: string, opts: { bareSeconds?: boolean } = {}): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d|w)?$/i.exec(text.trim());
+  if (!m || (m[2] === undefined && !opts.bareSeconds)) return null;
+  return Math.round(Number(m[1]) * DURATION_UNITS[(m[2] ?? 's').toLowerCase()]!);
 }
 
 const zoneFormats = new Map<string, Intl.DateTimeFormat>();

@@ -2,7 +2,7 @@
 // settings it reads from serverless.yml, the index-write rule, the mix it generates, and one short run of
 // the ingest part against fauxqs and of the read API part against dynalite. Shapes and values are checked,
 // never timings.
-import { readRecord } from '../lib/worker/read-record.ts';
+import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
@@ -133,7 +133,7 @@ describe('the realistic mix', () => {
       const read = readRecord(toSqsRecord(send, i, 1_763_798_400_000));
       if (!read.ok) throw new Error(read.reason);
       expect(read.message.verdict).toBe('valid');
-      expect(read.message.signatureKey).toMatch(/^n\w+:\d+:[0-9a-f]{40}$/);
+      expect(read.message.replayKey).toMatch(/^[0-9a-f]{64}$/);
       expect(parseCallback(read.message.service, read.message.body).ok).toBe(true);
       expect(kindOf(send)).toMatch(/^(recording [1-4]|screenshot [134]) /);
     });

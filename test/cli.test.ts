@@ -1,7 +1,6 @@
 // The inspection CLI as a user runs it: `callbacks ...` in a child process, in a folder where the local
 // stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is written by the
 // real worker logic.
-import { execFile } from 'node:child_process';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -15,22 +14,22 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
+import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import type { Service } from '../lib/queue-message.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
+import { runCli } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const nodeBin = join(root, 'node_modules/.bin/node');
-const cliBin = join(root, 'bin/callbacks.js');
 const fixturesDir = join(root, 'test/fixtures');
 const fixture = (name: string) => readFileSync(join(fixturesDir, name), 'utf8').trim();
 const fixtureNames = readdirSync(fixturesDir).filter((f) => f.endsWith('.json'));
 const serviceOf = (name: string) => (name.startsWith('recording') ? 'recording' : 'screenshot') as Service;
 
-const ANSI = /\u001b\[/;
 const STACK_FRAME = /\n\s+at /;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -42,25 +41,11 @@ let sqs: SQSClient;
 let restoreSink: ReturnType<typeof setLogSink>;
 const now = Date.now();
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+const ANSI = /\u001b\[/;
 
 /** Runs `callbacks <args>` in the test folder, without any AWS setting of the machine. */
-async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || /^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|NO_COLOR|FORCE_COLOR)/.test(k)) continue;
-    env[k] = v;
-  }
-  Object.assign(env, { AWS_EC2_METADATA_DISABLED: 'true' }, extraEnv);
-  const run = await new Promise<Run>((resolve) => {
-    execFile(nodeBin, [cliBin, ...args], { cwd: dir, env, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
+async function cli(args: string[], extraEnv: Record<string, string> = {}) {
+  const run = await runCli(args, { cwd: dir, env: extraEnv });
   // Output to a pipe is never coloured.
   expect(run.stdout).not.toMatch(ANSI);
   expect(run.stderr).not.toMatch(ANSI);
@@ -155,7 +140,7 @@ beforeAll(async () => {
   sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
   });
   const records = [
     ...fixtureNames.map((f) =>
@@ -176,11 +161,17 @@ beforeAll(async () => {
       new SendMessageCommand({
         QueueUrl: stack.info.dlqUrl,
         MessageBody: body,
-        MessageAttributes: {
-          service: { DataType: 'String', StringValue: i === 1 ? 'screenshot' : 'recording' },
-          appKey: { DataType: 'String', StringValue: JSON.parse(body).appKey },
-          receivedAt: { DataType: 'Number', StringValue: String(1763798400000 + i) },
-        },
+        // As the ingest writes them.
+        MessageAttributes: messageAttributes({
+          body,
+          service: i === 1 ? 'screenshot' : 'recording',
+          appKey: JSON.parse(body).appKey,
+          receivedAt: 1763798400000 + i,
+          requestId: null,
+          verdict: 'valid',
+          mode: 'enforce',
+          replayKey: null,
+        }),
       }),
     );
   }
@@ -662,7 +653,7 @@ describe('quarantine list', () => {
       'demo-app',
       'invalid',
       '-',
-      'the signature did not match any configured secret',
+      'the signature matches no configured secret of this appKey, or the request named another appKey',
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);

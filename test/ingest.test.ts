@@ -2,6 +2,7 @@
 // back from the queue byte for byte with its attributes, the signature matrix, the extension-backed secrets
 // and an unreachable queue.
 import { Buffer } from 'node:buffer';
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -23,6 +24,7 @@ import type { SignatureMode } from '../lib/queue-message.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
 const NOW = 1_763_798_500_000;
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const SECRET = 'demo-secret-never-logged';
 const ROTATED = 'rotated-secret-never-logged';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -115,6 +117,8 @@ function deps(
     {
       QUEUE_URL: queueUrl,
       SIGNATURE_MODE: options.mode ?? 'enforce',
+      // A development stage, where mode off may run.
+      DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET, ROTATED] }),
       ...options.env,
     },
@@ -184,7 +188,10 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
       [Attr.requestId]: { DataType: 'String', StringValue: event.requestContext.requestId },
       [Attr.verdict]: { DataType: 'String', StringValue: 'valid' },
       [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
-      [Attr.signatureKey]: { DataType: 'String', StringValue: `nonce-1:${NOW}:${signature}` },
+      [Attr.replayKey]: {
+        DataType: 'String',
+        StringValue: sha256(JSON.stringify(['nonce-1', String(NOW), signature])),
+      },
     });
   });
 
@@ -352,7 +359,7 @@ describe('signature matrix', () => {
     expect((await handleCallbackRequest(inQuery, deps())).statusCode).toBe(200);
     const message = await receiveOne();
     expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
-    expect(attr(message, Attr.signatureKey)?.StringValue).toBe(`abc:${ts}:${sig}`);
+    expect(attr(message, Attr.replayKey)?.StringValue).toBe(sha256(JSON.stringify(['abc', ts, sig])));
   });
 
   type Case = { name: string; input: EventInput; verdict: string; enforce: [number, string?] };
@@ -463,15 +470,17 @@ describe('signature matrix', () => {
     expect(attr(message, Attr.mode)?.StringValue).toBe('off');
   });
 
-  test('signatureKey travels even when the signature is wrong (report), and not when a value is missing', async () => {
+  test('the replay key travels when the signature is wrong (report), not when a value is missing', async () => {
     const headers = signedHeaders('wrong');
     await handleCallbackRequest(httpApiEvent({ body, headers }), deps({ mode: 'report' }));
-    expect(attr(await receiveOne(), Attr.signatureKey)?.StringValue).toBe(`nonce-1:${NOW}:${headers['RC-Signature']}`);
+    expect(attr(await receiveOne(), Attr.replayKey)?.StringValue).toBe(
+      sha256(JSON.stringify(['nonce-1', String(NOW), headers['RC-Signature']])),
+    );
     await handleCallbackRequest(
       httpApiEvent({ body, headers: { 'RC-Nonce': 'n', 'RC-Timestamp': String(NOW) } }),
       deps({ mode: 'report' }),
     );
-    expect(attr(await receiveOne(), Attr.signatureKey)).toBeUndefined();
+    expect(attr(await receiveOne(), Attr.replayKey)).toBeUndefined();
   });
 
   test('the signature values travel only with a verdict other than valid, with where each came from', async () => {
@@ -634,12 +643,12 @@ describe('secrets', () => {
     await expectQueueEmpty();
   });
 
-  test('unreadable secrets in report mode: accepted and marked not_checked', async () => {
+  test('unreadable secrets in report mode: accepted and marked unverified (the worker sets it aside)', async () => {
     const d = deps({ mode: 'report', env: { CALLBACK_SECRETS: '{oops' } });
     const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
     expect(response.statusCode).toBe(200);
     const message = await receiveOne();
-    expect(attr(message, Attr.verdict)?.StringValue).toBe('not_checked');
+    expect(attr(message, Attr.verdict)?.StringValue).toBe('unverified');
     expect(attr(message, Attr.mode)?.StringValue).toBe('report');
     expect(lines.at(-1)).toMatchObject({ level: 'warn', status: 200 });
   });

@@ -9,6 +9,7 @@ import { startFauxqs } from 'fauxqs';
 import { openTarget } from '../cli/target.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
 let cwd: string;
@@ -98,7 +99,7 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   const sqs = new SQSClient({
     endpoint: `http://127.0.0.1:${fauxqs.port}`,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+    credentials: LOCAL_CREDENTIALS,
   });
   const queueUrl = `http://127.0.0.1:${fauxqs.port}/${new URL(first.info.queueUrl).pathname.slice(1)}`;
   const body = JSON.stringify(startBody('rec-persist-2'));
@@ -110,7 +111,7 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
     requestId: null,
     verdict: 'valid',
     mode: 'enforce',
-    signatureKey: null,
+    replayKey: null,
   });
   sqs.destroy();
   await fauxqs.stop();

@@ -23,7 +23,7 @@ import { reduceTasks } from '../lib/domain/reduce-task.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { startDynamo, dynamoClient, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { setLogSink } from '../lib/log.ts';
-import type { Service } from '../lib/queue-message.ts';
+import type { Service } from '../lib/domain/services.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { mustParse } from './support/lifecycles.ts';
 
@@ -151,7 +151,7 @@ test('the worker goes on with a migrated task: a redelivered callback is a dupli
     mode: 'enforce',
     requestId: null,
     messageId: 'again',
-    signatureKey: 'another-nonce',
+    replayKey: 'another-nonce',
   });
   expect(redelivered.outcome).toBe('duplicate');
   const later = { ...send.body, timestamp: Number(send.body.timestamp) + 1, code: 200 };
@@ -163,7 +163,7 @@ test('the worker goes on with a migrated task: a redelivered callback is a dupli
     mode: 'enforce',
     requestId: null,
     messageId: 'new',
-    signatureKey: 'yet-another-nonce',
+    replayKey: 'yet-another-nonce',
   });
   expect(applied.outcome).toBe('applied');
   const id = String(send.body.imageId);

@@ -271,7 +271,7 @@ describe('a file with many attempts', () => {
             mode: 'off' as const,
             requestId: null,
             messageId: `m-${next}`,
-            signatureKey: null,
+            replayKey: null,
           };
           for (;;) {
             const result = await store.applyCallback(delivery).catch((err: unknown) => {

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { ID_FIELD_OF, type Service } from '../lib/domain/services.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -37,8 +38,8 @@ let run = 0;
 /** Gives every task of one property run ids of its own, so runs share the table without mixing. */
 function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]): { lifecycles: Lifecycle[]; deliveries: Delivery[] } {
   const prefix = `r${++run}-`;
-  const rename = (service: string, body: Body): Body => {
-    const idField = service === 'recording' ? 'recordId' : 'imageId';
+  const rename = (service: Service, body: Body): Body => {
+    const idField = ID_FIELD_OF[service];
     return { ...body, [idField]: prefix + String(body[idField]) };
   };
   return {

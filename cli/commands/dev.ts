@@ -5,7 +5,7 @@ import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../l
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
 import { parseCidr } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
-import type { SignatureMode } from '../../lib/queue-message.ts';
+import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 import { withTimeZone } from '../inspect.ts';
@@ -56,14 +56,14 @@ export function register(program: Command): void {
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
     .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
     .addOption(
       new Option(
         '--signature-mode <mode>',
         'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)',
-      ).choices(['enforce', 'report', 'off']),
+      ).choices(SIGNATURE_MODES),
     )
     .option(
       '--allow-cidr <cidr>',

@@ -14,7 +14,7 @@ import {
 } from '../../lib/emulator/sender.ts';
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
-import { parseDuration } from '../../lib/verify/duration.ts';
+import { durationOption } from '../inspect.ts';
 
 interface EmulateOptions {
   url: string;
@@ -66,14 +66,6 @@ const placement = (value: string): SignPlacement => {
   if (value !== 'header' && value !== 'query' && value !== 'none')
     throw new InvalidArgumentError('must be header, query or none.');
   return value;
-};
-
-const duration = (value: string): number => {
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw new InvalidArgumentError(`${(err as Error).message}.`);
-  }
 };
 
 const instant = (value: string): number => {
@@ -137,7 +129,7 @@ export function register(program: Command): void {
     .option('--max-attempts <n>', 'tries per callback before giving up on it', integer(1), SENDER_DEFAULTS.maxAttempts)
     .addOption(
       new Option('--request-timeout <duration>', 'time-out of one request')
-        .argParser(duration)
+        .argParser(durationOption)
         .default(SENDER_DEFAULTS.timeoutMs, `${SENDER_DEFAULTS.timeoutMs / 1000}s`),
     )
     .option(

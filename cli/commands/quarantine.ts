@@ -20,7 +20,8 @@ import {
 } from '../inspect.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
-import { TargetError, oneLine } from '../target.ts';
+import { errorSentence } from '../../lib/text.ts';
+import { TargetError } from '../target.ts';
 
 interface FilterOptions {
   reason?: string;
@@ -216,7 +217,7 @@ export function register(program: Command): void {
           } catch (err) {
             // Secrets that cannot be read stop the run; a failed write is that entry's outcome.
             if (err instanceof CliError || err instanceof TargetError) throw err;
-            const why = `the write failed: ${oneLine(err)}`;
+            const why = `the write failed: ${errorSentence(err)}`;
             result = { outcome: 'failing', taskId: entry.taskId, kind: 'store', why };
           }
           results.push({ entry, result });

@@ -7,7 +7,7 @@ import { Option, type Command } from 'commander';
 import { callbackUrl, signRequest, unreachable, type SignPlacement } from '../../lib/emulator/sender.ts';
 import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
-import type { Service } from '../../lib/queue-message.ts';
+import { type Service, SERVICES } from '../../lib/domain/services.ts';
 import { CliError, printJson } from '../inspect.ts';
 import { readLocalStack } from '../../lib/local/stack-file.ts';
 
@@ -29,7 +29,7 @@ export function register(program: Command): void {
       new Option(
         '--service <service>',
         'the route: recording or screenshot (default: from recordId or imageId)',
-      ).choices(['recording', 'screenshot']),
+      ).choices(SERVICES),
     )
     .option('--url <base>', 'receiver base URL (default: the local stack running in this folder)')
     .option(

@@ -10,7 +10,7 @@ import {
   type TaskSummary,
 } from '../../lib/domain/task-store.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
-import { SERVICES, type Service } from '../../lib/queue-message.ts';
+import { SERVICES, type Service } from '../../lib/domain/services.ts';
 import {
   callbackTypeName,
   colorStatus,

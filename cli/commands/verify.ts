@@ -1,9 +1,9 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
+import { durationOption } from '../inspect.ts';
 import { openTarget } from '../target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
-import { parseDuration } from '../../lib/verify/duration.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import type { EventCheck } from '../../lib/domain/task-events.ts';
@@ -25,14 +25,6 @@ const MIN_EVENTS_WAIT_MS = 5000;
 /** Diff lines printed before the rest is summarised; --json always has them all. */
 const MAX_PRINTED_LINES = 200;
 
-const duration = (value: string): number => {
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw new InvalidArgumentError(`${(err as Error).message}.`);
-  }
-};
-
 export function register(program: Command): void {
   program
     .command('verify')
@@ -42,7 +34,7 @@ export function register(program: Command): void {
     .requiredOption('--expect <file>', 'expect file written by "callbacks emulate --expect"')
     .addOption(
       new Option('--timeout <duration>', 'how long to wait for the queue to drain and the tasks to match')
-        .argParser(duration)
+        .argParser(durationOption)
         .default(60_000, '60s'),
     )
     .option('--stage <stage>', 'a deployed stage instead of the local stack')

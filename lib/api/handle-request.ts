@@ -22,6 +22,7 @@ import {
   type Parsed,
 } from './query.ts';
 import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from './routes.ts';
+import { clip as clipText, errorSentence } from '../text.ts';
 
 export interface ApiDependencies {
   store: TaskReader;
@@ -65,12 +66,9 @@ type Level = 'info' | 'warn' | 'error';
 /** Answers are read data that may change at the next callback: no cache may keep them. */
 const noStore = { 'cache-control': 'no-store' };
 
-const clip = (text: string, max = 128): string => (text.length > max ? `${text.slice(0, max)}…` : text);
-
-function reasonOf(error: unknown): string {
-  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
-}
+/** Longest route, task id or name a log line or an answer quotes. */
+const QUOTED_CHARS = 128;
+const clip = (text: string, max = QUOTED_CHARS): string => clipText(text, max);
 
 /**
  * Whether an error came from reading the table (an AWS service error, a time-out, a connection that
@@ -100,7 +98,7 @@ export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiD
   } catch (error) {
     const transient = isStoreFailure(error);
     outcome.level = transient ? 'warn' : 'error';
-    log.reason = reasonOf(error);
+    log.reason = errorSentence(error);
     log.code = transient ? 'store_unavailable' : 'internal_error';
     response = transient
       ? errorResponse('store_unavailable', 'The task store could not be read; retry later.', { 'retry-after': '1' })

@@ -4,9 +4,10 @@ import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { TASK_STATUSES, type TaskStatus } from '../domain/task.ts';
 import type { TaskQuery } from '../domain/task-store.ts';
-import { SERVICES, type Service } from '../queue-message.ts';
+import { SERVICES, type Service } from '../domain/services.ts';
 import { parseTimePoint } from '../time-point.ts';
 import { ApiRoutes, type ApiRouteKey } from './routes.ts';
+import { clip as clipText } from '../text.ts';
 
 /** Page sizes: the default and the most a caller may ask for, per listing. */
 export const PAGE_LIMITS = {
@@ -56,7 +57,8 @@ class QueryError extends Error {
   }
 }
 
-const clip = (text: string, max = 64) => (text.length > max ? `${text.slice(0, max)}…` : text);
+/** Longest parameter name or value an answer quotes. */
+const clip = (text: string, max = 64) => clipText(text, max);
 
 /**
  * The query parameters of a request, decoded, each at most once. The raw query string is read when there

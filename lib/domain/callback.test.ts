@@ -4,7 +4,7 @@ import { parseCallback } from './callback.ts';
 import type { Callback } from './callback.ts';
 import { eventKey } from './canonical.ts';
 import { RecordingStart } from './schemas.ts';
-import type { Service } from '../queue-message.ts';
+import type { Service } from './services.ts';
 
 const fixturesDir = new URL('../../test/fixtures/', import.meta.url);
 const fixtureFiles = readdirSync(fixturesDir)

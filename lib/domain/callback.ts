@@ -2,11 +2,10 @@
 // rules read. The raw body is kept untouched beside it.
 import * as v from 'valibot';
 import { FILE_STATE_OK } from '../platform/failures.ts';
-import type { Service } from '../queue-message.ts';
-import { clip, schemasByService, describeIssues } from './schemas.ts';
+import { integerString, numberLike } from './numeric-strings.ts';
+import { type CallbackType, CALLBACK_TYPES_OF, isCallbackTypeOf, type Service } from './services.ts';
+import { quoteValue, schemasByService, describeIssues } from './schemas.ts';
 import { eventKey } from './canonical.ts';
-
-export type CallbackType = 1 | 2 | 3 | 4;
 
 export interface UploadOutcome {
   fileName: string;
@@ -48,17 +47,6 @@ export interface Callback {
 
 export type ParseResult = { ok: true; callback: Callback } | { ok: false; errors: string[] };
 
-const VALID_TYPES: Record<Service, readonly number[]> = { recording: [1, 2, 3, 4], screenshot: [1, 3, 4] };
-
-function typeOf(body: Record<string, unknown>): number | null {
-  const t = body.type;
-  if (typeof t === 'number') return t;
-  // The same numeric strings the ingest's minimal check accepts ("4", "4.0"), so that nothing it
-  // acknowledges is refused here for its type alone.
-  if (typeof t === 'string' && /^\s*\d+(\.0+)?\s*$/.test(t)) return Number(t);
-  return null;
-}
-
 /** Parses a callback body (a JSON string or an already parsed value) for the given service. */
 export function parseCallback(service: Service, input: string | unknown): ParseResult {
   let body: unknown = input;
@@ -73,19 +61,20 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
     return { ok: false, errors: ['(body): must be a JSON object'] };
   }
   const raw = body as Record<string, unknown>;
-  const type = typeOf(raw);
-  if (type === null || !VALID_TYPES[service].includes(type)) {
+  const type = numberLike(raw.type);
+  if (!isCallbackTypeOf(service, type)) {
     return {
       ok: false,
       errors: [
-        `type: must be one of ${VALID_TYPES[service].join(', ')} for ${service} callbacks, got ${clip(JSON.stringify(raw.type) ?? 'nothing')}`,
+        `type: must be one of ${CALLBACK_TYPES_OF[service].join(', ')} for ${service} callbacks, ` +
+          `got ${quoteValue(JSON.stringify(raw.type) ?? 'nothing')}`,
       ],
     };
   }
   const schema = schemasByService[service][type]!;
   const parsed = v.safeParse(schema, raw);
   if (!parsed.success) return { ok: false, errors: describeIssues(parsed.issues) };
-  return { ok: true, callback: normalise(service, type as CallbackType, parsed.output as Record<string, any>, raw) };
+  return { ok: true, callback: normalise(service, type, parsed.output as Record<string, any>, raw) };
 }
 
 function normalise(
@@ -135,7 +124,7 @@ function normalise(
       // number (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
       const state: string | null = out.fileState;
       const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
-      const stateCode = state !== null && /^\s*-?\d+\s*$/.test(state) ? Number(state) : b.code;
+      const stateCode = state !== null && integerString.test(state) ? Number(state) : b.code;
       cb.upload = {
         fileName: out.fileName,
         ok,

@@ -1,33 +1,12 @@
 // The only validation on the ingest path: enough to route, sign-check and log a callback, nothing more.
 // Hand-written rather than a schema because it runs on every request before the 200 and must stay cheap;
 // the worker does the full parse. Unknown fields and missing optional fields are never looked at.
-import type { Service } from '../queue-message.ts';
+import { numberLike } from './numeric-strings.ts';
+import { CALLBACK_TYPES_OF, ID_FIELD_OF, isCallbackTypeOf, type Service } from './services.ts';
 
 export type MinimalCheckResult =
   | { ok: true; type: number; appKey: string; id: string }
   | { ok: false; code: 'invalid_body'; message: string };
-
-/** Event types each service sends (the screenshot service does not use 2). */
-export const validTypes: Readonly<Record<Service, readonly number[]>> = {
-  recording: [1, 2, 3, 4],
-  screenshot: [1, 3, 4],
-};
-
-/** The field that names a task, per service. */
-export const idField: Readonly<Record<Service, 'recordId' | 'imageId'>> = {
-  recording: 'recordId',
-  screenshot: 'imageId',
-};
-
-// The same numeric strings the worker's full parse accepts ("4", " 4 ", "4.0").
-const numericString = /^\s*-?\d+(\.\d+)?\s*$/;
-
-/** A number, or a string holding one (the platform sends some numbers as strings). */
-function asNumber(value: unknown): number | undefined {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string' && numericString.test(value)) return Number(value.trim());
-  return undefined;
-}
 
 function nonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.trim() !== '';
@@ -43,12 +22,12 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
   }
   const fields = body as Record<string, unknown>;
 
-  const allowed = validTypes[service];
+  const allowed = CALLBACK_TYPES_OF[service];
   if (fields.type === undefined || fields.type === null) {
     return fail(`Field "type" is missing; ${service} callbacks use ${allowed.join(', ')}.`);
   }
-  const type = asNumber(fields.type);
-  if (type === undefined || !allowed.includes(type)) {
+  const type = numberLike(fields.type);
+  if (!isCallbackTypeOf(service, type)) {
     return fail(`Field "type" must be one of ${allowed.join(', ')} for ${service} callbacks.`);
   }
 
@@ -58,7 +37,7 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
     );
   }
 
-  const name = idField[service];
+  const name = ID_FIELD_OF[service];
   const id = fields[name];
   if (!nonEmptyString(id)) {
     return fail(id === undefined ? `Field "${name}" is missing.` : `Field "${name}" must be a non-empty string.`);
@@ -74,7 +53,7 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
 export function namedTask(service: Service, body: unknown): { appKey: string | null; id: string | null } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { appKey: null, id: null };
   const fields = body as Record<string, unknown>;
-  const id = fields[idField[service]];
+  const id = fields[ID_FIELD_OF[service]];
   return {
     appKey: nonEmptyString(fields.appKey) ? fields.appKey : null,
     id: nonEmptyString(id) ? id : null,

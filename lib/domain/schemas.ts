@@ -4,9 +4,9 @@
 // callback could not be applied otherwise: `type` valid for the service, `appKey`, the task id, a
 // timestamp, a code, and the file name of the events that carry a file.
 import * as v from 'valibot';
-import type { Service } from '../queue-message.ts';
-
-const NUMERIC_STRING = /^\s*-?\d+(\.\d+)?\s*$/;
+import { clip } from '../text.ts';
+import { numericString } from './numeric-strings.ts';
+import type { Service } from './services.ts';
 
 /** A JSON number, or a string holding one ("30"): both occur in the platform's own samples. */
 const NumberLike = v.union(
@@ -14,7 +14,7 @@ const NumberLike = v.union(
     v.pipe(v.number(), v.finite()),
     v.pipe(
       v.string(),
-      v.regex(NUMERIC_STRING),
+      v.regex(numericString),
       v.transform((s) => Number(s.trim())),
     ),
   ],
@@ -45,7 +45,7 @@ const Config = v.pipe(
   v.transform((config) => {
     const out: Record<string, unknown> = {};
     for (const [k, value] of Object.entries(config)) {
-      out[k] = typeof value === 'string' && NUMERIC_STRING.test(value) ? Number(value.trim()) : value;
+      out[k] = typeof value === 'string' && numericString.test(value) ? Number(value.trim()) : value;
     }
     return out;
   }),
@@ -151,9 +151,7 @@ export const schemasByService: Record<Service, Record<number, v.GenericSchema>> 
 };
 
 /** Keeps a quoted value short: these messages go to logs and the quarantine, not the whole body. */
-export function clip(text: string, max = 60): string {
-  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
-}
+export const quoteValue = (text: string, max = 60): string => clip(text, max, { showLength: true });
 
 /** Readable, field-named messages for a failed parse: `output.fileName: must not be empty`. */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[] {
@@ -164,8 +162,8 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string[
       : issue.received === 'undefined'
         ? 'is missing'
         : issue.expected
-          ? `expected ${issue.expected}, got ${clip(issue.received)}`
+          ? `expected ${issue.expected}, got ${quoteValue(issue.received)}`
           : issue.message;
-    return `${path ?? '(body)'}: ${clip(message, 200)}`;
+    return `${path ?? '(body)'}: ${quoteValue(message, 200)}`;
   });
 }

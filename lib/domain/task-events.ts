@@ -13,7 +13,7 @@
 //
 // Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
 // consumers deduplicate on it. Pure: no AWS import.
-import type { Service } from '../queue-message.ts';
+import type { Service } from './services.ts';
 import type { Callback } from './callback.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';

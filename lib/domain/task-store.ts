@@ -2,7 +2,8 @@
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
-import type { HeldSignature, LedgerVerdict, Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, LedgerVerdict, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { Service } from './services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
 export interface DeliveredCallback {
@@ -14,7 +15,8 @@ export interface DeliveredCallback {
   mode: SignatureMode;
   requestId: string | null;
   messageId: string;
-  signatureKey: string | null;
+  /** The request's replay key (a hash of nonce, timestamp and signature), when it carried all three. */
+  replayKey: string | null;
   /** The signature values of a callback whose signature did not verify (kept if it is quarantined). */
   heldSignature?: HeldSignature | null;
   /**
@@ -31,6 +33,14 @@ export interface Recovery {
   verdict: SignatureVerdict;
   /** Epoch ms of the recovery. */
   at: number;
+}
+
+/**
+ * Thrown by a store for a callback it can never hold (the database refuses the item, or the item cannot be
+ * built): retrying cannot help, so the worker keeps the callback aside instead.
+ */
+export class UnstorableCallbackError extends Error {
+  override name = 'UnstorableCallbackError';
 }
 
 export interface Capacity {
@@ -79,7 +89,28 @@ export type ApplyResult =
   | { outcome: 'duplicate'; write: WriteOutcome | null; capacity: Capacity }
   | { outcome: 'quarantined'; reason: QuarantineReason; detail: string; capacity: Capacity };
 
-export type QuarantineReason = 'invalid_callback' | 'invalid_signature' | 'replayed_signature' | 'service_mismatch';
+/** Why a callback was kept aside rather than applied. */
+export const QUARANTINE_REASONS = [
+  /** A body that is not a callback of its service, or that DynamoDB could never store. */
+  'invalid_callback',
+  // Signature verdicts other than valid (mode report): invalid, missing, stale, unknown_app_key, unverified.
+  'invalid_signature',
+  'missing_signature',
+  'stale_timestamp',
+  'unknown_app_key',
+  'unverified',
+  /** A nonce, timestamp and signature seen before with another body. */
+  'replayed_signature',
+  /** The task id belongs to a task of the other service. */
+  'service_mismatch',
+  /** The task id belongs to a task of another appKey. */
+  'app_key_mismatch',
+] as const;
+export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
+
+export function isQuarantineReason(value: unknown): value is QuarantineReason {
+  return QUARANTINE_REASONS.includes(value as QuarantineReason);
+}
 
 export interface QuarantineEntry {
   reason: QuarantineReason;

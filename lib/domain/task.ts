@@ -5,19 +5,19 @@
 // callbacks in any order, and any of them again, reaches the same records. Counts are the distinct
 // callbacks the store recorded; a task is added up from its parts in ./task-parts.ts.
 import { FILE_HOLD_MS } from '../platform/delivery.ts';
-import type { Service } from '../queue-message.ts';
-import type { Callback, CallbackType } from './callback.ts';
+import type { CallbackType, Service } from './services.ts';
+import type { Callback } from './callback.ts';
 
-export type TaskStatus = 'recording' | 'capturing' | 'ended' | 'completed' | 'upload_failed' | 'failed';
+/**
+ * Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot
+ * one's.
+ */
+export const TASK_STATUSES = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-export const TASK_STATUSES: readonly TaskStatus[] = [
-  'recording',
-  'capturing',
-  'ended',
-  'completed',
-  'upload_failed',
-  'failed',
-];
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return TASK_STATUSES.includes(value as TaskStatus);
+}
 
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 

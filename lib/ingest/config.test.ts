@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import { buildIngestDependencies, readIngestSettings } from './config.ts';
+import { buildIngestDependencies, modeOffRefused, readIngestSettings } from './config.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -9,6 +9,7 @@ describe('readIngestSettings', () => {
     expect(settings).toEqual({
       queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q',
       mode: 'enforce',
+      development: false,
       toleranceS: 300,
       maxBodyBytes: 65_536,
       sqsDeadlineMs: 3000,
@@ -35,6 +36,14 @@ describe('readIngestSettings', () => {
     });
     expect(settings).toMatchObject({ mode: 'report', toleranceS: 60, maxBodyBytes: 1024 });
     expect(readIngestSettings({ QUEUE_URL: 'q', SIGNATURE_MODE: 'off' }).settings.mode).toBe('off');
+    expect(readIngestSettings({ DEVELOPMENT_STAGE: ' True ' }).settings.development).toBe(true);
+    expect(readIngestSettings({ DEVELOPMENT_STAGE: 'false' }).settings.development).toBe(false);
+  });
+
+  test('DEVELOPMENT_STAGE other than true or false: not development, with a warning', () => {
+    const { settings, warnings } = readIngestSettings({ QUEUE_URL: 'q', DEVELOPMENT_STAGE: 'yes' });
+    expect(settings.development).toBe(false);
+    expect(warnings).toEqual([expect.stringContaining('DEVELOPMENT_STAGE="yes"')]);
   });
 
   test('bad values fall back to the defaults with a warning; a bad mode falls back to enforce', () => {
@@ -57,6 +66,40 @@ describe('readIngestSettings', () => {
 });
 
 describe('buildIngestDependencies', () => {
+  test('signature mode off on a stage not marked as development stops the function at load, in one sentence', () => {
+    const errors: unknown[] = [];
+    const logger = { ...silent, error: (_e: string, f?: Record<string, unknown>) => void errors.push(f?.error) };
+    for (const development of [undefined, 'false', 'yes', '']) {
+      const env = {
+        QUEUE_URL: 'q',
+        SIGNATURE_MODE: 'OFF',
+        ...(development === undefined ? {} : { DEVELOPMENT_STAGE: development }),
+      };
+      expect(() => buildIngestDependencies(env, { logger })).toThrow(modeOffRefused);
+    }
+    expect(errors).toEqual(Array(4).fill(modeOffRefused));
+    expect(modeOffRefused).toMatch(
+      /^SIGNATURE_MODE is off, [^.]*development only[^.]*DEVELOPMENT_STAGE=true\)[^.]*\.$/,
+    );
+    // Asked for through the overrides, the same.
+    expect(() => buildIngestDependencies({ QUEUE_URL: 'q' }, { logger, settings: { mode: 'off' } as never })).toThrow(
+      /development only/,
+    );
+  });
+
+  test('mode off on a development stage, and every other mode anywhere, start', () => {
+    const started = [
+      buildIngestDependencies({ QUEUE_URL: 'q', SIGNATURE_MODE: 'off', DEVELOPMENT_STAGE: 'true' }, { logger: silent }),
+      buildIngestDependencies({ QUEUE_URL: 'q', SIGNATURE_MODE: 'report' }, { logger: silent }),
+      buildIngestDependencies(
+        { QUEUE_URL: 'q', SIGNATURE_MODE: 'enforce', DEVELOPMENT_STAGE: 'false' },
+        { logger: silent },
+      ),
+    ];
+    expect(started.map((d) => d.settings.mode)).toEqual(['off', 'report', 'enforce']);
+    for (const d of started) d.sqs.destroy();
+  });
+
   test('CALLBACK_SECRETS is read locally', async () => {
     const deps = buildIngestDependencies({ QUEUE_URL: 'q', CALLBACK_SECRETS: '{"a":["s"]}' }, { logger: silent });
     expect(deps.secrets.source).toBe('CALLBACK_SECRETS');

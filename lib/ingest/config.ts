@@ -1,11 +1,12 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
 // A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
-// clear code, never as a failed cold start. The one exception is a malformed source allow-list: falling
-// back would silently open the endpoint to every address, so the function refuses to load.
+// clear code, never as a failed cold start. Two settings are exceptions, each unsafe to run with, so the
+// function refuses to load: a malformed source allow-list (falling back would silently open the endpoint to
+// every address), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
-import type { SignatureMode } from '../queue-message.ts';
+import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
@@ -16,6 +17,8 @@ export interface IngestSettings {
   queueUrl: string;
   /** SIGNATURE_MODE: enforce (default), report or off. */
   mode: SignatureMode;
+  /** DEVELOPMENT_STAGE=true: the stage is marked as development, the only kind where mode off may run. */
+  development: boolean;
   /** SIGNATURE_TOLERANCE_S: accepted clock difference, either way (300). */
   toleranceS: number;
   /** MAX_BODY_BYTES: the largest body accepted, after base64 decoding (65536). */
@@ -58,17 +61,21 @@ function positiveInteger(env: Env, name: string, fallback: number, warnings: str
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
   const warnings: string[] = [];
   const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
-  const rawMode = env.SIGNATURE_MODE?.trim().toLowerCase();
-  let mode = defaults.mode;
-  if (rawMode === 'enforce' || rawMode === 'report' || rawMode === 'off') mode = rawMode;
-  else if (rawMode)
-    warnings.push(`SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not enforce, report or off; using enforce`);
+  const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
+  if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
+    warnings.push(
+      `SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not ${SIGNATURE_MODES_IN_WORDS}; using ${defaults.mode}`,
+    );
+  const rawDevelopment = env.DEVELOPMENT_STAGE?.trim().toLowerCase();
+  if (rawDevelopment && rawDevelopment !== 'true' && rawDevelopment !== 'false')
+    warnings.push(`DEVELOPMENT_STAGE=${JSON.stringify(env.DEVELOPMENT_STAGE)} is not true or false; using false`);
   const queueUrl = env.QUEUE_URL?.trim() ?? '';
   if (!queueUrl) warnings.push('QUEUE_URL is not set: every callback will be answered 503 queue_unavailable');
   return {
     settings: {
       queueUrl,
       mode,
+      development: rawDevelopment === 'true',
       toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
       maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
       sqsDeadlineMs: sqsLimits.deadlineMs,
@@ -117,7 +124,15 @@ function sqsEndpointOverride(env: Env): { endpoint?: string } {
   return endpoint ? { endpoint } : {};
 }
 
-/** Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap parts. */
+/** The sentence a stage that is not marked as development gets when it asks for mode off. */
+export const modeOffRefused =
+  'SIGNATURE_MODE is off, which accepts unsigned callbacks and is for development only, but this stage is not ' +
+  'marked as development (DEVELOPMENT_STAGE=true): the ingest does not start.';
+
+/**
+ * Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap
+ * parts. Throws (the function fails to start) on signature mode off outside a development stage.
+ */
 export function buildIngestDependencies(
   env: Env = process.env,
   overrides: Partial<IngestDependencies> = {},
@@ -132,6 +147,11 @@ export function buildIngestDependencies(
     throw error;
   }
   const { settings, warnings } = read;
+  const mode = overrides.settings?.mode ?? settings.mode;
+  if (mode === 'off' && !(overrides.settings?.development ?? settings.development)) {
+    logger.error('ingest_config', { error: modeOffRefused });
+    throw new Error(modeOffRefused);
+  }
   if (settings.allowedSources)
     logger.info('ingest_config', { allowedSources: settings.allowedSources.ranges.join(',') });
   const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);

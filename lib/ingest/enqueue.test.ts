@@ -1,9 +1,8 @@
 import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { Attr } from '../queue-message.ts';
-import { createSqsClient, enqueueCallback, isQueueSafe, messageAttributes, sqsLimits } from './enqueue.ts';
-import type { CallbackMessage } from './enqueue.ts';
+import type { CallbackMessage } from '../queue-message.ts';
+import { createSqsClient, enqueueCallback, sqsLimits } from './enqueue.ts';
 
 const message: CallbackMessage = {
   body: '{"type":1}',
@@ -13,38 +12,8 @@ const message: CallbackMessage = {
   requestId: 'req-1',
   verdict: 'valid',
   mode: 'enforce',
-  signatureKey: 'n:1763798400:abc',
+  replayKey: 'f'.repeat(64),
 };
-
-describe('messageAttributes', () => {
-  test('one attribute per Attr name, receivedAt as a Number', () => {
-    expect(messageAttributes(message)).toEqual({
-      [Attr.service]: { DataType: 'String', StringValue: 'recording' },
-      [Attr.appKey]: { DataType: 'String', StringValue: 'demo-app' },
-      [Attr.receivedAt]: { DataType: 'Number', StringValue: '1763798400123' },
-      [Attr.requestId]: { DataType: 'String', StringValue: 'req-1' },
-      [Attr.verdict]: { DataType: 'String', StringValue: 'valid' },
-      [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
-      [Attr.signatureKey]: { DataType: 'String', StringValue: 'n:1763798400:abc' },
-    });
-  });
-
-  test('absent request id and signature key are left out (SQS refuses empty values)', () => {
-    const attributes = messageAttributes({ ...message, requestId: null, signatureKey: null });
-    expect(Object.keys(attributes).sort()).toEqual(
-      [Attr.appKey, Attr.receivedAt, Attr.service, Attr.mode, Attr.verdict].sort(),
-    );
-  });
-});
-
-describe('isQueueSafe', () => {
-  test.each(['{"a":"b"}', 'tab\tnew\nline\r', 'é 日本 😀', '\uE000\uFFFD'])('%j can be queued', (text) => {
-    expect(isQueueSafe(text)).toBe(true);
-  });
-  test.each(['\u0000', 'a\u0001b', '\u001f', '\uFFFE', '\uFFFF', '\uD800', 'x\uDC00'])('%j cannot', (text) => {
-    expect(isQueueSafe(text)).toBe(false);
-  });
-});
 
 describe('createSqsClient', () => {
   test('fails fast: two attempts, short connection and request time-outs that throw', async () => {

@@ -1,10 +1,9 @@
 // One SendMessage per accepted callback: the raw body as the message body, what the ingest learned about
-// the request as message attributes (names from lib/queue-message.ts). The platform's sender gives up after
+// the request as message attributes (written by lib/queue-message.ts). The platform's sender gives up after
 // a few seconds, so the client fails fast: a 503 it can retry beats an answer it never sees.
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { MessageAttributeValue, SQSClientConfig } from '@aws-sdk/client-sqs';
-import { Attr } from '../queue-message.ts';
-import type { HeldSignature, Service, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { SQSClientConfig } from '@aws-sdk/client-sqs';
+import { type CallbackMessage, messageAttributes } from '../queue-message.ts';
 
 /** The bounds of one enqueue. Worst case before a 503: `deadlineMs` (plus the time to notice the abort). */
 export const sqsLimits = {
@@ -30,50 +29,6 @@ export function createSqsClient(overrides: SQSClientConfig = {}): SQSClient {
     },
     ...overrides,
   });
-}
-
-export interface CallbackMessage {
-  /** The callback body exactly as received (after base64 decoding). */
-  body: string;
-  service: Service;
-  appKey: string;
-  receivedAt: number;
-  requestId: string | null;
-  verdict: SignatureVerdict;
-  mode: SignatureMode;
-  signatureKey: string | null;
-  /** Only for a verdict other than `valid`: what a later check of the signature needs. */
-  heldSignature?: HeldSignature | null;
-}
-
-// Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
-// #xE000-#xFFFD | #x10000-#x10FFFF. Anything else makes SendMessage fail for good, not transiently.
-const outsideSqsCharacters = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
-
-export function isQueueSafe(text: string): boolean {
-  return !outsideSqsCharacters.test(text);
-}
-
-const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
-
-export function messageAttributes(message: CallbackMessage): Record<string, MessageAttributeValue> {
-  const attributes: Record<string, MessageAttributeValue> = {
-    [Attr.service]: text(message.service),
-    [Attr.appKey]: text(message.appKey),
-    [Attr.receivedAt]: { DataType: 'Number', StringValue: String(message.receivedAt) },
-    [Attr.verdict]: text(message.verdict),
-    [Attr.mode]: text(message.mode),
-  };
-  // SQS refuses empty attribute values: absent ones are left out.
-  if (message.requestId) attributes[Attr.requestId] = text(message.requestId);
-  if (message.signatureKey) attributes[Attr.signatureKey] = text(message.signatureKey);
-  if (message.heldSignature) {
-    const held = JSON.stringify(message.heldSignature);
-    // Values SQS cannot carry never come from the platform; without them the callback can only be taken
-    // out of the quarantine unverified.
-    if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
-  }
-  return attributes;
 }
 
 /** Sends the message; resolves with its id once SQS accepted it, rejects on any error or time-out. */

@@ -3,19 +3,18 @@
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
-import { isSetAside, type Service, type SignatureVerdict } from '../queue-message.ts';
+import { type Service, SERVICES } from '../domain/services.ts';
+import { isQueueSafe, isSetAside, type SignatureVerdict } from '../queue-message.ts';
+import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
-import { enqueueCallback, isQueueSafe } from './enqueue.ts';
+import { enqueueCallback } from './enqueue.ts';
 import { errorResponse, okResponse } from './responses.ts';
 import type { ErrorCode, IngestResponse } from './responses.ts';
 import { SecretsUnavailableError } from './secrets.ts';
-import { heldSignatureOf, readSignatureValues, signatureKeyOf, verifySignature } from './signature.ts';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
 
-const callbackPaths: ReadonlyArray<readonly [string, Service]> = [
-  ['/callbacks/recording', 'recording'],
-  ['/callbacks/screenshot', 'screenshot'],
-];
+const callbackPaths: ReadonlyArray<readonly [string, Service]> = SERVICES.map((s) => [`/callbacks/${s}`, s]);
 
 /** The service of a callback path; the suffix is matched so that a stage prefix (`/prod/...`) is fine. */
 export function serviceForPath(rawPath: string): Service | undefined {
@@ -67,13 +66,8 @@ const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) =
   unknown_app_key: () => ['unknown_app_key', 'No callback secret is configured for this appKey.'],
 };
 
-const clip = (text: string, max = 128): string => (text.length > max ? `${text.slice(0, max)}…` : text);
-
-/** `name: message` of an error, duck-typed (SDK and fetch errors may come from another realm). */
-function reasonOf(error: unknown): string {
-  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return typeof message === 'string' ? clip(`${String(name ?? 'Error')}: ${message}`, 300) : 'unknown error';
-}
+/** Longest route, appKey or task id a log line carries. */
+const LOGGED_VALUE_CHARS = 128;
 
 export async function handleCallbackRequest(
   event: APIGatewayProxyEventV2,
@@ -87,7 +81,7 @@ export async function handleCallbackRequest(
     response = await answer(event, deps, log, outcome);
   } catch (error) {
     outcome.level = 'error';
-    log.reason = reasonOf(error);
+    log.reason = errorSentence(error);
     log.code = 'internal_error';
     response = errorResponse('internal_error', 'An unexpected error occurred; retry later.');
   }
@@ -120,7 +114,7 @@ async function answer(
   if (settings.allowedSources) {
     const sourceIp = event.requestContext?.http?.sourceIp;
     if (!settings.allowedSources.allows(sourceIp)) {
-      log.route = clip(`${method} ${rawPath}`);
+      log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
       log.sourceIp = clip(sourceIp || '(none)', 64);
       outcome.level = 'warn';
       return fail('source_not_allowed', 'Requests from this source address are not accepted.');
@@ -128,7 +122,7 @@ async function answer(
   }
 
   const service = serviceForPath(rawPath);
-  log.route = clip(`${method} ${rawPath}`);
+  log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
   if (!service)
     return fail(
       'not_found',
@@ -146,9 +140,9 @@ async function answer(
 
   const check = minimalCheck(service, body.json);
   if (!check.ok) return fail(check.code, check.message);
-  log.appKey = clip(check.appKey);
+  log.appKey = clip(check.appKey, LOGGED_VALUE_CHARS);
   log.type = check.type;
-  log.id = clip(check.id);
+  log.id = clip(check.id, LOGGED_VALUE_CHARS);
   if (!isQueueSafe(body.raw)) {
     return fail('invalid_body', 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).');
   }
@@ -180,7 +174,7 @@ async function answer(
         );
       }
       // Report mode exists to accept callbacks while signatures are being sorted out: do not lose them
-      // because the secrets are unreadable; the message says it was not checked.
+      // because the secrets are unreadable; the message says nobody could check it (the worker sets it aside).
       secretsLoaded = false;
     }
     verdict = secretsLoaded
@@ -192,7 +186,7 @@ async function answer(
           nowMs: receivedAt,
           toleranceS: settings.toleranceS,
         })
-      : 'not_checked';
+      : 'unverified';
   }
   log.verdict = verdict;
 
@@ -209,7 +203,6 @@ async function answer(
     log.reason = 'QUEUE_URL is not set';
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
-  const signatureKey = signatureKeyOf(values);
   const setAside = isSetAside(settings.mode, verdict);
   try {
     log.messageId = await enqueueCallback(
@@ -223,8 +216,7 @@ async function answer(
         requestId: log.requestId ?? null,
         verdict,
         mode: settings.mode,
-        // A key SQS cannot carry never comes from the platform, which signs with plain tokens.
-        signatureKey: signatureKey !== null && isQueueSafe(signatureKey) ? signatureKey : null,
+        replayKey: replayKeyOf(values),
         // A verified signature is never stored: only what a later check of a failed one needs.
         heldSignature: verdict === 'valid' ? null : heldSignatureOf(values),
       },
@@ -232,7 +224,7 @@ async function answer(
     );
   } catch (error) {
     outcome.level = 'warn';
-    log.reason = reasonOf(error);
+    log.reason = errorSentence(error);
     return fail('queue_unavailable', 'The queue could not be reached; retry later.');
   }
   if (setAside) {

@@ -113,6 +113,20 @@ describe('extensionSecrets against a fake extension', () => {
       logger,
     });
 
+  test('by default the extension is reached at localhost, the name AWS documents, not a fixed address', async () => {
+    extension.answer = { value: JSON.stringify({ 'demo-app': [SECRET] }) };
+    const secrets = extensionSecrets({
+      paramName: '/rtc/callback-secrets',
+      port,
+      sessionToken: () => 'session-token-1',
+      refreshMs: 300_000,
+      now,
+      logger: recordingLogger().logger,
+    });
+    expect((await secrets.get()).get('demo-app')).toEqual([SECRET]);
+    expect(extension.requests.map((r) => r.headers.host)).toEqual([`localhost:${port}`]);
+  });
+
   test('asks for the parameter with decryption and the session token, then caches it', async () => {
     extension.answer = { value: JSON.stringify({ 'demo-app': [SECRET] }) };
     const { logger, lines } = recordingLogger();

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { computeSignature } from '../platform/signing.ts';
 import type { SignatureMode } from '../queue-message.ts';
-import { heldSignatureOf, readSignatureValues, signatureKeyOf, timestampToMs, verifySignature } from './signature.ts';
+import { createHash } from 'node:crypto';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './signature.ts';
 import type { SignatureValues } from './signature.ts';
 
 const nowMs = 1_763_798_400_000;
@@ -94,10 +95,41 @@ describe('timestampToMs', () => {
   });
 });
 
-describe('signatureKeyOf', () => {
+describe('replayKeyOf', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const sig = 'a94a8fe5ccb19ba61c4c0873d391e987982fbbd3';
+
   test('present only when nonce, timestamp and signature all are', () => {
-    expect(signatureKeyOf({ nonce: 'n', timestamp: '1', signature: 's' })).toBe('n:1:s');
-    expect(signatureKeyOf({ nonce: 'n', timestamp: '1' })).toBeNull();
+    expect(replayKeyOf({ nonce: 'n', timestamp: '1', signature: sig })).toMatch(/^[0-9a-f]{64}$/);
+    expect(replayKeyOf({ nonce: 'n', timestamp: '1' })).toBeNull();
+    expect(replayKeyOf({ nonce: ' ', timestamp: '1', signature: sig })).toBeNull();
+  });
+
+  test('the SHA-256 of the three values, the signature lower-cased: never the signature itself', () => {
+    const key = replayKeyOf({ nonce: 'n', timestamp: '1', signature: sig.toUpperCase() })!;
+    expect(key).toBe(sha256(JSON.stringify(['n', '1', sig])));
+    expect(key).not.toContain(sig);
+  });
+
+  test('one key for every spelling the check accepts: signature case, surrounding spaces', () => {
+    const keys = new Set(
+      [
+        { nonce: 'n', timestamp: '1', signature: sig },
+        { nonce: 'n', timestamp: '1', signature: sig.toUpperCase() },
+        { nonce: ' n\t', timestamp: ' 1 ', signature: ` ${sig.slice(0, 20).toUpperCase()}${sig.slice(20)} ` },
+      ].map(replayKeyOf),
+    );
+    expect(keys.size).toBe(1);
+  });
+
+  test('different values, different keys, even where joining them with a separator would not tell', () => {
+    const keys = [
+      { nonce: 'a:b', timestamp: '1', signature: sig },
+      { nonce: 'a', timestamp: 'b:1', signature: sig },
+      { nonce: 'n', timestamp: '1', signature: sig.replace('a', 'b') },
+      { nonce: 'N', timestamp: '1', signature: sig },
+    ].map(replayKeyOf);
+    expect(new Set(keys).size).toBe(keys.length);
   });
 });
 

@@ -2,7 +2,7 @@
 // body not covered. Where the values travel is not fully documented, so every known name is accepted,
 // in the query string (looked at first, as the platform's own SDKs do) or in a header, case-insensitively.
 import { Buffer } from 'node:buffer';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { computeSignature } from '../platform/signing.ts';
 import type { HeldSignature, SignatureMode, SignatureVerdict, ValueSource } from '../queue-message.ts';
 
@@ -80,10 +80,20 @@ export function timestampToMs(value: string): number | undefined {
   return n < secondsBelow ? n * 1000 : n;
 }
 
-/** `<nonce>:<timestamp>:<signature>` as received, when all three are present: the worker's replay key. */
-export function signatureKeyOf(values: SignatureValues): string | null {
-  const { nonce, timestamp, signature } = values;
-  return nonce && timestamp && signature ? `${nonce}:${timestamp}:${signature}` : null;
+/**
+ * The worker's replay key, when nonce, timestamp and signature are all present: a SHA-256 (hex) of the three
+ * in the form the check reads them (trimmed, percent-decoded, the signature lower-cased, since it is compared
+ * without regard to case), so that every spelling of one signed request gives one key. Hashed so that read
+ * access to the queue or the table never hands out a signature that would pass the check.
+ */
+export function replayKeyOf(values: SignatureValues): string | null {
+  const nonce = values.nonce?.trim();
+  const timestamp = values.timestamp?.trim();
+  const signature = values.signature?.trim().toLowerCase();
+  if (!nonce || !timestamp || !signature) return null;
+  return createHash('sha256')
+    .update(JSON.stringify([nonce, timestamp, signature]), 'utf8')
+    .digest('hex');
 }
 
 /** The longest HeldSignature (as JSON) kept; a genuine one is about 150 characters. */

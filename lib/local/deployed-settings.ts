@@ -6,15 +6,18 @@ export const SERVICE = 'rtc-callbacks-receiver';
 /** The local stack is the stage `local` of the service: its resources carry the deployed names. */
 export const LOCAL_STAGE = 'local';
 export const LOCAL_REGION = 'us-east-1';
+/** What the emulators are signed with: they check no credential, the SDK insists on one. */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
-export const resourceNames = (stage: string) => ({
-  table: `${SERVICE}-${stage}-tasks`,
-  queue: `${SERVICE}-${stage}-callbacks`,
-  deadLetterQueue: `${SERVICE}-${stage}-callbacks-dlq`,
+/** The names infra/ gives a stage's resources. */
+export const resourceNames = (stage: string, service: string = SERVICE) => ({
+  table: `${service}-${stage}-tasks`,
+  queue: `${service}-${stage}-callbacks`,
+  deadLetterQueue: `${service}-${stage}-callbacks-dlq`,
   /** infra/events.yml */
-  eventsTopic: `${SERVICE}-${stage}-task-events`,
+  eventsTopic: `${service}-${stage}-task-events`,
   /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */
-  eventsQueue: `${SERVICE}-${stage}-task-events-tail`,
+  eventsQueue: `${service}-${stage}-task-events-tail`,
 });
 
 /** infra/queues.yml */

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../aws/dynamo/table.ts';
+import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
 
 /** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
 export function createDynalite(path?: string): Server {
@@ -22,7 +23,7 @@ export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient 
   return new DynamoDBClient({
     endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
     maxAttempts,
   });
 }

@@ -11,6 +11,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { Logger } from '../log.ts';
 import { failedMessageIds, startSqsPoller, type SqsPoller, type SqsPollerOptions } from './sqs-poller.ts';
+import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 let server: FauxqsServer;
@@ -25,7 +26,7 @@ beforeAll(async () => {
   sqs = new SQSClient({
     endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
   });
 });
 afterEach(async () => {

@@ -21,17 +21,25 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { FauxqsServer } from 'fauxqs';
 import { tableDefinition } from '../aws/dynamo/table.ts';
 import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { readIngestSettings } from '../ingest/config.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
-import type { SignatureMode } from '../queue-message.ts';
-import { LOCAL_REGION, LOCAL_STAGE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
+import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
+import {
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  LOCAL_STAGE,
+  eventSourceMapping,
+  queueSettings,
+  resourceNames,
+} from './deployed-settings.ts';
 import { DEFAULT_SECRETS } from './demo-secrets.ts';
 import { createDynalite } from './dynamo.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
+import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
@@ -51,6 +59,7 @@ export const DEFAULT_RETRY_DELAY_S = 10;
 export interface LocalStackOptions {
   /** HTTP port of the callback routes; 0 picks a free one. */
   port?: number;
+  /** Address of the callback routes (default 127.0.0.1). The emulators listen on 127.0.0.1 whatever it is. */
   host?: string;
   /** Keep nothing on disk. */
   memory?: boolean;
@@ -91,9 +100,6 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
-const SIGNATURE_MODES: readonly SignatureMode[] = ['enforce', 'report', 'off'];
-
 function resolveSecrets(
   opts: LocalStackOptions,
   env: NodeJS.ProcessEnv,
@@ -116,10 +122,13 @@ function resolveSecrets(
 }
 
 function resolveMode(opts: LocalStackOptions, env: NodeJS.ProcessEnv): SignatureMode {
-  const raw = (opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce').trim().toLowerCase();
-  if (!SIGNATURE_MODES.includes(raw as SignatureMode))
-    throw new Error(`signature mode must be enforce, report or off, not ${JSON.stringify(raw)}`);
-  return raw as SignatureMode;
+  const raw = opts.signatureMode ?? env.SIGNATURE_MODE ?? 'enforce';
+  const mode = parseSignatureMode(raw);
+  if (!mode)
+    throw new Error(
+      `signature mode must be ${SIGNATURE_MODES_IN_WORDS}, not ${JSON.stringify(raw.trim().toLowerCase())}`,
+    );
+  return mode;
 }
 
 function listen(server: Server, port: number, host: string, hint = ''): Promise<number> {
@@ -272,7 +281,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
     const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
 
-    fauxqs = await startFauxqs({
+    fauxqs = await startLocalSqs({
       port: opts.sqsPort ?? 0,
       logger: false,
       defaultRegion: LOCAL_REGION,
@@ -304,6 +313,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
       ALLOWED_SOURCE_CIDRS: allowedSourceCidrs,
+      // The local stack is development: mode off may run here, and nowhere else.
+      DEVELOPMENT_STAGE: 'true',
     });
     ingest = handlers.ingest;
     api = handlers.api;

@@ -4,13 +4,14 @@
 // Files are matched by name, not position. Fields the store adds beyond the expected task are ignored
 // at the top level (the expectation names what must hold); inside nested values every key counts.
 import type { FileView, Task } from '../domain/task.ts';
+import { clip } from '../text.ts';
 
 const MAX_VALUE_CHARS = 120;
 
 function show(value: unknown): string {
   if (value === undefined) return 'nothing';
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
+  return clip(text, MAX_VALUE_CHARS);
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>

@@ -1,7 +1,6 @@
 import type { Task } from '../domain/task.ts';
 import { expectedTasks } from '../emulator/expect.ts';
 import { generateRun } from '../emulator/lifecycles.ts';
-import { parseDuration } from './duration.ts';
 import { verifyTasks, type VerifyRound } from './verify.ts';
 
 const run = generateRun({
@@ -133,13 +132,4 @@ test('a read that fails is a difference to re-check, not a crash', async () => {
     timeoutMs: 0,
   });
   expect(failing.diffs[0]!.lines).toEqual([`${expected[0]!.id}: could not be read (no table)`]);
-});
-
-test('parseDuration', () => {
-  expect(parseDuration('60s')).toBe(60_000);
-  expect(parseDuration('2m')).toBe(120_000);
-  expect(parseDuration('500ms')).toBe(500);
-  expect(parseDuration('1.5h')).toBe(5_400_000);
-  expect(parseDuration('30')).toBe(30_000);
-  expect(() => parseDuration('soon')).toThrow(/not a duration/);
 });

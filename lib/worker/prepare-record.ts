@@ -3,10 +3,16 @@
 import type { SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { namedTask } from '../domain/minimal-check.ts';
-import type { DeliveredCallback } from '../domain/task-store.ts';
+import type { Service } from '../domain/services.ts';
+import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
-import { quarantinedVerdicts, type QueuedCallback, type Service } from '../queue-message.ts';
-import { readRecord } from './read-record.ts';
+import {
+  isSetAside,
+  readRecord,
+  type QueuedCallback,
+  type SignatureMode,
+  type SignatureVerdict,
+} from '../queue-message.ts';
 
 /** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
 export type Prepared =
@@ -14,7 +20,7 @@ export type Prepared =
   | {
       kind: 'aside';
       msg: QueuedCallback;
-      reason: 'invalid_callback' | 'invalid_signature';
+      reason: QuarantineReason;
       detail: string;
       named: { appKey: string | null; id: string | null };
     }
@@ -28,11 +34,30 @@ export function prepareRecord(record: SQSRecord): Prepared {
   const parsed = parseQueued(msg.service, msg.body);
   if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.detail, named: parsed.named };
   const cb = parsed.callback;
-  if (quarantinedVerdicts.includes(msg.verdict)) {
-    const detail = 'the signature did not match any configured secret';
-    return { kind: 'aside', msg, reason: 'invalid_signature', detail, named: { appKey: cb.appKey, id: cb.id } };
+  if (isSetAside(msg.mode, msg.verdict)) {
+    const [reason, detail] = setAsideReason(msg.verdict, msg.mode);
+    return { kind: 'aside', msg, reason, detail, named: { appKey: cb.appKey, id: cb.id } };
   }
   return { kind: 'apply', msg, cb };
+}
+
+/** Why each verdict other than valid keeps a callback from being applied (see isSetAside). */
+const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'>, [QuarantineReason, string]> = {
+  invalid: [
+    'invalid_signature',
+    'the signature matches no configured secret of this appKey, or the request named another appKey',
+  ],
+  missing: ['missing_signature', 'the request carried no complete signature (nonce, timestamp and signature)'],
+  stale: ['stale_timestamp', 'the signature timestamp was outside the accepted window'],
+  unknown_app_key: ['unknown_app_key', 'no callback secret is configured for this appKey'],
+  unverified: ['unverified', 'the callback secrets could not be read, so the signature was not checked'],
+};
+
+/** The quarantine reason of a verdict that isSetAside keeps from being applied, with a sentence. */
+export function setAsideReason(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] {
+  if (verdict === 'valid' || verdict === 'not_checked')
+    return ['unverified', `the signature was not checked, in signature mode ${mode}`];
+  return verdictsSetAside[verdict];
 }
 
 export type ParsedQueued =
@@ -88,7 +113,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     mode: msg.mode,
     requestId: msg.requestId,
     messageId: msg.messageId,
-    signatureKey: msg.signatureKey,
+    replayKey: msg.replayKey,
     heldSignature: msg.heldSignature,
   };
 }

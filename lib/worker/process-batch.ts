@@ -8,9 +8,16 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
-import type { ApplyResult, Capacity, TaskStore } from '../domain/task-store.ts';
+import {
+  UnstorableCallbackError,
+  type ApplyResult,
+  type Capacity,
+  type QuarantineReason,
+  type TaskStore,
+} from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
+import { workerDefaults } from './config.ts';
 import { groupByItem, prepareRecord, toDelivered, type Prepared } from './prepare-record.ts';
 
 export interface WorkerDeps {
@@ -18,7 +25,7 @@ export interface WorkerDeps {
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;
-  /** Records applied at the same time within one batch (default 5). */
+  /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
   concurrency?: number;
   now?: () => number;
 }
@@ -39,7 +46,7 @@ export async function processBatch(
   deps: WorkerDeps,
 ): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
   const records = event.Records ?? [];
-  const concurrency = Math.max(1, deps.concurrency ?? 5);
+  const concurrency = Math.max(1, deps.concurrency ?? workerDefaults.recordConcurrency);
   const started = (deps.now ?? Date.now)();
   const prepared = records.map(prepareRecord);
   const applied: Applied[] = new Array(records.length);
@@ -101,6 +108,9 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
     }
     return { outcome: result.outcome, cb, result, fields };
   } catch (err) {
+    // The store can never hold it: retried, it would fail the same way until the dead-letter queue.
+    if (err instanceof UnstorableCallbackError)
+      return { outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,
@@ -165,7 +175,7 @@ function logApplied(a: Applied, deps: WorkerDeps): void {
 async function quarantine(
   msg: QueuedCallback,
   deps: WorkerDeps,
-  reason: 'invalid_callback' | 'invalid_signature',
+  reason: QuarantineReason,
   detail: string,
   appKey: string | null,
   taskId: string | null,
@@ -214,9 +224,9 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       appKey: '',
       receivedAt: Number(record.attributes?.SentTimestamp) || (deps.now ?? Date.now)(),
       requestId: null,
-      verdict: 'missing',
+      verdict: 'unverified',
       mode: 'enforce',
-      signatureKey: null,
+      replayKey: null,
       heldSignature: null,
     },
     deps,

@@ -7,7 +7,8 @@ import type { QuarantineEntry } from '../domain/task-store.ts';
 import { reduceTask } from '../domain/reduce-task.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink } from '../log.ts';
-import type { HeldSignature, Service } from '../queue-message.ts';
+import type { HeldSignature } from '../queue-message.ts';
+import type { Service } from '../domain/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';
@@ -224,13 +225,13 @@ describe('recoverEntry', () => {
   test('a replayed signature is never applied, and the quarantine gets no second entry', async () => {
     const s = store();
     const receivedAt = now - 1000;
-    const signatureKey = 'n-replay:1763798400:abc';
+    const replayKey = 'a'.repeat(64);
     const original = startBody('rec-replay', receivedAt);
     const replay = startBody('rec-replay', receivedAt + 5);
     const res = await processBatch(
       sqsEvent([
-        sqsRecord('recording', original, { receivedAt, signatureKey }),
-        sqsRecord('recording', replay, { receivedAt: receivedAt + 1, signatureKey }),
+        sqsRecord('recording', original, { receivedAt, replayKey }),
+        sqsRecord('recording', replay, { receivedAt: receivedAt + 1, replayKey }),
       ]),
       { store: s, log: createLogger('test') },
     );

@@ -8,8 +8,7 @@ import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-e
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
 import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
 import type { SecretsByAppKey } from '../ingest/secrets.ts';
-import { isQueueSafe } from '../ingest/enqueue.ts';
-import { signatureKeyOf, verifySignature } from '../ingest/signature.ts';
+import { replayKeyOf, verifySignature } from '../ingest/signature.ts';
 import { parseQueued, toDelivered } from './prepare-record.ts';
 
 export interface RecoverDeps {
@@ -77,7 +76,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
   const cb = parsed.callback;
 
   let verdict: LedgerVerdict = entry.verdict;
-  let signatureKey: string | null = null;
+  let replayKey: string | null = null;
   if (needsCheck(entry)) {
     const checked = verifySignature({
       mode: 'enforce',
@@ -94,8 +93,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
       return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
     }
     // The replay check of a queued callback, with the values it was received with.
-    const key = entry.signature ? signatureKeyOf(entry.signature) : null;
-    signatureKey = key !== null && isQueueSafe(key) ? key : null;
+    replayKey = entry.signature ? replayKeyOf(entry.signature) : null;
   }
   if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict };
 
@@ -111,7 +109,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
         requestId: entry.requestId,
         verdict: entry.verdict,
         mode: entry.mode ?? 'enforce',
-        signatureKey,
+        replayKey,
         heldSignature: null,
       },
       cb,

@@ -4,6 +4,8 @@
 // Every log line of all that traffic is captured: none may hold a configured secret, a signature value
 // or a whole body.
 import { Buffer } from 'node:buffer';
+import { type AttributeValue, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { expectedTasks } from '../../lib/emulator/expect.ts';
 import { generateRun, type ScheduledSend } from '../../lib/emulator/lifecycles.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
@@ -28,6 +30,8 @@ const provider: SecretsProvider = { source: 'test', get: async () => secrets };
 
 let pipeline: Pipeline;
 let logs: LogCapture;
+/** The message attributes of every SendMessage the ingest made, as JSON. */
+const sentAttributes: string[] = [];
 
 beforeAll(async () => {
   logs = captureLogs();
@@ -48,6 +52,14 @@ beforeAll(async () => {
       return handler(event);
     },
   });
+  pipeline.ingest.sqs.middlewareStack.add(
+    (next) => async (args) => {
+      const input = args.input as { MessageAttributes?: unknown };
+      if (input.MessageAttributes) sentAttributes.push(JSON.stringify(input.MessageAttributes));
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordSentAttributes' },
+  );
 });
 afterAll(async () => {
   await pipeline.stop();
@@ -215,6 +227,83 @@ describe('replay of a signed request', () => {
     expect(replays.map((e) => e.raw).sort()).toEqual([forgedSame, forgedOther].sort());
     expect(replays.map((e) => e.taskId).sort()).toEqual(['rec-replay-intruder', 'rec-replay-victim']);
   });
+
+  // Each variant carries the values of a request already applied, spelled another way that still passes the
+  // signature check: the replay must be recognised whatever the spelling.
+  const everyCharEncoded = (text: string) =>
+    [...Buffer.from(text, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+  const mixedCase = (hex: string) => [...hex].map((c, i) => (i % 2 ? c.toUpperCase() : c)).join('');
+  const variants: [string, (nonce: string, ts: string, sig: string) => [Record<string, string>, string]][] = [
+    [
+      'signature upper-cased in a header',
+      (n, t, s) => [{ 'RC-Nonce': n, 'RC-Timestamp': t, 'RC-Signature': s.toUpperCase() }, ''],
+    ],
+    ['signature in mixed case in a header', (n, t, s) => [{ nonce: n, timestamp: t, signature: mixedCase(s) }, '']],
+    [
+      'signature upper-cased in the query string',
+      (n, t, s) => [{}, `?nonce=${n}&timestamp=${t}&signature=${s.toUpperCase()}`],
+    ],
+    [
+      'signature in mixed case in the query string',
+      (n, t, s) => [{}, `?nonce=${n}&timestamp=${t}&signature=${mixedCase(s)}`],
+    ],
+    [
+      'every query value percent-encoded',
+      (n, t, s) => [
+        {},
+        `?nonce=${everyCharEncoded(n)}&timestamp=${everyCharEncoded(t)}&signature=${everyCharEncoded(s)}`,
+      ],
+    ],
+    [
+      'percent-encoded upper-case signature, names in another case',
+      (n, t, s) => [{}, `?NONCE=${n}&SignTimestamp=${t}&Signature=${everyCharEncoded(s.toUpperCase())}`],
+    ],
+    [
+      'spaces around every query value (%20 and +)',
+      (n, t, s) => [{}, `?nonce=%20${n}%20&timestamp=+${t}+&signature=%20%20${s}+`],
+    ],
+    [
+      'spaces around every header value',
+      (n, t, s) => [{ 'RC-Nonce': ` ${n} `, 'RC-Timestamp': `\t${t} `, 'RC-Signature': `  ${s}  ` }, ''],
+    ],
+    [
+      'header values, signature upper-cased, all in the query string as well',
+      (n, t, s) => [{ 'RC-Signature': s.toUpperCase() }, `?nonce=${n}&timestamp=${t}&signature=${s.toUpperCase()}`],
+    ],
+  ];
+
+  test.each(variants)(
+    '%s: the second body is quarantined as replayed_signature, never applied',
+    async (_name, spell) => {
+      const victim = `rec-variant-victim-${++taskCounter}`;
+      const intruder = `rec-variant-intruder-${taskCounter}`;
+      const nonce = nextNonce();
+      const timestamp = nowS();
+      const original = start(victim);
+      expect(await post('recording', JSON.stringify(original), signed(OLD, { nonce, timestamp }))).toEqual({
+        status: 200,
+        code: null,
+      });
+      await drained();
+      const before = await pipeline.store.getTask(victim);
+      expect(before?.eventCount).toBe(1);
+
+      const [headers, query] = spell(nonce, timestamp, computeSignature(OLD, nonce, timestamp));
+      const forgedSame = JSON.stringify({ ...original, code: 500, errorMessage: 'forged failure' });
+      const forgedOther = JSON.stringify(start(intruder));
+      // Accepted at the door: the spelling is a genuine signature of these values.
+      expect(await post('recording', forgedSame, headers, query)).toEqual({ status: 200, code: null });
+      expect(await post('recording', forgedOther, headers, query)).toEqual({ status: 200, code: null });
+      await drained();
+
+      expect(await pipeline.store.getTask(victim)).toEqual(before);
+      expect(await pipeline.store.getTask(intruder)).toBeNull();
+      const replays = (await quarantineEntries()).filter(
+        (e) => e.reason === 'replayed_signature' && (e.taskId === victim || e.taskId === intruder),
+      );
+      expect(replays.map((e) => e.raw).sort()).toEqual([forgedSame, forgedOther].sort());
+    },
+  );
 });
 
 describe('secret rotation in the middle of a run', () => {
@@ -316,6 +405,32 @@ describe('oversized bodies', () => {
     await drained();
     expect(await pipeline.store.getTask('rec-size-65536-1')).not.toBeNull();
     expect(await pipeline.store.getTask('rec-size-65537-1')).toBeNull();
+  });
+});
+
+describe('what the receiver keeps', () => {
+  // After all the traffic above: replayed, rotated, forged and genuine requests.
+  test('neither the table nor the queue holds a signature that would pass the check', async () => {
+    // Every signature value a request carried, but the forgeries made of one repeated character, which a
+    // padded body may hold by chance.
+    const issued = logs.signatureValues().filter((sig) => !/^(.)\1+$/.test(sig));
+    expect(issued.length).toBeGreaterThan(20);
+    const texts: string[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await pipeline.dynamo.client.send(
+        new ScanCommand({ TableName: pipeline.dynamo.tableName, ExclusiveStartKey: start }),
+      );
+      for (const item of page.Items ?? []) texts.push(JSON.stringify(unmarshall(item)).toLowerCase());
+      start = page.LastEvaluatedKey;
+    } while (start);
+    expect(texts.length).toBeGreaterThan(50);
+    const holding = issued.filter((sig) => texts.some((t) => t.includes(sig)));
+    expect(holding).toEqual([]);
+    // The queue: what the ingest put in the message attributes of every request of this suite.
+    const attributes = sentAttributes.join('\n').toLowerCase();
+    expect(sentAttributes.length).toBeGreaterThan(50);
+    expect(issued.filter((sig) => attributes.includes(sig))).toEqual([]);
   });
 });
 

@@ -19,7 +19,8 @@ import {
   type Lifecycle,
 } from '../support/lifecycles.ts';
 import { createLogger } from '../../lib/log.ts';
-import { Attr, type Service, type SignatureVerdict } from '../../lib/queue-message.ts';
+import { Attr, type SignatureVerdict } from '../../lib/queue-message.ts';
+import { ID_FIELD_OF, type Service } from '../../lib/domain/services.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
@@ -39,7 +40,7 @@ afterAll(async () => {
   await db.stop();
 });
 
-const idField = (service: Service) => (service === 'recording' ? 'recordId' : 'imageId');
+const idField = (service: Service) => ID_FIELD_OF[service];
 
 /** A body parsed from text, so that "__proto__" stays an own key instead of setting a prototype. */
 const withKeys = (body: Body, members: string[]): Body => {

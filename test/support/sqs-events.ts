@@ -1,12 +1,7 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import {
-  Attr,
-  type HeldSignature,
-  type Service,
-  type SignatureMode,
-  type SignatureVerdict,
-} from '../../lib/queue-message.ts';
+import type { Service } from '../../lib/domain/services.ts';
+import { Attr, type HeldSignature, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
 
 let counter = 0;
 
@@ -14,7 +9,7 @@ export interface RecordOptions {
   messageId?: string;
   verdict?: SignatureVerdict;
   mode?: SignatureMode;
-  signatureKey?: string;
+  replayKey?: string;
   receivedAt?: number;
   receiveCount?: number;
   /** The signature values the ingest keeps for a verdict other than `valid`. */
@@ -36,7 +31,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
     [Attr.mode]: s(opts.mode ?? 'enforce'),
     [Attr.requestId]: s(`req-${counter}`),
   };
-  if (opts.signatureKey) attrs[Attr.signatureKey] = s(opts.signatureKey);
+  if (opts.replayKey) attrs[Attr.replayKey] = s(opts.replayKey);
   if (opts.heldSignature) attrs[Attr.signatureValues] = s(JSON.stringify(opts.heldSignature));
   return {
     messageId: opts.messageId ?? `msg-${++counter}`,

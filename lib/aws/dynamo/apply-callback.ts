@@ -22,6 +22,8 @@ import type {
   StoredWrite,
   WriteOutcome,
 } from '../../domain/task-store.ts';
+import { UnstorableCallbackError } from '../../domain/task-store.ts';
+import { errorSentence } from '../../text.ts';
 import {
   applyToFile,
   applyToHeader,
@@ -55,6 +57,7 @@ import {
 import type { Deliveries } from './deliveries.ts';
 import { KnownHeaders } from './known-headers.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
+import { unstorableNumberIn } from './numbers.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 
@@ -96,7 +99,13 @@ export class WritePath {
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
     const cap = noCapacity();
-    const result = await this.apply(d, cap);
+    const result = await this.apply(d, cap).catch((err: unknown) => {
+      // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
+      // foresee): permanent, unlike a throttle or a time-out.
+      if ((err as { name?: unknown } | null)?.name === 'ValidationException')
+        throw new UnstorableCallbackError(`DynamoDB refused it: ${errorSentence(err)}`, { cause: err });
+      throw err;
+    });
     if (result.outcome === 'quarantined') {
       await this.deliveries.quarantineParsed(d, result.reason, result.detail, cap);
       return { ...result, capacity: cap };
@@ -151,7 +160,7 @@ export class WritePath {
 
   /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */
   private async applyWith(cb: Callback, ref: BodyRef, claim: () => Promise<boolean>, cap: Capacity): Promise<Outcome> {
-    const refused = oversizedKey(cb) ?? tooDeep(cb);
+    const refused = oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
     // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
     if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
 

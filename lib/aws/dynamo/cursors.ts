@@ -5,7 +5,7 @@ import { Buffer } from 'node:buffer';
 import * as v from 'valibot';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { TASK_STATUSES } from '../../domain/task.ts';
-import { SERVICES } from '../../queue-message.ts';
+import { SERVICES } from '../../domain/services.ts';
 
 /** Longest cursor accepted: far above any this store makes, far below any request limit. */
 const MAX_CURSOR_CHARS = 8192;

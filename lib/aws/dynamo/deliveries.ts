@@ -25,7 +25,7 @@ export class Deliveries {
    */
   async claim(d: DeliveredCallback, ref: BodyRef, cap: Capacity): Promise<boolean> {
     const item = deliveryToItem(d, ref, this.expiry());
-    if (!d.signatureKey) {
+    if (!d.replayKey) {
       await this.table.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
       return true;
     }

@@ -56,12 +56,12 @@ export function readRecorded(value: string): Recorded {
 }
 
 /** 132 bits of SHA-256 of the replay key, base64url: the delivery's key, and what a recorded key points to. */
-export function replayDigest(signatureKey: string): string {
-  return createHash('sha256').update(signatureKey, 'utf8').digest('base64url').slice(0, 22);
+export function replayDigest(replayKey: string): string {
+  return createHash('sha256').update(replayKey, 'utf8').digest('base64url').slice(0, 22);
 }
 
 export function bodyRefOf(d: DeliveredCallback): BodyRef {
-  return d.signatureKey ? `S${replayDigest(d.signatureKey)}` : 'E';
+  return d.replayKey ? `S${replayDigest(d.replayKey)}` : 'E';
 }
 
 /** The item a BodyRef points to. */

@@ -6,7 +6,7 @@
 // days, ends a page early with a cursor instead of outgrowing a request.
 import { Buffer } from 'node:buffer';
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import {
   InvalidCursorError,
   type Page,
@@ -17,7 +17,7 @@ import {
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
 import { summaryFromParts } from './items.ts';
 import type { TaskQueries } from './queries.ts';
-import { noCapacity, type Item, type TableReader } from './table-client.ts';
+import { fromItem, noCapacity, type Item, type TableReader } from './table-client.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 const DAY_MS = 86_400_000;
@@ -334,7 +334,7 @@ class StreamReader {
     }
     const res = await this.table.client.send(new QueryCommand(input));
     this.buffer = (res.Items ?? []).map((raw) => {
-      const item = unmarshall(raw);
+      const item = fromItem(raw);
       return {
         partition: this.partition,
         pk: item.pk as string,

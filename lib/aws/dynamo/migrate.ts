@@ -23,12 +23,12 @@ import {
   type FileRecord,
   type TaskHeader,
 } from '../../domain/task.ts';
-import type { Service } from '../../queue-message.ts';
+import type { Service } from '../../domain/services.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { fileFromItem, fileToItem, headerFromItem, headerToItem, keysOf, tallyOf } from './items.ts';
 import { ContentionError, TableClient, backoff, noCapacity, type Item, type Key } from './table-client.ts';
-import { Keys, LegacyKeys } from './table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -79,7 +79,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   const pks = await findLegacyTasks(opts.client, opts.tableName);
   const result: MigrationResult = { tasks: pks.length, migrated: 0, callbacks: 0, carried: 0, failed: [] };
   const table = new TableClient(opts.client, opts.tableName);
-  const write = new WritePath(table, new Deliveries(table, 90, Date.now), {
+  const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), {
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
     knownHeaders: 0,

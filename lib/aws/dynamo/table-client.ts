@@ -13,7 +13,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { Capacity } from '../../domain/task-store.ts';
+import { UnstorableCallbackError, type Capacity } from '../../domain/task-store.ts';
+import { errorSentence } from '../../text.ts';
 
 export type Item = Record<string, any>;
 export type Key = { pk: string; sk: string };
@@ -27,6 +28,26 @@ export class ContentionError extends Error {
 }
 
 export const noCapacity = (): Capacity => ({ read: 0, write: 0 });
+
+/**
+ * An item as DynamoDB takes it. Every finite number in DynamoDB's range is written as JavaScript prints it
+ * (the SDK by default refuses integers beyond 2^53, which DynamoDB stores); anything the SDK cannot convert
+ * makes the callback unstorable, not a retry.
+ */
+export function toItem(item: Item): Record<string, AttributeValue> {
+  try {
+    return marshall(item, { removeUndefinedValues: true, allowImpreciseNumbers: true });
+  } catch (err) {
+    throw new UnstorableCallbackError(`it cannot be turned into a DynamoDB item: ${errorSentence(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+/** An item as stored, numbers read back as the very doubles that were written (not BigInt, never a throw). */
+export function fromItem(raw: Record<string, AttributeValue>): Item {
+  return unmarshall(raw, { wrapNumbers: Number });
+}
 
 export function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write'): void {
   if (!consumed) return;
@@ -65,7 +86,7 @@ export class TableReader {
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'read');
-    return res.Item ? unmarshall(res.Item) : null;
+    return res.Item ? fromItem(res.Item) : null;
   }
 
   /**
@@ -89,7 +110,7 @@ export class TableReader {
         );
         for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
         for (const raw of res.Responses?.[this.table] ?? []) {
-          const item = unmarshall(raw as Record<string, AttributeValue>);
+          const item = fromItem(raw as Record<string, AttributeValue>);
           found.set(keyString(item as Key), item);
         }
         request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
@@ -111,7 +132,7 @@ export class TableReader {
         }),
       );
       addCapacity(cap, res.ConsumedCapacity, 'read');
-      for (const raw of res.Items ?? []) yield unmarshall(raw);
+      for (const raw of res.Items ?? []) yield fromItem(raw);
       start = res.LastEvaluatedKey;
     } while (start);
   }
@@ -152,7 +173,7 @@ export class TableClient extends TableReader {
     const res = await this.client.send(
       new PutItemCommand({
         TableName: this.table,
-        Item: marshall(item, { removeUndefinedValues: true }),
+        Item: toItem(item),
         ...(condition?.ConditionExpression ? { ConditionExpression: condition.ConditionExpression } : {}),
         ...(condition?.ExpressionAttributeValues
           ? { ExpressionAttributeValues: condition.ExpressionAttributeValues }

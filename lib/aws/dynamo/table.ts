@@ -3,6 +3,8 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 export const TTL_ATTRIBUTE = 'expiresAt';
+/** Days a raw callback (and a replay claim, a quarantine entry) is kept before the TTL deletes it. */
+export const DEFAULT_RAW_EVENT_TTL_DAYS = 90;
 
 export const Index = {
   byRoom: { name: 'byRoom', pk: 'g1pk' },

@@ -25,13 +25,14 @@ import { Deliveries } from './deliveries.ts';
 import { TaskQueries } from './queries.ts';
 import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
 import { TableClient } from './table-client.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from './table.ts';
 
 export { ContentionError } from './table-client.ts';
 
 export interface DynamoTaskStoreOptions {
   client: DynamoDBClient;
   tableName: string;
-  /** Days a raw callback is kept before the TTL deletes it (default 90). */
+  /** Days a raw callback is kept before the TTL deletes it (default DEFAULT_RAW_EVENT_TTL_DAYS). */
   rawEventTtlDays?: number;
   /** Clock, for tests. */
   now?: () => number;
@@ -53,8 +54,14 @@ export class DynamoTaskStore implements TaskStore {
   private readonly deliveries: Deliveries;
   private readonly queries: TaskQueries;
   private readonly reader: DynamoTaskReader;
+  /** The table and the raw archive's retention it was built with. */
+  readonly settings: { tableName: string; rawEventTtlDays: number };
 
   constructor(opts: DynamoTaskStoreOptions) {
+    this.settings = {
+      tableName: opts.tableName,
+      rawEventTtlDays: opts.rawEventTtlDays ?? DEFAULT_RAW_EVENT_TTL_DAYS,
+    };
     const table = new TableClient(opts.client, opts.tableName);
     const now = opts.now ?? Date.now;
     this.queries = new TaskQueries(table, now);
@@ -64,7 +71,7 @@ export class DynamoTaskStore implements TaskStore {
       now,
       budget: opts.readBudget,
     });
-    this.deliveries = new Deliveries(table, opts.rawEventTtlDays ?? 90, now);
+    this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, now);
     this.writes = new WritePath(table, this.deliveries, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,

@@ -1,6 +1,7 @@
 import { ReceiveMessageCommand, SQSClient, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from './dlq.ts';
+import { LOCAL_CREDENTIALS } from '../../local/deployed-settings.ts';
 
 let server: FauxqsServer;
 let sqs: SQSClient;
@@ -11,7 +12,7 @@ beforeAll(async () => {
   sqs = new SQSClient({
     endpoint: `http://127.0.0.1:${server.port}`,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: LOCAL_CREDENTIALS,
   });
 });
 afterAll(async () => {

@@ -14,6 +14,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Attr } from '../../queue-message.ts';
+import { errorSentence } from '../../text.ts';
 
 export interface DeadLetter {
   messageId: string;
@@ -127,14 +128,14 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
             }),
           );
         } catch (err) {
-          result.failed.push({ messageId: m.MessageId!, error: errorText(err) });
+          result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
           if (m.ReceiptHandle) unsent.push(m.ReceiptHandle);
           return;
         }
         try {
           await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
         } catch (err) {
-          result.notDeleted.push({ messageId: m.MessageId!, error: errorText(err) });
+          result.notDeleted.push({ messageId: m.MessageId!, error: errorSentence(err) });
         }
         result.moved += 1;
         opts.onMoved?.(result.moved);
@@ -218,10 +219,4 @@ function describeMessage(m: Message): DeadLetter {
     receiveCount: system.ApproximateReceiveCount ? Math.max(0, Number(system.ApproximateReceiveCount) - 1) : null,
     sentAt: system.SentTimestamp ? Number(system.SentTimestamp) : null,
   };
-}
-
-function errorText(err: unknown): string {
-  if (err instanceof Error)
-    return `${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message}`.split('\n')[0]!;
-  return String(err);
 }

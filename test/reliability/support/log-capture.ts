@@ -7,6 +7,8 @@ export interface LogCapture {
   /** Remembers a value that must never appear in a log line. */
   secret(value: string): void;
   signature(value: string): void;
+  /** The signature values remembered, lower-cased. */
+  signatureValues(): string[];
   body(raw: string): void;
   /** Lines that contain a remembered value, each with what it contains; empty when nothing leaked. */
   leaks(): string[];
@@ -30,6 +32,7 @@ export function captureLogs(): LogCapture {
     lines,
     secret: (value) => void secrets.add(value),
     signature: (value) => void signatures.add(value.toLowerCase()),
+    signatureValues: () => [...signatures],
     body: (raw) => {
       if (raw.length >= MIN_BODY_CHARS) bodies.add(raw);
     },

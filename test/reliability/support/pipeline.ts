@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import type { FauxqsServer } from 'fauxqs';
 import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../lib/local/stack-file.ts';
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
@@ -17,15 +17,16 @@ import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/ingest/responses.ts';
 import type { SecretsProvider } from '../../../lib/ingest/secrets.ts';
+import { startLocalSqs } from '../../../lib/local/fauxqs.ts';
 import { createGateway } from '../../../lib/local/http-gateway.ts';
 import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
+import { LOCAL_CREDENTIALS } from '../../../lib/local/deployed-settings.ts';
 import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 
 const REGION = 'us-east-1';
-const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 export interface PipelineOptions {
   /** appKey -> secrets (CALLBACK_SECRETS), unless `secrets` is given. */
@@ -89,7 +90,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const dynamo = await startDynamo('callbacks-tasks');
   const maxReceiveCount = opts.maxReceiveCount ?? 5;
 
-  let fauxqs: FauxqsServer = await startFauxqs({
+  let fauxqs: FauxqsServer = await startLocalSqs({
     port: 0,
     logger: false,
     ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
@@ -103,16 +104,18 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   });
   const queueUrl = localUrl(queue.queueUrl);
   const dlqUrl = localUrl(dlq.queueUrl);
-  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: CREDENTIALS, maxAttempts: 2 });
+  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
 
   const ingest = buildIngestDependencies(
     {
       QUEUE_URL: queueUrl,
       SIGNATURE_MODE: opts.mode ?? 'enforce',
+      // Like the local stack: a development stage, where mode off may run.
+      DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
     },
     {
-      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: CREDENTIALS }),
+      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS }),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     },
   );
@@ -160,7 +163,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       await fauxqs.stop();
     },
     async startSqs() {
-      fauxqs = await startFauxqs({
+      fauxqs = await startLocalSqs({
         port: sqsPort,
         logger: false,
         ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),

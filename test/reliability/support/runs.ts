@@ -18,11 +18,11 @@ import {
 } from '../../support/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
-import type { Service } from '../../../lib/queue-message.ts';
+import { ID_FIELD_OF, type Service } from '../../../lib/domain/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { sqsEvent } from '../../support/sqs-events.ts';
 
-const idField = (service: Service) => (service === 'recording' ? 'recordId' : 'imageId');
+const idField = (service: Service) => ID_FIELD_OF[service];
 
 /** Recording and screenshot lifecycles with duplicates, the same for a given seed. */
 export function sampleRun(

@@ -1,0 +1,22 @@
+import { clip, errorSentence } from './text.ts';
+
+test('clip: short text untouched; long text cut, with its length when asked', () => {
+  expect(clip('abc', 3)).toBe('abc');
+  expect(clip('abcdef', 3)).toBe('abc…');
+  expect(clip('x'.repeat(100), 10, { showLength: true })).toBe(`${'x'.repeat(10)}… (100 characters)`);
+});
+
+test('errorSentence: the name when it tells something, the first line, clipped; anything thrown', () => {
+  expect(errorSentence(new TypeError('boom'))).toBe('TypeError: boom');
+  expect(errorSentence(new Error('plain'))).toBe('plain');
+  expect(errorSentence(Object.assign(new Error('refused\n  at x'), { name: 'ValidationException' }))).toBe(
+    'ValidationException: refused',
+  );
+  // From another realm: not an Error instance, same shape.
+  expect(errorSentence({ name: 'TimeoutError', message: 'too slow' })).toBe('TimeoutError: too slow');
+  expect(errorSentence('a string')).toBe('a string');
+  expect(errorSentence(undefined)).toBe('unknown error');
+  expect(errorSentence(42)).toBe('unknown error');
+  expect(errorSentence(new Error('y'.repeat(400)))).toBe(`${'y'.repeat(300)}…`);
+  expect(errorSentence(new Error('y'.repeat(400)), 20)).toBe(`${'y'.repeat(20)}…`);
+});

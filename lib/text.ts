@@ -1,0 +1,27 @@
+// Small text helpers the logs, the quarantine details and the CLI share.
+
+/**
+ * The text cut to `max` characters, the cut marked with an ellipsis; with `showLength`, also how long the
+ * whole was ("… (5000 characters)").
+ */
+export function clip(text: string, max: number, opts: { showLength?: boolean } = {}): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}…${opts.showLength ? ` (${text.length} characters)` : ''}`;
+}
+
+/**
+ * An error as one short line: `Name: message` (the name left out when it says nothing more than Error),
+ * first line only, at most `max` characters; never a stack trace. Duck-typed: SDK and fetch errors may come
+ * from another realm, where `instanceof Error` is false.
+ */
+export function errorSentence(err: unknown, max = 300): string {
+  const { name, message } = (err ?? {}) as { name?: unknown; message?: unknown };
+  let text: string;
+  if (typeof message === 'string') {
+    const prefix = typeof name === 'string' && name !== '' && name !== 'Error' ? `${name}: ` : '';
+    text = `${prefix}${message}`;
+  } else {
+    text = typeof err === 'string' ? err : 'unknown error';
+  }
+  return clip(text.split('\n')[0]!, max);
+}

@@ -1,0 +1,96 @@
+// A task belongs to the appKey of its callbacks: a callback of another appKey naming the same recordId or
+// imageId never changes it, whatever its timestamp; it makes that appKey's own task. Written against the
+// TaskStore interface, whatever the store's layout.
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { type Callback, parseCallback } from '../lib/domain/callback.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { AmbiguousTaskError, type DeliveredCallback, type TaskStore } from '../lib/domain/task-store.ts';
+import type { Service } from '../lib/domain/services.ts';
+import { type LocalDynamo, startDynamo } from '../lib/local/dynamo.ts';
+
+let db: LocalDynamo;
+let store: TaskStore;
+
+beforeAll(async () => {
+  db = await startDynamo();
+  store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+});
+afterAll(() => db.stop());
+
+// Recent, so that the quarantine listing finds the entries in its first days.
+const T0 = Date.now() - 3_600_000;
+let messages = 0;
+
+function parsed(service: Service, body: object): Callback {
+  const r = parseCallback(service, JSON.stringify(body));
+  if (!r.ok) throw new Error(r.errors.join('; '));
+  return r.callback;
+}
+
+function delivered(callback: Callback): DeliveredCallback {
+  return {
+    callback,
+    raw: JSON.stringify(callback.body),
+    receivedAt: callback.timestamp + 100,
+    verdict: 'valid',
+    mode: 'enforce',
+    requestId: null,
+    messageId: `msg-${++messages}`,
+    replayKey: null,
+  };
+}
+
+function recording(appKey: string, roomId: string, type: number, at: number, extra: object = {}) {
+  return parsed('recording', {
+    timestamp: at,
+    type,
+    appKey,
+    recordId: 'rec-shared-id',
+    roomId,
+    sessionId: `session-of-${appKey}`,
+    userId: '',
+    mode: 3,
+    extra: '',
+    code: 200,
+    errorMessage: 'success',
+    ...extra,
+  });
+}
+
+test("another appKey's callbacks for the id, earlier or later, leave the task as its owner's make it", async () => {
+  const tenantA = [
+    recording('tenant-A', 'room-a', 1, T0, { config: { trigger: 1 }, output: { fileName: 'a.mp4' } }),
+    recording('tenant-A', 'room-a', 2, T0 + 60_000, { output: { fileName: 'a.mp4', fileSize: 1024 } }),
+    recording('tenant-A', 'room-a', 3, T0 + 120_000, { output: { fileName: 'a.mp4', fileSize: 2048 } }),
+    recording('tenant-A', 'room-a', 4, T0 + 130_000, { output: { fileName: 'a.mp4', fileUrl: 'https://s/a.mp4' } }),
+  ];
+  for (const cb of tenantA) expect((await store.applyCallback(delivered(cb))).outcome).toBe('applied');
+  const own = reduceTask(tenantA);
+  expect(await store.getTask('rec-shared-id')).toEqual(own);
+
+  // An earlier start would rank first and hand its identity to the task; a failed upload of the same file
+  // name would mark it failed; a new file would join the task.
+  const tenantB = [
+    recording('tenant-B', 'evil', 1, T0 - 60_000, { config: { trigger: 9 }, output: { fileName: 'b.mp4' } }),
+    recording('tenant-B', 'evil', 4, T0 + 200_000, {
+      code: 500,
+      errorMessage: 'upload failed',
+      output: { fileName: 'a.mp4', fileUrl: '' },
+    }),
+    recording('tenant-B', 'evil', 2, T0 + 30_000, { output: { fileName: 'b.mp4', fileSize: 1 } }),
+  ];
+  for (const cb of tenantB) expect((await store.applyCallback(delivered(cb))).outcome).toBe('applied');
+
+  // Each appKey has its task under the id, each the oracle's reading of its own callbacks.
+  expect(await store.getTask('rec-shared-id', 'tenant-A')).toEqual(own);
+  expect(await store.getTask('rec-shared-id', 'tenant-B')).toEqual(reduceTask(tenantB));
+  // By id alone the store does not pick one: it names both.
+  const ambiguous = await store.getTask('rec-shared-id').catch((err: unknown) => err);
+  expect(ambiguous).toBeInstanceOf(AmbiguousTaskError);
+  expect((ambiguous as AmbiguousTaskError).appKeys).toEqual(['tenant-A', 'tenant-B']);
+
+  // Redelivered, the callbacks of either are duplicates, and nothing moves.
+  expect((await store.applyCallback(delivered(tenantA[1]!))).outcome).toBe('duplicate');
+  expect((await store.applyCallback(delivered(tenantB[0]!))).outcome).toBe('duplicate');
+  expect(await store.getTask('rec-shared-id', 'tenant-A')).toEqual(own);
+});
