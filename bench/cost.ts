@@ -141,12 +141,16 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
     { item: 'ingest Lambda requests', quantity: `${fmt(MILLION)} invocations`, usd: PRICES.lambdaPerMillionRequests },
     {
       item: 'ingest Lambda duration',
-      quantity: `${fmt(MILLION)} x ${billedMs(input.ingestMsPerCallback)} ms at ${input.ingestMemoryMb} MB = ${fmt(ingestGbS)} GB-s`,
+      quantity:
+        `${fmt(MILLION)} x ${billedMs(input.ingestMsPerCallback)} ms at ${input.ingestMemoryMb} MB = ` +
+        `${fmt(ingestGbS)} GB-s`,
       usd: ingestGbS * PRICES.lambdaPerGbSecond,
     },
     {
       item: 'SQS requests',
-      quantity: `${fmt(MILLION)} SendMessage + ${fmt(callsPerBatch * batches)} ReceiveMessage + ${fmt(callsPerBatch * batches)} DeleteMessageBatch`,
+      quantity:
+        `${fmt(MILLION)} SendMessage + ${fmt(callsPerBatch * batches)} ReceiveMessage + ` +
+        `${fmt(callsPerBatch * batches)} DeleteMessageBatch`,
       usd: (sqsRequests / MILLION) * PRICES.sqsPerMillionRequests,
     },
     {
@@ -156,7 +160,9 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
     },
     {
       item: 'worker Lambda duration',
-      quantity: `${fmt(batches)} x ${billedMs(input.workerMsPerBatch)} ms at ${input.workerMemoryMb} MB = ${fmt(workerGbS)} GB-s`,
+      quantity:
+        `${fmt(batches)} x ${billedMs(input.workerMsPerBatch)} ms at ${input.workerMemoryMb} MB = ` +
+        `${fmt(workerGbS)} GB-s`,
       usd: workerGbS * PRICES.lambdaPerGbSecond,
     },
     {

@@ -155,7 +155,8 @@ export async function benchEndToEnd(
     sending = false;
     await sampler;
     progress(
-      `end to end: ${report.summary.delivered}/${sends.length} callbacks acknowledged in ${(report.summary.durationMs / 1000).toFixed(1)} s`,
+      `end to end: ${report.summary.delivered}/${sends.length} callbacks acknowledged in ` +
+        `${(report.summary.durationMs / 1000).toFixed(1)} s`,
     );
 
     const isDrained = async () => {

@@ -84,8 +84,10 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
   const archiveGb = delivery ? ((delivery.meanBytes + 100) * delivery.count * 1e6) / c.callbacks / 1e9 : 0;
   const logGb = (r.logBytesPerCallback * 1e6) / 1e9;
   const parts = [
-    `**The stress case.** The same measure on a mix shuffled within ${'reorderWindowMs' in s.faults ? s.faults.reorderWindowMs : 0} ms of a schedule ` +
-      'compressed 3,600 times (12 minutes of platform time): starts arrive after the uploads of their task, which then ' +
+    `**The stress case.** The same measure on a mix shuffled within ` +
+      `${'reorderWindowMs' in s.faults ? s.faults.reorderWindowMs : 0} ms of a schedule ` +
+      'compressed 3,600 times (12 minutes of platform time): starts arrive after the uploads of their task, which ' +
+      'then ' +
       'create the task and improve its identity later, moving its index keys.',
     '',
     table(
@@ -110,17 +112,21 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
       ],
     ),
     '',
-    `**Items left in the table** after the realistic mix (sizes as DynamoDB counts them, attribute names included; a write ` +
+    `**Items left in the table** after the realistic mix (sizes as DynamoDB counts them, attribute names included; ` +
+      `a write ` +
       'unit covers 1 KB):',
     '',
     table(['item', 'items', 'largest', 'mean', 'over 1 KB'], itemRows(c)),
     '',
     `**Beyond request units.** The worker wrote ${num(r.logBytesPerCallback)} bytes of log lines per callback in the ` +
-      `throughput run (CloudWatch Logs ingests them: ${num(logGb, 3)} GB per million callbacks, $${num(logGb * STORAGE_PRICES.logsPerGbIngested, 3)} ` +
+      `throughput run (CloudWatch Logs ingests them: ${num(logGb, 3)} GB per million callbacks, ` +
+      `$${num(logGb * STORAGE_PRICES.logsPerGbIngested, 3)} ` +
       `at $${STORAGE_PRICES.logsPerGbIngested} per GB). The raw archive is one delivery item per callback, ` +
       `${delivery ? delivery.meanBytes : 0} bytes on average: ${num(archiveGb, 3)} GB per million callbacks, kept ` +
-      `${STORAGE_PRICES.rawEventTtlDays} days, so a steady million a month keeps about ${num(archiveGb * months, 2)} GB stored, ` +
-      `$${num(archiveGb * months * STORAGE_PRICES.dynamoPerGbMonth, 2)} a month at $${STORAGE_PRICES.dynamoPerGbMonth} per GB-month. ` +
+      `${STORAGE_PRICES.rawEventTtlDays} days, so a steady million a month keeps about ` +
+      `${num(archiveGb * months, 2)} GB stored, ` +
+      `$${num(archiveGb * months * STORAGE_PRICES.dynamoPerGbMonth, 2)} a month at ` +
+      `$${STORAGE_PRICES.dynamoPerGbMonth} per GB-month. ` +
       'Neither is in the total of part 6.',
   ];
   return parts;
@@ -167,8 +173,10 @@ export function comparisonSection(
       change(costUsd, before.costUsd),
     ]);
   return [
-    `**Beside the layout this one replaced** (its last full run, ${before.date}, \`bench/results-token-layout.json\`: ` +
-      'a header written by every callback, a ledger entry per callback, tokens in flight; its mix reordered within 12 minutes ' +
+    `**Beside the layout this one replaced** (its last full run, ${before.date}, ` +
+      `\`bench/results-token-layout.json\`: ` +
+      'a header written by every callback, a ledger entry per callback, tokens in flight; its mix reordered within ' +
+      '12 minutes ' +
       'of platform time, the stress case above):',
     '',
     table(['figure', 'this run', 'token layout', 'change'], rows),

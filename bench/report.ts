@@ -99,10 +99,14 @@ function ingestSection(r: IngestResult): string {
   return [
     '## 1. Ingest cost',
     '',
-    `The ${r.fixtures} fixtures (${r.bodyBytes.min}–${r.bodyBytes.max} bytes), each as a signed API Gateway v2 event, through ` +
-      '`handleCallbackRequest` (route, body, minimal check, SHA-1 signature, SendMessage with its attributes, one log line) ' +
-      "with the ingest's own SQS client against fauxqs in the same process. Baseline: a bare `SendMessage` of the same body " +
-      `on the same client and queue. ${r.rounds} rounds of ${r.perRound} callbacks per side, the two sides alternating (AB, BA, …); ` +
+    `The ${r.fixtures} fixtures (${r.bodyBytes.min}–${r.bodyBytes.max} bytes), each as a signed API Gateway v2 ` +
+      `event, through ` +
+      '`handleCallbackRequest` (route, body, minimal check, SHA-1 signature, SendMessage with its attributes, one ' +
+      'log line) ' +
+      "with the ingest's own SQS client against fauxqs in the same process. Baseline: a bare `SendMessage` of the " +
+      'same body ' +
+      `on the same client and queue. ${r.rounds} rounds of ${r.perRound} callbacks per side, the two sides ` +
+      `alternating (AB, BA, …); ` +
       'one ratio per round.',
     '',
     table(
@@ -126,8 +130,10 @@ function ingestSection(r: IngestResult): string {
     ),
     '',
     `CPU is \`process.cpuUsage()\` (user + system, the whole process) over ${r.cpu.perRound} handler calls per round ` +
-      `(${r.cpu.rounds} rounds), the queue client replaced by one that answers at once; the baseline parses each body 20 times as often, ` +
-      `so that the clock's granularity does not matter. The handler's log line is serialised (${num(r.logBytesPerCallback)} bytes per callback) but not written.`,
+      `(${r.cpu.rounds} rounds), the queue client replaced by one that answers at once; the baseline parses each ` +
+      `body 20 times as often, ` +
+      `so that the clock's granularity does not matter. The handler's log line is serialised ` +
+      `(${num(r.logBytesPerCallback)} bytes per callback) but not written.`,
   ].join('\n');
 }
 
@@ -147,8 +153,10 @@ function coldStartSection(r: ColdStartResult): string {
   return [
     '## 2. Cold start',
     '',
-    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to three baselines ' +
-      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest), one that only calls ' +
+    'Every artifact bundled as `npm run build` bundles it (same entries, `esbuildOptions` and zip writer), next to ' +
+      'three baselines ' +
+      'built the same way from `bench/baselines/`: a handler that only calls SQS `SendMessage` (for the ingest), ' +
+      'one that only calls ' +
       'DynamoDB `PutItem` (for the worker) and one that only calls DynamoDB `GetItem` (for the read API). ' +
       `Each bundle is imported by a fresh \`${r.nodeVersion}\` process with the functions' ` +
       `environment, ${r.repeats} times, the bundles taking turns; ratios are per repetition.`,
@@ -169,7 +177,8 @@ function coldStartSection(r: ColdStartResult): string {
       rows,
     ),
     '',
-    "A Lambda cold start adds the runtime's own start and the download of the zip; the import is the part the bundle decides.",
+    "A Lambda cold start adds the runtime's own start and the download of the zip; the import is the part the " +
+      'bundle decides.',
   ].join('\n');
 }
 
@@ -186,10 +195,14 @@ function apiSection(r: ApiResult): string {
   return [
     '## 4. Read API',
     '',
-    `${r.tasks} tasks and a screenshot task of ${r.files} images, written by the worker's logic, then each request below as an ` +
-      "API Gateway v2 event through `handleApiRequest` (route, query parameters, the read API's own DynamoDB reader, JSON) against " +
-      `dynalite in the same process. Baseline: a bare strongly consistent \`GetItem\` of one task's header on the same client, the least ` +
-      `any read of a task costs (${range(r.bareGetItemMs, ' ms')}). ${r.rounds} rounds of ${r.perRound} requests per kind, the two sides alternating; ` +
+    `${r.tasks} tasks and a screenshot task of ${r.files} images, written by the worker's logic, then each request ` +
+      `below as an ` +
+      "API Gateway v2 event through `handleApiRequest` (route, query parameters, the read API's own DynamoDB " +
+      'reader, JSON) against ' +
+      `dynalite in the same process. Baseline: a bare strongly consistent \`GetItem\` of one task's header on the ` +
+      `same client, the least ` +
+      `any read of a task costs (${range(r.bareGetItemMs, ' ms')}). ${r.rounds} rounds of ${r.perRound} requests ` +
+      `per kind, the two sides alternating; ` +
       'one ratio per round.',
     '',
     table(
@@ -197,7 +210,8 @@ function apiSection(r: ApiResult): string {
       rows,
     ),
     '',
-    'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB requests ' +
+    'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB ' +
+      'requests ' +
       'times that, plus the handler time shown here.',
   ].join('\n');
 }
@@ -212,10 +226,14 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
     '## 3. Worker cost',
     '',
     `A realistic mix from the sender emulator's generator (both services, duplicates, callbacks shuffled within ` +
-      `${'reorderPlatformMs' in c.faults ? c.faults.reorderPlatformMs : 0} ms of platform time as the platform reorders them, a few storage outages and failed starts) ` +
-      `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) through \`processBatch\` ` +
-      `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in the same process. ` +
-      `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
+      `${'reorderPlatformMs' in c.faults ? c.faults.reorderPlatformMs : 0} ms of platform time as the platform ` +
+      `reorders them, a few storage outages and failed starts) ` +
+      `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) ` +
+      `through \`processBatch\` ` +
+      `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in ` +
+      `the same process. ` +
+      `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} ` +
+      `rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
     '',
     table(
       ['figure', 'median [min–max]', 'baseline', 'baseline median [min–max]', 'ratio'],
@@ -256,15 +274,23 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
       `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
       `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
     '',
-    `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a time through ` +
-      '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write unit per KB ' +
-      'of the larger of the item before and after, a strongly consistent read unit per 4 KB, an eventually consistent one per 8 KB). ' +
-      'The store remembers no task header from one callback to the next, as a worker meeting each task for the first time. ' +
+    `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a ` +
+      `time through ` +
+      '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write ' +
+      'unit per KB ' +
+      'of the larger of the item before and after, a strongly consistent read unit per 4 KB, an eventually ' +
+      'consistent one per 8 KB). ' +
+      'The store remembers no task header from one callback to the next, as a worker meeting each task for the ' +
+      'first time. ' +
       'Baseline: one bare `PutItem` of the same body. ' +
-      "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, are worked out " +
-      'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, unchanged: 0). ' +
-      'Any put whose condition fails (a version conflict, a delivery of an unsigned callback already stored, a guess that an item ' +
-      'was absent) is counted as 1 write unit by the store itself: DynamoDB bills it but reports nothing on the error. ' +
+      "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, " +
+      'are worked out ' +
+      'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, ' +
+      'unchanged: 0). ' +
+      'Any put whose condition fails (a version conflict, a delivery of an unsigned callback already stored, a ' +
+      'guess that an item ' +
+      'was absent) is counted as 1 write unit by the store itself: DynamoDB bills it but reports nothing on the ' +
+      'error. ' +
       `Outcomes: ${Object.entries(c.outcomes)
         .map(([k, n]) => `${n} ${k}`)
         .join(', ')}.`,
@@ -272,10 +298,13 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
     kindTable(c, table, num, x),
     '',
     '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
-      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ids). ' +
-      "A task's status and file counts are added up from its items, so a delivery that publishes events reads its task " +
+      '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ' +
+      'ids). ' +
+      "A task's status and file counts are added up from its items, so a delivery that publishes events reads its " +
+      'task ' +
       'right after the write (the task-event read units; a write that can publish nothing skips it). ' +
-      "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per batch " +
+      "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per " +
+      'batch ' +
       'includes the reads and the PublishBatch calls.',
     '',
     ...storeSections(r, table, num),
@@ -290,11 +319,16 @@ function endToEndSection(r: EndToEndResult): string {
   return [
     '## 5. End to end',
     '',
-    `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them repeats, reordering within ` +
-      `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender emulator (\`callbacks emulate\`'s modules, ` +
-      `${r.concurrency} requests in flight, signed in headers) through the local stack (\`callbacks dev\`'s \`startLocalStack\`, in memory) in the same process, ` +
-      "then the verifier (`callbacks verify`'s `verifyTasks`). Baseline: `GET /health` on the same server, idle before the run " +
-      `(${r.healthIdleMs.n} requests, same concurrency) and sampled one at a time during it (${r.healthUnderLoadMs.n} requests).`,
+    `${r.callbacks.toLocaleString('en-US')} callbacks (${r.tasks} tasks of both services, ${r.duplicates} of them ` +
+      `repeats, reordering within ` +
+      `${r.faults.reorderWindowMs} ms, storage outages on ${r.faults.outage * 100}% of the tasks) from the sender ` +
+      `emulator (\`callbacks emulate\`'s modules, ` +
+      `${r.concurrency} requests in flight, signed in headers) through the local stack (\`callbacks dev\`'s ` +
+      `\`startLocalStack\`, in memory) in the same process, ` +
+      "then the verifier (`callbacks verify`'s `verifyTasks`). Baseline: `GET /health` on the same server, idle " +
+      'before the run ' +
+      `(${r.healthIdleMs.n} requests, same concurrency) and sampled one at a time during it ` +
+      `(${r.healthUnderLoadMs.n} requests).`,
     '',
     table(
       ['figure', 'value', 'baseline', 'baseline value', 'ratio'],
@@ -340,9 +374,12 @@ function endToEndSection(r: EndToEndResult): string {
       ],
     ),
     '',
-    `Requests: ${s.requests} (${s.status2xx} 2xx, ${s.status4xx} 4xx, ${s.status5xx} 5xx, ${s.networkErrors} without answer, ${s.retried} retries); ` +
-      `${s.delivered} acknowledged, ${s.undelivered} not. Worker: ${r.poller.batches} batches, ${num(r.poller.meanBatch)} records on average ` +
-      `(largest ${r.poller.largestBatch}), ${r.poller.failedRecords} records failed and retried; ${r.deadLetters} messages in the dead-letter queue.` +
+    `Requests: ${s.requests} (${s.status2xx} 2xx, ${s.status4xx} 4xx, ${s.status5xx} 5xx, ${s.networkErrors} ` +
+      `without answer, ${s.retried} retries); ` +
+      `${s.delivered} acknowledged, ${s.undelivered} not. Worker: ${r.poller.batches} batches, ` +
+      `${num(r.poller.meanBatch)} records on average ` +
+      `(largest ${r.poller.largestBatch}), ${r.poller.failedRecords} records failed and retried; ${r.deadLetters} ` +
+      `messages in the dead-letter queue.` +
       (r.verify.firstDiffs.length
         ? `\n\nFirst differences:\n\n${r.verify.firstDiffs.map((l) => `    ${l}`).join('\n')}`
         : ''),
@@ -359,18 +396,28 @@ function costSection(r: CostResult): string {
   return [
     '## 6. Cost per million callbacks on AWS',
     '',
-    `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda $${p.lambdaPerMillionRequests} per million ` +
-      `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; DynamoDB on-demand ` +
-      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read request units; ` +
-      `SNS $${p.snsPerMillionPublishes ?? 0.5} per million published messages (deliveries to SQS subscribers are free). ` +
-      `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ${r.settings.workerMemoryMb} MB, ` +
-      `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
-      `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write and ` +
-      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes and the task reads of task events ` +
+    `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda ` +
+      `$${p.lambdaPerMillionRequests} per million ` +
+      `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; ` +
+      `DynamoDB on-demand ` +
+      `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read ` +
+      `request units; ` +
+      `SNS $${p.snsPerMillionPublishes ?? 0.5} per million published messages (deliveries to SQS subscribers are ` +
+      `free). ` +
+      `Settings from serverless.yml: ${r.settings.architecture}, ingest ${r.settings.ingestMemoryMb} MB, worker ` +
+      `${r.settings.workerMemoryMb} MB, ` +
+      `batches of ${r.settings.batchSize}. Measured inputs (${r.inputsFrom}): ingest ` +
+      `${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
+      `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write ` +
+      `and ` +
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes and the task reads of ` +
+      `task events ` +
       `included), ${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3).`,
     '',
-    `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
-      `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
+    `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ` +
+      `${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
+      `worker ${num(r.baselineInputs.workerMsPerBatch)} ms per batch, ` +
+      `${num(r.baselineInputs.writeUnitsPerCallback)} write unit and no read per callback). ` +
       `This design costs ${x(r.ratio)} the baseline.`,
     '',
     table(['item', 'per million callbacks', 'USD', 'share', 'baseline USD'], rows),
@@ -382,16 +429,24 @@ function costSection(r: CostResult): string {
             `${usd(r.withoutEventsUsd)}.`,
           '',
         ]),
-    `With the units seen in part 3's throughput run, where the worker applies ${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
-      `writes to one task are retried (${num(r.underContention.writeUnits)} write and ${num(r.underContention.readUnits)} read units per callback), ` +
+    `With the units seen in part 3's throughput run, where the worker applies ` +
+      `${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
+      `writes to one task are retried (${num(r.underContention.writeUnits)} write and ` +
+      `${num(r.underContention.readUnits)} read units per callback), ` +
       `the total is ${usd(r.underContention.totalUsd)}.`,
     '',
-    'Estimates, not a bill. Requests and capacity units do not depend on this machine; the Lambda durations do. They are the ' +
-      'handler times measured here against emulators running in the same process: on AWS each SQS or DynamoDB call is a network ' +
-      'round trip of a few milliseconds instead, while the handlers no longer share a CPU with the emulators, so the duration lines may ' +
-      'come out higher or lower (they are a small share of the total either way). SQS requests assume full batches (one ReceiveMessage ' +
-      "and one DeleteMessageBatch per 10 messages); the event source mapping's empty polls while idle are not per callback and are " +
-      'left out. Also left out: free tiers, CloudWatch Logs and the raw archive (stated in part 3), data transfer, other ' +
+    'Estimates, not a bill. Requests and capacity units do not depend on this machine; the Lambda durations do. ' +
+      'They are the ' +
+      'handler times measured here against emulators running in the same process: on AWS each SQS or DynamoDB call ' +
+      'is a network ' +
+      'round trip of a few milliseconds instead, while the handlers no longer share a CPU with the emulators, so ' +
+      'the duration lines may ' +
+      'come out higher or lower (they are a small share of the total either way). SQS requests assume full batches ' +
+      '(one ReceiveMessage ' +
+      "and one DeleteMessageBatch per 10 messages); the event source mapping's empty polls while idle are not per " +
+      'callback and are ' +
+      'left out. Also left out: free tiers, CloudWatch Logs and the raw archive (stated in part 3), data transfer, ' +
+      'other ' +
       'table storage, backups and alarms.',
   ].join('\n');
 }
@@ -401,20 +456,24 @@ export function renderMarkdown(r: BenchResults): string {
   const parts: string[] = [
     '# Benchmark results',
     '',
-    `Run on ${r.date} (${r.mode} run, ${num(r.durationS)} s) on ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB memory, ` +
+    `Run on ${r.date} (${r.mode} run, ${num(r.durationS)} s) on ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB ` +
+      `memory, ` +
       `Node ${m.node}, ${m.os}. 1-minute load average at start ${m.loadAverage.start}` +
       (m.loadAverage.end === null ? '' : `, at end ${m.loadAverage.end}`) +
       '. Generated by `npm run bench`; the same figures are in `results.json`.',
     '',
-    'Machines are noisy, so every figure stands beside a baseline measured in the same run, and the ratio (figure / baseline) is ' +
+    'Machines are noisy, so every figure stands beside a baseline measured in the same run, and the ratio (figure / ' +
+      'baseline) is ' +
       'the number to compare between machines. Medians over repeated rounds, with [min–max].',
   ];
   const busiest = Math.max(m.loadAverage.start, m.loadAverage.end ?? 0);
   if (busiest > m.cores * 0.75) {
     parts.push(
       '',
-      `**A busy machine.** The load average reached ${busiest} on ${m.cores} cores: other work shared the CPU during this run, ` +
-        'so absolute figures are likely slower than on a quiet machine, and min–max ranges are wide. The ratios hold better, since each ' +
+      `**A busy machine.** The load average reached ${busiest} on ${m.cores} cores: other work shared the CPU ` +
+        `during this run, ` +
+        'so absolute figures are likely slower than on a quiet machine, and min–max ranges are wide. The ratios ' +
+        'hold better, since each ' +
         'pair of rounds shared the same conditions, but read them with that in mind.',
     );
   }

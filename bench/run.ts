@@ -87,7 +87,9 @@ function costInputs(
     ingest ??= earlier.ingest;
     worker ??= earlier.worker;
     if (!ingest || !worker) return 'bench/results.json lacks the ingest or worker part';
-    from = `ingest and worker figures from ${results.ingest ? 'this run' : earlier.date} and ${results.worker ? 'this run' : earlier.date}`;
+    from =
+      `ingest and worker figures from ${results.ingest ? 'this run' : earlier.date} and ` +
+      `${results.worker ? 'this run' : earlier.date}`;
   }
   if (worker.batchSize !== batchSize)
     return `the worker part ran batches of ${worker.batchSize}, serverless.yml says ${batchSize}`;
@@ -181,7 +183,8 @@ async function main(): Promise<void> {
     missing: {},
   };
   progress(
-    `${size} run of ${options.parts.join(', ')} on ${results.machine.cpu} (${results.machine.cores} cores), load ${results.machine.loadAverage.start}`,
+    `${size} run of ${options.parts.join(', ')} on ${results.machine.cpu} (${results.machine.cores} cores), load ` +
+      `${results.machine.loadAverage.start}`,
   );
 
   const attempt = async (part: PartName, run: () => Promise<void>) => {
@@ -216,7 +219,8 @@ async function main(): Promise<void> {
         e2e = await import('./end-to-end.ts');
       } catch (err) {
         throw new Error(
-          `the local stack, the sender emulator or the verifier cannot be loaded (${err instanceof Error ? err.message : String(err)})`,
+          `the local stack, the sender emulator or the verifier cannot be loaded ` +
+            `(${err instanceof Error ? err.message : String(err)})`,
         );
       }
       results.endToEnd = await e2e.benchEndToEnd(e2e.endToEndSizes[size], workDir, progress);

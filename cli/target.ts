@@ -73,7 +73,8 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   const local = readLocalStack(opts.cwd);
   if (!local) {
     throw new TargetError(
-      `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage nor TASKS_TABLE names a deployed one`,
+      `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage ` +
+        `nor TASKS_TABLE names a deployed one`,
     );
   }
   return openLocal(local, eventsQueueUrl);

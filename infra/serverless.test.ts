@@ -353,21 +353,25 @@ describe('IAM', () => {
     });
   });
 
-  test('worker: own logs, the event source mapping actions on the main queue, item actions on the table, publishing to the task-events topic only', () => {
-    const statements = statementsOf('WorkerRole');
-    expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
-      [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
-      [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
-      [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
-      [['sns:Publish'], ref('TaskEventsTopic')],
-    ]);
-    // The ingest publishes nothing.
-    expect(
-      statementsOf('IngestRole')
-        .flatMap(actions)
-        .filter((a) => a.startsWith('sns:')),
-    ).toEqual([]);
-  });
+  test(
+    'worker: own logs, the event source mapping actions on the main queue, item actions on the table, publishing ' +
+      'to the task-events topic only',
+    () => {
+      const statements = statementsOf('WorkerRole');
+      expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
+        [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
+        [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
+        [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
+        [['sns:Publish'], ref('TaskEventsTopic')],
+      ]);
+      // The ingest publishes nothing.
+      expect(
+        statementsOf('IngestRole')
+          .flatMap(actions)
+          .filter((a) => a.startsWith('sns:')),
+      ).toEqual([]);
+    },
+  );
 
   test('task events: a standard SNS topic named after the stage, its ARN in the stack outputs', () => {
     const topic = resource('TaskEventsTopic', 'AWS::SNS::Topic').Properties;
@@ -427,39 +431,42 @@ describe('IAM', () => {
     }
   });
 
-  test("the read API's callers get a managed policy: execute-api:Invoke on its three routes, not the callback routes", () => {
-    const policy = resource('ReadApiInvokePolicy', 'AWS::IAM::ManagedPolicy').Properties;
-    const arn = (path: string) => ({
-      'Fn::Sub': `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${HttpApi}/*/${path}`,
-    });
-    expect(policy.PolicyDocument.Statement).toEqual([
-      {
-        Sid: 'InvokeReadApi',
-        Effect: 'Allow',
-        Action: 'execute-api:Invoke',
-        Resource: [arn('GET/tasks'), arn('GET/tasks/*')],
-      },
-    ]);
-    // IAM's wildcard matching of the request ARNs (<api>/<stage>/<method>/<path>) each route produces.
-    const patterns = (policy.PolicyDocument.Statement[0].Resource as { 'Fn::Sub': string }[]).map(
-      (r) =>
-        new RegExp(
-          `^${r['Fn::Sub']
-            .split('${HttpApi}/')[1]!
-            .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
-            .replaceAll('*', '.*')}$`,
-        ),
-    );
-    const allowed = (method: string, path: string) => patterns.some((p) => p.test(`$default/${method}${path}`));
-    for (const path of ['/tasks', '/tasks/rec-1', '/tasks/rec-1/events']) expect(allowed('GET', path)).toBe(true);
-    for (const [method, path] of [
-      ['POST', '/callbacks/recording'],
-      ['POST', '/callbacks/screenshot'],
-      ['GET', '/health'],
-      ['POST', '/tasks'],
-    ])
-      expect(allowed(method!, path!)).toBe(false);
-  });
+  test(
+    "the read API's callers get a managed policy: execute-api:Invoke on its three routes, not the callback " + 'routes',
+    () => {
+      const policy = resource('ReadApiInvokePolicy', 'AWS::IAM::ManagedPolicy').Properties;
+      const arn = (path: string) => ({
+        'Fn::Sub': `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${HttpApi}/*/${path}`,
+      });
+      expect(policy.PolicyDocument.Statement).toEqual([
+        {
+          Sid: 'InvokeReadApi',
+          Effect: 'Allow',
+          Action: 'execute-api:Invoke',
+          Resource: [arn('GET/tasks'), arn('GET/tasks/*')],
+        },
+      ]);
+      // IAM's wildcard matching of the request ARNs (<api>/<stage>/<method>/<path>) each route produces.
+      const patterns = (policy.PolicyDocument.Statement[0].Resource as { 'Fn::Sub': string }[]).map(
+        (r) =>
+          new RegExp(
+            `^${r['Fn::Sub']
+              .split('${HttpApi}/')[1]!
+              .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+              .replaceAll('*', '.*')}$`,
+          ),
+      );
+      const allowed = (method: string, path: string) => patterns.some((p) => p.test(`$default/${method}${path}`));
+      for (const path of ['/tasks', '/tasks/rec-1', '/tasks/rec-1/events']) expect(allowed('GET', path)).toBe(true);
+      for (const [method, path] of [
+        ['POST', '/callbacks/recording'],
+        ['POST', '/callbacks/screenshot'],
+        ['GET', '/health'],
+        ['POST', '/tasks'],
+      ])
+        expect(allowed(method!, path!)).toBe(false);
+    },
+  );
 
   test('no statement allows "*" actions or resources, and every statement allows', () => {
     for (const id of roleIds) {
@@ -493,17 +500,21 @@ describe('HTTP API', () => {
     }
   });
 
-  test('the read API routes reach the api function behind the AWS_IAM authorizer, as the code and the OpenAPI document say', () => {
-    const read = routes().filter((r) => r.RouteKey.startsWith('GET /tasks'));
-    const keys = read.map((r) => r.RouteKey).sort();
-    expect(keys).toEqual(['GET /tasks', 'GET /tasks/{id}', 'GET /tasks/{id}/events']);
-    expect(keys).toEqual([...API_ROUTE_KEYS].sort());
-    expect(keys).toEqual(documentedRoutes());
-    for (const r of read) {
-      expect(r.Target).toEqual(target('HttpApiIntegrationApi'));
-      expect(r.AuthorizationType).toBe('AWS_IAM');
-    }
-  });
+  test(
+    'the read API routes reach the api function behind the AWS_IAM authorizer, as the code and the OpenAPI ' +
+      'document say',
+    () => {
+      const read = routes().filter((r) => r.RouteKey.startsWith('GET /tasks'));
+      const keys = read.map((r) => r.RouteKey).sort();
+      expect(keys).toEqual(['GET /tasks', 'GET /tasks/{id}', 'GET /tasks/{id}/events']);
+      expect(keys).toEqual([...API_ROUTE_KEYS].sort());
+      expect(keys).toEqual(documentedRoutes());
+      for (const r of read) {
+        expect(r.Target).toEqual(target('HttpApiIntegrationApi'));
+        expect(r.AuthorizationType).toBe('AWS_IAM');
+      }
+    },
+  );
 
   test('one payload 2.0 integration and invoke permission per HTTP function', () => {
     const integrations = Object.fromEntries(
@@ -526,30 +537,33 @@ describe('HTTP API', () => {
     }
   });
 
-  test('routes are throttled: each callback route and each read route by its stage parameters, the rest tightly', () => {
-    const stageResource = resource('HttpApiStage', 'AWS::ApiGatewayV2::Stage');
-    const props = stageResource.Properties;
-    expect(props.StageName).toBe('$default');
-    expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
-    // Numbers, not strings: RouteSettings reach API Gateway as the template writes them.
-    for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
-      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
-    }
-    for (const key of API_ROUTE_KEYS) {
-      expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 });
-    }
-    expect(Object.keys(props.RouteSettings)).toHaveLength(5);
-    // Every route the settings name exists before the stage.
-    const routeIds = Object.fromEntries(
-      resourcesOfType('AWS::ApiGatewayV2::Route').map(([id, r]) => [r.Properties.RouteKey, id]),
-    );
-    const dependsOnRoutes = (stageResource.DependsOn as string[]).filter((id) => id.startsWith('HttpApiRoute'));
-    expect(dependsOnRoutes.sort()).toEqual(
-      Object.keys(props.RouteSettings)
-        .map((key) => routeIds[key])
-        .sort(),
-    );
-  });
+  test(
+    'routes are throttled: each callback route and each read route by its stage parameters, the rest ' + 'tightly',
+    () => {
+      const stageResource = resource('HttpApiStage', 'AWS::ApiGatewayV2::Stage');
+      const props = stageResource.Properties;
+      expect(props.StageName).toBe('$default');
+      expect(props.DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: 5, ThrottlingBurstLimit: 10 });
+      // Numbers, not strings: RouteSettings reach API Gateway as the template writes them.
+      for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot']) {
+        expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
+      }
+      for (const key of API_ROUTE_KEYS) {
+        expect(props.RouteSettings[key]).toStrictEqual({ ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 });
+      }
+      expect(Object.keys(props.RouteSettings)).toHaveLength(5);
+      // Every route the settings name exists before the stage.
+      const routeIds = Object.fromEntries(
+        resourcesOfType('AWS::ApiGatewayV2::Route').map(([id, r]) => [r.Properties.RouteKey, id]),
+      );
+      const dependsOnRoutes = (stageResource.DependsOn as string[]).filter((id) => id.startsWith('HttpApiRoute'));
+      expect(dependsOnRoutes.sort()).toEqual(
+        Object.keys(props.RouteSettings)
+          .map((key) => routeIds[key])
+          .sort(),
+      );
+    },
+  );
 
   test('the throttling stage parameters, strings on the command line, become numbers; others are refused', () => {
     const custom = packageService('throttled', [

@@ -88,7 +88,8 @@ describe('cost per million callbacks', () => {
     expect(settings.ingestMemoryMb).toBeGreaterThanOrEqual(128);
     expect(settings.workerMemoryMb).toBeGreaterThanOrEqual(128);
     const yaml = (ingestMemory: string) =>
-      `provider:\n  architecture: arm64\nfunctions:\n  ingest:\n${ingestMemory}    timeout: 6\n  worker:\n    memorySize: 512\n    events:\n      - sqs:\n          batchSize: 10\n`;
+      `provider:\n  architecture: arm64\nfunctions:\n  ingest:\n${ingestMemory}    timeout: 6\n  worker:\n    ` +
+      `memorySize: 512\n    events:\n      - sqs:\n          batchSize: 10\n`;
     expect(readDeployedSettings(yaml('    memorySize: 128\n'))).toEqual({
       architecture: 'arm64',
       ingestMemoryMb: 128,

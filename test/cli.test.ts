@@ -329,7 +329,8 @@ describe('tasks get', () => {
     expect(events.map((e) => e.body.roomId)).toEqual(['room-y']);
     const none = await cli(['tasks', 'get', 'rec-shared', '--app-key', 'shared-3']);
     expect(none.stderr).toBe(
-      `callbacks: no task rec-shared of appKey shared-3 in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+      `callbacks: no task rec-shared of appKey shared-3 in the local stack at ${stack.url} (table ` +
+        `${stack.info.tableName})\n`,
     );
   });
 
@@ -340,7 +341,8 @@ describe('tasks get', () => {
       const run = await cli(['tasks', command, '7nQ2f0vB-rec-001', '--app-key', 'other-app']);
       expect(run.code).toBe(1);
       expect(run.stderr).toBe(
-        `callbacks: no task 7nQ2f0vB-rec-001 of appKey other-app in the local stack at ${stack.url} (table ${stack.info.tableName})\n`,
+        `callbacks: no task 7nQ2f0vB-rec-001 of appKey other-app in the local stack at ${stack.url} (table ` +
+          `${stack.info.tableName})\n`,
       );
     }
   });

@@ -45,7 +45,8 @@ test('the stack file names the running stack, and /health answers', async () => 
   expect(await res.json()).toEqual({ ok: true });
 });
 
-test('a few hundred callbacks of both services, with duplicates, reordering and an outage: every task matches', async () => {
+test('a few hundred callbacks of both services, with duplicates, reordering and an outage: every task ' +
+  'matches', async () => {
   const seed = 'e2e-local-stack';
   const run = generateRun({
     seed,

@@ -207,7 +207,8 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
   test('formatting, unknown fields and numeric strings are passed on untouched', async () => {
     // Characters outside the BMP are left out: fauxqs refuses them, although SQS accepts #x10000-#x10FFFF.
     const raw =
-      '{\n  "type": "2",\n  "appKey": "demo-app",\r\n  "recordId": "r-1",\t"newField": {"x": [1, 2.50]},\n  "text": "é 日本 \\ud83d\\ude00"\n}\n';
+      '{\n  "type": "2",\n  "appKey": "demo-app",\r\n  "recordId": "r-1",\t"newField": {"x": [1, 2.50]},\n  "text": ' +
+      '"é 日本 \\ud83d\\ude00"\n}\n';
     const response = await handleCallbackRequest(httpApiEvent({ body: raw, headers: signedHeaders() }), deps());
     expect(response.statusCode).toBe(200);
     expect((await receiveOne())?.Body).toBe(raw);
@@ -633,15 +634,18 @@ describe('SQS unreachable: 503 queue_unavailable, nothing claims success', () =>
 });
 
 describe('secrets', () => {
-  test('a malformed CALLBACK_SECRETS: 503 secrets_unavailable in enforce, never a crash, no secret in the log', async () => {
-    const d = deps({ env: { CALLBACK_SECRETS: `{"demo-app":["${SECRET}"` } });
-    const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
-    expect(response.statusCode).toBe(503);
-    expect(parse(response.body).error.code).toBe('secrets_unavailable');
-    expect(response.body).not.toContain(SECRET);
-    expect(JSON.stringify(lines)).not.toContain(SECRET);
-    await expectQueueEmpty();
-  });
+  test(
+    'a malformed CALLBACK_SECRETS: 503 secrets_unavailable in enforce, never a crash, no secret in the ' + 'log',
+    async () => {
+      const d = deps({ env: { CALLBACK_SECRETS: `{"demo-app":["${SECRET}"` } });
+      const response = await handleCallbackRequest(httpApiEvent({ body: recordingBody, headers: signedHeaders() }), d);
+      expect(response.statusCode).toBe(503);
+      expect(parse(response.body).error.code).toBe('secrets_unavailable');
+      expect(response.body).not.toContain(SECRET);
+      expect(JSON.stringify(lines)).not.toContain(SECRET);
+      await expectQueueEmpty();
+    },
+  );
 
   test('unreadable secrets in report mode: accepted and marked unverified (the worker sets it aside)', async () => {
     const d = deps({ mode: 'report', env: { CALLBACK_SECRETS: '{oops' } });

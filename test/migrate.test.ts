@@ -101,23 +101,26 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
   await db.client.send(new DeleteTableCommand({ TableName: tableName }));
 });
 
-test('ledger entries past their retention: the task is still whole, the expired callbacks counted without their body', async () => {
-  // Every third ledger entry gone, as the TTL would have taken the oldest.
-  let n = 0;
-  const expired = new Map<string, number>();
-  const tableName = await legacyTable((item) => {
-    const sk = item.sk!.S!;
-    if (!item.pk!.S!.startsWith('TASK#') || !sk.startsWith('EVENT#') || n++ % 3 !== 0) return false;
-    const id = item.pk!.S!.slice('TASK#'.length);
-    expired.set(id, (expired.get(id) ?? 0) + 1);
-    return true;
-  });
-  const gone = [...expired.values()].reduce((a, b) => a + b, 0);
-  expect(gone).toBeGreaterThan(10);
-  const result = await migrateTable({ client: db.client, tableName });
-  expect(result).toMatchObject({ tasks: 3, migrated: 3, callbacks: 48 - gone, carried: gone, failed: [] });
-  await expectMigrated(tableName, (id) => distinct(id) - (expired.get(id) ?? 0));
-});
+test(
+  'ledger entries past their retention: the task is still whole, the expired callbacks counted without their ' + 'body',
+  async () => {
+    // Every third ledger entry gone, as the TTL would have taken the oldest.
+    let n = 0;
+    const expired = new Map<string, number>();
+    const tableName = await legacyTable((item) => {
+      const sk = item.sk!.S!;
+      if (!item.pk!.S!.startsWith('TASK#') || !sk.startsWith('EVENT#') || n++ % 3 !== 0) return false;
+      const id = item.pk!.S!.slice('TASK#'.length);
+      expired.set(id, (expired.get(id) ?? 0) + 1);
+      return true;
+    });
+    const gone = [...expired.values()].reduce((a, b) => a + b, 0);
+    expect(gone).toBeGreaterThan(10);
+    const result = await migrateTable({ client: db.client, tableName });
+    expect(result).toMatchObject({ tasks: 3, migrated: 3, callbacks: 48 - gone, carried: gone, failed: [] });
+    await expectMigrated(tableName, (id) => distinct(id) - (expired.get(id) ?? 0));
+  },
+);
 
 test('interrupted at any write and run again: the same tasks, counts exact', async () => {
   const probe = await legacyTable();

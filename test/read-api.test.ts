@@ -202,16 +202,19 @@ function expectInvalid(res: Answer, parameter: string) {
 // ---------------------------------------------------------------------------------------------------
 
 describe('GET /tasks/{id}', () => {
-  test('a task as `callbacks tasks get --json` prints it: recording and screenshot, through the whole stack', async () => {
-    for (const expected of [...fixtureTasks, ...listing.slice(0, 10).map(expectedTask)]) {
-      const res = await get(`/tasks/${encodeURIComponent(expected.id)}`);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('cache-control')).toBe('no-store');
-      expect(res.body).toEqual({ task: expected, nextFilesCursor: null });
-      // The CLI reads the same store method.
-      expect(res.body.task).toEqual(await store.getTask(expected.id));
-    }
-  });
+  test(
+    'a task as `callbacks tasks get --json` prints it: recording and screenshot, through the whole ' + 'stack',
+    async () => {
+      for (const expected of [...fixtureTasks, ...listing.slice(0, 10).map(expectedTask)]) {
+        const res = await get(`/tasks/${encodeURIComponent(expected.id)}`);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('cache-control')).toBe('no-store');
+        expect(res.body).toEqual({ task: expected, nextFilesCursor: null });
+        // The CLI reads the same store method.
+        expect(res.body.task).toEqual(await store.getTask(expected.id));
+      }
+    },
+  );
 
   test('the files of a 600-image task, one page at a time, in file-name order', async () => {
     const expected = expectedTask(big);

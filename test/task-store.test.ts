@@ -71,59 +71,62 @@ async function deliverUntilDone(records: SQSRecord[], store: DynamoTaskStore, ba
 // ---------------------------------------------------------------------------------------------------
 
 describe('a task belongs to one appKey', () => {
-  test("another appKey's callbacks with the same ids make tasks of their own, each equal to the fold of its own", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        anyLifecycles({ maxLength: 2 }).chain((ls) => fc.tuple(fc.constant(ls), interleavedDeliveries(ls))),
-        fc.integer({ min: 1, max: 8 }),
-        async ([lifecycles, deliveries], batchSize) => {
-          const prefix = `iso${++run}-`;
-          // The intruder sends every callback of each task again under its appKey, with an earlier
-          // timestamp and another room: were tasks keyed by id alone, its start would win the identity.
-          const intruder = (d: Delivery): Delivery => ({
-            service: d.service,
-            body: {
-              ...renamed(d.body, d.service, prefix, 'intruder-app'),
-              timestamp: Number(d.body.timestamp) - 60_000,
-              roomId: 'room-of-the-intruder',
-            },
-          });
-          const own = deliveries.map((d) => ({ service: d.service, body: renamed(d.body, d.service, prefix) }));
-          const mixed = own.flatMap((d, i) => [d, intruder(deliveries[i]!)]);
-          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-          const left = await deliverUntilDone(
-            mixed.map((d) => sqsRecord(d.service, d.body)),
-            store,
-            batchSize,
-          );
-          expect(left).toEqual([]);
-          for (const l of lifecycles) {
-            const id = prefix + l.id;
-            const mine = l.bodies.map((b) => mustParse(l.service, renamed(b, l.service, prefix)));
-            const theirs = deliveries
-              .filter((d) => d.body[idField(d.service)] === l.id)
-              .map((d) => mustParse(d.service, intruder(d).body));
-            const appKey = mine[0]!.appKey;
-            expect(await store.getTask(id, appKey)).toEqual(reduceTask(mine));
-            expect(await store.getTask(id, 'intruder-app')).toEqual(reduceTask(theirs));
-            expect((await store.listEvents(id, appKey)).map((e) => e.key).sort()).toEqual(
-              [...new Set(mine.map((c) => c.key))].sort(),
+  test(
+    "another appKey's callbacks with the same ids make tasks of their own, each equal to the fold of its " + 'own',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          anyLifecycles({ maxLength: 2 }).chain((ls) => fc.tuple(fc.constant(ls), interleavedDeliveries(ls))),
+          fc.integer({ min: 1, max: 8 }),
+          async ([lifecycles, deliveries], batchSize) => {
+            const prefix = `iso${++run}-`;
+            // The intruder sends every callback of each task again under its appKey, with an earlier
+            // timestamp and another room: were tasks keyed by id alone, its start would win the identity.
+            const intruder = (d: Delivery): Delivery => ({
+              service: d.service,
+              body: {
+                ...renamed(d.body, d.service, prefix, 'intruder-app'),
+                timestamp: Number(d.body.timestamp) - 60_000,
+                roomId: 'room-of-the-intruder',
+              },
+            });
+            const own = deliveries.map((d) => ({ service: d.service, body: renamed(d.body, d.service, prefix) }));
+            const mixed = own.flatMap((d, i) => [d, intruder(deliveries[i]!)]);
+            const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+            const left = await deliverUntilDone(
+              mixed.map((d) => sqsRecord(d.service, d.body)),
+              store,
+              batchSize,
             );
-            // By id alone, the store says which appKeys have a task with it rather than choosing one.
-            const ambiguous = await store.getTask(id).catch((err: unknown) => err);
-            expect(ambiguous).toBeInstanceOf(AmbiguousTaskError);
-            expect((ambiguous as AmbiguousTaskError).appKeys).toEqual([appKey, 'intruder-app'].sort());
-          }
-          const listed = [];
-          for await (const s of store.listTasks({ appKey: 'intruder-app', since: 0 })) listed.push(s);
-          expect(listed.filter((s) => s.id.startsWith(prefix)).every((s) => s.roomId === 'room-of-the-intruder')).toBe(
-            true,
-          );
-        },
-      ),
-      { numRuns: 12 },
-    );
-  });
+            expect(left).toEqual([]);
+            for (const l of lifecycles) {
+              const id = prefix + l.id;
+              const mine = l.bodies.map((b) => mustParse(l.service, renamed(b, l.service, prefix)));
+              const theirs = deliveries
+                .filter((d) => d.body[idField(d.service)] === l.id)
+                .map((d) => mustParse(d.service, intruder(d).body));
+              const appKey = mine[0]!.appKey;
+              expect(await store.getTask(id, appKey)).toEqual(reduceTask(mine));
+              expect(await store.getTask(id, 'intruder-app')).toEqual(reduceTask(theirs));
+              expect((await store.listEvents(id, appKey)).map((e) => e.key).sort()).toEqual(
+                [...new Set(mine.map((c) => c.key))].sort(),
+              );
+              // By id alone, the store says which appKeys have a task with it rather than choosing one.
+              const ambiguous = await store.getTask(id).catch((err: unknown) => err);
+              expect(ambiguous).toBeInstanceOf(AmbiguousTaskError);
+              expect((ambiguous as AmbiguousTaskError).appKeys).toEqual([appKey, 'intruder-app'].sort());
+            }
+            const listed = [];
+            for await (const s of store.listTasks({ appKey: 'intruder-app', since: 0 })) listed.push(s);
+            expect(
+              listed.filter((s) => s.id.startsWith(prefix)).every((s) => s.roomId === 'room-of-the-intruder'),
+            ).toBe(true);
+          },
+        ),
+        { numRuns: 12 },
+      );
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------

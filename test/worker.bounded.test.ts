@@ -57,34 +57,37 @@ async function taskItems(): Promise<{ sk: string; bytes: number; ver: number }[]
   return items;
 }
 
-test('a screenshot task with 600 images: its uploads never write the header, every item stays small, counts exact', async () => {
-  const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-  const log = createLogger('test');
-  const config = { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' };
-  const start = screenshotStartOrEnd(TASK, 1, T0, SUCCESS, config);
-  await processBatch(sqsEvent([sqsRecord('screenshot', start)]), { store, log });
-  const headerSk = Keys.headerSk('demo-app');
-  const headerAfterStart = (await taskItems()).find((i) => i.sk === headerSk)!;
+test(
+  'a screenshot task with 600 images: its uploads never write the header, every item stays small, counts ' + 'exact',
+  async () => {
+    const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    const log = createLogger('test');
+    const config = { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' };
+    const start = screenshotStartOrEnd(TASK, 1, T0, SUCCESS, config);
+    await processBatch(sqsEvent([sqsRecord('screenshot', start)]), { store, log });
+    const headerSk = Keys.headerSk('demo-app');
+    const headerAfterStart = (await taskItems()).find((i) => i.sk === headerSk)!;
 
-  const IMAGES = 600;
-  for (let i = 0; i < IMAGES; i += 25) {
-    const records = [];
-    for (let j = i; j < i + 25; j++) records.push(...imageUpload(j).map((b) => sqsRecord('screenshot', b)));
-    const res = await processBatch(sqsEvent(records), { store, log, concurrency: 5 });
-    expect(res.batchItemFailures).toEqual([]);
-  }
-  const items = await taskItems();
-  // The header is as the start left it: 660 uploads later, not one of them wrote it.
-  expect(items.find((i) => i.sk === headerSk)).toEqual(headerAfterStart);
-  // One item per image besides the header, each under the 1 KB a write unit covers.
-  expect(items).toHaveLength(1 + IMAGES);
-  expect(Math.max(...items.map((i) => i.bytes))).toBeLessThan(1024);
+    const IMAGES = 600;
+    for (let i = 0; i < IMAGES; i += 25) {
+      const records = [];
+      for (let j = i; j < i + 25; j++) records.push(...imageUpload(j).map((b) => sqsRecord('screenshot', b)));
+      const res = await processBatch(sqsEvent(records), { store, log, concurrency: 5 });
+      expect(res.batchItemFailures).toEqual([]);
+    }
+    const items = await taskItems();
+    // The header is as the start left it: 660 uploads later, not one of them wrote it.
+    expect(items.find((i) => i.sk === headerSk)).toEqual(headerAfterStart);
+    // One item per image besides the header, each under the 1 KB a write unit covers.
+    expect(items).toHaveLength(1 + IMAGES);
+    expect(Math.max(...items.map((i) => i.bytes))).toBeLessThan(1024);
 
-  const task = await store.getTask(IMAGE_ID);
-  expect(task!.files).toHaveLength(IMAGES);
-  expect(task!.eventCount).toBe(1 + IMAGES + IMAGES / 10);
-  expect(task!.status).toBe('capturing');
-  const retried = task!.files.filter((f) => f.attempts === 2);
-  expect(retried).toHaveLength(IMAGES / 10);
-  expect(retried.every((f) => f.upload === 'uploaded' && f.purgeAt === null)).toBe(true);
-});
+    const task = await store.getTask(IMAGE_ID);
+    expect(task!.files).toHaveLength(IMAGES);
+    expect(task!.eventCount).toBe(1 + IMAGES + IMAGES / 10);
+    expect(task!.status).toBe('capturing');
+    const retried = task!.files.filter((f) => f.attempts === 2);
+    expect(retried).toHaveLength(IMAGES / 10);
+    expect(retried.every((f) => f.upload === 'uploaded' && f.purgeAt === null)).toBe(true);
+  },
+);

@@ -62,7 +62,8 @@ export function register(program: Command): void {
     .addOption(
       new Option(
         '--signature-mode <mode>',
-        'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not check (default: SIGNATURE_MODE, else enforce)',
+        'enforce: reject unsigned or badly signed callbacks; report: accept and record the verdict; off: do not ' +
+          'check (default: SIGNATURE_MODE, else enforce)',
       ).choices(SIGNATURE_MODES),
     )
     .option(
@@ -73,7 +74,8 @@ export function register(program: Command): void {
     )
     .option(
       '--retry-delay <seconds>',
-      `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s visibility time-out)`,
+      `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s ` +
+        `visibility time-out)`,
       seconds,
       DEFAULT_RETRY_DELAY_S,
     )
@@ -144,7 +146,8 @@ export function banner(
         ['health', `GET  ${info.url}/health`],
         [
           'read API',
-          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${c.dim('(loopback clients only, no authorization)')}`,
+          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
+            `${c.dim('(loopback clients only, no authorization)')}`,
         ],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
@@ -154,11 +157,13 @@ export function banner(
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
         [
           'task events',
-          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ${c.dim('(callbacks events tail --follow)')}`,
+          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ` +
+            `${c.dim('(callbacks events tail --follow)')}`,
         ],
         [
           'worker',
-          `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
+          `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
+            `failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
         ],
         [
           'stack file',

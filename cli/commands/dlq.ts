@@ -52,7 +52,8 @@ export function register(program: Command): void {
       );
       ctx.out(
         ctx.c.dim(
-          `${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`,
+          `${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the ` +
+            `main queue.`,
         ),
       );
     });
@@ -75,7 +76,8 @@ export function register(program: Command): void {
           throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
         if (
           !(await confirm(
-            `Move ${opts.max ? `up to ${opts.max} of ` : ''}${plural(waiting, 'message')} from ${from} back to ${to}? [y/N] `,
+            `Move ${opts.max ? `up to ${opts.max} of ` : ''}${plural(waiting, 'message')} from ${from} back to ` +
+              `${to}? [y/N] `,
           ))
         ) {
           ctx.out('Nothing moved.');
@@ -113,14 +115,17 @@ export function register(program: Command): void {
         if (result.notDeleted.length) {
           ctx.out(
             ctx.c.yellow(
-              `${plural(result.notDeleted.length, 'message')} went back to the queue but stayed in the dead-letter queue too (${result.notDeleted[0]!.error}); the worker applies each callback once, so a second redrive is harmless.`,
+              `${plural(result.notDeleted.length, 'message')} went back to the queue but stayed in the dead-letter ` +
+                `queue too (${result.notDeleted[0]!.error}); the worker applies each callback once, so a second ` +
+                `redrive is harmless.`,
             ),
           );
         }
       }
       if (result.failed.length) {
         throw new CliError(
-          `${plural(result.failed.length, 'message')} could not be sent to ${to} and stayed in the dead-letter queue: ${result.failed[0]!.error}`,
+          `${plural(result.failed.length, 'message')} could not be sent to ${to} and stayed in the dead-letter ` +
+            `queue: ${result.failed[0]!.error}`,
         );
       }
     });
@@ -132,7 +137,8 @@ async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {
   const url = which === 'queue' ? queueUrl : dlqUrl;
   if (!url) {
     throw new TargetError(
-      `${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`,
+      `${target.describe} has no ${which === 'queue' ? 'main queue' : 'dead-letter queue'} URL: set ` +
+        `${which === 'queue' ? 'QUEUE_URL' : 'DLQ_URL'} or use --stage`,
     );
   }
   return url;

@@ -78,7 +78,8 @@ export function register(program: Command): void {
   program
     .command('emulate')
     .description(
-      'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it should end up holding',
+      'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it ' +
+        'should end up holding',
     )
     .requiredOption(
       '--url <base>',
@@ -102,7 +103,8 @@ export function register(program: Command): void {
     )
     .option(
       '--outage [probability]',
-      `storage outages: probability that a task's uploads fail and are retried every 10 s (bare flag: ${DEFAULT_OUTAGE})`,
+      `storage outages: probability that a task's uploads fail and are retried every 10 s (bare flag: ` +
+        `${DEFAULT_OUTAGE})`,
       rate,
     )
     .option(
@@ -168,7 +170,8 @@ async function emulate(opts: EmulateOptions): Promise<void> {
         {
           stream: process.stderr,
           format:
-            'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} failed',
+            'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} ' +
+            'failed',
           hideCursor: true,
           clearOnComplete: true,
         },

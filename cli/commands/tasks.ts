@@ -239,7 +239,9 @@ export function renderTask(
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
   if (task.files.length === 0) return `${header}\n\nNo files yet.`;
   const counts = countFiles(task.files);
-  const summary = `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed, ${counts.pending} pending`;
+  const summary =
+    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed, ` +
+    `${counts.pending} pending`;
   const selected = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
   const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
   const shown = selected.slice(0, limit);

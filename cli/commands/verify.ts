@@ -29,7 +29,8 @@ export function register(program: Command): void {
   program
     .command('verify')
     .description(
-      'compare the stored tasks and the published task events with an expect file written by "callbacks emulate"; exit code 0 only if all match',
+      'compare the stored tasks and the published task events with an expect file written by "callbacks emulate"; ' +
+        'exit code 0 only if all match',
     )
     .requiredOption('--expect <file>', 'expect file written by "callbacks emulate --expect"')
     .addOption(

@@ -98,29 +98,32 @@ test('an id used by several appKeys: 409 ambiguous_id naming them, until appKey 
   }
 });
 
-test('a store that cannot be reached: 503 store_unavailable with Retry-After, a warning logged, never a throw', async () => {
-  const unreachable = dynamoClient('http://127.0.0.1:9', 1);
-  const reader = new DynamoTaskStore({ client: unreachable, tableName: dynamo.tableName });
-  try {
-    for (const [route, id] of [
-      [ApiRoutes.task, 'rec-shared'],
-      [ApiRoutes.tasks, null],
-      [ApiRoutes.events, 'rec-shared'],
-    ] as const) {
-      const res = await handleApiRequest(event(route, id), deps(reader));
-      expect(res.statusCode).toBe(503);
-      expect(res.headers['retry-after']).toBe('1');
-      expect(body(res).error.code).toBe('store_unavailable');
+test(
+  'a store that cannot be reached: 503 store_unavailable with Retry-After, a warning logged, never a ' + 'throw',
+  async () => {
+    const unreachable = dynamoClient('http://127.0.0.1:9', 1);
+    const reader = new DynamoTaskStore({ client: unreachable, tableName: dynamo.tableName });
+    try {
+      for (const [route, id] of [
+        [ApiRoutes.task, 'rec-shared'],
+        [ApiRoutes.tasks, null],
+        [ApiRoutes.events, 'rec-shared'],
+      ] as const) {
+        const res = await handleApiRequest(event(route, id), deps(reader));
+        expect(res.statusCode).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
+        expect(body(res).error.code).toBe('store_unavailable');
+      }
+    } finally {
+      unreachable.destroy();
     }
-  } finally {
-    unreachable.destroy();
-  }
-  expect(lines.map((l) => [l.level, l.event, l.fields.code])).toEqual([
-    ['warn', 'api_request', 'store_unavailable'],
-    ['warn', 'api_request', 'store_unavailable'],
-    ['warn', 'api_request', 'store_unavailable'],
-  ]);
-});
+    expect(lines.map((l) => [l.level, l.event, l.fields.code])).toEqual([
+      ['warn', 'api_request', 'store_unavailable'],
+      ['warn', 'api_request', 'store_unavailable'],
+      ['warn', 'api_request', 'store_unavailable'],
+    ]);
+  },
+);
 
 test('a fault in this code: 503 internal_error, logged as an error with its reason', async () => {
   const broken: TaskReader = { ...sharedId, listTasksPage: () => Promise.reject(new TypeError('x is not a function')) };

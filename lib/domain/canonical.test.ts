@@ -72,25 +72,28 @@ describe('eventKey', () => {
     expect(eventKey(other)).not.toBe(eventKey(body));
   });
 
-  test('property: a JSON object keeps its canonical form and eventKey when its keys are shuffled at every depth', () => {
-    let reordered = 0;
-    fc.assert(
-      fc.property(
-        fc.object({ maxDepth: 4 }).map((o) => JSON.parse(JSON.stringify(o))),
-        fc.nat(),
-        (value, seed) => {
-          const shuffled = reorderKeysDeep(value, seed);
-          if (JSON.stringify(shuffled) !== JSON.stringify(value)) reordered += 1;
-          expect(shuffled).toStrictEqual(value);
-          expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
-          expect(eventKey(shuffled)).toBe(eventKey(value));
-        },
-      ),
-      { numRuns: 300 },
-    );
-    // The property is not vacuous: most runs really changed the key order.
-    expect(reordered).toBeGreaterThan(100);
-  });
+  test(
+    'property: a JSON object keeps its canonical form and eventKey when its keys are shuffled at every ' + 'depth',
+    () => {
+      let reordered = 0;
+      fc.assert(
+        fc.property(
+          fc.object({ maxDepth: 4 }).map((o) => JSON.parse(JSON.stringify(o))),
+          fc.nat(),
+          (value, seed) => {
+            const shuffled = reorderKeysDeep(value, seed);
+            if (JSON.stringify(shuffled) !== JSON.stringify(value)) reordered += 1;
+            expect(shuffled).toStrictEqual(value);
+            expect(canonicalJson(shuffled)).toBe(canonicalJson(value));
+            expect(eventKey(shuffled)).toBe(eventKey(value));
+          },
+        ),
+        { numRuns: 300 },
+      );
+      // The property is not vacuous: most runs really changed the key order.
+      expect(reordered).toBeGreaterThan(100);
+    },
+  );
 
   test('property: JSON values with different content have different canonical forms and keys', () => {
     fc.assert(

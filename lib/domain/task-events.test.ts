@@ -276,16 +276,19 @@ test('ids: one per type, task and file; appKey and service are part of it', () =
   expect(taskEventId('a', 'recording', 'x', 'task.started', null)).toMatch(/^[0-9a-f]{32}$/);
 });
 
-test('checkPublished: duplicates allowed, a missing MUST and an id outside MAY are reported, other tasks ignored', () => {
-  const expected = expectedTaskEvents([start, end, upload]);
-  const published = publishAll([start, end, upload, upload], () => false);
-  expect(checkPublished(expected, published)).toMatchObject({ ok: true, missing: [], unexpected: [] });
-  const withoutStarted = published.filter((e) => e.type !== 'task.started');
-  expect(checkPublished(expected, withoutStarted).missing.map((r) => r.type)).toEqual(['task.started']);
-  const stray = { ...published[0]!, id: 'f'.repeat(32), type: 'file.upload_failed' as const };
-  expect(checkPublished(expected, [...published, stray]).unexpected).toEqual([
-    { id: stray.id, type: 'file.upload_failed', taskId: 'rec-1' },
-  ]);
-  const otherTask = { ...stray, task: { ...stray.task, id: 'rec-2' } };
-  expect(checkPublished(expected, [...published, otherTask]).ok).toBe(true);
-});
+test(
+  'checkPublished: duplicates allowed, a missing MUST and an id outside MAY are reported, other tasks ' + 'ignored',
+  () => {
+    const expected = expectedTaskEvents([start, end, upload]);
+    const published = publishAll([start, end, upload, upload], () => false);
+    expect(checkPublished(expected, published)).toMatchObject({ ok: true, missing: [], unexpected: [] });
+    const withoutStarted = published.filter((e) => e.type !== 'task.started');
+    expect(checkPublished(expected, withoutStarted).missing.map((r) => r.type)).toEqual(['task.started']);
+    const stray = { ...published[0]!, id: 'f'.repeat(32), type: 'file.upload_failed' as const };
+    expect(checkPublished(expected, [...published, stray]).unexpected).toEqual([
+      { id: stray.id, type: 'file.upload_failed', taskId: 'rec-1' },
+    ]);
+    const otherTask = { ...stray, task: { ...stray.task, id: 'rec-2' } };
+    expect(checkPublished(expected, [...published, otherTask]).ok).toBe(true);
+  },
+);

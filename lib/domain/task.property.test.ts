@@ -51,24 +51,27 @@ const lifecycleInSomeOrder = anyLifecycle().chain((lifecycle) =>
 );
 
 describe('task state is independent of delivery order and duplicates', () => {
-  test('(a) foldTask of any permutation with duplicates (exact or key-reordered) equals reduceTask of the originals', () => {
-    let withDuplicates = 0;
-    fc.assert(
-      fc.property(
-        anyLifecycle().chain((l) => fc.tuple(fc.constant(l), withDuplicatesShuffled(l.bodies))),
-        ([lifecycle, deliveries]) => {
-          const expected = reduceTask(callbacksOf(lifecycle));
-          const folded = foldTask(deliveries.map((body) => mustParse(lifecycle.service, body)));
-          expect(folded).toStrictEqual(expected);
-          // The lifecycle's bodies are distinct events: duplicates never count.
-          expect(folded!.eventCount).toBe(lifecycle.bodies.length);
-          if (deliveries.length > lifecycle.bodies.length) withDuplicates += 1;
-        },
-      ),
-      { numRuns: NUM_RUNS },
-    );
-    expect(withDuplicates).toBeGreaterThan(NUM_RUNS / 2);
-  });
+  test(
+    '(a) foldTask of any permutation with duplicates (exact or key-reordered) equals reduceTask of the ' + 'originals',
+    () => {
+      let withDuplicates = 0;
+      fc.assert(
+        fc.property(
+          anyLifecycle().chain((l) => fc.tuple(fc.constant(l), withDuplicatesShuffled(l.bodies))),
+          ([lifecycle, deliveries]) => {
+            const expected = reduceTask(callbacksOf(lifecycle));
+            const folded = foldTask(deliveries.map((body) => mustParse(lifecycle.service, body)));
+            expect(folded).toStrictEqual(expected);
+            // The lifecycle's bodies are distinct events: duplicates never count.
+            expect(folded!.eventCount).toBe(lifecycle.bodies.length);
+            if (deliveries.length > lifecycle.bodies.length) withDuplicates += 1;
+          },
+        ),
+        { numRuns: NUM_RUNS },
+      );
+      expect(withDuplicates).toBeGreaterThan(NUM_RUNS / 2);
+    },
+  );
 
   test('the oracle agrees with what the lifecycle plan says about files and status', () => {
     fc.assert(

@@ -125,48 +125,51 @@ describe('generateRun', () => {
     }
   });
 
-  test('a lifecycle: start, slices every slicesMin, end, one successful upload per file; images every slicesSec', () => {
-    const run = generateRun({ ...base, recordings: 30 });
-    let sliced = 0;
-    for (const sends of byTask(run.sends).values()) {
-      const cbs = sends.map(parse).sort((a, b) => a.timestamp - b.timestamp);
-      // A real sender never stamps two events of one task with the same time.
-      expect(new Set(cbs.map((c) => c.timestamp)).size).toBe(cbs.length);
-      expect(cbs[0]!.type).toBe(1);
-      expect(cbs.filter((c) => c.type === 1)).toHaveLength(1);
-      expect(cbs.filter((c) => c.type === 3)).toHaveLength(1);
-      const start = cbs[0]!;
-      const files = new Set(cbs.map((c) => c.file?.fileName ?? c.upload?.fileName).filter(Boolean));
-      const uploads = cbs.filter((c) => c.type === 4);
-      expect(uploads).toHaveLength(files.size);
-      expect(uploads.every((u) => u.upload!.ok && u.upload!.url?.endsWith(u.upload!.fileName))).toBe(true);
-      if (start.service === 'recording') {
-        const slices = cbs.filter((c) => c.type === 2);
-        const step = (start.config!.slicesMin as number) * 60_000;
-        slices.forEach((s, i) => {
-          expect(s.timestamp).toBe(start.timestamp + (i + 1) * step);
-        });
-        sliced += slices.length;
-        // The start names the first file, each slice the file it closes.
-        if (slices.length) expect(slices[0]!.file!.fileName).toBe(start.startFileName);
-        expect(files.size).toBe(slices.length + 1);
-      } else {
-        const step = (start.config!.slicesSec as number) * 1000;
-        const taken = [...files].map((f) => Number(/_(\d{13})\.jpg$/.exec(f!)![1])).sort((a, b) => a - b);
-        taken.forEach((t, i) => {
-          expect(t).toBe(start.timestamp + (i + 1) * step);
-        });
-        expect(cbs.every((c) => c.type !== 2)).toBe(true);
-        for (const u of uploads) {
-          expect((u.body.output as Record<string, unknown>).fileState).toBe('10000');
-          expect(u.code).toBe(200);
+  test(
+    'a lifecycle: start, slices every slicesMin, end, one successful upload per file; images every ' + 'slicesSec',
+    () => {
+      const run = generateRun({ ...base, recordings: 30 });
+      let sliced = 0;
+      for (const sends of byTask(run.sends).values()) {
+        const cbs = sends.map(parse).sort((a, b) => a.timestamp - b.timestamp);
+        // A real sender never stamps two events of one task with the same time.
+        expect(new Set(cbs.map((c) => c.timestamp)).size).toBe(cbs.length);
+        expect(cbs[0]!.type).toBe(1);
+        expect(cbs.filter((c) => c.type === 1)).toHaveLength(1);
+        expect(cbs.filter((c) => c.type === 3)).toHaveLength(1);
+        const start = cbs[0]!;
+        const files = new Set(cbs.map((c) => c.file?.fileName ?? c.upload?.fileName).filter(Boolean));
+        const uploads = cbs.filter((c) => c.type === 4);
+        expect(uploads).toHaveLength(files.size);
+        expect(uploads.every((u) => u.upload!.ok && u.upload!.url?.endsWith(u.upload!.fileName))).toBe(true);
+        if (start.service === 'recording') {
+          const slices = cbs.filter((c) => c.type === 2);
+          const step = (start.config!.slicesMin as number) * 60_000;
+          slices.forEach((s, i) => {
+            expect(s.timestamp).toBe(start.timestamp + (i + 1) * step);
+          });
+          sliced += slices.length;
+          // The start names the first file, each slice the file it closes.
+          if (slices.length) expect(slices[0]!.file!.fileName).toBe(start.startFileName);
+          expect(files.size).toBe(slices.length + 1);
+        } else {
+          const step = (start.config!.slicesSec as number) * 1000;
+          const taken = [...files].map((f) => Number(/_(\d{13})\.jpg$/.exec(f!)![1])).sort((a, b) => a - b);
+          taken.forEach((t, i) => {
+            expect(t).toBe(start.timestamp + (i + 1) * step);
+          });
+          expect(cbs.every((c) => c.type !== 2)).toBe(true);
+          for (const u of uploads) {
+            expect((u.body.output as Record<string, unknown>).fileState).toBe('10000');
+            expect(u.code).toBe(200);
+          }
         }
       }
-    }
-    expect(sliced).toBeGreaterThan(0);
-    const statuses = reduceTasks(run.sends.map(parse)).map((t) => t.status);
-    expect(new Set(statuses)).toEqual(new Set(['completed']));
-  });
+      expect(sliced).toBeGreaterThan(0);
+      const statuses = reduceTasks(run.sends.map(parse)).map((t) => t.status);
+      expect(new Set(statuses)).toEqual(new Set(['completed']));
+    },
+  );
 
   test('without faults: no duplicates, no failures, each task sent in platform order', () => {
     const run = generateRun(base);

@@ -152,65 +152,69 @@ test('signs in the query string on request, and not at all with "none"', async (
   }
 });
 
-test('retries 503 and dropped connections, gives up after maxAttempts, and leaves undelivered bodies out of the expectation', async () => {
-  const doomed = run.sends.find((s) => s.service === 'recording')!.taskId;
-  const rejected = run.sends.find((s) => s.service === 'screenshot')!.taskId;
-  const order = new Map(run.sends.map((s, i) => [canonicalJson(s.body), i]));
-  receiver = await startReceiver((r, attempt) => {
-    const body = JSON.parse(r.body) as Record<string, unknown>;
-    const id = (body.recordId ?? body.imageId) as string;
-    if (id === doomed) return 503;
-    if (id === rejected && body.type === 4) return 400;
-    const i = order.get(canonicalJson(body))!;
-    if (attempt === 1 && i % 3 === 0) return 503;
-    if (attempt === 1 && i % 3 === 1) return 'close';
-    return 'ok';
-  });
-  const maxAttempts = 3;
-  const report = await sendAll({
-    ...fast,
-    url: receiver.url,
-    sends: run.sends,
-    random: createRandom(4),
-    secret: SECRET,
-    maxAttempts,
-  });
+test(
+  'retries 503 and dropped connections, gives up after maxAttempts, and leaves undelivered bodies out of the ' +
+    'expectation',
+  async () => {
+    const doomed = run.sends.find((s) => s.service === 'recording')!.taskId;
+    const rejected = run.sends.find((s) => s.service === 'screenshot')!.taskId;
+    const order = new Map(run.sends.map((s, i) => [canonicalJson(s.body), i]));
+    receiver = await startReceiver((r, attempt) => {
+      const body = JSON.parse(r.body) as Record<string, unknown>;
+      const id = (body.recordId ?? body.imageId) as string;
+      if (id === doomed) return 503;
+      if (id === rejected && body.type === 4) return 400;
+      const i = order.get(canonicalJson(body))!;
+      if (attempt === 1 && i % 3 === 0) return 503;
+      if (attempt === 1 && i % 3 === 1) return 'close';
+      return 'ok';
+    });
+    const maxAttempts = 3;
+    const report = await sendAll({
+      ...fast,
+      url: receiver.url,
+      sends: run.sends,
+      random: createRandom(4),
+      secret: SECRET,
+      maxAttempts,
+    });
 
-  const isDoomed = (s: ScheduledSend) => s.taskId === doomed;
-  const isRejected = (s: ScheduledSend) => s.taskId === rejected && s.body.type === 4;
-  const doomedCount = run.sends.filter(isDoomed).length;
-  const rejectedCount = run.sends.filter(isRejected).length;
-  const others = run.sends.filter((s) => !isDoomed(s) && !isRejected(s));
-  const otherIndices = others.map((s) => order.get(canonicalJson(s.body))!);
-  const first503 = otherIndices.filter((i) => i % 3 === 0).length;
-  const firstClosed = otherIndices.filter((i) => i % 3 === 1).length;
-  expect(rejectedCount).toBeGreaterThan(0);
+    const isDoomed = (s: ScheduledSend) => s.taskId === doomed;
+    const isRejected = (s: ScheduledSend) => s.taskId === rejected && s.body.type === 4;
+    const doomedCount = run.sends.filter(isDoomed).length;
+    const rejectedCount = run.sends.filter(isRejected).length;
+    const others = run.sends.filter((s) => !isDoomed(s) && !isRejected(s));
+    const otherIndices = others.map((s) => order.get(canonicalJson(s.body))!);
+    const first503 = otherIndices.filter((i) => i % 3 === 0).length;
+    const firstClosed = otherIndices.filter((i) => i % 3 === 1).length;
+    expect(rejectedCount).toBeGreaterThan(0);
 
-  const s = report.summary;
-  expect(s.delivered).toBe(others.length);
-  expect(s.undelivered).toBe(doomedCount + rejectedCount);
-  expect(s.status5xx).toBe(doomedCount * maxAttempts + first503);
-  expect(s.status4xx).toBe(rejectedCount);
-  expect(s.networkErrors).toBe(firstClosed);
-  expect(s.retried).toBe(doomedCount * (maxAttempts - 1) + first503 + firstClosed);
-  expect(s.requests).toBe(s.status2xx + s.status4xx + s.status5xx + s.networkErrors);
-  expect(s.status2xx).toBe(others.length);
-  for (const r of report.results) {
-    if (isDoomed(r)) expect(r).toMatchObject({ delivered: false, attempts: maxAttempts, status: 503 });
-    if (isRejected(r)) expect(r).toMatchObject({ delivered: false, attempts: 1, status: 400 });
-  }
+    const s = report.summary;
+    expect(s.delivered).toBe(others.length);
+    expect(s.undelivered).toBe(doomedCount + rejectedCount);
+    expect(s.status5xx).toBe(doomedCount * maxAttempts + first503);
+    expect(s.status4xx).toBe(rejectedCount);
+    expect(s.networkErrors).toBe(firstClosed);
+    expect(s.retried).toBe(doomedCount * (maxAttempts - 1) + first503 + firstClosed);
+    expect(s.requests).toBe(s.status2xx + s.status4xx + s.status5xx + s.networkErrors);
+    expect(s.status2xx).toBe(others.length);
+    for (const r of report.results) {
+      if (isDoomed(r)) expect(r).toMatchObject({ delivered: false, attempts: maxAttempts, status: 503 });
+      if (isRejected(r)) expect(r).toMatchObject({ delivered: false, attempts: 1, status: 400 });
+    }
 
-  const tasks = expectedTasks(report.results);
-  expect(tasks.find((t) => t.id === doomed)).toBeUndefined();
-  const shot = tasks.find((t) => t.id === rejected)!;
-  // Its uploads were refused: screenshot files are only known from uploads, so the receiver holds none.
-  expect(shot.eventCount).toBe(run.sends.filter((s) => s.taskId === rejected).length - rejectedCount);
-  expect(shot.files).toEqual([]);
-  expect(tasks).toHaveLength(run.tasks.recording + run.tasks.screenshot - 1);
-  expect(tasks).toEqual(
-    expectedTasks(run.sends.map((send) => ({ ...send, delivered: !isDoomed(send) && !isRejected(send) }))),
-  );
-});
+    const tasks = expectedTasks(report.results);
+    expect(tasks.find((t) => t.id === doomed)).toBeUndefined();
+    const shot = tasks.find((t) => t.id === rejected)!;
+    // Its uploads were refused: screenshot files are only known from uploads, so the receiver holds none.
+    expect(shot.eventCount).toBe(run.sends.filter((s) => s.taskId === rejected).length - rejectedCount);
+    expect(shot.files).toEqual([]);
+    expect(tasks).toHaveLength(run.tasks.recording + run.tasks.screenshot - 1);
+    expect(tasks).toEqual(
+      expectedTasks(run.sends.map((send) => ({ ...send, delivered: !isDoomed(send) && !isRejected(send) }))),
+    );
+  },
+);
 
 test('a request that gets no answer times out and is retried, then counted as undelivered', async () => {
   receiver = await startReceiver(() => 'hang');

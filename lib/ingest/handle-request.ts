@@ -53,7 +53,8 @@ type Level = 'info' | 'warn' | 'error';
 const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) => [ErrorCode, string]>> = {
   missing: () => [
     'missing_signature',
-    'The request carries no complete signature: nonce, timestamp and signature are required, in the query string or in headers.',
+    'The request carries no complete signature: nonce, timestamp and signature are required, in the query string or ' +
+      'in headers.',
   ],
   invalid: () => [
     'invalid_signature',

@@ -94,35 +94,38 @@ test('a body over the ingest limit reaches the handler cut one byte past the lim
   expect(events[0]!.body).toHaveLength(MAX_BODY + 1);
 });
 
-test('a body over the gateway payload limit is refused without calling the handler, and the server keeps serving', async () => {
-  const status = await new Promise<number>((resolve, reject) => {
-    const req = httpRequest(
-      `${base}/callbacks/recording`,
-      { method: 'POST', headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      },
-    );
-    // The client keeps sending; the server stops reading and closes the connection after its answer.
-    req.on('error', reject);
-    const chunk = Buffer.alloc(16 * 1024, 0x20);
-    let sent = 0;
-    const pump = () => {
-      while (sent < 1024 * 1024) {
-        sent += chunk.length;
-        if (!req.write(chunk)) return void req.once('drain', pump);
-      }
-      req.end();
-    };
-    pump();
-  }).catch((err: NodeJS.ErrnoException) => err.code);
-  // Either the 413 is read before the connection closes, or the client sees the close while still writing.
-  expect([413, 'EPIPE', 'ECONNRESET']).toContain(status);
-  expect(events).toHaveLength(0);
-  const after = await fetch(`${base}/health`);
-  expect(after.status).toBe(200);
-});
+test(
+  'a body over the gateway payload limit is refused without calling the handler, and the server keeps ' + 'serving',
+  async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        `${base}/callbacks/recording`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
+      // The client keeps sending; the server stops reading and closes the connection after its answer.
+      req.on('error', reject);
+      const chunk = Buffer.alloc(16 * 1024, 0x20);
+      let sent = 0;
+      const pump = () => {
+        while (sent < 1024 * 1024) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    }).catch((err: NodeJS.ErrnoException) => err.code);
+    // Either the 413 is read before the connection closes, or the client sees the close while still writing.
+    expect([413, 'EPIPE', 'ECONNRESET']).toContain(status);
+    expect(events).toHaveLength(0);
+    const after = await fetch(`${base}/health`);
+    expect(after.status).toBe(200);
+  },
+);
 
 test('while the stack is not ready, everything answers 503', async () => {
   ready = false;

@@ -109,72 +109,80 @@ function poller(
   return p;
 }
 
-test('messages are gathered into one batch up to the batch size, shaped as Lambda shapes them, and deleted once handled', async () => {
-  const q = queues(5);
-  const bodies = Array.from({ length: 25 }, (_, i) => `body-${i}`);
-  await send(q.main, bodies);
-  const events: SQSEvent[] = [];
-  const p = poller(q, async (event) => {
-    events.push(event);
-    return { batchItemFailures: [] };
-  });
-  await eventually(() => p.stats.succeeded === 25, 'all 25 records handled');
-  await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+test(
+  'messages are gathered into one batch up to the batch size, shaped as Lambda shapes them, and deleted once ' +
+    'handled',
+  async () => {
+    const q = queues(5);
+    const bodies = Array.from({ length: 25 }, (_, i) => `body-${i}`);
+    await send(q.main, bodies);
+    const events: SQSEvent[] = [];
+    const p = poller(q, async (event) => {
+      events.push(event);
+      return { batchItemFailures: [] };
+    });
+    await eventually(() => p.stats.succeeded === 25, 'all 25 records handled');
+    await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
 
-  // The batch was full before the window ended: one invocation with all of them.
-  expect(events).toHaveLength(1);
-  expect(events[0]!.Records.map((r) => r.body).sort()).toEqual([...bodies].sort());
-  const record: SQSRecord = events[0]!.Records[0]!;
-  expect(record).toMatchObject({
-    eventSource: 'aws:sqs',
-    eventSourceARN: q.mainArn,
-    awsRegion: 'us-east-1',
-    attributes: { ApproximateReceiveCount: '1', SenderId: expect.any(String) },
-    messageAttributes: {
-      service: { stringValue: 'recording', dataType: 'String', stringListValues: [], binaryListValues: [] },
-      receivedAt: { stringValue: '1763798400000', dataType: 'Number' },
-    },
-  });
-  expect(record.messageId).toMatch(/\S/);
-  expect(record.receiptHandle).toMatch(/\S/);
-  expect(Number(record.attributes.SentTimestamp)).toBeGreaterThan(1.7e12);
-  expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
-  expect(p.stats).toMatchObject({ batches: 1, records: 25, succeeded: 25, failed: 0, largestBatch: 25 });
-});
+    // The batch was full before the window ended: one invocation with all of them.
+    expect(events).toHaveLength(1);
+    expect(events[0]!.Records.map((r) => r.body).sort()).toEqual([...bodies].sort());
+    const record: SQSRecord = events[0]!.Records[0]!;
+    expect(record).toMatchObject({
+      eventSource: 'aws:sqs',
+      eventSourceARN: q.mainArn,
+      awsRegion: 'us-east-1',
+      attributes: { ApproximateReceiveCount: '1', SenderId: expect.any(String) },
+      messageAttributes: {
+        service: { stringValue: 'recording', dataType: 'String', stringListValues: [], binaryListValues: [] },
+        receivedAt: { stringValue: '1763798400000', dataType: 'Number' },
+      },
+    });
+    expect(record.messageId).toMatch(/\S/);
+    expect(record.receiptHandle).toMatch(/\S/);
+    expect(Number(record.attributes.SentTimestamp)).toBeGreaterThan(1.7e12);
+    expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+    expect(p.stats).toMatchObject({ batches: 1, records: 25, succeeded: 25, failed: 0, largestBatch: 25 });
+  },
+);
 
-test('a record reported in batchItemFailures comes back, and after maxReceiveCount receives it is in the dead-letter queue', async () => {
-  const q = queues(3);
-  await send(q.main, ['good-1', 'poison', 'good-2']);
-  const seen: Array<{ body: string; receiveCount: string }> = [];
-  const p = poller(
-    q,
-    async (event): Promise<SQSBatchResponse> => {
-      for (const r of event.Records) seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
-      return {
-        batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({
-          itemIdentifier: r.messageId,
-        })),
-      };
-    },
-    { batchingWindowMs: 0 },
-  );
+test(
+  'a record reported in batchItemFailures comes back, and after maxReceiveCount receives it is in the ' +
+    'dead-letter queue',
+  async () => {
+    const q = queues(3);
+    await send(q.main, ['good-1', 'poison', 'good-2']);
+    const seen: Array<{ body: string; receiveCount: string }> = [];
+    const p = poller(
+      q,
+      async (event): Promise<SQSBatchResponse> => {
+        for (const r of event.Records) seen.push({ body: r.body, receiveCount: r.attributes.ApproximateReceiveCount });
+        return {
+          batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({
+            itemIdentifier: r.messageId,
+          })),
+        };
+      },
+      { batchingWindowMs: 0 },
+    );
 
-  await eventually(async () => (await depth(q.dlq)).visible === 1, 'the poison message in the dead-letter queue');
-  await p.stop();
+    await eventually(async () => (await depth(q.dlq)).visible === 1, 'the poison message in the dead-letter queue');
+    await p.stop();
 
-  expect(seen.filter((s) => s.body === 'poison').map((s) => s.receiveCount)).toEqual(['1', '2', '3']);
-  expect(
-    seen
-      .filter((s) => s.body !== 'poison')
-      .map((s) => s.body)
-      .sort(),
-  ).toEqual(['good-1', 'good-2']);
-  expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
-  const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlq, MessageAttributeNames: ['All'] }));
-  expect(dead.Messages?.map((m) => m.Body)).toEqual(['poison']);
-  expect(dead.Messages?.[0]?.MessageAttributes?.service?.StringValue).toBe('recording');
-  expect(p.stats).toMatchObject({ succeeded: 2, failed: 3, batchFailures: 0 });
-});
+    expect(seen.filter((s) => s.body === 'poison').map((s) => s.receiveCount)).toEqual(['1', '2', '3']);
+    expect(
+      seen
+        .filter((s) => s.body !== 'poison')
+        .map((s) => s.body)
+        .sort(),
+    ).toEqual(['good-1', 'good-2']);
+    expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+    const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: q.dlq, MessageAttributeNames: ['All'] }));
+    expect(dead.Messages?.map((m) => m.Body)).toEqual(['poison']);
+    expect(dead.Messages?.[0]?.MessageAttributes?.service?.StringValue).toBe('recording');
+    expect(p.stats).toMatchObject({ succeeded: 2, failed: 3, batchFailures: 0 });
+  },
+);
 
 test('a handler that throws fails the whole batch: every record comes back', async () => {
   const q = queues(5);

@@ -208,60 +208,63 @@ describe('SQS unreachable at ingest', () => {
     await pipeline.stop();
   });
 
-  test('503 queue_unavailable while it is down, then the sender retries get every callback through; verify passes', async () => {
-    const run = generateRun({
-      seed: 'sqs-outage',
-      recordings: 4,
-      screenshots: 2,
-      appKey: 'demo-app',
-      compress: 3600,
-      duplicates: 0.15,
-      reorderWindowMs: 50,
-    });
-    await pipeline.stopSqs();
-    const report = await sendAll({
-      url: pipeline.url,
-      sends: run.sends,
-      random: createRandom('sqs-outage/sender'),
-      secret: SECRET,
-      followSchedule: false,
-      concurrency: 4,
-      maxAttempts: 30,
-      backoffMs: 20,
-      maxBackoffMs: 150,
-      timeoutMs: 15_000,
-    });
-    await restart;
-    for (const s of run.sends) logs.body(JSON.stringify(s.body));
+  test(
+    '503 queue_unavailable while it is down, then the sender retries get every callback through; verify ' + 'passes',
+    async () => {
+      const run = generateRun({
+        seed: 'sqs-outage',
+        recordings: 4,
+        screenshots: 2,
+        appKey: 'demo-app',
+        compress: 3600,
+        duplicates: 0.15,
+        reorderWindowMs: 50,
+      });
+      await pipeline.stopSqs();
+      const report = await sendAll({
+        url: pipeline.url,
+        sends: run.sends,
+        random: createRandom('sqs-outage/sender'),
+        secret: SECRET,
+        followSchedule: false,
+        concurrency: 4,
+        maxAttempts: 30,
+        backoffMs: 20,
+        maxBackoffMs: 150,
+        timeoutMs: 15_000,
+      });
+      await restart;
+      for (const s of run.sends) logs.body(JSON.stringify(s.body));
 
-    // Every 5xx was the queue, and was retried until it got through.
-    const failures = answers.filter((a) => a.status !== 200);
-    expect(failures.length).toBeGreaterThanOrEqual(OUTAGE_503S);
-    expect(new Set(failures.map((a) => `${a.status} ${a.code}`))).toEqual(new Set(['503 queue_unavailable']));
-    expect(report.summary).toMatchObject({
-      callbacks: run.sends.length,
-      delivered: run.sends.length,
-      undelivered: 0,
-      status4xx: 0,
-    });
-    expect(report.summary.status5xx).toBe(failures.length);
-    expect(report.summary.retried).toBeGreaterThanOrEqual(failures.length);
+      // Every 5xx was the queue, and was retried until it got through.
+      const failures = answers.filter((a) => a.status !== 200);
+      expect(failures.length).toBeGreaterThanOrEqual(OUTAGE_503S);
+      expect(new Set(failures.map((a) => `${a.status} ${a.code}`))).toEqual(new Set(['503 queue_unavailable']));
+      expect(report.summary).toMatchObject({
+        callbacks: run.sends.length,
+        delivered: run.sends.length,
+        undelivered: 0,
+        status4xx: 0,
+      });
+      expect(report.summary.status5xx).toBe(failures.length);
+      expect(report.summary.retried).toBeGreaterThanOrEqual(failures.length);
 
-    const expected = expectedTasks(report.results);
-    await waitFor('the queue to drain', () => pipeline.idle());
-    const result = await verifyTasks({
-      expected,
-      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
-      waitForDrain: () => pipeline.idle(),
-      timeoutMs: 30_000,
-      settleMs: 200,
-    });
-    expect(result).toMatchObject({ ok: true, checked: 6, matched: 6 });
-    const counts = await storedEvents(pipeline.store, expected);
-    const distinct = distinctAcknowledged(report.results);
-    expect(counts).toEqual({ eventCount: distinct, ledger: distinct });
-    expect(await quarantined(pipeline.store)).toBe(0);
-  });
+      const expected = expectedTasks(report.results);
+      await waitFor('the queue to drain', () => pipeline.idle());
+      const result = await verifyTasks({
+        expected,
+        getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
+        waitForDrain: () => pipeline.idle(),
+        timeoutMs: 30_000,
+        settleMs: 200,
+      });
+      expect(result).toMatchObject({ ok: true, checked: 6, matched: 6 });
+      const counts = await storedEvents(pipeline.store, expected);
+      const distinct = distinctAcknowledged(report.results);
+      expect(counts).toEqual({ eventCount: distinct, ledger: distinct });
+      expect(await quarantined(pipeline.store)).toBe(0);
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -327,71 +330,75 @@ describe('a poison message', () => {
     await pipeline.stop();
   });
 
-  test('reaches the dead-letter queue after maxReceiveCount receives; fixed, `callbacks dlq redrive`, then `callbacks verify` passes with exact counts', async () => {
-    const report = await sendAll({
-      url: pipeline.url,
-      sends: run.sends,
-      random: createRandom('poison/sender'),
-      secret: SECRET,
-      followSchedule: false,
-      concurrency: 4,
-    });
-    expect(report.summary.undelivered).toBe(0);
-    for (const s of run.sends) logs.body(JSON.stringify(s.body));
-    const poisonMessages = run.sends.filter((s) => s.taskId === poisonId).length;
-    expect(poisonMessages).toBeGreaterThan(1);
+  test(
+    'reaches the dead-letter queue after maxReceiveCount receives; fixed, `callbacks dlq redrive`, then ' +
+      '`callbacks verify` passes with exact counts',
+    async () => {
+      const report = await sendAll({
+        url: pipeline.url,
+        sends: run.sends,
+        random: createRandom('poison/sender'),
+        secret: SECRET,
+        followSchedule: false,
+        concurrency: 4,
+      });
+      expect(report.summary.undelivered).toBe(0);
+      for (const s of run.sends) logs.body(JSON.stringify(s.body));
+      const poisonMessages = run.sends.filter((s) => s.taskId === poisonId).length;
+      expect(poisonMessages).toBeGreaterThan(1);
 
-    // Each message of the poisoned task is received maxReceiveCount times, fails each time, then moves.
-    await waitFor(
-      'the poisoned messages to reach the dead-letter queue',
-      async () =>
-        (await queueDepth(pipeline.sqs, pipeline.dlqUrl)).visible === poisonMessages && (await pipeline.idle()),
-    );
-    expect(poisonedAttempts).toBe(poisonMessages * MAX_RECEIVES);
-    const expected = expectedTasks(report.results);
-    const others = expected.filter((t) => t.id !== poisonId);
-    // The other tasks were not held up by it.
-    const partial = await verifyTasks({
-      expected: others,
-      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
-      timeoutMs: 10_000,
-    });
-    expect(partial).toMatchObject({ ok: true, checked: 4 });
-    expect(await pipeline.store.getTask(poisonId)).toBeNull();
+      // Each message of the poisoned task is received maxReceiveCount times, fails each time, then moves.
+      await waitFor(
+        'the poisoned messages to reach the dead-letter queue',
+        async () =>
+          (await queueDepth(pipeline.sqs, pipeline.dlqUrl)).visible === poisonMessages && (await pipeline.idle()),
+      );
+      expect(poisonedAttempts).toBe(poisonMessages * MAX_RECEIVES);
+      const expected = expectedTasks(report.results);
+      const others = expected.filter((t) => t.id !== poisonId);
+      // The other tasks were not held up by it.
+      const partial = await verifyTasks({
+        expected: others,
+        getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
+        timeoutMs: 10_000,
+      });
+      expect(partial).toMatchObject({ ok: true, checked: 4 });
+      expect(await pipeline.store.getTask(poisonId)).toBeNull();
 
-    const listed = await cli(cwd, ['dlq', 'list', '--json']);
-    expect(listed.code).toBe(0);
-    const letters = JSON.parse(listed.stdout) as { taskId: string; receiveCount: number }[];
-    expect(letters.map((l) => l.taskId)).toEqual(Array(poisonMessages).fill(poisonId));
+      const listed = await cli(cwd, ['dlq', 'list', '--json']);
+      expect(listed.code).toBe(0);
+      const letters = JSON.parse(listed.stdout) as { taskId: string; receiveCount: number }[];
+      expect(letters.map((l) => l.taskId)).toEqual(Array(poisonMessages).fill(poisonId));
 
-    broken = false;
-    const redrive = await cli(cwd, ['dlq', 'redrive', '--yes', '--json']);
-    expect({ code: redrive.code, stderr: redrive.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(redrive.stdout)).toEqual({
-      from: pipeline.dlqUrl,
-      to: pipeline.queueUrl,
-      moved: poisonMessages,
-      failed: [],
-      notDeleted: [],
-    });
+      broken = false;
+      const redrive = await cli(cwd, ['dlq', 'redrive', '--yes', '--json']);
+      expect({ code: redrive.code, stderr: redrive.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(redrive.stdout)).toEqual({
+        from: pipeline.dlqUrl,
+        to: pipeline.queueUrl,
+        moved: poisonMessages,
+        failed: [],
+        notDeleted: [],
+      });
 
-    const expectFile = join(cwd, 'expect.json');
-    await writeExpectFile(expectFile, expected);
-    const verified = await cli(cwd, ['verify', '--expect', expectFile, '--json', '--timeout', '60s']);
-    expect({ code: verified.code, stderr: verified.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(verified.stdout)).toMatchObject({
-      ok: true,
-      checked: expected.length,
-      matched: expected.length,
-      diffs: [],
-    });
+      const expectFile = join(cwd, 'expect.json');
+      await writeExpectFile(expectFile, expected);
+      const verified = await cli(cwd, ['verify', '--expect', expectFile, '--json', '--timeout', '60s']);
+      expect({ code: verified.code, stderr: verified.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(verified.stdout)).toMatchObject({
+        ok: true,
+        checked: expected.length,
+        matched: expected.length,
+        diffs: [],
+      });
 
-    expect(await queueDepth(pipeline.sqs, pipeline.dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
-    const poisoned = await pipeline.store.getTask(poisonId);
-    expect(poisoned?.eventCount).toBe(distinctAcknowledged(report.results, poisonId));
-    const counts = await storedEvents(pipeline.store, expected);
-    const distinct = distinctAcknowledged(report.results);
-    expect(counts).toEqual({ eventCount: distinct, ledger: distinct });
-    expect(await quarantined(pipeline.store)).toBe(0);
-  });
+      expect(await queueDepth(pipeline.sqs, pipeline.dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
+      const poisoned = await pipeline.store.getTask(poisonId);
+      expect(poisoned?.eventCount).toBe(distinctAcknowledged(report.results, poisonId));
+      const counts = await storedEvents(pipeline.store, expected);
+      const distinct = distinctAcknowledged(report.results);
+      expect(counts).toEqual({ eventCount: distinct, ledger: distinct });
+      expect(await quarantined(pipeline.store)).toBe(0);
+    },
+  );
 });

@@ -453,47 +453,57 @@ const anyMethod = fc.oneof(
 // ---------------------------------------------------------------------------------------------------
 
 describe('fuzzing the ingest handler (in-memory queue)', () => {
-  test('random bodies on the callback routes (signature mode off): the answer the contract gives, bodies enqueued byte for byte', async () => {
-    const queue = memoryQueue();
-    const deps = depsFor('off', queue.client);
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...SERVICES),
-        stagePrefix,
-        bodyArb,
-        junkHeaders,
-        async (service, prefix, { body, base64 }, headers) => {
-          const before = queue.sent.length;
-          const res = await call(httpApiEvent({ path: `${prefix}/callbacks/${service}`, body, base64, headers }), deps);
-          expectAnswer(res, judgeBody(service, body, base64, MAX_BYTES), queue, before, service, 'not_checked');
-          if (res.statusCode !== 200) logs.body(bodyText(body));
-        },
-      ),
-      { numRuns: 5000 },
-    );
-  });
+  test(
+    'random bodies on the callback routes (signature mode off): the answer the contract gives, bodies enqueued ' +
+      'byte for byte',
+    async () => {
+      const queue = memoryQueue();
+      const deps = depsFor('off', queue.client);
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...SERVICES),
+          stagePrefix,
+          bodyArb,
+          junkHeaders,
+          async (service, prefix, { body, base64 }, headers) => {
+            const before = queue.sent.length;
+            const res = await call(
+              httpApiEvent({ path: `${prefix}/callbacks/${service}`, body, base64, headers }),
+              deps,
+            );
+            expectAnswer(res, judgeBody(service, body, base64, MAX_BYTES), queue, before, service, 'not_checked');
+            if (res.statusCode !== 200) logs.body(bodyText(body));
+          },
+        ),
+        { numRuns: 5000 },
+      );
+    },
+  );
 
-  test('every method and path: 404 off the routes, 405 for another method, the body judged only on POST to a route', async () => {
-    const queue = memoryQueue();
-    const deps = depsFor('off', queue.client);
-    const body =
-      '{"timestamp":1763798400500,"type":1,"appKey":"demo-app","recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
-    await fc.assert(
-      fc.asyncProperty(anyMethod, anyPath, junkHeaders, async (method, path, headers) => {
-        const before = queue.sent.length;
-        const res = await call(httpApiEvent({ method, path, body, headers }), deps);
-        const service = routeOf(path);
-        const expected =
-          service === null
-            ? refused('not_found')
-            : method.toUpperCase() !== 'POST'
-              ? refused('method_not_allowed')
-              : accepted(body, 'demo-app');
-        expectAnswer(res, expected, queue, before, service ?? 'recording', 'not_checked');
-      }),
-      { numRuns: 1200 },
-    );
-  });
+  test(
+    'every method and path: 404 off the routes, 405 for another method, the body judged only on POST to a ' + 'route',
+    async () => {
+      const queue = memoryQueue();
+      const deps = depsFor('off', queue.client);
+      const body =
+        '{"timestamp":1763798400500,"type":1,"appKey":"demo-app","recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
+      await fc.assert(
+        fc.asyncProperty(anyMethod, anyPath, junkHeaders, async (method, path, headers) => {
+          const before = queue.sent.length;
+          const res = await call(httpApiEvent({ method, path, body, headers }), deps);
+          const service = routeOf(path);
+          const expected =
+            service === null
+              ? refused('not_found')
+              : method.toUpperCase() !== 'POST'
+                ? refused('method_not_allowed')
+                : accepted(body, 'demo-app');
+          expectAnswer(res, expected, queue, before, service ?? 'recording', 'not_checked');
+        }),
+        { numRuns: 1200 },
+      );
+    },
+  );
 
   // -------------------------------------------------------------------------------------------------
   // Signature variants (mode enforce)
@@ -576,172 +586,183 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
           ? [...name].map((c, i) => (i % 2 ? c.toUpperCase() : c.toLowerCase())).join('')
           : name;
 
-  test('signature names, places, cases, timestamps and forgeries: the verdict the README orders, 200 only when genuine and fresh', async () => {
-    const queue = memoryQueue();
-    const deps = depsFor('enforce', queue.client);
-    await fc.assert(
-      fc.asyncProperty(signatureCase, async (c) => {
-        const secrets = SECRETS[c.appKey];
-        const secret = secrets?.[Math.min(c.secretIndex, secrets.length - 1)] ?? 'not-configured-anywhere';
-        const good = computeSignature(secret, c.nonce, c.timestamp);
-        const signature = {
-          none: good,
-          upper: good.toUpperCase(),
-          'wrong-secret': computeSignature(`${secret}x`, c.nonce, c.timestamp),
-          'random-hex': computeSignature('random', String(c.nonce.length), c.timestamp),
-          truncated: good.slice(0, 39),
-          'other-nonce': computeSignature(secret, `${c.nonce}0`, c.timestamp),
-          'other-timestamp': computeSignature(secret, c.nonce, `${c.timestamp}0`),
-          garbage: 'not-a-signature',
-        }[c.forge]!;
-        const values: Record<Kind, string | undefined> = {
-          nonce: c.nonce,
-          timestamp: c.timestamp,
-          signature,
-          appKey: c.claim === 'none' ? undefined : c.claim === 'same' ? c.appKey : 'someone-else',
-        };
-        const query: [string, string][] = [];
-        const headers: Record<string, string> = { ...c.headers };
-        const effective: Partial<Record<Kind, string>> = {};
-        for (const kind of Object.keys(aliases) as Kind[]) {
-          const p = c.placements[kind];
-          const value = values[kind];
-          if (value === undefined || p.where === 'absent') continue;
-          const names = aliases[kind];
-          const name = recase(names[p.alias % names.length]!, p.nameCase);
-          if (p.where === 'empty') {
-            // An empty value counts as absent.
-            headers[name] = p.padding;
-            continue;
+  test(
+    'signature names, places, cases, timestamps and forgeries: the verdict the README orders, 200 only when ' +
+      'genuine and fresh',
+    async () => {
+      const queue = memoryQueue();
+      const deps = depsFor('enforce', queue.client);
+      await fc.assert(
+        fc.asyncProperty(signatureCase, async (c) => {
+          const secrets = SECRETS[c.appKey];
+          const secret = secrets?.[Math.min(c.secretIndex, secrets.length - 1)] ?? 'not-configured-anywhere';
+          const good = computeSignature(secret, c.nonce, c.timestamp);
+          const signature = {
+            none: good,
+            upper: good.toUpperCase(),
+            'wrong-secret': computeSignature(`${secret}x`, c.nonce, c.timestamp),
+            'random-hex': computeSignature('random', String(c.nonce.length), c.timestamp),
+            truncated: good.slice(0, 39),
+            'other-nonce': computeSignature(secret, `${c.nonce}0`, c.timestamp),
+            'other-timestamp': computeSignature(secret, c.nonce, `${c.timestamp}0`),
+            garbage: 'not-a-signature',
+          }[c.forge]!;
+          const values: Record<Kind, string | undefined> = {
+            nonce: c.nonce,
+            timestamp: c.timestamp,
+            signature,
+            appKey: c.claim === 'none' ? undefined : c.claim === 'same' ? c.appKey : 'someone-else',
+          };
+          const query: [string, string][] = [];
+          const headers: Record<string, string> = { ...c.headers };
+          const effective: Partial<Record<Kind, string>> = {};
+          for (const kind of Object.keys(aliases) as Kind[]) {
+            const p = c.placements[kind];
+            const value = values[kind];
+            if (value === undefined || p.where === 'absent') continue;
+            const names = aliases[kind];
+            const name = recase(names[p.alias % names.length]!, p.nameCase);
+            if (p.where === 'empty') {
+              // An empty value counts as absent.
+              headers[name] = p.padding;
+              continue;
+            }
+            const sent = `${p.padding}${value}${p.padding}`;
+            if (p.where === 'query') {
+              query.push([name, sent]);
+              if (p.decoy) headers[recase(names[(p.alias + 1) % names.length]!, 'lower')] = `${value}-decoy`;
+            } else {
+              headers[name] = sent;
+            }
+            effective[kind] = value.trim() === '' ? undefined : value.trim();
           }
-          const sent = `${p.padding}${value}${p.padding}`;
-          if (p.where === 'query') {
-            query.push([name, sent]);
-            if (p.decoy) headers[recase(names[(p.alias + 1) % names.length]!, 'lower')] = `${value}-decoy`;
-          } else {
-            headers[name] = sent;
+          const body = JSON.stringify({
+            timestamp: NOW,
+            type: 1,
+            appKey: c.appKey,
+            recordId: 'rec-sig',
+            imageId: 'img-sig',
+            code: 200,
+            errorMessage: 'success',
+            config: {},
+          });
+          const input: EventInput = { path: `/callbacks/${c.service}`, body, headers };
+          const event = httpApiEvent(input);
+          if (c.queryForm === 'raw') event.rawQueryString = new URLSearchParams(query).toString();
+          else if (query.length) event.queryStringParameters = Object.fromEntries(query);
+
+          const before = queue.sent.length;
+          const res = await call(event, deps);
+          const rejection = judgeSignature({
+            appKey: c.appKey,
+            secrets,
+            nonce: effective.nonce,
+            timestamp: effective.timestamp,
+            signature: effective.signature,
+            claimedAppKey: effective.appKey,
+            nowMs: NOW,
+            toleranceS: 300,
+          });
+          const expected = rejection === null ? accepted(body, c.appKey) : refused(rejection);
+          expectAnswer(res, expected, queue, before, c.service, 'valid');
+          if (rejection === null) {
+            // The replay key travels with the message: a hash of the values as checked, signature lower-cased.
+            const { nonce, timestamp, signature: sig } = effective;
+            const key = JSON.stringify([nonce, timestamp, sig?.toLowerCase()]);
+            const sent = queue.sent.at(-1)!.MessageAttributes[Attr.replayKey]?.StringValue;
+            expect(sent).toBe(nonce && timestamp && sig ? sha256(key) : undefined);
+            if (sig) expect(sent).not.toContain(sig.toLowerCase());
           }
-          effective[kind] = value.trim() === '' ? undefined : value.trim();
-        }
-        const body = JSON.stringify({
-          timestamp: NOW,
-          type: 1,
-          appKey: c.appKey,
-          recordId: 'rec-sig',
-          imageId: 'img-sig',
-          code: 200,
-          errorMessage: 'success',
-          config: {},
-        });
-        const input: EventInput = { path: `/callbacks/${c.service}`, body, headers };
-        const event = httpApiEvent(input);
-        if (c.queryForm === 'raw') event.rawQueryString = new URLSearchParams(query).toString();
-        else if (query.length) event.queryStringParameters = Object.fromEntries(query);
+          logs.signature(good);
+          logs.signature(signature);
+        }),
+        { numRuns: 3000 },
+      );
+    },
+  );
 
-        const before = queue.sent.length;
-        const res = await call(event, deps);
-        const rejection = judgeSignature({
-          appKey: c.appKey,
-          secrets,
-          nonce: effective.nonce,
-          timestamp: effective.timestamp,
-          signature: effective.signature,
-          claimedAppKey: effective.appKey,
-          nowMs: NOW,
-          toleranceS: 300,
-        });
-        const expected = rejection === null ? accepted(body, c.appKey) : refused(rejection);
-        expectAnswer(res, expected, queue, before, c.service, 'valid');
-        if (rejection === null) {
-          // The replay key travels with the message: a hash of the values as checked, signature lower-cased.
-          const { nonce, timestamp, signature: sig } = effective;
-          const key = JSON.stringify([nonce, timestamp, sig?.toLowerCase()]);
-          const sent = queue.sent.at(-1)!.MessageAttributes[Attr.replayKey]?.StringValue;
-          expect(sent).toBe(nonce && timestamp && sig ? sha256(key) : undefined);
-          if (sig) expect(sent).not.toContain(sig.toLowerCase());
-        }
-        logs.signature(good);
-        logs.signature(signature);
-      }),
-      { numRuns: 3000 },
-    );
-  });
+  test(
+    'realistic callbacks with __proto__ / constructor keys, signed: accepted, enqueued byte for byte, no ' +
+      'prototype touched',
+    async () => {
+      const queue = memoryQueue();
+      const deps = depsFor('enforce', queue.client);
+      const withPollution = fc.tuple(
+        anyLifecycle(),
+        fc.nat(),
+        fc.subarray([0, 1, 2, 3], { minLength: 1 }),
+        fc.constantFrom(' ', '', '\n  '),
+      );
+      await fc.assert(
+        fc.asyncProperty(withPollution, async ([lifecycle, pick, where, space]) => {
+          const original = lifecycle.bodies[pick % lifecycle.bodies.length]!;
+          // Built as text: an object literal with "__proto__" would set a prototype instead of a key.
+          let text = JSON.stringify(original, null, space === '' ? undefined : space);
+          const inserts = [
+            `"__proto__":{"polluted":"yes","isAdmin":true}`,
+            `"constructor":{"prototype":{"polluted":"yes"}}`,
+            `"prototype":{"polluted":"yes"}`,
+            `"toString":{"__proto__":{"polluted":"yes"}}`,
+          ];
+          for (const i of where) text = text.replace(/^\{/, `{${inserts[i]},`);
+          const appKey = original.appKey as string;
+          const nonce = `n${pick}`;
+          const timestamp = String(Math.floor(NOW / 1000));
+          const secret = SECRETS[appKey]![pick % SECRETS[appKey]!.length]!;
+          const headers = {
+            'RC-Nonce': nonce,
+            'RC-Timestamp': timestamp,
+            'RC-Signature': computeSignature(secret, nonce, timestamp),
+          };
+          const before = queue.sent.length;
+          const res = await call(httpApiEvent({ path: `/callbacks/${lifecycle.service}`, body: text, headers }), deps);
+          expectAnswer(res, accepted(text, appKey), queue, before, lifecycle.service, 'valid');
+          expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+          logs.signature(headers['RC-Signature']);
+        }),
+        { numRuns: 1200 },
+      );
+    },
+  );
 
-  test('realistic callbacks with __proto__ / constructor keys, signed: accepted, enqueued byte for byte, no prototype touched', async () => {
-    const queue = memoryQueue();
-    const deps = depsFor('enforce', queue.client);
-    const withPollution = fc.tuple(
-      anyLifecycle(),
-      fc.nat(),
-      fc.subarray([0, 1, 2, 3], { minLength: 1 }),
-      fc.constantFrom(' ', '', '\n  '),
-    );
-    await fc.assert(
-      fc.asyncProperty(withPollution, async ([lifecycle, pick, where, space]) => {
-        const original = lifecycle.bodies[pick % lifecycle.bodies.length]!;
-        // Built as text: an object literal with "__proto__" would set a prototype instead of a key.
-        let text = JSON.stringify(original, null, space === '' ? undefined : space);
-        const inserts = [
-          `"__proto__":{"polluted":"yes","isAdmin":true}`,
-          `"constructor":{"prototype":{"polluted":"yes"}}`,
-          `"prototype":{"polluted":"yes"}`,
-          `"toString":{"__proto__":{"polluted":"yes"}}`,
-        ];
-        for (const i of where) text = text.replace(/^\{/, `{${inserts[i]},`);
-        const appKey = original.appKey as string;
-        const nonce = `n${pick}`;
-        const timestamp = String(Math.floor(NOW / 1000));
-        const secret = SECRETS[appKey]![pick % SECRETS[appKey]!.length]!;
-        const headers = {
-          'RC-Nonce': nonce,
-          'RC-Timestamp': timestamp,
-          'RC-Signature': computeSignature(secret, nonce, timestamp),
-        };
-        const before = queue.sent.length;
-        const res = await call(httpApiEvent({ path: `/callbacks/${lifecycle.service}`, body: text, headers }), deps);
-        expectAnswer(res, accepted(text, appKey), queue, before, lifecycle.service, 'valid');
-        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-        logs.signature(headers['RC-Signature']);
-      }),
-      { numRuns: 1200 },
-    );
-  });
-
-  test('malformed events (fields of the wrong kind, missing parts): still an answer, never a throw or a 500', async () => {
-    const queue = memoryQueue();
-    const deps = depsFor('enforce', queue.client);
-    const junk = fc.oneof(fc.anything({ maxDepth: 2 }), fc.constant(undefined), fc.constant(null));
-    const mangled = fc.record({
-      field: fc.constantFrom(
-        'body',
-        'headers',
-        'rawPath',
-        'rawQueryString',
-        'queryStringParameters',
-        'requestContext',
-        'isBase64Encoded',
-        'http',
-        'method',
-      ),
-      value: junk,
-      path: callbackPath,
-    });
-    await fc.assert(
-      fc.asyncProperty(mangled, async ({ field, value, path }) => {
-        const event = httpApiEvent({
-          path,
-          body: '{"type":1,"appKey":"demo-app","recordId":"r","imageId":"i"}',
-        }) as unknown as Record<string, any>;
-        if (field === 'http') event.requestContext.http = value;
-        else if (field === 'method') event.requestContext.http.method = value;
-        else event[field] = value;
-        const res = await call(event as APIGatewayProxyEventV2, deps);
-        // API Gateway never sends such events; for them an internal_error (503) is an acceptable answer.
-        expectWellFormed(res, { ...contractCodes, internal_error: 503 });
-      }),
-      { numRuns: 500 },
-    );
-  });
+  test(
+    'malformed events (fields of the wrong kind, missing parts): still an answer, never a throw or a ' + '500',
+    async () => {
+      const queue = memoryQueue();
+      const deps = depsFor('enforce', queue.client);
+      const junk = fc.oneof(fc.anything({ maxDepth: 2 }), fc.constant(undefined), fc.constant(null));
+      const mangled = fc.record({
+        field: fc.constantFrom(
+          'body',
+          'headers',
+          'rawPath',
+          'rawQueryString',
+          'queryStringParameters',
+          'requestContext',
+          'isBase64Encoded',
+          'http',
+          'method',
+        ),
+        value: junk,
+        path: callbackPath,
+      });
+      await fc.assert(
+        fc.asyncProperty(mangled, async ({ field, value, path }) => {
+          const event = httpApiEvent({
+            path,
+            body: '{"type":1,"appKey":"demo-app","recordId":"r","imageId":"i"}',
+          }) as unknown as Record<string, any>;
+          if (field === 'http') event.requestContext.http = value;
+          else if (field === 'method') event.requestContext.http.method = value;
+          else event[field] = value;
+          const res = await call(event as APIGatewayProxyEventV2, deps);
+          // API Gateway never sends such events; for them an internal_error (503) is an acceptable answer.
+          expectWellFormed(res, { ...contractCodes, internal_error: 503 });
+        }),
+        { numRuns: 500 },
+      );
+    },
+  );
 
   test('queue unreachable: 503 queue_unavailable for every valid callback, nothing claims success', async () => {
     const queue = memoryQueue();

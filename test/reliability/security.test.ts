@@ -203,30 +203,34 @@ describe('timestamps', () => {
 });
 
 describe('replay of a signed request', () => {
-  test('the same signature with another body is accepted at the door, then quarantined as replayed_signature and applied nowhere', async () => {
-    const original = start('rec-replay-victim');
-    const headers = signed(OLD);
-    expect(await post('recording', JSON.stringify(original), headers)).toEqual({ status: 200, code: null });
-    await drained();
-    const before = await pipeline.store.getTask('rec-replay-victim');
-    expect(before?.eventCount).toBe(1);
+  test(
+    'the same signature with another body is accepted at the door, then quarantined as replayed_signature and ' +
+      'applied nowhere',
+    async () => {
+      const original = start('rec-replay-victim');
+      const headers = signed(OLD);
+      expect(await post('recording', JSON.stringify(original), headers)).toEqual({ status: 200, code: null });
+      await drained();
+      const before = await pipeline.store.getTask('rec-replay-victim');
+      expect(before?.eventCount).toBe(1);
 
-    // The body is not signed, so the door cannot tell; the worker remembers the signature's first body.
-    const forgedSame = JSON.stringify({ ...original, code: 500, errorMessage: 'forged failure' });
-    const forgedOther = JSON.stringify(start('rec-replay-intruder'));
-    expect(await post('recording', forgedSame, headers)).toEqual({ status: 200, code: null });
-    expect(await post('recording', forgedOther, headers)).toEqual({ status: 200, code: null });
-    // The genuine body again, with its keys in another order: the same event, not a replay.
-    const reordered = Object.fromEntries(Object.entries(original).reverse());
-    expect(await post('recording', JSON.stringify(reordered), headers)).toEqual({ status: 200, code: null });
-    await drained();
+      // The body is not signed, so the door cannot tell; the worker remembers the signature's first body.
+      const forgedSame = JSON.stringify({ ...original, code: 500, errorMessage: 'forged failure' });
+      const forgedOther = JSON.stringify(start('rec-replay-intruder'));
+      expect(await post('recording', forgedSame, headers)).toEqual({ status: 200, code: null });
+      expect(await post('recording', forgedOther, headers)).toEqual({ status: 200, code: null });
+      // The genuine body again, with its keys in another order: the same event, not a replay.
+      const reordered = Object.fromEntries(Object.entries(original).reverse());
+      expect(await post('recording', JSON.stringify(reordered), headers)).toEqual({ status: 200, code: null });
+      await drained();
 
-    expect(await pipeline.store.getTask('rec-replay-victim')).toEqual(before);
-    expect(await pipeline.store.getTask('rec-replay-intruder')).toBeNull();
-    const replays = (await quarantineEntries()).filter((e) => e.reason === 'replayed_signature');
-    expect(replays.map((e) => e.raw).sort()).toEqual([forgedSame, forgedOther].sort());
-    expect(replays.map((e) => e.taskId).sort()).toEqual(['rec-replay-intruder', 'rec-replay-victim']);
-  });
+      expect(await pipeline.store.getTask('rec-replay-victim')).toEqual(before);
+      expect(await pipeline.store.getTask('rec-replay-intruder')).toBeNull();
+      const replays = (await quarantineEntries()).filter((e) => e.reason === 'replayed_signature');
+      expect(replays.map((e) => e.raw).sort()).toEqual([forgedSame, forgedOther].sort());
+      expect(replays.map((e) => e.taskId).sort()).toEqual(['rec-replay-intruder', 'rec-replay-victim']);
+    },
+  );
 
   // Each variant carries the values of a request already applied, spelled another way that still passes the
   // signature check: the replay must be recognised whatever the spelling.
@@ -307,71 +311,75 @@ describe('replay of a signed request', () => {
 });
 
 describe('secret rotation in the middle of a run', () => {
-  test('old secret alone, then old and new side by side, then new alone: nothing genuine lost, the retired secret refused', async () => {
-    secrets = new Map([
-      ['demo-app', [OLD]],
-      ['app-b', [APP_B]],
-    ]);
-    const run = generateRun({
-      seed: 'rotation',
-      recordings: 6,
-      screenshots: 3,
-      appKey: 'demo-app',
-      compress: 3600,
-      duplicates: 0.1,
-    });
-    const third = Math.ceil(run.sends.length / 3);
-    const phases = [run.sends.slice(0, third), run.sends.slice(third, 2 * third), run.sends.slice(2 * third)];
-    for (const s of run.sends) logs.body(JSON.stringify(s.body));
-    const send = async (sends: ScheduledSend[], secret: string, seed: string) =>
-      (
-        await sendAll({
-          url: pipeline.url,
-          sends,
-          random: createRandom(seed),
-          secret,
-          followSchedule: false,
-          concurrency: 4,
-          maxAttempts: 3,
-          backoffMs: 10,
-        })
-      ).results;
+  test(
+    'old secret alone, then old and new side by side, then new alone: nothing genuine lost, the retired secret ' +
+      'refused',
+    async () => {
+      secrets = new Map([
+        ['demo-app', [OLD]],
+        ['app-b', [APP_B]],
+      ]);
+      const run = generateRun({
+        seed: 'rotation',
+        recordings: 6,
+        screenshots: 3,
+        appKey: 'demo-app',
+        compress: 3600,
+        duplicates: 0.1,
+      });
+      const third = Math.ceil(run.sends.length / 3);
+      const phases = [run.sends.slice(0, third), run.sends.slice(third, 2 * third), run.sends.slice(2 * third)];
+      for (const s of run.sends) logs.body(JSON.stringify(s.body));
+      const send = async (sends: ScheduledSend[], secret: string, seed: string) =>
+        (
+          await sendAll({
+            url: pipeline.url,
+            sends,
+            random: createRandom(seed),
+            secret,
+            followSchedule: false,
+            concurrency: 4,
+            maxAttempts: 3,
+            backoffMs: 10,
+          })
+        ).results;
 
-    const results: SendResult[] = [];
-    // Phase 1: the platform signs with the old secret, the only one configured.
-    results.push(...(await send(phases[0]!, OLD, 'p1')));
-    // Phase 2: both configured; the platform switches to the new one part way through.
-    secrets = new Map([
-      ['demo-app', [NEW, OLD]],
-      ['app-b', [APP_B]],
-    ]);
-    const half = Math.ceil(phases[1]!.length / 2);
-    results.push(...(await send(phases[1]!.slice(0, half), OLD, 'p2a')));
-    results.push(...(await send(phases[1]!.slice(half), NEW, 'p2b')));
-    // Phase 3: the old secret is dropped. A sender still on it is refused (401 is not retried); the same
-    // callbacks signed with the new secret go through.
-    secrets = new Map([
-      ['demo-app', [NEW]],
-      ['app-b', [APP_B]],
-    ]);
-    const refused = await send(phases[2]!, OLD, 'p3-old');
-    expect(refused.every((r) => !r.delivered && r.status === 401 && r.attempts === 1)).toBe(true);
-    results.push(...refused, ...(await send(phases[2]!, NEW, 'p3-new')));
+      const results: SendResult[] = [];
+      // Phase 1: the platform signs with the old secret, the only one configured.
+      results.push(...(await send(phases[0]!, OLD, 'p1')));
+      // Phase 2: both configured; the platform switches to the new one part way through.
+      secrets = new Map([
+        ['demo-app', [NEW, OLD]],
+        ['app-b', [APP_B]],
+      ]);
+      const half = Math.ceil(phases[1]!.length / 2);
+      results.push(...(await send(phases[1]!.slice(0, half), OLD, 'p2a')));
+      results.push(...(await send(phases[1]!.slice(half), NEW, 'p2b')));
+      // Phase 3: the old secret is dropped. A sender still on it is refused (401 is not retried); the same
+      // callbacks signed with the new secret go through.
+      secrets = new Map([
+        ['demo-app', [NEW]],
+        ['app-b', [APP_B]],
+      ]);
+      const refused = await send(phases[2]!, OLD, 'p3-old');
+      expect(refused.every((r) => !r.delivered && r.status === 401 && r.attempts === 1)).toBe(true);
+      results.push(...refused, ...(await send(phases[2]!, NEW, 'p3-new')));
 
-    expect(results.filter((r) => r.delivered)).toHaveLength(run.sends.length);
-    const expected = expectedTasks(results);
-    await drained();
-    const verdict = await verifyTasks({
-      expected,
-      getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
-      waitForDrain: () => pipeline.idle(),
-      timeoutMs: 30_000,
-      settleMs: 200,
-    });
-    expect(verdict).toMatchObject({ ok: true, checked: 9, matched: 9 });
-    const distinct = distinctAcknowledged(results);
-    expect(await storedEvents(pipeline.store, expected)).toEqual({ eventCount: distinct, ledger: distinct });
-  });
+      expect(results.filter((r) => r.delivered)).toHaveLength(run.sends.length);
+      const expected = expectedTasks(results);
+      await drained();
+      const verdict = await verifyTasks({
+        expected,
+        getTask: (id, appKey) => pipeline.store.getTask(id, appKey),
+        waitForDrain: () => pipeline.idle(),
+        timeoutMs: 30_000,
+        settleMs: 200,
+      });
+      expect(verdict).toMatchObject({ ok: true, checked: 9, matched: 9 });
+      const distinct = distinctAcknowledged(results);
+      expect(await storedEvents(pipeline.store, expected)).toEqual({ eventCount: distinct, ledger: distinct });
+    },
+  );
 });
 
 describe('oversized bodies', () => {
@@ -454,11 +462,14 @@ describe('logs', () => {
     expect(probe({ key: `n:1:${signature.toUpperCase()}` })).toEqual([expect.stringMatching(/^signature /)]);
   });
 
-  test('over all the traffic of this suite, no line carries a configured secret, a signature value or a whole body', () => {
-    const counts = logs.counts();
-    expect(counts.lines).toBeGreaterThan(200);
-    expect(counts.signatures).toBeGreaterThan(80);
-    expect(counts.bodies).toBeGreaterThan(80);
-    expect(logs.leaks()).toEqual([]);
-  });
+  test(
+    'over all the traffic of this suite, no line carries a configured secret, a signature value or a whole ' + 'body',
+    () => {
+      const counts = logs.counts();
+      expect(counts.lines).toBeGreaterThan(200);
+      expect(counts.signatures).toBeGreaterThan(80);
+      expect(counts.bodies).toBeGreaterThan(80);
+      expect(logs.leaks()).toEqual([]);
+    },
+  );
 });

@@ -233,56 +233,64 @@ const scenario = anyLifecycles({ maxLength: 3 })
   );
 
 describe('worker fuzz: valid and invalid records in the same batches', () => {
-  test('bad records are quarantined and acknowledged, never failing a batch-mate; valid tasks equal the oracle', async () => {
-    await fc.assert(
-      fc.asyncProperty(scenario, async ([ls, ds, poisons, batchSize, seed]) => {
-        const { lifecycles, deliveries } = isolate(ls, ds);
-        const bad = poisons.map(([which, pick, variant, s]) => poisonFrom(lifecycles[which]!, pick, variant, s));
-        // The bad records must really be bad: the domain's own parse, or what the store can hold, says so.
-        for (const p of bad) {
-          if (
-            ['deep-nesting', 'long-task-id', 'long-file-name', 'long-id-in-pollution', 'forged', 'no-service'].includes(
-              p.kind,
+  test(
+    'bad records are quarantined and acknowledged, never failing a batch-mate; valid tasks equal the ' + 'oracle',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(scenario, async ([ls, ds, poisons, batchSize, seed]) => {
+          const { lifecycles, deliveries } = isolate(ls, ds);
+          const bad = poisons.map(([which, pick, variant, s]) => poisonFrom(lifecycles[which]!, pick, variant, s));
+          // The bad records must really be bad: the domain's own parse, or what the store can hold, says so.
+          for (const p of bad) {
+            if (
+              [
+                'deep-nesting',
+                'long-task-id',
+                'long-file-name',
+                'long-id-in-pollution',
+                'forged',
+                'no-service',
+              ].includes(p.kind)
             )
-          )
-            continue;
-          expect(parseCallback(p.service, p.raw).ok).toBe(false);
-        }
-        const records: SQSRecord[] = deliveries.map((d) => sqsRecord(d.service, d.body));
-        for (const r of records) logs.body(r.body);
-        const badIds = new Set<string>();
-        bad.forEach((p, i) => {
-          const messageId = `poison-${run}-${i}`;
-          badIds.add(messageId);
-          expectedQuarantine.set(messageId, p);
-          kindsSeen.add(p.kind);
-          // Each bad record takes a seeded place among the good ones.
-          records.splice((seed + i * 31) % (records.length + 1), 0, poisonRecord(p, messageId));
-        });
-        validRecords += deliveries.length;
-
-        let pending = records;
-        for (let round = 0; pending.length > 0 && round < 10; round++) {
-          const failed: SQSRecord[] = [];
-          for (let i = 0; i < pending.length; i += batchSize) {
-            const batch = pending.slice(i, i + batchSize);
-            const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
-            const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
-            const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-            expect([...ids].filter((id) => badIds.has(id))).toEqual([]);
-            failed.push(...batch.filter((r) => ids.has(r.messageId)));
+              continue;
+            expect(parseCallback(p.service, p.raw).ok).toBe(false);
           }
-          pending = failed;
-        }
-        expect(pending).toEqual([]);
+          const records: SQSRecord[] = deliveries.map((d) => sqsRecord(d.service, d.body));
+          for (const r of records) logs.body(r.body);
+          const badIds = new Set<string>();
+          bad.forEach((p, i) => {
+            const messageId = `poison-${run}-${i}`;
+            badIds.add(messageId);
+            expectedQuarantine.set(messageId, p);
+            kindsSeen.add(p.kind);
+            // Each bad record takes a seeded place among the good ones.
+            records.splice((seed + i * 31) % (records.length + 1), 0, poisonRecord(p, messageId));
+          });
+          validRecords += deliveries.length;
 
-        const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-        for (const l of lifecycles) expect(await store.getTask(l.id)).toEqual(reduceTask(callbacksOf(l)));
-        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-      }),
-      { numRuns: 30 },
-    );
-  });
+          let pending = records;
+          for (let round = 0; pending.length > 0 && round < 10; round++) {
+            const failed: SQSRecord[] = [];
+            for (let i = 0; i < pending.length; i += batchSize) {
+              const batch = pending.slice(i, i + batchSize);
+              const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
+              const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
+              const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+              expect([...ids].filter((id) => badIds.has(id))).toEqual([]);
+              failed.push(...batch.filter((r) => ids.has(r.messageId)));
+            }
+            pending = failed;
+          }
+          expect(pending).toEqual([]);
+
+          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+          for (const l of lifecycles) expect(await store.getTask(l.id)).toEqual(reduceTask(callbacksOf(l)));
+          expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+        }),
+        { numRuns: 30 },
+      );
+    },
+  );
 
   test('each bad record is in the quarantine once, with its raw body and reason', async () => {
     expect(expectedQuarantine.size).toBeGreaterThan(60);

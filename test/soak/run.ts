@@ -184,7 +184,8 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'callbacks-soak-'));
   const { sends, imageTaskId, waves } = buildSends();
   say(
-    `${sends.length} callbacks to send (${CALLBACKS} from ${waves} emulator runs, ${sends.length - CALLBACKS} for one task of ${IMAGES} images); data ${args.memory ? 'in memory' : `under ${dir}`}`,
+    `${sends.length} callbacks to send (${CALLBACKS} from ${waves} emulator runs, ${sends.length - CALLBACKS} for ` +
+      `one task of ${IMAGES} images); data ${args.memory ? 'in memory' : `under ${dir}`}`,
   );
 
   const stack = await startLocalStack({
@@ -240,7 +241,9 @@ async function main(): Promise<number> {
             lastReport = Date.now();
             const s = stack.poller.stats;
             say(
-              `sent ${offset + p.done}/${sends.length}, acknowledged ${results.filter((r) => r.delivered).length + p.delivered}, worker applied ${s.succeeded} records (${s.failed} failed deliveries), rss ${mb(process.resourceUsage().maxRSS)} MB`,
+              `sent ${offset + p.done}/${sends.length}, acknowledged ` +
+                `${results.filter((r) => r.delivered).length + p.delivered}, worker applied ${s.succeeded} records ` +
+                `(${s.failed} failed deliveries), rss ${mb(process.resourceUsage().maxRSS)} MB`,
             );
           }
         },
@@ -366,7 +369,8 @@ async function main(): Promise<number> {
     say(
       ok
         ? `PASS: lost 0, ${figures.tasksMatching}/${figures.tasks} tasks match, ${eventsSaid}`
-        : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match, ${eventsSaid}${stoppedEarly ? ', stopped early' : ''}`,
+        : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match, ` +
+            `${eventsSaid}${stoppedEarly ? ', stopped early' : ''}`,
     );
     return ok ? 0 : 1;
   } finally {
@@ -380,7 +384,9 @@ async function main(): Promise<number> {
 
 function resultsMarkdown(f: Figures, verified: boolean): string {
   const n = (v: number) => v.toLocaleString('en-US');
-  const cmd = `npm run soak -- --callbacks ${CALLBACKS} --images ${IMAGES}${args.memory ? ' --memory' : ''} --concurrency ${CONCURRENCY} --error-rate ${ERROR_RATE} --retry-delay ${RETRY_DELAY_S} --seed ${SEED}`;
+  const cmd =
+    `npm run soak -- --callbacks ${CALLBACKS} --images ${IMAGES}${args.memory ? ' --memory' : ''} ` +
+    `--concurrency ${CONCURRENCY} --error-rate ${ERROR_RATE} --retry-delay ${RETRY_DELAY_S} --seed ${SEED}`;
   const rows: [string, string][] = [
     ['sent (callbacks handed to the sender, duplicates included)', n(f.sent)],
     ['acknowledged (200 from the receiver)', n(f.acknowledged)],
@@ -392,7 +398,8 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     ['tasks verified / matching', `${n(f.tasks)} / ${n(f.tasksMatching)}`],
     [
       'task events: expected (MUST) / distinct published / **missing** / outside MAY / messages received',
-      `${n(f.events.must)} / ${n(f.events.distinct)} / **${n(f.events.missing)}** / ${n(f.events.unexpected)} / ${n(f.events.received)}`,
+      `${n(f.events.must)} / ${n(f.events.distinct)} / **${n(f.events.missing)}** / ${n(f.events.unexpected)} / ` +
+        `${n(f.events.received)}`,
     ],
     [
       'task with many images: files / eventCount / status',
@@ -428,12 +435,15 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
   return [
     '# Soak results',
     '',
-    `Written by \`npm run soak\` (test/soak/run.ts) on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs, Node ${process.versions.node}.`,
+    `Written by \`npm run soak\` (test/soak/run.ts) on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} ` +
+      `CPUs, Node ${process.versions.node}.`,
     '',
     `Command: \`${cmd}\``,
     '',
-    `Verification: ${verified ? 'every task matches' : 'MISMATCHES'}; ${f.stoppedEarly ? 'stopped early at the time limit' : 'ran to the end'}.`,
-    `Durations: sending ${f.timings.sendS.toFixed(0)} s, draining ${f.timings.drainS.toFixed(0)} s, verifying ${f.timings.verifyS.toFixed(0)} s, total ${f.timings.totalS.toFixed(0)} s.`,
+    `Verification: ${verified ? 'every task matches' : 'MISMATCHES'}; ` +
+      `${f.stoppedEarly ? 'stopped early at the time limit' : 'ran to the end'}.`,
+    `Durations: sending ${f.timings.sendS.toFixed(0)} s, draining ${f.timings.drainS.toFixed(0)} s, verifying ` +
+      `${f.timings.verifyS.toFixed(0)} s, total ${f.timings.totalS.toFixed(0)} s.`,
     '',
     '| Figure | Value |',
     '|---|---|',

@@ -148,21 +148,24 @@ describe('listings bounded in requests', () => {
 });
 
 describe('ties and moves between index partitions', () => {
-  test('five tasks with one sort time, a page of one at a time, by room and by appKey (two statuses merged)', async () => {
-    const byRoom = await tasks(store, { roomId: 'room-tie' }, { limit: 1 });
-    const byApp = await tasks(store, { appKey: 'app-tie' }, { limit: 1 });
-    const ids = tied.map((t) => t.id).sort();
-    for (const listed of [byRoom, byApp]) {
-      expect(listed.items.map((s) => s.id).sort()).toEqual(ids);
-      expect(listed.pages.filter((p) => p.length > 0)).toHaveLength(5);
-    }
-    // The same order on every listing: the pages are a stable sequence.
-    expect((await tasks(store, { roomId: 'room-tie' }, { limit: 2 })).items).toEqual(byRoom.items);
-    expect((await tasks(store, { appKey: 'app-tie' }, { limit: 3 })).items).toEqual(byApp.items);
-    expect(
-      (await tasks(store, { appKey: 'app-tie', status: 'completed' }, { limit: 1 })).items.map((s) => s.id),
-    ).toEqual(expect.arrayContaining(['rec-tie-1', 'rec-tie-3']));
-  });
+  test(
+    'five tasks with one sort time, a page of one at a time, by room and by appKey (two statuses ' + 'merged)',
+    async () => {
+      const byRoom = await tasks(store, { roomId: 'room-tie' }, { limit: 1 });
+      const byApp = await tasks(store, { appKey: 'app-tie' }, { limit: 1 });
+      const ids = tied.map((t) => t.id).sort();
+      for (const listed of [byRoom, byApp]) {
+        expect(listed.items.map((s) => s.id).sort()).toEqual(ids);
+        expect(listed.pages.filter((p) => p.length > 0)).toHaveLength(5);
+      }
+      // The same order on every listing: the pages are a stable sequence.
+      expect((await tasks(store, { roomId: 'room-tie' }, { limit: 2 })).items).toEqual(byRoom.items);
+      expect((await tasks(store, { appKey: 'app-tie' }, { limit: 3 })).items).toEqual(byApp.items);
+      expect(
+        (await tasks(store, { appKey: 'app-tie', status: 'completed' }, { limit: 1 })).items.map((s) => s.id),
+      ).toEqual(expect.arrayContaining(['rec-tie-1', 'rec-tie-3']));
+    },
+  );
 
   test('since after until: an empty last page', async () => {
     expect(await store.listTasksPage({ since: now, until: now - DAY }, { limit: 10 })).toEqual({

@@ -51,7 +51,8 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
         if (failed.length > 0) {
           const first = failed[0]!;
           throw new PublishError(
-            `${failed.length} of ${chunk.length} events were refused (${first.Code ?? 'error'}: ${first.Message ?? ''})`,
+            `${failed.length} of ${chunk.length} events were refused (${first.Code ?? 'error'}: ` +
+              `${first.Message ?? ''})`,
           );
         }
       }
