@@ -1,8 +1,8 @@
 // Part 2, cold start. Every Lambda artifact is bundled as `npm run build` bundles it (the same entries,
 // esbuild options and zip writer), and so are three baselines from bench/baselines/: the least an HTTP ->
-// SendMessage handler, an SQS -> PutItem handler and an HTTP -> GetItem handler can be. Each bundle is then imported by a fresh Node
-// process (the pinned Node 24), which reports the time of `await import(bundle)`; the bundles take turns
-// in every repetition so that they share the machine's noise.
+// SendMessage handler, an SQS -> PutItem handler and an HTTP -> GetItem handler can be. Each bundle is
+// then imported by a fresh Node process (the pinned Node 24), which reports the time of
+// `await import(bundle)`; the bundles take turns in every repetition so that they share the machine's noise.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';

@@ -2,7 +2,8 @@
 // credentials of the default chain (environment, profile, SSO, container or instance role). docs/api.md
 // shows this file; a test signs with it and checks the signature against AWS's published algorithm.
 //
-//   node examples/signed-fetch.ts https://<api-id>.execute-api.<region>.amazonaws.com '/tasks?status=upload_failed&since=1d'
+//   node examples/signed-fetch.ts \
+//     https://<api-id>.execute-api.<region>.amazonaws.com '/tasks?status=upload_failed&since=1d'
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import aws4 from 'aws4';
 

@@ -704,19 +704,22 @@ describe('dlq', () => {
 });
 
 describe('targets', () => {
-  test('a stage that cannot be reached: one sentence naming table and region, exit code 1, no stack trace', async () => {
-    const run = await cli(['tasks', 'list', '--stage', 'nope', '--region', 'us-east-1'], {
-      AWS_ACCESS_KEY_ID: 'bogus',
-      AWS_SECRET_ACCESS_KEY: 'bogus',
-      // A closed local port: the SDK fails at once and nothing reaches AWS.
-      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
-    });
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(/^callbacks: stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /);
-    expect(run.stderr).not.toMatch(STACK_FRAME);
-  });
+  test(
+    'a stage that cannot be reached: one sentence naming table and region, ' + 'exit code 1, no stack trace',
+    async () => {
+      const run = await cli(['tasks', 'list', '--stage', 'nope', '--region', 'us-east-1'], {
+        AWS_ACCESS_KEY_ID: 'bogus',
+        AWS_SECRET_ACCESS_KEY: 'bogus',
+        // A closed local port: the SDK fails at once and nothing reaches AWS.
+        AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(run.stderr).toMatch(/^callbacks: stage nope in us-east-1 \(table rtc-callbacks-receiver-nope-tasks\): /);
+      expect(run.stderr).not.toMatch(STACK_FRAME);
+    },
+  );
 
   test('read-only commands against a stage make only read calls on the table, and none to SQS', async () => {
     const dynamoTargets: string[] = [];

@@ -28,7 +28,8 @@ test("the reference implementation gives AWS's published signature for its IAM e
 
 test('the example signs a read API request for execute-api exactly as the algorithm says', () => {
   const url = new URL(
-    'https://abcde12345.execute-api.eu-west-1.amazonaws.com/tasks?until=2026-11-22T08:00:00Z&status=upload_failed&since=1d&cursor=eyJxIjp7fX0',
+    'https://abcde12345.execute-api.eu-west-1.amazonaws.com/tasks' +
+      '?until=2026-11-22T08:00:00Z&status=upload_failed&since=1d&cursor=eyJxIjp7fX0',
   );
   const when = new Date('2026-11-22T10:20:30.456Z');
   const headers = signGet(url, 'eu-west-1', credentials, when);

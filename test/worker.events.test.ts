@@ -100,35 +100,41 @@ async function expectBetweenMustAndMay(expected: ExpectedEvents, received: Recei
   return check;
 }
 
-test('any order, any duplicates, any batching: MUST ⊆ published ⊆ MAY, with attributes for filter policies', async () => {
-  let judged = 0;
-  await fc.assert(
-    fc.asyncProperty(
-      anyLifecycles({ maxLength: 3 }).chain((ls) =>
-        fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 }), fc.integer({ min: 1, max: 10 })),
+test(
+  'any order, any duplicates, any batching: MUST ⊆ published ⊆ MAY, ' + 'with attributes for filter policies',
+  async () => {
+    let judged = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        anyLifecycles({ maxLength: 3 }).chain((ls) =>
+          fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 }), fc.integer({ min: 1, max: 10 })),
+        ),
+        async ([ls, ds, batchSize]) => {
+          const { expected, records, publisher, reader } = await isolate(ls, ds);
+          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
+          expect(await deliverUntilDone(records, store, publisher, batchSize)).toEqual([]);
+          const published = await reader.poll();
+          for (const m of published) {
+            const body = m.body as unknown as {
+              type: string;
+              task: { service: string; appKey: string; status: string };
+            };
+            expect(m.attributes).toEqual({
+              service: body.task.service,
+              type: body.type,
+              appKey: body.task.appKey,
+              status: body.task.status,
+            });
+          }
+          const check = await expectBetweenMustAndMay(expected, published);
+          judged += check.distinct;
+        },
       ),
-      async ([ls, ds, batchSize]) => {
-        const { expected, records, publisher, reader } = await isolate(ls, ds);
-        const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
-        expect(await deliverUntilDone(records, store, publisher, batchSize)).toEqual([]);
-        const published = await reader.poll();
-        for (const m of published) {
-          const body = m.body as unknown as { type: string; task: { service: string; appKey: string; status: string } };
-          expect(m.attributes).toEqual({
-            service: body.task.service,
-            type: body.type,
-            appKey: body.task.appKey,
-            status: body.task.status,
-          });
-        }
-        const check = await expectBetweenMustAndMay(expected, published);
-        judged += check.distinct;
-      },
-    ),
-    { numRuns: 25 },
-  );
-  expect(judged).toBeGreaterThan(25);
-});
+      { numRuns: 25 },
+    );
+    expect(judged).toBeGreaterThan(25);
+  },
+);
 
 describe('faults: the worker dies after each write, SNS refuses publishes for a while, then redelivery', () => {
   const sample = fc.sample(

@@ -220,7 +220,10 @@ export interface PageRequest {
 
 export interface Page<T> {
   items: T[];
-  /** Opaque: where the next page starts, or null after the last one. A page may be short, even empty, while this is set. */
+  /**
+   * Opaque: where the next page starts, or null after the last one. A page may be short, even empty,
+   * while this is set.
+   */
   next: string | null;
 }
 

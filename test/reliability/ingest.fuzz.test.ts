@@ -387,7 +387,8 @@ const bodyArb: fc.Arbitrary<{ body: Body | undefined; base64: boolean }> = fc.on
       )
       .map(([bad, at]) => {
         const text = Buffer.from(
-          '{"type":1,"appKey":"demo-app","recordId":"r-1","imageId":"i-1","extra":"........................................"}',
+          '{"type":1,"appKey":"demo-app","recordId":"r-1","imageId":"i-1",' +
+            '"extra":"........................................"}',
         );
         const i = Math.min(text.length - 3, 60 + at);
         return { body: Buffer.concat([text.subarray(0, i), Buffer.from(bad), text.subarray(i)]), base64: true };
@@ -486,7 +487,8 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
       const queue = memoryQueue();
       const deps = depsFor('off', queue.client);
       const body =
-        '{"timestamp":1763798400500,"type":1,"appKey":"demo-app","recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
+        '{"timestamp":1763798400500,"type":1,"appKey":"demo-app",' +
+        '"recordId":"rec-any","imageId":"img-any","code":200,"config":{}}';
       await fc.assert(
         fc.asyncProperty(anyMethod, anyPath, junkHeaders, async (method, path, headers) => {
           const before = queue.sent.length;

@@ -396,24 +396,36 @@ describe('oversized bodies', () => {
     return text;
   }
 
-  test('64 KiB is the limit, counted in bytes: one byte more is 413, and far larger bodies are refused too', async () => {
-    secrets = new Map([['demo-app', [OLD]]]);
-    expect(await post('recording', padded(65_536, 'a'), signed(OLD))).toEqual({ status: 200, code: null });
-    expect(await post('recording', padded(65_536, 'é'), signed(OLD))).toEqual({ status: 200, code: null });
-    expect(await post('recording', padded(65_537, 'a'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
-    expect(await post('recording', padded(65_537, '€'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
-    expect(await post('recording', padded(1 << 20, 'a'), signed(OLD))).toEqual({ status: 413, code: 'body_too_large' });
-    // Beyond API Gateway's 10 MB the gateway itself refuses, before any function runs.
-    expect(await post('recording', padded(11 << 20, 'a'), signed(OLD))).toEqual({
-      status: 413,
-      code: 'body_too_large',
-    });
-    // An oversized body is refused even unsigned: the size is judged first.
-    expect(await post('recording', padded(70_000, 'a'), {})).toEqual({ status: 413, code: 'body_too_large' });
-    await drained();
-    expect(await pipeline.store.getTask('rec-size-65536-1')).not.toBeNull();
-    expect(await pipeline.store.getTask('rec-size-65537-1')).toBeNull();
-  });
+  test(
+    '64 KiB is the limit, counted in bytes: one byte more is 413, ' + 'and far larger bodies are refused too',
+    async () => {
+      secrets = new Map([['demo-app', [OLD]]]);
+      expect(await post('recording', padded(65_536, 'a'), signed(OLD))).toEqual({ status: 200, code: null });
+      expect(await post('recording', padded(65_536, 'é'), signed(OLD))).toEqual({ status: 200, code: null });
+      expect(await post('recording', padded(65_537, 'a'), signed(OLD))).toEqual({
+        status: 413,
+        code: 'body_too_large',
+      });
+      expect(await post('recording', padded(65_537, '€'), signed(OLD))).toEqual({
+        status: 413,
+        code: 'body_too_large',
+      });
+      expect(await post('recording', padded(1 << 20, 'a'), signed(OLD))).toEqual({
+        status: 413,
+        code: 'body_too_large',
+      });
+      // Beyond API Gateway's 10 MB the gateway itself refuses, before any function runs.
+      expect(await post('recording', padded(11 << 20, 'a'), signed(OLD))).toEqual({
+        status: 413,
+        code: 'body_too_large',
+      });
+      // An oversized body is refused even unsigned: the size is judged first.
+      expect(await post('recording', padded(70_000, 'a'), {})).toEqual({ status: 413, code: 'body_too_large' });
+      await drained();
+      expect(await pipeline.store.getTask('rec-size-65536-1')).not.toBeNull();
+      expect(await pipeline.store.getTask('rec-size-65537-1')).toBeNull();
+    },
+  );
 });
 
 describe('what the receiver keeps', () => {
