@@ -280,8 +280,8 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
       'unit per KB ' +
       'of the larger of the item before and after, a strongly consistent read unit per 4 KB, an eventually ' +
       'consistent one per 8 KB). ' +
-      'The store remembers no task header from one callback to the next, as a worker meeting each task for the ' +
-      'first time. ' +
+      'The store remembers no task header and no file item from one callback to the next, as a worker meeting ' +
+      'each task for the first time (the throughput run above remembers them, as the worker does). ' +
       'Baseline: one bare `PutItem` of the same body. ' +
       "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, " +
       'are worked out ' +

@@ -267,9 +267,9 @@ async function readHeader(
 }
 
 /**
- * Every callback of a mix applied one at a time. The store remembers no task header between callbacks
- * (`knownHeaders: 0`), as a worker that meets each task for the first time: the read units are the most
- * a callback costs.
+ * Every callback of a mix applied one at a time. The store remembers no task header and no file item
+ * between callbacks (`knownHeaders: 0`, `knownFiles: 0`), as a worker that meets each task for the first
+ * time: the read units are the most a callback costs.
  */
 async function measureCapacity(
   client: DynamoDBClient,
@@ -278,7 +278,7 @@ async function measureCapacity(
   tableName: string,
 ): Promise<CapacityResult> {
   await client.send(new CreateTableCommand(tableDefinition(tableName)));
-  const store = new DynamoTaskStore({ client, tableName, knownHeaders: 0 });
+  const store = new DynamoTaskStore({ client, tableName, knownHeaders: 0, knownFiles: 0 });
   const sends = generateMix(callbacks, 'bench-capacity', faults);
   const receivedAt = Date.now();
   type Sums = {

@@ -93,4 +93,22 @@ test("another appKey's callbacks for the id, earlier or later, leave the task as
   expect((await store.applyCallback(delivered(tenantA[1]!))).outcome).toBe('duplicate');
   expect((await store.applyCallback(delivered(tenantB[0]!))).outcome).toBe('duplicate');
   expect(await store.getTask('rec-shared-id', 'tenant-A')).toEqual(own);
+
+  // The read after a write, which task events are made of, is of the write's own task: the other appKeys'
+  // items sort around its own in the partition (tenant-C's header between tenant-B's and its parts).
+  const tenantC = recording('tenant-C', 'other', 2, T0, { output: { fileName: 'c.mp4', fileSize: 1 } });
+  expect((await store.applyCallback(delivered(tenantC))).outcome).toBe('applied');
+  const end = recording('tenant-B', 'evil', 3, T0 + 300_000, { output: { fileName: 'b.mp4', fileSize: 5 } });
+  const result = await store.applyCallback(delivered(end));
+  if (result.outcome !== 'applied') throw new Error(`expected the end to apply, got ${result.outcome}`);
+  const expected = reduceTask([...tenantB, end])!;
+  const read = await result.write.readTask();
+  expect(read && { ...read.task, files: read.task.fileCount }).toMatchObject({
+    appKey: 'tenant-B',
+    roomId: 'evil',
+    status: expected.status,
+    eventCount: expected.eventCount,
+    files: expected.files.length,
+    failedFiles: expected.files.filter((f) => f.upload === 'failed').length,
+  });
 });

@@ -4,13 +4,14 @@
 // in random batches; and with the worker dying after each write and SNS refusing publishes for a while.
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { readFileSync } from 'node:fs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
 import { EventQueueReader, ensureEventsTopicAndQueue, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';
-import { checkPublished, expectedEvents, type ExpectedEvents } from '../lib/domain/task-events.ts';
+import { checkPublished, expectedEvents, type ExpectedEvents, type TaskEvent } from '../lib/domain/task-events.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
 import {
   anyLifecycles,
@@ -206,4 +207,44 @@ describe('faults: the worker dies after each write, SNS refuses publishes for a 
     }
     expect(refusedInAll).toBeGreaterThan(total);
   }, 300_000);
+});
+
+describe('one read of a task per batch', () => {
+  test('the uploads of one task in a batch read it once, and their events carry the task as read', async () => {
+    const shot = JSON.parse(readFileSync(new URL('fixtures/screenshot-4-upload-ok.json', import.meta.url), 'utf8'));
+    const start = JSON.parse(readFileSync(new URL('fixtures/screenshot-1-start.json', import.meta.url), 'utf8'));
+    const imageId = `img-once-${++run}`;
+    const images = Array.from({ length: 12 }, (_, i) => ({
+      ...shot,
+      imageId,
+      timestamp: shot.timestamp + i * 1000,
+      output: { ...shot.output, fileName: `image-${i}.jpg` },
+    }));
+    let queries = 0;
+    const client = new Proxy(db.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+        return (command: { constructor: { name: string } }) => {
+          if (command.constructor.name === 'QueryCommand') queries += 1;
+          return send.call(target, command);
+        };
+      },
+    });
+    const published: TaskEvent[] = [];
+    const records = [{ ...start, imageId }, ...images].map((b) => sqsRecord('screenshot', JSON.stringify(b)));
+    const res = await processBatch(sqsEvent(records), {
+      store: new DynamoTaskStore({ client, tableName: db.tableName }),
+      log,
+      concurrency: 4,
+      events: { publish: async (events) => void published.push(...events) },
+    });
+    expect(res.batchItemFailures).toEqual([]);
+    expect(queries).toBe(1);
+    const uploaded = published.filter((e) => e.type === 'file.uploaded');
+    expect(uploaded.map((e) => e.file!.fileName).sort()).toEqual(images.map((b) => b.output.fileName).sort());
+    for (const e of published) expect(e.task.files).toEqual({ total: 12, pending: 0, uploaded: 12, failed: 0 });
+    // Each event once: the ids of one batch are not published twice.
+    expect(new Set(published.map((e) => e.id)).size).toBe(published.length);
+  });
 });

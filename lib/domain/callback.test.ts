@@ -475,6 +475,14 @@ describe('strictness where it matters, with messages naming the field', () => {
     expect(errorsOf('recording', withOutput(recording(), {}))).toContain('output.fileName: is missing');
   });
 
+  test('an array where the body has an object is refused, even where every field of the object is optional', () => {
+    const array = 'expected Object, got Array';
+    expect(errorsOf('recording', { ...recStart, output: [] })).toEqual([`output: ${array}`]);
+    expect(errorsOf('recording', { ...recStart, config: [1] })).toEqual([`config: ${array}`]);
+    expect(errorsOf('recording', { ...recording(), output: [] })).toEqual([`output: ${array}`]);
+    expect(errorsOf('screenshot', { ...shotStart, config: [] })).toEqual([`config: ${array}`]);
+  });
+
   test('a type not valid for the service names the valid ones', () => {
     expect(errorsOf('screenshot', { ...shotStart, type: 2 })).toEqual([
       'type: must be one of 1, 3, 4 for screenshot callbacks, got 2',

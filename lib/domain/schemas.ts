@@ -39,9 +39,16 @@ const emptyAsNull = <S extends v.GenericSchema>(schema: S) =>
 
 const optionalString = v.optional(v.nullable(v.string('must be a string')), null);
 
+/** An object of the body: valibot's object schemas take an array too, which no callback field is. */
+const jsonObject = <E extends v.ObjectEntries>(entries: E) =>
+  v.pipe(
+    v.custom<unknown>((value) => !Array.isArray(value), 'expected Object, got Array'),
+    v.looseObject(entries),
+  );
+
 /** Config values are kept as received, except numeric strings, which become numbers (docs/contract.md §4). */
 const Config = v.pipe(
-  v.looseObject({}),
+  jsonObject({}),
   v.transform((config) => {
     const out: Record<string, unknown> = {};
     for (const [k, value] of Object.entries(config)) {
@@ -90,7 +97,7 @@ const typeIs = (n: number) =>
   );
 
 const RecordingStartOutput = v.optional(
-  v.looseObject({
+  jsonObject({
     fileName: optionalString,
     audioSample: emptyAsNull(NumberLike),
     videoResoulation: emptyAsNull(v.string()),
@@ -98,17 +105,17 @@ const RecordingStartOutput = v.optional(
   {},
 );
 
-const FileOutput = v.looseObject({
+const FileOutput = jsonObject({
   fileName: NonEmptyString,
   fileSize: v.optional(v.nullable(NumberLike), null),
 });
 
-const RecordingUploadOutput = v.looseObject({
+const RecordingUploadOutput = jsonObject({
   fileName: NonEmptyString,
   fileUrl: emptyAsNull(v.string()),
 });
 
-const ScreenshotUploadOutput = v.looseObject({
+const ScreenshotUploadOutput = jsonObject({
   fileName: NonEmptyString,
   fileUrl: emptyAsNull(v.string()),
   fileState: v.optional(

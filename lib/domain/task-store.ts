@@ -2,6 +2,7 @@
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
+import type { TaskParts } from './task-parts.ts';
 import type { HeldSignature, LedgerVerdict, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 import type { Service } from './services.ts';
 
@@ -75,6 +76,12 @@ export interface WriteOutcome {
   file: StoredWrite['file'];
   /** The read units it takes are added to `capacity` when one is given; null when there is no task. */
   readTask(capacity?: Capacity): Promise<StoredWrite | null>;
+  /**
+   * `readTask` in two steps, so that one read serves several writes to the same task: the task's parts read
+   * strongly consistent (null when there is no task), then what this write left, from parts read after it.
+   */
+  readParts(capacity?: Capacity): Promise<TaskParts | null>;
+  storedWith(parts: TaskParts | null): StoredWrite | null;
 }
 
 export type ApplyResult =

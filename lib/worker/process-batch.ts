@@ -8,6 +8,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
+import type { TaskParts } from '../domain/task-parts.ts';
 import {
   UnstorableCallbackError,
   type ApplyResult,
@@ -51,15 +52,30 @@ export async function processBatch(
   const prepared = records.map(prepareRecord);
   const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
-  // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too.
-  const groups = [...groupByItem(prepared).values()];
+  // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
+  // the longest runs first. Once every record of a task is applied, its task is read once for the events
+  // of all of them: a task's status and counts are added up from all of its items.
+  const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
+  const tasks = recordsByTask(prepared);
+  const groupsLeft = new Map<string, number>();
+  for (const group of groups) {
+    const task = taskKeyOf(prepared[group[0]!]!);
+    if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
+  }
   await inParallel(groups, concurrency, async (group) => {
-    for (const i of group) {
-      const a = await applyRecord(prepared[i]!, deps);
-      if (deps.events && a.result) await publishEvents(a, deps.events, deps.log);
-      logApplied(a, deps);
-      applied[i] = a;
-    }
+    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps);
+    const task = taskKeyOf(prepared[group[0]!]!);
+    const left = task === null ? 0 : groupsLeft.get(task)! - 1;
+    if (task !== null) groupsLeft.set(task, left);
+    if (left > 0) return;
+    const done = task === null ? group : tasks.get(task)!;
+    if (deps.events)
+      await publishEvents(
+        done.map((i) => applied[i]!),
+        deps.events,
+        deps.log,
+      );
+    for (const i of done) logApplied(applied[i]!, deps);
   });
   const failures = records
     .filter((_, i) => applied[i]!.outcome === 'failed')
@@ -124,32 +140,72 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
 }
 
 /**
- * The task events of one write (lib/domain/task-events.ts), published once the write is durable. The
- * task's status and counts are read right after the write. When they cannot be read or published, the
- * record fails: its redelivery publishes them again from what is stored.
+ * The task events of the writes to one task (lib/domain/task-events.ts), published once the writes are
+ * durable: the task's status and counts are read once, after the last of them. When they cannot be read
+ * or published, every record that had events to publish fails: its redelivery publishes them again from
+ * what is stored.
  */
-async function publishEvents(a: Applied, publisher: EventPublisher, log: Logger): Promise<void> {
-  const write = a.result!.write;
-  let events: TaskEvent[] = [];
-  if (!write || !writeMayPublish(a.cb!, a.outcome === 'applied', write.file)) {
-    a.events = 0;
-    return;
-  }
+async function publishEvents(writes: Applied[], publisher: EventPublisher, log: Logger): Promise<void> {
+  const publishing = writes.filter((a) => {
+    const write = a.result?.write;
+    const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
+    if (a.result) a.events = 0;
+    return may;
+  });
+  if (publishing.length === 0) return;
+  const fail = (failed: Applied[], err: unknown) => {
+    // The writes are durable; their events are not out.
+    for (const a of failed) {
+      log.error('events_publish_failed', {
+        ...a.fields,
+        outcome: a.outcome,
+        events: a.events ?? 0,
+        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      });
+      a.outcome = 'failed';
+    }
+  };
+  let parts: TaskParts | null;
   try {
-    const stored = await write.readTask();
-    events = stored ? eventsOfWrite(a.cb!, stored) : [];
-    a.events = events.length;
-    if (events.length > 0) await publisher.publish(events);
+    parts = await publishing[0]!.result!.write!.readParts();
   } catch (err) {
-    // The write is durable; the events are not out.
-    log.error('events_publish_failed', {
-      ...a.fields,
-      outcome: a.outcome,
-      events: events.length,
-      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
-    });
-    a.outcome = 'failed';
+    return fail(publishing, err);
   }
+  const events = new Map<string, TaskEvent>();
+  for (const a of publishing) {
+    const stored = a.result!.write!.storedWith(parts);
+    const own = stored ? eventsOfWrite(a.cb!, stored) : [];
+    a.events = own.length;
+    // Two writes that make the same event true publish it once (the same id, from the same read), at the
+    // latest of their times: task.completed at the callback that completed the task in platform order.
+    for (const event of own) {
+      const seen = events.get(event.id);
+      if (!seen || event.occurredAt > seen.occurredAt) events.set(event.id, event);
+    }
+  }
+  if (events.size === 0) return;
+  try {
+    await publisher.publish([...events.values()]);
+  } catch (err) {
+    fail(
+      publishing.filter((a) => (a.events ?? 0) > 0),
+      err,
+    );
+  }
+}
+
+/** The task a prepared record is applied to (appKey and id), or null when it is kept aside. */
+function taskKeyOf(p: Prepared): string | null {
+  return p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}` : null;
+}
+
+function recordsByTask(prepared: readonly Prepared[]): Map<string, number[]> {
+  const tasks = new Map<string, number[]>();
+  prepared.forEach((p, i) => {
+    const task = taskKeyOf(p);
+    if (task !== null) tasks.set(task, [...(tasks.get(task) ?? []), i]);
+  });
+  return tasks;
 }
 
 function logApplied(a: Applied, deps: WorkerDeps): void {

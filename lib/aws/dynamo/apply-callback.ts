@@ -19,7 +19,6 @@ import type {
   Capacity,
   DeliveredCallback,
   QuarantineEntry,
-  StoredWrite,
   WriteOutcome,
 } from '../../domain/task-store.ts';
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
@@ -39,7 +38,8 @@ import {
   type FileTransition,
   type Tally,
 } from '../../domain/task.ts';
-import { countFiles, countsBefore, deriveStatus } from '../../domain/task-parts.ts';
+import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
+import type { TaskParts } from '../../domain/task-parts.ts';
 import {
   bodyRefOf,
   fileFromItem,
@@ -49,12 +49,12 @@ import {
   keysOf,
   recordedToItem,
   recordedValue,
-  summaryFromParts,
   tallyOf,
   type AssembledTask,
   type BodyRef,
 } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
+import { KnownFiles } from './known-files.ts';
 import { KnownHeaders } from './known-headers.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
@@ -70,11 +70,12 @@ export interface WritePathOptions {
   readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
   /** Task headers remembered (service and identity rank) so that file callbacks need not read them (0: none). */
   knownHeaders: number;
+  /** File items remembered as last written or read, so that the next callback of a file need not read it (0: none). */
+  knownFiles: number;
 }
 
-type FileChange = StoredWrite['file'];
-/** The header before an applied callback: as read, null when the callback created the task, or unchanged. */
-type HeaderBefore = TaskHeader | null | 'unchanged';
+type FileChange = WriteEffect['file'];
+type HeaderBefore = WriteEffect['headerBefore'];
 type Outcome =
   | { outcome: 'applied'; transition: FileTransition | null; file: FileChange; headerBefore: HeaderBefore }
   | { outcome: 'duplicate'; file: FileChange }
@@ -89,12 +90,14 @@ export class WritePath {
   private readonly opts: WritePathOptions;
 
   private readonly known: KnownHeaders;
+  private readonly files: KnownFiles;
 
   constructor(table: TableClient, deliveries: Deliveries, opts: WritePathOptions) {
     this.table = table;
     this.deliveries = deliveries;
     this.opts = opts;
     this.known = new KnownHeaders(opts.knownHeaders);
+    this.files = new KnownFiles(opts.knownFiles);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
@@ -111,30 +114,18 @@ export class WritePath {
       return { ...result, capacity: cap };
     }
     const cb = d.callback;
+    const effect: WriteEffect =
+      result.outcome === 'duplicate'
+        ? { outcome: 'duplicate', file: result.file, transition: null, headerBefore: 'unchanged' }
+        : result;
+    const storedWith = (parts: TaskParts | null) => storedWriteOf(cb, effect, parts);
+    const readParts = async (capacity?: Capacity) =>
+      (await this.opts.readAfterWrite(cb.appKey, cb.id, capacity))?.parts ?? null;
     const write: WriteOutcome = {
       file: result.file,
-      readTask: async (capacity) => {
-        const found = await this.opts.readAfterWrite(cb.appKey, cb.id, capacity);
-        const task = found && summaryFromParts(found);
-        if (!task) return null;
-        // The file as this write left it, its attempts counted from every key recorded for it.
-        let file = result.file;
-        if (file) {
-          const fileName = file.after.fileName;
-          const attempts = found.parts.files.find((f) => f.fileName === fileName)?.attempts ?? 0;
-          const own = result.outcome === 'applied' && cb.upload ? 1 : 0;
-          file = {
-            before: file.before && { ...file.before, attempts: attempts - own },
-            after: { ...file.after, attempts },
-          };
-        }
-        if (result.outcome === 'duplicate' || result.headerBefore === null) return { task, statusBefore: null, file };
-        // The status before: this write's own change undone, every other item as read.
-        const counts = countFiles(found.parts.files);
-        const header = result.headerBefore === 'unchanged' ? found.parts.header : result.headerBefore;
-        const before = result.transition ? countsBefore(counts, result.transition) : counts;
-        return { task, statusBefore: deriveStatus(header, before), file };
-      },
+      readParts,
+      storedWith,
+      readTask: async (capacity) => storedWith(await readParts(capacity)),
     };
     if (result.outcome === 'duplicate') return { outcome: 'duplicate', write, capacity: cap };
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
@@ -176,12 +167,15 @@ export class WritePath {
     // the callback most likely creates is not read at all (`likelyCreates`).
     const known = this.known.get(headerKey);
     const headerKnown = !inHeader && known?.service === cb.service && known.identRank <= identRankOf(cb);
-    const guessed = likelyCreates(cb) && (inHeader ? !known : true);
-    const [claimOk, file, header] = await Promise.all([
+    // A file this worker wrote or read before is not read again: a stale copy only fails a versioned put.
+    const fileCopy = fileKey ? this.files.get(fileKey) : undefined;
+    const guessed = likelyCreates(cb) && (inHeader ? !known : !fileCopy);
+    const [claimOk, fileRead, header] = await Promise.all([
       claim(),
-      fileKey && !(guessed && !inHeader) ? this.table.get(fileKey, cap) : null,
+      fileKey && !fileCopy && !(guessed && !inHeader) ? this.readFile(fileKey, cap) : null,
       headerKnown || (guessed && inHeader) ? null : this.table.get(headerKey, cap, inHeader),
     ]);
+    const file = fileCopy ?? fileRead;
     this.known.remember(headerKey, header);
     if (!claimOk) {
       return {
@@ -193,7 +187,8 @@ export class WritePath {
     if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
     if (inHeader) return this.applyToHeaderItem(cb, ref, headerKey, header, guessed, fileKey, file, cap);
     const headerRead = headerKnown ? 'known' : header;
-    return this.applyToFileItem(cb, ref, headerKey, headerRead, fileKey!, fileName!, file, guessed, cap);
+    const optimistic = guessed || fileCopy !== undefined;
+    return this.applyToFileItem(cb, ref, headerKey, headerRead, fileKey!, fileName!, file, optimistic, cap);
   }
 
   /** A slice or an upload: recorded in its file. */
@@ -205,7 +200,7 @@ export class WritePath {
     fileKey: Key,
     fileName: string,
     fileRead: Item | null,
-    guessed: boolean,
+    optimistic: boolean,
     cap: Capacity,
   ): Promise<Outcome> {
     let file = fileRead;
@@ -213,8 +208,8 @@ export class WritePath {
     let headerBefore: HeaderBefore = 'unchanged';
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
-        await this.pause(attempt, cb, guessed && attempt === 2);
-        file = await this.table.get(fileKey, cap);
+        await this.pause(attempt, cb, optimistic && attempt === 2);
+        file = await this.readFile(fileKey, cap);
       }
       const keys = keysOf(file);
       if (Object.hasOwn(keys, cb.key)) {
@@ -236,13 +231,13 @@ export class WritePath {
       const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
       if (Object.keys(keys).length < this.opts.inlineKeys) {
         const item = fileToItem(fileKey, after, tally, { ...keys, [cb.key]: recordedValue(cb, ref) });
-        if (await this.table.putVersioned(item, file?.ver, cap)) return applied;
+        if (await this.putFile(item, file, cap)) return applied;
         continue;
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
       // whose conditional put tells a new callback from one recorded before.
       if (!sameFacts(before, after, tallyOf(file), tally)) {
-        if (!(await this.table.putVersioned(fileToItem(fileKey, after, tally, keys), file?.ver, cap))) continue;
+        if (!(await this.putFile(fileToItem(fileKey, after, tally, keys), file, cap))) continue;
       }
       const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
       if (
@@ -347,15 +342,28 @@ export class WritePath {
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         await this.pause(attempt, cb);
-        file = await this.table.get(fileKey, cap);
+        file = await this.readFile(fileKey, cap);
       }
       const before = file ? this.fileRecord(file) : null;
       const after = applyToFile(before, cb);
       const tally = tallyOf(file);
       if (file && sameFacts(before, after, tally, tally)) return { before, after };
-      if (await this.table.putVersioned(fileToItem(fileKey, after, tally, keysOf(file)), file?.ver, cap))
-        return { before, after };
+      if (await this.putFile(fileToItem(fileKey, after, tally, keysOf(file)), file, cap)) return { before, after };
     }
+  }
+
+  /** A file item, read strongly consistent and remembered. */
+  private async readFile(key: Key, cap: Capacity): Promise<Item | null> {
+    const item = await this.table.get(key, cap);
+    this.files.remember(key, item);
+    return item;
+  }
+
+  /** A versioned put of a file item over `previous` (null: absent); the item is remembered as written. */
+  private async putFile(item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+    const ok = await this.table.putVersioned(item, previous?.ver, cap);
+    if (ok) this.files.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
+    return ok;
   }
 
   private serviceMismatch(cb: Callback, header: Item): Quarantine {

@@ -83,6 +83,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
     knownHeaders: 0,
+    knownFiles: 0,
     readAfterWrite: async () => null,
   });
   let next = 0;

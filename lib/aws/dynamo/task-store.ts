@@ -42,6 +42,8 @@ export interface DynamoTaskStoreOptions {
   inlineKeys?: number;
   /** Task headers the write path remembers, so that file callbacks need not read them (default 10,000; 0: none). */
   knownHeaders?: number;
+  /** File items the write path remembers, so that the next callback of a file need not read them (default 5,000). */
+  knownFiles?: number;
   /** Requests a page of a listing may cost (listing.ts). */
   readBudget?: Partial<ReadBudget>;
 }
@@ -76,6 +78,7 @@ export class DynamoTaskStore implements TaskStore {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,
       knownHeaders: opts.knownHeaders ?? 10_000,
+      knownFiles: opts.knownFiles ?? 5_000,
       readAfterWrite: (appKey, id, cap) => this.queries.readAfterWrite(appKey, id, cap),
     });
   }

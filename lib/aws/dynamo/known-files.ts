@@ -1,0 +1,41 @@
+// File items a worker has written or read, with their version. A copy may be stale: another worker may
+// have written the item since. It is used only where a stale copy costs a retry and never a wrong
+// result: as the version a versioned put expects (a stale one fails the put, and the item is read
+// again), and to recognise a callback key already recorded (a file item never forgets a key).
+// Bounded: the least recently used go first.
+import type { Item, Key } from './table-client.ts';
+
+export class KnownFiles {
+  private readonly known = new Map<string, Item>();
+  private readonly max: number;
+
+  /** `max` items at most (0: none remembered). */
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get(key: Key): Item | undefined {
+    const id = `${key.pk}\u0000${key.sk}`;
+    const item = this.known.get(id);
+    if (item) {
+      this.known.delete(id);
+      this.known.set(id, item);
+    }
+    return item;
+  }
+
+  /** The item as written or read (null: absent or unknown, which forgets it). */
+  remember(key: Key, item: Item | null): void {
+    if (this.max <= 0) return;
+    const id = `${key.pk}\u0000${key.sk}`;
+    this.known.delete(id);
+    if (!item) return;
+    this.known.set(id, item);
+    // Least recently used first out: a Map iterates in insertion order.
+    if (this.known.size > this.max) this.known.delete(this.known.keys().next().value!);
+  }
+
+  forget(key: Key): void {
+    this.known.delete(`${key.pk}\u0000${key.sk}`);
+  }
+}
