@@ -33,7 +33,6 @@ import {
   isHeaderEvent,
   sameHeader,
   tallyCallback,
-  type TaskHeader,
   type FileRecord,
   type FileTransition,
   type Tally,
@@ -54,8 +53,7 @@ import {
   type BodyRef,
 } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
-import { KnownFiles } from './known-files.ts';
-import { KnownHeaders } from './known-headers.ts';
+import { KnownItems } from './known-items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
 import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
@@ -68,7 +66,7 @@ export interface WritePathOptions {
   inlineKeys: number;
   /** The task as it stands, read strongly consistent (for WriteOutcome.readTask). */
   readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
-  /** Task headers remembered (service and identity rank) so that file callbacks need not read them (0: none). */
+  /** Task headers remembered as last written or read, so that callbacks need not read them (0: none). */
   knownHeaders: number;
   /** File items remembered as last written or read, so that the next callback of a file need not read it (0: none). */
   knownFiles: number;
@@ -89,15 +87,15 @@ export class WritePath {
   private readonly deliveries: Deliveries;
   private readonly opts: WritePathOptions;
 
-  private readonly known: KnownHeaders;
-  private readonly files: KnownFiles;
+  private readonly headers: KnownItems;
+  private readonly files: KnownItems;
 
   constructor(table: TableClient, deliveries: Deliveries, opts: WritePathOptions) {
     this.table = table;
     this.deliveries = deliveries;
     this.opts = opts;
-    this.known = new KnownHeaders(opts.knownHeaders);
-    this.files = new KnownFiles(opts.knownFiles);
+    this.headers = new KnownItems(opts.knownHeaders);
+    this.files = new KnownItems(opts.knownFiles);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
@@ -164,19 +162,19 @@ export class WritePath {
     // The claim and the reads it does not depend on go out together; nothing is applied before the claim
     // holds. A file callback needs the header only to see that the task exists as it would make it: a
     // header this worker saw with the same service and an identity at least as good is enough. An item
-    // the callback most likely creates is not read at all (`likelyCreates`).
-    const known = this.known.get(headerKey);
-    const headerKnown = !inHeader && known?.service === cb.service && known.identRank <= identRankOf(cb);
-    // A file this worker wrote or read before is not read again: a stale copy only fails a versioned put.
+    // this worker wrote or read before is not read again (a stale copy only fails a versioned put), and an
+    // item the callback most likely creates is not read at all (`likelyCreates`).
+    const headerCopy = this.headers.get(headerKey);
+    const headerKnown = !inHeader && headerCopy?.service === cb.service && headerCopy.identRank <= identRankOf(cb);
     const fileCopy = fileKey ? this.files.get(fileKey) : undefined;
-    const guessed = likelyCreates(cb) && (inHeader ? !known : !fileCopy);
-    const [claimOk, fileRead, header] = await Promise.all([
+    const guessed = likelyCreates(cb) && (inHeader ? !headerCopy : !fileCopy);
+    const [claimOk, fileRead, headerRead] = await Promise.all([
       claim(),
-      fileKey && !fileCopy && !(guessed && !inHeader) ? this.readFile(fileKey, cap) : null,
-      headerKnown || (guessed && inHeader) ? null : this.table.get(headerKey, cap, inHeader),
+      fileKey && !fileCopy && !(guessed && !inHeader) ? this.readItem(this.files, fileKey, cap) : null,
+      headerKnown || headerCopy || (guessed && inHeader) ? null : this.readItem(this.headers, headerKey, cap, inHeader),
     ]);
     const file = fileCopy ?? fileRead;
-    this.known.remember(headerKey, header);
+    const header = headerCopy ?? headerRead;
     if (!claimOk) {
       return {
         outcome: 'quarantined',
@@ -185,10 +183,13 @@ export class WritePath {
       };
     }
     if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
-    if (inHeader) return this.applyToHeaderItem(cb, ref, headerKey, header, guessed, fileKey, file, cap);
-    const headerRead = headerKnown ? 'known' : header;
+    if (inHeader) {
+      const optimistic = guessed || headerCopy !== undefined;
+      return this.applyToHeaderItem(cb, ref, headerKey, header, optimistic, fileKey, file, cap);
+    }
     const optimistic = guessed || fileCopy !== undefined;
-    return this.applyToFileItem(cb, ref, headerKey, headerRead, fileKey!, fileName!, file, optimistic, cap);
+    const headerSeen = headerKnown ? 'known' : header;
+    return this.applyToFileItem(cb, ref, headerKey, headerSeen, fileKey!, fileName!, file, optimistic, cap);
   }
 
   /** A slice or an upload: recorded in its file. */
@@ -209,7 +210,7 @@ export class WritePath {
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         await this.pause(attempt, cb, optimistic && attempt === 2);
-        file = await this.readFile(fileKey, cap);
+        file = await this.readItem(this.files, fileKey, cap);
       }
       const keys = keysOf(file);
       if (Object.hasOwn(keys, cb.key)) {
@@ -231,13 +232,13 @@ export class WritePath {
       const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
       if (Object.keys(keys).length < this.opts.inlineKeys) {
         const item = fileToItem(fileKey, after, tally, { ...keys, [cb.key]: recordedValue(cb, ref) });
-        if (await this.putFile(item, file, cap)) return applied;
+        if (await this.putItem(this.files, item, file, cap)) return applied;
         continue;
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
       // whose conditional put tells a new callback from one recorded before.
       if (!sameFacts(before, after, tallyOf(file), tally)) {
-        if (!(await this.putFile(fileToItem(fileKey, after, tally, keys), file, cap))) continue;
+        if (!(await this.putItem(this.files, fileToItem(fileKey, after, tally, keys), file, cap))) continue;
       }
       const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
       if (
@@ -275,14 +276,10 @@ export class WritePath {
       if (current && before && sameHeader(before, after)) return { header: current, created: false };
       if (consistent) {
         const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current));
-        if (await this.table.putVersioned(item, current?.ver, cap)) {
-          this.known.remember(headerKey, item);
-          return { header: item, created: current === null };
-        }
+        if (await this.putItem(this.headers, item, current, cap)) return { header: item, created: current === null };
         await this.pause(attempt, cb);
       }
-      current = await this.table.get(headerKey, cap);
-      this.known.remember(headerKey, current);
+      current = await this.readItem(this.headers, headerKey, cap);
       consistent = true;
     }
   }
@@ -293,7 +290,7 @@ export class WritePath {
     ref: BodyRef,
     headerKey: Key,
     headerRead: Item | null,
-    guessed: boolean,
+    optimistic: boolean,
     fileKey: Key | null,
     fileRead: Item | null,
     cap: Capacity,
@@ -303,9 +300,8 @@ export class WritePath {
     let fileDone = fileKey === null;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
-        await this.pause(attempt, cb, guessed && attempt === 2);
-        header = await this.table.get(headerKey, cap);
-        this.known.remember(headerKey, header);
+        await this.pause(attempt, cb, optimistic && attempt === 2);
+        header = await this.readItem(this.headers, headerKey, cap);
         if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
       }
       const keys = keysOf(header);
@@ -322,8 +318,7 @@ export class WritePath {
         ...keys,
         [cb.key]: recordedValue(cb, ref),
       });
-      if (await this.table.putVersioned(item, header?.ver, cap)) {
-        this.known.remember(headerKey, item);
+      if (await this.putItem(this.headers, item, header, cap)) {
         const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
         return { outcome: 'applied', transition, file: fileChange, headerBefore: before };
       }
@@ -342,27 +337,28 @@ export class WritePath {
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         await this.pause(attempt, cb);
-        file = await this.readFile(fileKey, cap);
+        file = await this.readItem(this.files, fileKey, cap);
       }
       const before = file ? this.fileRecord(file) : null;
       const after = applyToFile(before, cb);
       const tally = tallyOf(file);
       if (file && sameFacts(before, after, tally, tally)) return { before, after };
-      if (await this.putFile(fileToItem(fileKey, after, tally, keysOf(file)), file, cap)) return { before, after };
+      if (await this.putItem(this.files, fileToItem(fileKey, after, tally, keysOf(file)), file, cap))
+        return { before, after };
     }
   }
 
-  /** A file item, read strongly consistent and remembered. */
-  private async readFile(key: Key, cap: Capacity): Promise<Item | null> {
-    const item = await this.table.get(key, cap);
-    this.files.remember(key, item);
+  /** An item read (strongly consistent unless said) and remembered. */
+  private async readItem(known: KnownItems, key: Key, cap: Capacity, consistent = true): Promise<Item | null> {
+    const item = await this.table.get(key, cap, consistent);
+    known.remember(key, item);
     return item;
   }
 
-  /** A versioned put of a file item over `previous` (null: absent); the item is remembered as written. */
-  private async putFile(item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+  /** A versioned put over `previous` (null: absent); the item is remembered as written. */
+  private async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
     const ok = await this.table.putVersioned(item, previous?.ver, cap);
-    if (ok) this.files.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
+    if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
     return ok;
   }
 

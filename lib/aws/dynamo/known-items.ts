@@ -1,11 +1,12 @@
-// File items a worker has written or read, with their version. A copy may be stale: another worker may
-// have written the item since. It is used only where a stale copy costs a retry and never a wrong
-// result: as the version a versioned put expects (a stale one fails the put, and the item is read
-// again), and to recognise a callback key already recorded (a file item never forgets a key).
-// Bounded: the least recently used go first.
+// Items a worker has written or read (task headers, files), with their version. A copy may be stale:
+// another worker may have written the item since. It is used only where a stale copy costs a retry and
+// never a wrong result: as the version a versioned put expects (a stale one fails the put, and the item
+// is read again), to recognise a callback key already recorded (an item never forgets a key), and as a
+// header read eventually consistent (service and identity only ever improve). Bounded: the least
+// recently used go first.
 import type { Item, Key } from './table-client.ts';
 
-export class KnownFiles {
+export class KnownItems {
   private readonly known = new Map<string, Item>();
   private readonly max: number;
 
