@@ -30,6 +30,7 @@ import {
   mustParse,
   type Body,
   type Delivery,
+  type Lifecycle,
 } from './support/lifecycles.ts';
 
 let db: LocalDynamo;
@@ -132,14 +133,28 @@ describe('a task belongs to one appKey', () => {
 // ---------------------------------------------------------------------------------------------------
 
 describe('reads that answer with an older item', () => {
-  /** Lifecycles delivered through a client whose reads are stale, then read back through a fresh one. */
-  async function deliverThroughStaleReads(seed: number, strong: boolean) {
-    const [lifecycles, deliveries] = fc.sample(
+  /** A few lifecycles and their deliveries, shuffled and duplicated, drawn from a seed. */
+  const sampleRun = (seed: number) =>
+    fc.sample(
       anyLifecycles({ minLength: 2, maxLength: 3 }).chain((ls) =>
         fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 })),
       ),
       { numRuns: 1, seed },
     )[0]!;
+
+  /** Read back through a fresh store: each task the fold of its callbacks, its raw callbacks each once. */
+  async function expectFolded(lifecycles: readonly Lifecycle[], prefix: string) {
+    const fresh = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    for (const l of lifecycles) {
+      const callbacks = callbacksOf({ ...l, bodies: l.bodies.map((b) => renamed(b, l.service, prefix)) });
+      expect(await fresh.getTask(prefix + l.id)).toEqual(reduceTask(callbacks));
+      expect((await fresh.listEvents(prefix + l.id)).length).toBe(new Set(callbacks.map((c) => c.key)).size);
+    }
+  }
+
+  /** Lifecycles delivered through a client whose reads are stale, then read back through a fresh one. */
+  async function deliverThroughStaleReads(seed: number, strong: boolean) {
+    const [lifecycles, deliveries] = sampleRun(seed);
     const prefix = `stale${++run}-`;
     let state = seed;
     // A seeded generator: a failure can be replayed.
@@ -156,13 +171,7 @@ describe('reads that answer with an older item', () => {
     });
     const records = deliveries.map((d) => sqsRecord(d.service, renamed(d.body, d.service, prefix)));
     expect(await deliverUntilDone(records, store, 5)).toEqual([]);
-    const fresh = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-    for (const l of lifecycles) {
-      const callbacks = callbacksOf({ ...l, bodies: l.bodies.map((b) => renamed(b, l.service, prefix)) });
-      const task = await fresh.getTask(prefix + l.id);
-      expect(task).toEqual(reduceTask(callbacks));
-      expect((await fresh.listEvents(prefix + l.id)).length).toBe(new Set(callbacks.map((c) => c.key)).size);
-    }
+    await expectFolded(lifecycles, prefix);
     return stale.staleAnswers();
   }
 
@@ -183,12 +192,7 @@ describe('reads that answer with an older item', () => {
   test.each([11, 12, 13])(
     'workers whose copies of a file another worker has overtaken (seed %i): state equals the fold, counts exact',
     async (seed) => {
-      const [lifecycles, deliveries] = fc.sample(
-        anyLifecycles({ minLength: 2, maxLength: 3 }).chain((ls) =>
-          fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: 6 })),
-        ),
-        { numRuns: 1, seed },
-      )[0]!;
+      const [lifecycles, deliveries] = sampleRun(seed);
       const prefix = `copies${++run}-`;
       // File puts refused because the version a worker expected was no longer the item's.
       let overtaken = 0;
@@ -212,12 +216,7 @@ describe('reads that answer with an older item', () => {
           expect(await deliverUntilDone(records.slice(i, i + 2), worker, 2)).toEqual([]);
         }
       }
-      const fresh = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-      for (const l of lifecycles) {
-        const callbacks = callbacksOf({ ...l, bodies: l.bodies.map((b) => renamed(b, l.service, prefix)) });
-        expect(await fresh.getTask(prefix + l.id)).toEqual(reduceTask(callbacks));
-        expect((await fresh.listEvents(prefix + l.id)).length).toBe(new Set(callbacks.map((c) => c.key)).size);
-      }
+      await expectFolded(lifecycles, prefix);
       expect(overtaken).toBeGreaterThan(0);
     },
   );
