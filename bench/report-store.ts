@@ -135,7 +135,7 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
 /** This run's figures beside those of the layout it replaced. */
 export function comparisonSection(
   r: WorkerResult,
-  costUsd: number | null,
+  cost: { withEvents: number; withoutEvents: number | null } | null,
   table: Table,
   num: Fmt,
   x: (n: number) => string,
@@ -158,20 +158,31 @@ export function comparisonSection(
       num(before.writeUnits),
       change(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu, before.writeUnits),
     ],
+    // The token layout published no task events: the figures to compare are those without.
+    ...(r.withoutEvents
+      ? [
+          [
+            'worker throughput over bare PutItem, without task events (as the token layout ran)',
+            x(r.withoutEvents.ratio.median),
+            x(before.throughputRatio),
+            change(r.withoutEvents.ratio.median, before.throughputRatio),
+          ],
+        ]
+      : []),
     [
-      'worker throughput over bare PutItem',
+      'worker throughput over bare PutItem, with task events',
       x(r.ratio.median),
       x(before.throughputRatio),
       change(r.ratio.median, before.throughputRatio),
     ],
   ];
-  if (costUsd !== null && before.costUsd !== null)
-    rows.push([
-      'cost per million callbacks (part 6)',
-      `$${num(costUsd, 3)}`,
-      `$${num(before.costUsd, 3)}`,
-      change(costUsd, before.costUsd),
-    ]);
+  const costRow = (label: string, usd: number) =>
+    rows.push([label, `$${num(usd, 3)}`, `$${num(before.costUsd!, 3)}`, change(usd, before.costUsd!)]);
+  if (cost && before.costUsd !== null) {
+    if (cost.withoutEvents !== null)
+      costRow('cost per million callbacks without task events (part 6)', cost.withoutEvents);
+    costRow('cost per million callbacks with task events (part 6)', cost.withEvents);
+  }
   return [
     `**Beside the layout this one replaced** (its last full run, ${before.date}, ` +
       `\`bench/results-token-layout.json\`: ` +

@@ -216,7 +216,7 @@ function apiSection(r: ApiResult): string {
   ].join('\n');
 }
 
-function workerSection(r: WorkerResult, costUsd: number | null): string {
+function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvents: number | null } | null): string {
   const c = r.capacity;
   const requests = Object.entries(r.requestsPerCallback)
     .sort((a, b) => b[1] - a[1])
@@ -301,15 +301,15 @@ function workerSection(r: WorkerResult, costUsd: number | null): string {
       '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ' +
       'ids). ' +
       "A task's status and file counts are added up from its items, so a delivery that publishes events reads its " +
-      'task ' +
-      'right after the write (the task-event read units; a write that can publish nothing skips it). ' +
+      'task after the write: here one read per delivery (the task-event read units; a write that can publish ' +
+      'nothing skips it), in the worker one read per task and batch, after the last of its writes. ' +
       "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per " +
       'batch ' +
       'includes the reads and the PublishBatch calls.',
     '',
     ...storeSections(r, table, num),
     '',
-    ...comparisonSection(r, costUsd, table, num, x),
+    ...comparisonSection(r, cost, table, num, x),
   ].join('\n');
 }
 
@@ -480,7 +480,10 @@ export function renderMarkdown(r: BenchResults): string {
   for (const [name, reason] of Object.entries(r.missing)) parts.push('', `**${name}: not measured.** ${reason}`);
   if (r.ingest) parts.push('', ingestSection(r.ingest));
   if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
-  if (r.worker) parts.push('', workerSection(r.worker, r.cost?.breakdown.totalUsd ?? null));
+  const cost = r.cost
+    ? { withEvents: r.cost.breakdown.totalUsd, withoutEvents: r.cost.withoutEventsUsd ?? null }
+    : null;
+  if (r.worker) parts.push('', workerSection(r.worker, cost));
   if (r.api) parts.push('', apiSection(r.api));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));
@@ -528,6 +531,13 @@ export function renderSummary(r: BenchResults): string {
       `bare PutItem ${num(r.worker.barePutPerSecond.median)}/s`,
       x(r.worker.ratio.median),
     ]);
+    if (r.worker.withoutEvents)
+      rows.push([
+        'the same, without task events',
+        num(r.worker.withoutEvents.workerPerSecond.median),
+        `bare PutItem ${num(r.worker.barePutPerSecond.median)}/s`,
+        x(r.worker.withoutEvents.ratio.median),
+      ]);
     const mix = r.worker.capacity.mix;
     rows.push([
       'write units per callback, realistic mix',
