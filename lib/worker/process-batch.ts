@@ -54,10 +54,12 @@ export async function processBatch(
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
   // the longest runs first. Once every record of a task is applied, its task is read once for the events
-  // of all of them: a task's status and counts are added up from all of its items.
+  // of all of them (a task's status and counts are added up from all of its items); the batch's events go
+  // out together at the end.
   const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
   const tasks = recordsByTask(prepared);
   const groupsLeft = new Map<string, number>();
+  const taskEvents: TaskEvents[] = [];
   for (const group of groups) {
     const task = taskKeyOf(prepared[group[0]!]!);
     if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
@@ -70,13 +72,15 @@ export async function processBatch(
     if (left > 0) return;
     const done = task === null ? group : tasks.get(task)!;
     if (deps.events)
-      await publishEvents(
-        done.map((i) => applied[i]!),
-        deps.events,
-        deps.log,
+      taskEvents.push(
+        await eventsOfTask(
+          done.map((i) => applied[i]!),
+          deps.log,
+        ),
       );
-    for (const i of done) logApplied(applied[i]!, deps);
   });
+  if (deps.events) await publishAll(taskEvents, deps.events, deps.log);
+  for (const a of applied) logApplied(a, deps);
   const failures = records
     .filter((_, i) => applied[i]!.outcome === 'failed')
     .map((r) => ({ itemIdentifier: r.messageId }));
@@ -139,37 +143,45 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
   }
 }
 
+/** The task events of one task's writes in a batch, and the writes that have some. */
+interface TaskEvents {
+  writes: Applied[];
+  events: TaskEvent[];
+}
+
+/** Logs why the events of some writes are not out, and fails their records: redelivered, they publish again. */
+function failPublishing(failed: readonly Applied[], err: unknown, log: Logger): void {
+  // The writes are durable; their events are not out.
+  for (const a of failed) {
+    log.error('events_publish_failed', {
+      ...a.fields,
+      outcome: a.outcome,
+      events: a.events ?? 0,
+      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+    });
+    a.outcome = 'failed';
+  }
+}
+
 /**
- * The task events of the writes to one task (lib/domain/task-events.ts), published once the writes are
- * durable: the task's status and counts are read once, after the last of them. When they cannot be read
- * or published, every record that had events to publish fails: its redelivery publishes them again from
- * what is stored.
+ * The task events of the writes to one task (lib/domain/task-events.ts), once the writes are durable: the
+ * task's status and counts are read once, after the last of them. When the task cannot be read, every
+ * record that may publish fails.
  */
-async function publishEvents(writes: Applied[], publisher: EventPublisher, log: Logger): Promise<void> {
+async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
     if (a.result) a.events = 0;
     return may;
   });
-  if (publishing.length === 0) return;
-  const fail = (failed: Applied[], err: unknown) => {
-    // The writes are durable; their events are not out.
-    for (const a of failed) {
-      log.error('events_publish_failed', {
-        ...a.fields,
-        outcome: a.outcome,
-        events: a.events ?? 0,
-        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
-      });
-      a.outcome = 'failed';
-    }
-  };
+  if (publishing.length === 0) return { writes: [], events: [] };
   let parts: TaskParts | null;
   try {
     parts = await publishing[0]!.result!.write!.readParts();
   } catch (err) {
-    return fail(publishing, err);
+    failPublishing(publishing, err, log);
+    return { writes: [], events: [] };
   }
   const events = new Map<string, TaskEvent>();
   for (const a of publishing) {
@@ -183,13 +195,24 @@ async function publishEvents(writes: Applied[], publisher: EventPublisher, log: 
       if (!seen || event.occurredAt > seen.occurredAt) events.set(event.id, event);
     }
   }
-  if (events.size === 0) return;
+  return { writes: publishing.filter((a) => (a.events ?? 0) > 0), events: [...events.values()] };
+}
+
+/**
+ * The batch's task events, published together (SNS takes ten a call) once every write is durable. When
+ * they cannot all be published, every record that had events fails: its redelivery publishes them again
+ * from what is stored.
+ */
+async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublisher, log: Logger): Promise<void> {
+  const events = tasks.flatMap((t) => t.events);
+  if (events.length === 0) return;
   try {
-    await publisher.publish([...events.values()]);
+    await publisher.publish(events);
   } catch (err) {
-    fail(
-      publishing.filter((a) => (a.events ?? 0) > 0),
+    failPublishing(
+      tasks.flatMap((t) => t.writes),
       err,
+      log,
     );
   }
 }
