@@ -160,7 +160,7 @@ describe('faults: the worker dies after each write, SNS refuses publishes for a 
     const probe = await isolate(...sample);
     const counter = faultyClient(db.client, { failWrite: 0, when: 'after' });
     await processBatch(sqsEvent(probe.records), {
-      store: new DynamoTaskStore({ client: counter.client, tableName: db.tableName }),
+      store: new DynamoTaskStore({ client: counter.client, tableName: db.tableName, inlineKeys: 1 }),
       log,
       concurrency: 1,
       events: probe.publisher,
@@ -188,7 +188,7 @@ describe('faults: the worker dies after each write, SNS refuses publishes for a 
         },
       });
       await processBatch(sqsEvent(records), {
-        store: new DynamoTaskStore({ client: dead, tableName: db.tableName }),
+        store: new DynamoTaskStore({ client: dead, tableName: db.tableName, inlineKeys: 1 }),
         log,
         concurrency: 1,
         events: refusingWhile(publisher, () => faulty.fired()),
@@ -200,7 +200,7 @@ describe('faults: the worker dies after each write, SNS refuses publishes for a 
       let calls = 0;
       const refuseFirst = 1 + (k % 4);
       const flaky = refusingWhile(publisher, () => ++calls <= refuseFirst);
-      const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+      const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
       expect(await deliverUntilDone(records, store, flaky, 5)).toEqual([]);
       refusedInAll += Math.min(calls, refuseFirst);
       await expectBetweenMustAndMay(expected, await reader.poll());
@@ -246,5 +246,47 @@ describe('one read of a task per batch', () => {
     for (const e of published) expect(e.task.files).toEqual({ total: 12, pending: 0, uploaded: 12, failed: 0 });
     // Each event once: the ids of one batch are not published twice.
     expect(new Set(published.map((e) => e.id)).size).toBe(published.length);
+  });
+});
+
+describe('a file whose keys are on items of their own', () => {
+  test('a join written by a delivery that stopped before recording its key: the redelivery publishes', async () => {
+    const read = (name: string) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
+    const shot = read('screenshot-4-upload-ok.json');
+    const imageId = `img-join-${++run}`;
+    const failed = { ...shot, imageId, code: 500, output: { ...shot.output, fileState: '1', fileMsg: 'down' } };
+    const ok = { ...shot, imageId, timestamp: shot.timestamp + 10_000 };
+    // Key items refused once, before they reach the table: the join is written, the key is not.
+    let refuse = true;
+    const client = new Proxy(db.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+        return (command: { input: { Item?: { sk?: { S?: string } } } }) => {
+          if (refuse && command.input.Item?.sk?.S?.includes('#K#')) {
+            refuse = false;
+            return Promise.reject(Object.assign(new Error('refused'), { name: 'InternalServerError' }));
+          }
+          return send.call(target, command);
+        };
+      },
+    });
+    const published: TaskEvent[] = [];
+    const deps = {
+      store: new DynamoTaskStore({ client, tableName: db.tableName, inlineKeys: 1 }),
+      log,
+      events: { publish: async (events: readonly TaskEvent[]) => void published.push(...events) },
+    };
+    const deliver = (body: object) => processBatch(sqsEvent([sqsRecord('screenshot', JSON.stringify(body))]), deps);
+    expect((await deliver(failed)).batchItemFailures).toEqual([]);
+    expect(published.map((e) => e.type)).toEqual(['file.upload_failed']);
+    expect((await deliver(ok)).batchItemFailures).toHaveLength(1);
+    expect(refuse).toBe(false);
+    expect((await deliver(ok)).batchItemFailures).toEqual([]);
+    expect(published.map((e) => e.type).sort()).toEqual([
+      'file.upload_failed',
+      'file.upload_recovered',
+      'file.uploaded',
+    ]);
   });
 });

@@ -5,7 +5,10 @@ import { countFiles, countsBefore, deriveStatus, toSummary, type TaskParts } fro
 import type { StoredWrite } from './task-store.ts';
 import type { FileTransition, TaskHeader } from './task.ts';
 
-/** A write as the store made it. `headerBefore`: as read, null when the write created the task, or unchanged. */
+/**
+ * A write as the store made it. `headerBefore`: as read, or unchanged; null when the write created the task
+ * or cannot know the task before it (the status before is then unknown).
+ */
 export interface WriteEffect {
   outcome: 'applied' | 'duplicate';
   file: StoredWrite['file'];

@@ -237,20 +237,21 @@ export class WritePath {
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
       // whose conditional put tells a new callback from one recorded before.
-      if (!sameFacts(before, after, tallyOf(file), tally)) {
-        if (!(await this.putItem(this.files, fileToItem(fileKey, after, tally, keys), file, cap))) continue;
-      }
+      const joined = !sameFacts(before, after, tallyOf(file), tally);
+      if (joined && !(await this.putItem(this.files, fileToItem(fileKey, after, tally, keys), file, cap))) continue;
       const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
-      if (
-        await this.table.putIf(
-          recordedToItem(recordedKey, fileName, cb, ref),
-          'attribute_not_exists(pk)',
-          undefined,
-          cap,
-        )
-      )
-        return applied;
-      return { outcome: 'duplicate', file: { before: null, after } };
+      const recorded = await this.table.putIf(
+        recordedToItem(recordedKey, fileName, cb, ref),
+        'attribute_not_exists(pk)',
+        undefined,
+        cap,
+      );
+      if (!recorded) return { outcome: 'duplicate', file: { before: null, after } };
+      // A join found in place may be an earlier delivery's, stopped before it recorded the key: the file and
+      // the task before this callback are then unknown, and its events are published again (same ids).
+      return joined
+        ? applied
+        : { outcome: 'applied', transition: null, file: { before: null, after }, headerBefore: null };
     }
   }
 
