@@ -21,11 +21,11 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTasks } from '../lib/domain/reduce-task.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { startDynamo, dynamoClient, type LocalDynamo } from '../lib/local/dynamo.ts';
-import { setLogSink } from '../lib/log.ts';
+import { dynamoClient } from '../lib/local/dynamo.ts';
 import type { Service } from '../lib/domain/services.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { mustParse } from './support/lifecycles.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
 type Raw = Record<string, AttributeValue>;
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/legacy-layout/table.json', import.meta.url), 'utf8')) as {
@@ -37,25 +37,15 @@ const distinct = (taskId: string) =>
   new Set(fixture.sends.filter((s) => (s.body.recordId ?? s.body.imageId) === taskId).map((s) => eventKey(s.body)))
     .size;
 
-let db: LocalDynamo;
-let restoreSink: ReturnType<typeof setLogSink>;
+const local = useQuietDynamo();
 let tables = 0;
-
-beforeAll(async () => {
-  db = await startDynamo();
-  restoreSink = setLogSink(() => undefined);
-});
-afterAll(async () => {
-  setLogSink(restoreSink);
-  await db.stop();
-});
 
 /** A table of its own holding the fixture's items, less those `drop` says expired. */
 async function legacyTable(drop: (item: Raw, i: number) => boolean = () => false): Promise<string> {
   const tableName = `legacy-${++tables}`;
-  await db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
   for (const [i, item] of fixture.items.entries()) {
-    if (!drop(item, i)) await db.client.send(new PutItemCommand({ TableName: tableName, Item: item }));
+    if (!drop(item, i)) await local.db.client.send(new PutItemCommand({ TableName: tableName, Item: item }));
   }
   return tableName;
 }
@@ -64,7 +54,7 @@ async function scan(tableName: string): Promise<Raw[]> {
   const items: Raw[] = [];
   let start: Raw | undefined;
   do {
-    const page: ScanCommandOutput = await db.client.send(
+    const page: ScanCommandOutput = await local.db.client.send(
       new ScanCommand({ TableName: tableName, ExclusiveStartKey: start }),
     );
     items.push(...(page.Items ?? []));
@@ -74,7 +64,7 @@ async function scan(tableName: string): Promise<Raw[]> {
 }
 
 async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) => number) {
-  const store = new DynamoTaskStore({ client: db.client, tableName });
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
   for (const task of expected) {
     expect(await store.getTask(task.id)).toEqual(task);
     expect(task.eventCount).toBe(distinct(task.id));
@@ -87,10 +77,10 @@ async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) =>
 
 test('every task equal to the oracle of its callbacks, counts exact; a second run finds nothing to do', async () => {
   const tableName = await legacyTable();
-  const result = await migrateTable({ client: db.client, tableName });
+  const result = await migrateTable({ client: local.db.client, tableName });
   expect(result).toEqual({ tasks: 3, migrated: 3, callbacks: 48, carried: 0, failed: [] });
   await expectMigrated(tableName, distinct);
-  expect(await migrateTable({ client: db.client, tableName })).toEqual({
+  expect(await migrateTable({ client: local.db.client, tableName })).toEqual({
     tasks: 0,
     migrated: 0,
     callbacks: 0,
@@ -98,7 +88,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     failed: [],
   });
   await expectMigrated(tableName, distinct);
-  await db.client.send(new DeleteTableCommand({ TableName: tableName }));
+  await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
 });
 
 test(
@@ -116,7 +106,7 @@ test(
     });
     const gone = [...expired.values()].reduce((a, b) => a + b, 0);
     expect(gone).toBeGreaterThan(10);
-    const result = await migrateTable({ client: db.client, tableName });
+    const result = await migrateTable({ client: local.db.client, tableName });
     expect(result).toMatchObject({ tasks: 3, migrated: 3, callbacks: 48 - gone, carried: gone, failed: [] });
     await expectMigrated(tableName, (id) => distinct(id) - (expired.get(id) ?? 0));
   },
@@ -124,27 +114,27 @@ test(
 
 test('interrupted at any write and run again: the same tasks, counts exact', async () => {
   const probe = await legacyTable();
-  const counter = faultyClient(db.client, { failWrite: 0, when: 'after' });
+  const counter = faultyClient(local.db.client, { failWrite: 0, when: 'after' });
   await migrateTable({ client: counter.client, tableName: probe, concurrency: 1 });
   const writes = counter.writes();
   expect(writes).toBeGreaterThan(50);
   for (let k = 1; k <= writes; k += 7) {
     const tableName = await legacyTable();
-    const faulty = faultyClient(db.client, { failWrite: k, when: k % 2 ? 'after' : 'before' });
+    const faulty = faultyClient(local.db.client, { failWrite: k, when: k % 2 ? 'after' : 'before' });
     const first = await migrateTable({ client: faulty.client, tableName, concurrency: 1 });
     expect(faulty.fired()).toBe(true);
     expect(first.failed).toHaveLength(1);
-    const second = await migrateTable({ client: db.client, tableName });
+    const second = await migrateTable({ client: local.db.client, tableName });
     expect(second.failed).toEqual([]);
     await expectMigrated(tableName, distinct);
-    await db.client.send(new DeleteTableCommand({ TableName: tableName }));
+    await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
   }
 }, 120_000);
 
 test('the worker goes on with a migrated task: a redelivered callback is a duplicate, a new one counts', async () => {
   const tableName = await legacyTable();
-  await migrateTable({ client: db.client, tableName });
-  const store = new DynamoTaskStore({ client: db.client, tableName });
+  await migrateTable({ client: local.db.client, tableName });
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
   const send = fixture.sends.find((s) => s.body.imageId)!;
   const redelivered = await store.applyCallback({
     callback: mustParse(send.service, send.body),

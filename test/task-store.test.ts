@@ -18,8 +18,7 @@ import { Keys } from '../lib/aws/dynamo/table.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { AmbiguousTaskError } from '../lib/domain/task-store.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
-import { createLogger, setLogSink } from '../lib/log.ts';
+import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { staleReads } from './support/stale-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
@@ -32,19 +31,10 @@ import {
   type Delivery,
   type Lifecycle,
 } from './support/lifecycles.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
-let db: LocalDynamo;
-let restoreSink: ReturnType<typeof setLogSink>;
+const local = useQuietDynamo();
 const log = createLogger('test');
-
-beforeAll(async () => {
-  db = await startDynamo();
-  restoreSink = setLogSink(() => undefined);
-});
-afterAll(async () => {
-  setLogSink(restoreSink);
-  await db.stop();
-});
 
 let run = 0;
 const idField = (service: string) => (service === 'recording' ? 'recordId' : 'imageId');
@@ -93,7 +83,7 @@ describe('a task belongs to one appKey', () => {
             });
             const own = deliveries.map((d) => ({ service: d.service, body: renamed(d.body, d.service, prefix) }));
             const mixed = own.flatMap((d, i) => [d, intruder(deliveries[i]!)]);
-            const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+            const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
             const left = await deliverUntilDone(
               mixed.map((d) => sqsRecord(d.service, d.body)),
               store,
@@ -144,7 +134,7 @@ describe('reads that answer with an older item', () => {
 
   /** Read back through a fresh store: each task the fold of its callbacks, its raw callbacks each once. */
   async function expectFolded(lifecycles: readonly Lifecycle[], prefix: string) {
-    const fresh = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    const fresh = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
     for (const l of lifecycles) {
       const callbacks = callbacksOf({ ...l, bodies: l.bodies.map((b) => renamed(b, l.service, prefix)) });
       expect(await fresh.getTask(prefix + l.id)).toEqual(reduceTask(callbacks));
@@ -162,10 +152,10 @@ describe('reads that answer with an older item', () => {
       state = (state * 1103515245 + 12345) % 2147483648;
       return state / 2147483648;
     };
-    const stale = staleReads(db.client, { chance: 0.4, strong, random });
+    const stale = staleReads(local.db.client, { chance: 0.4, strong, random });
     const store = new DynamoTaskStore({
       client: stale.client,
-      tableName: db.tableName,
+      tableName: local.db.tableName,
       inlineKeys: 2,
       knownHeaders: 0,
     });
@@ -196,19 +186,21 @@ describe('reads that answer with an older item', () => {
       const prefix = `copies${++run}-`;
       // File puts refused because the version a worker expected was no longer the item's.
       let overtaken = 0;
-      const client = Object.create(db.client) as typeof db.client;
+      const client = Object.create(local.db.client) as typeof local.db.client;
       client.send = (async (command: { input: { Item?: { sk?: { S?: string } } } }) => {
         try {
-          return await (db.client.send as (c: unknown) => Promise<unknown>)(command);
+          return await (local.db.client.send as (c: unknown) => Promise<unknown>)(command);
         } catch (err) {
           if ((err as Error).name === 'ConditionalCheckFailedException' && command.input.Item?.sk?.S?.startsWith('P#'))
             overtaken += 1;
           throw err;
         }
-      }) as typeof db.client.send;
+      }) as typeof local.db.client.send;
       // Three workers, each remembering the files it wrote; batches of two go to each in turn, and every
       // record is delivered again, to another worker, once all have been.
-      const workers = [0, 1, 2].map(() => new DynamoTaskStore({ client, tableName: db.tableName, inlineKeys: 2 }));
+      const workers = [0, 1, 2].map(
+        () => new DynamoTaskStore({ client, tableName: local.db.tableName, inlineKeys: 2 }),
+      );
       const records = deliveries.map((d) => sqsRecord(d.service, renamed(d.body, d.service, prefix)));
       for (const pass of [0, 1]) {
         for (let i = 0; i < records.length; i += 2) {
@@ -227,7 +219,7 @@ describe('reads that answer with an older item', () => {
 describe('BatchGetItem', () => {
   test('a key asked for twice goes out once: DynamoDB refuses a request that names one key twice', async () => {
     // dynalite accepts duplicates; DynamoDB answers ValidationException. This client answers as DynamoDB does.
-    const strict = new Proxy(db.client, {
+    const strict = new Proxy(local.db.client, {
       get(target, prop, receiver) {
         if (prop !== 'send') return Reflect.get(target, prop, receiver);
         return (command: unknown) => {
@@ -244,7 +236,7 @@ describe('BatchGetItem', () => {
         };
       },
     }) as DynamoDBClient;
-    const table = new TableClient(strict, db.tableName);
+    const table = new TableClient(strict, local.db.tableName);
     const a = { pk: 'TEST#dup', sk: 'a' };
     const b = { pk: 'TEST#dup', sk: 'b' };
     await table.put({ ...a, v: 1 }, noCapacity());
@@ -261,9 +253,9 @@ async function itemsOf(pk: string): Promise<{ sk: string; bytes: number }[]> {
   const items: { sk: string; bytes: number }[] = [];
   let start: Record<string, AttributeValue> | undefined;
   do {
-    const page: ScanCommandOutput = await db.client.send(
+    const page: ScanCommandOutput = await local.db.client.send(
       new ScanCommand({
-        TableName: db.tableName,
+        TableName: local.db.tableName,
         ExclusiveStartKey: start,
         FilterExpression: 'pk = :pk',
         ExpressionAttributeValues: marshall({ ':pk': pk }),
@@ -299,7 +291,7 @@ describe('a file with many attempts', () => {
       numRuns: 1,
       seed: 8640,
     })[0]!;
-    const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
     let next = 0;
     const outcomes: Record<string, number> = {};
     // Two at a time on the one image: a write that stays contended comes back, as SQS would bring it.

@@ -5,24 +5,15 @@ import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-s
 import { itemSize } from 'dynalite/db/index.js';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
-import { createLogger, setLogSink } from '../lib/log.ts';
+import { createLogger } from '../lib/log.ts';
 import { type Body, type ScreenshotTask, screenshotStartOrEnd, screenshotUpload } from '../lib/platform/bodies.ts';
 import { UPLOAD_RETRY_MS } from '../lib/platform/delivery.ts';
 import { SCREENSHOT_UPLOAD_FAILURES, SUCCESS } from '../lib/platform/failures.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
-let db: LocalDynamo;
-let restoreSink: ReturnType<typeof setLogSink>;
-beforeAll(async () => {
-  db = await startDynamo();
-  restoreSink = setLogSink(() => undefined);
-});
-afterAll(async () => {
-  setLogSink(restoreSink);
-  await db.stop();
-});
+const local = useQuietDynamo();
 
 const IMAGE_ID = 'img-bounded';
 const T0 = 1_763_798_400_000;
@@ -45,8 +36,8 @@ async function taskItems(): Promise<{ sk: string; bytes: number; ver: number }[]
   const items: { sk: string; bytes: number; ver: number }[] = [];
   let start: Record<string, AttributeValue> | undefined;
   do {
-    const page: ScanCommandOutput = await db.client.send(
-      new ScanCommand({ TableName: db.tableName, ExclusiveStartKey: start }),
+    const page: ScanCommandOutput = await local.db.client.send(
+      new ScanCommand({ TableName: local.db.tableName, ExclusiveStartKey: start }),
     );
     for (const item of page.Items ?? []) {
       if (item.pk?.S !== Keys.taskPk(IMAGE_ID)) continue;
@@ -60,7 +51,7 @@ async function taskItems(): Promise<{ sk: string; bytes: number; ver: number }[]
 test(
   'a screenshot task with 600 images: its uploads never write the header, every item stays small, counts ' + 'exact',
   async () => {
-    const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
+    const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
     const log = createLogger('test');
     const config = { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' };
     const start = screenshotStartOrEnd(TASK, 1, T0, SUCCESS, config);

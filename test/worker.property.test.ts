@@ -14,25 +14,15 @@ import {
   type Delivery,
   type Lifecycle,
 } from './support/lifecycles.ts';
-import { createLogger, setLogSink } from '../lib/log.ts';
+import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
-let db: LocalDynamo;
-let restoreSink: ReturnType<typeof setLogSink>;
+const local = useQuietDynamo();
 const log = createLogger('test');
-
-beforeAll(async () => {
-  db = await startDynamo();
-  restoreSink = setLogSink(() => undefined);
-});
-afterAll(async () => {
-  setLogSink(restoreSink);
-  await db.stop();
-});
 
 let run = 0;
 /** Gives every task of one property run ids of its own, so runs share the table without mixing. */
@@ -79,7 +69,7 @@ describe('worker property: any order, any duplicates, any batching', () => {
         ),
         async ([ls, ds, batchSize]) => {
           const { lifecycles, deliveries } = isolate(ls, ds);
-          const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, inlineKeys: 1 });
+          const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName, inlineKeys: 1 });
           const records = deliveries.map((d) => sqsRecord(d.service, d.body));
           const left = await deliverUntilDone(records, store, batchSize);
           expect(left).toEqual([]);
@@ -103,8 +93,8 @@ describe('fault injection: a failed write at every position, then redelivery', (
       for (const [ls, ds] of samples) {
         // Count the writes of a clean run first.
         const probe = isolate(ls, ds);
-        const counter = faultyClient(db.client, { failWrite: 0, when });
-        const clean = new DynamoTaskStore({ client: counter.client, tableName: db.tableName });
+        const counter = faultyClient(local.db.client, { failWrite: 0, when });
+        const clean = new DynamoTaskStore({ client: counter.client, tableName: local.db.tableName });
         await deliverUntilDone(
           probe.deliveries.map((d) => sqsRecord(d.service, d.body)),
           clean,
@@ -115,8 +105,8 @@ describe('fault injection: a failed write at every position, then redelivery', (
 
         for (let n = 1; n <= total; n++) {
           const { lifecycles, deliveries } = isolate(ls, ds);
-          const faulty = faultyClient(db.client, { failWrite: n, when });
-          const store = new DynamoTaskStore({ client: faulty.client, tableName: db.tableName });
+          const faulty = faultyClient(local.db.client, { failWrite: n, when });
+          const store = new DynamoTaskStore({ client: faulty.client, tableName: local.db.tableName });
           const left = await deliverUntilDone(
             deliveries.map((d) => sqsRecord(d.service, d.body)),
             store,
