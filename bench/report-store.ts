@@ -92,24 +92,19 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
     '',
     table(
       ['mix', 'callbacks', 'write units', 'of which index', 'read units', 'task-event read units'],
-      [
+      (
         [
-          'realistic (above)',
-          String(c.callbacks),
-          num(c.mix.tableWcu + c.mix.indexWcu),
-          num(c.mix.indexWcu),
-          num(c.mix.rcu),
-          num(c.mix.eventRcu ?? 0),
-        ],
-        [
-          'stress',
-          String(s.callbacks),
-          num(s.mix.tableWcu + s.mix.indexWcu),
-          num(s.mix.indexWcu),
-          num(s.mix.rcu),
-          num(s.mix.eventRcu ?? 0),
-        ],
-      ],
+          ['realistic (above)', c],
+          ['stress', s],
+        ] as const
+      ).map(([name, m]) => [
+        name,
+        String(m.callbacks),
+        num(m.mix.tableWcu + m.mix.indexWcu),
+        num(m.mix.indexWcu),
+        num(m.mix.rcu),
+        num(m.mix.eventRcu ?? 0),
+      ]),
     ),
     '',
     `**Items left in the table** after the realistic mix (sizes as DynamoDB counts them, attribute names included; ` +
