@@ -149,22 +149,32 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
 
 export function headerFromItem(item: Item): TaskHeader {
   const identRank: string = item.identRank;
-  const startRank = item.startRank ?? (item.startedAt !== undefined ? identRank.slice(1) : null);
-  const configRank = item.configRank ?? (item.config !== undefined ? identRank : null);
   return {
-    service: item.service,
+    ...headerFactsOf(item),
     id: item.pk.slice(Keys.taskPk('').length),
     identRank,
     identAt: item.identAt,
     appKey: readScope(item.sk, Keys.headerPrefix).appKey,
+    configRank: item.configRank ?? (item.config !== undefined ? identRank : null),
+    startRank: item.startRank ?? (item.startedAt !== undefined ? identRank.slice(1) : null),
+  };
+}
+
+/**
+ * The header facts an item keeps under their own names, null fields left out (this layout's headers and
+ * the earlier layout's alike): all but the task's keys, its identity and the ranks.
+ */
+export function headerFactsOf(
+  item: Item,
+): Omit<TaskHeader, 'id' | 'appKey' | 'identRank' | 'identAt' | 'configRank' | 'startRank'> {
+  return {
+    service: item.service,
     roomId: item.roomId ?? null,
     sessionId: item.sessionId ?? null,
     userId: item.userId ?? null,
     mode: item.mode ?? null,
     extra: item.extra ?? null,
-    configRank,
     config: item.config ?? null,
-    startRank,
     startedAt: item.startedAt ?? null,
     startFileName: item.startFileName ?? null,
     endRank: item.endRank ?? null,

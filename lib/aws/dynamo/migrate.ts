@@ -26,7 +26,7 @@ import {
 import type { Service } from '../../domain/services.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
-import { fileFromItem, fileToItem, headerFromItem, headerToItem, keysOf, tallyOf } from './items.ts';
+import { fileFromItem, fileToItem, headerFactsOf, headerFromItem, headerToItem, keysOf, tallyOf } from './items.ts';
 import { ContentionError, TableClient, backoff, noCapacity, type Item, type Key } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 
@@ -199,26 +199,14 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
 /** The facts of an earlier header (its counters, status and tokens are not facts: they are recounted). */
 function legacyHeader(item: Item): TaskHeader {
   return {
-    service: item.service,
+    ...headerFactsOf(item),
     id: item.id,
     identRank: item.identRank,
     // The identity's timestamp is the first 16 digits of its rank, after the start-first flag.
     identAt: Number(String(item.identRank).slice(1, 17)),
     appKey: item.appKey,
-    roomId: item.roomId ?? null,
-    sessionId: item.sessionId ?? null,
-    userId: item.userId ?? null,
-    mode: item.mode ?? null,
-    extra: item.extra ?? null,
     configRank: item.configRank ?? null,
-    config: item.config ?? null,
     startRank: item.startRank ?? null,
-    startedAt: item.startedAt ?? null,
-    startFileName: item.startFileName ?? null,
-    endRank: item.endRank ?? null,
-    endedAt: item.endedAt ?? null,
-    endOk: item.endOk ?? false,
-    startOrEndFailed: item.startOrEndFailed ?? false,
   };
 }
 
