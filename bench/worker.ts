@@ -281,15 +281,8 @@ async function measureCapacity(
   const store = new DynamoTaskStore({ client, tableName, knownHeaders: 0, knownFiles: 0 });
   const sends = generateMix(callbacks, 'bench-capacity', faults);
   const receivedAt = Date.now();
-  type Sums = {
-    count: number;
-    tableWcu: number;
-    indexWcu: number;
-    rcu: number;
-    eventRcu: number;
-    bareWcu: number;
-    publishes: number;
-  };
+  /** A kind's sums, before they are divided into means. */
+  type Sums = Omit<KindCapacity, 'kind' | 'ratio'>;
   const kinds = new Map<string, Sums>();
   const outcomes: Record<string, number> = {};
   const add = (kind: string, v: Omit<Sums, 'count'>) => {
