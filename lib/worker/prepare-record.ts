@@ -91,11 +91,31 @@ export function parseQueued(service: Service, body: string): ParsedQueued {
   }
 }
 
+/** The task a prepared record is applied to (appKey and id), or null when it is kept aside. */
+export function taskKeyOf(p: Prepared): string | null {
+  return p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}` : null;
+}
+
 /** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
 export function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
+  return groupIndexes(prepared, (p, i) =>
+    p.kind === 'apply' ? `${taskKeyOf(p)}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`,
+  );
+}
+
+/** Record indexes grouped by the task their callback is applied to (records kept aside are left out). */
+export function groupByTask(prepared: readonly Prepared[]): Map<string, number[]> {
+  return groupIndexes(prepared, taskKeyOf);
+}
+
+function groupIndexes(
+  prepared: readonly Prepared[],
+  keyOf: (p: Prepared, i: number) => string | null,
+): Map<string, number[]> {
   const groups = new Map<string, number[]>();
   prepared.forEach((p, i) => {
-    const key = p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`;
+    const key = keyOf(p, i);
+    if (key === null) return;
     const group = groups.get(key);
     if (group) group.push(i);
     else groups.set(key, [i]);

@@ -19,7 +19,7 @@ import {
 import type { Logger } from '../log.ts';
 import type { QueuedCallback } from '../queue-message.ts';
 import { workerDefaults } from './config.ts';
-import { groupByItem, prepareRecord, toDelivered, type Prepared } from './prepare-record.ts';
+import { groupByItem, groupByTask, prepareRecord, taskKeyOf, toDelivered, type Prepared } from './prepare-record.ts';
 
 export interface WorkerDeps {
   store: TaskStore;
@@ -57,7 +57,7 @@ export async function processBatch(
   // of all of them (a task's status and counts are added up from all of its items); the batch's events go
   // out together at the end.
   const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
-  const tasks = recordsByTask(prepared);
+  const tasks = groupByTask(prepared);
   const groupsLeft = new Map<string, number>();
   const taskEvents: TaskEvents[] = [];
   for (const group of groups) {
@@ -215,20 +215,6 @@ async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublishe
       log,
     );
   }
-}
-
-/** The task a prepared record is applied to (appKey and id), or null when it is kept aside. */
-function taskKeyOf(p: Prepared): string | null {
-  return p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}` : null;
-}
-
-function recordsByTask(prepared: readonly Prepared[]): Map<string, number[]> {
-  const tasks = new Map<string, number[]>();
-  prepared.forEach((p, i) => {
-    const task = taskKeyOf(p);
-    if (task !== null) tasks.set(task, [...(tasks.get(task) ?? []), i]);
-  });
-  return tasks;
 }
 
 function logApplied(a: Applied, deps: WorkerDeps): void {

@@ -35,8 +35,4 @@ export class KnownItems {
     // Least recently used first out: a Map iterates in insertion order.
     if (this.known.size > this.max) this.known.delete(this.known.keys().next().value!);
   }
-
-  forget(key: Key): void {
-    this.known.delete(`${key.pk}\u0000${key.sk}`);
-  }
 }
