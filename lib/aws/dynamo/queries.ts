@@ -41,20 +41,17 @@ export class TaskQueries {
     return headers[0] ?? null;
   }
 
-  /** A task's header with its files and recorded keys, added up. */
-  async assembled(header: Item, consistent = false, cap: Capacity = noCapacity()): Promise<AssembledTask> {
+  /** A task's header with its files and recorded keys, added up (read eventually consistent: values only grow). */
+  async assembled(header: Item): Promise<AssembledTask> {
     const parts: Item[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-        ExpressionAttributeValues: {
-          ':pk': { S: header.pk },
-          ':p': { S: Keys.partsPrefix(appKeyOf(header)) },
-        },
-        ConsistentRead: consistent,
+    for await (const item of this.table.queryAll({
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+      ExpressionAttributeValues: {
+        ':pk': { S: header.pk },
+        ':p': { S: Keys.partsPrefix(appKeyOf(header)) },
       },
-      cap,
-    )) {
+      ConsistentRead: false,
+    })) {
       parts.push(item);
     }
     return assemble(header, parts);
