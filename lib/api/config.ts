@@ -1,11 +1,34 @@
 // What the read API's Lambda builds once per container, from its environment: a read-only view of the
-// task table (no write path is even bundled) and its logger.
+// task table (no write path is even bundled) and its logger. The table is required: without it the
+// function stops at load with one sentence (in the log and as the init error), rather than answer every
+// request from a table it guessed.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, type Logger } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
 
-export function buildApiDependencies(env: NodeJS.ProcessEnv): ApiDependencies {
+type Env = Record<string, string | undefined>;
+
+export class ApiConfigError extends Error {
+  override name = 'ApiConfigError';
+}
+
+/** TASKS_TABLE, or an ApiConfigError whose message is one sentence naming the variable. */
+export function readApiTableName(env: Env): string {
+  const tableName = env.TASKS_TABLE?.trim();
+  if (!tableName) throw new ApiConfigError('TASKS_TABLE is not set: the read API does not start.');
+  return tableName;
+}
+
+/** Throws on a missing table (the function then fails to start), after logging the same sentence. */
+export function buildApiDependencies(env: Env, log: Logger = createLogger('api')): ApiDependencies {
+  let tableName: string;
+  try {
+    tableName = readApiTableName(env);
+  } catch (err) {
+    log.error('api_config', { error: (err as Error).message });
+    throw err;
+  }
   // Short per-call time-outs: a caller waits on the answer, and a stuck call should end in a 503 it can
   // retry well before the function's own time-out.
   const client = new DynamoDBClient({
@@ -13,8 +36,8 @@ export function buildApiDependencies(env: NodeJS.ProcessEnv): ApiDependencies {
     requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
   });
   return {
-    store: new DynamoTaskReader({ client, tableName: env.TASKS_TABLE ?? 'tasks' }),
-    log: createLogger('api'),
+    store: new DynamoTaskReader({ client, tableName }),
+    log,
     now: Date.now,
     // The function's time-out is 10 s (serverless.yml): answer 503 well before Lambda cuts it short.
     deadlineMs: 8000,

@@ -1,0 +1,30 @@
+import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
+import type { Logger } from '../log.ts';
+import { ApiConfigError, buildApiDependencies, readApiTableName } from './config.ts';
+
+function recordingLogger(): { logger: Logger; errors: unknown[] } {
+  const errors: unknown[] = [];
+  const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_e, f) => void errors.push(f?.error) };
+  return { logger, errors };
+}
+
+describe('buildApiDependencies', () => {
+  test('TASKS_TABLE unset or blank: the read API does not start rather than read a table named "tasks"', () => {
+    const sentence = 'TASKS_TABLE is not set: the read API does not start.';
+    for (const env of [{}, { TASKS_TABLE: '' }, { TASKS_TABLE: '  ' }]) {
+      const { logger, errors } = recordingLogger();
+      expect(() => buildApiDependencies(env, logger)).toThrow(new ApiConfigError(sentence));
+      // The same one sentence reaches the function's log before the init error.
+      expect(errors).toEqual([sentence]);
+    }
+  });
+
+  test('TASKS_TABLE set: a reader of that table, trimmed, and nothing logged as an error', () => {
+    expect(readApiTableName({ TASKS_TABLE: ' svc-prod-tasks ' })).toBe('svc-prod-tasks');
+    const { logger, errors } = recordingLogger();
+    const deps = buildApiDependencies({ TASKS_TABLE: 'svc-prod-tasks', AWS_REGION: 'eu-west-1' }, logger);
+    expect(deps.store).toBeInstanceOf(DynamoTaskReader);
+    expect(deps.log).toBe(logger);
+    expect(errors).toEqual([]);
+  });
+});
