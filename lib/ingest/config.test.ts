@@ -1,5 +1,11 @@
 import type { Logger } from '../log.ts';
-import { buildIngestDependencies, modeOffRefused, readIngestSettings } from './config.ts';
+import {
+  buildIngestDependencies,
+  IngestConfigError,
+  MAX_BODY_BYTES_LIMIT,
+  modeOffRefused,
+  readIngestSettings,
+} from './config.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -58,6 +64,20 @@ describe('readIngestSettings', () => {
     expect(warnings.join(' ')).toMatch(/SIGNATURE_MODE.*SIGNATURE_TOLERANCE_S.*MAX_BODY_BYTES/);
   });
 
+  test('MAX_BODY_BYTES above the largest storable body stops the load with one sentence; up to it, it is used', () => {
+    expect(readIngestSettings({ QUEUE_URL: 'q', MAX_BODY_BYTES: String(MAX_BODY_BYTES_LIMIT) }).settings).toMatchObject(
+      { maxBodyBytes: MAX_BODY_BYTES_LIMIT },
+    );
+    for (const raw of [String(MAX_BODY_BYTES_LIMIT + 1), '143360', '262144', ' 1048576 ']) {
+      expect(() => readIngestSettings({ QUEUE_URL: 'q', MAX_BODY_BYTES: raw })).toThrow(
+        new IngestConfigError(
+          `MAX_BODY_BYTES=${JSON.stringify(raw)} is above ${MAX_BODY_BYTES_LIMIT}, the largest body whose copies ` +
+            'fit an SQS message and a DynamoDB item: the ingest does not start.',
+        ),
+      );
+    }
+  });
+
   test('a missing QUEUE_URL is a warning, not a crash', () => {
     const { settings, warnings } = readIngestSettings({});
     expect(settings.queueUrl).toBe('');
@@ -85,6 +105,15 @@ describe('buildIngestDependencies', () => {
     expect(() => buildIngestDependencies({ QUEUE_URL: 'q' }, { logger, settings: { mode: 'off' } as never })).toThrow(
       /development only/,
     );
+  });
+
+  test('a body limit above the largest storable body is logged, then thrown: the function does not start', () => {
+    const errors: unknown[] = [];
+    const logger = { ...silent, error: (_e: string, f?: Record<string, unknown>) => void errors.push(f?.error) };
+    expect(() => buildIngestDependencies({ QUEUE_URL: 'q', MAX_BODY_BYTES: '262144' }, { logger })).toThrow(
+      IngestConfigError,
+    );
+    expect(errors).toEqual([expect.stringMatching(/^MAX_BODY_BYTES="262144" is above \d+, .*does not start\.$/)]);
   });
 
   test('mode off on a development stage, and every other mode anywhere, start', () => {

@@ -1,8 +1,9 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
 // A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
-// clear code, never as a failed cold start. Two settings are exceptions, each unsafe to run with, so the
+// clear code, never as a failed cold start. Three settings are exceptions, each unsafe to run with, so the
 // function refuses to load: a malformed source allow-list (falling back would silently open the endpoint to
-// every address), and signature mode off on a stage not marked as development.
+// every address), a body limit above what the queue and the table can hold (callbacks would be accepted with a
+// 200 and then fail for good), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
@@ -46,6 +47,23 @@ export const defaults = {
   extensionPort: 2773,
 };
 
+/**
+ * The largest MAX_BODY_BYTES the ingest starts with: every copy of an accepted body must fit where it goes.
+ * - The SQS message (256 KiB with its attributes) holds the body and, as the appKey attribute, a value that
+ *   may be most of the body, beside the held signature values (lib/ingest/signature.ts, at most 2 KiB): twice
+ *   the body.
+ * - A task header (a DynamoDB item, 400 KB) joins the facts of three callbacks at worst: the identity of one
+ *   (`extra`), the config of another, stored as a map up to 1.5 times its JSON size (a list of digits), and
+ *   the error message of a third: three and a half times the body.
+ * - The raw callback archive holds the body once, a quarantine entry once with its appKey and task id.
+ * 100 KiB leaves room in each: at most 350 KiB of header, 202 KiB of message.
+ */
+export const MAX_BODY_BYTES_LIMIT = 100 * 1024;
+
+export class IngestConfigError extends Error {
+  override name = 'IngestConfigError';
+}
+
 type Env = Record<string, string | undefined>;
 
 function positiveInteger(env: Env, name: string, fallback: number, warnings: string[]): number {
@@ -57,7 +75,21 @@ function positiveInteger(env: Env, name: string, fallback: number, warnings: str
   return fallback;
 }
 
-/** Throws AllowListError (one sentence) when ALLOWED_SOURCE_CIDRS holds a malformed range. */
+/** MAX_BODY_BYTES; a whole number above MAX_BODY_BYTES_LIMIT throws an IngestConfigError (one sentence). */
+function maxBodyBytes(env: Env, warnings: string[]): number {
+  const value = positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings);
+  if (value > MAX_BODY_BYTES_LIMIT)
+    throw new IngestConfigError(
+      `MAX_BODY_BYTES=${JSON.stringify(env.MAX_BODY_BYTES)} is above ${MAX_BODY_BYTES_LIMIT}, the largest body ` +
+        'whose copies fit an SQS message and a DynamoDB item: the ingest does not start.',
+    );
+  return value;
+}
+
+/**
+ * Throws (one sentence) when ALLOWED_SOURCE_CIDRS holds a malformed range (AllowListError) or MAX_BODY_BYTES
+ * is above MAX_BODY_BYTES_LIMIT (IngestConfigError).
+ */
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
   const warnings: string[] = [];
   const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
@@ -77,7 +109,7 @@ export function readIngestSettings(env: Env): { settings: IngestSettings; warnin
       mode,
       development: rawDevelopment === 'true',
       toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
-      maxBodyBytes: positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings),
+      maxBodyBytes: maxBodyBytes(env, warnings),
       sqsDeadlineMs: sqsLimits.deadlineMs,
       allowedSources,
     },
@@ -131,7 +163,8 @@ export const modeOffRefused =
 
 /**
  * Everything the handler needs, built once at module load; `overrides` let a test or the local stack swap
- * parts. Throws (the function fails to start) on signature mode off outside a development stage.
+ * parts. Throws (the function fails to start) on the settings readIngestSettings refuses, and on signature mode
+ * off outside a development stage.
  */
 export function buildIngestDependencies(
   env: Env = process.env,

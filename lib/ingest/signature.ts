@@ -97,7 +97,7 @@ export function replayKeyOf(values: SignatureValues): string | null {
 }
 
 /** The longest HeldSignature (as JSON) kept; a genuine one is about 150 characters. */
-const MAX_HELD_SIGNATURE_CHARS = 2048;
+export const MAX_HELD_SIGNATURE_CHARS = 2048;
 
 /**
  * The values to keep with a callback whose signature did not verify, so that it can be checked again later,
