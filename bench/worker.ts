@@ -17,9 +17,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { startFauxqs } from 'fauxqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { ensureEventsTopicAndQueue } from '../lib/aws/sqs/event-queue.ts';
+import { startLocalSqs } from '../lib/local/fauxqs.ts';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 // dynalite's own item-size rule (DynamoDB's documented one), the rule its capacity units follow.
 import { itemSize } from 'dynalite/db/index.js';
@@ -374,8 +374,8 @@ export async function benchWorker(
   const batchSize = eventSourceMapping.batchSize;
   const perRound = sizes.batchesPerRound * batchSize;
   const dynamo = await startDynamo('bench-tasks');
-  // Task events go to SNS as deployed: fauxqs, with one SQS queue subscribed (fan-out included).
-  const fauxqs = await startFauxqs({ port: 0, logger: false });
+  // Task events go to SNS as deployed: fauxqs (on loopback), with one SQS queue subscribed (fan-out included).
+  const fauxqs = await startLocalSqs({ port: 0, logger: false });
   const endpoint = `http://127.0.0.1:${fauxqs.port}`;
   const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } };
   const sns = new SNSClient(config);
