@@ -3,12 +3,19 @@
 // applyCallback, exactly as the worker applies a queued callback; the store's exactly-once rule makes a
 // second recovery a duplicate. The signature's timestamp is judged against the time the callback was
 // received, not against now: a callback held for a week is not stale for having waited.
+//
+// A run takes its entries oldest first, as the worker took them: the worker keeps the first body it sees
+// with a signature, so the recovery does too. Of the entries that share a replay key only the earliest is
+// applied; the later ones are replays, whatever their verdict today (the signature does not cover the body,
+// so a forged body replayed under a genuine signature verifies as well as the genuine one).
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
 import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
 import type { SecretsByAppKey } from '../ingest/secrets.ts';
 import { replayKeyOf, verifySignature } from '../ingest/signature.ts';
+import type { SourceAllowList } from '../ingest/source-ip.ts';
+import { errorSentence } from '../text.ts';
 import { parseQueued, toDelivered } from './prepare-record.ts';
 
 export interface RecoverDeps {
@@ -21,6 +28,11 @@ export interface RecoverDeps {
   toleranceS: number;
   /** Apply callbacks whose signature still does not verify, recorded as `accepted_unverified`. */
   acceptUnverified: boolean;
+  /**
+   * With acceptUnverified: accept only the callbacks whose source IP is in these ranges (an entry whose source
+   * IP was not recorded is in none).
+   */
+  acceptFrom?: SourceAllowList | null;
   /** Only say what would happen. */
   dryRun: boolean;
   now: () => number;
@@ -29,7 +41,14 @@ export interface RecoverDeps {
 export type RecoverResult =
   | { outcome: 'applied' | 'duplicate'; taskId: string; verdict: LedgerVerdict }
   | { outcome: 'would_apply'; taskId: string; verdict: LedgerVerdict }
-  | { outcome: 'failing'; taskId: string | null; kind: FailingKind; why: string };
+  | {
+      outcome: 'failing';
+      taskId: string | null;
+      kind: FailingKind;
+      why: string;
+      /** A replay within the run: the message id of the earlier entry with the same replay key. */
+      replayOf?: string;
+    };
 
 /** Why a callback stays in the quarantine: its signature, its body, a replay, or what the store refused. */
 export type FailingKind = 'signature' | 'body' | 'replay' | 'store';
@@ -60,6 +79,90 @@ function whyUnverified(verdict: SignatureVerdict, entry: QuarantineEntry, appKey
   }
 }
 
+/** The replay key an entry's request had (the worker's replay check), from the values kept with it. */
+function replayKeyOfEntry(entry: QuarantineEntry): string | null {
+  return entry.signature ? replayKeyOf(entry.signature) : null;
+}
+
+/** Whether --source lets an unverified entry be accepted. */
+function acceptedFrom(entry: QuarantineEntry, deps: RecoverDeps): boolean {
+  return !deps.acceptFrom || deps.acceptFrom.allows(entry.sourceIp ?? undefined);
+}
+
+function whyNotAccepted(entry: QuarantineEntry, deps: RecoverDeps): string {
+  // The address itself is in the listing; left out here, the entries refused for it count as one cause.
+  return entry.sourceIp
+    ? `its source IP is outside --source (${deps.acceptFrom?.ranges.join(', ')})`
+    : 'its source IP was not recorded, so --source cannot accept it';
+}
+
+/** The order a run takes entries in: received first, first; the message id breaks ties. */
+export function oldestFirst(entries: readonly QuarantineEntry[]): QuarantineEntry[] {
+  return [...entries].sort(
+    (a, b) => a.receivedAt - b.receivedAt || (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0),
+  );
+}
+
+export interface RecoveredEntry {
+  entry: QuarantineEntry;
+  result: RecoverResult;
+}
+
+/**
+ * Takes entries out of the quarantine, oldest first, one at a time: each is recovered as recoverEntry does,
+ * except a later entry with the replay key of an earlier one, which is reported as a replay of it and never
+ * applied. Secrets that cannot be read stop the run (the error is thrown); any other failure of an entry is
+ * its outcome. `onResult` is told of each entry as it is done.
+ */
+export async function recoverAll(
+  entries: readonly QuarantineEntry[],
+  deps: RecoverDeps,
+  onResult?: (done: RecoveredEntry) => void,
+): Promise<RecoveredEntry[]> {
+  let secretsFailed = false;
+  const secrets = async () => {
+    try {
+      return await deps.secrets();
+    } catch (err) {
+      secretsFailed = true;
+      throw err;
+    }
+  };
+  const firstWithKey = new Map<string, QuarantineEntry>();
+  const done: RecoveredEntry[] = [];
+  for (const entry of oldestFirst(entries)) {
+    const key = replayKeyOfEntry(entry);
+    const first = key === null ? undefined : firstWithKey.get(key);
+    let result: RecoverResult;
+    if (first) {
+      result = {
+        outcome: 'failing',
+        taskId: entry.taskId,
+        kind: 'replay',
+        why: 'a replay: an earlier callback carried the same signature, and only the earliest is applied',
+        replayOf: first.messageId,
+      };
+    } else {
+      if (key !== null) firstWithKey.set(key, entry);
+      try {
+        result = await recoverEntry(entry, { ...deps, secrets });
+      } catch (err) {
+        if (secretsFailed) throw err;
+        result = {
+          outcome: 'failing',
+          taskId: entry.taskId,
+          kind: 'store',
+          why: `the write failed: ${errorSentence(err)}`,
+        };
+      }
+    }
+    const recovered = { entry, result };
+    done.push(recovered);
+    onResult?.(recovered);
+  }
+  return done;
+}
+
 export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): Promise<RecoverResult> {
   if (entry.reason === 'replayed_signature') {
     return {
@@ -87,13 +190,14 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
       toleranceS: deps.toleranceS,
     });
     if (checked === 'valid') verdict = 'valid';
-    else if (deps.acceptUnverified) verdict = 'accepted_unverified';
+    else if (deps.acceptUnverified && acceptedFrom(entry, deps)) verdict = 'accepted_unverified';
     else {
-      const why = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+      const unverified = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+      const why = deps.acceptUnverified ? `${unverified}; not accepted: ${whyNotAccepted(entry, deps)}` : unverified;
       return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
     }
     // The replay check of a queued callback, with the values it was received with.
-    replayKey = entry.signature ? replayKeyOf(entry.signature) : null;
+    replayKey = replayKeyOfEntry(entry);
   }
   if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict };
 
@@ -111,6 +215,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
         mode: entry.mode ?? 'enforce',
         replayKey,
         heldSignature: null,
+        sender: null,
       },
       cb,
     ),
