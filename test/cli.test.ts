@@ -931,10 +931,17 @@ describe('quarantine apply', () => {
       sqsEvent([
         set('m-genuine', genuine, receivedAt, '203.0.113.7'),
         set('m-forged', { ...genuine, roomId: 'room-forged' }, receivedAt + 2000, '198.51.100.66'),
+        // The same signature on a body that names another task.
+        set('m-elsewhere', { ...genuine, recordId: 'rec-cli-elsewhere' }, receivedAt + 3000, '198.51.100.66'),
       ]),
       { store, log: createLogger('test') },
     );
-    expect(res.outcomes).toEqual(['quarantined', 'quarantined']);
+    expect(res.outcomes).toEqual(['quarantined', 'quarantined', 'quarantined']);
+
+    // A filter that leaves out the genuine callback does not let a replay of it through.
+    const elsewhere = await cliJson<any>(['quarantine', 'apply', '--task', 'rec-cli-elsewhere', '--dry-run']);
+    expect(elsewhere).toMatchObject({ matched: 1, wouldApply: 0, stillFailing: 1 });
+    expect(elsewhere.entries[0]).toMatchObject({ messageId: 'm-elsewhere', kind: 'replay', replayOf: 'm-genuine' });
 
     const dry = await cliJson<any>(['quarantine', 'apply', '--task', 'rec-cli-replay', '--dry-run']);
     expect(dry).toMatchObject({ matched: 2, wouldApply: 1, stillFailing: 1 });

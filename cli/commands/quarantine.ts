@@ -93,6 +93,21 @@ async function collect(ctx: Context, opts: Filters): Promise<QuarantineEntry[]> 
   return entries;
 }
 
+/**
+ * The entries a filter left out around the ones `apply` takes, from twice the signature tolerance before the
+ * first to the last: a replay that verifies was received within the tolerance of its timestamp, and so was
+ * the callback whose signature it repeats. The earliest of a replay key among them makes the run's later
+ * entries with that key replays.
+ */
+async function around(ctx: Context, entries: QuarantineEntry[], toleranceS: number): Promise<QuarantineEntry[]> {
+  // `entries` come oldest first (collect).
+  const since = entries[0]!.receivedAt - 2 * toleranceS * 1000;
+  const query = { since, until: entries.at(-1)!.receivedAt, oldestFirst: true };
+  const found: QuarantineEntry[] = [];
+  for await (const e of ctx.target.tasks.listQuarantine(query)) found.push(e);
+  return found;
+}
+
 /** --source as the allow-list it narrows --accept-unverified to, or null without it. */
 function acceptedSources(opts: Pick<ApplyOptions, 'source' | 'acceptUnverified'>): SourceAllowList | null {
   if (opts.source.length === 0) return null;
@@ -210,10 +225,11 @@ export function register(program: Command): void {
           return;
         }
       }
+      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
+      const others = await around(ctx, entries, toleranceS);
       const source = secretsFor(ctx.target, opts);
       const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
       let secrets: Promise<SecretsByAppKey> | undefined;
-      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
       const bar =
         process.stderr.isTTY && !opts.json
           ? new SingleBar({
@@ -238,7 +254,7 @@ export function register(program: Command): void {
             dryRun: opts.dryRun === true,
             now: Date.now,
           },
-          () => bar?.increment(),
+          { around: others, onResult: () => bar?.increment() },
         );
       } finally {
         bar?.stop();

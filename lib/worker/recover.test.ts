@@ -352,6 +352,21 @@ describe('a run of the quarantine (recoverAll)', () => {
     expect(await s.getTask('rec-genuine-first')).toEqual(expectedTask('recording', genuine));
   });
 
+  test('a filter that left out the genuine callback let its replay through: now a replay of it', async () => {
+    const s = store();
+    const { entries, genuine } = await genuineAndForged(s, 'rec-left-out');
+    const [forged, genuineEntry] = entries;
+    const fixed = deps(s, { 'demo-app': [PLATFORM_SECRET] });
+    const run = await recoverAll([forged!], fixed, { around: entries });
+    expect(run.map(({ result }) => result)).toEqual([
+      expect.objectContaining({ outcome: 'failing', kind: 'replay', replayOf: genuineEntry!.messageId }),
+    ]);
+    expect(await s.getTask('rec-left-out')).toBeNull();
+    // The genuine one, in a run of its own, is applied.
+    expect((await recoverAll([genuineEntry!], fixed, { around: entries }))[0]!.result.outcome).toBe('applied');
+    expect(await s.getTask('rec-left-out')).toEqual(expectedTask('recording', genuine));
+  });
+
   test('entries received in the same millisecond are taken in message-id order', async () => {
     const s = store();
     const { entries, genuine } = await genuineAndForged(s, 'rec-same-ms');

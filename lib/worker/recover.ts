@@ -108,16 +108,36 @@ export interface RecoveredEntry {
   result: RecoverResult;
 }
 
+export interface RecoverAllOptions {
+  /**
+   * Entries around the run that it does not take (left out by a filter): not applied, but the earliest of
+   * them with a replay key makes the run's entries with that key replays.
+   */
+  around?: readonly QuarantineEntry[];
+  /** Told of each entry as it is done. */
+  onResult?: (done: RecoveredEntry) => void;
+}
+
+/** The earliest entry of each replay key among these. */
+function earliestByReplayKey(entries: readonly QuarantineEntry[]): Map<string, QuarantineEntry> {
+  const earliest = new Map<string, QuarantineEntry>();
+  for (const entry of oldestFirst(entries)) {
+    const key = replayKeyOfEntry(entry);
+    if (key !== null && !earliest.has(key)) earliest.set(key, entry);
+  }
+  return earliest;
+}
+
 /**
  * Takes entries out of the quarantine, oldest first, one at a time: each is recovered as recoverEntry does,
- * except a later entry with the replay key of an earlier one, which is reported as a replay of it and never
- * applied. Secrets that cannot be read stop the run (the error is thrown); any other failure of an entry is
- * its outcome. `onResult` is told of each entry as it is done.
+ * except an entry with the replay key of an earlier one (of the run or around it), which is reported as a
+ * replay of it and never applied. Secrets that cannot be read stop the run (the error is thrown); any other
+ * failure of an entry is its outcome.
  */
 export async function recoverAll(
   entries: readonly QuarantineEntry[],
   deps: RecoverDeps,
-  onResult?: (done: RecoveredEntry) => void,
+  opts: RecoverAllOptions = {},
 ): Promise<RecoveredEntry[]> {
   let secretsFailed = false;
   const secrets = async () => {
@@ -128,13 +148,13 @@ export async function recoverAll(
       throw err;
     }
   };
-  const firstWithKey = new Map<string, QuarantineEntry>();
+  const earliest = earliestByReplayKey([...entries, ...(opts.around ?? [])]);
   const done: RecoveredEntry[] = [];
   for (const entry of oldestFirst(entries)) {
     const key = replayKeyOfEntry(entry);
-    const first = key === null ? undefined : firstWithKey.get(key);
+    const first = key === null ? undefined : earliest.get(key);
     let result: RecoverResult;
-    if (first) {
+    if (first && !(first.messageId === entry.messageId && first.receivedAt === entry.receivedAt)) {
       result = {
         outcome: 'failing',
         taskId: entry.taskId,
@@ -143,22 +163,17 @@ export async function recoverAll(
         replayOf: first.messageId,
       };
     } else {
-      if (key !== null) firstWithKey.set(key, entry);
       try {
         result = await recoverEntry(entry, { ...deps, secrets });
       } catch (err) {
         if (secretsFailed) throw err;
-        result = {
-          outcome: 'failing',
-          taskId: entry.taskId,
-          kind: 'store',
-          why: `the write failed: ${errorSentence(err)}`,
-        };
+        const why = `the write failed: ${errorSentence(err)}`;
+        result = { outcome: 'failing', taskId: entry.taskId, kind: 'store', why };
       }
     }
     const recovered = { entry, result };
     done.push(recovered);
-    onResult?.(recovered);
+    opts.onResult?.(recovered);
   }
   return done;
 }
