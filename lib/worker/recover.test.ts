@@ -367,6 +367,26 @@ describe('a run of the quarantine (recoverAll)', () => {
     expect(await s.getTask('rec-left-out')).toEqual(expectedTask('recording', genuine));
   });
 
+  test('the same callback delivered twice under its signature is a duplicate, not a replay', async () => {
+    const s = store();
+    const receivedAt = now - 60_000;
+    const signature = held(receivedAt);
+    const body = startBody('rec-twice', receivedAt - 500);
+    // The second delivery with its keys in another order: the same event.
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(body)).reverse()));
+    const aside = { verdict: 'invalid', mode: 'report', heldSignature: signature } as const;
+    const entries = await quarantineThroughWorker(s, 'rec-twice', [
+      sqsRecord('recording', body, { ...aside, messageId: 'rec-twice-1', receivedAt }),
+      sqsRecord('recording', reordered, { ...aside, messageId: 'rec-twice-2', receivedAt: receivedAt + 1000 }),
+    ]);
+    const run = await recoverAll(entries, deps(s, { 'demo-app': [PLATFORM_SECRET] }));
+    expect(run.map(({ entry, result }) => [entry.messageId, result.outcome])).toEqual([
+      ['rec-twice-1', 'applied'],
+      ['rec-twice-2', 'duplicate'],
+    ]);
+    expect(await s.getTask('rec-twice')).toEqual(expectedTask('recording', body));
+  });
+
   test('entries received in the same millisecond are taken in message-id order', async () => {
     const s = store();
     const { entries, genuine } = await genuineAndForged(s, 'rec-same-ms');

@@ -5,9 +5,10 @@
 // received, not against now: a callback held for a week is not stale for having waited.
 //
 // A run takes its entries oldest first, as the worker took them: the worker keeps the first body it sees
-// with a signature, so the recovery does too. Of the entries that share a replay key only the earliest is
-// applied; the later ones are replays, whatever their verdict today (the signature does not cover the body,
-// so a forged body replayed under a genuine signature verifies as well as the genuine one).
+// with a signature, so the recovery does too. Of the entries that share a replay key only the earliest
+// callback is applied (again, it is a duplicate); another body under that key is a replay, whatever its
+// verdict today (the signature does not cover the body, so a forged body replayed under a genuine signature
+// verifies as well as the genuine one).
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
@@ -118,6 +119,23 @@ export interface RecoverAllOptions {
   onResult?: (done: RecoveredEntry) => void;
 }
 
+/** The event key of an entry's body as today's parse reads it, or null when it does not parse. */
+function eventKeyOf(entry: QuarantineEntry): string | null {
+  const parsed = parseQueued(entry.service, entry.raw);
+  return parsed.ok ? parsed.callback.key : null;
+}
+
+/**
+ * Whether two entries hold the same callback (the same body, or the same event with its keys reordered, say): a
+ * second delivery of one callback under its signature is a duplicate, as for the worker, not a replay.
+ */
+function sameCallback(a: QuarantineEntry, b: QuarantineEntry): boolean {
+  if (a.service !== b.service) return false;
+  if (a.raw === b.raw) return true;
+  const key = eventKeyOf(a);
+  return key !== null && key === eventKeyOf(b);
+}
+
 /** The earliest entry of each replay key among these. */
 function earliestByReplayKey(entries: readonly QuarantineEntry[]): Map<string, QuarantineEntry> {
   const earliest = new Map<string, QuarantineEntry>();
@@ -130,9 +148,9 @@ function earliestByReplayKey(entries: readonly QuarantineEntry[]): Map<string, Q
 
 /**
  * Takes entries out of the quarantine, oldest first, one at a time: each is recovered as recoverEntry does,
- * except an entry with the replay key of an earlier one (of the run or around it), which is reported as a
- * replay of it and never applied. Secrets that cannot be read stop the run (the error is thrown); any other
- * failure of an entry is its outcome.
+ * except an entry with the replay key of an earlier one (of the run or around it) that holds another
+ * callback, which is reported as a replay of it and never applied. Secrets that cannot be read stop the run
+ * (the error is thrown); any other failure of an entry is its outcome.
  */
 export async function recoverAll(
   entries: readonly QuarantineEntry[],
@@ -154,7 +172,7 @@ export async function recoverAll(
     const key = replayKeyOfEntry(entry);
     const first = key === null ? undefined : earliest.get(key);
     let result: RecoverResult;
-    if (first && !(first.messageId === entry.messageId && first.receivedAt === entry.receivedAt)) {
+    if (first && !sameCallback(first, entry)) {
       result = {
         outcome: 'failing',
         taskId: entry.taskId,
