@@ -3,7 +3,10 @@ import {
   Attr,
   type CallbackMessage,
   isQueueSafe,
+  MAX_USER_AGENT_CHARS,
   messageAttributes,
+  readSender,
+  senderOf,
   parseSignatureMode,
   readRecord,
   SIGNATURE_MODES,
@@ -70,6 +73,28 @@ describe('messageAttributes', () => {
   });
 });
 
+describe('the sender', () => {
+  test('every attribute at once stays within the ten SQS takes, the sender one of them', () => {
+    const attributes = messageAttributes({
+      ...message,
+      heldSignature: { nonce: 'n', timestamp: '1', signature: 's', appKey: 'a', from: { nonce: 'header' } },
+      sender: { sourceIp: '2001:db8::7', userAgent: 'ua' },
+    });
+    expect(Object.keys(attributes).sort()).toEqual(Object.values(Attr).sort());
+    expect(Object.keys(attributes).length).toBeLessThanOrEqual(10);
+    expect(JSON.parse(attributes[Attr.sender]!.StringValue)).toEqual({ sourceIp: '2001:db8::7', userAgent: 'ua' });
+  });
+
+  test('what cannot be an address or cannot be queued is left out; a long user agent is cut', () => {
+    expect(senderOf(' 203.0.113.7 ', undefined)).toEqual({ sourceIp: '203.0.113.7' });
+    expect(senderOf(undefined, '')).toBeNull();
+    expect(senderOf('x'.repeat(65), 'a\u0000b')).toBeNull();
+    expect(senderOf(undefined, 'u'.repeat(300))).toEqual({ userAgent: `${'u'.repeat(MAX_USER_AGENT_CHARS)}…` });
+    expect(readSender('{"sourceIp":7,"userAgent":"ua"}')).toEqual({ userAgent: 'ua' });
+    expect(readSender('not json')).toBeNull();
+  });
+});
+
 describe('isQueueSafe', () => {
   test.each(['{"a":"b"}', 'tab\tnew\nline\r', 'é 日本 😀', '\uE000\uFFFD'])('%j can be queued', (text) => {
     expect(isQueueSafe(text)).toBe(true);
@@ -88,7 +113,8 @@ describe('readRecord', () => {
           verdict === 'valid'
             ? null
             : { nonce: 'n-1', timestamp: '1763798400', signature: 'AB12', from: { nonce: 'header' as const } };
-        const written = { ...message, mode, verdict, heldSignature };
+        const sender = { sourceIp: '203.0.113.7', userAgent: 'platform-callback/2.1' };
+        const written = { ...message, mode, verdict, heldSignature, sender };
         expect(readRecord(delivered(messageAttributes(written)))).toEqual({
           ok: true,
           message: { ...written, messageId: 'm-1', receiveCount: 2 },
@@ -128,6 +154,7 @@ describe('readRecord', () => {
         mode: 'enforce',
         replayKey: null,
         heldSignature: null,
+        sender: null,
         receiveCount: 2,
       },
     });

@@ -4,6 +4,7 @@
 // writing them (the ingest) and of reading a record back (the worker; the dead-letter commands show them).
 import type { SQSRecord } from 'aws-lambda';
 import { isService, type Service } from './domain/services.ts';
+import { clip } from './text.ts';
 
 export const SIGNATURE_MODES = ['enforce', 'report', 'off'] as const;
 export type SignatureMode = (typeof SIGNATURE_MODES)[number];
@@ -114,7 +115,56 @@ export const Attr = {
   replayKey: 'replayKey',
   /** JSON HeldSignature, only when the verdict is not `valid`. */
   signatureValues: 'signatureValues',
+  /**
+   * JSON Sender: the request's source IP and user agent, kept with a quarantined callback. One attribute for
+   * both, since SQS takes at most ten per message.
+   */
+  sender: 'sender',
 } as const;
+
+/**
+ * Who sent the request, as API Gateway saw it: kept with a callback the worker sets aside, so that an operator
+ * can judge its origin (`callbacks quarantine apply --source`). Either may be absent.
+ */
+export interface Sender {
+  sourceIp?: string;
+  userAgent?: string;
+}
+
+/** The longest source IP kept (an IPv6 address with a zone fits); longer is not an address. */
+const MAX_SOURCE_IP_CHARS = 64;
+/** The longest user agent kept: enough to tell senders apart, small beside the 64 KiB body. */
+export const MAX_USER_AGENT_CHARS = 256;
+
+/**
+ * The Sender of a request, or null when nothing is known: values SQS could not carry are left out, an
+ * overlong source IP too (it is no address), a user agent is cut to MAX_USER_AGENT_CHARS.
+ */
+export function senderOf(sourceIp: string | undefined, userAgent: string | undefined): Sender | null {
+  const sender: Sender = {};
+  const ip = sourceIp?.trim();
+  if (ip && ip.length <= MAX_SOURCE_IP_CHARS && isQueueSafe(ip)) sender.sourceIp = ip;
+  const agent = userAgent === undefined ? '' : clip(userAgent, MAX_USER_AGENT_CHARS);
+  if (agent !== '' && isQueueSafe(agent)) sender.userAgent = agent;
+  return sender.sourceIp === undefined && sender.userAgent === undefined ? null : sender;
+}
+
+/** The Sender of a message, or null when absent or not of the expected shape. */
+export function readSender(text: string | undefined): Sender | null {
+  if (!text) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const { sourceIp, userAgent } = parsed as Record<string, unknown>;
+  return senderOf(
+    typeof sourceIp === 'string' ? sourceIp : undefined,
+    typeof userAgent === 'string' ? userAgent : undefined,
+  );
+}
 
 /** What the ingest enqueues for one accepted callback. */
 export interface CallbackMessage {
@@ -130,6 +180,8 @@ export interface CallbackMessage {
   replayKey: string | null;
   /** Only for a verdict other than `valid`: what a later check of the signature needs. */
   heldSignature?: HeldSignature | null;
+  /** The request's source IP and user agent, when known. */
+  sender?: Sender | null;
 }
 
 // Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
@@ -167,6 +219,7 @@ export function messageAttributes(message: CallbackMessage): Record<string, Attr
     // out of the quarantine unverified.
     if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
   }
+  if (message.sender) attributes[Attr.sender] = text(JSON.stringify(message.sender));
   return attributes;
 }
 
@@ -175,6 +228,7 @@ export interface QueuedCallback extends CallbackMessage {
   messageId: string;
   /** The signature values, kept only when the verdict is not `valid`. */
   heldSignature: HeldSignature | null;
+  sender: Sender | null;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
 }
@@ -212,6 +266,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       mode: isSignatureMode(mode) ? mode : 'enforce',
       replayKey: attr(Attr.replayKey) ?? null,
       heldSignature: readHeldSignature(attr(Attr.signatureValues)),
+      sender: readSender(attr(Attr.sender)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
     },
   };

@@ -23,6 +23,8 @@ import { dynamoClient } from '../lib/local/dynamo.ts';
 import { runCli } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
+import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const fixturesDir = join(root, 'test/fixtures');
@@ -151,7 +153,9 @@ beforeAll(async () => {
     sqsRecord('recording', fixture('recording-2-slice.json').replace('7nQ2f0vB-rec-001', 'rec-forged'), {
       verdict: 'invalid',
       receivedAt: now - 5000,
+      sender: { sourceIp: '198.51.100.23', userAgent: 'forger/1.0' },
     }),
+    // Written as before the sender was recorded: its source is unknown.
     sqsRecord('screenshot', '{"type":9}', { receivedAt: now - 1000 }),
   ];
   const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
@@ -629,11 +633,11 @@ describe('tasks events', () => {
 });
 
 describe('quarantine list', () => {
-  test('what was kept aside and why, newest first', async () => {
+  test('what was kept aside and why, newest first, with the source IP (unknown when not recorded)', async () => {
     const entries = await cliJson<any[]>(['quarantine', 'list']);
-    expect(entries.map((e) => [e.reason, e.service, e.taskId])).toEqual([
-      ['invalid_callback', 'screenshot', null],
-      ['invalid_signature', 'recording', 'rec-forged'],
+    expect(entries.map((e) => [e.reason, e.service, e.taskId, e.sourceIp, e.userAgent])).toEqual([
+      ['invalid_callback', 'screenshot', null, null, null],
+      ['invalid_signature', 'recording', 'rec-forged', '198.51.100.23', 'forger/1.0'],
     ]);
     const run = await cli(['quarantine', 'list', '--days', '1']);
     const lines = run.stdout.trimEnd().split('\n');
@@ -643,9 +647,18 @@ describe('quarantine list', () => {
       'SERVICE',
       'TASK',
       'APP KEY',
+      'SOURCE',
       'SIGNATURE',
       'APPLIED',
       'DETAIL',
+    ]);
+    expect(lines[1]!.split(/\s{2,}/).slice(0, 6)).toEqual([
+      new Date(now - 1000).toISOString().replace('.000Z', 'Z'),
+      'invalid_callback',
+      'screenshot',
+      '-',
+      '-',
+      'unknown',
     ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       new Date(now - 5000).toISOString().replace('.000Z', 'Z'),
@@ -653,6 +666,7 @@ describe('quarantine list', () => {
       'recording',
       'rec-forged',
       'demo-app',
+      '198.51.100.23',
       'invalid',
       '-',
       'the signature matches no configured secret of this appKey, or the request named another appKey',
@@ -880,6 +894,91 @@ describe('events tail', () => {
     const given = await cli(['events', 'tail', '--json', '--queue-url', stack.info.eventsQueueUrl!], deployed);
     expect(given).toMatchObject({ code: 0, stderr: '' });
     expect(given.stdout).toContain('"rec-ev-1"');
+  });
+});
+
+describe('quarantine apply', () => {
+  test('went newest first: the forged replay is reported as a replay, the genuine callback applied', async () => {
+    // On a whole second, as the summary prints it.
+    const receivedAt = Math.floor(now / 1000) * 1000 - 60_000;
+    const nonce = 'n-cli-replay';
+    const timestamp = String(Math.floor(receivedAt / 1000));
+    const heldSignature = {
+      nonce,
+      timestamp,
+      signature: computeSignature(DEFAULT_SECRETS['demo-app'][0], nonce, timestamp),
+      from: { nonce: 'header', timestamp: 'header', signature: 'header' } as const,
+    };
+    const genuine = {
+      timestamp: receivedAt - 500,
+      type: 1,
+      appKey: 'demo-app',
+      recordId: 'rec-cli-replay',
+      roomId: 'room-q',
+      sessionId: 's-q',
+      code: 200,
+    };
+    const set = (messageId: string, body: object, at: number, sourceIp: string) =>
+      sqsRecord('recording', body, {
+        messageId,
+        verdict: 'invalid',
+        mode: 'report',
+        receivedAt: at,
+        heldSignature,
+        sender: { sourceIp },
+      });
+    const res = await processBatch(
+      sqsEvent([
+        set('m-genuine', genuine, receivedAt, '203.0.113.7'),
+        set('m-forged', { ...genuine, roomId: 'room-forged' }, receivedAt + 2000, '198.51.100.66'),
+        // The same signature on a body that names another task.
+        set('m-elsewhere', { ...genuine, recordId: 'rec-cli-elsewhere' }, receivedAt + 3000, '198.51.100.66'),
+      ]),
+      { store, log: createLogger('test') },
+    );
+    expect(res.outcomes).toEqual(['quarantined', 'quarantined', 'quarantined']);
+
+    // A filter that leaves out the genuine callback does not let a replay of it through.
+    const elsewhere = await cliJson<any>(['quarantine', 'apply', '--task', 'rec-cli-elsewhere', '--dry-run']);
+    expect(elsewhere).toMatchObject({ matched: 1, wouldApply: 0, stillFailing: 1 });
+    expect(elsewhere.entries[0]).toMatchObject({ messageId: 'm-elsewhere', kind: 'replay', replayOf: 'm-genuine' });
+
+    const dry = await cliJson<any>(['quarantine', 'apply', '--task', 'rec-cli-replay', '--dry-run']);
+    expect(dry).toMatchObject({ matched: 2, wouldApply: 1, stillFailing: 1 });
+    expect(dry.entries.map((e: any) => [e.messageId, e.outcome, e.kind, e.replayOf, e.sourceIp])).toEqual([
+      ['m-genuine', 'would_apply', undefined, undefined, '203.0.113.7'],
+      ['m-forged', 'failing', 'replay', 'm-genuine', '198.51.100.66'],
+    ]);
+
+    // The local stack's own topic: the TASK_EVENTS_TOPIC_ARN the stack set in this process names it without
+    // its endpoint.
+    const run = await cli(['quarantine', 'apply', '--task', 'rec-cli-replay', '--yes'], { TASK_EVENTS_TOPIC_ARN: '' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/: 1 applied, 0 duplicate \(already applied\), 1 still failing\.\n/);
+    expect(run.stdout).toContain(
+      `  replay: m-forged (received ${new Date(receivedAt + 2000).toISOString().replace(/\.\d{3}Z$/, 'Z')}, ` +
+        'task rec-cli-replay, source 198.51.100.66) repeats the signature of m-genuine\n',
+    );
+    expect((await store.getTask('rec-cli-replay'))?.roomId).toBe('room-q');
+  });
+
+  test('--source: only with --accept-unverified, and a range that does not parse is named', async () => {
+    expect(await cli(['quarantine', 'apply', '--source', '203.0.113.0/24'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --source narrows --accept-unverified: give both, or neither\n',
+    });
+    const bad = await cli([
+      'quarantine',
+      'apply',
+      '--accept-unverified',
+      '--source',
+      '203.0.113.0/24',
+      '--source',
+      '10.0.0.0/33',
+    ]);
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect(bad.stderr).toMatch(/^callbacks: --source: "10\.0\.0\.0\/33" has a prefix length outside 0 to 32/);
   });
 });
 

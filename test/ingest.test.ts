@@ -19,7 +19,7 @@ import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
 import type { SecretsProvider } from '../lib/ingest/secrets.ts';
 import { setLogSink } from '../lib/log.ts';
 import type { Logger } from '../lib/log.ts';
-import { Attr } from '../lib/queue-message.ts';
+import { Attr, MAX_USER_AGENT_CHARS } from '../lib/queue-message.ts';
 import type { SignatureMode } from '../lib/queue-message.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
@@ -51,6 +51,7 @@ interface EventInput {
   headers?: Record<string, string>;
   query?: string;
   sourceIp?: string;
+  userAgent?: string;
 }
 
 function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
@@ -68,7 +69,13 @@ function httpApiEvent(input: EventInput = {}): APIGatewayProxyEventV2 {
       apiId: 'api',
       domainName: 'example.com',
       domainPrefix: 'example',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: input.sourceIp ?? '192.0.2.1', userAgent: 'test' },
+      http: {
+        method,
+        path,
+        protocol: 'HTTP/1.1',
+        sourceIp: input.sourceIp ?? '192.0.2.1',
+        userAgent: input.userAgent ?? 'test',
+      },
       requestId,
       routeKey: '$default',
       stage: '$default',
@@ -186,6 +193,7 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
       [Attr.appKey]: { DataType: 'String', StringValue: 'demo-app' },
       [Attr.receivedAt]: { DataType: 'Number', StringValue: String(NOW) },
       [Attr.requestId]: { DataType: 'String', StringValue: event.requestContext.requestId },
+      [Attr.sender]: { DataType: 'String', StringValue: '{"sourceIp":"192.0.2.1","userAgent":"test"}' },
       [Attr.verdict]: { DataType: 'String', StringValue: 'valid' },
       [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
       [Attr.replayKey]: {
@@ -512,6 +520,22 @@ describe('signature matrix', () => {
 
     await handleCallbackRequest(httpApiEvent({ body, headers: {} }), deps({ mode: 'report' }));
     expect(attr(await receiveOne(), Attr.signatureValues)).toBeUndefined();
+  });
+
+  test('the sender travels with every message: source IP and user agent, cut to 256 characters', async () => {
+    const userAgent = `platform-callback/2.1 ${'x'.repeat(400)}`;
+    await handleCallbackRequest(
+      httpApiEvent({ body, headers: signedHeaders('wrong'), sourceIp: '2001:db8::7', userAgent }),
+      deps({ mode: 'report' }),
+    );
+    const sender = JSON.parse(attr(await receiveOne(), Attr.sender)?.StringValue ?? 'null');
+    expect(sender).toEqual({ sourceIp: '2001:db8::7', userAgent: `${userAgent.slice(0, MAX_USER_AGENT_CHARS)}…` });
+    // A user agent SQS could not carry is left out, the address kept.
+    await handleCallbackRequest(
+      httpApiEvent({ body, headers: signedHeaders(), userAgent: 'bad\u0001agent' }),
+      deps({ mode: 'report' }),
+    );
+    expect(JSON.parse(attr(await receiveOne(), Attr.sender)?.StringValue ?? 'null')).toEqual({ sourceIp: '192.0.2.1' });
   });
 
   test('report mode: a callback the worker will set aside is logged as such, at warn level', async () => {

@@ -5,7 +5,8 @@ import type { Command } from 'commander';
 import type { QuarantineEntry, QuarantineQuery } from '../../lib/domain/task-store.ts';
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
 import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
-import { recoverEntry, type RecoverResult } from '../../lib/worker/recover.ts';
+import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/ingest/source-ip.ts';
+import { recoverAll, type RecoveredEntry, type RecoverResult } from '../../lib/worker/recover.ts';
 import { colorStatus, isoTime, plural, table, type Colors } from '../format.ts';
 import {
   CliError,
@@ -20,8 +21,6 @@ import {
 } from '../inspect.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
-import { errorSentence } from '../../lib/text.ts';
-import { TargetError } from '../target.ts';
 
 interface FilterOptions {
   reason?: string;
@@ -43,6 +42,8 @@ interface ApplyOptions extends FilterOptions {
   dryRun?: boolean;
   yes?: boolean;
   acceptUnverified?: boolean;
+  /** --source, each a range or an address (or a comma list of them). */
+  source: string[];
   secretsParam?: string;
   eventsTopic?: string;
 }
@@ -85,10 +86,40 @@ function scope(opts: Filters): string {
   return parts.join(', ');
 }
 
+/** The entries `apply` takes: the oldest first, so that --limit leaves out later ones, never an earlier one. */
 async function collect(ctx: Context, opts: Filters): Promise<QuarantineEntry[]> {
   const entries: QuarantineEntry[] = [];
-  for await (const e of ctx.target.tasks.listQuarantine(queryOf(opts))) entries.push(e);
+  for await (const e of ctx.target.tasks.listQuarantine({ ...queryOf(opts), oldestFirst: true })) entries.push(e);
   return entries;
+}
+
+/**
+ * The entries a filter left out around the ones `apply` takes, from twice the signature tolerance before the
+ * first to the last: a replay that verifies was received within the tolerance of its timestamp, and so was
+ * the callback whose signature it repeats. The earliest of a replay key among them makes the run's later
+ * entries with that key replays.
+ */
+async function around(ctx: Context, entries: QuarantineEntry[], toleranceS: number): Promise<QuarantineEntry[]> {
+  // `entries` come oldest first (collect).
+  const since = entries[0]!.receivedAt - 2 * toleranceS * 1000;
+  const query = { since, until: entries.at(-1)!.receivedAt, oldestFirst: true };
+  const found: QuarantineEntry[] = [];
+  for await (const e of ctx.target.tasks.listQuarantine(query)) found.push(e);
+  return found;
+}
+
+/** --source as the allow-list it narrows --accept-unverified to, or null without it. */
+function acceptedSources(opts: Pick<ApplyOptions, 'source' | 'acceptUnverified'>): SourceAllowList | null {
+  if (opts.source.length === 0) return null;
+  if (!opts.acceptUnverified) {
+    throw new CliError('--source narrows --accept-unverified: give both, or neither');
+  }
+  try {
+    return parseAllowList(opts.source.join(','), '--source');
+  } catch (err) {
+    if (err instanceof AllowListError) throw new CliError(err.message);
+    throw err;
+  }
 }
 
 function appliedState(e: QuarantineEntry, c: Colors): string {
@@ -118,13 +149,14 @@ export function register(program: Command): void {
       }
       ctx.out(
         table(
-          ['RECEIVED', 'REASON', 'SERVICE', 'TASK', 'APP KEY', 'SIGNATURE', 'APPLIED', 'DETAIL'],
+          ['RECEIVED', 'REASON', 'SERVICE', 'TASK', 'APP KEY', 'SOURCE', 'SIGNATURE', 'APPLIED', 'DETAIL'],
           entries.map((e) => [
             isoTime(e.receivedAt),
             e.applied ? e.reason : ctx.c.red(e.reason),
             e.service,
             e.taskId ?? '-',
             e.appKey ?? '-',
+            e.sourceIp ?? ctx.c.dim('unknown'),
             colorStatus(e.verdict, ctx.c),
             appliedState(e, ctx.c),
             e.detail,
@@ -157,6 +189,12 @@ export function register(program: Command): void {
         'also apply callbacks whose signature still does not verify (their events say accepted_unverified)',
       )
       .option(
+        '--source <cidr>',
+        'with --accept-unverified, accept only callbacks sent from this range or address (repeatable)',
+        (value: string, previous: string[]) => [...previous, value],
+        [] as string[],
+      )
+      .option(
         '--events-topic <arn>',
         "task-events topic to publish to (default: the local stack's, TASK_EVENTS_TOPIC_ARN, or the stage's)",
       )
@@ -167,6 +205,7 @@ export function register(program: Command): void {
       ),
   ).action(async (given: CommonOptions & ApplyOptions) => {
     const opts = filtersOf(given);
+    const acceptFrom = acceptedSources(opts);
     await withTarget(given, async (ctx) => {
       const entries = await collect(ctx, opts);
       if (entries.length === 0) {
@@ -186,10 +225,11 @@ export function register(program: Command): void {
           return;
         }
       }
+      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
+      const others = await around(ctx, entries, toleranceS);
       const source = secretsFor(ctx.target, opts);
       const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
       let secrets: Promise<SecretsByAppKey> | undefined;
-      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
       const bar =
         process.stderr.isTTY && !opts.json
           ? new SingleBar({
@@ -200,29 +240,22 @@ export function register(program: Command): void {
             })
           : null;
       bar?.start(entries.length, 0);
-      const results: { entry: QuarantineEntry; result: RecoverResult }[] = [];
+      let results: RecoveredEntry[];
       try {
-        for (const entry of entries) {
-          let result: RecoverResult;
-          try {
-            result = await recoverEntry(entry, {
-              store: ctx.target.tasks,
-              events: taskEvents?.publisher,
-              secrets: () => (secrets ??= source.load()),
-              toleranceS,
-              acceptUnverified: opts.acceptUnverified === true,
-              dryRun: opts.dryRun === true,
-              now: Date.now,
-            });
-          } catch (err) {
-            // Secrets that cannot be read stop the run; a failed write is that entry's outcome.
-            if (err instanceof CliError || err instanceof TargetError) throw err;
-            const why = `the write failed: ${errorSentence(err)}`;
-            result = { outcome: 'failing', taskId: entry.taskId, kind: 'store', why };
-          }
-          results.push({ entry, result });
-          bar?.increment();
-        }
+        results = await recoverAll(
+          entries,
+          {
+            store: ctx.target.tasks,
+            events: taskEvents?.publisher,
+            secrets: () => (secrets ??= source.load()),
+            toleranceS,
+            acceptUnverified: opts.acceptUnverified === true,
+            acceptFrom,
+            dryRun: opts.dryRun === true,
+            now: Date.now,
+          },
+          { around: others, onResult: () => bar?.increment() },
+        );
       } finally {
         bar?.stop();
         taskEvents?.close();
@@ -240,11 +273,9 @@ function countBy<T>(items: T[], key: (item: T) => string): [string, number][] {
   return [...counts].sort((a, b) => b[1] - a[1]);
 }
 
-type Outcome = { entry: QuarantineEntry; result: RecoverResult };
-
 type ApplyFilters = Omit<ApplyOptions, 'since' | 'until'> & Filters;
 
-function summaryJson(opts: ApplyFilters, results: Outcome[]) {
+function summaryJson(opts: ApplyFilters, results: RecoveredEntry[]) {
   const of = (o: RecoverResult['outcome']) => results.filter((r) => r.result.outcome === o).length;
   const failing = results.filter((r) => r.result.outcome === 'failing');
   return {
@@ -259,12 +290,16 @@ function summaryJson(opts: ApplyFilters, results: Outcome[]) {
       receivedAt: entry.receivedAt,
       messageId: entry.messageId,
       reason: entry.reason,
+      sourceIp: entry.sourceIp ?? null,
       ...result,
     })),
   };
 }
 
-function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): string {
+/** At most this many replays are named one by one in the human summary (`--json` names them all). */
+const REPLAYS_NAMED = 10;
+
+function renderSummary(opts: ApplyFilters, results: RecoveredEntry[], ctx: Context): string {
   const s = summaryJson(opts, results);
   const lines: string[] = [];
   if (opts.dryRun) {
@@ -283,6 +318,17 @@ function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): st
     );
   }
   for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${why}`);
+  const replays = results.filter((r) => r.result.outcome === 'failing' && r.result.replayOf !== undefined);
+  for (const { entry, result } of replays.slice(0, REPLAYS_NAMED)) {
+    const of = (result as { replayOf: string }).replayOf;
+    lines.push(
+      `  replay: ${entry.messageId} (received ${isoTime(entry.receivedAt)}, task ${entry.taskId ?? '-'}, ` +
+        `source ${entry.sourceIp ?? 'unknown'}) repeats the signature of ${of}`,
+    );
+  }
+  if (replays.length > REPLAYS_NAMED) {
+    lines.push(ctx.c.dim(`  and ${replays.length - REPLAYS_NAMED} more replays (--json lists them all)`));
+  }
   const unverifiable = results.some((r) => r.result.outcome === 'failing' && r.result.kind === 'signature');
   if (unverifiable && !opts.acceptUnverified) {
     lines.push(

@@ -3,7 +3,7 @@
 import type { Callback } from './callback.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
-import type { HeldSignature, LedgerVerdict, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, LedgerVerdict, Sender, SignatureMode, SignatureVerdict } from '../queue-message.ts';
 import type { Service } from './services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
@@ -20,6 +20,8 @@ export interface DeliveredCallback {
   replayKey: string | null;
   /** The signature values of a callback whose signature did not verify (kept if it is quarantined). */
   heldSignature?: HeldSignature | null;
+  /** Who sent the request (kept if it is quarantined). */
+  sender?: Sender | null;
   /**
    * Set when the callback is taken out of the quarantine (`callbacks quarantine apply`): it is recorded on
    * the ledger entry, and the store never quarantines such a callback a second time (its entry exists).
@@ -135,6 +137,12 @@ export interface QuarantineEntry {
   mode?: SignatureMode;
   /** What checking the signature again needs, when the verdict was not `valid`; never a secret. */
   signature?: HeldSignature | null;
+  /**
+   * The request's source IP and user agent as API Gateway saw them; null when not known (entries written
+   * before they were recorded read as null).
+   */
+  sourceIp?: string | null;
+  userAgent?: string | null;
   /** Set once `callbacks quarantine apply` has applied the callback (or found it already applied). */
   applied?: QuarantineApplied | null;
 }
@@ -145,7 +153,7 @@ export interface QuarantineApplied {
   verdict: LedgerVerdict;
 }
 
-/** Filters of the quarantine listing; entries come newest first. */
+/** Filters of the quarantine listing; entries come newest first unless `oldestFirst`. */
 export interface QuarantineQuery {
   /** Epoch ms, inclusive, on the receive time (default: 7 days back, or `sinceDays`). */
   since?: number;
@@ -154,7 +162,10 @@ export interface QuarantineQuery {
   reason?: string;
   taskId?: string;
   appKey?: string;
+  /** At most this many entries: the newest, or with `oldestFirst` the oldest. */
   limit?: number;
+  /** Oldest first (by receive time), as `callbacks quarantine apply` takes them. */
+  oldestFirst?: boolean;
 }
 
 export interface StoredEvent {

@@ -4,7 +4,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
 import { type Service, SERVICES } from '../domain/services.ts';
-import { isQueueSafe, isSetAside, type SignatureVerdict } from '../queue-message.ts';
+import { isQueueSafe, isSetAside, senderOf, type SignatureVerdict } from '../queue-message.ts';
 import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
@@ -220,6 +220,9 @@ async function answer(
         replayKey: replayKeyOf(values),
         // A verified signature is never stored: only what a later check of a failed one needs.
         heldSignature: verdict === 'valid' ? null : heldSignatureOf(values),
+        // Any callback may end up in the quarantine (a body the full parse refuses, a replay), so every
+        // message says who sent it.
+        sender: senderOf(event.requestContext?.http?.sourceIp, event.requestContext?.http?.userAgent),
       },
       settings.sqsDeadlineMs,
     );

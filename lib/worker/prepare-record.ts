@@ -135,5 +135,6 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     messageId: msg.messageId,
     replayKey: msg.replayKey,
     heldSignature: msg.heldSignature,
+    sender: msg.sender,
   };
 }

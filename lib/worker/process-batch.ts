@@ -17,7 +17,7 @@ import {
   type TaskStore,
 } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import type { QueuedCallback } from '../queue-message.ts';
+import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
 import { workerDefaults } from './config.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf, toDelivered, type Prepared } from './prepare-record.ts';
 
@@ -259,6 +259,8 @@ async function quarantine(
       taskId,
       mode: msg.mode,
       signature: msg.heldSignature,
+      sourceIp: msg.sender?.sourceIp ?? null,
+      userAgent: msg.sender?.userAgent ?? null,
     });
     deps.log.warn('callback_quarantined', {
       messageId: msg.messageId,
@@ -293,6 +295,8 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       mode: 'enforce',
       replayKey: null,
       heldSignature: null,
+      // Unreadable as a callback message, but who sent it may still be known.
+      sender: readSender(record.messageAttributes?.[Attr.sender]?.stringValue),
     },
     deps,
     'invalid_callback',

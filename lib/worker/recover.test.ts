@@ -13,7 +13,8 @@ import { computeSignature } from '../platform/signing.ts';
 import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';
 import { processBatch } from './process-batch.ts';
-import { recoverEntry, type RecoverDeps } from './recover.ts';
+import { parseAllowList } from '../ingest/source-ip.ts';
+import { recoverAll, recoverEntry, type RecoverDeps } from './recover.ts';
 
 const PLATFORM_SECRET = 'platform-secret';
 const DAY = 86_400_000;
@@ -280,6 +281,222 @@ describe('recoverEntry', () => {
   });
 });
 
+describe('a run of the quarantine (recoverAll)', () => {
+  /** Two bodies under one genuine signature, the forged one received 2 s after the genuine, set aside. */
+  async function genuineAndForged(s: DynamoTaskStore, id: string) {
+    const receivedAt = now - 60_000;
+    const signature = held(receivedAt);
+    const genuine = startBody(id, receivedAt - 500);
+    const forged = JSON.stringify({ ...JSON.parse(genuine), roomId: 'room-forged', code: 500 });
+    const entries = await quarantineThroughWorker(s, id, [
+      sqsRecord('recording', genuine, {
+        messageId: `${id}-genuine`,
+        verdict: 'invalid',
+        mode: 'report',
+        receivedAt,
+        heldSignature: signature,
+      }),
+      sqsRecord('recording', forged, {
+        messageId: `${id}-forged`,
+        verdict: 'invalid',
+        mode: 'report',
+        receivedAt: receivedAt + 2000,
+        heldSignature: signature,
+      }),
+    ]);
+    // As the listing gives them: newest first.
+    expect(entries.map((e) => e.messageId)).toEqual([`${id}-forged`, `${id}-genuine`]);
+    return { entries, genuine };
+  }
+
+  test('went newest first: a forged replay after the genuine one won; now the genuine is applied', async () => {
+    const s = store();
+    const { entries, genuine } = await genuineAndForged(s, 'rec-genuine-first');
+    const fixed = deps(s, { 'demo-app': [PLATFORM_SECRET] });
+
+    const dry = await recoverAll(entries, { ...fixed, dryRun: true });
+    expect(dry.map(({ entry, result }) => [entry.messageId, result.outcome])).toEqual([
+      ['rec-genuine-first-genuine', 'would_apply'],
+      ['rec-genuine-first-forged', 'failing'],
+    ]);
+    expect(dry[1]!.result).toMatchObject({ kind: 'replay', replayOf: 'rec-genuine-first-genuine' });
+    expect(await s.getTask('rec-genuine-first')).toBeNull();
+
+    const run = await recoverAll(entries, fixed);
+    expect(run.map(({ entry, result }) => [entry.messageId, result])).toEqual([
+      ['rec-genuine-first-genuine', { outcome: 'applied', taskId: 'rec-genuine-first', verdict: 'valid' }],
+      [
+        'rec-genuine-first-forged',
+        {
+          outcome: 'failing',
+          taskId: 'rec-genuine-first',
+          kind: 'replay',
+          why: expect.stringContaining('only the earliest is applied'),
+          replayOf: 'rec-genuine-first-genuine',
+        },
+      ],
+    ]);
+    expect(await s.getTask('rec-genuine-first')).toEqual(expectedTask('recording', genuine));
+    const marked = await quarantineEntries(s, 'rec-genuine-first');
+    expect(marked.map((e) => [e.messageId, e.applied?.outcome])).toEqual([
+      ['rec-genuine-first-forged', undefined],
+      ['rec-genuine-first-genuine', 'applied'],
+    ]);
+
+    // Run again, even accepting what does not verify: the genuine is a duplicate, the forged still a replay.
+    const again = await recoverAll(marked, { ...fixed, acceptUnverified: true });
+    expect(again.map(({ result }) => [result.outcome, result.outcome === 'failing' && result.kind])).toEqual([
+      ['duplicate', false],
+      ['failing', 'replay'],
+    ]);
+    expect(await s.getTask('rec-genuine-first')).toEqual(expectedTask('recording', genuine));
+  });
+
+  test('a filter that left out the genuine callback let its replay through: now a replay of it', async () => {
+    const s = store();
+    const { entries, genuine } = await genuineAndForged(s, 'rec-left-out');
+    const [forged, genuineEntry] = entries;
+    const fixed = deps(s, { 'demo-app': [PLATFORM_SECRET] });
+    const run = await recoverAll([forged!], fixed, { around: entries });
+    expect(run.map(({ result }) => result)).toEqual([
+      expect.objectContaining({ outcome: 'failing', kind: 'replay', replayOf: genuineEntry!.messageId }),
+    ]);
+    expect(await s.getTask('rec-left-out')).toBeNull();
+    // The genuine one, in a run of its own, is applied.
+    expect((await recoverAll([genuineEntry!], fixed, { around: entries }))[0]!.result.outcome).toBe('applied');
+    expect(await s.getTask('rec-left-out')).toEqual(expectedTask('recording', genuine));
+  });
+
+  test('the same callback delivered twice under its signature is a duplicate, not a replay', async () => {
+    const s = store();
+    const receivedAt = now - 60_000;
+    const signature = held(receivedAt);
+    const body = startBody('rec-twice', receivedAt - 500);
+    // The second delivery with its keys in another order: the same event.
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(body)).reverse()));
+    const aside = { verdict: 'invalid', mode: 'report', heldSignature: signature } as const;
+    const entries = await quarantineThroughWorker(s, 'rec-twice', [
+      sqsRecord('recording', body, { ...aside, messageId: 'rec-twice-1', receivedAt }),
+      sqsRecord('recording', reordered, { ...aside, messageId: 'rec-twice-2', receivedAt: receivedAt + 1000 }),
+    ]);
+    const run = await recoverAll(entries, deps(s, { 'demo-app': [PLATFORM_SECRET] }));
+    expect(run.map(({ entry, result }) => [entry.messageId, result.outcome])).toEqual([
+      ['rec-twice-1', 'applied'],
+      ['rec-twice-2', 'duplicate'],
+    ]);
+    expect(await s.getTask('rec-twice')).toEqual(expectedTask('recording', body));
+  });
+
+  test('entries received in the same millisecond are taken in message-id order', async () => {
+    const s = store();
+    const { entries, genuine } = await genuineAndForged(s, 'rec-same-ms');
+    const sameTime = entries.map((e) => ({ ...e, receivedAt: now - 60_000 }));
+    const run = await recoverAll(sameTime, deps(s, { 'demo-app': [PLATFORM_SECRET] }));
+    // "rec-same-ms-forged" sorts before "rec-same-ms-genuine".
+    expect(run.map(({ entry, result }) => [entry.messageId, result.outcome])).toEqual([
+      ['rec-same-ms-forged', 'applied'],
+      ['rec-same-ms-genuine', 'failing'],
+    ]);
+    expect(await s.getTask('rec-same-ms')).not.toEqual(expectedTask('recording', genuine));
+  });
+
+  test("secrets that cannot be read stop the run; a failed write is that entry's outcome", async () => {
+    const s = store();
+    const { entries } = await genuineAndForged(s, 'rec-run-errors');
+    const unreadable = async () => {
+      throw new Error('the parameter cannot be read');
+    };
+    await expect(recoverAll(entries, { ...deps(s, {}), secrets: unreadable })).rejects.toThrow('cannot be read');
+    const failingStore = Object.create(s, {
+      applyCallback: { value: async () => Promise.reject(new Error('throttled')) },
+    }) as DynamoTaskStore;
+    const run = await recoverAll(entries, deps(failingStore, { 'demo-app': [PLATFORM_SECRET] }));
+    expect(run[0]!.result).toMatchObject({ outcome: 'failing', kind: 'store', why: 'the write failed: throttled' });
+  });
+});
+
+describe('the source of a quarantined callback', () => {
+  test('the worker keeps the source IP and user agent on every entry; one written before reads as null', async () => {
+    const s = store();
+    const receivedAt = now - 1000;
+    const sender = { sourceIp: '203.0.113.7', userAgent: 'platform-callback/2.1' };
+    const replayKey = 'b'.repeat(64);
+    await processBatch(
+      sqsEvent([
+        // Set aside for its signature, for its body, and by the store as a replay.
+        sqsRecord('recording', startBody('rec-src-1', receivedAt), {
+          verdict: 'invalid',
+          mode: 'report',
+          receivedAt,
+          sender,
+        }),
+        sqsRecord('recording', JSON.stringify({ type: 2, appKey: 'demo-app', recordId: 'rec-src-2' }), {
+          receivedAt,
+          sender,
+        }),
+        sqsRecord('recording', startBody('rec-src-3', receivedAt), { receivedAt, replayKey, sender }),
+        sqsRecord('recording', startBody('rec-src-3', receivedAt + 5), { receivedAt, replayKey, sender }),
+        sqsRecord('recording', startBody('rec-src-4', receivedAt), { verdict: 'invalid', mode: 'report', receivedAt }),
+      ]),
+      { store: s, log: createLogger('test') },
+    );
+    const sources = async (id: string) =>
+      (await quarantineEntries(s, id)).map((e) => [e.reason, e.sourceIp, e.userAgent]);
+    expect(await sources('rec-src-1')).toEqual([['invalid_signature', '203.0.113.7', 'platform-callback/2.1']]);
+    expect(await sources('rec-src-2')).toEqual([['invalid_callback', '203.0.113.7', 'platform-callback/2.1']]);
+    expect(await sources('rec-src-3')).toEqual([['replayed_signature', '203.0.113.7', 'platform-callback/2.1']]);
+    expect(await sources('rec-src-4')).toEqual([['invalid_signature', null, null]]);
+  });
+
+  test('--accept-unverified applied unsigned forgeries from anywhere: --source accepts only its ranges', async () => {
+    const s = store();
+    const receivedAt = now - 1000;
+    const record = (id: string, sourceIp?: string) =>
+      sqsRecord('recording', startBody(id, receivedAt), {
+        verdict: 'missing',
+        mode: 'report',
+        receivedAt,
+        ...(sourceIp ? { sender: { sourceIp } } : {}),
+      });
+    await processBatch(
+      sqsEvent([
+        record('rec-source-platform', '203.0.113.7'),
+        record('rec-source-mapped', '::ffff:203.0.113.8'),
+        record('rec-source-elsewhere', '198.51.100.9'),
+        record('rec-source-unknown'),
+      ]),
+      { store: s, log: createLogger('test') },
+    );
+    const entries = (
+      await Promise.all(
+        ['rec-source-platform', 'rec-source-mapped', 'rec-source-elsewhere', 'rec-source-unknown'].map((id) =>
+          quarantineEntries(s, id),
+        ),
+      )
+    ).flat();
+    const acceptFrom = parseAllowList('203.0.113.0/24', '--source');
+    const run = await recoverAll(entries, deps(s, {}, { acceptUnverified: true, acceptFrom }));
+    expect(Object.fromEntries(run.map(({ entry, result }) => [entry.taskId, result.outcome]))).toEqual({
+      'rec-source-platform': 'applied',
+      'rec-source-mapped': 'applied',
+      'rec-source-elsewhere': 'failing',
+      'rec-source-unknown': 'failing',
+    });
+    const why = (id: string) => run.find((r) => r.entry.taskId === id)!.result;
+    expect(why('rec-source-elsewhere')).toMatchObject({
+      kind: 'signature',
+      why: expect.stringContaining('not accepted: its source IP is outside --source (203.0.113.0/24)'),
+    });
+    expect(why('rec-source-unknown')).toMatchObject({
+      kind: 'signature',
+      why: expect.stringContaining('its source IP was not recorded'),
+    });
+    expect(await s.getTask('rec-source-elsewhere')).toBeNull();
+    expect(await s.getTask('rec-source-unknown')).toBeNull();
+    expect((await s.listEvents('rec-source-platform'))[0]).toMatchObject({ verdict: 'accepted_unverified' });
+  });
+});
+
 describe('task events of what is recovered', () => {
   test('published as the worker publishes them; a refused publish leaves the entry to the next run', async () => {
     const s = store();
@@ -309,7 +526,7 @@ describe('task events of what is recovered', () => {
 });
 
 describe('the quarantine listing', () => {
-  test('filters by reason, task, appKey and receive time, newest first', async () => {
+  test('filters by reason, task, appKey and receive time, newest first or oldest first', async () => {
     const s = store();
     const base = now - 2 * DAY;
     const bad = (id: string, appKey: string) => JSON.stringify({ timestamp: base, type: 2, appKey, recordId: id });
@@ -337,6 +554,9 @@ describe('the quarantine listing', () => {
     expect(await list({ since: base, until: base + DAY })).toEqual(['rec-f2', 'rec-f1']);
     expect(await list({ since: base + 1, until: base + DAY })).toEqual(['rec-f2']);
     expect(await list({ taskId: 'rec-f1', since: base + 1 })).toEqual([]);
+    // Oldest first, as `quarantine apply` takes them: a limit leaves out the later ones.
+    expect(await list({ since: base, oldestFirst: true })).toEqual(['rec-f1', 'rec-f2', 'rec-f3']);
+    expect(await list({ since: base, oldestFirst: true, reason: 'invalid_callback', limit: 1 })).toEqual(['rec-f1']);
   });
 });
 

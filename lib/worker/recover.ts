@@ -3,12 +3,20 @@
 // applyCallback, exactly as the worker applies a queued callback; the store's exactly-once rule makes a
 // second recovery a duplicate. The signature's timestamp is judged against the time the callback was
 // received, not against now: a callback held for a week is not stale for having waited.
+//
+// A run takes its entries oldest first, as the worker took them: the worker keeps the first body it sees
+// with a signature, so the recovery does too. Of the entries that share a replay key only the earliest
+// callback is applied (again, it is a duplicate); another body under that key is a replay, whatever its
+// verdict today (the signature does not cover the body, so a forged body replayed under a genuine signature
+// verifies as well as the genuine one).
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
 import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
 import type { SecretsByAppKey } from '../ingest/secrets.ts';
 import { replayKeyOf, verifySignature } from '../ingest/signature.ts';
+import type { SourceAllowList } from '../ingest/source-ip.ts';
+import { errorSentence } from '../text.ts';
 import { parseQueued, toDelivered } from './prepare-record.ts';
 
 export interface RecoverDeps {
@@ -21,6 +29,11 @@ export interface RecoverDeps {
   toleranceS: number;
   /** Apply callbacks whose signature still does not verify, recorded as `accepted_unverified`. */
   acceptUnverified: boolean;
+  /**
+   * With acceptUnverified: accept only the callbacks whose source IP is in these ranges (an entry whose source
+   * IP was not recorded is in none).
+   */
+  acceptFrom?: SourceAllowList | null;
   /** Only say what would happen. */
   dryRun: boolean;
   now: () => number;
@@ -29,7 +42,14 @@ export interface RecoverDeps {
 export type RecoverResult =
   | { outcome: 'applied' | 'duplicate'; taskId: string; verdict: LedgerVerdict }
   | { outcome: 'would_apply'; taskId: string; verdict: LedgerVerdict }
-  | { outcome: 'failing'; taskId: string | null; kind: FailingKind; why: string };
+  | {
+      outcome: 'failing';
+      taskId: string | null;
+      kind: FailingKind;
+      why: string;
+      /** A replay within the run: the message id of the earlier entry with the same replay key. */
+      replayOf?: string;
+    };
 
 /** Why a callback stays in the quarantine: its signature, its body, a replay, or what the store refused. */
 export type FailingKind = 'signature' | 'body' | 'replay' | 'store';
@@ -60,6 +80,122 @@ function whyUnverified(verdict: SignatureVerdict, entry: QuarantineEntry, appKey
   }
 }
 
+/** The replay key an entry's request had (the worker's replay check), from the values kept with it. */
+function replayKeyOfEntry(entry: QuarantineEntry): string | null {
+  return entry.signature ? replayKeyOf(entry.signature) : null;
+}
+
+/** Whether --source lets an unverified entry be accepted. */
+function acceptedFrom(entry: QuarantineEntry, deps: RecoverDeps): boolean {
+  return !deps.acceptFrom || deps.acceptFrom.allows(entry.sourceIp ?? undefined);
+}
+
+function whyNotAccepted(entry: QuarantineEntry, deps: RecoverDeps): string {
+  // The address itself is in the listing; left out here, the entries refused for it count as one cause.
+  return entry.sourceIp
+    ? `its source IP is outside --source (${deps.acceptFrom?.ranges.join(', ')})`
+    : 'its source IP was not recorded, so --source cannot accept it';
+}
+
+/** The order a run takes entries in: received first, first; the message id breaks ties. */
+export function oldestFirst(entries: readonly QuarantineEntry[]): QuarantineEntry[] {
+  return [...entries].sort(
+    (a, b) => a.receivedAt - b.receivedAt || (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0),
+  );
+}
+
+export interface RecoveredEntry {
+  entry: QuarantineEntry;
+  result: RecoverResult;
+}
+
+export interface RecoverAllOptions {
+  /**
+   * Entries around the run that it does not take (left out by a filter): not applied, but the earliest of
+   * them with a replay key makes the run's entries with that key replays.
+   */
+  around?: readonly QuarantineEntry[];
+  /** Told of each entry as it is done. */
+  onResult?: (done: RecoveredEntry) => void;
+}
+
+/** The event key of an entry's body as today's parse reads it, or null when it does not parse. */
+function eventKeyOf(entry: QuarantineEntry): string | null {
+  const parsed = parseQueued(entry.service, entry.raw);
+  return parsed.ok ? parsed.callback.key : null;
+}
+
+/**
+ * Whether two entries hold the same callback (the same body, or the same event with its keys reordered, say): a
+ * second delivery of one callback under its signature is a duplicate, as for the worker, not a replay.
+ */
+function sameCallback(a: QuarantineEntry, b: QuarantineEntry): boolean {
+  if (a.service !== b.service) return false;
+  if (a.raw === b.raw) return true;
+  const key = eventKeyOf(a);
+  return key !== null && key === eventKeyOf(b);
+}
+
+/** The earliest entry of each replay key among these. */
+function earliestByReplayKey(entries: readonly QuarantineEntry[]): Map<string, QuarantineEntry> {
+  const earliest = new Map<string, QuarantineEntry>();
+  for (const entry of oldestFirst(entries)) {
+    const key = replayKeyOfEntry(entry);
+    if (key !== null && !earliest.has(key)) earliest.set(key, entry);
+  }
+  return earliest;
+}
+
+/**
+ * Takes entries out of the quarantine, oldest first, one at a time: each is recovered as recoverEntry does,
+ * except an entry with the replay key of an earlier one (of the run or around it) that holds another
+ * callback, which is reported as a replay of it and never applied. Secrets that cannot be read stop the run
+ * (the error is thrown); any other failure of an entry is its outcome.
+ */
+export async function recoverAll(
+  entries: readonly QuarantineEntry[],
+  deps: RecoverDeps,
+  opts: RecoverAllOptions = {},
+): Promise<RecoveredEntry[]> {
+  let secretsFailed = false;
+  const secrets = async () => {
+    try {
+      return await deps.secrets();
+    } catch (err) {
+      secretsFailed = true;
+      throw err;
+    }
+  };
+  const earliest = earliestByReplayKey([...entries, ...(opts.around ?? [])]);
+  const done: RecoveredEntry[] = [];
+  for (const entry of oldestFirst(entries)) {
+    const key = replayKeyOfEntry(entry);
+    const first = key === null ? undefined : earliest.get(key);
+    let result: RecoverResult;
+    if (first && !sameCallback(first, entry)) {
+      result = {
+        outcome: 'failing',
+        taskId: entry.taskId,
+        kind: 'replay',
+        why: 'a replay: an earlier callback carried the same signature, and only the earliest is applied',
+        replayOf: first.messageId,
+      };
+    } else {
+      try {
+        result = await recoverEntry(entry, { ...deps, secrets });
+      } catch (err) {
+        if (secretsFailed) throw err;
+        const why = `the write failed: ${errorSentence(err)}`;
+        result = { outcome: 'failing', taskId: entry.taskId, kind: 'store', why };
+      }
+    }
+    const recovered = { entry, result };
+    done.push(recovered);
+    opts.onResult?.(recovered);
+  }
+  return done;
+}
+
 export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): Promise<RecoverResult> {
   if (entry.reason === 'replayed_signature') {
     return {
@@ -87,13 +223,14 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
       toleranceS: deps.toleranceS,
     });
     if (checked === 'valid') verdict = 'valid';
-    else if (deps.acceptUnverified) verdict = 'accepted_unverified';
+    else if (deps.acceptUnverified && acceptedFrom(entry, deps)) verdict = 'accepted_unverified';
     else {
-      const why = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+      const unverified = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+      const why = deps.acceptUnverified ? `${unverified}; not accepted: ${whyNotAccepted(entry, deps)}` : unverified;
       return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
     }
     // The replay check of a queued callback, with the values it was received with.
-    replayKey = entry.signature ? replayKeyOf(entry.signature) : null;
+    replayKey = replayKeyOfEntry(entry);
   }
   if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict };
 
@@ -111,6 +248,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
         mode: entry.mode ?? 'enforce',
         replayKey,
         heldSignature: null,
+        sender: null,
       },
       cb,
     ),

@@ -5,6 +5,7 @@
 import { SecretsUnavailableError, type SecretsByAppKey, type SecretsProvider } from '../../lib/ingest/secrets.ts';
 import type { QuarantineEntry } from '../../lib/domain/task-store.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
+import { recoverAll } from '../../lib/worker/recover.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
 
 const SECRET = 'modes-secret-7d20';
@@ -91,6 +92,43 @@ describe('report', () => {
     }
     const events = await pipeline.store.listEvents('rec-report-valid');
     expect(events.map((e) => e.verdict)).toEqual(['valid']);
+    // Each entry says where the request came from, as the gateway saw it.
+    const sources = new Set(entries.map((e) => `${e.sourceIp} ${e.userAgent}`));
+    expect([...sources]).toEqual(['127.0.0.1 node']);
+  });
+
+  test('recovery went newest first: a forged replay is now reported as one, the genuine applied', async () => {
+    // The receiver does not have the platform's secret yet: both are set aside as invalid_signature.
+    const platformSecret = 'platform-secret-replay';
+    const headers = signed(platformSecret);
+    const genuine = start('rec-report-replay');
+    const forged = JSON.stringify({ ...JSON.parse(genuine), roomId: 'room-forged', code: 500 });
+    expect(await post(pipeline, genuine, headers)).toBe(200);
+    // Received a few milliseconds later (the message id, random, would otherwise decide).
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await post(pipeline, forged, headers)).toBe(200);
+    await waitFor('the queue to drain', () => pipeline.idle());
+    const entries = (await quarantined(pipeline)).filter((e) => e.taskId === 'rec-report-replay');
+    expect(entries.map((e) => [e.reason, e.raw === forged])).toEqual([
+      ['invalid_signature', true],
+      ['invalid_signature', false],
+    ]);
+
+    // The secret fixed; the entries as the listing gives them, newest first.
+    const run = await recoverAll(entries, {
+      store: pipeline.store,
+      secrets: async () => new Map([['demo-app', [platformSecret]]]),
+      toleranceS: 300,
+      acceptUnverified: true,
+      dryRun: false,
+      now: Date.now,
+    });
+    expect(run.map(({ entry, result }) => [entry.raw === genuine, result.outcome])).toEqual([
+      [true, 'applied'],
+      [false, 'failing'],
+    ]);
+    expect(run[1]!.result).toMatchObject({ kind: 'replay', replayOf: run[0]!.entry.messageId });
+    expect((await pipeline.store.getTask('rec-report-replay'))?.roomId).toBe('room-m');
   });
 });
 

@@ -1,7 +1,13 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Service } from '../../lib/domain/services.ts';
-import { Attr, type HeldSignature, type SignatureMode, type SignatureVerdict } from '../../lib/queue-message.ts';
+import {
+  Attr,
+  type HeldSignature,
+  type Sender,
+  type SignatureMode,
+  type SignatureVerdict,
+} from '../../lib/queue-message.ts';
 
 let counter = 0;
 
@@ -14,6 +20,8 @@ export interface RecordOptions {
   receiveCount?: number;
   /** The signature values the ingest keeps for a verdict other than `valid`. */
   heldSignature?: HeldSignature;
+  /** Who sent the request, as the ingest saw it. */
+  sender?: Sender;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -33,6 +41,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
   };
   if (opts.replayKey) attrs[Attr.replayKey] = s(opts.replayKey);
   if (opts.heldSignature) attrs[Attr.signatureValues] = s(JSON.stringify(opts.heldSignature));
+  if (opts.sender) attrs[Attr.sender] = s(JSON.stringify(opts.sender));
   return {
     messageId: opts.messageId ?? `msg-${++counter}`,
     receiptHandle: `rh-${counter}`,

@@ -90,6 +90,8 @@ export class Deliveries {
       taskId: d.callback.id,
       mode: d.mode,
       signature: d.heldSignature ?? null,
+      sourceIp: d.sender?.sourceIp ?? null,
+      userAgent: d.sender?.userAgent ?? null,
     });
     cap.read += c.read;
     cap.write += c.write;

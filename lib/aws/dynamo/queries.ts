@@ -86,9 +86,13 @@ export class TaskQueries {
     return header ? assemble(header, parts) : null;
   }
 
-  /** Quarantined callbacks, newest first: of one task through the index, else day partition by day. */
+  /**
+   * Quarantined callbacks, newest first (or oldest first): of one task through the index, else day partition
+   * by day.
+   */
   async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
     const limit = query.limit ?? Infinity;
+    const forward = query.oldestFirst === true;
     const until = query.until ?? this.now();
     const since = query.since ?? this.now() - (query.sinceDays ?? 7) * 86400_000;
     const matches = (e: QuarantineEntry) =>
@@ -106,7 +110,7 @@ export class TaskQueries {
       }
     };
     if (query.taskId !== undefined) {
-      // The task's entries through the index (keys only), newest first, then the entries by key.
+      // The task's entries through the index (keys only), in the order asked, then the entries by key.
       let keys: Key[] = [];
       const flush = async () => {
         const items = await this.table.getMany(keys, noCapacity());
@@ -121,7 +125,7 @@ export class TaskQueries {
           ':a': { N: String(since) },
           ':b': { N: String(until) },
         },
-        ScanIndexForward: false,
+        ScanIndexForward: forward,
       })) {
         keys.push({ pk: item.pk, sk: item.sk });
         if (keys.length === 50) {
@@ -132,8 +136,11 @@ export class TaskQueries {
       if (keys.length > 0) yield* emit(await flush());
       return;
     }
-    // One partition per day, newest first; the other filters are applied to what each day holds.
-    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) {
+    // One partition per day, in the order asked; the other filters are applied to what each day holds.
+    const days: number[] = [];
+    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) days.push(t);
+    if (forward) days.reverse();
+    for (const t of days) {
       for await (const item of this.table.queryAll({
         KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
         ExpressionAttributeValues: {
@@ -141,7 +148,7 @@ export class TaskQueries {
           ':a': { S: Keys.quarantineSk(since, '') },
           ':b': { S: Keys.quarantineSk(until, '\uffff') },
         },
-        ScanIndexForward: false,
+        ScanIndexForward: forward,
       })) {
         yield* emit([quarantineFromItem(item)]);
         if (emitted >= limit) return;
@@ -173,5 +180,11 @@ export class TaskQueries {
 
 function quarantineFromItem(item: Item): QuarantineEntry {
   const { pk: _pk, sk: _sk, kind: _kind, expiresAt: _e, [Index.bySession.pk]: _g, [SORT_AT]: _s, ...entry } = item;
-  return { ...entry, taskId: entry.taskId ?? null, appKey: entry.appKey ?? null } as QuarantineEntry;
+  return {
+    ...entry,
+    taskId: entry.taskId ?? null,
+    appKey: entry.appKey ?? null,
+    sourceIp: entry.sourceIp ?? null,
+    userAgent: entry.userAgent ?? null,
+  } as QuarantineEntry;
 }
