@@ -150,7 +150,7 @@ async function answer(
   if (!isQueueSafe(check.appKey)) {
     return fail(
       'invalid_body',
-      'Field "appKey" contains characters a queue message cannot carry (control characters).',
+      'Field "appKey" contains characters a queue message cannot carry (unpaired surrogates, U+FFFE or U+FFFF).',
     );
   }
 
