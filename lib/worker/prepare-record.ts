@@ -46,7 +46,8 @@ export function prepareRecord(record: SQSRecord): Prepared {
 const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'>, [QuarantineReason, string]> = {
   invalid: [
     'invalid_signature',
-    'the signature matches no configured secret of this appKey, or the request named another appKey',
+    'the signature matches no configured secret of this appKey, its timestamp has a leading zero, or the request ' +
+      'named another appKey',
   ],
   missing: ['missing_signature', 'the request carried no complete signature (nonce, timestamp and signature)'],
   stale: ['stale_timestamp', 'the signature timestamp was outside the accepted window'],
