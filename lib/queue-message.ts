@@ -109,8 +109,8 @@ export const Attr = {
   verdict: 'signatureVerdict',
   mode: 'signatureMode',
   /**
-   * SHA-256 (hex) of the nonce, timestamp and lower-cased signature, when all three were present: the
-   * worker's replay check. Opaque to the worker; never the signature itself.
+   * SHA-256 (hex) of the lower-cased signature, when nonce, timestamp and signature were all present: the
+   * worker's replay check (replayKeyOf). Opaque to the worker; never the signature itself.
    */
   replayKey: 'replayKey',
   /** JSON HeldSignature, only when the verdict is not `valid`. */

@@ -1,4 +1,4 @@
-// Small text helpers the logs, the quarantine details and the CLI share.
+// Small text helpers the logs, the quarantine details, the CLI and the in-memory maps share.
 
 /**
  * The text cut to `max` characters, the cut marked with an ellipsis; with `showLength`, also how long the
@@ -24,4 +24,12 @@ export function errorSentence(err: unknown, max = 300): string {
     text = typeof err === 'string' ? err : 'unknown error';
   }
   return clip(text.split('\n')[0]!, max);
+}
+
+/**
+ * One string for several parts, as a map key: the parts as a JSON array, so that no two lists of parts give
+ * the same key whatever characters they hold (joining with a separator would let `a\0b`, `c` meet `a`, `b\0c`).
+ */
+export function compositeKey(...parts: readonly (string | number)[]): string {
+  return JSON.stringify(parts);
 }

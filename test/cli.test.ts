@@ -669,7 +669,8 @@ describe('quarantine list', () => {
       '198.51.100.23',
       'invalid',
       '-',
-      'the signature matches no configured secret of this appKey, or the request named another appKey',
+      'the signature matches no configured secret of this appKey, its timestamp has a leading zero, or the request ' +
+        'named another appKey',
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);

@@ -198,7 +198,7 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
       [Attr.mode]: { DataType: 'String', StringValue: 'enforce' },
       [Attr.replayKey]: {
         DataType: 'String',
-        StringValue: sha256(JSON.stringify(['nonce-1', String(NOW), signature])),
+        StringValue: sha256(JSON.stringify([signature])),
       },
     });
   });
@@ -325,6 +325,23 @@ describe('every status code of the contract, and nothing enqueued unless 200', (
     expect(lines.filter((l) => l.event === 'callback_request')).toEqual([expect.objectContaining({ status, code })]);
   });
 
+  test.each([
+    ['recordId', '{"type":2,"appKey":"demo-app","recordId":"x\\u0000y","output":{"fileName":"z"}}'],
+    ['output.fileName', '{"type":2,"appKey":"demo-app","recordId":"x","output":{"fileName":"y\\u0000z"}}'],
+    ['roomId', '{"type":1,"appKey":"demo-app","recordId":"x","roomId":"r\\u202eoom"}'],
+    ['sessionId', '{"type":1,"appKey":"demo-app","recordId":"x","sessionId":"s\\u0085"}'],
+    ['userId', '{"type":1,"appKey":"demo-app","recordId":"x","userId":"u\\u007f"}'],
+    ['appKey', '{"type":1,"appKey":"demo\\tapp","recordId":"x"}'],
+  ])('NUL and other control characters in names: %s is refused with 400 invalid_body naming it', async (field, raw) => {
+    const response = await handleCallbackRequest(httpApiEvent({ body: raw, headers: signedHeaders() }), deps());
+    expect(response.statusCode).toBe(400);
+    expect(parse(response.body).error).toEqual({
+      code: 'invalid_body',
+      message: `Field "${field}" must not contain control or bidirectional formatting characters.`,
+    });
+    await expectQueueEmpty();
+  });
+
   test('a body of exactly 64 KiB is accepted', async () => {
     const base = `${recordingBody.trimEnd().slice(0, -1)},"pad":"`;
     const raw = `${base + 'x'.repeat(65_536 - Buffer.byteLength(base) - 2)}"}`;
@@ -368,7 +385,7 @@ describe('signature matrix', () => {
     expect((await handleCallbackRequest(inQuery, deps())).statusCode).toBe(200);
     const message = await receiveOne();
     expect(attr(message, Attr.verdict)?.StringValue).toBe('valid');
-    expect(attr(message, Attr.replayKey)?.StringValue).toBe(sha256(JSON.stringify(['abc', ts, sig])));
+    expect(attr(message, Attr.replayKey)?.StringValue).toBe(sha256(JSON.stringify([sig])));
   });
 
   type Case = { name: string; input: EventInput; verdict: string; enforce: [number, string?] };
@@ -431,6 +448,19 @@ describe('signature matrix', () => {
       enforce: [401, 'invalid_signature'],
     },
     {
+      name: "replay key bypass: the nonce's trailing 0 moved to the front of the timestamp",
+      input: {
+        body,
+        headers: {
+          ...signedHeaders(SECRET, String(NOW), 'nonce-10'),
+          'RC-Nonce': 'nonce-1',
+          'RC-Timestamp': `0${NOW}`,
+        },
+      },
+      verdict: 'invalid',
+      enforce: [401, 'invalid_signature'],
+    },
+    {
       name: 'no signature at all',
       input: { body, headers: {} },
       verdict: 'missing',
@@ -483,7 +513,7 @@ describe('signature matrix', () => {
     const headers = signedHeaders('wrong');
     await handleCallbackRequest(httpApiEvent({ body, headers }), deps({ mode: 'report' }));
     expect(attr(await receiveOne(), Attr.replayKey)?.StringValue).toBe(
-      sha256(JSON.stringify(['nonce-1', String(NOW), headers['RC-Signature']])),
+      sha256(JSON.stringify([headers['RC-Signature']])),
     );
     await handleCallbackRequest(
       httpApiEvent({ body, headers: { 'RC-Nonce': 'n', 'RC-Timestamp': String(NOW) } }),

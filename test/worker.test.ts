@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
@@ -5,6 +6,8 @@ import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
+import { replayKeyOf } from '../lib/ingest/signature.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
 import type { Service } from '../lib/domain/services.ts';
 import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
@@ -56,4 +59,143 @@ describe('worker against dynalite', () => {
     const failed = rec!.files.find((f) => f.upload === 'failed')!;
     expect(failed.purgeAt).toBe(1763803810000 + 24 * 3600 * 1000);
   });
+});
+
+describe('control characters in names', () => {
+  const slice = (appKey: string, recordId: string, fileName: string, timestamp: number) => ({
+    timestamp,
+    type: 2,
+    appKey,
+    recordId,
+    roomId: 'room-1',
+    sessionId: 'session-1',
+    userId: '',
+    mode: 3,
+    code: 200,
+    errorMessage: 'success',
+    output: { fileName, fileSize: 1024 },
+  });
+
+  test(
+    'NUL in recordId and fileName: group keys do not collide, the bad records are quarantined and the innocent ' +
+      'records of another appKey in the same batch are applied',
+    async () => {
+      const store = newStore();
+      // With a publisher, the worker reads each task once all of its records are applied.
+      const events = { publish: async () => undefined };
+      // Joined with NUL, (x, file y\0z) and (x\0y, file z) were one item; x\0y's second file made a group of
+      // its own that finished first, and the batch's events read a record not applied yet.
+      const bad = [
+        slice('app-nul', 'x', 'y\u0000z', 1763800000000),
+        slice('app-nul', 'x', 'y\u0000z', 1763800001000),
+        slice('app-nul', 'x', 'y\u0000z', 1763800002000),
+        slice('app-nul', 'x\u0000y', 'z', 1763800003000),
+        slice('app-nul', 'x\u0000y', 'w', 1763800004000),
+      ];
+      const innocent = [
+        slice('app-innocent', 'rec-innocent', 'a.mp4', 1763800000000),
+        slice('app-innocent', 'rec-innocent', 'b.mp4', 1763800001000),
+        slice('app-innocent', 'rec-innocent-2', 'c.mp4', 1763800002000),
+      ];
+      const records = [...bad, ...innocent].map((body) => sqsRecord('recording', body));
+      const res = await processBatch(sqsEvent(records), { store, log: createLogger('test'), events });
+
+      expect(res.batchItemFailures).toEqual([]);
+      expect(res.outcomes).toEqual([...bad.map(() => 'quarantined'), ...innocent.map(() => 'applied')]);
+      expect((await store.getTask('rec-innocent', 'app-innocent'))?.files.map((f) => f.fileName)).toEqual([
+        'a.mp4',
+        'b.mp4',
+      ]);
+      expect((await store.getTask('rec-innocent-2', 'app-innocent'))?.eventCount).toBe(1);
+      expect(await store.getTask('x', 'app-nul')).toBeNull();
+      expect(await store.getTask('x\u0000y', 'app-nul')).toBeNull();
+      const ids = new Set(records.slice(0, bad.length).map((r) => r.messageId));
+      const entries = [];
+      for await (const e of store.listQuarantine({ since: 1763800000000, until: 1763800000000 }))
+        if (ids.has(e.messageId)) entries.push(e);
+      expect(entries).toHaveLength(bad.length);
+      for (const e of entries) {
+        expect(e.reason).toBe('invalid_callback');
+        expect(e.detail).toMatch(/^(recordId|output\.fileName): must not contain control/);
+      }
+    },
+  );
+});
+
+describe('replay keys', () => {
+  const recording = (id: string, type: 1 | 3, timestamp: number, change: Record<string, unknown> = {}) => ({
+    ...JSON.parse(load(type === 1 ? 'recording-1-start-mix.json' : 'recording-3-end.json')),
+    recordId: id,
+    timestamp,
+    ...change,
+  });
+  const secret = 'demo-secret';
+
+  test(
+    'replay key bypass: the same signature split elsewhere between nonce and timestamp is one claim, and the ' +
+      'forged end (code 500) it carries is quarantined as replayed_signature',
+    async () => {
+      const store = newStore();
+      // At this time the millisecond timestamp's first three digits, moved to the nonce, leave a timestamp in
+      // seconds 771 ms away: the signed string, and so the signature, are the same.
+      const at = 1_771_771_771_771;
+      const genuine = { nonce: 'n-1', timestamp: String(at) };
+      const signature = computeSignature(secret, genuine.nonce, genuine.timestamp);
+      const resplit = { nonce: 'n-1177', timestamp: '1771771771', signature };
+      expect(computeSignature(secret, resplit.nonce, resplit.timestamp)).toBe(signature);
+      const id = 'rec-replay-resplit';
+      const start = sqsRecord('recording', recording(id, 1, at - 60_000), { receivedAt: at - 60_000 });
+      const end = recording(id, 3, at);
+      const forged = recording(id, 3, at, { code: 500, errorMessage: 'forged failure' });
+      const log = createLogger('test');
+      await processBatch(sqsEvent([start]), { store, log });
+      const first = await processBatch(
+        sqsEvent([sqsRecord('recording', end, { receivedAt: at, replayKey: replayKeyOf({ ...genuine, signature })! })]),
+        { store, log },
+      );
+      expect(first.outcomes).toEqual(['applied']);
+      const before = await store.getTask(id);
+      expect(before?.status).toBe('ended');
+
+      const second = await processBatch(
+        sqsEvent([sqsRecord('recording', forged, { receivedAt: at + 1000, replayKey: replayKeyOf(resplit)! })]),
+        { store, log },
+      );
+      expect(second.outcomes).toEqual(['quarantined']);
+      expect(await store.getTask(id)).toEqual(before);
+      const entries = [];
+      for await (const e of store.listQuarantine({ since: at, until: at + 1000, taskId: id })) entries.push(e);
+      expect(entries.map((e) => [e.reason, e.raw])).toEqual([['replayed_signature', JSON.stringify(forged)]]);
+    },
+  );
+
+  test(
+    'a callback claimed under the earlier key form (nonce, timestamp and signature) and delivered again ' +
+      'under the signature key is a duplicate, counted once, not a replay',
+    async () => {
+      const store = newStore();
+      const id = 'rec-replay-upgrade';
+      const at = 1_763_800_000_000;
+      const values = { nonce: 'n-upgrade', timestamp: String(at) };
+      const signature = computeSignature(secret, values.nonce, values.timestamp);
+      const earlierForm = createHash('sha256')
+        .update(JSON.stringify([values.nonce, values.timestamp, signature]), 'utf8')
+        .digest('hex');
+      const body = recording(id, 1, at);
+      const log = createLogger('test');
+      const before = await processBatch(
+        sqsEvent([sqsRecord('recording', body, { receivedAt: at, replayKey: earlierForm })]),
+        { store, log },
+      );
+      const after = await processBatch(
+        sqsEvent([
+          sqsRecord('recording', body, { receivedAt: at + 1000, replayKey: replayKeyOf({ ...values, signature })! }),
+        ]),
+        { store, log },
+      );
+      expect([...before.outcomes, ...after.outcomes]).toEqual(['applied', 'duplicate']);
+      expect((await store.getTask(id))?.eventCount).toBe(1);
+      expect((await store.listEvents(id)).map((e) => e.raw)).toEqual([JSON.stringify(body)]);
+    },
+  );
 });

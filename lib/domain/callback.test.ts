@@ -3,6 +3,8 @@ import * as v from 'valibot';
 import { parseCallback } from './callback.ts';
 import type { Callback } from './callback.ts';
 import { eventKey } from './canonical.ts';
+import { minimalCheck } from './minimal-check.ts';
+import { NAME_FIELDS_OF } from './names.ts';
 import { RecordingStart } from './schemas.ts';
 import type { Service } from './services.ts';
 
@@ -522,5 +524,42 @@ describe('agreement with the ingest check, and short messages', () => {
     const errors = errorsOf('recording', JSON.stringify({ ...upload, ...change }));
     expect(errors.join('\n').length).toBeLessThan(400);
     expect(errors[0]!.startsWith(`${field}: `)).toBe(true);
+  });
+});
+
+describe('names: no control or bidirectional formatting character, at the ingest and in the full parse', () => {
+  /** The body with a field set at a dot path (objects on the way made when absent). */
+  const withField = (body: Record<string, unknown>, path: string, value: string): Record<string, unknown> => {
+    const [head, ...rest] = path.split('.');
+    if (rest.length === 0) return { ...body, [head!]: value };
+    const inner = (body[head!] ?? {}) as Record<string, unknown>;
+    return { ...body, [head!]: withField(inner, rest.join('.'), value) };
+  };
+  const refused = ['\u0000', '\u0001', '\t', '\n', '\r', '\u001f', '\u007f', '\u0085', '\u009f', '\u202a', '\u202e'];
+  const bidiIsolates = ['\u2066', '\u2067', '\u2068', '\u2069'];
+  const cases = fixtureFiles.flatMap((file) => {
+    const service: Service = file.startsWith('recording') ? 'recording' : 'screenshot';
+    return NAME_FIELDS_OF[service].map((field) => [file, service, field] as const);
+  });
+
+  test.each(cases)('%s: %s %s holding one is refused by both, naming the field', (file, service, field) => {
+    for (const ch of [...refused, ...bidiIsolates]) {
+      const body = withField(fixture(file), field, `a${ch}b`);
+      const check = minimalCheck(service, body);
+      expect(check.ok ? 'accepted' : check.message).toBe(
+        `Field "${field}" must not contain control or bidirectional formatting characters.`,
+      );
+      expect(errorsOf(service, body)[0]).toBe(
+        `${field}: must not contain control or bidirectional formatting characters`,
+      );
+    }
+  });
+
+  test.each(cases)('%s: %s %s with other unusual characters is accepted by both', (file, service, field) => {
+    for (const text of ['a\u200bb', 'é😀', 'a\u00a0b', '\ufeffa', '名前', 'a\u2028b']) {
+      const body = withField(fixture(file), field, text);
+      expect(minimalCheck(service, body).ok).toBe(true);
+      expect(parseCallback(service, body).ok).toBe(true);
+    }
   });
 });

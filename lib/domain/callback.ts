@@ -1,7 +1,8 @@
-// The full parse the worker uses: one of the seven schemas, then a normalised `Callback` that the state
-// rules read. The raw body is kept untouched beside it.
+// The full parse the worker uses: one of the seven schemas and the rule on names, then a normalised
+// `Callback` that the state rules read. The raw body is kept untouched beside it.
 import * as v from 'valibot';
 import { FILE_STATE_OK } from '../platform/failures.ts';
+import { fieldWithRefusedCharacter, REFUSED_CHARACTERS_IN_WORDS } from './names.ts';
 import { integerString, numberLike } from './numeric-strings.ts';
 import { type CallbackType, CALLBACK_TYPES_OF, isCallbackTypeOf, type Service } from './services.ts';
 import { quoteValue, schemasByService, describeIssues } from './schemas.ts';
@@ -73,7 +74,12 @@ export function parseCallback(service: Service, input: string | unknown): ParseR
   }
   const schema = schemasByService[service][type]!;
   const parsed = v.safeParse(schema, raw);
-  if (!parsed.success) return { ok: false, errors: describeIssues(parsed.issues) };
+  // The ingest's rule on names, whatever the type (docs/contract.md §1): what it refuses never parses.
+  const refused = fieldWithRefusedCharacter(service, raw);
+  if (!parsed.success || refused) {
+    const issues = parsed.success ? [] : describeIssues(parsed.issues);
+    return { ok: false, errors: refused ? [`${refused}: ${REFUSED_CHARACTERS_IN_WORDS}`, ...issues] : issues };
+  }
   return { ok: true, callback: normalise(service, type, parsed.output as Record<string, any>, raw) };
 }
 

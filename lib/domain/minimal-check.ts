@@ -1,6 +1,7 @@
 // The only validation on the ingest path: enough to route, sign-check and log a callback, nothing more.
 // Hand-written rather than a schema because it runs on every request before the 200 and must stay cheap;
 // the worker does the full parse. Unknown fields and missing optional fields are never looked at.
+import { fieldWithRefusedCharacter, hasRefusedCharacter, REFUSED_CHARACTERS_IN_WORDS } from './names.ts';
 import { numberLike } from './numeric-strings.ts';
 import { CALLBACK_TYPES_OF, ID_FIELD_OF, isCallbackTypeOf, type Service } from './services.ts';
 
@@ -43,19 +44,20 @@ export function minimalCheck(service: Service, body: unknown): MinimalCheckResul
     return fail(id === undefined ? `Field "${name}" is missing.` : `Field "${name}" must be a non-empty string.`);
   }
 
+  const refused = fieldWithRefusedCharacter(service, fields);
+  if (refused) return fail(`Field "${refused}" ${REFUSED_CHARACTERS_IN_WORDS}.`);
+
   return { ok: true, type, appKey: fields.appKey, id };
 }
 
 /**
  * The appKey and task id a body names, whatever else is wrong with it: a callback that fails the full parse
- * is still filed under its task, so that `callbacks tasks get` can point at it.
+ * is still filed under its task, so that `callbacks tasks get` can point at it. A name holding a refused
+ * character names nothing.
  */
 export function namedTask(service: Service, body: unknown): { appKey: string | null; id: string | null } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { appKey: null, id: null };
   const fields = body as Record<string, unknown>;
-  const id = fields[ID_FIELD_OF[service]];
-  return {
-    appKey: nonEmptyString(fields.appKey) ? fields.appKey : null,
-    id: nonEmptyString(id) ? id : null,
-  };
+  const name = (value: unknown) => (nonEmptyString(value) && !hasRefusedCharacter(value) ? value : null);
+  return { appKey: name(fields.appKey), id: name(fields[ID_FIELD_OF[service]]) };
 }

@@ -6,6 +6,7 @@ import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import { modeName } from '../platform/modes.ts';
 import type { Callback } from './callback.ts';
 import { compareUtf8, type FileUpload, type FileView, fileNameOf, type Task, type TaskStatus } from './task.ts';
+import { compositeKey } from '../text.ts';
 
 /** The task its callbacks describe (duplicates count once, order does not matter); null for none. */
 export function reduceTask(callbacks: readonly Callback[]): Task | null {
@@ -93,7 +94,7 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
 export function reduceTasks(callbacks: readonly Callback[]): Task[] {
   const byTask = new Map<string, Callback[]>();
   for (const cb of callbacks) {
-    const k = `${cb.appKey}\u0000${cb.service}:${cb.id}`;
+    const k = compositeKey(cb.appKey, cb.service, cb.id);
     const list = byTask.get(k);
     if (list) list.push(cb);
     else byTask.set(k, [cb]);

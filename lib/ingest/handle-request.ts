@@ -58,7 +58,8 @@ const verdictRejections: Partial<Record<SignatureVerdict, (toleranceS: number) =
   ],
   invalid: () => [
     'invalid_signature',
-    'The signature matches no secret of this appKey, or the request names another appKey than the body.',
+    'The signature matches no secret of this appKey, its timestamp has a leading zero, or the request names another ' +
+      'appKey than the body.',
   ],
   stale: (toleranceS) => [
     'stale_timestamp',
@@ -150,7 +151,7 @@ async function answer(
   if (!isQueueSafe(check.appKey)) {
     return fail(
       'invalid_body',
-      'Field "appKey" contains characters a queue message cannot carry (control characters).',
+      'Field "appKey" contains characters a queue message cannot carry (unpaired surrogates, U+FFFE or U+FFFF).',
     );
   }
 

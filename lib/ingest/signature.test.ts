@@ -105,9 +105,9 @@ describe('replayKeyOf', () => {
     expect(replayKeyOf({ nonce: ' ', timestamp: '1', signature: sig })).toBeNull();
   });
 
-  test('the SHA-256 of the three values, the signature lower-cased: never the signature itself', () => {
+  test('the SHA-256 of the signature, lower-cased: never the signature itself', () => {
     const key = replayKeyOf({ nonce: 'n', timestamp: '1', signature: sig.toUpperCase() })!;
-    expect(key).toBe(sha256(JSON.stringify(['n', '1', sig])));
+    expect(key).toBe(sha256(JSON.stringify([sig])));
     expect(key).not.toContain(sig);
   });
 
@@ -122,15 +122,34 @@ describe('replayKeyOf', () => {
     expect(keys.size).toBe(1);
   });
 
-  test('different values, different keys, even where joining them with a separator would not tell', () => {
-    const keys = [
-      { nonce: 'a:b', timestamp: '1', signature: sig },
-      { nonce: 'a', timestamp: 'b:1', signature: sig },
-      { nonce: 'n', timestamp: '1', signature: sig.replace('a', 'b') },
-      { nonce: 'N', timestamp: '1', signature: sig },
-    ].map(replayKeyOf);
+  test('another signature, another key', () => {
+    const keys = [sig, sig.replace('a', 'b'), sig.slice(1)].map((signature) =>
+      replayKeyOf({ nonce: 'n', timestamp: '1', signature }),
+    );
     expect(new Set(keys).size).toBe(keys.length);
   });
+
+  test("replay key bypass: a nonce's trailing 0 moved to the front of the timestamp keeps the key", () => {
+    const genuine = signed({ nonce: 'nonce-10' });
+    const resplit = { ...genuine, nonce: 'nonce-1', timestamp: `0${genuine.timestamp}` };
+    expect(computeSignature(secret, resplit.nonce, resplit.timestamp)).toBe(genuine.signature);
+    expect(replayKeyOf(resplit)).toBe(replayKeyOf(genuine));
+  });
+
+  test(
+    'replay key bypass: a millisecond timestamp whose first digits go to the nonce verifies, read as seconds, ' +
+      'and keeps the key',
+    () => {
+      // At 1771771771771 ms, "177" + "1771771771" s is 771 ms away: the same signature verifies either way.
+      const at = 1_771_771_771_771;
+      const genuine = signed({ nonce: 'n-1', timestamp: String(at) });
+      const resplit = { ...genuine, nonce: 'n-1177', timestamp: '1771771771' };
+      const check = (values: SignatureValues) =>
+        verifySignature({ mode: 'enforce', appKey: 'demo-app', values, secrets: [secret], nowMs: at, toleranceS: 300 });
+      expect([check(genuine), check(resplit)]).toEqual(['valid', 'valid']);
+      expect(replayKeyOf(resplit)).toBe(replayKeyOf(genuine));
+    },
+  );
 });
 
 describe('verifySignature', () => {
@@ -150,6 +169,14 @@ describe('verifySignature', () => {
     expect(verify(signed({ timestamp: String(nowMs - 300_001) }))).toBe('stale');
     expect(verify(signed({ timestamp: String(nowMs + 300_001) }))).toBe('stale');
     expect(verify(signed({ timestamp: String(nowMs / 1000 - 301) }))).toBe('stale');
+  });
+
+  test('replay key bypass: a timestamp with a leading zero is invalid, even where the signature matches', () => {
+    const genuine = signed({ nonce: 'nonce-10' });
+    expect(verify(genuine)).toBe('valid');
+    expect(verify({ ...genuine, nonce: 'nonce-1', timestamp: `0${genuine.timestamp}` })).toBe('invalid');
+    expect(verify(signed({ timestamp: `00${nowMs / 1000}` }))).toBe('invalid');
+    expect(verify(signed({ timestamp: '0' }))).toBe('stale');
   });
 
   test('a matching signature over an unreadable timestamp is stale', () => {

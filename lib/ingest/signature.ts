@@ -81,18 +81,22 @@ export function timestampToMs(value: string): number | undefined {
 }
 
 /**
- * The worker's replay key, when nonce, timestamp and signature are all present: a SHA-256 (hex) of the three
- * in the form the check reads them (trimmed, percent-decoded, the signature lower-cased, since it is compared
- * without regard to case), so that every spelling of one signed request gives one key. Hashed so that read
- * access to the queue or the table never hands out a signature that would pass the check.
+ * The worker's replay key, when nonce, timestamp and signature are all present: a SHA-256 (hex) of the
+ * signature as the check reads it (trimmed, percent-decoded, lower-cased, since it is compared without
+ * regard to case). The signature stands for what was signed, secret + nonce + timestamp as one string, which
+ * can be split elsewhere between nonce and timestamp and still verify (a millisecond timestamp whose first
+ * three digits go to the nonce reads, in seconds, as almost the same time): a key of the values as sent would
+ * take each split for another request. The key holds no appKey; the worker claims it per appKey. Hashed so
+ * that read access to the queue or the table never hands out a signature that would pass the check.
  */
 export function replayKeyOf(values: SignatureValues): string | null {
   const nonce = values.nonce?.trim();
   const timestamp = values.timestamp?.trim();
   const signature = values.signature?.trim().toLowerCase();
   if (!nonce || !timestamp || !signature) return null;
+  // A one-element array: never the input of the earlier key form, a hash of the three values as an array.
   return createHash('sha256')
-    .update(JSON.stringify([nonce, timestamp, signature]), 'utf8')
+    .update(JSON.stringify([signature]), 'utf8')
     .digest('hex');
 }
 
@@ -126,10 +130,20 @@ export interface VerifyInput {
 }
 
 /**
+ * A timestamp with a leading zero, which the platform never writes. Allowed, it would let a nonce that ends
+ * in `0` give that `0` to the timestamp: the signed string, and so the signature, stay the same, and the
+ * timestamp reads as the same time.
+ */
+export function hasLeadingZero(timestamp: string): boolean {
+  return /^0\d/.test(timestamp.trim());
+}
+
+/**
  * Decides the verdict, in this order: mode `off` -> not_checked; an outside appKey that differs from the
- * body's -> invalid; no secret configured -> unknown_app_key; a value missing -> missing; no secret
- * reproduces the signature -> invalid; the timestamp unreadable or outside the window -> stale; else valid.
- * The timestamp is judged only once the signature matched, so `stale` always means a genuine signature.
+ * body's -> invalid; no secret configured -> unknown_app_key; a value missing -> missing; a timestamp with
+ * a leading zero, or no secret that reproduces the signature -> invalid; the timestamp unreadable or outside
+ * the window -> stale; else valid. The timestamp's time is judged only once the signature matched, so
+ * `stale` always means a genuine signature.
  */
 export function verifySignature(input: VerifyInput): SignatureVerdict {
   const { mode, appKey, values, secrets, nowMs, toleranceS } = input;
@@ -138,6 +152,7 @@ export function verifySignature(input: VerifyInput): SignatureVerdict {
   if (!secrets || secrets.length === 0) return 'unknown_app_key';
   const { nonce, timestamp, signature } = values;
   if (!nonce || !timestamp || !signature) return 'missing';
+  if (hasLeadingZero(timestamp)) return 'invalid';
   if (!matchesAnySecret(signature, secrets, nonce, timestamp)) return 'invalid';
   const timestampMs = timestampToMs(timestamp);
   if (timestampMs === undefined || Math.abs(nowMs - timestampMs) > toleranceS * 1000) return 'stale';

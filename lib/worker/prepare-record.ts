@@ -6,6 +6,7 @@ import { namedTask } from '../domain/minimal-check.ts';
 import type { Service } from '../domain/services.ts';
 import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
+import { compositeKey } from '../text.ts';
 import {
   isSetAside,
   readRecord,
@@ -45,7 +46,8 @@ export function prepareRecord(record: SQSRecord): Prepared {
 const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'>, [QuarantineReason, string]> = {
   invalid: [
     'invalid_signature',
-    'the signature matches no configured secret of this appKey, or the request named another appKey',
+    'the signature matches no configured secret of this appKey, its timestamp has a leading zero, or the request ' +
+      'named another appKey',
   ],
   missing: ['missing_signature', 'the request carried no complete signature (nonce, timestamp and signature)'],
   stale: ['stale_timestamp', 'the signature timestamp was outside the accepted window'],
@@ -93,13 +95,16 @@ export function parseQueued(service: Service, body: string): ParsedQueued {
 
 /** The task a prepared record is applied to (appKey and id), or null when it is kept aside. */
 export function taskKeyOf(p: Prepared): string | null {
-  return p.kind === 'apply' ? `${p.cb.appKey}\u0000${p.cb.id}` : null;
+  return p.kind === 'apply' ? compositeKey(p.cb.appKey, p.cb.id) : null;
 }
 
-/** Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone). */
+/**
+ * Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone).
+ * An item's group lies within its task's: the records of one task are known done when its groups are.
+ */
 export function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
   return groupIndexes(prepared, (p, i) =>
-    p.kind === 'apply' ? `${taskKeyOf(p)}\u0000${fileNameOf(p.cb) ?? ''}` : `\u0001${i}`,
+    p.kind === 'apply' ? compositeKey(p.cb.appKey, p.cb.id, fileNameOf(p.cb) ?? '') : compositeKey(i),
   );
 }
 

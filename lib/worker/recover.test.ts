@@ -367,6 +367,18 @@ describe('a run of the quarantine (recoverAll)', () => {
     expect(await s.getTask('rec-left-out')).toEqual(expectedTask('recording', genuine));
   });
 
+  test('one replay key under two appKeys is two claims, as in the worker: neither is a replay of the other', async () => {
+    const s = store();
+    const { entries } = await genuineAndForged(s, 'rec-two-app-keys');
+    const [forged, genuineEntry] = entries;
+    const otherApp = { ...forged!, appKey: 'other-app' };
+    const dry = await recoverAll([genuineEntry!, otherApp], {
+      ...deps(s, { 'demo-app': [PLATFORM_SECRET] }),
+      dryRun: true,
+    });
+    expect(dry.map(({ result }) => result.outcome === 'failing' && result.kind)).not.toContain('replay');
+  });
+
   test('the same callback delivered twice under its signature is a duplicate, not a replay', async () => {
     const s = store();
     const receivedAt = now - 60_000;

@@ -14,9 +14,9 @@ import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-e
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
 import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
 import type { SecretsByAppKey } from '../ingest/secrets.ts';
-import { replayKeyOf, verifySignature } from '../ingest/signature.ts';
+import { hasLeadingZero, replayKeyOf, verifySignature } from '../ingest/signature.ts';
 import type { SourceAllowList } from '../ingest/source-ip.ts';
-import { errorSentence } from '../text.ts';
+import { compositeKey, errorSentence } from '../text.ts';
 import { parseQueued, toDelivered } from './prepare-record.ts';
 
 export interface RecoverDeps {
@@ -64,6 +64,9 @@ function needsCheck(entry: QuarantineEntry): boolean {
 function whyUnverified(verdict: SignatureVerdict, entry: QuarantineEntry, appKey: string, toleranceS: number): string {
   switch (verdict) {
     case 'invalid':
+      if (entry.signature && hasLeadingZero(entry.signature.timestamp ?? '')) {
+        return 'the signature does not verify: its timestamp has a leading zero, which the platform never writes';
+      }
       return entry.signature?.appKey !== undefined && entry.signature.appKey !== appKey
         ? `the signature does not verify: the request named appKey "${entry.signature.appKey}", the body "${appKey}"`
         : `the signature does not verify: no secret configured for appKey "${appKey}" reproduces it`;
@@ -83,6 +86,15 @@ function whyUnverified(verdict: SignatureVerdict, entry: QuarantineEntry, appKey
 /** The replay key an entry's request had (the worker's replay check), from the values kept with it. */
 function replayKeyOfEntry(entry: QuarantineEntry): string | null {
   return entry.signature ? replayKeyOf(entry.signature) : null;
+}
+
+/**
+ * What makes two entries one signed request for the replay rule: the key holds only the signature, and a claim is
+ * kept under its appKey, as the worker keeps it.
+ */
+function replayGroupOf(entry: QuarantineEntry): string | null {
+  const key = replayKeyOfEntry(entry);
+  return key === null ? null : compositeKey(entry.appKey ?? '', key);
 }
 
 /** Whether --source lets an unverified entry be accepted. */
@@ -140,7 +152,7 @@ function sameCallback(a: QuarantineEntry, b: QuarantineEntry): boolean {
 function earliestByReplayKey(entries: readonly QuarantineEntry[]): Map<string, QuarantineEntry> {
   const earliest = new Map<string, QuarantineEntry>();
   for (const entry of oldestFirst(entries)) {
-    const key = replayKeyOfEntry(entry);
+    const key = replayGroupOf(entry);
     if (key !== null && !earliest.has(key)) earliest.set(key, entry);
   }
   return earliest;
@@ -169,7 +181,7 @@ export async function recoverAll(
   const earliest = earliestByReplayKey([...entries, ...(opts.around ?? [])]);
   const done: RecoveredEntry[] = [];
   for (const entry of oldestFirst(entries)) {
-    const key = replayKeyOfEntry(entry);
+    const key = replayGroupOf(entry);
     const first = key === null ? undefined : earliest.get(key);
     let result: RecoverResult;
     if (first && !sameCallback(first, entry)) {

@@ -299,10 +299,42 @@ const appKeyToken = fc.oneof(
   { weight: 1, arbitrary: hugeString },
 );
 const idToken = fc.oneof(
-  { weight: 6, arbitrary: fc.constantFrom('"rec-1"', '"img-1"', '"7nQ2f0vB-rec-001"', '"id with space"', '"\\u0000"') },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      '"rec-1"',
+      '"img-1"',
+      '"7nQ2f0vB-rec-001"',
+      '"id with space"',
+      '"\\u0000"',
+      '"x\\u202ey"',
+      '"r\\u0085"',
+    ),
+  },
   { weight: 3, arbitrary: fc.constantFrom('""', '" "', '0', '1', 'null', 'false', '[]', '{"a":1}') },
   { weight: 2, arbitrary: stringToken(20) },
   { weight: 1, arbitrary: hugeString },
+);
+/** A value for a name field (room, session, user, file): control and bidirectional characters among others. */
+const nameToken = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      '"room-1"',
+      '""',
+      '"a\\u0000b"',
+      '"x\\ty"',
+      '"\\u001f"',
+      '"a\\u007f"',
+      '"a\\u0085"',
+      '"\\u202ertl"',
+      '"\\u2066x\\u2069"',
+      '"ok\\u200b"',
+      '"ok\\u00a0"',
+    ),
+  },
+  { weight: 2, arbitrary: stringToken(10) },
+  { weight: 1, arbitrary: fc.constantFrom('1', 'null', '{}') },
 );
 const extraValue = fc.oneof(
   { weight: 5, arbitrary: jsonText },
@@ -327,6 +359,12 @@ const nearCallbackText = fc
     recordId: fc.option(idToken, { freq: 3 }),
     imageId: fc.option(idToken, { freq: 3 }),
     repeatedType: fc.option(typeToken, { freq: 1 }),
+    names: fc.array(
+      fc
+        .tuple(fc.constantFrom('roomId', 'sessionId', 'userId', 'output'), nameToken)
+        .map(([field, value]) => (field === 'output' ? `"output":{"fileName":${value}}` : `"${field}":${value}`)),
+      { maxLength: 2 },
+    ),
     extras: fc.array(
       fc.oneof(
         fc.tuple(keyToken, extraValue).map(([k, v]) => `${k}:${v}`),
@@ -337,7 +375,7 @@ const nearCallbackText = fc
     seed: fc.nat(),
   })
   .map((r) => {
-    const members = r.extras.slice();
+    const members = [...r.extras, ...r.names];
     if (r.type !== null) members.push(`"type":${r.type}`);
     if (r.appKey !== null) members.push(`"appKey":${r.appKey}`);
     if (r.recordId !== null) members.push(`"recordId":${r.recordId}`);
@@ -540,6 +578,8 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
       'other-nonce',
       'other-timestamp',
       'garbage',
+      // The genuine request's nonce ended in 0, given here to the front of the timestamp.
+      'resplit',
     ),
     nonce: fc.oneof(
       fc.stringMatching(/^[0-9a-f]{16}$/),
@@ -570,6 +610,9 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
           '1.7637985e9',
           'abc',
           '0x10',
+          `0${NOW}`,
+          `00${Math.floor(NOW / 1000)}`,
+          '00',
         ),
       },
     ),
@@ -608,10 +651,11 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
             'other-nonce': computeSignature(secret, `${c.nonce}0`, c.timestamp),
             'other-timestamp': computeSignature(secret, c.nonce, `${c.timestamp}0`),
             garbage: 'not-a-signature',
+            resplit: computeSignature(secret, `${c.nonce}0`, c.timestamp),
           }[c.forge]!;
           const values: Record<Kind, string | undefined> = {
             nonce: c.nonce,
-            timestamp: c.timestamp,
+            timestamp: c.forge === 'resplit' ? `0${c.timestamp}` : c.timestamp,
             signature,
             appKey: c.claim === 'none' ? undefined : c.claim === 'same' ? c.appKey : 'someone-else',
           };
@@ -668,9 +712,9 @@ describe('fuzzing the ingest handler (in-memory queue)', () => {
           const expected = rejection === null ? accepted(body, c.appKey) : refused(rejection);
           expectAnswer(res, expected, queue, before, c.service, 'valid');
           if (rejection === null) {
-            // The replay key travels with the message: a hash of the values as checked, signature lower-cased.
+            // The replay key travels with the message: a hash of the signature as checked, lower-cased.
             const { nonce, timestamp, signature: sig } = effective;
-            const key = JSON.stringify([nonce, timestamp, sig?.toLowerCase()]);
+            const key = JSON.stringify([sig?.toLowerCase()]);
             const sent = queue.sent.at(-1)!.MessageAttributes[Attr.replayKey]?.StringValue;
             expect(sent).toBe(nonce && timestamp && sig ? sha256(key) : undefined);
             if (sig) expect(sent).not.toContain(sig.toLowerCase());

@@ -232,6 +232,41 @@ describe('replay of a signed request', () => {
     },
   );
 
+  test(
+    'replay key bypass: a forged end (code 500) whose nonce gave its trailing 0 to the timestamp is refused at ' +
+      'the door and changes nothing',
+    async () => {
+      const id = `rec-resplit-${++taskCounter}`;
+      const nonce = `${nextNonce()}0`;
+      const timestamp = nowS();
+      const original = start(id);
+      expect(await post('recording', JSON.stringify(original), signed(OLD, { nonce, timestamp }))).toEqual({
+        status: 200,
+        code: null,
+      });
+      await drained();
+      const before = await pipeline.store.getTask(id);
+      expect(before?.status).toBe('recording');
+
+      const forgedEnd = JSON.stringify({
+        ...original,
+        type: 3,
+        code: 500,
+        errorMessage: 'forged failure',
+        output: { fileName: `${id}.mp4`, fileSize: 1 },
+      });
+      // The same signed string, secret + nonce + timestamp, split one character earlier.
+      const resplit = {
+        'RC-Nonce': nonce.slice(0, -1),
+        'RC-Timestamp': `0${timestamp}`,
+        'RC-Signature': computeSignature(OLD, nonce, timestamp),
+      };
+      expect(await post('recording', forgedEnd, resplit)).toEqual({ status: 401, code: 'invalid_signature' });
+      await drained();
+      expect(await pipeline.store.getTask(id)).toEqual(before);
+    },
+  );
+
   // Each variant carries the values of a request already applied, spelled another way that still passes the
   // signature check: the replay must be recognised whatever the spelling.
   const everyCharEncoded = (text: string) =>

@@ -179,7 +179,7 @@ export class WritePath {
       return {
         outcome: 'quarantined',
         reason: 'replayed_signature',
-        detail: 'this nonce, timestamp and signature came before with a different body',
+        detail: 'this signature came before with a different body',
       };
     }
     if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);

@@ -4,6 +4,7 @@
 // is read again), to recognise a callback key already recorded (an item never forgets a key), and as a
 // header read eventually consistent (service and identity only ever improve). Bounded: the least
 // recently used go first.
+import { compositeKey } from '../../text.ts';
 import type { Item, Key } from './table-client.ts';
 
 export class KnownItems {
@@ -16,7 +17,7 @@ export class KnownItems {
   }
 
   get(key: Key): Item | undefined {
-    const id = `${key.pk}\u0000${key.sk}`;
+    const id = compositeKey(key.pk, key.sk);
     const item = this.known.get(id);
     if (item) {
       this.known.delete(id);
@@ -28,7 +29,7 @@ export class KnownItems {
   /** The item as written or read (null: absent or unknown, which forgets it). */
   remember(key: Key, item: Item | null): void {
     if (this.max <= 0) return;
-    const id = `${key.pk}\u0000${key.sk}`;
+    const id = compositeKey(key.pk, key.sk);
     this.known.delete(id);
     if (!item) return;
     this.known.set(id, item);

@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { UnstorableCallbackError, type Capacity } from '../../domain/task-store.ts';
-import { errorSentence } from '../../text.ts';
+import { compositeKey, errorSentence } from '../../text.ts';
 
 export type Item = Record<string, any>;
 export type Key = { pk: string; sk: string };
@@ -63,7 +63,7 @@ export function backoff(attempt: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-const keyString = (k: Key) => `${k.pk}\u0000${k.sk}`;
+const keyString = (k: Key) => compositeKey(k.pk, k.sk);
 
 /** The reads: all the read API and the CLI need (their bundles carry no write). */
 export class TableReader {

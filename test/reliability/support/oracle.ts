@@ -63,9 +63,37 @@ export function sqsCanCarry(text: string): boolean {
   return true;
 }
 
+/** The fields that name things, as paths: "control characters ... in appKey, recordId/imageId, ..." */
+const NAME_PATHS: Record<Service, string[][]> = {
+  recording: [['appKey'], ['recordId'], ['roomId'], ['sessionId'], ['userId'], ['output', 'fileName']],
+  screenshot: [['appKey'], ['imageId'], ['roomId'], ['sessionId'], ['output', 'fileName']],
+};
+
+/** C0 controls, DEL, C1 controls, and the bidirectional embeddings, overrides (U+202A–U+202E) and isolates. */
+function holdsRefusedCharacter(text: string): boolean {
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    if (c <= 0x1f || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+      return true;
+  }
+  return false;
+}
+
+function namesAreClean(service: Service, fields: Record<string, unknown>): boolean {
+  return NAME_PATHS[service].every((path) => {
+    let value: unknown = fields;
+    for (const step of path) {
+      const object = typeof value === 'object' && value !== null && !Array.isArray(value);
+      value = object && Object.hasOwn(value as object, step) ? (value as Record<string, unknown>)[step] : undefined;
+    }
+    return typeof value !== 'string' || !holdsRefusedCharacter(value);
+  });
+}
+
 /**
  * The body steps of a POST to a callback route: size after base64 decoding, strict UTF-8, JSON, the
- * minimal check, characters SQS can carry. Status 200 means the body passes them all (the signature aside).
+ * minimal check (names included), characters SQS can carry. Status 200 means the body passes them all (the
+ * signature aside).
  */
 export function judgeBody(
   service: Service,
@@ -99,6 +127,7 @@ export function judgeBody(
   if (type === null || !TYPES[service].includes(type)) return fail('invalid_body');
   if (!nonBlank(fields.appKey)) return fail('invalid_body');
   if (!nonBlank(fields[ID_FIELD[service]])) return fail('invalid_body');
+  if (!namesAreClean(service, fields)) return fail('invalid_body');
   if (!sqsCanCarry(raw) || !sqsCanCarry(fields.appKey)) return fail('invalid_body');
   return accepted(raw, fields.appKey);
 }
@@ -123,6 +152,8 @@ export function judgeSignature(f: SignatureFacts): string | null {
   if (f.claimedAppKey !== undefined && f.claimedAppKey !== f.appKey) return 'invalid_signature';
   if (!f.secrets || f.secrets.length === 0) return 'unknown_app_key';
   if (!f.nonce || !f.timestamp || !f.signature) return 'missing_signature';
+  // "A timestamp with a leading zero: invalid", before any secret is tried.
+  if (/^0\d/.test(f.timestamp)) return 'invalid_signature';
   const presented = f.signature.toLowerCase();
   if (!f.secrets.some((s) => sha1(s + f.nonce + f.timestamp) === presented)) return 'invalid_signature';
   if (!/^\d{1,16}$/.test(f.timestamp)) return 'stale_timestamp';
