@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 
 export interface SdkCommand {
-  /** The client package's service, `dynamodb` for @aws-sdk/client-dynamodb. */
+  /** The package the command is of: `@aws-sdk/client-dynamodb`, or `@aws-sdk/nested-clients` (the SDK's own). */
+  package: string;
+  /** The client's service, `dynamodb` for @aws-sdk/client-dynamodb. */
   service: string;
   /** The API operation, `Query` for QueryCommand. */
   operation: string;
@@ -33,7 +35,7 @@ const NESTED_COMMAND = /@aws-sdk\/nested-clients\/dist-es\/submodules\/([a-z0-9-
 const STATIC_IMPORT = /import\s*\{([^}]*)\}\s*from\s*'@aws-sdk\/client-([a-z0-9-]+)'/g;
 const DYNAMIC_IMPORT = /\{([^}]*)\}\s*=\s*await\s+import\(\s*'@aws-sdk\/client-([a-z0-9-]+)'\s*\)/g;
 
-const key = (c: SdkCommand) => `${c.service}:${c.operation}`;
+const key = (c: SdkCommand) => `${c.package}:${c.service}:${c.operation}`;
 const byKey = (a: SdkCommand, b: SdkCommand) => key(a).localeCompare(key(b));
 
 /** The build script is plain .mjs without declarations: imported by URL, typed here. */
@@ -44,7 +46,7 @@ export async function functionBuildOptions(): Promise<BuildOptions> {
   return script.esbuildOptions;
 }
 
-/** The `*Command` names a module of the project imports from an SDK client, as `service:operation`. */
+/** The `*Command` names a module of the project imports from an SDK client, as `package:service:operation`. */
 function importedCommands(source: string): Set<string> {
   const names = new Set<string>();
   for (const pattern of [STATIC_IMPORT, DYNAMIC_IMPORT]) {
@@ -52,7 +54,7 @@ function importedCommands(source: string): Set<string> {
       for (const entry of list!.split(',')) {
         const name = entry.trim().split(/\s+as\s+/)[0]!;
         const command = /^(\w+)Command$/.exec(name);
-        if (command) names.add(`${service}:${command[1]}`);
+        if (command) names.add(`@aws-sdk/client-${service}:${service}:${command[1]}`);
       }
     }
   }
@@ -76,8 +78,10 @@ export async function bundleRequests(entry: string, options: BuildOptions, cwd: 
   const bundled: SdkCommand[] = [];
   const imported = new Set<string>();
   for (const path of inOutput) {
-    const command = CLIENT_COMMAND.exec(path) ?? NESTED_COMMAND.exec(path);
-    if (command) bundled.push({ service: command[1]!, operation: command[2]! });
+    const client = CLIENT_COMMAND.exec(path);
+    const nested = NESTED_COMMAND.exec(path);
+    if (client) bundled.push({ package: `@aws-sdk/client-${client[1]}`, service: client[1]!, operation: client[2]! });
+    else if (nested) bundled.push({ package: '@aws-sdk/nested-clients', service: nested[1]!, operation: nested[2]! });
     else if (!path.includes('node_modules/') && path.endsWith('.ts')) {
       for (const name of importedCommands(readFileSync(join(cwd, path), 'utf8'))) imported.add(name);
     }
