@@ -21,7 +21,7 @@ export interface SdkCommand {
 export interface BundleRequests {
   /** The bundle itself, as esbuild writes it with these options. */
   code: string;
-  /** The commands the project's code sends, sorted as `service:operation`. */
+  /** The commands the project's code sends, sorted. */
   sent: SdkCommand[];
   /** The commands in the bundle the project's code does not import: the SDK's own. */
   sdkOwn: SdkCommand[];
