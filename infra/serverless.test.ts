@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
+import { bundleRequests, functionBuildOptions, iamAction, type BundleRequests } from '../test/support/sdk-requests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const service = 'rtc-callbacks-receiver';
@@ -141,35 +142,6 @@ function statementsOf(roleId: string): Statement[] {
   return role.Properties.Policies.flatMap((p: Json) => p.PolicyDocument.Statement as Statement[]);
 }
 
-const sqsOperations = [
-  'SendMessage',
-  'SendMessageBatch',
-  'ReceiveMessage',
-  'DeleteMessage',
-  'DeleteMessageBatch',
-  'ChangeMessageVisibility',
-  'ChangeMessageVisibilityBatch',
-  'GetQueueUrl',
-  'GetQueueAttributes',
-  'PurgeQueue',
-  'StartMessageMoveTask',
-] as const;
-const dynamoOperations = [
-  'GetItem',
-  'BatchGetItem',
-  'PutItem',
-  'UpdateItem',
-  'DeleteItem',
-  'BatchWriteItem',
-  'Query',
-  'Scan',
-  'TransactGetItems',
-  'TransactWriteItems',
-  'ExecuteStatement',
-  'BatchExecuteStatement',
-  'ExecuteTransaction',
-] as const;
-
 const actions = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]).slice().sort();
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 const ref = (id: string) => ({ Ref: id });
@@ -217,7 +189,7 @@ describe('functions', () => {
       DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
       MAX_BODY_BYTES: '65536',
-      ALLOWED_SOURCE_CIDRS: ref('AllowedSourceCidrs'),
+      ALLOWED_SOURCE_CIDRS: { 'Fn::If': ['HasAllowedSourceCidrs', ref('AllowedSourceCidrs'), ref('AWS::NoValue')] },
       CALLBACK_SECRETS_PARAM: ref('CallbackSecretsParamName'),
       SECRETS_REFRESH_S: '300',
       LOG_LEVEL: ref('LogLevel'),
@@ -274,6 +246,20 @@ describe('functions', () => {
     expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8, ::ffff:10.0.0.0/104')).toBe(true);
     expect(new RegExp(cidrs.AllowedPattern).test('10.0.0.0/8;rm')).toBe(false);
   });
+
+  test(
+    'an empty allow-list parameter leaves ALLOWED_SOURCE_CIDRS unset (every address); separators alone are ' +
+      'refused, not taken for every address',
+    () => {
+      const pattern = new RegExp(template.Parameters.AllowedSourceCidrs.AllowedPattern);
+      for (const separatorsOnly of [',', ' , ,', ' ']) expect(pattern.test(separatorsOnly)).toBe(false);
+      expect(pattern.test('::/0,0.0.0.0/0')).toBe(true);
+      // The variable is set only when the parameter holds ranges: set but empty, the ingest refuses to start.
+      expect(template.Conditions.HasAllowedSourceCidrs).toEqual({
+        'Fn::Not': [{ 'Fn::Equals': [ref('AllowedSourceCidrs'), ''] }],
+      });
+    },
+  );
 
   test('signature mode off only on a stage marked as development: CloudFormation asserts it on every deploy', () => {
     expect(template.Rules.SignatureModeOffOnlyInDevelopment).toEqual({
@@ -354,16 +340,20 @@ describe('IAM', () => {
   });
 
   test(
-    'worker: own logs, the event source mapping actions on the main queue, item actions on the table, publishing ' +
-      'to the task-events topic only',
+    'worker: own logs, the event source mapping actions on the main queue, item actions and the read after a ' +
+      'write (Query) on the table, publishing to the task-events topic with the use of its key through SNS only',
     () => {
       const statements = statementsOf('WorkerRole');
       expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
         [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
         [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
-        [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
+        [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'], getAtt('TasksTable')],
         [['sns:Publish'], ref('TaskEventsTopic')],
+        [['kms:Decrypt', 'kms:GenerateDataKey'], getAtt('TopicsKey')],
       ]);
+      expect(statements[4]!.Condition).toEqual({
+        StringEquals: { 'kms:ViaService': { 'Fn::Sub': 'sns.${AWS::Region}.${AWS::URLSuffix}' } },
+      });
       // The ingest publishes nothing.
       expect(
         statementsOf('IngestRole')
@@ -387,38 +377,6 @@ describe('IAM', () => {
       [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'], getAtt('TasksTable')],
       [['dynamodb:Query'], { 'Fn::Sub': '${TasksTable.Arn}/index/*' }],
     ]);
-  });
-
-  test('each role grants exactly the SQS and DynamoDB operations its bundle can call', () => {
-    const granted = (roleId: string, prefix: string) =>
-      statementsOf(roleId)
-        .flatMap(actions)
-        .filter((a) => a.startsWith(`${prefix}:`))
-        .map((a) => a.slice(prefix.length + 1))
-        .sort();
-    // An SDK v3 command keeps its operation name as a string literal, even minified.
-    const callable = (name: string, operations: readonly string[]) => {
-      const code = readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
-      return operations.filter((op) => code.includes(`"${op}"`)).sort();
-    };
-    expect(callable('ingest', sqsOperations)).toEqual(granted('IngestRole', 'sqs'));
-    expect(callable('ingest', dynamoOperations)).toEqual([]);
-    // The ingest reads its secrets through the Lambda extension: no SSM client in the bundle.
-    expect(callable('ingest', ['GetParameter', 'GetParameters'])).toEqual([]);
-    // SNS PublishBatch is authorised by sns:Publish; the worker calls nothing else of SNS.
-    const snsCalls = callable('worker', ['Publish', 'PublishBatch', 'CreateTopic', 'Subscribe', 'SetTopicAttributes']);
-    expect(snsCalls).toEqual(['PublishBatch']);
-    expect(callable('ingest', ['Publish', 'PublishBatch'])).toEqual([]);
-    // The worker's own SQS calls: none (the event source mapping polls and deletes, with the role's SQS grants).
-    expect(callable('worker', sqsOperations)).toEqual([]);
-    // The task store class is shared with the CLI, whose listings Query the indexes: the worker never does.
-    expect(callable('worker', dynamoOperations).filter((op) => op !== 'Query')).toEqual(
-      granted('WorkerRole', 'dynamodb'),
-    );
-    // The read API bundles the reads alone: no write path of the store is even in it.
-    expect(callable('api', sqsOperations)).toEqual([]);
-    expect(callable('api', dynamoOperations)).toEqual([...new Set(granted('ApiRole', 'dynamodb'))].sort());
-    expect(callable('api', dynamoOperations)).toEqual(['BatchGetItem', 'GetItem', 'Query']);
   });
 
   test('the SigV4 library of the docs is a development dependency, in no function bundle', () => {
@@ -480,6 +438,238 @@ describe('IAM', () => {
         }
       }
     }
+  });
+});
+
+/**
+ * Every grant a function's role needs, derived from what is deployed rather than written out again: what
+ * Lambda does with the role (its logs, an SQS event source, the secrets extension's read of its parameter)
+ * from the function's resources, and every request its bundle sends from the bundle esbuild writes, each on
+ * the resource the function's environment names for that service. One string per action, resource and
+ * condition, so that two lists compare exactly.
+ */
+describe('IAM: each role grants exactly what its function does, and nothing more', () => {
+  const bundles = new Map<string, BundleRequests>();
+  /** The environment variable that names the resource a service's requests go to. */
+  const resourceVariable: Record<string, string> = {
+    dynamodb: 'TASKS_TABLE',
+    sqs: 'QUEUE_URL',
+    sns: 'TASK_EVENTS_TOPIC_ARN',
+  };
+  const grant = (action: string, resourceOf: Json, condition?: Json) =>
+    JSON.stringify([action, resourceOf, condition ?? null]);
+
+  beforeAll(async () => {
+    const options = await functionBuildOptions();
+    for (const name of functionNames) {
+      const requests = await bundleRequests(join(root, 'functions', `${name}.ts`), options, root);
+      // What is read here is the very bundle osls uploads.
+      expect(requests.code).toBe(readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8'));
+      bundles.set(name, requests);
+    }
+  }, 120_000);
+
+  function granted(roleId: string): string[] {
+    return statementsOf(roleId)
+      .flatMap((s) => {
+        expect(s.Effect).toBe('Allow');
+        const resources = Array.isArray(s.Resource) ? s.Resource : [s.Resource];
+        return actions(s).flatMap((a) => resources.map((r: Json) => grant(a, r, s.Condition)));
+      })
+      .sort();
+  }
+
+  /** The grants an SDK request needs, on the resource its service's variable names in the function's environment. */
+  function requestGrants(name: string, variables: Record<string, Json>, requests: BundleRequests): string[] {
+    return requests.sent.flatMap((command) => {
+      const action = iamAction(command);
+      if (action === null) return [];
+      const variable = resourceVariable[command.service];
+      const named = variable ? variables[variable] : undefined;
+      if (!named?.Ref) throw new Error(`${name} sends ${action} but its environment names no resource for it`);
+      const target = template.Resources[named.Ref]!;
+      if (target.Type === 'AWS::DynamoDB::Table') {
+        const table = grant(action, getAtt(named.Ref));
+        // A Query that names an index needs the grant on the table's indexes.
+        const index = grant(action, { 'Fn::Sub': `\${${named.Ref}.Arn}/index/*` });
+        return action === 'dynamodb:Query' && requests.namesIndex ? [table, index] : [table];
+      }
+      if (target.Type === 'AWS::SQS::Queue') return [grant(action, getAtt(named.Ref))];
+      if (target.Type === 'AWS::SNS::Topic') {
+        const key = target.Properties.KmsMasterKeyId;
+        // SNS encrypts what is published with a data key it asks KMS for on the publisher's behalf.
+        const viaSns = { StringEquals: { 'kms:ViaService': { 'Fn::Sub': 'sns.${AWS::Region}.${AWS::URLSuffix}' } } };
+        const keyUse = key ? ['kms:Decrypt', 'kms:GenerateDataKey'].map((a) => grant(a, key, viaSns)) : [];
+        return [grant(action, ref(named.Ref)), ...keyUse];
+      }
+      throw new Error(`${name} sends ${action} to ${named.Ref}, a ${target.Type} this test does not know`);
+    });
+  }
+
+  /** What Lambda itself does with the function's role. */
+  function platformGrants(functionId: string): string[] {
+    const fn = resource(functionId, 'AWS::Lambda::Function').Properties;
+    const logGroup = resourcesOfType('AWS::Logs::LogGroup').find(
+      ([, g]) => g.Properties.LogGroupName === `/aws/lambda/${fn.FunctionName}`,
+    );
+    const grants = ['logs:CreateLogStream', 'logs:PutLogEvents'].map((a) => grant(a, getAtt(logGroup![0])));
+    // An SQS event source: Lambda polls the queue, deletes what succeeded and reads the queue's attributes.
+    for (const [, mapping] of resourcesOfType('AWS::Lambda::EventSourceMapping')) {
+      if (JSON.stringify(mapping.Properties.FunctionName) !== JSON.stringify(getAtt(functionId))) continue;
+      for (const a of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'])
+        grants.push(grant(a, mapping.Properties.EventSourceArn));
+    }
+    // The Parameters and Secrets extension reads the parameter with decryption, with the function's role.
+    const parameter = fn.Environment.Variables.CALLBACK_SECRETS_PARAM;
+    if (fn.Layers && parameter) {
+      const parameterArn = {
+        'Fn::Sub': `arn:\${AWS::Partition}:ssm:\${AWS::Region}:\${AWS::AccountId}:parameter\${${parameter.Ref}}`,
+      };
+      grants.push(grant('ssm:GetParameter', parameterArn));
+      grants.push(
+        grant(
+          'kms:Decrypt',
+          { 'Fn::Sub': 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*' },
+          {
+            StringEquals: {
+              'kms:ViaService': { 'Fn::Sub': 'ssm.${AWS::Region}.${AWS::URLSuffix}' },
+              'kms:EncryptionContext:PARAMETER_ARN': parameterArn,
+            },
+          },
+        ),
+      );
+    }
+    return grants;
+  }
+
+  test.each(functionNames)('%s: the role grants exactly its requests and what Lambda does with it', (name) => {
+    const functionId = `${name[0]!.toUpperCase()}${name.slice(1)}LambdaFunction`;
+    const fn = resource(functionId, 'AWS::Lambda::Function').Properties;
+    const requests = bundles.get(name)!;
+    expect(requests.sent.length).toBeGreaterThan(0);
+    const expected = [...platformGrants(functionId), ...requestGrants(name, fn.Environment.Variables, requests)];
+    expect(granted(fn.Role['Fn::GetAtt'][0])).toEqual([...new Set(expected)].sort());
+  });
+
+  test(
+    'worker: the role grants dynamodb:Query on the table, which the read after a write sends for task events ' +
+      '(without it every record that publishes is denied, redelivered and dead-lettered)',
+    () => {
+      const worker = bundles.get('worker')!;
+      expect(worker.sent.map((c) => `${c.service}:${c.operation}`)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'sns:PublishBatch',
+      ]);
+      expect(granted('WorkerRole')).toContain(grant('dynamodb:Query', getAtt('TasksTable')));
+    },
+  );
+
+  test("the worker's bundle names no index: its store is the write side alone, so its role has no index grant", () => {
+    expect(bundles.get('worker')!.namesIndex).toBe(false);
+    expect(bundles.get('api')!.namesIndex).toBe(true);
+    for (const roleId of ['WorkerRole', 'IngestRole']) expect(granted(roleId).join()).not.toContain('/index/');
+  });
+
+  test('the SDK commands no code of the project sends are the credential providers and endpoint discovery', () => {
+    for (const name of functionNames) {
+      // Lambda's credentials are in the environment: the credential providers' clients never send.
+      const unexplained = bundles
+        .get(name)!
+        .sdkOwn.filter((c) => c.package !== '@aws-sdk/nested-clients' && c.operation !== 'DescribeEndpoints');
+      expect(unexplained).toEqual([]);
+      // Endpoint discovery is off unless enabled: no function enables it.
+      const fn = template.Resources[`${name[0]!.toUpperCase()}${name.slice(1)}LambdaFunction`]!.Properties;
+      expect(fn.Environment.Variables.AWS_ENABLE_ENDPOINT_DISCOVERY).toBeUndefined();
+    }
+  });
+});
+
+describe('topics: encrypted, published to by the stack alone', () => {
+  const accountRoot = { 'Fn::Sub': 'arn:${AWS::Partition}:iam::${AWS::AccountId}:root' };
+  const sourceAccount = { StringEquals: { 'aws:SourceAccount': ref('AWS::AccountId') } };
+
+  /** Who a topic's policy lets do what: one entry per allowed action, with the principal and any condition. */
+  function topicAllows(topicId: string): Array<{ action: string; principal: Json; condition: Json }> {
+    const policies = resourcesOfType('AWS::SNS::TopicPolicy').filter(([, p]) =>
+      p.Properties.Topics.some((t: Json) => JSON.stringify(t) === JSON.stringify(ref(topicId))),
+    );
+    expect(policies).toHaveLength(1);
+    return (policies[0]![1].Properties.PolicyDocument.Statement as Array<Statement & { Principal: Json }>).flatMap(
+      (st) => {
+        expect(st.Effect).toBe('Allow');
+        expect(st.Resource).toEqual(ref(topicId));
+        return actions(st).map((action) => ({ action, principal: st.Principal, condition: st.Condition ?? null }));
+      },
+    );
+  }
+
+  test('one customer-managed key, rotated, that the account administers and CloudWatch of this account may use', () => {
+    const key = resource('TopicsKey', 'AWS::KMS::Key').Properties;
+    expect(key.EnableKeyRotation).toBe(true);
+    expect(key.KeySpec ?? 'SYMMETRIC_DEFAULT').toBe('SYMMETRIC_DEFAULT'); // SNS takes symmetric keys only
+    expect(key.KeyPolicy.Statement).toEqual([
+      {
+        Sid: 'AccountAdministersKey',
+        Effect: 'Allow',
+        Principal: { AWS: accountRoot },
+        Action: 'kms:*',
+        Resource: '*',
+      },
+      {
+        Sid: 'CloudWatchAlarmsPublish',
+        Effect: 'Allow',
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        Resource: '*',
+        Condition: sourceAccount,
+      },
+    ]);
+    expect(resource('TopicsKeyAlias', 'AWS::KMS::Alias').Properties).toEqual({
+      AliasName: `alias/${service}-${stage}-topics`,
+      TargetKeyId: ref('TopicsKey'),
+    });
+    expect(template.Outputs.TopicsKeyArn!.Value).toEqual(getAtt('TopicsKey'));
+  });
+
+  test('both topics are encrypted with that key, and each has a policy of its own', () => {
+    for (const id of ['TaskEventsTopic', 'AlarmTopic'])
+      expect(resource(id, 'AWS::SNS::Topic').Properties.KmsMasterKeyId).toEqual(getAtt('TopicsKey'));
+    expect(resourcesOfType('AWS::SNS::Topic')).toHaveLength(2);
+    expect(resourcesOfType('AWS::SNS::TopicPolicy')).toHaveLength(2);
+  });
+
+  test('task events: only the worker role may publish, the account may subscribe', () => {
+    expect(topicAllows('TaskEventsTopic')).toEqual([
+      { action: 'sns:Publish', principal: { AWS: getAtt('WorkerRole') }, condition: null },
+      { action: 'sns:Subscribe', principal: { AWS: accountRoot }, condition: null },
+    ]);
+    // The publisher may use the topic's key (through SNS): the role's grant is on that very key.
+    const keyUse = statementsOf('WorkerRole').filter((st) => actions(st).some((a) => a.startsWith('kms:')));
+    expect(keyUse.map((st) => [actions(st), st.Resource])).toEqual([
+      [
+        ['kms:Decrypt', 'kms:GenerateDataKey'],
+        resource('TaskEventsTopic', 'AWS::SNS::Topic').Properties.KmsMasterKeyId,
+      ],
+    ]);
+  });
+
+  test('alarms: only CloudWatch alarms of this account may publish, the account may subscribe', () => {
+    expect(topicAllows('AlarmTopic')).toEqual([
+      {
+        action: 'sns:Publish',
+        principal: { Service: 'cloudwatch.amazonaws.com' },
+        condition: {
+          ...sourceAccount,
+          ArnLike: {
+            'aws:SourceArn': { 'Fn::Sub': 'arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:*' },
+          },
+        },
+      },
+      { action: 'sns:Subscribe', principal: { AWS: accountRoot }, condition: null },
+    ]);
   });
 });
 

@@ -87,6 +87,28 @@ describe('callbacks dev --allow-cidr', () => {
     expect(run.stderr).not.toMatch(STACK_FRAME);
   });
 
+  test('--allow-cidr naming no range (commas only) is refused, not taken for every address', async () => {
+    const run = await runCli(['dev', '--port', '0', '--memory', '--allow-cidr', ' , '], { cwd: freshDir() });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trimEnd().split('\n')[0]).toBe(
+      "error: option '--allow-cidr <cidr>' argument ' , ' is invalid. --allow-cidr is set but names no range " +
+        '(" , "): give ranges such as 203.0.113.0/24 or 2001:db8::/32, or leave it unset to accept every address.',
+    );
+  });
+
+  test('an ALLOWED_SOURCE_CIDRS set but empty stops the start with its sentence', async () => {
+    const run = await runCli(['dev', '--port', '0', '--memory'], {
+      cwd: freshDir(),
+      env: { ALLOWED_SOURCE_CIDRS: '' },
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'callbacks: ALLOWED_SOURCE_CIDRS is set but names no range (""): give ranges such as 203.0.113.0/24 or ' +
+        '2001:db8::/32, or leave it unset to accept every address.\n',
+    );
+  });
+
   test('a malformed ALLOWED_SOURCE_CIDRS stops the start with its sentence', async () => {
     const run = await runCli(['dev', '--port', '0', '--memory'], {
       cwd: freshDir(),

@@ -16,7 +16,8 @@ const read = (path: string) => readFileSync(join(root, path), 'utf8');
 // ---------------------------------------------------------------------------------------------------
 // The service, as serverless.yml and its resource files declare it
 
-type EnvValue = string | { Ref: string };
+/** A value as serverless.yml writes it; `Fn::If` sets the variable, or leaves it out (`AWS::NoValue`). */
+type EnvValue = string | { Ref: string } | { 'Fn::If': [string, EnvValue, EnvValue] };
 interface ServiceFunction {
   role: string;
   environment?: Record<string, EnvValue>;
@@ -261,6 +262,13 @@ function documentedEnv(name: string): EnvRow[] {
 /** A value of a function's `environment` in serverless.yml as the Deployed column writes it. */
 function deployedInWords(value: EnvValue): string {
   if (typeof value === 'string') return `\`${value}\``;
+  if ('Fn::If' in value) {
+    const set = value['Fn::If']
+      .slice(1)
+      .filter((v) => typeof v === 'string' || !('Ref' in v) || v.Ref !== 'AWS::NoValue');
+    if (set.length !== 1) throw new Error('an Fn::If in the environment must set one value or leave the variable out');
+    return deployedInWords(set[0]!);
+  }
   const parameter = parameters[value.Ref];
   if (parameter) {
     const stageParameter = /:(\w+)\}$/.exec(parameter.Default)?.[1];

@@ -3,7 +3,7 @@ import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
-import { parseCidr } from '../../lib/ingest/source-ip.ts';
+import { parseAllowList } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
@@ -30,18 +30,16 @@ function portNumber(text: string): number {
   return n;
 }
 
-/** Repeatable, and each value may itself be a comma-separated list; every range is checked as the ingest will. */
+/**
+ * Repeatable, and each value may itself be a comma-separated list; every value is read as the ingest reads
+ * ALLOWED_SOURCE_CIDRS, so a malformed range, or a value naming none, is refused.
+ */
 function cidrList(text: string, previous: string[] = []): string[] {
-  const entries = text
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e !== '');
   try {
-    for (const entry of entries) parseCidr(entry, '--allow-cidr');
+    return [...previous, ...(parseAllowList(text, '--allow-cidr')?.ranges ?? [])];
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message.replace(/^--allow-cidr: /, ''));
   }
-  return [...previous, ...entries];
 }
 
 function seconds(text: string): number {

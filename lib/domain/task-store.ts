@@ -285,6 +285,9 @@ export interface TaskReader {
   listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
 }
 
+/** What the worker needs of a store: the writes of a queued callback, never a read of its own. */
+export type TaskWriter = Pick<TaskStore, 'applyCallback' | 'quarantine'>;
+
 export interface TaskStore extends TaskReader {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;

@@ -159,6 +159,33 @@ describe('buildIngestDependencies', () => {
     deps.sqs.destroy();
   });
 
+  test('an allow-list set but empty or separators only stops the function at load, not admitting everyone', () => {
+    const errors: unknown[] = [];
+    const logger = { ...silent, error: (_e: string, f?: Record<string, unknown>) => void errors.push(f?.error) };
+    for (const text of ['', ',', ' , ']) {
+      expect(() => buildIngestDependencies({ QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: text }, { logger })).toThrow(
+        /^ALLOWED_SOURCE_CIDRS is set but names no range .*leave it unset to accept every address\.$/,
+      );
+    }
+    expect(errors).toHaveLength(3);
+    // Unset: no check, and nothing refused.
+    const open = buildIngestDependencies({ QUEUE_URL: 'q' }, { logger: silent });
+    expect(open.settings.allowedSources).toBeNull();
+    open.sqs.destroy();
+  });
+
+  test('::/0 starts, with a warning that it admits no IPv4 source', () => {
+    const warnings: unknown[] = [];
+    const logger = { ...silent, warn: (_e: string, f?: Record<string, unknown>) => void warnings.push(f?.warning) };
+    const deps = buildIngestDependencies(
+      { QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '::/0', CALLBACK_SECRETS: '{}' },
+      { logger },
+    );
+    expect(warnings).toEqual([expect.stringContaining('"::/0" admits IPv6 sources only')]);
+    expect(deps.settings.allowedSources?.allows('198.51.100.1')).toBe(false);
+    deps.sqs.destroy();
+  });
+
   test('a malformed allow-list is logged as an error, then thrown: the function does not load', () => {
     const errors: unknown[] = [];
     const logger = { ...silent, error: (_e: string, f?: Record<string, unknown>) => void errors.push(f?.error) };

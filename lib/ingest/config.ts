@@ -1,9 +1,9 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
 // A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
 // clear code, never as a failed cold start. Three settings are exceptions, each unsafe to run with, so the
-// function refuses to load: a malformed source allow-list (falling back would silently open the endpoint to
-// every address), a body limit above what the queue and the table can hold (callbacks would be accepted with a
-// 200 and then fail for good), and signature mode off on a stage not marked as development.
+// function refuses to load: a source allow-list that is malformed or set but empty (falling back would silently
+// open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
+// be accepted with a 200 and then fail for good), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
@@ -87,12 +87,12 @@ function maxBodyBytes(env: Env, warnings: string[]): number {
 }
 
 /**
- * Throws (one sentence) when ALLOWED_SOURCE_CIDRS holds a malformed range (AllowListError) or MAX_BODY_BYTES
- * is above MAX_BODY_BYTES_LIMIT (IngestConfigError).
+ * Throws (one sentence) when ALLOWED_SOURCE_CIDRS is set but empty or holds a malformed range (AllowListError),
+ * or MAX_BODY_BYTES is above MAX_BODY_BYTES_LIMIT (IngestConfigError).
  */
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
-  const warnings: string[] = [];
   const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
+  const warnings: string[] = [...(allowedSources?.warnings ?? [])];
   const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
   if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
     warnings.push(

@@ -7,11 +7,20 @@ const list = (text: string) => {
 };
 
 describe('parseAllowList', () => {
-  test('unset, empty or only separators: no list, so no check', () => {
+  test('unset: no list, so no check', () => {
     expect(parseAllowList(undefined)).toBeNull();
-    expect(parseAllowList('')).toBeNull();
-    expect(parseAllowList(' , ,')).toBeNull();
   });
+
+  test.each(['', ' ', ',', ' , ,'])(
+    'set to %p, empty or separators only: refused with one sentence, not taken for every address',
+    (text) => {
+      expect(() => parseAllowList(text)).toThrow(AllowListError);
+      expect(() => parseAllowList(text)).toThrow(
+        `ALLOWED_SOURCE_CIDRS is set but names no range (${JSON.stringify(text)}): give ranges such as ` +
+          '203.0.113.0/24 or 2001:db8::/32, or leave it unset to accept every address.',
+      );
+    },
+  );
 
   test('IPv4 range edges: the first and last address are inside, their neighbours outside', () => {
     const allow = list('198.51.100.0/24');
@@ -66,8 +75,40 @@ describe('parseAllowList', () => {
 
   test('0.0.0.0/0 admits every IPv4 address and no IPv6 one; ::/0 every IPv6 one', () => {
     expect(list('0.0.0.0/0').allows('255.255.255.255')).toBe(true);
+    expect(list('0.0.0.0/0').allows('::ffff:198.51.100.1')).toBe(true);
     expect(list('0.0.0.0/0').allows('2001:db8::1')).toBe(false);
     expect(list('::/0').allows('2001:db8::1')).toBe(true);
+  });
+
+  test('::/0 (or any IPv6 range spanning ::ffff:0:0/96) admits no IPv4 address in either notation, and says so', () => {
+    for (const ranges of ['::/0', '::/64', '::ffff:0:0/80']) {
+      const allow = list(ranges);
+      expect([
+        allow.allows('198.51.100.1'),
+        allow.allows('::ffff:198.51.100.1'),
+        allow.allows('::ffff:c633:6401'),
+      ]).toEqual([false, false, false]);
+      expect(allow.warnings).toEqual([
+        `ALLOWED_SOURCE_CIDRS: ${JSON.stringify(ranges)} admits IPv6 sources only; IPv4 sources need an IPv4 range ` +
+          '(0.0.0.0/0 for all of them).',
+      ]);
+    }
+    expect(list('::/0').allows('::1')).toBe(true);
+    // Both families, each by its own range.
+    const both = list('::/0,0.0.0.0/0');
+    expect([both.allows('198.51.100.1'), both.allows('2001:db8::1')]).toEqual([true, true]);
+    // A range that does not span the mapped block says nothing.
+    expect(list('2001:db8::/32,192.0.2.0/24').warnings).toEqual([]);
+  });
+
+  test('::ffff:0:0/96 is every IPv4 address, written as a mapped range', () => {
+    const allow = list('::ffff:0:0/96');
+    expect([allow.allows('198.51.100.1'), allow.allows('::ffff:10.0.0.1'), allow.allows('2001:db8::1')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect(allow.warnings).toEqual([]);
   });
 
   test('an absent or unreadable source address is refused', () => {

@@ -16,9 +16,11 @@ export interface DeployedHandlers {
 
 /**
  * Variables that would send the handlers elsewhere than the local emulators (a deployed secrets
- * parameter, a profile's credentials or endpoints, FIPS or dual-stack endpoint rewriting).
+ * parameter, a profile's credentials or endpoints, FIPS or dual-stack endpoint rewriting), and the
+ * allow-list, which the stack passes only when one is given (set but empty, the ingest refuses to start).
  */
 const UNSET = [
+  'ALLOWED_SOURCE_CIDRS',
   'CALLBACK_SECRETS_PARAM',
   'AWS_SESSION_TOKEN',
   'AWS_PROFILE',

@@ -212,7 +212,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   const signatureMode = resolveMode(opts, env);
   const secrets = resolveSecrets(opts, env);
   // Checked here with the ingest's own parser, so a bad range fails the start with its sentence.
-  const allowedSourceCidrs = opts.allowedSourceCidrs?.join(',') ?? env.ALLOWED_SOURCE_CIDRS ?? '';
+  const allowedSourceCidrs = opts.allowedSourceCidrs?.join(',') ?? env.ALLOWED_SOURCE_CIDRS;
   const allowedSources = parseAllowList(
     allowedSourceCidrs,
     opts.allowedSourceCidrs ? '--allow-cidr' : 'ALLOWED_SOURCE_CIDRS',
@@ -312,7 +312,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       TASKS_TABLE: names.table,
       CALLBACK_SECRETS: secrets.json,
       SIGNATURE_MODE: signatureMode,
-      ALLOWED_SOURCE_CIDRS: allowedSourceCidrs,
+      ...(allowedSourceCidrs === undefined ? {} : { ALLOWED_SOURCE_CIDRS: allowedSourceCidrs }),
       // The local stack is development: mode off may run here, and nowhere else.
       DEVELOPMENT_STAGE: 'true',
     });

@@ -1,4 +1,4 @@
-import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import type { Logger } from '../log.ts';
 import { buildWorkerDependencies, readWorkerSettings, WorkerConfigError, workerDefaults } from './config.ts';
 
@@ -62,7 +62,7 @@ describe('buildWorkerDependencies', () => {
     expect(errors).toEqual(['RAW_EVENT_TTL_DAYS="x" is not a whole number of days: the worker does not start.']);
   });
 
-  test('good settings: a store on the table and the concurrency', () => {
+  test('good settings: the write side of the store on the table, and the concurrency', () => {
     const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
     const deps = buildWorkerDependencies(
       { TASKS_TABLE: 'tasks-x', WORKER_RECORD_CONCURRENCY: '3', AWS_REGION: 'eu-west-1' },
@@ -70,8 +70,8 @@ describe('buildWorkerDependencies', () => {
     );
     expect(deps.concurrency).toBe(3);
     expect(deps.log).toBe(silent);
-    expect(deps.store).toBeInstanceOf(DynamoTaskStore);
+    expect(deps.store).toBeInstanceOf(DynamoTaskWriter);
     // The settings reach the store.
-    expect((deps.store as DynamoTaskStore).settings).toEqual({ tableName: 'tasks-x', rawEventTtlDays: 90 });
+    expect((deps.store as DynamoTaskWriter).settings).toEqual({ tableName: 'tasks-x', rawEventTtlDays: 90 });
   });
 });

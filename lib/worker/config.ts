@@ -3,7 +3,7 @@
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
-import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherFromEnv } from '../aws/sns/task-events.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { WorkerDeps } from './process-batch.ts';
@@ -69,7 +69,7 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
   // holding the whole batch until the function's 30 s time-out.
   const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
   const client = new DynamoDBClient({ maxAttempts: 3, requestHandler: timeouts });
-  const store = new DynamoTaskStore({
+  const store = new DynamoTaskWriter({
     client,
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,

@@ -14,7 +14,7 @@ import {
   type ApplyResult,
   type Capacity,
   type QuarantineReason,
-  type TaskStore,
+  type TaskWriter,
 } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
@@ -22,7 +22,7 @@ import { workerDefaults } from './config.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf, toDelivered, type Prepared } from './prepare-record.ts';
 
 export interface WorkerDeps {
-  store: TaskStore;
+  store: TaskWriter;
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;

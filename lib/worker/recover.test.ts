@@ -367,7 +367,7 @@ describe('a run of the quarantine (recoverAll)', () => {
     expect(await s.getTask('rec-left-out')).toEqual(expectedTask('recording', genuine));
   });
 
-  test('one replay key under two appKeys is two claims, as in the worker: neither is a replay of the other', async () => {
+  test('one replay key under two appKeys is two claims, as in the worker: neither replays the other', async () => {
     const s = store();
     const { entries } = await genuineAndForged(s, 'rec-two-app-keys');
     const [forged, genuineEntry] = entries;

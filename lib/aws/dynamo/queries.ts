@@ -12,6 +12,41 @@ import { appKeyOf, assemble, type AssembledTask } from './items.ts';
 import { noCapacity, type Item, type Key, type TableReader } from './table-client.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 
+/**
+ * The task read strongly consistent, as it stands right after a write: its header and its parts in one
+ * Query, from the header's sort key to the last of its parts (`H#` sorts before `P#`). Items of another
+ * appKey's task with the same id may fall in between; they are left out. A function of its own, outside
+ * TaskQueries, so that the write path (and the worker's bundle) carries no query of an index.
+ */
+export async function readAfterWrite(
+  table: TableReader,
+  appKey: string,
+  id: string,
+  cap: Capacity = noCapacity(),
+): Promise<AssembledTask | null> {
+  const headerSk = Keys.headerSk(appKey);
+  const partsPrefix = Keys.partsPrefix(appKey);
+  let header: Item | null = null;
+  const parts: Item[] = [];
+  for await (const item of table.queryAll(
+    {
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :h AND :last',
+      ExpressionAttributeValues: {
+        ':pk': { S: Keys.taskPk(id) },
+        ':h': { S: headerSk },
+        // Every part's sort key goes on with an ASCII letter after the prefix: below the last code point.
+        ':last': { S: `${partsPrefix}\u{10FFFF}` },
+      },
+      ConsistentRead: true,
+    },
+    cap,
+  )) {
+    if (item.sk === headerSk) header = item;
+    else if (item.sk.startsWith(partsPrefix)) parts.push(item);
+  }
+  return header ? assemble(header, parts) : null;
+}
+
 export class TaskQueries {
   private readonly table: TableReader;
   private readonly now: () => number;
@@ -55,35 +90,6 @@ export class TaskQueries {
       parts.push(item);
     }
     return assemble(header, parts);
-  }
-
-  /**
-   * The task read strongly consistent, as it stands right after a write: its header and its parts in one
-   * Query, from the header's sort key to the last of its parts (`H#` sorts before `P#`). Items of another
-   * appKey's task with the same id may fall in between; they are left out.
-   */
-  async readAfterWrite(appKey: string, id: string, cap: Capacity = noCapacity()): Promise<AssembledTask | null> {
-    const headerSk = Keys.headerSk(appKey);
-    const partsPrefix = Keys.partsPrefix(appKey);
-    let header: Item | null = null;
-    const parts: Item[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :h AND :last',
-        ExpressionAttributeValues: {
-          ':pk': { S: Keys.taskPk(id) },
-          ':h': { S: headerSk },
-          // Every part's sort key goes on with an ASCII letter after the prefix: below the last code point.
-          ':last': { S: `${partsPrefix}\u{10FFFF}` },
-        },
-        ConsistentRead: true,
-      },
-      cap,
-    )) {
-      if (item.sk === headerSk) header = item;
-      else if (item.sk.startsWith(partsPrefix)) parts.push(item);
-    }
-    return header ? assemble(header, parts) : null;
   }
 
   /**

@@ -1,8 +1,8 @@
 // The DynamoDB task store: `TaskStore` (lib/domain/task-store.ts) on one table (./table.ts, layout in
-// docs/task-store.md). The write path is in ./apply-callback.ts and ./deliveries.ts, the reads in
-// ./queries.ts, ./read-pages.ts and ./listing.ts, the item shapes in ./items.ts, DynamoDB's limits in
-// ./limits.ts and the calls themselves, with capacity accounting, in ./table-client.ts.
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+// docs/task-store.md). The writes are ./task-writer.ts (the write path in ./apply-callback.ts and
+// ./deliveries.ts), the reads in ./queries.ts, ./read-pages.ts and ./listing.ts, the item shapes in
+// ./items.ts, DynamoDB's limits in ./limits.ts and the calls themselves, with capacity accounting, in
+// ./table-client.ts.
 import type {
   ApplyResult,
   Capacity,
@@ -20,30 +20,14 @@ import type {
   TaskSummary,
 } from '../../domain/task-store.ts';
 import type { Task } from '../../domain/task.ts';
-import { WritePath } from './apply-callback.ts';
-import { Deliveries } from './deliveries.ts';
 import { TaskQueries } from './queries.ts';
 import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
-import { TableClient } from './table-client.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from './table.ts';
+import { TableReader } from './table-client.ts';
+import { DynamoTaskWriter, type DynamoTaskWriterOptions } from './task-writer.ts';
 
 export { ContentionError } from './table-client.ts';
 
-export interface DynamoTaskStoreOptions {
-  client: DynamoDBClient;
-  tableName: string;
-  /** Days a raw callback is kept before the TTL deletes it (default DEFAULT_RAW_EVENT_TTL_DAYS). */
-  rawEventTtlDays?: number;
-  /** Clock, for tests. */
-  now?: () => number;
-  /** Optimistic-concurrency attempts before giving up with a retryable error (default 16). */
-  maxAttempts?: number;
-  /** Callback keys a file item records inline before further keys get items of their own (default 4). */
-  inlineKeys?: number;
-  /** Task headers the write path remembers, so that file callbacks need not read them (default 10,000; 0: none). */
-  knownHeaders?: number;
-  /** File items the write path remembers, so that the next callback of a file need not read them (default 5,000). */
-  knownFiles?: number;
+export interface DynamoTaskStoreOptions extends DynamoTaskWriterOptions {
   /** Requests a page of a listing may cost (listing.ts). */
   readBudget?: Partial<ReadBudget>;
 }
@@ -52,43 +36,31 @@ export interface DynamoTaskStoreOptions {
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
 
 export class DynamoTaskStore implements TaskStore {
-  private readonly writes: WritePath;
-  private readonly deliveries: Deliveries;
+  private readonly writer: DynamoTaskWriter;
   private readonly queries: TaskQueries;
   private readonly reader: DynamoTaskReader;
   /** The table and the raw archive's retention it was built with. */
   readonly settings: { tableName: string; rawEventTtlDays: number };
 
   constructor(opts: DynamoTaskStoreOptions) {
-    this.settings = {
-      tableName: opts.tableName,
-      rawEventTtlDays: opts.rawEventTtlDays ?? DEFAULT_RAW_EVENT_TTL_DAYS,
-    };
-    const table = new TableClient(opts.client, opts.tableName);
+    this.writer = new DynamoTaskWriter(opts);
+    this.settings = this.writer.settings;
     const now = opts.now ?? Date.now;
-    this.queries = new TaskQueries(table, now);
+    this.queries = new TaskQueries(new TableReader(opts.client, opts.tableName), now);
     this.reader = new DynamoTaskReader({
       client: opts.client,
       tableName: opts.tableName,
       now,
       budget: opts.readBudget,
     });
-    this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, now);
-    this.writes = new WritePath(table, this.deliveries, {
-      maxAttempts: opts.maxAttempts ?? 16,
-      inlineKeys: opts.inlineKeys ?? 4,
-      knownHeaders: opts.knownHeaders ?? 10_000,
-      knownFiles: opts.knownFiles ?? 5_000,
-      readAfterWrite: (appKey, id, cap) => this.queries.readAfterWrite(appKey, id, cap),
-    });
   }
 
   applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
-    return this.writes.applyCallback(input);
+    return this.writer.applyCallback(input);
   }
 
   quarantine(entry: QuarantineEntry): Promise<Capacity> {
-    return this.deliveries.quarantine(entry);
+    return this.writer.quarantine(entry);
   }
 
   getTaskPage(ref: TaskRef, page: PageRequest): Promise<TaskPage | null> {
@@ -134,6 +106,6 @@ export class DynamoTaskStore implements TaskStore {
     entry: Pick<QuarantineEntry, 'receivedAt' | 'messageId'>,
     applied: QuarantineApplied,
   ): Promise<boolean> {
-    return this.deliveries.markQuarantineApplied(entry, applied);
+    return this.writer.markQuarantineApplied(entry, applied);
   }
 }
