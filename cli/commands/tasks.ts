@@ -3,6 +3,7 @@
 import { Option, type Command } from 'commander';
 import { eventView } from '../../lib/domain/event-view.ts';
 import {
+  allEvents,
   AmbiguousTaskError,
   type StoredEvent,
   type TaskQuery,
@@ -155,9 +156,8 @@ export function register(program: Command): void {
   ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
       const ref: TaskRef = { id, appKey: opts.appKey };
-      const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
-      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
-      const events = found.items;
+      const events = await oneTask(ref, () => allEvents(ctx.target.tasks, ref));
+      if (!events) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
       if (opts.json) {
         printJson(events.map(eventView));
         return;

@@ -31,9 +31,14 @@ export interface ReadBudget {
   queriesPerPage: number;
   /** Task headers one listing page may read (filters that no index serves discard some). */
   headersPerPage: number;
+  /**
+   * Recorded callback keys one page of a task's events may look up (raw bodies past their retention are
+   * gone, and a task may have thousands): past it the page ends early with a cursor.
+   */
+  eventKeysPerPage: number;
 }
 
-export const DEFAULT_READ_BUDGET: ReadBudget = { queriesPerPage: 64, headersPerPage: 1000 };
+export const DEFAULT_READ_BUDGET: ReadBudget = { queriesPerPage: 64, headersPerPage: 1000, eventKeysPerPage: 500 };
 
 export interface ListingContext {
   table: TableReader;
