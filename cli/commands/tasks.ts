@@ -12,6 +12,7 @@ import {
 } from '../../lib/domain/task-store.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
 import { SERVICES, type Service } from '../../lib/domain/services.ts';
+import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -134,8 +135,8 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
-            ? 'No task matches in the last 30 days (--since reaches further back).'
+          since === undefined && listsDayByDay(query)
+            ? `No task matches in the last ${DEFAULT_LISTING_DAYS} days (--since reaches further back).`
             : 'No task matches.',
         );
         return;

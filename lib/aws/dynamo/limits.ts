@@ -21,8 +21,8 @@ export function oversizedKey(cb: Callback): string | null {
   const fileName = fileNameOf(cb);
   const partitionKeys: [string, string | null][] = [
     [idField, Keys.taskPk(cb.id)],
-    ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
-    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
+    ['roomId', cb.roomId ? Keys.roomGsi(cb.appKey, cb.roomId) : null],
+    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.appKey, cb.sessionId) : null],
     ['appKey', Keys.appGsi(cb.appKey)],
     ['appKey', Keys.deliveryPk(cb.appKey, `E${cb.key}`)],
   ];
