@@ -3,6 +3,7 @@
 // hold both is stood in by one that says so), a store that fails, a fault in this code, events that are
 // not what API Gateway sends, and the log line.
 import { Buffer } from 'node:buffer';
+import type { QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
@@ -223,6 +224,36 @@ describe('times and cursors out of the date range', () => {
       });
       expect(body(res).error.message).toContain(`"${parameter}"`);
       expect(res.headers['retry-after']).toBeUndefined();
+    }
+  });
+
+  test('a room and an appKey of 1024 bytes each, over an index key together: an empty page, no query', async () => {
+    // DynamoDB refuses a partition key over 2048 bytes (dynalite does not): no such query may be sent.
+    const strict = new Proxy(dynamo.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return (command: QueryCommand) => {
+          const values = Object.values(command.input?.ExpressionAttributeValues ?? {});
+          if (values.some((v) => v.S !== undefined && Buffer.byteLength(v.S, 'utf8') > 2048))
+            return Promise.reject(
+              Object.assign(new Error('Hash primary key values must be under 2048 bytes'), {
+                name: 'ValidationException',
+                $metadata: {},
+              }),
+            );
+          return target.send(command);
+        };
+      },
+    });
+    const reader = new DynamoTaskStore({ client: strict, tableName: dynamo.tableName });
+    for (const name of ['room', 'session']) {
+      const query = `${name}=${'r'.repeat(1024)}&appKey=${'a'.repeat(1024)}`;
+      const res = await handleApiRequest(event(ApiRoutes.tasks, null, query), deps(reader));
+      expect({ name, status: res.statusCode, body: body(res) }).toEqual({
+        name,
+        status: 200,
+        body: { tasks: [], nextCursor: null },
+      });
     }
   });
 
