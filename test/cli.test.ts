@@ -479,6 +479,9 @@ describe('tasks list', () => {
       '5',
     ]);
     expect(lines[4]).toBe('3 tasks, newest first.');
+    // Without --app-key the room is read day by day, within the last 30 days: the fixtures are older.
+    const everyAppKey = await cli(['tasks', 'list', '--room', 'room-1024', '--no-color']);
+    expect(everyAppKey.stdout).toBe('No task matches in the last 30 days (--since reaches further back).\n');
 
     const jsonl = await cli(['tasks', 'list', '--jsonl']);
     const parsed = jsonl.stdout

@@ -95,15 +95,16 @@ export function register(program: Command): void {
     tasks
       .command('list')
       .description('tasks, newest first (by their first callback)')
-      .option('--room <roomId>', 'tasks of this room')
-      .option('--session <sessionId>', 'tasks of this session')
+      .option('--room <roomId>', "tasks of this room (of --app-key's; without it, of every appKey, day by day)")
+      .option('--session <sessionId>', "tasks of this session (of --app-key's; without it, of every appKey)")
       .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
       .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
       .option('--user <userId>', 'tasks of this userId (single-stream recordings)')
       .option(
         '--since <time>',
-        'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: last 30 days)',
+        'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms ' +
+          '(default without --app-key: last 30 days)',
       )
       .option('--until <time>', 'first callback at or before (same forms as --since)')
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
