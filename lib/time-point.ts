@@ -61,6 +61,23 @@ export function zoneOffsetMs(ms: number, zone: string): number {
   return wall - (ms - (((ms % 1000) + 1000) % 1000));
 }
 
+/**
+ * The times a task can be stored and listed under: from the epoch to the end of year 9999. Index
+ * partitions are named by `YYYY-MM-DD` and DynamoDB numbers are bounded, so every time a caller gives, as
+ * a parameter or inside a cursor, is checked against this range before it reaches a key.
+ */
+export const TIME_RANGE = { min: 0, max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) } as const;
+
+/** Whether `ms` is a whole number of epoch milliseconds within TIME_RANGE. */
+export function isInTimeRange(ms: number): boolean {
+  return Number.isInteger(ms) && ms >= TIME_RANGE.min && ms <= TIME_RANGE.max;
+}
+
+/** A time that parses but lies outside TIME_RANGE. */
+export class TimeOutOfRangeError extends Error {
+  override name = 'TimeOutOfRangeError';
+}
+
 const ZONELESS = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
 
 /**
@@ -69,6 +86,13 @@ const ZONELESS = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.
  * time without a zone is read in `zone`.
  */
 export function parseTimePoint(text: string, now: number, zone = 'UTC'): number {
+  const ms = parseAnyTimePoint(text, now, zone);
+  if (!isInTimeRange(ms))
+    throw new TimeOutOfRangeError(`"${text}" is outside the times tasks are kept under (1970-01-01 to 9999-12-31)`);
+  return ms;
+}
+
+function parseAnyTimePoint(text: string, now: number, zone: string): number {
   const trimmed = text.trim();
   const duration = parseDuration(trimmed);
   if (duration !== null) return now - duration;

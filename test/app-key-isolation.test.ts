@@ -7,6 +7,7 @@ import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { AmbiguousTaskError, type DeliveredCallback, type TaskStore } from '../lib/domain/task-store.ts';
 import type { Service } from '../lib/domain/services.ts';
 import { type LocalDynamo, startDynamo } from '../lib/local/dynamo.ts';
+import { applyTasks, expectedTask, recordingTask } from '../bench/seed-tasks.ts';
 
 let db: LocalDynamo;
 let store: TaskStore;
@@ -111,4 +112,39 @@ test("another appKey's callbacks for the id, earlier or later, leave the task as
     files: expected.files.length,
     failedFiles: expected.files.filter((f) => f.upload === 'failed').length,
   });
+});
+
+test("another appKey's tasks in the same room and session neither fill nor cost an appKey's listings", async () => {
+  const shared = { roomId: 'room-shared', sessionId: 'session-shared', userId: '', outcome: 'completed' as const };
+  const own = recordingTask({ ...shared, id: 'rec-scoped', appKey: 'tenant-A', at: T0 - 600_000 });
+  // Newer, so that a listing by the room alone meets them first; one of them takes tenant-A's task id.
+  const intruders = Array.from({ length: 12 }, (_, i) =>
+    recordingTask({ ...shared, id: i === 0 ? 'rec-scoped' : `rec-intruder-${i}`, appKey: 'tenant-B', at: T0 + i }),
+  );
+  await applyTasks(store, [own, ...intruders]);
+  // Few headers a page: a listing that had to read the intruders' index entries would end its first page
+  // empty, with a cursor.
+  const frugal = new DynamoTaskStore({ client: db.client, tableName: db.tableName, readBudget: { headersPerPage: 5 } });
+  for (const query of [
+    { appKey: 'tenant-A', roomId: 'room-shared' },
+    { appKey: 'tenant-A', sessionId: 'session-shared' },
+  ]) {
+    const page = await frugal.listTasksPage(query, { limit: 10 });
+    expect({ query, ids: page.items.map((s) => s.id), next: page.next }).toEqual({
+      query,
+      ids: ['rec-scoped'],
+      next: null,
+    });
+  }
+  // Without an appKey, the room is every appKey's room of that name, each task naming its appKey.
+  const everyone: string[] = [];
+  for await (const s of store.listTasks({ roomId: 'room-shared' })) everyone.push(`${s.appKey}/${s.id}`);
+  expect(everyone.sort()).toEqual([own, ...intruders].map((t) => `${t.appKey}/${t.id}`).sort());
+  // With its appKey, tenant-A's task id answers tenant-A's task and callbacks, whoever else uses it.
+  expect((await store.getTaskPage({ id: 'rec-scoped', appKey: 'tenant-A' }, { limit: 10 }))?.task).toEqual(
+    expectedTask(own),
+  );
+  const events = await store.listEventsPage({ id: 'rec-scoped', appKey: 'tenant-A' }, { limit: 10 });
+  expect(events?.items.map((e) => e.raw)).toEqual(own.bodies.map((b) => JSON.stringify(b)));
+  await expect(store.getTaskPage({ id: 'rec-scoped' }, { limit: 10 })).rejects.toThrow(AmbiguousTaskError);
 });

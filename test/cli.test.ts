@@ -395,7 +395,7 @@ describe('tasks list', () => {
         ['rec-new-3', 'img-new-4'],
       ],
       [
-        ['--room', 'room-1024'],
+        ['--room', 'room-1024', '--app-key', 'demo-app'],
         ['Kp4e-rec-002', 'img-5c1d9e', '7nQ2f0vB-rec-001'],
       ],
       [
@@ -431,7 +431,7 @@ describe('tasks list', () => {
   });
 
   test('the human table and the streamed JSON lines', async () => {
-    const run = await cli(['tasks', 'list', '--room', 'room-1024', '--no-color']);
+    const run = await cli(['tasks', 'list', '--room', 'room-1024', '--app-key', 'demo-app', '--no-color']);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
@@ -483,6 +483,9 @@ describe('tasks list', () => {
       '5',
     ]);
     expect(lines[4]).toBe('3 tasks, newest first.');
+    // Without --app-key the room is read day by day, within the last 30 days: the fixtures are older.
+    const everyAppKey = await cli(['tasks', 'list', '--room', 'room-1024', '--no-color']);
+    expect(everyAppKey.stdout).toBe('No task matches in the last 30 days (--since reaches further back).\n');
 
     const jsonl = await cli(['tasks', 'list', '--jsonl']);
     const parsed = jsonl.stdout
@@ -511,7 +514,16 @@ describe('tasks list', () => {
   });
 
   test('--tz: times are printed in that zone, and a time typed without a zone is read in it', async () => {
-    const shanghai = await cli(['tasks', 'list', '--room', 'room-1024', '--tz', 'Asia/Shanghai']);
+    const shanghai = await cli([
+      'tasks',
+      'list',
+      '--room',
+      'room-1024',
+      '--app-key',
+      'demo-app',
+      '--tz',
+      'Asia/Shanghai',
+    ]);
     const started = shanghai.stdout
       .split('\n')
       .slice(1, 4)
@@ -771,7 +783,7 @@ describe('targets', () => {
       for (const args of [
         ['tasks', 'get', '7nQ2f0vB-rec-001'],
         ['tasks', 'list', '--status', 'upload_failed'],
-        ['tasks', 'list', '--room', 'room-1024', '--json'],
+        ['tasks', 'list', '--room', 'room-1024', '--app-key', 'demo-app', '--json'],
         ['tasks', 'events', 'img-5c1d9e'],
         ['quarantine', 'list'],
         ['quarantine', 'list', '--task', 'rec-forged'],

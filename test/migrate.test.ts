@@ -12,6 +12,7 @@ import {
   DeleteTableCommand,
   PutItemCommand,
   ScanCommand,
+  UpdateItemCommand,
   type AttributeValue,
   type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
@@ -23,6 +24,8 @@ import { reduceTasks } from '../lib/domain/reduce-task.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import type { Service } from '../lib/domain/services.ts';
+import type { Task } from '../lib/domain/task.ts';
+import { applyTasks, recordingTask } from '../bench/seed-tasks.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
@@ -67,6 +70,16 @@ async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) =>
   const store = new DynamoTaskStore({ client: local.db.client, tableName });
   for (const task of expected) {
     expect(await store.getTask(task.id)).toEqual(task);
+    // Listed under its appKey's room and session, with the other tasks there.
+    for (const [query, same] of [
+      [{ appKey: task.appKey, roomId: task.roomId! }, (t: Task) => t.roomId === task.roomId],
+      [{ appKey: task.appKey, sessionId: task.sessionId! }, (t: Task) => t.sessionId === task.sessionId],
+    ] as const) {
+      const ids = (await store.listTasksPage(query, { limit: 50 })).items.map((s) => s.id).sort();
+      const there = expected.filter((t) => t.appKey === task.appKey && same(t)).map((t) => t.id);
+      expect({ query, ids }).toEqual({ query, ids: there.sort() });
+      expect(ids).toContain(task.id);
+    }
     expect(task.eventCount).toBe(distinct(task.id));
     expect((await store.listEvents(task.id)).length).toBe(ledgerLeft(task.id));
   }
@@ -78,10 +91,11 @@ async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) =>
 test('every task equal to the oracle of its callbacks, counts exact; a second run finds nothing to do', async () => {
   const tableName = await legacyTable();
   const result = await migrateTable({ client: local.db.client, tableName });
-  expect(result).toEqual({ tasks: 3, migrated: 3, callbacks: 48, carried: 0, failed: [] });
+  expect(result).toEqual({ tasks: 3, rekeyed: 0, migrated: 3, callbacks: 48, carried: 0, failed: [] });
   await expectMigrated(tableName, distinct);
   expect(await migrateTable({ client: local.db.client, tableName })).toEqual({
     tasks: 0,
+    rekeyed: 0,
     migrated: 0,
     callbacks: 0,
     carried: 0,
@@ -165,6 +179,59 @@ test('the worker goes on with a migrated task: a redelivered callback is a dupli
   expect(await store.getTask(id)).toEqual(reduceTasks(callbacks)[0]);
 });
 
+test('room and session index keys without the appKey: listings miss the task until migrate rewrites them', async () => {
+  const tableName = await legacyTable(() => true);
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
+  const tasks = ['app-a', 'app-b'].map((appKey, i) =>
+    recordingTask({
+      id: `rec-earlier-keys-${i}`,
+      appKey,
+      roomId: 'room-earlier',
+      sessionId: 's-earlier',
+      userId: '',
+      at: Date.now() - 3_600_000,
+      outcome: 'completed',
+    }),
+  );
+  await applyTasks(store, tasks);
+  // As the previous version wrote them: the room and session alone.
+  for (const task of tasks)
+    await local.db.client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { pk: { S: `TASK#${task.id}` }, sk: { S: `H#${task.appKey.length}:${task.appKey}` } },
+        UpdateExpression: 'SET g1pk = :r, g2pk = :s',
+        ExpressionAttributeValues: { ':r': { S: 'ROOM#room-earlier' }, ':s': { S: 'SESSION#s-earlier' } },
+      }),
+    );
+  const listed = async () =>
+    Promise.all(
+      tasks.flatMap((t) => [
+        store.listTasksPage({ appKey: t.appKey, roomId: 'room-earlier' }, { limit: 10 }),
+        store.listTasksPage({ appKey: t.appKey, sessionId: 's-earlier' }, { limit: 10 }),
+      ]),
+    ).then((pages) => pages.map((p) => p.items.map((s) => s.id)));
+  expect(await listed()).toEqual([[], [], [], []]);
+
+  expect(await migrateTable({ client: local.db.client, tableName, dryRun: true })).toMatchObject({ rekeyed: 2 });
+  expect(await listed()).toEqual([[], [], [], []]);
+  expect(await migrateTable({ client: local.db.client, tableName })).toEqual({
+    tasks: 0,
+    rekeyed: 2,
+    migrated: 0,
+    callbacks: 0,
+    carried: 0,
+    failed: [],
+  });
+  const [a, b] = tasks.map((t) => [t.id]);
+  expect(await listed()).toEqual([a, a, b, b]);
+  expect((await migrateTable({ client: local.db.client, tableName })).rekeyed).toBe(0);
+  // Without an appKey, the room covers both appKeys' tasks.
+  const both = (await store.listTasksPage({ roomId: 'room-earlier' }, { limit: 10 })).items.map((s) => s.id);
+  expect(both.sort()).toEqual(tasks.map((t) => t.id).sort());
+  await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
+});
+
 describe('callbacks migrate, as a user runs it', () => {
   let dir: string;
   let stack: LocalStack;
@@ -198,6 +265,7 @@ describe('callbacks migrate, as a user runs it', () => {
   test('--dry-run counts, asks for --yes when not at a terminal, then brings everything over once', async () => {
     expect(JSON.parse((await cli(['migrate', '--dry-run', '--json'])).stdout)).toEqual({
       tasks: 3,
+      rekeyed: 0,
       migrated: 3,
       callbacks: 48,
       carried: 0,
@@ -214,7 +282,7 @@ describe('callbacks migrate, as a user runs it', () => {
       'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n',
     );
     expect((await cli(['migrate', '--yes'])).stdout).toMatch(
-      /^No task of the earlier layout in .*: nothing to do\.\n$/,
+      /^No task of the earlier layout and no index key to rewrite in .*: nothing to do\.\n$/,
     );
     const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);
     expect(task).toEqual(expected[0]);

@@ -275,7 +275,8 @@ describe('GET /tasks/{id}', () => {
 
 /** The tasks a listing must return, newest first, by the documented rules, from the seeding plan. */
 function expectedListing(q: TaskQuery): string[] {
-  const byIndex = q.roomId !== undefined || q.sessionId !== undefined || q.appKey !== undefined;
+  // Rooms and sessions are indexed under their appKey: without one, a listing goes day by day.
+  const byIndex = q.appKey !== undefined;
   const until = q.until ?? now + 366 * DAY;
   const since = q.since ?? (byIndex ? 0 : Math.min(until, now + DAY) - 30 * DAY);
   return everyTask
@@ -331,6 +332,9 @@ describe('GET /tasks', () => {
       ['session=s-4&service=screenshot', { sessionId: 's-4', service: 'screenshot' }],
       ['appKey=app-c&user=user-5', { appKey: 'app-c', userId: 'user-5' }],
       ['room=room-1024', { roomId: 'room-1024' }],
+      ['room=room-1024&appKey=demo-app', { roomId: 'room-1024', appKey: 'demo-app' }],
+      ['session=s-7&appKey=app-c', { sessionId: 's-7', appKey: 'app-c' }],
+      ['room=room-3&appKey=app-a&status=completed', { roomId: 'room-3', appKey: 'app-a', status: 'completed' }],
       ['appKey=demo-app&status=upload_failed', { appKey: 'demo-app', status: 'upload_failed' }],
       [`since=${now - 3 * DAY}`, { since: now - 3 * DAY }],
       [`since=${now - 5 * DAY}&until=${now - 2 * DAY}`, { since: now - 5 * DAY, until: now - 2 * DAY }],

@@ -1,9 +1,10 @@
 // `callbacks migrate`: brings a table written by the earlier layout (one task per id, with a ledger entry
-// per callback) over to the current one (docs/task-store.md). Idempotent and resumable: a task is done once
-// its old header is gone, so an interrupted run is run again.
+// per callback) over to the current one, and gives headers written before room and session index keys
+// held the appKey the keys this version writes (docs/task-store.md). Idempotent and resumable: a task is
+// done once its old header is gone, a header once its keys are right, so an interrupted run is run again.
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { findLegacyTasks, migrateTable } from '../../lib/aws/dynamo/migrate.ts';
+import { findMigrationWork, migrateTable } from '../../lib/aws/dynamo/migrate.ts';
 import { plural } from '../format.ts';
 import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 
@@ -17,16 +18,23 @@ export function register(program: Command): void {
   ).action(async (opts: CommonOptions & { dryRun?: boolean; yes?: boolean }) => {
     await withTarget(opts, async (ctx) => {
       const { dynamo: client, tableName } = ctx.target;
-      const waiting = (await findLegacyTasks(client, tableName)).length;
-      if (waiting === 0) {
-        if (opts.json) printJson({ tasks: 0, migrated: 0, callbacks: 0, carried: 0, failed: [] });
-        else ctx.out(`No task of the earlier layout in ${ctx.where}: nothing to do.`);
+      const found = await findMigrationWork(client, tableName);
+      const waiting = found.legacy.length;
+      if (waiting === 0 && found.rekey.length === 0) {
+        if (opts.json) printJson({ tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, failed: [] });
+        else ctx.out(`No task of the earlier layout and no index key to rewrite in ${ctx.where}: nothing to do.`);
         return;
       }
       if (!opts.yes && !opts.dryRun) {
         if (!process.stdin.isTTY)
           throw new CliError('migrate rewrites tasks: pass --yes to confirm when not at a terminal');
-        if (!(await confirm(`Bring ${plural(waiting, 'task')} over to the current layout in ${ctx.where}? [y/N] `))) {
+        const what = [
+          waiting > 0 ? `bring ${plural(waiting, 'task')} over to the current layout` : '',
+          found.rekey.length > 0 ? `rewrite the index keys of ${plural(found.rekey.length, 'task header')}` : '',
+        ]
+          .filter(Boolean)
+          .join(' and ');
+        if (!(await confirm(`${what[0]!.toUpperCase()}${what.slice(1)} in ${ctx.where}? [y/N] `))) {
           ctx.out('Nothing migrated.');
           return;
         }
@@ -53,10 +61,16 @@ export function register(program: Command): void {
       if (opts.json) printJson(result);
       else {
         const verb = opts.dryRun ? 'Would bring over' : 'Brought over';
-        ctx.out(
-          `${verb} ${plural(result.migrated, 'task')} of ${result.tasks}: ${plural(result.callbacks, 'callback')} ` +
-            `with their raw bodies, ${result.carried} counted without (past their retention).`,
-        );
+        if (result.tasks > 0)
+          ctx.out(
+            `${verb} ${plural(result.migrated, 'task')} of ${result.tasks}: ${plural(result.callbacks, 'callback')} ` +
+              `with their raw bodies, ${result.carried} counted without (past their retention).`,
+          );
+        if (result.rekeyed > 0)
+          ctx.out(
+            `${opts.dryRun ? 'Would rewrite' : 'Rewrote'} the room and session index keys of ` +
+              `${plural(result.rekeyed, 'task header')} to hold their appKey.`,
+          );
       }
       if (result.failed.length) {
         const first = result.failed[0]!;

@@ -3,6 +3,7 @@
 import { Option, type Command } from 'commander';
 import { eventView } from '../../lib/domain/event-view.ts';
 import {
+  allEvents,
   AmbiguousTaskError,
   type StoredEvent,
   type TaskQuery,
@@ -11,6 +12,7 @@ import {
 } from '../../lib/domain/task-store.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
 import { SERVICES, type Service } from '../../lib/domain/services.ts';
+import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -93,15 +95,16 @@ export function register(program: Command): void {
     tasks
       .command('list')
       .description('tasks, newest first (by their first callback)')
-      .option('--room <roomId>', 'tasks of this room')
-      .option('--session <sessionId>', 'tasks of this session')
+      .option('--room <roomId>', "tasks of this room (of --app-key's; without it, of every appKey, day by day)")
+      .option('--session <sessionId>', "tasks of this session (of --app-key's; without it, of every appKey)")
       .addOption(new Option('--status <status>', 'tasks in this status').choices(TASK_STATUSES))
       .option('--app-key <appKey>', 'tasks of this appKey')
       .addOption(new Option('--service <service>', 'recording or screenshot tasks only').choices(SERVICES))
       .option('--user <userId>', 'tasks of this userId (single-stream recordings)')
       .option(
         '--since <time>',
-        'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: last 30 days)',
+        'first callback at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms ' +
+          '(default without --app-key: last 30 days)',
       )
       .option('--until <time>', 'first callback at or before (same forms as --since)')
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
@@ -133,8 +136,8 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          since === undefined && !opts.room && !opts.session && !opts.appKey && !opts.user
-            ? 'No task matches in the last 30 days (--since reaches further back).'
+          since === undefined && listsDayByDay(query)
+            ? `No task matches in the last ${DEFAULT_LISTING_DAYS} days (--since reaches further back).`
             : 'No task matches.',
         );
         return;
@@ -155,9 +158,8 @@ export function register(program: Command): void {
   ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
       const ref: TaskRef = { id, appKey: opts.appKey };
-      const found = await oneTask(ref, () => ctx.target.tasks.listEventsPage(ref, WHOLE));
-      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
-      const events = found.items;
+      const events = await oneTask(ref, () => allEvents(ctx.target.tasks, ref));
+      if (!events) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
       if (opts.json) {
         printJson(events.map(eventView));
         return;

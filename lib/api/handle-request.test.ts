@@ -2,7 +2,10 @@
 // show: a task id shared by two appKeys (the current table keys tasks by id alone, so a store that would
 // hold both is stood in by one that says so), a store that fails, a fault in this code, events that are
 // not what API Gateway sends, and the log line.
+import { Buffer } from 'node:buffer';
+import type { QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import fc from 'fast-check';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
@@ -181,4 +184,144 @@ test('a store that does not answer in time: 503 store_unavailable at the deadlin
   expect(res.statusCode).toBe(503);
   expect(body(res).error.code).toBe('store_unavailable');
   expect(lines[0]!.fields.reason).toBe('TimeoutError: no answer from the task store within 50 ms');
+});
+
+describe('times and cursors out of the date range', () => {
+  const cursor = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+
+  test('a crafted cursor with a time past the date range (to = 1e300, 9e15): 400, not a RangeError', async () => {
+    for (const to of [1e300, 9e15, -1e300]) {
+      for (const q of [{}, { r: 'room-1' }]) {
+        const crafted = cursor({ q: { ...q, from: 0, to }, p: [{ i: 0 }] });
+        const res = await handleApiRequest(event(ApiRoutes.tasks, null, `cursor=${crafted}`), deps());
+        expect({ to, q, status: res.statusCode, code: body(res).error?.code }).toEqual({
+          to,
+          q,
+          status: 400,
+          code: 'invalid_query',
+        });
+        expect(body(res).error.message).toContain('"cursor"');
+      }
+    }
+    // A position inside a partition holds a time too.
+    const inside = cursor({ q: { r: 'room-1', from: 0, to: 1000 }, p: [{ i: 0, s: 1e300, k: 'TASK#x', h: 'H#1:a' }] });
+    expect((await handleApiRequest(event(ApiRoutes.tasks, null, `cursor=${inside}`), deps())).statusCode).toBe(400);
+  });
+
+  test('since or until of 40 digits, or before 1970: 400 invalid_query, not 503 store_unavailable', async () => {
+    for (const [query, parameter] of [
+      [`room=room-1&until=${'9'.repeat(40)}`, 'until'],
+      [`until=${'1'.repeat(40)}`, 'until'],
+      [`appKey=app-a&since=${'9'.repeat(17)}`, 'since'],
+      ['session=s-1&since=1900-01-01', 'since'],
+      ['since=99999w', 'since'],
+    ] as const) {
+      const res = await handleApiRequest(event(ApiRoutes.tasks, null, query), deps());
+      expect({ query, status: res.statusCode, code: body(res).error?.code }).toEqual({
+        query,
+        status: 400,
+        code: 'invalid_query',
+      });
+      expect(body(res).error.message).toContain(`"${parameter}"`);
+      expect(res.headers['retry-after']).toBeUndefined();
+    }
+  });
+
+  test('a room and an appKey of 1024 bytes each, over an index key together: an empty page, no query', async () => {
+    // DynamoDB refuses a partition key over 2048 bytes (dynalite does not): no such query may be sent.
+    const strict = new Proxy(dynamo.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return (command: QueryCommand) => {
+          const values = Object.values(command.input?.ExpressionAttributeValues ?? {});
+          if (values.some((v) => v.S !== undefined && Buffer.byteLength(v.S, 'utf8') > 2048))
+            return Promise.reject(
+              Object.assign(new Error('Hash primary key values must be under 2048 bytes'), {
+                name: 'ValidationException',
+                $metadata: {},
+              }),
+            );
+          return target.send(command);
+        };
+      },
+    });
+    const reader = new DynamoTaskStore({ client: strict, tableName: dynamo.tableName });
+    for (const name of ['room', 'session']) {
+      const query = `${name}=${'r'.repeat(1024)}&appKey=${'a'.repeat(1024)}`;
+      const res = await handleApiRequest(event(ApiRoutes.tasks, null, query), deps(reader));
+      expect({ name, status: res.statusCode, body: body(res) }).toEqual({
+        name,
+        status: 200,
+        body: { tasks: [], nextCursor: null },
+      });
+    }
+  });
+
+  test("DynamoDB's ValidationException: 400 invalid_query, not a transient store_unavailable", async () => {
+    const refused = Object.assign(new Error('One or more parameter values were invalid'), {
+      name: 'ValidationException',
+      $fault: 'client',
+      $metadata: { httpStatusCode: 400 },
+    });
+    const validating: TaskReader = { ...sharedId, listTasksPage: () => Promise.reject(refused) };
+    const res = await handleApiRequest(event(ApiRoutes.tasks, null, 'room=room-1'), deps(validating));
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect(body(res).error.code).toBe('invalid_query');
+    expect(lines[0]).toMatchObject({ level: 'warn', fields: { code: 'invalid_query' } });
+  });
+
+  test('any cursor and any query values: never a 5xx (property)', async () => {
+    const time = fc.oneof(
+      fc.nat(),
+      fc.integer({ min: -(2 ** 53), max: 2 ** 53 }),
+      fc.constantFrom(0, 1e300, -1e300, 9e15, 8.64e15, 253402300800000, 1.5),
+    );
+    const filters = fc.record(
+      { r: fc.constantFrom('room-1', 'r'), s: fc.constant('s-1'), a: fc.constantFrom('app-a', 'b') },
+      { requiredKeys: [] },
+    );
+    const position = fc.oneof(
+      fc.constant(null),
+      fc.record({ i: fc.nat(2) }),
+      fc.record({ i: fc.oneof(fc.nat(2), time), s: time, k: fc.constant('TASK#x'), h: fc.constant('H#1:a') }),
+    );
+    const tasksCursor = fc
+      .record({
+        q: fc.tuple(filters, time, time).map(([f, from, to]) => ({ ...f, from, to })),
+        p: fc.oneof(fc.tuple(position), fc.array(position, { maxLength: 3 })),
+      })
+      .map(cursor);
+    const otherCursor = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.json().map(cursor),
+      fc.string().map((e) => cursor({ e })),
+      fc.string().map((f) => cursor({ f })),
+    );
+    const value = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      fc.bigInt({ min: 0n, max: 10n ** 60n }).map(String),
+      time.map(String),
+      fc.constantFrom('2h', '99999w', '9999-12-31', '10000-01-01', '1969-12-31T23:59:59Z', 'room-1', 'app-a'),
+    );
+    const names = fc.constantFrom('room', 'session', 'appKey', 'status', 'since', 'until', 'limit', 'user', 'service');
+    const request = fc.oneof(
+      fc.record({ route: fc.constant(ApiRoutes.tasks), cursor: tasksCursor, values: fc.constant({}) }),
+      fc.record({
+        route: fc.constantFrom(ApiRoutes.tasks, ApiRoutes.task, ApiRoutes.events),
+        cursor: fc.option(otherCursor, { nil: undefined }),
+        values: fc.dictionary(names, value, { maxKeys: 3 }),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(request, async ({ route, cursor: given, values }) => {
+        const params = new URLSearchParams(values);
+        if (given !== undefined) params.set(route === ApiRoutes.task ? 'filesCursor' : 'cursor', given);
+        const id = route === ApiRoutes.tasks ? null : 'rec-shared';
+        const res = await handleApiRequest(event(route, id, params.toString()), deps());
+        if (res.statusCode >= 500) throw new Error(`${route}?${params} answered ${res.statusCode} ${res.body}`);
+      }),
+      { numRuns: 400 },
+    );
+  }, 120_000);
 });

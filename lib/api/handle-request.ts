@@ -81,6 +81,15 @@ function isStoreFailure(error: unknown): boolean {
   return typeof e.code === 'string' && /^(ECONN|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR)/.test(e.code);
 }
 
+/**
+ * Whether DynamoDB refused the request itself as malformed (a key or number out of its bounds): the
+ * parameters that built it were wrong, and the same request would be refused again. Parameters and
+ * cursors are bounded before any request is built, so this is a last resort.
+ */
+function isRefusedRequest(error: unknown): boolean {
+  return (error as { name?: unknown } | null)?.name === 'ValidationException';
+}
+
 export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiDependencies): Promise<JsonResponse> {
   const started = performance.now();
   const context = event?.requestContext as
@@ -96,13 +105,23 @@ export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiD
   try {
     response = await withDeadline(answer(event, deps, log), deps.deadlineMs);
   } catch (error) {
-    const transient = isStoreFailure(error);
-    outcome.level = transient ? 'warn' : 'error';
     log.reason = errorSentence(error);
-    log.code = transient ? 'store_unavailable' : 'internal_error';
-    response = transient
-      ? errorResponse('store_unavailable', 'The task store could not be read; retry later.', { 'retry-after': '1' })
-      : errorResponse('internal_error', 'An unexpected error occurred; retry later.');
+    if (isRefusedRequest(error)) {
+      outcome.level = 'warn';
+      log.code = 'invalid_query';
+      response = errorResponse(
+        'invalid_query',
+        'The task store refused the query as given: a query parameter or cursor is outside what it can read.',
+        noStore,
+      );
+    } else {
+      const transient = isStoreFailure(error);
+      outcome.level = transient ? 'warn' : 'error';
+      log.code = transient ? 'store_unavailable' : 'internal_error';
+      response = transient
+        ? errorResponse('store_unavailable', 'The task store could not be read; retry later.', { 'retry-after': '1' })
+        : errorResponse('internal_error', 'An unexpected error occurred; retry later.');
+    }
   }
   log.status = response.statusCode;
   log.latencyMs = Math.round((performance.now() - started) * 10) / 10;

@@ -5,7 +5,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { TASK_STATUSES, type TaskStatus } from '../domain/task.ts';
 import type { TaskQuery } from '../domain/task-store.ts';
 import { SERVICES, type Service } from '../domain/services.ts';
-import { parseTimePoint } from '../time-point.ts';
+import { parseTimePoint, TimeOutOfRangeError } from '../time-point.ts';
 import { ApiRoutes, type ApiRouteKey } from './routes.ts';
 import { clip as clipText } from '../text.ts';
 
@@ -144,7 +144,12 @@ class Reader {
     if (value === undefined) return undefined;
     try {
       return parseTimePoint(value, now);
-    } catch {
+    } catch (err) {
+      if (err instanceof TimeOutOfRangeError)
+        throw new QueryError(
+          name,
+          `Query parameter "${name}" is out of range: "${clip(value)}"; times run from 1970-01-01 to 9999-12-31.`,
+        );
       throw new QueryError(
         name,
         `Query parameter "${name}" is not a time: "${clip(value)}"; use a duration back from now (30m, 2h, 7d), ` +

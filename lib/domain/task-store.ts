@@ -288,6 +288,22 @@ export interface TaskReader {
 /** What the worker needs of a store: the writes of a queued callback, never a read of its own. */
 export type TaskWriter = Pick<TaskStore, 'applyCallback' | 'quarantine'>;
 
+/**
+ * Every stored callback of a task, page after page (a page looks up a bounded number of them), or null
+ * when there is no such task.
+ */
+export async function allEvents(reader: TaskReader, ref: TaskRef): Promise<StoredEvent[] | null> {
+  const events: StoredEvent[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await reader.listEventsPage(ref, { limit: Number.POSITIVE_INFINITY, cursor });
+    if (!page) return null;
+    events.push(...page.items);
+    cursor = page.next ?? undefined;
+  } while (cursor);
+  return events;
+}
+
 export interface TaskStore extends TaskReader {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;

@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { TASK_STATUSES } from '../../domain/task.ts';
 import { SERVICES } from '../../domain/services.ts';
+import { isInTimeRange } from '../../time-point.ts';
 
 /** Longest cursor accepted: far above any this store makes, far below any request limit. */
 const MAX_CURSOR_CHARS = 8192;
@@ -21,6 +22,8 @@ export const EventsCursor = v.object({ e: SortKeyPart });
 export type EventsCursor = v.InferOutput<typeof EventsCursor>;
 
 const Filter = v.optional(v.pipe(v.string(), v.minLength(1)));
+/** A time in a cursor is checked as a time given as a parameter is: within the range tasks are kept under. */
+const Time = v.pipe(v.number(), v.check(isInTimeRange));
 /** A listing's query as resolved on its first page: filters and the absolute time window. */
 export const ResolvedQuery = v.object({
   r: Filter,
@@ -29,8 +32,8 @@ export const ResolvedQuery = v.object({
   st: v.optional(v.picklist(TASK_STATUSES)),
   sv: v.optional(v.picklist(SERVICES)),
   u: Filter,
-  from: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  to: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  from: Time,
+  to: Time,
 });
 export type ResolvedQuery = v.InferOutput<typeof ResolvedQuery>;
 
@@ -41,7 +44,7 @@ export type ResolvedQuery = v.InferOutput<typeof ResolvedQuery>;
 export const Position = v.nullable(
   v.object({
     i: v.pipe(v.number(), v.integer(), v.minValue(0)),
-    s: v.optional(v.pipe(v.number(), v.integer())),
+    s: v.optional(Time),
     k: v.optional(
       v.pipe(
         v.string(),

@@ -140,10 +140,20 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
     updatedAt: tally.updatedAt ?? undefined,
     keys,
     [SORT_AT]: sortAt,
-    g1pk: h.roomId ? Keys.roomGsi(h.roomId) : undefined,
-    g2pk: h.sessionId ? Keys.sessionGsi(h.sessionId) : undefined,
+    ...identityIndexKeys(h),
     g3pk: Keys.appGsi(h.appKey),
     g4pk: Keys.dayGsi(dayOf(sortAt)),
+  };
+}
+
+/** A header's room and session index keys (`g1pk`, `g2pk`), each there when the task has one. */
+export function identityIndexKeys(h: Pick<TaskHeader, 'appKey' | 'roomId' | 'sessionId'>): {
+  g1pk?: string;
+  g2pk?: string;
+} {
+  return {
+    g1pk: h.roomId ? Keys.roomGsi(h.appKey, h.roomId) : undefined,
+    g2pk: h.sessionId ? Keys.sessionGsi(h.appKey, h.sessionId) : undefined,
   };
 }
 

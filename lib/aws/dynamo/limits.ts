@@ -19,12 +19,14 @@ export function oversizedKey(cb: Callback): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const idField = cb.service === 'recording' ? 'recordId' : 'imageId';
   const fileName = fileNameOf(cb);
+  // The appKey's own keys first: the room's and the session's hold the appKey too, and the field to name
+  // is the one that is too long by itself.
   const partitionKeys: [string, string | null][] = [
     [idField, Keys.taskPk(cb.id)],
-    ['roomId', cb.roomId ? Keys.roomGsi(cb.roomId) : null],
-    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.sessionId) : null],
     ['appKey', Keys.appGsi(cb.appKey)],
     ['appKey', Keys.deliveryPk(cb.appKey, `E${cb.key}`)],
+    ['roomId', cb.roomId ? Keys.roomGsi(cb.appKey, cb.roomId) : null],
+    ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.appKey, cb.sessionId) : null],
   ];
   for (const [field, key] of partitionKeys) {
     if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)

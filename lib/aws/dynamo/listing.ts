@@ -1,12 +1,10 @@
 // Listings of tasks through the table's keys-only indexes, newest first: which index partitions a query
-// reads (a session's, a room's, an appKey's, or one per day), each read as a stream of keys from where the
+// reads (an appKey's session, room or whole, or one per day), each read as a stream of keys from where the
 // cursor left it, the streams merged by sort time, the task headers read in batches, each task added up
 // from its items (its status and counts are computed on read) and filtered. A page is bounded in items,
 // bytes, index queries and headers read, so a filter that no index serves, or a long stretch of empty
 // days, ends a page early with a cursor instead of outgrowing a request.
 import { Buffer } from 'node:buffer';
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import {
   InvalidCursorError,
   type Page,
@@ -15,10 +13,12 @@ import {
   type TaskSummary,
 } from '../../domain/task-store.ts';
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
-import { summaryFromParts } from './items.ts';
+import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
+import { appKeyOf, headerFactsOf, summaryFromParts } from './items.ts';
+import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
-import { fromItem, noCapacity, type Item, type TableReader } from './table-client.ts';
-import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+import { noCapacity, type Item, type TableReader } from './table-client.ts';
+import { Index, Keys, dayOf } from './table.ts';
 
 const DAY_MS = 86_400_000;
 /** Without `since`, a listing that is not narrowed by an index key covers this many days. */
@@ -31,9 +31,14 @@ export interface ReadBudget {
   queriesPerPage: number;
   /** Task headers one listing page may read (filters that no index serves discard some). */
   headersPerPage: number;
+  /**
+   * Recorded callback keys one page of a task's events may look up (raw bodies past their retention are
+   * gone, and a task may have thousands): past it the page ends early with a cursor.
+   */
+  eventKeysPerPage: number;
 }
 
-export const DEFAULT_READ_BUDGET: ReadBudget = { queriesPerPage: 64, headersPerPage: 1000 };
+export const DEFAULT_READ_BUDGET: ReadBudget = { queriesPerPage: 64, headersPerPage: 1000, eventKeysPerPage: 500 };
 
 export interface ListingContext {
   table: TableReader;
@@ -90,7 +95,7 @@ export async function listTasksPage(
       noCapacity(),
       false,
     );
-    const summaries = await summariesOf(ctx.tasks, headers);
+    const summaries = await summariesOf(ctx.tasks, headers, q);
     const working = before;
     for (let j = 0; j < batch.length; j++) {
       const entry = batch[j]!;
@@ -123,24 +128,39 @@ export async function listTasksPage(
   };
 }
 
-/** Each header's task added up from its items (null for none, or a task no callback has been recorded in). */
-async function summariesOf(tasks: TaskQueries, headers: (Item | null)[]): Promise<(TaskSummary | null)[]> {
+/**
+ * Each header's task added up from its items (null for none, a task no callback has been recorded in,
+ * or one whose header already fails a filter: its items are not read).
+ */
+async function summariesOf(
+  tasks: TaskQueries,
+  headers: (Item | null)[],
+  q: ResolvedQuery,
+): Promise<(TaskSummary | null)[]> {
   const out: (TaskSummary | null)[] = new Array(headers.length).fill(null);
   let next = 0;
   const work = async () => {
     while (next < headers.length) {
       const i = next++;
       const header = headers[i];
-      if (header) out[i] = summaryFromParts(await tasks.assembled(header));
+      if (header && headerMatches(header, q)) out[i] = summaryFromParts(await tasks.assembled(header));
     }
   };
   await Promise.all(Array.from({ length: Math.min(TASK_READS_IN_PARALLEL, headers.length) }, work));
   return out;
 }
 
+/**
+ * Whether a listing goes day by day through the byDay index: one that names no appKey, as rooms and
+ * sessions are indexed under their appKey. Without `since` it covers the last DEFAULT_LISTING_DAYS days.
+ */
+export function listsDayByDay(query: Pick<TaskQuery, 'appKey'>): boolean {
+  return !query.appKey;
+}
+
 function resolveQuery(query: TaskQuery, now: number): ResolvedQuery {
   const filters = filtersOf(query);
-  const byDay = !query.sessionId && !query.roomId && !query.appKey;
+  const byDay = listsDayByDay(query);
   let to = Math.max(0, Math.trunc(query.until ?? now + FUTURE_MS));
   // No task sorts after the day partition of tomorrow: the day stream starts there.
   if (byDay) to = Math.min(to, now + DAY_MS);
@@ -189,28 +209,23 @@ function resumeQuery(query: TaskQuery, cursor: string): { q: ResolvedQuery; posi
   return { q, positions: p };
 }
 
-/** A stream of index partitions read newest first, one after the other. */
-interface StreamPlan {
-  index: string;
-  pkAttr: string;
-  partitions: number;
-  partition(i: number): string;
-}
-
 /**
- * Which index partitions a query reads: a session's, a room's or an appKey's, or else one partition per
- * day, newest day first.
+ * Which index partitions a query reads: with an appKey, the session's, the room's or else the appKey's
+ * own; without, one partition per day, newest day first.
  */
 function planStreams(q: ResolvedQuery): StreamPlan[] {
   const one = (index: { name: string; pk: string }, value: string): StreamPlan => ({
     index: index.name,
     pkAttr: index.pk,
-    partitions: 1,
+    // No task is stored under a key longer than DynamoDB allows (limits.ts): such a partition is empty.
+    partitions: Buffer.byteLength(value, 'utf8') <= MAX_PARTITION_KEY_BYTES ? 1 : 0,
     partition: () => value,
   });
-  if (q.s) return [one(Index.bySession, Keys.sessionGsi(q.s))];
-  if (q.r) return [one(Index.byRoom, Keys.roomGsi(q.r))];
-  if (q.a) return [one(Index.byApp, Keys.appGsi(q.a))];
+  if (q.a !== undefined) {
+    if (q.s) return [one(Index.bySession, Keys.sessionGsi(q.a, q.s))];
+    if (q.r) return [one(Index.byRoom, Keys.roomGsi(q.a, q.r))];
+    return [one(Index.byApp, Keys.appGsi(q.a))];
+  }
   const newest = Math.floor(q.to / DAY_MS) * DAY_MS;
   const oldest = Math.floor(q.from / DAY_MS) * DAY_MS;
   return [
@@ -223,6 +238,18 @@ function planStreams(q: ResolvedQuery): StreamPlan[] {
   ];
 }
 
+/** The filters a task header answers by itself: all but the status, which is added up from the task's items. */
+function headerMatches(header: Item, q: ResolvedQuery): boolean {
+  const facts = headerFactsOf(header);
+  return (
+    (q.a === undefined || appKeyOf(header) === q.a) &&
+    (q.r === undefined || facts.roomId === q.r) &&
+    (q.s === undefined || facts.sessionId === q.s) &&
+    (q.sv === undefined || facts.service === q.sv) &&
+    (q.u === undefined || facts.userId === q.u)
+  );
+}
+
 function matches(s: TaskSummary, q: ResolvedQuery): boolean {
   return (
     (q.a === undefined || s.appKey === q.a) &&
@@ -232,153 +259,4 @@ function matches(s: TaskSummary, q: ResolvedQuery): boolean {
     (q.sv === undefined || s.service === q.sv) &&
     (q.u === undefined || s.userId === q.u)
   );
-}
-
-interface IndexEntry {
-  stream: number;
-  partition: number;
-  pk: string;
-  sk: string;
-  sortAt: number;
-}
-
-/** Reads one stream of partitions in pages of index keys, from a position, within the request budget. */
-class StreamReader {
-  private buffer: Omit<IndexEntry, 'stream'>[] = [];
-  private partition: number;
-  private last: { s: number; k: string; h: string } | undefined;
-  /** The current partition has no key after the buffered ones. */
-  private partitionDone = false;
-  private exhausted: boolean;
-  /** Out of query budget with nothing buffered: the stream's next key is unknown. */
-  blocked = false;
-
-  private readonly table: TableReader;
-  private readonly plan: StreamPlan;
-  private readonly q: ResolvedQuery;
-  private readonly budget: { queries: number };
-
-  constructor(table: TableReader, plan: StreamPlan, q: ResolvedQuery, start: Position, budget: { queries: number }) {
-    this.table = table;
-    this.plan = plan;
-    this.q = q;
-    this.budget = budget;
-    this.exhausted = start === null || start.i >= plan.partitions;
-    this.partition = start?.i ?? 0;
-    this.last =
-      start?.s !== undefined && start.k !== undefined && start.h !== undefined
-        ? { s: start.s, k: start.k, h: start.h }
-        : undefined;
-  }
-
-  /** The next key without taking it; null when the stream is exhausted or blocked. */
-  async head(): Promise<Omit<IndexEntry, 'stream'> | null> {
-    while (this.buffer.length === 0 && !this.exhausted) {
-      if (this.partitionDone) {
-        this.advance();
-        continue;
-      }
-      if (this.budget.queries <= 0) {
-        this.blocked = true;
-        return null;
-      }
-      this.budget.queries -= 1;
-      await this.fetch();
-    }
-    return this.buffer[0] ?? null;
-  }
-
-  take(): Omit<IndexEntry, 'stream'> {
-    const entry = this.buffer.shift()!;
-    this.last = { s: entry.sortAt, k: entry.pk, h: entry.sk };
-    return entry;
-  }
-
-  /** Where the next page starts: after the last key taken (partitions known to be finished skipped). */
-  position(): Position {
-    let partition = this.partition;
-    let last = this.last;
-    if (!this.exhausted && this.buffer.length === 0 && this.partitionDone) {
-      partition += 1;
-      last = undefined;
-    }
-    if (this.exhausted || partition >= this.plan.partitions) return null;
-    return last ? { i: partition, s: last.s, k: last.k, h: last.h } : { i: partition };
-  }
-
-  private advance(): void {
-    this.partition += 1;
-    this.last = undefined;
-    this.partitionDone = false;
-    if (this.partition >= this.plan.partitions) this.exhausted = true;
-  }
-
-  private async fetch(): Promise<void> {
-    const value = this.plan.partition(this.partition);
-    const input: QueryCommandInput = {
-      TableName: this.table.table,
-      IndexName: this.plan.index,
-      KeyConditionExpression: `${this.plan.pkAttr} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
-      ExpressionAttributeValues: {
-        ':v': { S: value },
-        ':a': { N: String(this.q.from) },
-        ':b': { N: String(this.q.to) },
-      },
-      ScanIndexForward: false,
-      Limit: 100,
-    };
-    if (this.last) {
-      // An index's start key is the index key and the table key of the last entry read.
-      const key = { pk: this.last.k, sk: this.last.h };
-      input.ExclusiveStartKey = marshall({ ...key, [this.plan.pkAttr]: value, [SORT_AT]: this.last.s });
-    }
-    const res = await this.table.client.send(new QueryCommand(input));
-    this.buffer = (res.Items ?? []).map((raw) => {
-      const item = fromItem(raw);
-      return {
-        partition: this.partition,
-        pk: item.pk as string,
-        sk: item.sk as string,
-        sortAt: item[SORT_AT] as number,
-      };
-    });
-    this.partitionDone = res.LastEvaluatedKey === undefined;
-    if (this.buffer.length > 0) this.blocked = false;
-  }
-}
-
-/** Merges streams that are each newest first into one newest-first sequence of keys. */
-class NewestFirst {
-  private readonly streams: StreamReader[];
-
-  constructor(streams: StreamReader[]) {
-    this.streams = streams;
-  }
-
-  /** The next key of the merge, or null when every stream is exhausted or one is blocked. */
-  async peek(): Promise<IndexEntry | null> {
-    let best: IndexEntry | null = null;
-    for (let i = 0; i < this.streams.length; i++) {
-      const head = await this.streams[i]!.head();
-      if (this.streams[i]!.blocked) return null;
-      // Ties go to the lower stream index, so that every page merges in the same order.
-      if (head && (best === null || head.sortAt > best.sortAt)) best = { ...head, stream: i };
-    }
-    return best;
-  }
-
-  async take(n: number): Promise<IndexEntry[]> {
-    const taken: IndexEntry[] = [];
-    while (taken.length < n) {
-      const next = await this.peek();
-      if (!next) break;
-      this.streams[next.stream]!.take();
-      taken.push(next);
-    }
-    return taken;
-  }
-
-  blocked(): boolean {
-    return this.streams.some((s) => s.blocked);
-  }
 }

@@ -10,7 +10,17 @@
 //    task's callbacks and each file's attempts, written once;
 // 4. the old header and files are deleted, the header last: a task whose old header is gone is done, so an
 //    interrupted run is simply run again. Ledger entries stay, as the raw archive, until their TTL.
-import { DeleteItemCommand, ScanCommand, type DynamoDBClient, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
+//
+// Headers of this layout written before room and session index keys held the appKey get those keys
+// rewritten (re-keyed), so that the listings of a room or session of one appKey find them.
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+  type DynamoDBClient,
+  type ScanCommandOutput,
+} from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseCallback } from '../../domain/callback.ts';
 import {
@@ -26,13 +36,25 @@ import {
 import type { Service } from '../../domain/services.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
-import { fileFromItem, fileToItem, headerFactsOf, headerFromItem, headerToItem, keysOf, tallyOf } from './items.ts';
-import { ContentionError, TableClient, backoff, noCapacity, type Item, type Key } from './table-client.ts';
+import {
+  appKeyOf,
+  fileFromItem,
+  fileToItem,
+  headerFactsOf,
+  headerFromItem,
+  headerToItem,
+  identityIndexKeys,
+  keysOf,
+  tallyOf,
+} from './items.ts';
+import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
   tasks: number;
+  /** Headers of this layout whose room and session index keys were rewritten to hold their appKey. */
+  rekeyed: number;
   /** Of which brought over. */
   migrated: number;
   /** Callbacks whose ledger entry was there, recorded in the new layout. */
@@ -55,29 +77,109 @@ export interface MigrationOptions {
 
 const MAX_ATTEMPTS = 16;
 
-/** The task partitions that still hold a header of the earlier layout: one Scan of the table. */
-export async function findLegacyTasks(client: DynamoDBClient, tableName: string): Promise<string[]> {
-  const pks: string[] = [];
+/** What is left to bring over in a table. */
+export interface MigrationWork {
+  /** The task partitions that still hold a header of the earlier layout. */
+  legacy: string[];
+  /** Headers of this layout whose room or session index key is not the one this version writes. */
+  rekey: RekeyedHeader[];
+}
+
+interface RekeyedHeader {
+  key: Key;
+  /** The index keys it holds, and those it should. */
+  held: { g1pk?: string; g2pk?: string };
+  wanted: { g1pk?: string; g2pk?: string };
+}
+
+/** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
+export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
+  const work: MigrationWork = { legacy: [], rekey: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
       new ScanCommand({
         TableName: tableName,
-        FilterExpression: 'sk = :h AND begins_with(pk, :t)',
-        ExpressionAttributeValues: marshall({ ':h': LegacyKeys.headerSk, ':t': Keys.taskPk('') }),
-        ProjectionExpression: 'pk',
+        FilterExpression: 'begins_with(pk, :t) AND (sk = :h OR begins_with(sk, :hp))',
+        ExpressionAttributeValues: marshall({
+          ':h': LegacyKeys.headerSk,
+          ':t': Keys.taskPk(''),
+          ':hp': Keys.headerPrefix,
+        }),
+        ProjectionExpression: 'pk, sk, roomId, sessionId, g1pk, g2pk',
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of page.Items ?? []) pks.push(item.pk!.S!);
+    for (const raw of page.Items ?? []) {
+      const item = fromItem(raw);
+      if (item.sk === LegacyKeys.headerSk) {
+        work.legacy.push(item.pk);
+        continue;
+      }
+      const held = { g1pk: item.g1pk, g2pk: item.g2pk };
+      const wanted = identityIndexKeys({
+        appKey: appKeyOf(item),
+        roomId: item.roomId ?? null,
+        sessionId: item.sessionId ?? null,
+      });
+      if (held.g1pk !== wanted.g1pk || held.g2pk !== wanted.g2pk)
+        work.rekey.push({ key: { pk: item.pk, sk: item.sk }, held, wanted });
+    }
     start = page.LastEvaluatedKey;
   } while (start);
-  return pks;
+  return work;
+}
+
+/**
+ * A header's room and session index keys set to those it should hold, provided it still holds those it
+ * was found with (a worker that wrote the header since wrote the right ones). True when rewritten.
+ */
+async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean> {
+  const set: string[] = [];
+  const remove: string[] = [];
+  const conditions: string[] = [];
+  const values: Record<string, string> = {};
+  for (const attr of ['g1pk', 'g2pk'] as const) {
+    const held = header.held[attr];
+    const wanted = header.wanted[attr];
+    conditions.push(held === undefined ? `attribute_not_exists(${attr})` : `${attr} = :held_${attr}`);
+    if (held !== undefined) values[`:held_${attr}`] = held;
+    if (wanted === undefined) remove.push(attr);
+    else {
+      set.push(`${attr} = :wanted_${attr}`);
+      values[`:wanted_${attr}`] = wanted;
+    }
+  }
+  const update = [set.length ? `SET ${set.join(', ')}` : '', remove.length ? `REMOVE ${remove.join(', ')}` : '']
+    .filter(Boolean)
+    .join(' ');
+  try {
+    await table.client.send(
+      new UpdateItemCommand({
+        TableName: table.table,
+        Key: marshall(header.key),
+        UpdateExpression: update,
+        ConditionExpression: `attribute_exists(pk) AND ${conditions.join(' AND ')}`,
+        ExpressionAttributeValues: marshall(values),
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (err instanceof ConditionalCheckFailedException) return false;
+    throw err;
+  }
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
-  const pks = await findLegacyTasks(opts.client, opts.tableName);
-  const result: MigrationResult = { tasks: pks.length, migrated: 0, callbacks: 0, carried: 0, failed: [] };
+  const { legacy: pks, rekey: headers } = await findMigrationWork(opts.client, opts.tableName);
+  const result: MigrationResult = {
+    tasks: pks.length,
+    rekeyed: 0,
+    migrated: 0,
+    callbacks: 0,
+    carried: 0,
+    failed: [],
+  };
   const table = new TableClient(opts.client, opts.tableName);
   const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), {
     maxAttempts: MAX_ATTEMPTS,
@@ -103,6 +205,11 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     }
   };
   await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, pks.length) }, work));
+  // After the tasks brought over, whose new headers were written with the right keys already.
+  for (const header of headers) {
+    if (opts.dryRun) result.rekeyed += 1;
+    else if (await rekey(table, header)) result.rekeyed += 1;
+  }
   return result;
 }
 

@@ -3,10 +3,12 @@
 // that were tampered with or belong to another listing are refused. What each listing must hold comes
 // from the seeding plan.
 import { Buffer } from 'node:buffer';
+import { BatchGetItemCommand, DeleteItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Page, PageRequest, TaskQuery, TaskStore, TaskSummary } from '../../domain/task-store.ts';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { applyTasks, expectedTask, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
 import { startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
+import { Keys } from './table.ts';
 import { DynamoTaskStore } from './task-store.ts';
 
 const DAY = 86_400_000;
@@ -47,7 +49,18 @@ const images = screenshotTask({
   images: 40,
   failEvery: 3,
 });
-const all: SeedTask[] = [...tied, ...spread, images];
+// Two screenshot tasks of 40 callbacks whose raw bodies expire (some, all) in the events tests.
+const expiring = ['some', 'all'].map((which) =>
+  screenshotTask({
+    id: `img-expiring-${which}`,
+    appKey: `app-expiring-${which}`,
+    roomId: 'room-expiring',
+    sessionId: 's-expiring',
+    at: now - 4 * DAY,
+    images: 39,
+  }),
+);
+const all: SeedTask[] = [...tied, ...spread, images, ...expiring];
 
 beforeAll(async () => {
   dynamo = await startDynamo();
@@ -213,5 +226,91 @@ describe('cursors', () => {
     await expect(
       store.getTaskPage({ id: 'img-wide' }, { limit: 5, cursor: encode({ f: 'x'.repeat(1025) }) }),
     ).rejects.toThrow(InvalidCursorError);
+  });
+});
+
+describe('events whose raw bodies have expired', () => {
+  /** The deliveries (raw bodies) of an appKey's task, in timestamp order: dynalite has no TTL, tests delete them. */
+  async function deliveriesOf(appKey: string): Promise<Record<string, AttributeValue>[]> {
+    const found: Record<string, AttributeValue>[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await dynamo.client.send(
+        new ScanCommand({
+          TableName: dynamo.tableName,
+          FilterExpression: 'begins_with(pk, :p)',
+          ExpressionAttributeValues: { ':p': { S: Keys.deliveryPk(appKey, '') } },
+          ExclusiveStartKey: start,
+        }),
+      );
+      found.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return found.sort((a, b) => Number(a.timestamp!.N) - Number(b.timestamp!.N));
+  }
+  const expire = (items: Record<string, AttributeValue>[]) =>
+    Promise.all(
+      items.map((i) =>
+        dynamo.client.send(new DeleteItemCommand({ TableName: dynamo.tableName, Key: { pk: i.pk!, sk: i.sk! } })),
+      ),
+    );
+
+  test('limit 10 over 40 callbacks, a few bodies expired: a full page and a cursor; the pages add up', async () => {
+    const [task] = expiring;
+    const bodies = await deliveriesOf(task!.appKey);
+    expect(bodies).toHaveLength(40);
+    const gone = bodies.filter((_, i) => i === 1 || i === 2 || i % 10 === 7);
+    await expire(gone);
+    const left = bodies.filter((b) => !gone.includes(b)).map((b) => Number(b.timestamp!.N));
+
+    const first = (await store.listEventsPage({ id: task!.id }, { limit: 10 }))!;
+    expect(first.items).toHaveLength(10);
+    expect(first.next).toEqual(expect.any(String));
+    const { items, pages } = await follow(
+      async (page) => (await store.listEventsPage({ id: task!.id }, page))!,
+      { limit: 10 },
+      jsonBytes,
+    );
+    expect(items.map((e) => e.timestamp)).toEqual(left);
+    expect(left).toHaveLength(34);
+    expect(pages.map((p) => p.length)).toEqual([10, 10, 10, 4]);
+    expect(await store.listEvents(task!.id)).toEqual(items);
+  });
+
+  test('a task whose bodies have all expired: each page looks up a bounded number of keys, with a cursor', async () => {
+    const [, task] = expiring;
+    await expire(await deliveriesOf(task!.appKey));
+    let keysLookedUp: number[] = [];
+    const counting = new Proxy(dynamo.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return (command: { input: unknown }) => {
+          if (command instanceof BatchGetItemCommand)
+            for (const request of Object.values(command.input.RequestItems ?? {}))
+              keysLookedUp.push(request.Keys?.length ?? 0);
+          return target.send(command as BatchGetItemCommand);
+        };
+      },
+    });
+    const frugal = new DynamoTaskStore({
+      client: counting,
+      tableName: dynamo.tableName,
+      readBudget: { eventKeysPerPage: 15 },
+    });
+    const perPage: number[] = [];
+    const { items, pages } = await follow(
+      async (page) => {
+        keysLookedUp = [];
+        const p = (await frugal.listEventsPage({ id: task!.id }, page))!;
+        perPage.push(keysLookedUp.reduce((a, b) => a + b, 0));
+        return p;
+      },
+      { limit: 500 },
+      jsonBytes,
+    );
+    expect(items).toEqual([]);
+    expect(pages).toEqual([[], [], []]);
+    expect(perPage).toEqual([15, 15, 10]);
+    expect(await frugal.listEvents(task!.id)).toEqual([]);
   });
 });

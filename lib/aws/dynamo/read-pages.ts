@@ -79,33 +79,34 @@ export class DynamoTaskReader implements TaskReader {
       .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
     const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
     const items: StoredEvent[] = [];
-    let lastRank: string | null = null;
     let bytes = 0;
-    for (let i = 0; i < ranked.length; i += BODIES_PER_BATCH) {
-      const chunk = ranked.slice(i, i + Math.min(BODIES_PER_BATCH, page.limit - items.length + 1));
+    // Keys of `ranked` looked up so far: a page ends at its limit, its bytes or its budget of keys,
+    // whichever comes first; the bodies a page finds expired count against its budget all the same.
+    let examined = 0;
+    const budget = this.budget.eventKeysPerPage;
+    while (examined < ranked.length && examined < budget && items.length < page.limit && bytes < maxBytes) {
+      const size = Math.min(BODIES_PER_BATCH, page.limit - items.length, budget - examined);
+      const chunk = ranked.slice(examined, examined + size);
       const bodies = await this.table.getMany(
         chunk.map((x) => bodyKey(appKey, ref.id, x.r.eventKey, x.r.ref)),
         noCapacity(),
         false,
       );
-      for (let j = 0; j < chunk.length; j++) {
-        const body = bodies[j];
+      for (const body of bodies) {
+        examined += 1;
         // A raw body past its retention period is gone: the callback is still counted in the task.
-        if (!body) {
-          lastRank = chunk[j]!.rank;
-          continue;
-        }
-        if (items.length >= page.limit) return { items, next: encodeCursor({ e: lastRank! } satisfies EventsCursor) };
+        if (!body) continue;
         const event = eventFromItem(body);
         items.push(event);
-        lastRank = chunk[j]!.rank;
         bytes += jsonBytes(event);
-        const more = i + j + 1 < ranked.length;
-        if (bytes >= maxBytes)
-          return { items, next: more ? encodeCursor({ e: lastRank } satisfies EventsCursor) : null };
+        if (bytes >= maxBytes) break;
       }
     }
-    return { items, next: null };
+    const last = ranked[examined - 1];
+    return {
+      items,
+      next: examined < ranked.length && last ? encodeCursor({ e: last.rank } satisfies EventsCursor) : null,
+    };
   }
 
   listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {

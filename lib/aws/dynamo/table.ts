@@ -64,8 +64,12 @@ export const Keys = {
    * SESSION#): one index serves both, where a fifth index would be written for every quarantined callback.
    */
   quarantineTaskGsi: (taskId: string) => `QUARANTINED_TASK#${taskId}`,
-  roomGsi: (roomId: string) => `ROOM#${roomId}`,
-  sessionGsi: (sessionId: string) => `SESSION#${sessionId}`,
+  /**
+   * A room and a session are named by each appKey for itself: their index keys hold the appKey, so that
+   * a listing of one appKey's room reads no index entry of another appKey's room of the same name.
+   */
+  roomGsi: (appKey: string, roomId: string) => `ROOM#${scopeOf(appKey)}#${roomId}`,
+  sessionGsi: (appKey: string, sessionId: string) => `SESSION#${scopeOf(appKey)}#${sessionId}`,
   appGsi: (appKey: string) => `APP#${appKey}`,
   dayGsi: (day: string) => `DAY#${day}`,
 } as const;

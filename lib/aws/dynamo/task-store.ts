@@ -3,21 +3,22 @@
 // ./deliveries.ts), the reads in ./queries.ts, ./read-pages.ts and ./listing.ts, the item shapes in
 // ./items.ts, DynamoDB's limits in ./limits.ts and the calls themselves, with capacity accounting, in
 // ./table-client.ts.
-import type {
-  ApplyResult,
-  Capacity,
-  DeliveredCallback,
-  Page,
-  PageRequest,
-  QuarantineApplied,
-  QuarantineEntry,
-  QuarantineQuery,
-  StoredEvent,
-  TaskPage,
-  TaskQuery,
-  TaskRef,
-  TaskStore,
-  TaskSummary,
+import {
+  allEvents,
+  type ApplyResult,
+  type Capacity,
+  type DeliveredCallback,
+  type Page,
+  type PageRequest,
+  type QuarantineApplied,
+  type QuarantineEntry,
+  type QuarantineQuery,
+  type StoredEvent,
+  type TaskPage,
+  type TaskQuery,
+  type TaskRef,
+  type TaskStore,
+  type TaskSummary,
 } from '../../domain/task-store.ts';
 import type { Task } from '../../domain/task.ts';
 import { TaskQueries } from './queries.ts';
@@ -80,7 +81,7 @@ export class DynamoTaskStore implements TaskStore {
   }
 
   async listEvents(id: string, appKey?: string): Promise<StoredEvent[]> {
-    return (await this.listEventsPage({ id, appKey }, WHOLE))?.items ?? [];
+    return (await allEvents(this, { id, appKey })) ?? [];
   }
 
   async *listTasks(query: TaskQuery): AsyncIterable<TaskSummary> {
