@@ -222,8 +222,11 @@ export function identRankOf(cb: Callback): string {
   return identPriority(cb.type) + rankOf(cb.timestamp, cb.key);
 }
 
-/** Joins one callback's identity, config, start and end facts into the header (creating it if need be). */
-export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHeader {
+/**
+ * Joins one callback's identity and config into the header (creating it if need be): what any callback of
+ * the task says of it, its start and end facts aside.
+ */
+export function applyIdentity(header: TaskHeader | null, cb: Callback): TaskHeader {
   const rank = rankOf(cb.timestamp, cb.key);
   const identRank = identRankOf(cb);
   const h: TaskHeader = header
@@ -266,6 +269,13 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
       h.config = cb.config;
     }
   }
+  return h;
+}
+
+/** Joins one callback's identity, config, start and end facts into the header (creating it if need be). */
+export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHeader {
+  const rank = rankOf(cb.timestamp, cb.key);
+  const h = applyIdentity(header, cb);
   if (cb.type === 1 && (h.startRank === null || rank < h.startRank)) {
     h.startRank = rank;
     h.startedAt = cb.timestamp;
