@@ -206,6 +206,23 @@ export function toFileView(f: FileRecord): FileView {
   };
 }
 
+/** A file's change of state from one callback. */
+export function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
+  return { from: fileState(before), to: fileState(after) };
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Whether a join left a file's facts and tally as they were. */
+export function sameFacts(
+  before: FileRecord | null,
+  after: FileRecord,
+  tallyBefore: Tally,
+  tallyAfter: Tally,
+): boolean {
+  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Header
 

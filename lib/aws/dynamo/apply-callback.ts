@@ -11,10 +11,8 @@
 // 3. A file callback writes the header only to create the task or to improve its identity (an earlier
 //    callback before any start); it reads the header eventually consistent, which can only understate
 //    what the header holds. A recording end also joins its file's size, before its key is recorded.
-// 4. What can refuse a callback is settled before its first write to the task, so that a refused callback
-//    leaves nothing there: its items' sizes, and its service (a recording end that would create the task
-//    creates it first as a file callback would, without its end facts or key, and the service of a task
-//    never changes once it exists).
+// 4. What can refuse a callback (an item's size, the task's service) is settled before its first write to
+//    the task: a refused callback leaves nothing there.
 //
 // Every join is in lib/domain/task.ts; docs/task-store.md gives the layout and the argument.
 import type { Callback } from '../../domain/callback.ts';
@@ -33,14 +31,14 @@ import {
   applyToHeader,
   emptyTally,
   fileNameOf,
-  fileState,
   identRankOf,
   isHeaderEvent,
+  sameFacts,
   sameHeader,
   tallyCallback,
+  transitionOf,
   type FileRecord,
   type FileTransition,
-  type Tally,
 } from '../../domain/task.ts';
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
 import type { TaskParts } from '../../domain/task-parts.ts';
@@ -84,8 +82,6 @@ type Outcome =
   | { outcome: 'duplicate'; file: FileChange }
   | Quarantine;
 type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
-
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 export class WritePath {
   private readonly table: TableClient;
@@ -325,17 +321,14 @@ export class WritePath {
         [cb.key]: recordedValue(cb, ref),
       });
       if (!fileDone) {
-        // Whatever can refuse the end is settled before its file is joined, or a refused end would leave a
-        // file that its task waits for forever: the header's size, and its service, fixed once the task
-        // exists (the task is created first, as a file callback would create it, without the end's facts).
+        // What can refuse the end is settled before its file is joined (a file its task would wait for): the
+        // header's size, and its service, fixed once the task exists (created first without the end's facts).
         const refused = oversizedItem('header', toItem(item));
         if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
-        if (!header) {
-          const created = headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {});
-          if (!(await this.putItem(this.headers, created, null, cap))) continue;
-          // The end's facts join this header as they would have joined none: `item` stands.
-          header = { ...created, ver: 1 };
-        }
+        // The end's facts join the header it creates as they would have joined none: `item` stands.
+        const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {});
+        if (created && !(await this.putItem(this.headers, created, null, cap))) continue;
+        header ??= { ...created, ver: 1 };
         fileChange = await this.joinFile(fileKey!, fileNameOf(cb)!, fileRead, cb, cap);
         fileDone = true;
       }
@@ -404,13 +397,4 @@ export class WritePath {
  */
 function likelyCreates(cb: Callback): boolean {
   return cb.type === 1 || cb.type === 2 || (cb.service === 'screenshot' && cb.type === 4);
-}
-
-function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
-  return { from: fileState(before), to: fileState(after) };
-}
-
-/** Whether a join left a file's facts and tally as they were. */
-function sameFacts(before: FileRecord | null, after: FileRecord, tallyBefore: Tally, tallyAfter: Tally): boolean {
-  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
 }
