@@ -70,6 +70,8 @@ export interface TaskHeader {
   endOk: boolean;
   /** Some start or end callback carried a code other than 200. */
   startOrEndFailed: boolean;
+  /** The earliest start or end callback whose code is not 200 (the time and error of `task.failed`). */
+  failure: ErrorFact | null;
 }
 
 /**
@@ -206,23 +208,6 @@ export function toFileView(f: FileRecord): FileView {
   };
 }
 
-/** A file's change of state from one callback. */
-export function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
-  return { from: fileState(before), to: fileState(after) };
-}
-
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
-/** Whether a join left a file's facts and tally as they were. */
-export function sameFacts(
-  before: FileRecord | null,
-  after: FileRecord,
-  tallyBefore: Tally,
-  tallyAfter: Tally,
-): boolean {
-  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Header
 
@@ -268,6 +253,7 @@ export function applyIdentity(header: TaskHeader | null, cb: Callback): TaskHead
         endedAt: null,
         endOk: false,
         startOrEndFailed: false,
+        failure: null,
       };
   if (identRank < h.identRank) {
     h.identRank = identRank;
@@ -303,14 +289,19 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
     h.endedAt = cb.timestamp;
   }
   if (cb.type === 3 && cb.code === 200) h.endOk = true;
-  if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) h.startOrEndFailed = true;
+  if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) {
+    h.startOrEndFailed = true;
+    if (h.failure === null || rank < h.failure.rank)
+      h.failure = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
+  }
   return h;
 }
 
-/** Whether two headers hold the same facts (the config follows its rank, so ranks stand for it). */
+/** Whether two headers hold the same facts (the config and the failure follow their ranks, which stand for them). */
 export function sameHeader(a: TaskHeader, b: TaskHeader): boolean {
-  for (const k of Object.keys(a) as (keyof TaskHeader)[]) if (k !== 'config' && a[k] !== b[k]) return false;
-  return true;
+  for (const k of Object.keys(a) as (keyof TaskHeader)[])
+    if (k !== 'config' && k !== 'failure' && a[k] !== b[k]) return false;
+  return a.failure?.rank === b.failure?.rank;
 }
 
 /** Whether a callback's facts live in the header (start and end) rather than in a file. */
@@ -358,6 +349,7 @@ export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
   const config = b.configRank !== null && (a.configRank === null || b.configRank < a.configRank) ? b : a;
   const start = b.startRank !== null && (a.startRank === null || b.startRank < a.startRank) ? b : a;
   const end = b.endRank !== null && (a.endRank === null || b.endRank < a.endRank) ? b : a;
+  const failure = b.failure !== null && (a.failure === null || b.failure.rank < a.failure.rank) ? b : a;
   return {
     service: a.service,
     id: a.id,
@@ -378,6 +370,7 @@ export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
     endedAt: end.endedAt,
     endOk: a.endOk || b.endOk,
     startOrEndFailed: a.startOrEndFailed || b.startOrEndFailed,
+    failure: failure.failure,
   };
 }
 

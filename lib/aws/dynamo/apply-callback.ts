@@ -33,15 +33,13 @@ import {
   fileNameOf,
   identRankOf,
   isHeaderEvent,
-  sameFacts,
   sameHeader,
   tallyCallback,
-  transitionOf,
   type FileRecord,
   type FileTransition,
 } from '../../domain/task.ts';
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
-import type { TaskParts } from '../../domain/task-parts.ts';
+import { sameFacts, transitionOf, type TaskParts } from '../../domain/task-parts.ts';
 import {
   bodyRefOf,
   fileFromItem,
