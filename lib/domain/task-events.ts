@@ -12,7 +12,8 @@
 //   the state of some subset of the callbacks (some order reaches it first). MUST ⊆ published ⊆ MAY.
 //
 // Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
-// consumers deduplicate on it. Pure: no AWS import.
+// consumers deduplicate on it; and a time read off the stored task, so that every publication of it has the
+// same one (`occurrence`). Pure: no AWS import.
 import type { Service } from './services.ts';
 import type { Callback } from './callback.ts';
 import { canonicalJson } from './canonical.ts';
