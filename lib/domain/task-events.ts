@@ -141,9 +141,6 @@ export function fileEventTypes(f: FileRecord | null): TaskEventType[] {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Events of one write, as the worker publishes them
-
-// ---------------------------------------------------------------------------------------------------
 // When an event happened
 
 /** The timestamp a rank encodes (rankOf). */
@@ -179,7 +176,7 @@ function occurrence(
   type: TaskEventType,
   cb: Callback,
   stored: StoredWrite,
-): { at: number; error?: { code: number; message: string | null } } {
+): { at: number; error?: TaskEvent['error'] } {
   const h = stored.parts.header;
   const own = { at: cb.timestamp, error: { code: cb.code, message: cb.message } };
   const failure = h.failure && { at: h.failure.at, error: { code: h.failure.code, message: h.failure.message } };
@@ -203,6 +200,9 @@ function occurrence(
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Events of one write, as the worker publishes them
+
 /**
  * The events to publish for one delivery of `cb`, given what the store reports (`StoredWrite`: the task
  * after the write, the file before and after, a "before" being null when unknown, and then every event
@@ -225,7 +225,7 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
       occurredAt: at,
       task,
       ...(file ? { file } : {}),
-      ...(error && (type === 'task.start_failed' || type === 'task.failed') ? { error } : {}),
+      ...(error ? { error } : {}),
     };
   };
 
