@@ -3,18 +3,21 @@
 // twice; overflow items of a file with many attempts.
 import {
   BatchGetItemCommand,
+  GetItemCommand,
   type AttributeValue,
   type DynamoDBClient,
   ScanCommand,
   type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { readFileSync } from 'node:fs';
 import type { SQSRecord } from 'aws-lambda';
 import { itemSize } from 'dynalite/db/index.js';
 import fc from 'fast-check';
 import { ContentionError, DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { TableClient, noCapacity } from '../lib/aws/dynamo/table-client.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
+import { MAX_ITEM_BYTES, itemBytes } from '../lib/aws/dynamo/limits.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { AmbiguousTaskError } from '../lib/domain/task-store.ts';
@@ -337,4 +340,126 @@ describe('a file with many attempts', () => {
     expect(items).toHaveLength(2 + ATTEMPTS - 4);
     expect(Math.max(...items.map((i) => i.bytes))).toBeLessThan(1024);
   }, 180_000);
+});
+
+describe('a refused recording end leaves nothing behind', () => {
+  const fixture = (name: string): Body =>
+    JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8')) as Body;
+  const recordingEnd = fixture('recording-3-end.json');
+  const screenshotStart = fixture('screenshot-1-start.json');
+  const screenshotEnd = fixture('screenshot-3-end.json');
+  const imageOk = fixture('screenshot-4-upload-ok.json');
+  const table = () => new TableClient(local.db.client, local.db.tableName);
+  const quarantined = async (store: DynamoTaskStore, id: string) => {
+    const reasons: string[] = [];
+    for await (const e of store.listQuarantine({ sinceDays: 3650, taskId: id })) reasons.push(e.reason);
+    return reasons;
+  };
+
+  test('service_mismatch race: another service starts the id before the end writes: no file of the end', async () => {
+    const id = `race${++run}`;
+    const appKey = String(recordingEnd.appKey);
+    const fileName = String((recordingEnd.output as Body).fileName);
+    const other = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+    const otherStart = { ...screenshotStart, imageId: id, appKey };
+    // The screenshot start lands between the end's reads and its first write to the task.
+    let raced = false;
+    const send = local.db.client.send.bind(local.db.client) as (command: any) => Promise<any>;
+    const client = new Proxy(local.db.client, {
+      get(target, prop, receiver) {
+        if (prop !== 'send') return Reflect.get(target, prop, receiver);
+        return async (command: any) => {
+          if (!raced && command?.constructor?.name === 'PutItemCommand' && command.input.Item?.pk?.S === `TASK#${id}`) {
+            raced = true;
+            const res = await processBatch(sqsEvent([sqsRecord('screenshot', otherStart)]), { store: other, log });
+            expect(res.outcomes).toEqual(['applied']);
+          }
+          return send(command);
+        };
+      },
+    }) as DynamoDBClient;
+    const store = new DynamoTaskStore({ client, tableName: local.db.tableName });
+    const res = await processBatch(sqsEvent([sqsRecord('recording', { ...recordingEnd, recordId: id })]), {
+      store,
+      log,
+    });
+    expect(raced).toBe(true);
+    expect(res.outcomes).toEqual(['quarantined']);
+    expect(await quarantined(store, id)).toEqual(['service_mismatch']);
+    expect(await table().get({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, noCapacity())).toBeNull();
+
+    // The screenshot task's own end and image complete it: no file of the refused end holds it back.
+    const image = { ...imageOk, imageId: id, appKey };
+    const rest = [image, { ...screenshotEnd, imageId: id, appKey }].map((b) => sqsRecord('screenshot', b));
+    expect((await processBatch(sqsEvent(rest), { store: other, log })).outcomes).toEqual(['applied', 'applied']);
+    const task = await other.getTask(id, appKey);
+    expect(task?.files.map((f) => f.fileName)).toEqual([String((imageOk.output as Body).fileName)]);
+    expect(task?.status).toBe('completed');
+  });
+
+  test('oversized header: an end that would make the header too big for DynamoDB leaves no file', async () => {
+    const n = ++run;
+    const appKey = String(recordingEnd.appKey);
+    const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+    // Its room and session are in the header twice (as fields and index keys), once in the body: the header
+    // outgrows the delivery, which holds the raw body.
+    const [roomId, sessionId] = ['r'.repeat(2000), 's'.repeat(2000)];
+    const slice = (id: string, extra: string): Body => ({
+      ...fixture('recording-2-slice.json'),
+      recordId: id,
+      roomId,
+      sessionId,
+      extra,
+    });
+    const deliver = async (bodies: Body[]) =>
+      (await processBatch(sqsEvent(bodies.map((b) => sqsRecord('recording', b))), { store, log })).outcomes;
+    // A task of the same id length measures the header a slice makes; the slice of the task under test
+    // then brings an extra that leaves its header a few bytes short of DynamoDB's limit, which the end's own
+    // facts (its rank, time and key) overflow.
+    const probe = `bigP${n}`;
+    expect(await deliver([slice(probe, 'x'.repeat(1000))])).toEqual(['applied']);
+    const raw = await local.db.client.send(
+      new GetItemCommand({
+        TableName: local.db.tableName,
+        Key: marshall({ pk: Keys.taskPk(probe), sk: Keys.headerSk(appKey) }),
+      }),
+    );
+    const probeBytes = itemSize(raw.Item!);
+    expect(itemBytes(raw.Item!)).toBeGreaterThanOrEqual(probeBytes);
+    const id = `bigT${n}`;
+    const bigSlice = slice(id, 'x'.repeat(1000 + MAX_ITEM_BYTES - probeBytes - 40));
+    const sliceFile = String((bigSlice.output as Body).fileName);
+    const t0 = Number(bigSlice.timestamp);
+    const refusedEnd = {
+      ...recordingEnd,
+      recordId: id,
+      timestamp: t0 + 1,
+      output: { fileName: 'refused.mp4', fileSize: 1 },
+    };
+    const upload = (fileName: string, timestamp: number) => {
+      const ok = fixture('recording-4-upload-ok.json');
+      return { ...ok, recordId: id, timestamp, output: { ...(ok.output as Body), fileName } };
+    };
+
+    expect(await deliver([bigSlice])).toEqual(['applied']);
+    expect(await deliver([refusedEnd])).toEqual(['quarantined']);
+    expect(await quarantined(store, id)).toEqual(['invalid_callback']);
+    const refusedFile = { pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, 'refused.mp4') };
+    expect(await table().get(refusedFile, noCapacity())).toBeNull();
+
+    // The genuine end comes once the header is smaller again: the platform never sends such an extra, but
+    // a later start (its identity wins) stands for whatever makes the task storable.
+    const start = { ...fixture('recording-1-start-single.json'), recordId: id, timestamp: t0 - 60_000 };
+    const genuineEnd: Body = { ...recordingEnd, recordId: id, timestamp: t0 + 2 };
+    const genuineFile = String((genuineEnd.output as Body).fileName);
+    expect(await deliver([start])).toEqual(['applied']);
+    expect(await deliver([upload(sliceFile, t0 + 10), genuineEnd, upload(genuineFile, t0 + 20)])).toEqual([
+      'applied',
+      'applied',
+      'applied',
+    ]);
+    const task = await store.getTask(id, appKey);
+    expect(task?.files.map((f) => f.fileName).sort()).toEqual([genuineFile, sliceFile].sort());
+    expect(task?.status).toBe('completed');
+  });
 });

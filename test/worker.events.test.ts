@@ -90,6 +90,17 @@ async function deliverUntilDone(records: SQSRecord[], store: TaskStore, events: 
   return pending;
 }
 
+/** The ids published with more than one time or error, and those. */
+function republishedAtAnotherTime(published: readonly TaskEvent[]) {
+  const byId = new Map<string, Set<string>>();
+  for (const e of published) {
+    const times = byId.get(e.id) ?? new Set<string>();
+    times.add(JSON.stringify([e.occurredAt, e.error ?? null]));
+    byId.set(e.id, times);
+  }
+  return [...byId].filter(([, times]) => times.size > 1).map(([id, times]) => ({ id, times: [...times] }));
+}
+
 async function expectBetweenMustAndMay(expected: ExpectedEvents, received: ReceivedEvent[]) {
   const published = received.map((m) => m.body);
   const check = checkPublished(expected, published);
@@ -102,7 +113,8 @@ async function expectBetweenMustAndMay(expected: ExpectedEvents, received: Recei
 }
 
 test(
-  'any order, any duplicates, any batching: MUST ⊆ published ⊆ MAY, ' + 'with attributes for filter policies',
+  'any order, any duplicates, any batching: MUST ⊆ published ⊆ MAY, with attributes for filter policies; ' +
+    'delivered again, each id is republished at its one time',
   async () => {
     let judged = 0;
     await fc.assert(
@@ -129,6 +141,11 @@ test(
           }
           const check = await expectBetweenMustAndMay(expected, published);
           judged += check.distinct;
+          // Every callback delivered again, now that all are in: each id is republished at one time.
+          expect(await deliverUntilDone(records, store, publisher, batchSize)).toEqual([]);
+          expect(republishedAtAnotherTime((await reader.poll()).map((m) => m.body as unknown as TaskEvent))).toEqual(
+            [],
+          );
         },
       ),
       { numRuns: 25 },
@@ -288,5 +305,37 @@ describe('a file whose keys are on items of their own', () => {
       'file.upload_recovered',
       'file.uploaded',
     ]);
+  });
+});
+
+describe('a republished event carries the time of the callback that made it true', () => {
+  test('a start delivered again republishes task.completed as first published: same id, same time', async () => {
+    const read = (name: string) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
+    const recordId = `rec-again-${++run}`;
+    const start = { ...read('recording-1-start-mix.json'), recordId };
+    const slice = { ...read('recording-2-slice.json'), recordId };
+    const sliceUpload = { ...read('recording-4-upload-ok.json'), recordId };
+    const end = { ...read('recording-3-end.json'), recordId };
+    const endUpload = {
+      ...sliceUpload,
+      timestamp: end.timestamp + 30_000,
+      output: { ...sliceUpload.output, fileName: end.output.fileName },
+    };
+    const published: TaskEvent[] = [];
+    const deps = {
+      store: new DynamoTaskStore({ client: db.client, tableName: db.tableName }),
+      log,
+      events: { publish: async (events: readonly TaskEvent[]) => void published.push(...events) },
+    };
+    for (const body of [start, slice, sliceUpload, end, endUpload, start]) {
+      const res = await processBatch(sqsEvent([sqsRecord('recording', JSON.stringify(body))]), deps);
+      expect(res.batchItemFailures).toEqual([]);
+    }
+    const completions = published.filter((e) => e.type === 'task.completed');
+    expect(completions.map((e) => [e.id, e.occurredAt])).toEqual([
+      [completions[0]!.id, endUpload.timestamp],
+      [completions[0]!.id, endUpload.timestamp],
+    ]);
+    expect(completions[1]).toEqual(completions[0]);
   });
 });

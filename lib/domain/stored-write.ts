@@ -32,10 +32,10 @@ export function storedWriteOf(cb: Callback, effect: WriteEffect, parts: TaskPart
       after: read ?? { ...file.after, attempts },
     };
   }
-  if (effect.outcome === 'duplicate' || effect.headerBefore === null) return { task, statusBefore: null, file };
+  if (effect.outcome === 'duplicate' || effect.headerBefore === null) return { task, statusBefore: null, file, parts };
   // The status before: this write's own change undone, every other item as read.
   const counts = countFiles(parts.files);
   const header = effect.headerBefore === 'unchanged' ? parts.header : effect.headerBefore;
   const before = effect.transition ? countsBefore(counts, effect.transition) : counts;
-  return { task, statusBefore: deriveStatus(header, before), file };
+  return { task, statusBefore: deriveStatus(header, before), file, parts };
 }

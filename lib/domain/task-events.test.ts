@@ -24,7 +24,7 @@ import {
   type TaskHeader,
 } from './task.ts';
 import { reduceTask } from './reduce-task.ts';
-import { toSummary } from './task-parts.ts';
+import { toSummary, type TaskParts } from './task-parts.ts';
 import { anyLifecycle, callbacksOf, mustParse, withDuplicatesShuffled } from '../../test/support/lifecycles.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -85,9 +85,12 @@ class MemoryTask {
   files = new Map<string, FileRecord>();
   applied = new Set<string>();
 
+  parts(): TaskParts {
+    return { header: this.header!, files: [...this.files.values()], tally: this.tally, eventCount: this.applied.size };
+  }
+
   summary(): TaskSummary {
-    const parts = { header: this.header!, files: [...this.files.values()], tally: this.tally };
-    return toSummary({ ...parts, eventCount: this.applied.size });
+    return toSummary(this.parts());
   }
 
   /** What the store reports to the worker for one delivery. */
@@ -95,7 +98,12 @@ class MemoryTask {
     const name = fileNameOf(cb);
     if (this.applied.has(cb.key)) {
       const after = name ? this.files.get(name)! : null;
-      return { task: this.summary(), statusBefore: null, file: after ? { before: null, after } : null };
+      return {
+        task: this.summary(),
+        statusBefore: null,
+        file: after ? { before: null, after } : null,
+        parts: this.parts(),
+      };
     }
     const statusBefore = this.header ? this.summary().status : null;
     this.applied.add(cb.key);
@@ -109,7 +117,7 @@ class MemoryTask {
     }
     this.header = applyToHeader(this.header, cb);
     this.tally = tallyCallback(this.tally, cb);
-    return { task: this.summary(), statusBefore, file };
+    return { task: this.summary(), statusBefore, file, parts: this.parts() };
   }
 }
 
@@ -248,17 +256,116 @@ test('a duplicate publishes only ids already published', () => {
   expect(new Set(twice.map((e) => e.id))).toEqual(new Set(once.map((e) => e.id)));
 });
 
-test('a failed start and a failed end: start_failed, failed and ended, with the code', () => {
+test('a failed start and a failed end: start_failed, failed and ended; the end republishes the start failure', () => {
   const badStart = rec(1, { timestamp: T0, code: 1004, errorMessage: 'room not found', config: {}, output: {} });
   const badEnd = rec(3, { timestamp: T0 + 5, code: 500, errorMessage: 'internal error', output: { fileName: 'g' } });
   const published = publishAll([badStart, badEnd], () => false);
-  expect(published.map((e) => [e.type, e.error?.code])).toEqual([
-    ['task.start_failed', 1004],
-    ['task.failed', 1004],
-    ['task.ended', undefined],
-    ['task.failed', 500],
+  expect(published.map((e) => [e.type, e.occurredAt, e.error?.code])).toEqual([
+    ['task.start_failed', T0, 1004],
+    ['task.failed', T0, 1004],
+    ['task.ended', T0 + 5, undefined],
+    ['task.failed', T0, 1004],
   ]);
   expect(new Set(published.filter((e) => e.type === 'task.failed').map((e) => e.id)).size).toBe(1);
+});
+
+// ---------------------------------------------------------------------------------------------------
+// A republished event carries the time of the callback that made it true, not the duplicate's.
+
+/** The distinct (time, error) each id was published with. */
+function timesById(published: readonly TaskEvent[]): Map<string, Set<string>> {
+  const byId = new Map<string, Set<string>>();
+  for (const e of published) {
+    const seen = byId.get(e.id) ?? new Set<string>();
+    seen.add(JSON.stringify([e.occurredAt, e.error ?? null]));
+    byId.set(e.id, seen);
+  }
+  return byId;
+}
+
+const republishedAtAnotherTime = (published: readonly TaskEvent[]) =>
+  [...timesById(published)].filter(([, times]) => times.size > 1).map(([id, times]) => ({ id, times: [...times] }));
+
+test('a start delivered again republishes task.completed with the time of its completion, not its own', () => {
+  const slice = rec(2, { timestamp: T0 + 30_000, output: { fileName: 'a.mp4', fileSize: 5 } });
+  const sliceUpload = rec(4, { timestamp: T0 + 40_000, output: { fileName: 'a.mp4', fileUrl: 'https://s/a.mp4' } });
+  const published = publishAll([start, slice, sliceUpload, end, upload, start], () => false);
+  const completions = published.filter((e) => e.type === 'task.completed');
+  expect(completions).toHaveLength(2);
+  expect(completions[1]).toEqual(completions[0]);
+  expect(completions[0]!.occurredAt).toBe(upload.timestamp);
+  expect(published.filter((e) => e.type === 'task.started').map((e) => e.occurredAt)).toEqual([T0, T0]);
+});
+
+test('a failed upload delivered again after a later failure republishes file.upload_failed at the first one', () => {
+  const laterFailure = rec(4, { ...failedUpload.body, timestamp: T0 + 66_000 });
+  const published = publishAll([start, end, failedUpload, laterFailure, failedUpload], () => false);
+  const failures = published.filter((e) => e.type === 'file.upload_failed');
+  expect(failures.map((e) => e.occurredAt)).toEqual([T0 + 61_000, T0 + 61_000]);
+});
+
+test('a screenshot image uploaded after the end does not move the time the task completed', () => {
+  const shot = (type: number, timestamp: number, extra: Record<string, unknown> = {}) =>
+    mustParse('screenshot', {
+      type,
+      timestamp,
+      appKey: 'app-1',
+      imageId: 'img-1',
+      roomId: 'room-1',
+      sessionId: 'sess-1',
+      extra: '',
+      code: 200,
+      errorMessage: 'success',
+      ...extra,
+    });
+  const image = (name: string, timestamp: number) =>
+    shot(4, timestamp, { output: { fileName: name, fileUrl: `https://s/${name}`, fileState: '10000' } });
+  const shotStart = shot(1, T0, { config: {} });
+  const shotEnd = shot(3, T0 + 20_000, { config: {} });
+  const late = image('2.jpg', T0 + 30_000);
+  const published = publishAll([shotStart, image('1.jpg', T0 + 10_000), shotEnd, late, late], () => false);
+  const completions = published.filter((e) => e.type === 'task.completed');
+  expect(completions.map((e) => e.occurredAt)).toEqual([T0 + 20_000, T0 + 20_000]);
+});
+
+test('in platform order, with duplicates and lost publishes anywhere: every publication of an id has one time', () => {
+  const byRank = (a: Callback, b: Callback) => a.timestamp - b.timestamp || (a.key < b.key ? -1 : 1);
+  fc.assert(
+    fc.property(
+      anyLifecycle().chain((l) =>
+        fc.tuple(
+          fc.constant(l),
+          fc.array(fc.nat(), { maxLength: 6 }),
+          fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+        ),
+      ),
+      ([l, again, lose]) => {
+        const inOrder = callbacksOf(l).sort(byRank);
+        // Each duplicate comes at some later point: after its first delivery.
+        const deliveries = [...inOrder];
+        for (const n of again) {
+          const first = deliveries.indexOf(inOrder[n % inOrder.length]!);
+          deliveries.splice(first + 1 + (n % (deliveries.length - first)), 0, deliveries[first]!);
+        }
+        expect(republishedAtAnotherTime(publishAll(deliveries, (i) => lose[i % lose.length]!))).toEqual([]);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+test('any order: once every callback is in, delivering them all again republishes each id at one time', () => {
+  fc.assert(
+    fc.property(
+      anyLifecycle().chain((l) => fc.tuple(fc.constant(l), withDuplicatesShuffled(l.bodies, { maxExtra: 4 }))),
+      ([l, bodies]) => {
+        const deliveries = bodies.map((b) => mustParse(l.service, b));
+        const published = publishAll([...deliveries, ...deliveries], () => false);
+        expect(republishedAtAnotherTime(published.slice(publishAll(deliveries, () => false).length))).toEqual([]);
+      },
+    ),
+    { numRuns: 300 },
+  );
 });
 
 test('ids: one per type, task and file; appKey and service are part of it', () => {

@@ -12,13 +12,15 @@
 //   the state of some subset of the callbacks (some order reaches it first). MUST ⊆ published ⊆ MAY.
 //
 // Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
-// consumers deduplicate on it. Pure: no AWS import.
+// consumers deduplicate on it; and a time read off the stored task, so that every publication of it has the
+// same one (`occurrence`). Pure: no AWS import.
 import type { Service } from './services.ts';
 import type { Callback } from './callback.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import { reduceTask } from './reduce-task.ts';
 import type { StoredWrite, TaskSummary } from './task-store.ts';
+import type { TaskParts } from './task-parts.ts';
 import {
   compareUtf8,
   fileNameOf,
@@ -139,6 +141,66 @@ export function fileEventTypes(f: FileRecord | null): TaskEventType[] {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// When an event happened
+
+/** The timestamp a rank encodes (rankOf). */
+const rankTime = (rank: string): number => Number(rank.slice(0, rank.indexOf('|')));
+
+/** When a file was first named: its first failed upload, its winning upload or the slice or end naming it. */
+function namedAt(f: FileRecord): number {
+  const times = [f.firstFailureAt, f.upload?.at, f.sizeRank === null ? null : rankTime(f.sizeRank)];
+  return Math.min(...times.filter((t): t is number => typeof t === 'number'));
+}
+
+/**
+ * When a completed task completed, in platform time: the earliest moment, from its end on, at which every
+ * file named by then was uploaded (a file named later, already uploaded, does not move it).
+ */
+export function completedAt(parts: TaskParts): number {
+  const end = parts.header.endedAt ?? parts.header.identAt;
+  const uploadedAt = (f: FileRecord) => f.upload?.at ?? Number.POSITIVE_INFINITY;
+  const moments = [end, ...parts.files.map(uploadedAt)].filter((t) => t >= end && t < Number.POSITIVE_INFINITY);
+  moments.sort((a, b) => a - b);
+  const done = (t: number) => parts.files.every((f) => namedAt(f) > t || uploadedAt(f) <= t);
+  return moments.find(done) ?? moments[moments.length - 1]!;
+}
+
+/**
+ * The time (and error) of an event, read off the stored task rather than off the callback in hand, so that
+ * every publication of it carries the same ones: the callback that made it true, first in platform time (the
+ * earliest start or end of its kind, the file's first failure, its winning success, the moment the task
+ * completed). `cb`, a witness, stands in only where the task keeps no such fact (an earliest start that
+ * failed, before an ok one).
+ */
+function occurrence(
+  type: TaskEventType,
+  cb: Callback,
+  stored: StoredWrite,
+): { at: number; error?: TaskEvent['error'] } {
+  const h = stored.parts.header;
+  const own = { at: cb.timestamp, error: { code: cb.code, message: cb.message } };
+  const failure = h.failure && { at: h.failure.at, error: { code: h.failure.code, message: h.failure.message } };
+  const failedStart = h.failure?.type === 1 ? failure : null;
+  const after = stored.file?.after;
+  switch (type) {
+    case 'task.started':
+      return { at: h.startedAt !== null && h.failure?.rank !== h.startRank ? h.startedAt : cb.timestamp };
+    case 'task.start_failed':
+      return failedStart ?? own;
+    case 'task.failed':
+      return failure ?? own;
+    case 'task.ended':
+      return { at: h.endedAt ?? cb.timestamp };
+    case 'task.completed':
+      return { at: completedAt(stored.parts) };
+    case 'file.upload_failed':
+      return { at: after?.firstFailureAt ?? after?.upload?.at ?? cb.timestamp };
+    default:
+      return { at: after?.upload?.at ?? cb.timestamp };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Events of one write, as the worker publishes them
 
 /**
@@ -152,35 +214,34 @@ export function fileEventTypes(f: FileRecord | null): TaskEventType[] {
  */
 export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEvent[] {
   const events: TaskEvent[] = [];
-  const task = stored ? eventTask(stored.task) : null;
-  const make = (type: TaskEventType, occurredAt: number, extra: Partial<TaskEvent> = {}): TaskEvent => ({
-    version: TASK_EVENT_VERSION,
-    id: taskEventId(cb.appKey, cb.service, cb.id, type, extra.file?.fileName ?? null),
-    type,
-    occurredAt,
-    task: task!,
-    ...extra,
-  });
-  if (!task) return events;
+  if (!stored) return events;
+  const task = eventTask(stored.task);
+  const make = (type: TaskEventType, file?: FileView): TaskEvent => {
+    const { at, error } = occurrence(type, cb, stored);
+    return {
+      version: TASK_EVENT_VERSION,
+      id: taskEventId(cb.appKey, cb.service, cb.id, type, file?.fileName ?? null),
+      type,
+      occurredAt: at,
+      task,
+      ...(file ? { file } : {}),
+      ...(error ? { error } : {}),
+    };
+  };
 
-  for (const type of witnessedTypes(cb)) {
-    const failed = type === 'task.start_failed' || type === 'task.failed';
-    events.push(make(type, cb.timestamp, failed ? { error: { code: cb.code, message: cb.message } } : {}));
-  }
+  for (const type of witnessedTypes(cb)) events.push(make(type));
 
   // Only an upload changes what file events say; a slice or an end naming an uploaded file republishes nothing.
-  if (cb.upload && stored?.file) {
+  if (cb.upload && stored.file) {
     const before = new Set(fileEventTypes(stored.file.before));
     const after = stored.file.after;
     for (const type of fileEventTypes(after)) {
       if (before.has(type)) continue;
-      events.push(make(type, after.upload!.at, { file: toFileView(after) }));
+      events.push(make(type, toFileView(after)));
     }
   }
 
-  if (task.status === 'completed' && stored?.statusBefore !== 'completed') {
-    events.push(make('task.completed', cb.timestamp));
-  }
+  if (task.status === 'completed' && stored.statusBefore !== 'completed') events.push(make('task.completed'));
   return events;
 }
 

@@ -5,6 +5,7 @@ import { modeName } from '../platform/modes.ts';
 import type { TaskSummary } from './task-store.ts';
 import {
   compareUtf8,
+  emptyTally,
   fileState,
   toFileView,
   type FileRecord,
@@ -31,6 +32,23 @@ export function countFiles(files: Iterable<FileRecord>): FileCounts {
     if (state === 'failed') counts.failedFiles += 1;
   }
   return counts;
+}
+
+/** A file's change of state from one callback. */
+export function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
+  return { from: fileState(before), to: fileState(after) };
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Whether a join left a file's facts and tally as they were. */
+export function sameFacts(
+  before: FileRecord | null,
+  after: FileRecord,
+  tallyBefore: Tally,
+  tallyAfter: Tally,
+): boolean {
+  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
 }
 
 /** The counts as they were before one file changed state. */

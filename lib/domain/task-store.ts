@@ -64,6 +64,8 @@ export interface StoredWrite {
   statusBefore: TaskStatus | null;
   /** The file the callback names, before and after the write; null when it names none. */
   file: { before: FileRecord | null; after: FileRecord } | null;
+  /** The task's parts as read after the write: the events' times are read off them. */
+  parts: TaskParts;
 }
 
 /**

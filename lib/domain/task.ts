@@ -70,6 +70,8 @@ export interface TaskHeader {
   endOk: boolean;
   /** Some start or end callback carried a code other than 200. */
   startOrEndFailed: boolean;
+  /** The earliest start or end callback whose code is not 200 (the time and error of `task.failed`). */
+  failure: ErrorFact | null;
 }
 
 /**
@@ -222,8 +224,11 @@ export function identRankOf(cb: Callback): string {
   return identPriority(cb.type) + rankOf(cb.timestamp, cb.key);
 }
 
-/** Joins one callback's identity, config, start and end facts into the header (creating it if need be). */
-export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHeader {
+/**
+ * Joins one callback's identity and config into the header (creating it if need be): what any callback of
+ * the task says of it, its start and end facts aside.
+ */
+export function applyIdentity(header: TaskHeader | null, cb: Callback): TaskHeader {
   const rank = rankOf(cb.timestamp, cb.key);
   const identRank = identRankOf(cb);
   const h: TaskHeader = header
@@ -248,6 +253,7 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
         endedAt: null,
         endOk: false,
         startOrEndFailed: false,
+        failure: null,
       };
   if (identRank < h.identRank) {
     h.identRank = identRank;
@@ -266,6 +272,13 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
       h.config = cb.config;
     }
   }
+  return h;
+}
+
+/** Joins one callback's identity, config, start and end facts into the header (creating it if need be). */
+export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHeader {
+  const rank = rankOf(cb.timestamp, cb.key);
+  const h = applyIdentity(header, cb);
   if (cb.type === 1 && (h.startRank === null || rank < h.startRank)) {
     h.startRank = rank;
     h.startedAt = cb.timestamp;
@@ -276,14 +289,19 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
     h.endedAt = cb.timestamp;
   }
   if (cb.type === 3 && cb.code === 200) h.endOk = true;
-  if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) h.startOrEndFailed = true;
+  if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) {
+    h.startOrEndFailed = true;
+    if (h.failure === null || rank < h.failure.rank)
+      h.failure = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
+  }
   return h;
 }
 
-/** Whether two headers hold the same facts (the config follows its rank, so ranks stand for it). */
+/** Whether two headers hold the same facts (the config and the failure follow their ranks, which stand for them). */
 export function sameHeader(a: TaskHeader, b: TaskHeader): boolean {
-  for (const k of Object.keys(a) as (keyof TaskHeader)[]) if (k !== 'config' && a[k] !== b[k]) return false;
-  return true;
+  for (const k of Object.keys(a) as (keyof TaskHeader)[])
+    if (k !== 'config' && k !== 'failure' && a[k] !== b[k]) return false;
+  return a.failure?.rank === b.failure?.rank;
 }
 
 /** Whether a callback's facts live in the header (start and end) rather than in a file. */
@@ -331,6 +349,7 @@ export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
   const config = b.configRank !== null && (a.configRank === null || b.configRank < a.configRank) ? b : a;
   const start = b.startRank !== null && (a.startRank === null || b.startRank < a.startRank) ? b : a;
   const end = b.endRank !== null && (a.endRank === null || b.endRank < a.endRank) ? b : a;
+  const failure = b.failure !== null && (a.failure === null || b.failure.rank < a.failure.rank) ? b : a;
   return {
     service: a.service,
     id: a.id,
@@ -351,6 +370,7 @@ export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
     endedAt: end.endedAt,
     endOk: a.endOk || b.endOk,
     startOrEndFailed: a.startOrEndFailed || b.startOrEndFailed,
+    failure: failure.failure,
   };
 }
 

@@ -188,12 +188,9 @@ async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents>
     const stored = a.result!.write!.storedWith(parts);
     const own = stored ? eventsOfWrite(a.cb!, stored) : [];
     a.events = own.length;
-    // Two writes that make the same event true publish it once (the same id, from the same read), at the
-    // latest of their times: task.completed at the callback that completed the task in platform order.
-    for (const event of own) {
-      const seen = events.get(event.id);
-      if (!seen || event.occurredAt > seen.occurredAt) events.set(event.id, event);
-    }
+    // Two writes that make the same event true publish it once: the same id, and the same time, read off
+    // the same stored task (lib/domain/task-events.ts).
+    for (const event of own) if (!events.has(event.id)) events.set(event.id, event);
   }
   return { writes: publishing.filter((a) => (a.events ?? 0) > 0), events: [...events.values()] };
 }

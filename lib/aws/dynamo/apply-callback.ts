@@ -11,6 +11,8 @@
 // 3. A file callback writes the header only to create the task or to improve its identity (an earlier
 //    callback before any start); it reads the header eventually consistent, which can only understate
 //    what the header holds. A recording end also joins its file's size, before its key is recorded.
+// 4. What can refuse a callback (an item's size, the task's service) is settled before its first write to
+//    the task: a refused callback leaves nothing there.
 //
 // Every join is in lib/domain/task.ts; docs/task-store.md gives the layout and the argument.
 import type { Callback } from '../../domain/callback.ts';
@@ -24,21 +26,20 @@ import type {
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
 import { errorSentence } from '../../text.ts';
 import {
+  applyIdentity,
   applyToFile,
   applyToHeader,
   emptyTally,
   fileNameOf,
-  fileState,
   identRankOf,
   isHeaderEvent,
   sameHeader,
   tallyCallback,
   type FileRecord,
   type FileTransition,
-  type Tally,
 } from '../../domain/task.ts';
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
-import type { TaskParts } from '../../domain/task-parts.ts';
+import { sameFacts, transitionOf, type TaskParts } from '../../domain/task-parts.ts';
 import {
   bodyRefOf,
   fileFromItem,
@@ -54,9 +55,9 @@ import {
 } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
 import { KnownItems } from './known-items.ts';
-import { oversizedKey, tooDeep } from './limits.ts';
+import { oversizedItem, oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
-import { ContentionError, backoff, noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
+import { ContentionError, backoff, noCapacity, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 
 export interface WritePathOptions {
@@ -79,8 +80,6 @@ type Outcome =
   | { outcome: 'duplicate'; file: FileChange }
   | Quarantine;
 type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
-
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 export class WritePath {
   private readonly table: TableClient;
@@ -219,26 +218,30 @@ export class WritePath {
           file: { before: null, after: this.fileRecord(file!) },
         };
       }
+      const before = file ? this.fileRecord(file) : null;
+      const after = applyToFile(before, cb);
+      const tally = tallyCallback(tallyOf(file), cb);
+      const transition = transitionOf(before, after);
+      const inline = Object.keys(keys).length < this.opts.inlineKeys;
+      const item = fileToItem(fileKey, after, tally, inline ? { ...keys, [cb.key]: recordedValue(cb, ref) } : keys);
       if (!headerDone) {
+        // A callback DynamoDB would refuse is refused before it writes the task's header.
+        const refused = oversizedItem('file', toItem(item));
+        if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
         const { header, created } = await this.ensureHeader(headerKey, headerRead as Item | null, cb, cap);
         if (header.service !== cb.service) return this.serviceMismatch(cb, header);
         if (created) headerBefore = null;
         headerDone = true;
       }
-      const before = file ? this.fileRecord(file) : null;
-      const after = applyToFile(before, cb);
-      const tally = tallyCallback(tallyOf(file), cb);
-      const transition = transitionOf(before, after);
       const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
-      if (Object.keys(keys).length < this.opts.inlineKeys) {
-        const item = fileToItem(fileKey, after, tally, { ...keys, [cb.key]: recordedValue(cb, ref) });
+      if (inline) {
         if (await this.putItem(this.files, item, file, cap)) return applied;
         continue;
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
       // whose conditional put tells a new callback from one recorded before.
       const joined = !sameFacts(before, after, tallyOf(file), tally);
-      if (joined && !(await this.putItem(this.files, fileToItem(fileKey, after, tally, keys), file, cap))) continue;
+      if (joined && !(await this.putItem(this.files, item, file, cap))) continue;
       const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
       const recorded = await this.table.putIf(
         recordedToItem(recordedKey, fileName, cb, ref),
@@ -310,15 +313,23 @@ export class WritePath {
         const file = fileKey && fileRead ? this.fileRecord(fileRead) : null;
         return { outcome: 'duplicate', file: file ? { before: null, after: file } : null };
       }
-      if (!fileDone) {
-        fileChange = await this.joinFile(fileKey!, fileNameOf(cb)!, fileRead, cb, cap);
-        fileDone = true;
-      }
       const before = header ? headerFromItem(header) : null;
       const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(header), cb), {
         ...keys,
         [cb.key]: recordedValue(cb, ref),
       });
+      if (!fileDone) {
+        // What can refuse the end is settled before its file is joined (a file its task would wait for): the
+        // header's size, and its service, fixed once the task exists (created first without the end's facts).
+        const refused = oversizedItem('header', toItem(item));
+        if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
+        // The end's facts join the header it creates as they would have joined none: `item` stands.
+        const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {});
+        if (created && !(await this.putItem(this.headers, created, null, cap))) continue;
+        header ??= { ...created, ver: 1 };
+        fileChange = await this.joinFile(fileKey!, fileNameOf(cb)!, fileRead, cb, cap);
+        fileDone = true;
+      }
       if (await this.putItem(this.headers, item, header, cap)) {
         const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
         return { outcome: 'applied', transition, file: fileChange, headerBefore: before };
@@ -384,13 +395,4 @@ export class WritePath {
  */
 function likelyCreates(cb: Callback): boolean {
   return cb.type === 1 || cb.type === 2 || (cb.service === 'screenshot' && cb.type === 4);
-}
-
-function transitionOf(before: FileRecord | null, after: FileRecord): FileTransition {
-  return { from: fileState(before), to: fileState(after) };
-}
-
-/** Whether a join left a file's facts and tally as they were. */
-function sameFacts(before: FileRecord | null, after: FileRecord, tallyBefore: Tally, tallyAfter: Tally): boolean {
-  return before !== null && sameJson(before, after) && sameJson(tallyBefore ?? emptyTally(), tallyAfter);
 }

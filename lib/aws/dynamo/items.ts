@@ -191,6 +191,7 @@ export function headerFactsOf(
     endedAt: item.endedAt ?? null,
     endOk: item.endOk ?? false,
     startOrEndFailed: item.startOrEndFailed ?? false,
+    failure: item.failure ? { ...item.failure, message: item.failure.message ?? null } : null,
   };
 }
 

@@ -1,7 +1,9 @@
-// What DynamoDB can never store: key values over its size limits and maps nested deeper than it allows.
+// What DynamoDB can never store: key values over its size limits, items over 400 KB and maps nested deeper
+// than it allows.
 // The ingest's minimal check lets such bodies through (no genuine callback carries one); the worker
 // quarantines them rather than retrying a write DynamoDB refuses every time.
 import { Buffer } from 'node:buffer';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Callback } from '../../domain/callback.ts';
 import { fileNameOf } from '../../domain/task.ts';
 import { Keys } from './table.ts';
@@ -63,5 +65,37 @@ function nestingDepth(value: unknown): number {
 export function tooDeep(cb: Callback): string | null {
   return cb.config && nestingDepth(cb.config) > MAX_NESTING
     ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores`
+    : null;
+}
+
+/** DynamoDB's limit on one item, names and values together. */
+export const MAX_ITEM_BYTES = 400 * 1024;
+
+/**
+ * An item's size as DynamoDB counts it (UTF-8 names and values, a number at most 21 bytes, 3 bytes and one
+ * per element for a map or a list), rounded up where DynamoDB's count of a number depends on its digits.
+ */
+export function itemBytes(item: Record<string, AttributeValue>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) total += Buffer.byteLength(name, 'utf8') + valueBytes(value);
+  return total;
+}
+
+function valueBytes(v: AttributeValue): number {
+  if (v.S !== undefined) return Buffer.byteLength(v.S, 'utf8');
+  if (v.N !== undefined) return Math.min(21, Math.ceil(v.N.length / 2) + 2);
+  if (v.B !== undefined) return v.B.byteLength;
+  if (v.M !== undefined) return 3 + itemBytes(v.M) + Object.keys(v.M).length;
+  if (v.L !== undefined) return 3 + v.L.reduce((n, e) => n + 1 + valueBytes(e), 0);
+  if (v.SS !== undefined) return v.SS.reduce((n, e) => n + Buffer.byteLength(e, 'utf8'), 0);
+  if (v.NS !== undefined) return v.NS.length * 21;
+  return 1;
+}
+
+/** Why DynamoDB would refuse an item for its size, or null. */
+export function oversizedItem(what: string, item: Record<string, AttributeValue>): string | null {
+  const bytes = itemBytes(item);
+  return bytes > MAX_ITEM_BYTES
+    ? `the task's ${what} would be ${bytes} bytes (a DynamoDB item holds at most ${MAX_ITEM_BYTES})`
     : null;
 }
