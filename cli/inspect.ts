@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, openTarget, type Target } from './target.ts';
-import { colorsFor, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
+import { colorsFor, jsonText, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -85,7 +85,7 @@ export function durationOption(text: string): number {
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${jsonText(value, 2)}\n`);
 }
 
 let guarded = false;

@@ -7,7 +7,7 @@ import { parseCidr } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
-import { colorsFor, fields, type Colors } from '../format.ts';
+import { colorsFor, fields, styled, type Colors } from '../format.ts';
 import { withTimeZone } from '../inspect.ts';
 
 interface DevOptions {
@@ -127,13 +127,14 @@ export function banner(
 ): string {
   const { info } = stack;
   const keys = stack.appKeys.length > 0 ? stack.appKeys.join(', ') : '(none: every signed callback is refused)';
-  const appKeys =
-    stack.signatureMode === 'off'
-      ? `any (signature mode off)`
-      : `${keys}${stack.secretsSource === 'default' ? c.dim('  (the demo key: CALLBACK_SECRETS is not set)') : ''}`;
+  const demoKey = stack.secretsSource === 'default' ? c.dim('  (the demo key: CALLBACK_SECRETS is not set)') : '';
+  const appKeys = stack.signatureMode === 'off' ? `any (signature mode off)` : styled`${keys}${demoKey}`;
   const data = info.dataDir
-    ? `${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
-    : `in memory ${c.dim('(--memory: gone when the stack stops)')}`;
+    ? styled`${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
+    : styled`in memory ${c.dim('(--memory: gone when the stack stops)')}`;
+  const readApiNote = c.dim('(loopback clients only, no authorization)');
+  const topic = info.eventsTopicArn?.split(':').pop() ?? '-';
+  const tailQueue = info.eventsQueueUrl?.split('/').pop() ?? '-';
   const m = eventSourceMapping;
   const q = queueSettings;
   const lines = [
@@ -144,22 +145,14 @@ export function banner(
         ['recording', `POST ${info.url}/callbacks/recording`],
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
-        [
-          'read API',
-          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
-            `${c.dim('(loopback clients only, no authorization)')}`,
-        ],
+        ['read API', styled`GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${readApiNote}`],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
-        [
-          'task events',
-          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ` +
-            `${c.dim('(callbacks events tail --follow)')}`,
-        ],
+        ['task events', styled`SNS topic ${topic} -> queue ${tailQueue}  ${c.dim('(callbacks events tail --follow)')}`],
         [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
@@ -167,7 +160,7 @@ export function banner(
         ],
         [
           'stack file',
-          `${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,
+          styled`${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,
         ],
       ],
       c,

@@ -4,7 +4,7 @@
 import { Option, type Command } from 'commander';
 import { EventQueueReader, type ReceivedEvent } from '../../lib/aws/sqs/event-queue.ts';
 import { TASK_EVENT_TYPES } from '../../lib/domain/task-events.ts';
-import { colorStatus, isoTime, table, type Colors } from '../format.ts';
+import { colorStatus, isoTime, jsonText, table, type Colors } from '../format.ts';
 import { CliError, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 
 interface TailOptions extends CommonOptions {
@@ -43,7 +43,7 @@ export function register(program: Command): void {
         (!opts.type || e.body.type === opts.type) && (!opts.task || e.body.task?.id === opts.task);
       const print = (batch: ReceivedEvent[]) => {
         const shown = batch.filter(wanted).sort((a, b) => (a.body.occurredAt ?? 0) - (b.body.occurredAt ?? 0));
-        if (opts.json) for (const e of shown) ctx.out(JSON.stringify(e.body));
+        if (opts.json) for (const e of shown) ctx.out(jsonText(e.body));
         else if (shown.length > 0) ctx.out(renderEvents(shown, ctx.c));
         return shown.length;
       };

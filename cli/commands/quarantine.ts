@@ -6,7 +6,7 @@ import type { QuarantineEntry, QuarantineQuery } from '../../lib/domain/task-sto
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
 import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
 import { recoverEntry, type RecoverResult } from '../../lib/worker/recover.ts';
-import { colorStatus, isoTime, plural, table, type Colors } from '../format.ts';
+import { colorStatus, isoTime, plural, printable, table, type Colors } from '../format.ts';
 import {
   CliError,
   confirm,
@@ -82,7 +82,7 @@ function scope(opts: Filters): string {
   if (opts.reason) parts.push(`reason ${opts.reason}`);
   if (opts.task) parts.push(`task ${opts.task}`);
   if (opts.appKey) parts.push(`appKey ${opts.appKey}`);
-  return parts.join(', ');
+  return printable(parts.join(', '));
 }
 
 async function collect(ctx: Context, opts: Filters): Promise<QuarantineEntry[]> {
@@ -282,7 +282,7 @@ function renderSummary(opts: ApplyFilters, results: Outcome[], ctx: Context): st
         `${s.stillFailing ? ctx.c.red(`${s.stillFailing} still failing`) : '0 still failing'}.`,
     );
   }
-  for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${why}`);
+  for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${printable(why)}`);
   const unverifiable = results.some((r) => r.result.outcome === 'failing' && r.result.kind === 'signature');
   if (unverifiable && !opts.acceptUnverified) {
     lines.push(

@@ -9,6 +9,7 @@ import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/domain/services.ts';
 import { CliError, printJson } from '../inspect.ts';
+import { printable } from '../format.ts';
 import { readLocalStack } from '../../lib/local/stack-file.ts';
 
 interface SendOptions {
@@ -139,7 +140,7 @@ async function send(file: string, opts: SendOptions): Promise<void> {
     }
     printJson({ url: shownUrl, status, body: parsed });
   } else {
-    process.stdout.write(`POST ${shownUrl} -> ${status} ${answer.trim()}\n`);
+    process.stdout.write(`POST ${printable(shownUrl)} -> ${status} ${printable(answer.trim())}\n`);
   }
   if (status < 200 || status >= 300) process.exitCode = 1;
 }
