@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { durationOption } from './inspect.ts';
+import { decimalNumber, durationOption, positiveInt, wholeNumber } from './inspect.ts';
 import {
   colors,
   colorsEnabled,
@@ -102,6 +102,14 @@ describe('durations and time points', () => {
     expect(() => durationOption('soon')).toThrow(
       new InvalidArgumentError('not a duration: "soon" (use e.g. 60s, 2m, 500ms).'),
     );
+  });
+
+  test('a duration option of 0, or beyond what a timer can wait, is refused rather than firing at once', () => {
+    for (const text of ['0', '0s', '30d']) {
+      expect(() => durationOption(text)).toThrow(
+        new InvalidArgumentError('a duration above 0 and under 24 days is needed.'),
+      );
+    }
   });
 
   test('a duration is that long before now', () => {
@@ -321,6 +329,26 @@ describe('terminal escape injection: values are printed with their control and f
         expect(out.replace(OUR_SGR, '')).not.toMatch(RAW_HIDDEN);
         expect(out).toContain(printable(HOSTILE));
       }
+    }
+  });
+});
+
+describe('numeric options: one strict parser each, refusing what Number() would quietly take', () => {
+  test('a whole number is decimal digits within its range', () => {
+    expect(['0', '7', '65535'].map(wholeNumber(0, 65535))).toEqual([0, 7, 65535]);
+    expect(positiveInt('50')).toBe(50);
+    for (const text of ['', ' 5', '5 ', '1e3', '0x10', '1.5', '-1', '65536', 'abc', 'Infinity']) {
+      expect(() => wholeNumber(0, 65535)(text)).toThrow(
+        new InvalidArgumentError('a whole number from 0 to 65535 is needed.'),
+      );
+    }
+    expect(() => positiveInt('0')).toThrow(new InvalidArgumentError('a whole number of at least 1 is needed.'));
+  });
+
+  test('a decimal number (a probability, a factor) is digits with an optional fraction, within its range', () => {
+    expect(['0', '1', '0.25', '.5', '1.'].map(decimalNumber(0, 1))).toEqual([0, 1, 0.25, 0.5, 1]);
+    for (const text of ['', '1.5', '-0.1', '1e-1', 'NaN', '0x1']) {
+      expect(() => decimalNumber(0, 1)(text)).toThrow(new InvalidArgumentError('a number from 0 to 1 is needed.'));
     }
   });
 });

@@ -70,17 +70,42 @@ export class CliError extends Error {
   override name = 'CliError';
 }
 
-/** Parses a positive whole number option; commander reports a refusal as one line. */
-export function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number above 0 is needed.');
-  return n;
+// The parsers of the numeric and duration options of every command: each value is parsed once, as the
+// option is read, and a refusal is one line from commander naming the option, the value and what it takes
+// (exit code 1). Written in decimal digits only: `Number` would also take '', ' 5', '1e3' and '0x10'.
+
+/** A whole number option from `min` to `max`. */
+export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
+  const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+  return (text) => {
+    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`a whole number ${range} is needed.`);
+    return n;
+  };
 }
 
-/** A duration option (`--timeout 60s`): see parseDuration; a bare number is seconds. */
+/** A count or limit: a whole number above 0. */
+export const positiveInt = wholeNumber(1);
+
+/** A decimal number option from `min` to `max` (a probability, a factor); `0.5` and `.5` alike. */
+export function decimalNumber(min: number, max = Number.MAX_VALUE): (text: string) => number {
+  const range = max === Number.MAX_VALUE ? `of at least ${min}` : `from ${min} to ${max}`;
+  return (text) => {
+    const n = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
+    if (!(n >= min && n <= max)) throw new InvalidArgumentError(`a number ${range} is needed.`);
+    return n;
+  };
+}
+
+/** The longest time a timer can wait (setTimeout's limit, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** A duration option (`--timeout 60s`), in ms: see parseDuration; a bare number is seconds. Above 0. */
 export function durationOption(text: string): number {
   const ms = parseDuration(text, { bareSeconds: true });
   if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
+  if (ms < 1 || ms > MAX_TIMER_MS) throw new InvalidArgumentError('a duration above 0 and under 24 days is needed.');
   return ms;
 }
 

@@ -3,7 +3,7 @@
 // real worker logic.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
@@ -659,6 +659,63 @@ describe('quarantine list', () => {
     ]);
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);
+  });
+
+  test('--limit below the count says more exist, rather than giving the shown count as the total', async () => {
+    const limited = await cli(['quarantine', 'list', '--limit', '1']);
+    expect(limited.code).toBe(0);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(3);
+    expect(limited.stdout).toMatch(/\n1 shown of more than 1 callbacks quarantined in the last 7 days, newest first/);
+    expect(limited.stdout).toContain('raise --limit (now 1) for the rest');
+    const all = await cli(['quarantine', 'list', '--limit', '2']);
+    expect(all.stdout).toMatch(
+      /\n2 callbacks quarantined in the last 7 days, newest first \(2 not applied\); `--json`/,
+    );
+  });
+
+  test('an unknown --reason is refused with the valid reasons, rather than matching nothing', async () => {
+    const refused = await cli(['quarantine', 'list', '--reason', 'bogus']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(
+      /--reason <reason>' argument 'bogus' is invalid\. Allowed choices are invalid_callback, /,
+    );
+    expect(refused.stderr).toContain('replayed_signature');
+    const known = await cliJson<any[]>(['quarantine', 'list', '--reason', 'invalid_signature']);
+    expect(known.map((e) => e.taskId)).toEqual(['rec-forged']);
+  });
+});
+
+describe('callbacks send --timeout', () => {
+  test('takes a duration (5s, or bare seconds), shows its default in seconds, refuses a bad one clearly', async () => {
+    const received: string[] = [];
+    const server = createServer((req, res) => {
+      req.on('data', (chunk: Buffer) => received.push(chunk.toString()));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const body = join(dir, 'send-timeout.json');
+      writeFileSync(body, JSON.stringify({ recordId: 'rec-t', appKey: 'demo-app', type: 1 }));
+      for (const timeout of ['5s', '5', '1500ms']) {
+        const run = await cli(['send', body, '--url', url, '--sign', 'none', '--timeout', timeout]);
+        expect(run).toEqual({ code: 0, stdout: `POST ${url}/callbacks/recording -> 200 {"ok":true}\n`, stderr: '' });
+      }
+      expect(received).toHaveLength(3);
+      for (const bad of ['soon', '0', '-1']) {
+        const run = await cli(['send', body, '--url', url, '--timeout', bad]);
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(/^error: option '--timeout <duration>' argument '.*' is invalid\. /);
+        expect(run.stderr).not.toMatch(/NaN/);
+      }
+      expect(received).toHaveLength(3);
+      const help = await cli(['send', '--help']);
+      expect(help.stdout).toMatch(/--timeout <duration>\s+give up after this long .*\(default: 10s\)/s);
+      expect(help.stdout).not.toContain('10000');
+    } finally {
+      server.close();
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, styled, type Colors } from '../format.ts';
-import { withTimeZone } from '../inspect.ts';
+import { wholeNumber, withTimeZone } from '../inspect.ts';
 
 interface DevOptions {
   port: number;
@@ -21,13 +21,6 @@ interface DevOptions {
   quiet?: boolean;
   logFormat?: LogFormat;
   color?: boolean;
-}
-
-function portNumber(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
-  return n;
 }
 
 /** Repeatable, and each value may itself be a comma-separated list; every range is checked as the ingest will. */
@@ -44,18 +37,11 @@ function cidrList(text: string, previous: string[] = []): string[] {
   return [...previous, ...entries];
 }
 
-function seconds(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 43200)
-    throw new InvalidArgumentError('whole seconds from 0 to 43200 are needed.');
-  return n;
-}
-
 export function register(program: Command): void {
   const dev = program
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
-    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
+    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', wholeNumber(0, 65535), 3000)
     .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
@@ -76,7 +62,7 @@ export function register(program: Command): void {
       '--retry-delay <seconds>',
       `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s ` +
         `visibility time-out)`,
-      seconds,
+      wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
     .option('--quiet', 'do not print the log lines of the handlers')
