@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { spawn } from 'node:child_process';
+import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
@@ -20,7 +21,7 @@ import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
-import { runCli } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCli } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 
@@ -917,6 +918,90 @@ describe('events tail', () => {
     const refused = await cli(['events', 'tail', '--type', 'file.gone']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+  });
+
+  test('--follow: two followers at once both see every event, hold no shared message, clean up on Ctrl-C', async () => {
+    const followers = [0, 1].map(() => {
+      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json'], {
+        cwd: dir,
+        env: childEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const out = { stdout: '', stderr: '' };
+      child.stdout.on('data', (d) => (out.stdout += d));
+      child.stderr.on('data', (d) => (out.stderr += d));
+      const exit = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const ids = () =>
+        out.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { id: string; task: { id: string } });
+      return { child, out, exit, ids };
+    });
+    const prefix = `${stack.info.eventsTopicArn!.split(':').pop()}-follow-`;
+    const followQueues = async () =>
+      ((await sqs.send(new ListQueuesCommand({ QueueNamePrefix: prefix }))).QueueUrls ?? []).length;
+    const until = async (what: () => Promise<boolean> | boolean, label: string) => {
+      for (const deadline = Date.now() + 20_000; !(await what()); ) {
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${label}: ${JSON.stringify(followers.map((f) => f.out))}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    try {
+      // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
+      await until(async () => (await followQueues()) === 2, 'two follow queues');
+      await until(() => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6), 'history');
+      const sns = new SNSClient({
+        endpoint: stack.info.sqsEndpoint,
+        region: stack.info.region,
+        credentials: LOCAL_CREDENTIALS,
+      });
+      const base = {
+        appKey: 'app-fl',
+        recordId: 'rec-fl-1',
+        roomId: 'room-fl',
+        sessionId: 's-fl',
+        userId: '',
+        mode: 3,
+      };
+      const lifecycle = [
+        { ...base, timestamp: now - 5000, type: 1, code: 200, config: { trigger: 1 } },
+        { ...base, timestamp: now - 4000, type: 3, code: 200, output: { fileName: 'fl.mp4', fileSize: 10 } },
+        { ...base, timestamp: now - 3000, type: 4, code: 200, output: { fileName: 'fl.mp4', fileUrl: 'https://s/fl' } },
+      ];
+      const res = await processBatch(
+        sqsEvent(lifecycle.map((b) => sqsRecord('recording', JSON.stringify(b), { receivedAt: now }))),
+        { store, log: createLogger('test'), events: snsEventPublisher(sns, stack.info.eventsTopicArn!) },
+      );
+      sns.destroy();
+      expect(res.batchItemFailures).toEqual([]);
+      const published = ['task.started', 'task.ended', 'file.uploaded', 'task.completed'];
+      await until(
+        () => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-fl-1').length === published.length),
+        'the new events',
+      );
+      const seen = followers.map((f) =>
+        f
+          .ids()
+          .filter((e) => e.task.id === 'rec-fl-1')
+          .map((e) => (e as unknown as { type: string }).type)
+          .sort(),
+      );
+      expect(seen).toEqual([[...published].sort(), [...published].sort()]);
+      // Following holds none of the shared queue's messages: a plain tail sees every one of them meanwhile.
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: stack.info.eventsQueueUrl!, AttributeNames: ['All'] }),
+      );
+      expect(Attributes?.ApproximateNumberOfMessagesNotVisible).toBe('0');
+      const plain = await cli(['events', 'tail', '--json', '--task', 'rec-fl-1']);
+      expect(plain.stdout.trimEnd().split('\n')).toHaveLength(published.length);
+    } finally {
+      for (const f of followers) f.child.kill('SIGINT');
+    }
+    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0]);
+    expect(followers.map((f) => f.out.stderr)).toEqual(['', '']);
+    expect(await followQueues()).toBe(0);
   });
 
   test('a deployed table without --queue-url: one sentence saying what to pass; with it, the events', async () => {
