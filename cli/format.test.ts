@@ -7,6 +7,7 @@ import {
   humanSize,
   jsonText,
   printable,
+  safeJson,
   isoTime,
   parseDuration,
   parseTimePoint,
@@ -230,6 +231,10 @@ describe('terminal escape injection: values are printed with their control and f
       expect(text.replace(/\n/g, '')).not.toMatch(RAW_HIDDEN);
     }
     expect(jsonText(value, 2)).toContain('\\u202e');
+    // A log line as the functions write it, shown by callbacks dev --log-format json.
+    const line = JSON.stringify({ level: 'warn', id: HOSTILE });
+    expect(JSON.parse(safeJson(line))).toEqual({ level: 'warn', id: HOSTILE });
+    expect(safeJson(line)).not.toMatch(RAW_HIDDEN);
     expect(jsonText(value)).toContain('\\udb40\\udc41');
   });
 

@@ -7,7 +7,7 @@ import { parseCidr } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
-import { colorsFor, fields, styled, type Colors } from '../format.ts';
+import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { wholeNumber, withTimeZone } from '../inspect.ts';
 
 interface DevOptions {
@@ -82,6 +82,9 @@ export function register(program: Command): void {
         const shown = prettyLogLine(line, c);
         if (shown !== null) process.stdout.write(`${shown}\n`);
       });
+    } else if (!opts.quiet) {
+      // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
+      setLogSink((line) => process.stdout.write(`${safeJson(line)}\n`));
     }
     const stack = await startLocalStack({
       port: opts.port,

@@ -16,6 +16,7 @@ import {
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { decimalNumber, durationOption, wholeNumber } from '../inspect.ts';
+import { printable } from '../format.ts';
 
 interface EmulateOptions {
   url: string;
@@ -251,7 +252,7 @@ function printSummary(
       `${s.status5xx ? pc.yellow(`${s.status5xx} 5xx`) : '0 5xx'}, ${s.networkErrors} network errors, ` +
       `${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
   ];
-  for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}`));
+  for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${printable(f.reason)}`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
     lines.push('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.');
   }
