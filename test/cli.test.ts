@@ -736,6 +736,10 @@ describe('dlq', () => {
     expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
     expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
     expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
+    // --limit below the count says how many were left out, rather than giving the shown count as the total.
+    const limited = await cli(['dlq', 'list', '--limit', '2']);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(4);
+    expect(limited.stdout).toMatch(/\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq;/);
 
     const refused = await cli(['dlq', 'redrive']);
     expect(refused.code).toBe(1);
