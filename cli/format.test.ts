@@ -223,6 +223,17 @@ describe('terminal escape injection: values are printed with their control and f
     }
   });
 
+  test('a long callbacks dev does not keep every coloured text: recent ones are recognised, old ones forgotten', () => {
+    const c = colors(true);
+    const early = c.red('early');
+    const recent = c.red('recent');
+    for (let i = 0; i < 15_000; i++) c.dim(`line ${i}`);
+    expect(table(['A'], [[recent]], c)).toContain('\u001b[31mrecent');
+    for (let i = 0; i < 30_000; i++) c.dim(`later line ${i}`);
+    // Forgotten: shown escaped, never raw.
+    expect(table(['A'], [[early]], c)).toContain('\\x1b[31mearly');
+  });
+
   test('--json stays exact JSON that parses back to the same value, with no hidden character left raw', () => {
     const value = { id: HOSTILE, list: [HOSTILE, 1, null], nested: { 'k\u202e': 'v\u0085' } };
     for (const indent of [undefined, 2]) {

@@ -152,11 +152,25 @@ export function colorsEnabled(
   return stream.isTTY === true;
 }
 
-/** What the colours of `colors` returned: printable already, kept as they are by `table`, `fields` and the colours. */
-const styledTexts = new Set<string>();
+/**
+ * What the colours of `colors` and `styled` returned: printable already, kept as they are by `table`, `fields`
+ * and the colours. A text is looked up soon after it is made (a table is printed as its rows are built), so
+ * two generations of distinct texts are kept, not every one a long `callbacks dev` ever printed.
+ */
+const STYLED_GENERATION = 10_000;
+let styledTexts = new Set<string>();
+let styledBefore = new Set<string>();
+
+function rememberStyled(text: string): void {
+  if (styledTexts.size >= STYLED_GENERATION) {
+    styledBefore = styledTexts;
+    styledTexts = new Set();
+  }
+  styledTexts.add(text);
+}
 
 function isStyled(text: string | number): boolean {
-  return typeof text === 'number' || styledTexts.has(text);
+  return typeof text === 'number' || styledTexts.has(text) || styledBefore.has(text);
 }
 
 /** A cell or value as printed: kept when it is a number or the output of a colour, made printable otherwise. */
@@ -177,7 +191,7 @@ export function colors(enabled: boolean): Colors {
     (safe as Record<string, unknown>)[key] = (input: unknown) => {
       const text = typeof input === 'string' || typeof input === 'number' ? input : String(input);
       const out = style(cellText(text));
-      styledTexts.add(out);
+      rememberStyled(out);
       return out;
     };
   }
@@ -190,7 +204,7 @@ export function colors(enabled: boolean): Colors {
  */
 export function styled(literals: TemplateStringsArray, ...values: (string | number)[]): string {
   const out = literals.reduce((text, literal, i) => text + cellText(values[i - 1]!) + literal);
-  styledTexts.add(out);
+  rememberStyled(out);
   return out;
 }
 
