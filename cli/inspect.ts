@@ -114,14 +114,29 @@ export function printJson(value: unknown): void {
 }
 
 let guarded = false;
+/** What ends the command when the reader of its output goes away: exiting, unless it has its own way to stop. */
+let whenClosed: () => void = () => process.exit(0);
+
 /** Output piped into `head` closes early: stop quietly rather than with a stack trace. */
 function guardStdout(): void {
   if (guarded) return;
   guarded = true;
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') return whenClosed();
     throw err;
   });
+}
+
+/**
+ * Makes `stop` what happens when stdout's reader goes away (a command that must clean up before it
+ * exits); returns what puts back the default.
+ */
+export function onStdoutClosed(stop: () => void): () => void {
+  const previous = whenClosed;
+  whenClosed = stop;
+  return () => {
+    whenClosed = previous;
+  };
 }
 
 /** Asks a yes/no question on the terminal; anything but y or yes is a no. */

@@ -18,7 +18,14 @@ import { TASK_EVENT_TYPES } from '../../lib/domain/task-events.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { taskEventsTopicFor } from '../events-publisher.ts';
 import { colorStatus, isoTime, jsonText, printable, table, type Colors } from '../format.ts';
-import { CliError, withCommonOptions, withTarget, type CommonOptions, type Context } from '../inspect.ts';
+import {
+  CliError,
+  onStdoutClosed,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+  type Context,
+} from '../inspect.ts';
 
 interface TailOptions extends CommonOptions {
   follow?: boolean;
@@ -97,6 +104,8 @@ async function follow(
   const stop = () => stopped.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // Piped into `head`: stop as on Ctrl-C, removing the queue, then print nothing more.
+  const restoreStdout = onStdoutClosed(stop);
   try {
     // What followers killed before they could clean up left behind; not being allowed to is no reason to stop.
     await removeStaleFollowQueues(clients, topicArn).catch((err: unknown) => {
@@ -126,7 +135,7 @@ async function follow(
           }
           throw err;
         }
-        print(batch.filter((e) => !printed.has(e.body.id)));
+        if (!stopped.signal.aborted) print(batch.filter((e) => !printed.has(e.body.id)));
         if (Date.now() - touchedAt >= TOUCH_EVERY_MS) {
           await queue.touch();
           touchedAt = Date.now();
@@ -140,6 +149,7 @@ async function follow(
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
+    restoreStdout();
     sns.destroy();
   }
 }
