@@ -1,6 +1,7 @@
 // Where a CLI command that applies callbacks (`quarantine apply`) publishes their task events, as the worker
-// does: the local stack's topic, the one named by --events-topic or TASK_EVENTS_TOPIC_ARN, or a stage's own
-// topic (its ARN built from the caller's account, which STS tells without any permission).
+// does, and the topic `events tail --follow` subscribes to: the local stack's topic, the one named by
+// --events-topic or TASK_EVENTS_TOPIC_ARN, or a stage's own topic (its ARN built from the caller's account,
+// which STS tells without any permission).
 import { SNSClient } from '@aws-sdk/client-sns';
 import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
@@ -31,11 +32,18 @@ async function stageTopicArn(stage: string, region: string, env: NodeJS.ProcessE
   }
 }
 
-export async function taskEventsFor(
+export interface TaskEventsTopic {
+  /** Null when none is known. */
+  topicArn: string | null;
+  /** A client of the topic's SNS (the local stack's on its SQS port); undefined without a topic. */
+  sns: SNSClient | undefined;
+}
+
+export async function taskEventsTopicFor(
   target: Target,
   opts: { eventsTopic?: string },
   env: NodeJS.ProcessEnv = process.env,
-): Promise<TaskEventsTarget> {
+): Promise<TaskEventsTopic> {
   const named = opts.eventsTopic ?? (env.TASK_EVENTS_TOPIC_ARN?.trim() || undefined);
   let topicArn: string | null = null;
   let client: SNSClient | undefined;
@@ -54,6 +62,15 @@ export async function taskEventsFor(
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);
     if (topicArn) client = new SNSClient({ region: target.region, maxAttempts: 3 });
   }
+  return { topicArn, sns: client };
+}
+
+export async function taskEventsFor(
+  target: Target,
+  opts: { eventsTopic?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<TaskEventsTarget> {
+  const { topicArn, sns: client } = await taskEventsTopicFor(target, opts, env);
   return {
     topicArn,
     publisher: client && topicArn ? snsEventPublisher(client, topicArn) : undefined,

@@ -1,10 +1,61 @@
 // Human output of the inspection commands: sizes, times, durations, colours and tables. Pure functions,
 // except `colorsFor`, which reads whether stdout is a terminal.
+//
+// Every value shown to a person goes through `printable` (a table's cells and a field's values do by
+// themselves; so does the text given to a colour of `colors`): ids, rooms and messages come from callbacks
+// anyone can send, and a control character or a bidi override printed as it is would drive the terminal
+// (clear the screen, set the window title, write the clipboard with OSC 52) or show text other than stored.
 import Table from 'cli-table3';
 import { createColors } from 'picocolors';
 import { checkTimeZone, parseDuration, parseTimePoint as parseTimePointIn, zoneOffsetMs } from '../lib/time-point.ts';
 
 export type Colors = ReturnType<typeof createColors>;
+
+/**
+ * What is never printed as it is: C0 and C1 controls, DEL, the format characters (bidi embeddings, overrides
+ * and isolates, zero-width characters, invisible tags) and the line and paragraph separators.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+const HIDDEN_BUT_LINE_BREAKS = /(?!\n)[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeHidden(ch: string): string {
+  const short = SHORT_ESCAPES[ch];
+  if (short) return short;
+  const code = ch.codePointAt(0)!;
+  if (code <= 0xff) return `\\x${code.toString(16).padStart(2, '0')}`;
+  if (code <= 0xffff) return `\\u${code.toString(16).padStart(4, '0')}`;
+  return `\\u{${code.toString(16)}}`;
+}
+
+/**
+ * `text` safe to print on a terminal: each control or invisible format character written as an escape
+ * (`\x1b`, `\u202e`, `\n`). `lines` keeps line breaks (a raw body shown as its lines); nothing else is kept.
+ */
+export function printable(text: string, opts: { lines?: boolean } = {}): string {
+  return text.replace(opts.lines ? HIDDEN_BUT_LINE_BREAKS : HIDDEN, escapeHidden);
+}
+
+/**
+ * `value` as JSON text, exact (it parses back to the same value) and safe on a terminal: what JSON.stringify
+ * leaves as it is of the characters `printable` escapes (DEL, C1 controls, format characters, the separators)
+ * is written as a `\uXXXX` escape too. They can only stand inside JSON strings, where the escape means the same.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return safeJson(JSON.stringify(value, null, indent) ?? 'null');
+}
+
+/** JSON text as `jsonText` writes it: the same text, with the characters `printable` escapes written as escapes. */
+export function safeJson(json: string): string {
+  // One \u escape per UTF-16 unit: a character beyond the BMP (a tag) is written as its surrogate pair. The
+  // line breaks left are the indentation's: JSON.stringify escapes those inside strings.
+  const units = (ch: string) =>
+    ch
+      .split('')
+      .map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`)
+      .join('');
+  return json.replace(HIDDEN_BUT_LINE_BREAKS, units);
+}
 
 const SIZE_UNITS = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
@@ -101,12 +152,71 @@ export function colorsEnabled(
   return stream.isTTY === true;
 }
 
-export function colorsFor(opts: { color?: boolean }): Colors {
-  return createColors(colorsEnabled(opts));
+/**
+ * What the colours of `colors` and `styled` returned: printable already, kept as they are by `table`, `fields`
+ * and the colours. A text is looked up soon after it is made (a table is printed as its rows are built), so
+ * two generations of distinct texts are kept, not every one a long `callbacks dev` ever printed.
+ */
+const STYLED_GENERATION = 10_000;
+let styledTexts = new Set<string>();
+let styledBefore = new Set<string>();
+
+function rememberStyled(text: string): void {
+  if (styledTexts.size >= STYLED_GENERATION) {
+    styledBefore = styledTexts;
+    styledTexts = new Set();
+  }
+  styledTexts.add(text);
 }
 
-/** A borderless table (easy to read, grep and cut), with the header in bold when colours are on. */
-export function table(head: string[], rows: (string | number | Table.Cell)[][], c: Colors): string {
+function isStyled(text: string | number): boolean {
+  return typeof text === 'number' || styledTexts.has(text) || styledBefore.has(text);
+}
+
+/** A cell or value as printed: kept when it is a number or the output of a colour, made printable otherwise. */
+function cellText(text: string | number): string {
+  return isStyled(text) ? String(text) : printable(text as string);
+}
+
+/**
+ * The colours, on or off; each makes its text printable before styling it (a colour's own output, nested in
+ * another, is kept).
+ */
+export function colors(enabled: boolean): Colors {
+  const base = createColors(enabled);
+  const safe = { ...base };
+  for (const key of Object.keys(base) as (keyof Colors)[]) {
+    const style = base[key];
+    if (typeof style !== 'function') continue;
+    (safe as Record<string, unknown>)[key] = (input: unknown) => {
+      const text = typeof input === 'string' || typeof input === 'number' ? input : String(input);
+      const out = style(cellText(text));
+      rememberStyled(out);
+      return out;
+    };
+  }
+  return safe;
+}
+
+/**
+ * A text made of coloured parts and values, kept as it is by `table` and `fields`: the literal parts are the
+ * code's own; each value is made printable unless a colour made it (`` styled`${c.red('failed')} ${code}` ``).
+ */
+export function styled(literals: TemplateStringsArray, ...values: (string | number)[]): string {
+  const out = literals.reduce((text, literal, i) => text + cellText(values[i - 1]!) + literal);
+  rememberStyled(out);
+  return out;
+}
+
+export function colorsFor(opts: { color?: boolean }): Colors {
+  return colors(colorsEnabled(opts));
+}
+
+/**
+ * A borderless table (easy to read, grep and cut), with the header in bold when colours are on. Each cell is
+ * made printable unless a colour of `colors` made it.
+ */
+export function table(head: string[], rows: (string | number)[][], c: Colors): string {
   const t = new Table({
     head: head.map((h) => c.bold(h)),
     chars: {
@@ -129,7 +239,7 @@ export function table(head: string[], rows: (string | number | Table.Cell)[][], 
     // cli-table3 colours headers and borders by default; colours here are ours alone.
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
-  t.push(...(rows as Table.HorizontalTableRow[]));
+  t.push(...rows.map((row) => row.map(cellText)));
   // Lines of a borderless table end in padding: trim it so output is stable to compare and paste.
   return t
     .toString()
@@ -138,10 +248,10 @@ export function table(head: string[], rows: (string | number | Table.Cell)[][], 
     .join('\n');
 }
 
-/** Label/value lines aligned on the labels. */
+/** Label/value lines aligned on the labels; each value made printable unless a colour of `colors` made it. */
 export function fields(pairs: [string, string][], c: Colors): string {
   const width = Math.max(...pairs.map(([k]) => k.length));
-  return pairs.map(([k, v]) => `  ${c.dim(k.padEnd(width))}  ${v}`).join('\n');
+  return pairs.map(([k, v]) => `  ${c.dim(k.padEnd(width))}  ${cellText(v)}`).join('\n');
 }
 
 export const CALLBACK_TYPE_NAMES: Record<number, string> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };

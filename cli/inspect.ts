@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, openTarget, type Target } from './target.ts';
-import { colorsFor, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
+import { colorsFor, jsonText, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -70,33 +70,73 @@ export class CliError extends Error {
   override name = 'CliError';
 }
 
-/** Parses a positive whole number option; commander reports a refusal as one line. */
-export function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a whole number above 0 is needed.');
-  return n;
+// The parsers of the numeric and duration options of every command: each value is parsed once, as the
+// option is read, and a refusal is one line from commander naming the option, the value and what it takes
+// (exit code 1). Written in decimal digits only: `Number` would also take '', ' 5', '1e3' and '0x10'.
+
+/** A whole number option from `min` to `max`. */
+export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
+  const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+  return (text) => {
+    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`a whole number ${range} is needed.`);
+    return n;
+  };
 }
 
-/** A duration option (`--timeout 60s`): see parseDuration; a bare number is seconds. */
+/** A count or limit: a whole number above 0. */
+export const positiveInt = wholeNumber(1);
+
+/** A decimal number option from `min` to `max` (a probability, a factor); `0.5` and `.5` alike. */
+export function decimalNumber(min: number, max = Number.MAX_VALUE): (text: string) => number {
+  const range = max === Number.MAX_VALUE ? `of at least ${min}` : `from ${min} to ${max}`;
+  return (text) => {
+    const n = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
+    if (!(n >= min && n <= max)) throw new InvalidArgumentError(`a number ${range} is needed.`);
+    return n;
+  };
+}
+
+/** The longest time a timer can wait (setTimeout's limit, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** A duration option (`--timeout 60s`), in ms: see parseDuration; a bare number is seconds. Above 0. */
 export function durationOption(text: string): number {
   const ms = parseDuration(text, { bareSeconds: true });
   if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
+  if (ms < 1 || ms > MAX_TIMER_MS) throw new InvalidArgumentError('a duration above 0 and under 24 days is needed.');
   return ms;
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${jsonText(value, 2)}\n`);
 }
 
 let guarded = false;
+/** What ends the command when the reader of its output goes away: exiting, unless it has its own way to stop. */
+let whenClosed: () => void = () => process.exit(0);
+
 /** Output piped into `head` closes early: stop quietly rather than with a stack trace. */
 function guardStdout(): void {
   if (guarded) return;
   guarded = true;
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') return whenClosed();
     throw err;
   });
+}
+
+/**
+ * Makes `stop` what happens when stdout's reader goes away (a command that must clean up before it
+ * exits); returns what puts back the default.
+ */
+export function onStdoutClosed(stop: () => void): () => void {
+  const previous = whenClosed;
+  whenClosed = stop;
+  return () => {
+    whenClosed = previous;
+  };
 }
 
 /** Asks a yes/no question on the terminal; anything but y or yes is a no. */

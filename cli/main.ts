@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { printable } from './format.ts';
 
 // Each command's module is loaded only when that command runs: the local stack pulls in the DynamoDB
 // and SQS emulators, the others the AWS SDK, and a user waiting for `tasks get` should pay for neither.
@@ -28,7 +29,10 @@ program
   // whole help; exitOverride (inherited by every command) lets the hint name the command.
   .exitOverride()
   // commander puts its "(Did you mean ...?)" on a line of its own: it belongs to the error line.
-  .configureOutput({ outputError: (text, write) => write(text.replace(/\n(?=\(Did you mean)/, ' ')) });
+  .configureOutput({
+    // Commander repeats what was typed, which can be pasted from a hostile value: made printable.
+    outputError: (text, write) => write(printable(text.replace(/\n(?=\(Did you mean)/, ' '), { lines: true })),
+  });
 
 /** `callbacks tasks list`: the command words of argv, as far as they name commands. */
 function commandPath(argv: readonly string[]): string {
@@ -58,7 +62,7 @@ try {
     process.exitCode = err.exitCode;
   } else {
     // One clear sentence on stderr, never a stack trace.
-    process.stderr.write(`callbacks: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`callbacks: ${printable(err instanceof Error ? err.message : String(err))}\n`);
     process.exitCode = process.exitCode || 1;
   }
 }

@@ -83,6 +83,10 @@ test("the operator policy names the stage's own table, queues, topic and secrets
       arn('sqs', names.queue),
       arn('sqs', names.deadLetterQueue),
       arn('sns', names.eventsTopic),
+      // events tail --follow: subscribing to the topic, and queues of its own (ListQueues takes no resource).
+      arn('sns', names.eventsTopic),
+      arn('sqs', `${names.eventsTopic}-follow-*`),
+      '*',
       '<TopicsKeyArn>',
       arn('ssm', `parameter${defaultSecretsParam('<stage>', {})}`),
       arn('kms', 'key/*'),

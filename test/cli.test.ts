@@ -3,11 +3,12 @@
 // real worker logic.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { spawn } from 'node:child_process';
+import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
@@ -20,7 +21,7 @@ import type { Service } from '../lib/domain/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
-import { runCli } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCli } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
@@ -687,6 +688,63 @@ describe('quarantine list', () => {
     const limited = await cliJson<any[]>(['quarantine', 'list', '--limit', '1']);
     expect(limited).toHaveLength(1);
   });
+
+  test('--limit below the count says more exist, rather than giving the shown count as the total', async () => {
+    const limited = await cli(['quarantine', 'list', '--limit', '1']);
+    expect(limited.code).toBe(0);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(3);
+    expect(limited.stdout).toMatch(/\n1 shown of more than 1 callbacks quarantined in the last 7 days, newest first/);
+    expect(limited.stdout).toContain('raise --limit (now 1) for the rest');
+    const all = await cli(['quarantine', 'list', '--limit', '2']);
+    expect(all.stdout).toMatch(
+      /\n2 callbacks quarantined in the last 7 days, newest first \(2 not applied\); `--json`/,
+    );
+  });
+
+  test('an unknown --reason is refused with the valid reasons, rather than matching nothing', async () => {
+    const refused = await cli(['quarantine', 'list', '--reason', 'bogus']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(
+      /--reason <reason>' argument 'bogus' is invalid\. Allowed choices are invalid_callback, /,
+    );
+    expect(refused.stderr).toContain('replayed_signature');
+    const known = await cliJson<any[]>(['quarantine', 'list', '--reason', 'invalid_signature']);
+    expect(known.map((e) => e.taskId)).toEqual(['rec-forged']);
+  });
+});
+
+describe('callbacks send --timeout', () => {
+  test('takes a duration (5s, or bare seconds), shows its default in seconds, refuses a bad one clearly', async () => {
+    const received: string[] = [];
+    const server = createServer((req, res) => {
+      req.on('data', (chunk: Buffer) => received.push(chunk.toString()));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const body = join(dir, 'send-timeout.json');
+      writeFileSync(body, JSON.stringify({ recordId: 'rec-t', appKey: 'demo-app', type: 1 }));
+      for (const timeout of ['5s', '5', '1500ms']) {
+        const run = await cli(['send', body, '--url', url, '--sign', 'none', '--timeout', timeout]);
+        expect(run).toEqual({ code: 0, stdout: `POST ${url}/callbacks/recording -> 200 {"ok":true}\n`, stderr: '' });
+      }
+      expect(received).toHaveLength(3);
+      for (const bad of ['soon', '0', '-1']) {
+        const run = await cli(['send', body, '--url', url, '--timeout', bad]);
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(/^error: option '--timeout <duration>' argument '.*' is invalid\. /);
+        expect(run.stderr).not.toMatch(/NaN/);
+      }
+      expect(received).toHaveLength(3);
+      const help = await cli(['send', '--help']);
+      expect(help.stdout).toMatch(/--timeout <duration>\s+give up after this long .*\(default: 10s\)/s);
+      expect(help.stdout).not.toContain('10000');
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('dlq', () => {
@@ -705,6 +763,10 @@ describe('dlq', () => {
     expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
     expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
     expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
+    // --limit below the count says how many were left out, rather than giving the shown count as the total.
+    const limited = await cli(['dlq', 'list', '--limit', '2']);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(4);
+    expect(limited.stdout).toMatch(/\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq;/);
 
     const refused = await cli(['dlq', 'redrive']);
     expect(refused.code).toBe(1);
@@ -887,6 +949,90 @@ describe('events tail', () => {
     const refused = await cli(['events', 'tail', '--type', 'file.gone']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+  });
+
+  test('--follow: two followers at once both see every event, hold no shared message, clean up on Ctrl-C', async () => {
+    const followers = [0, 1].map(() => {
+      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json'], {
+        cwd: dir,
+        env: childEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const out = { stdout: '', stderr: '' };
+      child.stdout.on('data', (d) => (out.stdout += d));
+      child.stderr.on('data', (d) => (out.stderr += d));
+      const exit = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      const ids = () =>
+        out.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { id: string; task: { id: string } });
+      return { child, out, exit, ids };
+    });
+    const prefix = `${stack.info.eventsTopicArn!.split(':').pop()}-follow-`;
+    const followQueues = async () =>
+      ((await sqs.send(new ListQueuesCommand({ QueueNamePrefix: prefix }))).QueueUrls ?? []).length;
+    const until = async (what: () => Promise<boolean> | boolean, label: string) => {
+      for (const deadline = Date.now() + 20_000; !(await what()); ) {
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${label}: ${JSON.stringify(followers.map((f) => f.out))}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    try {
+      // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
+      await until(async () => (await followQueues()) === 2, 'two follow queues');
+      await until(() => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6), 'history');
+      const sns = new SNSClient({
+        endpoint: stack.info.sqsEndpoint,
+        region: stack.info.region,
+        credentials: LOCAL_CREDENTIALS,
+      });
+      const base = {
+        appKey: 'app-fl',
+        recordId: 'rec-fl-1',
+        roomId: 'room-fl',
+        sessionId: 's-fl',
+        userId: '',
+        mode: 3,
+      };
+      const lifecycle = [
+        { ...base, timestamp: now - 5000, type: 1, code: 200, config: { trigger: 1 } },
+        { ...base, timestamp: now - 4000, type: 3, code: 200, output: { fileName: 'fl.mp4', fileSize: 10 } },
+        { ...base, timestamp: now - 3000, type: 4, code: 200, output: { fileName: 'fl.mp4', fileUrl: 'https://s/fl' } },
+      ];
+      const res = await processBatch(
+        sqsEvent(lifecycle.map((b) => sqsRecord('recording', JSON.stringify(b), { receivedAt: now }))),
+        { store, log: createLogger('test'), events: snsEventPublisher(sns, stack.info.eventsTopicArn!) },
+      );
+      sns.destroy();
+      expect(res.batchItemFailures).toEqual([]);
+      const published = ['task.started', 'task.ended', 'file.uploaded', 'task.completed'];
+      await until(
+        () => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-fl-1').length === published.length),
+        'the new events',
+      );
+      const seen = followers.map((f) =>
+        f
+          .ids()
+          .filter((e) => e.task.id === 'rec-fl-1')
+          .map((e) => (e as unknown as { type: string }).type)
+          .sort(),
+      );
+      expect(seen).toEqual([[...published].sort(), [...published].sort()]);
+      // Following holds none of the shared queue's messages: a plain tail sees every one of them meanwhile.
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: stack.info.eventsQueueUrl!, AttributeNames: ['All'] }),
+      );
+      expect(Attributes?.ApproximateNumberOfMessagesNotVisible).toBe('0');
+      const plain = await cli(['events', 'tail', '--json', '--task', 'rec-fl-1']);
+      expect(plain.stdout.trimEnd().split('\n')).toHaveLength(published.length);
+    } finally {
+      for (const f of followers) f.child.kill('SIGINT');
+    }
+    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0]);
+    expect(followers.map((f) => f.out.stderr)).toEqual(['', '']);
+    expect(await followQueues()).toBe(0);
   });
 
   test('a deployed table without --queue-url: one sentence saying what to pass; with it, the events', async () => {

@@ -7,8 +7,8 @@ import { parseAllowList } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
-import { colorsFor, fields, type Colors } from '../format.ts';
-import { withTimeZone } from '../inspect.ts';
+import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
+import { wholeNumber, withTimeZone } from '../inspect.ts';
 
 interface DevOptions {
   port: number;
@@ -23,13 +23,6 @@ interface DevOptions {
   color?: boolean;
 }
 
-function portNumber(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
-  return n;
-}
-
 /**
  * Repeatable, and each value may itself be a comma-separated list; every value is read as the ingest reads
  * ALLOWED_SOURCE_CIDRS, so a malformed range, or a value naming none, is refused.
@@ -42,18 +35,11 @@ function cidrList(text: string, previous: string[] = []): string[] {
   }
 }
 
-function seconds(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 43200)
-    throw new InvalidArgumentError('whole seconds from 0 to 43200 are needed.');
-  return n;
-}
-
 export function register(program: Command): void {
   const dev = program
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
-    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
+    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', wholeNumber(0, 65535), 3000)
     .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
@@ -74,7 +60,7 @@ export function register(program: Command): void {
       '--retry-delay <seconds>',
       `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s ` +
         `visibility time-out)`,
-      seconds,
+      wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
     .option('--quiet', 'do not print the log lines of the handlers')
@@ -94,6 +80,9 @@ export function register(program: Command): void {
         const shown = prettyLogLine(line, c);
         if (shown !== null) process.stdout.write(`${shown}\n`);
       });
+    } else if (!opts.quiet) {
+      // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
+      setLogSink((line) => process.stdout.write(`${safeJson(line)}\n`));
     }
     const stack = await startLocalStack({
       port: opts.port,
@@ -125,13 +114,14 @@ export function banner(
 ): string {
   const { info } = stack;
   const keys = stack.appKeys.length > 0 ? stack.appKeys.join(', ') : '(none: every signed callback is refused)';
-  const appKeys =
-    stack.signatureMode === 'off'
-      ? `any (signature mode off)`
-      : `${keys}${stack.secretsSource === 'default' ? c.dim('  (the demo key: CALLBACK_SECRETS is not set)') : ''}`;
+  const demoKey = stack.secretsSource === 'default' ? c.dim('  (the demo key: CALLBACK_SECRETS is not set)') : '';
+  const appKeys = stack.signatureMode === 'off' ? `any (signature mode off)` : styled`${keys}${demoKey}`;
   const data = info.dataDir
-    ? `${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
-    : `in memory ${c.dim('(--memory: gone when the stack stops)')}`;
+    ? styled`${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
+    : styled`in memory ${c.dim('(--memory: gone when the stack stops)')}`;
+  const readApiNote = c.dim('(loopback clients only, no authorization)');
+  const topic = info.eventsTopicArn?.split(':').pop() ?? '-';
+  const tailQueue = info.eventsQueueUrl?.split('/').pop() ?? '-';
   const m = eventSourceMapping;
   const q = queueSettings;
   const lines = [
@@ -142,22 +132,14 @@ export function banner(
         ['recording', `POST ${info.url}/callbacks/recording`],
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
-        [
-          'read API',
-          `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
-            `${c.dim('(loopback clients only, no authorization)')}`,
-        ],
+        ['read API', styled`GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${readApiNote}`],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
-        [
-          'task events',
-          `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ` +
-            `${c.dim('(callbacks events tail --follow)')}`,
-        ],
+        ['task events', styled`SNS topic ${topic} -> queue ${tailQueue}  ${c.dim('(callbacks events tail --follow)')}`],
         [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
@@ -165,7 +147,7 @@ export function banner(
         ],
         [
           'stack file',
-          `${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,
+          styled`${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,
         ],
       ],
       c,

@@ -50,12 +50,14 @@ export function register(program: Command): void {
           ctx.c,
         ),
       );
-      ctx.out(
-        ctx.c.dim(
-          `${plural(messages.length, 'message')} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the ` +
-            `main queue.`,
-        ),
-      );
+      // At the limit, the queue's approximate depth says how many were left out.
+      const depth = messages.length === opts.limit ? await queueDepth(ctx.target.sqs, dlqUrl) : null;
+      const total = depth ? Math.max(messages.length, depth.visible + depth.inFlight) : messages.length;
+      const count =
+        total > messages.length
+          ? `${messages.length} shown of about ${total} messages (raise --limit, now ${opts.limit})`
+          : plural(messages.length, 'message');
+      ctx.out(ctx.c.dim(`${count} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`));
     });
   });
 

@@ -8,13 +8,15 @@ import {
   checkReachable,
   sendAll,
   SENDER_DEFAULTS,
+  SIGN_PLACEMENTS,
   type SendResult,
   type SendSummary,
   type SignPlacement,
 } from '../../lib/emulator/sender.ts';
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
-import { durationOption } from '../inspect.ts';
+import { decimalNumber, durationOption, wholeNumber } from '../inspect.ts';
+import { printable } from '../format.ts';
 
 interface EmulateOptions {
   url: string;
@@ -42,31 +44,8 @@ interface EmulateOptions {
 /** Probability of a task meeting a storage outage when --outage is given without a value. */
 const DEFAULT_OUTAGE = 0.5;
 
-const integer =
-  (min: number) =>
-  (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`must be an integer of at least ${min}.`);
-    return n;
-  };
-
-const rate = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number between 0 and 1.');
-  return n;
-};
-
-const positive = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number.');
-  return n;
-};
-
-const placement = (value: string): SignPlacement => {
-  if (value !== 'header' && value !== 'query' && value !== 'none')
-    throw new InvalidArgumentError('must be header, query or none.');
-  return value;
-};
+/** A probability. */
+const rate = decimalNumber(0, 1);
 
 const instant = (value: string): number => {
   const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
@@ -85,20 +64,20 @@ export function register(program: Command): void {
       '--url <base>',
       'receiver base URL; callbacks go to <base>/callbacks/recording and /callbacks/screenshot',
     )
-    .option('--recordings <n>', 'recording tasks', integer(0), 20)
-    .option('--screenshots <n>', 'screenshot tasks', integer(0), 10)
+    .option('--recordings <n>', 'recording tasks', wholeNumber(0), 20)
+    .option('--screenshots <n>', 'screenshot tasks', wholeNumber(0), 10)
     .option('--seed <seed>', 'seed for a reproducible run (default: random, printed in the summary)')
     .option(
       '--base-time <time>',
       'platform time the run starts at, epoch ms or ISO date (default: so that the run ends now)',
       instant,
     )
-    .option('--concurrency <n>', 'requests in flight at once', integer(1), SENDER_DEFAULTS.concurrency)
+    .option('--concurrency <n>', 'requests in flight at once', wholeNumber(1), SENDER_DEFAULTS.concurrency)
     .option('--duplicates <rate>', 'probability that a callback is delivered twice or more', rate, 0)
     .option(
       '--reorder-window <ms>',
       'shuffle sends scheduled within this many wall-clock ms of each other',
-      integer(0),
+      wholeNumber(0),
       0,
     )
     .option(
@@ -116,19 +95,19 @@ export function register(program: Command): void {
     .option('--failed-starts <rate>', 'probability that a task fails to start', rate, 0)
     .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
     .option('--secret <secret>', 'secret the callbacks are signed with', 'demo-secret')
-    .option(
-      '--sign <where>',
-      'where the signature travels: header, query or none',
-      placement,
-      'header' as SignPlacement,
-    )
+    .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
     .option(
       '--compress <factor>',
       'platform time per unit of wall-clock time (3600: an hour of recording is sent in a second)',
-      positive,
+      decimalNumber(0.001),
       DEFAULT_COMPRESS,
     )
-    .option('--max-attempts <n>', 'tries per callback before giving up on it', integer(1), SENDER_DEFAULTS.maxAttempts)
+    .option(
+      '--max-attempts <n>',
+      'tries per callback before giving up on it',
+      wholeNumber(1),
+      SENDER_DEFAULTS.maxAttempts,
+    )
     .addOption(
       new Option('--request-timeout <duration>', 'time-out of one request')
         .argParser(durationOption)
@@ -273,7 +252,7 @@ function printSummary(
       `${s.status5xx ? pc.yellow(`${s.status5xx} 5xx`) : '0 5xx'}, ${s.networkErrors} network errors, ` +
       `${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
   ];
-  for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${f.reason}`));
+  for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${printable(f.reason)}`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
     lines.push('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.');
   }

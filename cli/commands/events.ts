@@ -1,20 +1,38 @@
-// `callbacks events tail`: the task events published to the topic, read from a queue subscribed to it
-// (the local stack's own; for a deployed stage, one the team subscribed, given with --queue-url). Reading
-// leaves the messages in the queue for other readers (lib/aws/sqs/event-queue.ts).
+// `callbacks events tail`: the task events published to the topic. What was published so far is read from a
+// queue subscribed to it (the local stack's own; for a deployed stage, one the team subscribed, given with
+// --queue-url), leaving the messages there for other readers (lib/aws/sqs/event-queue.ts). `--follow` then
+// reads the new ones from a queue of its own on the topic, removed when it stops (lib/aws/sqs/follow-queue.ts):
+// any number of followers each see every event, and an idle one waits in a 20-second long poll.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { Option, type Command } from 'commander';
 import { EventQueueReader, type ReceivedEvent } from '../../lib/aws/sqs/event-queue.ts';
+import {
+  FollowQueue,
+  TOUCH_EVERY_MS,
+  followQueueName,
+  isQueueMissing,
+  removeStaleFollowQueues,
+} from '../../lib/aws/sqs/follow-queue.ts';
 import { TASK_EVENT_TYPES } from '../../lib/domain/task-events.ts';
-import { colorStatus, isoTime, table, type Colors } from '../format.ts';
-import { CliError, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { errorSentence } from '../../lib/text.ts';
+import { taskEventsTopicFor } from '../events-publisher.ts';
+import { colorStatus, isoTime, jsonText, printable, table, type Colors } from '../format.ts';
+import {
+  CliError,
+  onStdoutClosed,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+  type Context,
+} from '../inspect.ts';
 
 interface TailOptions extends CommonOptions {
   follow?: boolean;
   type?: string;
   task?: string;
+  eventsTopic?: string;
 }
-
-/** Seconds each receive waits for a message while following. */
-const FOLLOW_WAIT_S = 2;
 
 export function register(program: Command): void {
   const events = program.command('events').description('task events published to the SNS topic');
@@ -22,45 +40,118 @@ export function register(program: Command): void {
     events
       .command('tail')
       .description('the task events published so far, oldest first; --follow keeps printing new ones')
-      .option('--follow', 'keep reading until Ctrl-C')
+      .option('--follow', 'keep printing new events until Ctrl-C, from a queue of its own on the topic')
       .addOption(new Option('--type <type>', 'only events of this type').choices([...TASK_EVENT_TYPES]))
       .option('--task <id>', 'only events of this task (recordId or imageId)')
       .option(
         '--queue-url <url>',
         "an SQS queue subscribed to the task-events topic (default: the local stack's; env TASK_EVENTS_QUEUE_URL)",
+      )
+      .option(
+        '--events-topic <arn>',
+        "--follow: the task-events topic (default: the local stack's, TASK_EVENTS_TOPIC_ARN, or the stage's)",
       ),
   ).action(async (opts: TailOptions) => {
     await withTarget(opts, async (ctx) => {
-      const url = ctx.target.eventsQueueUrl;
-      if (!url) {
-        throw new CliError(
-          `${ctx.target.describe}: no queue subscribed to the task-events topic is known; pass --queue-url ` +
-            '(an SQS queue you subscribed to the TaskEventsTopicArn output, raw delivery or not)',
-        );
-      }
-      const reader = new EventQueueReader(ctx.target.sqs, url);
       const wanted = (e: ReceivedEvent) =>
         (!opts.type || e.body.type === opts.type) && (!opts.task || e.body.task?.id === opts.task);
       const print = (batch: ReceivedEvent[]) => {
         const shown = batch.filter(wanted).sort((a, b) => (a.body.occurredAt ?? 0) - (b.body.occurredAt ?? 0));
-        if (opts.json) for (const e of shown) ctx.out(JSON.stringify(e.body));
+        if (opts.json) for (const e of shown) ctx.out(jsonText(e.body));
         else if (shown.length > 0) ctx.out(renderEvents(shown, ctx.c));
         return shown.length;
       };
-      const first = print(await reader.poll());
-      if (!opts.follow) {
-        if (!opts.json && first === 0) ctx.out('No task event has been published yet (or none matches).');
+      const url = ctx.target.eventsQueueUrl;
+      if (opts.follow) {
+        await follow(ctx, opts, url, print);
         return;
       }
-      let stopped = false;
-      const stop = () => {
-        stopped = true;
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      while (!stopped) print(await reader.poll(FOLLOW_WAIT_S));
+      if (!url) {
+        throw new CliError(
+          `${ctx.target.describe}: no queue subscribed to the task-events topic is known; pass --queue-url ` +
+            '(an SQS queue you subscribed to the TaskEventsTopicArn output, raw delivery or not), or --follow for ' +
+            'the events published from now on',
+        );
+      }
+      const first = print(await new EventQueueReader(ctx.target.sqs, url).poll());
+      if (!opts.json && first === 0) ctx.out('No task event has been published yet (or none matches).');
     });
   });
+}
+
+/**
+ * Subscribes a queue of its own first (nothing published from then on is missed), prints what the shared
+ * queue holds, if one is known, then each new event until Ctrl-C, and removes its queue on the way out.
+ */
+async function follow(
+  ctx: Context,
+  opts: TailOptions,
+  historyUrl: string | null,
+  print: (batch: ReceivedEvent[]) => number,
+): Promise<void> {
+  // The queue is made where the target's SQS is: for the local stack, on its own topic whatever
+  // TASK_EVENTS_TOPIC_ARN says (it names a deployed one, or the local stack's in its own process).
+  const env = ctx.target.kind === 'local' ? {} : process.env;
+  const { topicArn, sns } = await taskEventsTopicFor(ctx.target, opts, env);
+  if (!topicArn || !sns) {
+    throw new CliError(
+      `${ctx.target.describe}: the task-events topic is not known; pass --events-topic (the stage's ` +
+        'TaskEventsTopicArn output) or --stage',
+    );
+  }
+  const clients = { sns, sqs: ctx.target.sqs, endpoint: ctx.target.local?.sqsEndpoint };
+  const stopped = new AbortController();
+  const stop = () => stopped.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  // Piped into `head`: stop as on Ctrl-C, removing the queue, then print nothing more.
+  const restoreStdout = onStdoutClosed(stop);
+  try {
+    // What followers killed before they could clean up left behind; not being allowed to is no reason to stop.
+    await removeStaleFollowQueues(clients, topicArn).catch((err: unknown) => {
+      process.stderr.write(`callbacks: stale follow queues not removed: ${printable(errorSentence(err))}\n`);
+    });
+    const name = followQueueName(topicArn, { host: hostname(), pid: process.pid }, randomBytes(3).toString('hex'));
+    const queue = await FollowQueue.open(clients, topicArn, name);
+    try {
+      // An event both in the history and in the new queue (published meanwhile) is printed once.
+      const printed = new Set<string>();
+      if (historyUrl) {
+        const past = await new EventQueueReader(ctx.target.sqs, historyUrl).poll();
+        for (const e of past) printed.add(e.body.id);
+        print(past);
+      }
+      let touchedAt = Date.now();
+      while (!stopped.signal.aborted) {
+        let batch: ReceivedEvent[];
+        try {
+          batch = await queue.receive(stopped.signal);
+        } catch (err) {
+          if (stopped.signal.aborted) break;
+          if (isQueueMissing(err)) {
+            throw new CliError(
+              `the follow queue ${name} was removed (a follower silent for an hour counts as gone): run again`,
+            );
+          }
+          throw err;
+        }
+        if (!stopped.signal.aborted) print(batch.filter((e) => !printed.has(e.body.id)));
+        if (Date.now() - touchedAt >= TOUCH_EVERY_MS) {
+          await queue.touch();
+          touchedAt = Date.now();
+        }
+      }
+    } finally {
+      await queue.close().catch((err: unknown) => {
+        process.stderr.write(`callbacks: follow queue ${name} not removed: ${printable(errorSentence(err))}\n`);
+      });
+    }
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    restoreStdout();
+    sns.destroy();
+  }
 }
 
 export function renderEvents(events: readonly ReceivedEvent[], c: Colors): string {

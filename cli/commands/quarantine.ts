@@ -1,13 +1,13 @@
 // `callbacks quarantine list|apply`: callbacks kept aside instead of applied (bad body, signature not
 // verified, replay, service mismatch), why, and taking them back out once the cause is fixed.
 import { SingleBar } from 'cli-progress';
-import type { Command } from 'commander';
-import type { QuarantineEntry, QuarantineQuery } from '../../lib/domain/task-store.ts';
+import { Option, type Command } from 'commander';
+import { QUARANTINE_REASONS, type QuarantineEntry, type QuarantineQuery } from '../../lib/domain/task-store.ts';
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
 import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/ingest/source-ip.ts';
 import { recoverAll, type RecoveredEntry, type RecoverResult } from '../../lib/worker/recover.ts';
-import { colorStatus, isoTime, plural, table, type Colors } from '../format.ts';
+import { colorStatus, isoTime, plural, printable, table, type Colors } from '../format.ts';
 import {
   CliError,
   confirm,
@@ -51,7 +51,7 @@ interface ApplyOptions extends FilterOptions {
 /** The filters `list` and `apply` share. */
 function withFilters(cmd: Command): Command {
   return cmd
-    .option('--reason <reason>', 'only this reason (invalid_callback, invalid_signature, ...)')
+    .addOption(new Option('--reason <reason>', 'only this reason').choices(QUARANTINE_REASONS))
     .option('--task <id>', 'only callbacks naming this recordId or imageId')
     .option('--app-key <appKey>', 'only callbacks of this appKey')
     .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: --days)')
@@ -83,7 +83,7 @@ function scope(opts: Filters): string {
   if (opts.reason) parts.push(`reason ${opts.reason}`);
   if (opts.task) parts.push(`task ${opts.task}`);
   if (opts.appKey) parts.push(`appKey ${opts.appKey}`);
-  return parts.join(', ');
+  return printable(parts.join(', '));
 }
 
 /** The entries `apply` takes: the oldest first, so that --limit leaves out later ones, never an earlier one. */
@@ -135,10 +135,13 @@ export function register(program: Command): void {
     withFilters(quarantine.command('list').description('quarantined callbacks, newest first, with the reason')),
   ).action(async (given: CommonOptions & FilterOptions) => {
     const opts = filtersOf(given);
-    const query = queryOf(opts);
+    // One entry past --limit tells, without reading the rest, whether there are more.
+    const query = { ...queryOf(opts), limit: opts.limit === undefined ? undefined : opts.limit + 1 };
     await withTarget(given, async (ctx) => {
       const entries: QuarantineEntry[] = [];
       for await (const e of ctx.target.tasks.listQuarantine(query)) entries.push(e);
+      const more = opts.limit !== undefined && entries.length > opts.limit;
+      if (more) entries.length = opts.limit!;
       if (opts.json) {
         printJson(entries);
         return;
@@ -165,9 +168,13 @@ export function register(program: Command): void {
         ),
       );
       const waiting = entries.filter((e) => !e.applied).length;
+      const count = more
+        ? `${entries.length} shown of more than ${entries.length} callbacks`
+        : plural(entries.length, 'callback');
       ctx.out(
         ctx.c.dim(
-          `${plural(entries.length, 'callback')} quarantined ${scope(opts)}, newest first (${waiting} not applied); ` +
+          `${count} quarantined ${scope(opts)}, newest first (${waiting} not applied); ` +
+            `${more ? `raise --limit (now ${opts.limit}) for the rest; ` : ''}` +
             '`--json` shows their raw bodies, `callbacks quarantine apply` applies them once the cause is fixed.',
         ),
       );
@@ -317,13 +324,15 @@ function renderSummary(opts: ApplyFilters, results: RecoveredEntry[], ctx: Conte
         `${s.stillFailing ? ctx.c.red(`${s.stillFailing} still failing`) : '0 still failing'}.`,
     );
   }
-  for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${why}`);
+  for (const { why, count } of s.reasons) lines.push(`  ${String(count).padStart(5)}  ${printable(why)}`);
   const replays = results.filter((r) => r.result.outcome === 'failing' && r.result.replayOf !== undefined);
   for (const { entry, result } of replays.slice(0, REPLAYS_NAMED)) {
     const of = (result as { replayOf: string }).replayOf;
     lines.push(
-      `  replay: ${entry.messageId} (received ${isoTime(entry.receivedAt)}, task ${entry.taskId ?? '-'}, ` +
-        `source ${entry.sourceIp ?? 'unknown'}) repeats the signature of ${of}`,
+      printable(
+        `  replay: ${entry.messageId} (received ${isoTime(entry.receivedAt)}, task ${entry.taskId ?? '-'}, ` +
+          `source ${entry.sourceIp ?? 'unknown'}) repeats the signature of ${of}`,
+      ),
     );
   }
   if (replays.length > REPLAYS_NAMED) {

@@ -4,11 +4,18 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import { callbackUrl, signRequest, unreachable, type SignPlacement } from '../../lib/emulator/sender.ts';
+import {
+  callbackUrl,
+  SIGN_PLACEMENTS,
+  signRequest,
+  unreachable,
+  type SignPlacement,
+} from '../../lib/emulator/sender.ts';
 import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/domain/services.ts';
-import { CliError, printJson } from '../inspect.ts';
+import { CliError, durationOption, printJson } from '../inspect.ts';
+import { printable } from '../format.ts';
 import { readLocalStack } from '../../lib/local/stack-file.ts';
 
 interface SendOptions {
@@ -37,12 +44,12 @@ export function register(program: Command): void {
       "the appKey whose secret signs, also sent in the RC-App-Key header (default: the body's, no header)",
     )
     .option('--secret <secret>', 'the secret to sign with (default: CALLBACK_SECRETS, else the local demo key)')
+    .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
     .addOption(
-      new Option('--sign <where>', 'where the signature travels')
-        .choices(['header', 'query', 'none'])
-        .default('header'),
+      new Option('--timeout <duration>', 'give up after this long (10s, 2m, 500ms; a bare number is seconds)')
+        .argParser(durationOption)
+        .default(10_000, '10s'),
     )
-    .option('--timeout <seconds>', 'give up after this long', (v) => Number(v) * 1000, 10_000)
     .option('--json', 'the answer as JSON: url, status, body')
     .action(async (file: string, opts: SendOptions) => {
       await send(file, opts);
@@ -139,7 +146,7 @@ async function send(file: string, opts: SendOptions): Promise<void> {
     }
     printJson({ url: shownUrl, status, body: parsed });
   } else {
-    process.stdout.write(`POST ${shownUrl} -> ${status} ${answer.trim()}\n`);
+    process.stdout.write(`POST ${printable(shownUrl)} -> ${status} ${printable(answer.trim())}\n`);
   }
   if (status < 200 || status >= 300) process.exitCode = 1;
 }

@@ -19,7 +19,10 @@ import {
   fields,
   humanSize,
   isoTime,
+  jsonText,
   plural,
+  printable,
+  styled,
   table,
   timeWithRelative,
   type Colors,
@@ -87,7 +90,7 @@ export function register(program: Command): void {
         return;
       }
       ctx.out(renderTask(task, ctx.c, ctx.now, { failed: opts.failed, limit: opts.limit, wide: opts.wide }));
-      if (quarantined > 0) ctx.out(ctx.c.yellow(`\n${naming('name')} this task: ${seeQuarantine}`));
+      if (quarantined > 0) ctx.out(`\n${ctx.c.yellow(`${naming('name')} this task: ${seeQuarantine}`)}`);
     });
   });
 
@@ -125,7 +128,7 @@ export function register(program: Command): void {
       };
       const found = ctx.target.tasks.listTasks(query);
       if (opts.jsonl) {
-        for await (const summary of found) ctx.out(JSON.stringify(summary));
+        for await (const summary of found) ctx.out(jsonText(summary));
         return;
       }
       const summaries: TaskSummary[] = [];
@@ -165,7 +168,7 @@ export function register(program: Command): void {
         return;
       }
       if (events.length === 0) {
-        ctx.out(`Task ${id} has no raw callbacks left (they expire after their retention period).`);
+        ctx.out(`Task ${printable(id)} has no raw callbacks left (they expire after their retention period).`);
         return;
       }
       ctx.out(renderEvents(events, ctx.c, { raw: opts.raw === true, wide: opts.wide === true }));
@@ -269,7 +272,7 @@ function countFiles(files: FileView[]) {
 }
 
 function uploadState(f: FileView, c: Colors): string {
-  return f.upload === 'failed' ? `${colorStatus('failed', c)} ${f.code ?? '?'}` : colorStatus(f.upload, c);
+  return f.upload === 'failed' ? styled`${colorStatus('failed', c)} ${f.code ?? '?'}` : colorStatus(f.upload, c);
 }
 
 /**
@@ -355,7 +358,11 @@ function renderEvents(events: StoredEvent[], c: Colors, opts: { raw: boolean; wi
     c,
   ).split('\n');
   if (!opts.raw) return lines.join('\n');
-  // One line per row in a borderless table: each body goes under its row, outside the columns (a
-  // trailing line break of the body is not shown).
-  return [lines[0]!, ...events.flatMap((e, i) => [lines[i + 1]!, `  ${e.raw.replace(/\r?\n$/, '')}`])].join('\n');
+  // One line per row in a borderless table: each body goes under its row, outside the columns, each of its
+  // lines indented (a trailing line break of the body is not shown).
+  const body = (raw: string) =>
+    printable(raw.replace(/\r?\n$/, '').replace(/\r\n/g, '\n'), { lines: true })
+      .split('\n')
+      .map((line) => `  ${line}`);
+  return [lines[0]!, ...events.flatMap((e, i) => [lines[i + 1]!, ...body(e.raw)])].join('\n');
 }

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
 import { durationOption } from '../inspect.ts';
+import { jsonText, printable } from '../format.ts';
 import { openTarget } from '../target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
@@ -111,7 +112,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
 
     if (opts.json) {
       const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      process.stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
@@ -137,7 +138,7 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   const total = result.diffs.reduce((n, d) => n + d.lines.length, 0);
   for (const diff of result.diffs) {
     for (const line of diff.lines) {
-      if (printed++ < MAX_PRINTED_LINES) out(line);
+      if (printed++ < MAX_PRINTED_LINES) out(printable(line));
     }
   }
   if (total > MAX_PRINTED_LINES) out(`... and ${total - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
@@ -159,8 +160,8 @@ function printEvents(events: (EventCheck & { timedOut: boolean }) | null, note: 
     return;
   }
   for (const m of events.missing.slice(0, MAX_PRINTED_LINES))
-    out(`missing ${m.type} of ${m.service} ${m.taskId}${m.fileName ? ` file ${m.fileName}` : ''} (${m.id})`);
+    out(printable(`missing ${m.type} of ${m.service} ${m.taskId}${m.fileName ? ` file ${m.fileName}` : ''} (${m.id})`));
   for (const u of events.unexpected.slice(0, MAX_PRINTED_LINES))
-    out(`unexpected ${u.type} of task ${u.taskId} (${u.id})`);
+    out(printable(`unexpected ${u.type} of task ${u.taskId} (${u.id})`));
   out(pc.red(`${events.missing.length} task event(s) missing, ${events.unexpected.length} unexpected; ${counts}.`));
 }

@@ -7,7 +7,8 @@ import { computeSignature } from '../platform/signing.ts';
 import type { ScheduledSend } from './lifecycles.ts';
 import type { Random } from './random.ts';
 
-export type SignPlacement = 'header' | 'query' | 'none';
+export const SIGN_PLACEMENTS = ['header', 'query', 'none'] as const;
+export type SignPlacement = (typeof SIGN_PLACEMENTS)[number];
 
 export interface SendProgress {
   done: number;

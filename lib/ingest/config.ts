@@ -52,13 +52,13 @@ export const defaults = {
  * - The SQS message (256 KiB with its attributes) holds the body and, as the appKey attribute, a value that
  *   may be most of the body, beside the held signature values (lib/ingest/signature.ts, at most 2 KiB): twice
  *   the body.
- * - A task header (a DynamoDB item, 400 KB) joins the facts of three callbacks at worst: the identity of one
- *   (`extra`), the config of another, stored as a map up to 1.5 times its JSON size (a list of digits), and
- *   the error message of a third: three and a half times the body.
+ * - A task header (a DynamoDB item, 400 KB) joins the facts of four callbacks at worst: the identity of one
+ *   (`extra`), the config of another, stored as a map up to 1.5 times its JSON size (a list of digits), the
+ *   error message of the earliest failure and that of the last error: four and a half times the body.
  * - The raw callback archive holds the body once, a quarantine entry once with its appKey and task id.
- * 100 KiB leaves room in each: at most 350 KiB of header, 202 KiB of message.
+ * 80 KiB leaves room in each: at most 360 KiB of header, 162 KiB of message.
  */
-export const MAX_BODY_BYTES_LIMIT = 100 * 1024;
+export const MAX_BODY_BYTES_LIMIT = 80 * 1024;
 
 export class IngestConfigError extends Error {
   override name = 'IngestConfigError';
