@@ -9,6 +9,7 @@ import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts'
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 import { withTimeZone } from '../inspect.ts';
+import { ensureConsoleBuilt } from '../console-assets.ts';
 
 interface DevOptions {
   port: number;
@@ -106,6 +107,7 @@ export function register(program: Command): void {
       allowedSourceCidrs: opts.allowCidr,
       retryDelaySeconds: opts.retryDelay,
       quiet: opts.quiet ?? false,
+      consoleDir: await ensureConsoleBuilt(),
     });
     process.stdout.write(banner(stack, opts, c));
     await untilSignal();
@@ -149,6 +151,7 @@ export function banner(
           `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
             `${c.dim('(loopback clients only, no authorization)')}`,
         ],
+        ['console', `${info.url}/console/  ${c.dim('(loopback clients only)')}`],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
