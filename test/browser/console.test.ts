@@ -337,4 +337,121 @@ suite('the console in Chromium', () => {
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
     await shot('task-hostile');
   });
+
+  test('a live task is read again and redrawn when a callback arrives, with "now" on its axis', async () => {
+    const task: RecordingTask = {
+      appKey: 'demo-app',
+      recordId: 'rec-live-1',
+      roomId: 'room-live',
+      sessionId: 'session-live',
+      userId: '',
+      mode: 3,
+      extra: '',
+    };
+    const send = (body: Record<string, unknown>) =>
+      sendAll({
+        url: stack.url,
+        sends: [{ service: 'recording', body, at: 0, taskId: task.recordId, duplicate: false }],
+        random: createRandom(`live-${body.type}`),
+        secret: 'demo-secret',
+        sign: 'header',
+      });
+    const now = Date.now();
+    const output = { fileName: 'live-0.mp4', audioSample: 48000, videoResoulation: '1280x720' };
+    await send(recordingStart(task, now - 5000, { code: 200, message: 'success' }, { trigger: 0 }, output));
+    const waitFor = async (path: string, ok: (body: { task: Task }) => boolean) => {
+      for (let i = 0; i < 100; i++) {
+        const res = await fetch(`${stack.url}${path}`);
+        if (res.ok && ok((await res.json()) as { task: Task })) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`${path} never got there`);
+    };
+    await waitFor('/tasks/rec-live-1', () => true);
+    await openTask({ id: task.recordId, appKey: task.appKey });
+    await expect(page.locator('#main > p.status-line').textContent()).resolves.toMatch(/^Live: read again/);
+    expect(await page.locator('svg.timeline .now').count()).toBe(1);
+    expect(await drawn('slice')).toBe(0);
+    await send(
+      recordingFileClosed(
+        task,
+        2,
+        now - 1000,
+        { code: 200, message: 'success' },
+        {
+          fileName: 'live-0.mp4',
+          fileSize: 1000,
+        },
+      ),
+    );
+    await waitFor('/tasks/rec-live-1', (b) => b.task.eventCount === 2);
+    await page.locator('svg.timeline .mark[data-kind="slice"]').waitFor({ state: 'attached', timeout: 15_000 });
+    expect(await drawn('slice')).toBe(1);
+    await shot('task-live');
+  }, 30_000);
+
+  test('a task of 100,000 images is drawn in binned columns, every image counted, in seconds', async () => {
+    const total = 100_000;
+    const start = Date.UTC(2026, 10, 20, 8);
+    // An image a second, a 2-hour gap in the middle, a failure every 1,000.
+    const timeOf = (i: number) => start + i * 1000 + (i >= total / 2 ? 2 * 3600_000 : 0);
+    const huge: Task = {
+      service: 'screenshot',
+      id: 'img-huge',
+      appKey: 'demo-app',
+      roomId: 'room-huge',
+      sessionId: 'session-huge',
+      userId: null,
+      status: 'upload_failed',
+      startedAt: start,
+      endedAt: timeOf(total - 1) + 1000,
+      updatedAt: timeOf(total - 1) + 1000,
+      extra: null,
+      config: { interval: 1 },
+      files: [],
+      lastError: null,
+      eventCount: total,
+    };
+    const event = (i: number): EventView => ({
+      key: `k${i}`,
+      type: 4,
+      timestamp: timeOf(i),
+      receivedAt: timeOf(i) + 50,
+      verdict: 'valid',
+      requestId: null,
+      expiresAt: null,
+      body: { type: 4, code: 200, output: { fileName: `i${i}.jpg`, fileState: i % 1000 === 0 ? '10002' : '10000' } },
+    });
+    let requests = 0;
+    await page.route(
+      (url) => url.pathname.startsWith('/tasks/img-huge'),
+      (route) => {
+        requests++;
+        const url = new URL(route.request().url());
+        if (url.pathname === '/tasks/img-huge') {
+          return route.fulfill({ json: { task: huge, nextFilesCursor: null } });
+        }
+        const from = Number(url.searchParams.get('cursor') ?? 0);
+        const limit = Number(url.searchParams.get('limit') ?? 100);
+        const to = Math.min(total, from + limit);
+        const events = Array.from({ length: to - from }, (_, k) => event(from + k));
+        return route.fulfill({ json: { events, nextCursor: to < total ? String(to) : null } });
+      },
+    );
+    const began = Date.now();
+    await page.goto(`${base}tasks/img-huge?appKey=demo-app`);
+    await page.locator('#timeline-h + p').filter({ hasText: /^All/ }).waitFor({ timeout: 60_000 });
+    const took = Date.now() - began;
+    expect(await drawn('upload_ok')).toBe(total - total / 1000);
+    expect(await drawn('upload_failed')).toBe(total / 1000);
+    // At most one element per kind and 3-pixel column, whatever the count.
+    const elements = await page.locator('svg.timeline .mark').count();
+    expect(elements).toBeLessThan(1200);
+    expect(requests).toBeGreaterThanOrEqual(total / 500);
+    await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain('All 100,000 of 100,000 callbacks');
+    await shot('task-100k');
+    await page.unroute((url) => url.pathname.startsWith('/tasks/img-huge'));
+    process.stdout.write(`100,000 images: timeline complete in ${took} ms, ${elements} SVG marks\n`);
+    expect(took).toBeLessThan(40_000);
+  }, 90_000);
 });
