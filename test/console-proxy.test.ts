@@ -13,6 +13,8 @@ import { type ConsoleProxy, startConsoleProxy } from '../cli/console-proxy.ts';
 import { outputsOf, stackOutput } from '../cli/stack-outputs.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { recordingStart } from '../lib/platform/bodies.ts';
+import { spawn } from 'node:child_process';
+import { childEnv, cliBin, nodeBin, runCli } from './support/cli-process.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
@@ -221,4 +223,51 @@ test('the stack output is read from the DescribeStacks answer; a missing stack o
   await expect(lookUp('rtc-callbacks-receiver-prod', 'Nope')).rejects.toThrow(
     'stack rtc-callbacks-receiver-prod in eu-west-1 has no output Nope',
   );
+});
+
+describe('the command', () => {
+  const cfnEnv = () => ({
+    AWS_ENDPOINT_URL_CLOUDFORMATION: `http://127.0.0.1:${(cloudFormation.address() as AddressInfo).port}`,
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    HOME: cwd,
+  });
+
+  test('without a region, or without credentials, it says so in one sentence', async () => {
+    const noRegion = await runCli(['console', '--stage', 'prod'], { cwd, env: { HOME: cwd } });
+    expect(noRegion).toMatchObject({ code: 1, stdout: '' });
+    expect(noRegion.stderr).toBe('callbacks: stage prod needs a region: pass --region or set AWS_REGION\n');
+    const noCredentials = await runCli(['console', '--stage', 'prod', '--region', region], { cwd, env: { HOME: cwd } });
+    expect(noCredentials.code).toBe(1);
+    expect(noCredentials.stderr).toMatch(
+      /^callbacks: no AWS credentials were found \(environment, profile, SSO or role\)/,
+    );
+  });
+
+  test("it finds the stage's API through its stack and serves the console for it on 127.0.0.1", async () => {
+    const child = spawn(nodeBin, [cliBin, 'console', '--stage', 'prod', '--region', region, '--port', '0'], {
+      cwd,
+      env: childEnv(cfnEnv()),
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString('utf8');
+          const m = /^Console of stage prod \(eu-west-1\) at (http:\/\/127\.0\.0\.1:\d+)\/console\/$/m.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
+      });
+      seenByStage.length = 0;
+      const res = await fetch(`${url}/tasks/rec-proxy-1`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { task: { id: string } }).task.id).toBe('rec-proxy-1');
+      expect(seenByStage).toEqual([{ path: '/tasks/rec-proxy-1', valid: true }]);
+      expect((await fetch(`${url}/console/`)).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  }, 60_000);
 });

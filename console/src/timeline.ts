@@ -156,7 +156,10 @@ export function drawTimeline(input: TimelineInput): SVGSVGElement {
         'g',
         { class: 'now', 'data-kind': 'now' },
         s('line', { x1: x, x2: x, y1: 0, y2: axisY + 2 }),
-        s('text', { x: x + 3, y: 11 }, 'now'),
+        // Left of the line near the right edge, so that the label stays inside the picture.
+        x > LABEL_W + width - 30
+          ? s('text', { x: x - 3, y: 11, 'text-anchor': 'end' }, 'now')
+          : s('text', { x: x + 3, y: 11 }, 'now'),
         s('title', {}, `now: ${utc(input.now)}`),
       ),
     );
