@@ -4,7 +4,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
 export const consoleSourceDir = join(root, 'console');
@@ -36,6 +35,13 @@ export function consoleBuildIsCurrent(outDir = consoleOutDir) {
 }
 
 export async function buildConsole({ outDir = consoleOutDir, quiet = false } = {}) {
+  // Loaded here, not above: checking whether the build is current needs no esbuild (a devDependency).
+  let build;
+  try {
+    ({ build } = await import('esbuild'));
+  } catch {
+    throw new Error('the console is not built and esbuild is not installed: run "npm ci" then "npm run build"');
+  }
   // Built beside the target and renamed into place: a reader never sees half a build, and two builds at
   // once (parallel test files) both end with a whole one.
   const tmp = `${outDir}.tmp-${process.pid}-${Date.now()}`;

@@ -14,7 +14,7 @@ import { outputsOf, stackOutput } from '../cli/stack-outputs.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { recordingStart } from '../lib/platform/bodies.ts';
 import { spawn } from 'node:child_process';
-import { childEnv, cliBin, nodeBin, runCli } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCli, startDev } from './support/cli-process.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
@@ -268,6 +268,20 @@ describe('the command', () => {
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
+    }
+  }, 60_000);
+
+  test('callbacks dev serves the console at /console/ and says where', async () => {
+    const dev = await startDev(['--memory', '--quiet'], {
+      cwd: await mkdtemp(join(tmpdir(), 'callbacks-dev-console-')),
+    });
+    try {
+      const res = await fetch(`${dev.info.url}/console/`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'self'/);
+      expect(dev.output().stdout).toMatch(new RegExp(`\\n  console +${dev.info.url}/console/ `));
+    } finally {
+      await dev.stop();
     }
   }, 60_000);
 });

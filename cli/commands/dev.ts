@@ -10,6 +10,7 @@ import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, type Colors } from '../format.ts';
 import { withTimeZone } from '../inspect.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
+import { errorSentence } from '../../lib/text.ts';
 
 interface DevOptions {
   port: number;
@@ -98,6 +99,11 @@ export function register(program: Command): void {
         if (shown !== null) process.stdout.write(`${shown}\n`);
       });
     }
+    // The stack runs without its console rather than not at all.
+    const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
+      process.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
+      return undefined;
+    });
     const stack = await startLocalStack({
       port: opts.port,
       host: opts.host,
@@ -107,9 +113,9 @@ export function register(program: Command): void {
       allowedSourceCidrs: opts.allowCidr,
       retryDelaySeconds: opts.retryDelay,
       quiet: opts.quiet ?? false,
-      consoleDir: await ensureConsoleBuilt(),
+      consoleDir,
     });
-    process.stdout.write(banner(stack, opts, c));
+    process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
     await untilSignal();
     process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
     await stack.stop();
@@ -124,7 +130,7 @@ const shown = (path: string) => {
 
 export function banner(
   stack: LocalStack,
-  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'>,
+  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'> & { console?: boolean },
   c: Colors,
 ): string {
   const { info } = stack;
@@ -151,7 +157,9 @@ export function banner(
           `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
             `${c.dim('(loopback clients only, no authorization)')}`,
         ],
-        ['console', `${info.url}/console/  ${c.dim('(loopback clients only)')}`],
+        ...(opts.console
+          ? [['console', `${info.url}/console/  ${c.dim('(loopback clients only)')}`] satisfies [string, string]]
+          : []),
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],
