@@ -206,6 +206,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
 
   const headerBox = h('div', {});
   const timelineBox = h('div', { class: 'timeline-box' });
+  const axisBox = h('div', {});
   const timelineStatus = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
   const filesBox = h('div', {});
   const eventsBox = h('div', {});
@@ -214,7 +215,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     title,
     status,
     section('summary', 'Summary', headerBox),
-    section('timeline', 'Timeline', timelineStatus, timelineBox, legend(task.service)),
+    section('timeline', 'Timeline', timelineStatus, axisBox, timelineBox, legend(task.service)),
     section('files', 'Files', filesBox),
     section('events', 'Events', eventsBox),
     section('raw', 'Raw callbacks', rawCallbacks(id, task.appKey, signal)),
@@ -252,14 +253,31 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     );
   };
 
+  // The axis spans the whole story by default (purge deadlines a day later, now); narrowed to the
+  // callbacks, the task's own minutes fill the width.
+  let wholeStory = true;
+  const axisChoice = h('fieldset', { class: 'axis-choice' }, h('legend', {}, 'Time axis'));
+  for (const [value, text] of [
+    ['whole', 'callbacks, purge deadlines and now'],
+    ['callbacks', 'callbacks only'],
+  ] as const) {
+    const input = h('input', { type: 'radio', name: 'axis', value, id: `axis-${value}`, checked: value === 'whole' });
+    input.addEventListener('change', () => {
+      wholeStory = value === 'whole';
+      drawTimelineNow();
+    });
+    axisChoice.append(h('label', { for: `axis-${value}` }, input, ` ${text}`));
+  }
+  axisBox.append(axisChoice);
+
   const drawTimelineNow = () => {
     const now = Date.now();
-    const purges = files.filter((f) => f.purgeAt !== null).map((f) => ({ at: f.purgeAt!, file: f.fileName }));
+    const allPurges = files.filter((f) => f.purgeAt !== null).map((f) => ({ at: f.purgeAt!, file: f.fileName }));
     const times = [
       ...(task.startedAt !== null ? [task.startedAt] : []),
       ...(task.endedAt !== null ? [task.endedAt] : []),
       ...(task.updatedAt !== null ? [task.updatedAt] : []),
-      ...purges.map((p) => p.at),
+      ...(wholeStory ? allPurges.map((p) => p.at) : []),
     ];
     let lo = Number.POSITIVE_INFINITY;
     let hi = Number.NEGATIVE_INFINITY;
@@ -268,7 +286,9 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
       if (m.at > hi) hi = m.at;
     }
     if (marks.length > 0) times.push(lo, hi);
-    const domain = domainOf(times, live() ? now : null);
+    const domain = domainOf(times, wholeStory && live() ? now : null);
+    const purges = allPurges.filter((p) => p.at >= domain.from && p.at <= domain.to);
+    const beyond = allPurges.length - purges.length;
     const width = Math.max(300, Math.min(1600, (main.clientWidth || 1000) - 160));
     timelineBox.replaceChildren(drawTimeline({ service: task.service, marks, purges, domain, now, width }));
     const uploads = marks.filter((m) => m.kind === 'upload_ok' || m.kind === 'upload_failed').length;
@@ -276,8 +296,9 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     timelineStatus.textContent =
       `${callbacksComplete ? 'All' : 'Reading…'} ${count(callbacksRead)} of ${count(task.eventCount)} callbacks: ` +
       `${kindText('upload_ok', uploads - failedUploads)}, ${kindText('upload_failed', failedUploads)}, ` +
-      `${kindText('purge', purges.length)}${now > domain.to ? `; now is ${duration(now - domain.to)} later` : ''}.`;
-    eventsBox.replaceChildren(eventsList(marks, purges, callbacksComplete));
+      `${kindText('purge', allPurges.length)}${beyond > 0 ? ` (${count(beyond)} beyond the axis)` : ''}` +
+      `${now > domain.to ? `; now is ${duration(now - domain.to)} later` : ''}.`;
+    eventsBox.replaceChildren(eventsList(marks, allPurges, callbacksComplete));
   };
 
   const drawAll = () => {

@@ -408,7 +408,19 @@ suite('the console in Chromium', () => {
       updatedAt: timeOf(total - 1) + 1000,
       extra: null,
       config: { interval: 1 },
-      files: [],
+      // One file given up on: its purge deadline is a day after the images.
+      files: [
+        {
+          fileName: 'i0.jpg',
+          size: null,
+          url: null,
+          upload: 'failed',
+          code: 10002,
+          message: 'storage unreachable',
+          attempts: 1,
+          purgeAt: timeOf(total - 1) + 24 * 3600_000,
+        },
+      ],
       lastError: null,
       eventCount: total,
     };
@@ -450,8 +462,50 @@ suite('the console in Chromium', () => {
     expect(requests).toBeGreaterThanOrEqual(total / 500);
     await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain('All 100,000 of 100,000 callbacks');
     await shot('task-100k');
+    // The purge deadline a day later is on the whole story's axis, beyond the callbacks-only one.
+    expect(await drawn('purge')).toBe(1);
+    await page.getByLabel('callbacks only').check();
+    expect(await drawn('purge')).toBe(0);
+    await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain(
+      '1 purge deadline (1 beyond the axis)',
+    );
+    expect(await drawn('upload_ok')).toBe(total - total / 1000);
     await page.unroute((url) => url.pathname.startsWith('/tasks/img-huge'));
     process.stdout.write(`100,000 images: timeline complete in ${took} ms, ${elements} SVG marks\n`);
     expect(took).toBeLessThan(40_000);
   }, 90_000);
+
+  test('the keyboard reaches everything in order: skip link, filters, tasks, and a task opens with Enter', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.tasks tbody tr');
+    await page.keyboard.press('Tab');
+    await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    const order: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press('Tab');
+      const focused = page.locator(':focus');
+      order.push((await focused.getAttribute('id')) ?? (await focused.textContent()) ?? '');
+      if ((await focused.getAttribute('href'))?.startsWith('/console/tasks/')) break;
+    }
+    expect(order.slice(0, 9)).toEqual([
+      'filter-room',
+      'filter-session',
+      'filter-status',
+      'filter-appKey',
+      'filter-service',
+      'filter-user',
+      'filter-since',
+      'filter-until',
+      'filter-limit',
+    ]);
+    expect(order.slice(9, 11)).toEqual(['Apply filters', 'Clear']);
+    const first = (await api<{ tasks: TaskSummary[] }>('/tasks')).tasks[0]!;
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/tasks\//);
+    await timelineRead();
+    await expect(page.locator('dl.header dd').nth(1).textContent()).resolves.toBe(
+      first.id.replace(/[\u0000-\u001f\u202e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    );
+  });
 });
