@@ -5,7 +5,7 @@
 // addressed to loopback names, and turn an unreachable stage into the contract's error.
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureConsoleBuilt } from '../cli/console-assets.ts';
@@ -146,6 +146,25 @@ test('the console is served under its CSP; paths outside its files are not', asy
     expect({ path, status: (await fetch(`${proxy.url}${path}`)).status }).toEqual({ path, status: 404 });
   }
   expect((await fetch(`${proxy.url}/console/`, { method: 'POST', body: 'x' })).status).toBe(405);
+});
+
+test('the console is small and loads nothing from elsewhere (docs/console.md gives its size)', async () => {
+  const dir = await ensureConsoleBuilt();
+  const app = await readFile(join(dir, 'app.js'), 'utf8');
+  const index = await readFile(join(dir, 'index.html'), 'utf8');
+  const css = await readFile(join(dir, 'style.css'), 'utf8');
+  expect(app.length + index.length + css.length).toBeLessThan(48 * 1024);
+  // The only absolute URL is the SVG namespace; no inline script or style, nothing from another origin.
+  expect(new Set(app.match(/https?:\/\/[^\s"'`]+/g))).toEqual(new Set(['http://www.w3.org/2000/svg']));
+  expect(index.match(/(?:src|href)="[^"]*"/g)).toEqual([
+    'href="/console/style.css"',
+    'src="/console/app.js"',
+    'href="#main"',
+    'href="/console/"',
+  ]);
+  expect(index).not.toMatch(/<script>|<style|style=/);
+  expect(css).not.toMatch(/url\(|@import/);
+  expect(app).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/);
 });
 
 test('each read is forwarded to the stage signed with SigV4 for execute-api, and its answer comes back', async () => {
