@@ -65,7 +65,10 @@ function filterForm(params: URLSearchParams, navigate: (url: string) => void): H
       h(
         'select',
         { id: 'filter-limit', name: 'limit' },
-        ...PAGE_SIZES.map((v) => h('option', { value: v, selected: v === limit }, v)),
+        // A size typed in the URL is kept, so that applying other filters does not change it.
+        ...(PAGE_SIZES.includes(limit) ? PAGE_SIZES : [limit, ...PAGE_SIZES]).map((v) =>
+          h('option', { value: v, selected: v === limit }, v),
+        ),
       ),
     ),
     h(

@@ -182,7 +182,16 @@ function rawCallbacks(id: string, appKey: string | undefined, signal: AbortSigna
 }
 
 export async function renderTask(main: HTMLElement, url: URL, signal: AbortSignal): Promise<void> {
-  const id = decodeURIComponent(url.pathname.slice('/console/tasks/'.length));
+  let id: string;
+  try {
+    id = decodeURIComponent(url.pathname.slice('/console/tasks/'.length));
+  } catch {
+    main.replaceChildren(
+      h('p', {}, h('a', { href: '/console/' }, '← All tasks')),
+      h('p', { class: 'error', role: 'alert' }, 'This address names no task: its id is not percent-encoded UTF-8.'),
+    );
+    return;
+  }
   const appKey = url.searchParams.get('appKey') ?? undefined;
   const status = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' }, 'Loading the task…');
   const title = h('h1', {}, 'Task ', h('span', { class: 'mono' }, id));

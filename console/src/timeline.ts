@@ -144,7 +144,16 @@ export function drawTimeline(input: TimelineInput): SVGSVGElement {
     const label = span > 36e5 * 20 ? `${iso.slice(5, 10)} ${iso.slice(11, 16)}` : iso.slice(11, 19);
     axis.append(
       s('line', { x1: x, x2: x, y1: axisY + 2, y2: axisY + 7 }),
-      s('text', { x, y: axisY + 20, 'text-anchor': 'middle' }, label),
+      // Labels at the edges lean inwards, so that none is cut off.
+      s(
+        'text',
+        {
+          x,
+          y: axisY + 20,
+          'text-anchor': x > LABEL_W + width - 40 ? 'end' : x < LABEL_W + 40 ? 'start' : 'middle',
+        },
+        label,
+      ),
     );
   }
   svg.append(axis);

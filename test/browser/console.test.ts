@@ -508,4 +508,13 @@ suite('the console in Chromium', () => {
       first.id.replace(/[\u0000-\u001f\u202e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
     );
   });
+
+  test('an unknown task, or an address that names none, is said in an alert', async () => {
+    await page.goto(`${base}tasks/no-such-task`);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/\(not_found\)$/);
+    await page.goto(`${base}tasks/%E0%A4%A`);
+    await expect(page.getByRole('alert').textContent()).resolves.toBe(
+      'This address names no task: its id is not percent-encoded UTF-8.',
+    );
+  });
 });
