@@ -34,6 +34,16 @@ export function consoleBuildIsCurrent(outDir = consoleOutDir) {
   }
 }
 
+function moveIntoPlace(tmp, outDir) {
+  try {
+    renameSync(tmp, outDir);
+  } catch (err) {
+    // Another build got there first: its output is as good as this one.
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(join(outDir, 'build.json'))) throw err;
+  }
+}
+
 export async function buildConsole({ outDir = consoleOutDir, quiet = false } = {}) {
   // Loaded here, not above: checking whether the build is current needs no esbuild (a devDependency).
   let build;
@@ -57,6 +67,8 @@ export async function buildConsole({ outDir = consoleOutDir, quiet = false } = {
     sourcemap: false,
     legalComments: 'none',
     metafile: true,
+    // The metafile names its inputs relative to this folder, as build.json keeps them.
+    absWorkingDir: root,
     logLevel: 'error',
   });
   for (const file of STATIC_FILES) writeFileSync(join(tmp, file), readFileSync(join(consoleSourceDir, file)));
@@ -66,13 +78,12 @@ export async function buildConsole({ outDir = consoleOutDir, quiet = false } = {
   ];
   const files = ['app.js', ...STATIC_FILES].map((name) => ({ name, bytes: statSync(join(tmp, name)).size }));
   writeFileSync(join(tmp, 'build.json'), `${JSON.stringify({ inputs, hash: hashInputs(inputs), files }, null, 2)}\n`);
-  rmSync(outDir, { recursive: true, force: true });
-  try {
-    renameSync(tmp, outDir);
-  } catch (err) {
-    // Another build got there first: its output is as good as this one.
+  // Another build of the same sources finished meanwhile: keep it, as a server may be reading it.
+  if (consoleBuildIsCurrent(outDir)) {
     rmSync(tmp, { recursive: true, force: true });
-    if (!existsSync(join(outDir, 'build.json'))) throw err;
+  } else {
+    rmSync(outDir, { recursive: true, force: true });
+    moveIntoPlace(tmp, outDir);
   }
   if (!quiet) {
     console.log('console file        bytes');
