@@ -123,10 +123,18 @@ function filesTable(files: readonly FileView[], shown: number, now: number): HTM
 }
 
 /** The raw callbacks, a page at a time with the API's cursors, each expandable to its JSON. */
-function rawCallbacks(id: string, appKey: string | undefined, signal: AbortSignal): HTMLElement {
+function rawCallbacks(
+  id: string,
+  appKey: string | undefined,
+  signal: AbortSignal,
+): { box: HTMLElement; changed(): void } {
   const box = h('div', { class: 'raw' });
+  const notice = h('div', {});
   const cursors: Array<string | undefined> = [undefined];
+  let current = 0;
   const show = async (index: number) => {
+    current = index;
+    notice.replaceChildren();
     box.replaceChildren(h('p', { role: 'status' }, 'Loading callbacks…'));
     let page: Awaited<ReturnType<typeof getEvents>>;
     try {
@@ -178,7 +186,19 @@ function rawCallbacks(id: string, appKey: string | undefined, signal: AbortSigna
     );
   };
   void show(0);
-  return box;
+  return {
+    box: h('div', {}, notice, box),
+    // The task changed: the page is read again, unless the reader has a callback open, who is offered it.
+    changed() {
+      if (!box.querySelector('details[open]')) {
+        void show(current);
+        return;
+      }
+      const again = h('button', { type: 'button' }, 'Read this page again');
+      again.addEventListener('click', () => show(current).then(() => box.querySelector('summary')?.focus()));
+      notice.replaceChildren(h('p', { role: 'status' }, 'New callbacks have come since this page was read. ', again));
+    },
+  };
 }
 
 export async function renderTask(main: HTMLElement, url: URL, signal: AbortSignal): Promise<void> {
@@ -219,6 +239,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   const timelineStatus = h('p', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
   const filesBox = h('div', {});
   const eventsBox = h('div', {});
+  const raw = rawCallbacks(id, task.appKey, signal);
   main.replaceChildren(
     main.firstElementChild!,
     title,
@@ -227,7 +248,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     section('timeline', 'Timeline', timelineStatus, axisBox, timelineBox, legend(task.service)),
     section('files', 'Files', filesBox),
     section('events', 'Events', eventsBox),
-    section('raw', 'Raw callbacks', rawCallbacks(id, task.appKey, signal)),
+    section('raw', 'Raw callbacks', raw.box),
   );
   title.replaceChildren(
     `${task.service === 'recording' ? 'Recording' : 'Screenshot task'} `,
@@ -380,6 +401,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
       files = [...task.files];
       filesComplete = again.nextFilesCursor === null;
       callbacksComplete = false;
+      raw.changed();
       await readRest(again.nextFilesCursor);
     } catch (err) {
       if (!signal.aborted) status.textContent = errorText(err);

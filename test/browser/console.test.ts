@@ -387,6 +387,9 @@ suite('the console in Chromium', () => {
     await waitFor('/tasks/rec-live-1', (b) => b.task.eventCount === 2);
     await page.locator('svg.timeline .mark[data-kind="slice"]').waitFor({ state: 'attached', timeout: 15_000 });
     expect(await drawn('slice')).toBe(1);
+    // The raw callbacks are read again too.
+    await page.locator('ol.callbacks > li').nth(1).waitFor();
+    expect(await page.locator('ol.callbacks > li').count()).toBe(2);
     await shot('task-live');
   }, 30_000);
 
