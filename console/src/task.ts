@@ -323,6 +323,8 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     timelineBox.replaceChildren(drawTimeline({ service: task.service, marks, purges, domain, now, width }));
     const uploads = marks.filter((m) => m.kind === 'upload_ok' || m.kind === 'upload_failed').length;
     const failedUploads = marks.filter((m) => m.kind === 'upload_failed').length;
+    // Busy while the pages come, so that a screen reader announces the count once, not at every page.
+    timelineStatus.setAttribute('aria-busy', String(!callbacksComplete));
     timelineStatus.textContent =
       `${callbacksComplete ? 'All' : 'Reading…'} ${count(callbacksRead)} of ${count(task.eventCount)} callbacks: ` +
       `${kindText('upload_ok', uploads - failedUploads)}, ${kindText('upload_failed', failedUploads)}, ` +
