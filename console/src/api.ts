@@ -69,3 +69,9 @@ export function getEvents(
   const q = query({ appKey: opts.appKey, cursor: opts.cursor, limit: opts.limit?.toString() });
   return getJson<{ events: EventView[]; nextCursor: string | null }>(`${taskPath(id)}/events${q}`, signal);
 }
+
+/** A failed read in one sentence: the API's own, or why it could not be reached. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return `${err.message} (${err.code})`;
+  return `The read API could not be reached: ${err instanceof Error ? err.message : String(err)}`;
+}

@@ -80,3 +80,6 @@ export function isLive(
   if (status === 'recording' || status === 'capturing' || status === 'ended') return true;
   return files.some((f) => f.upload === 'pending' || (f.upload === 'failed' && f.purgeAt !== null && f.purgeAt > now));
 }
+
+/** The callback types' names (docs/platform-callbacks.md §2). */
+export const TYPE_NAMES: Readonly<Record<number, string>> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };

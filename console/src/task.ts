@@ -2,9 +2,10 @@
 // is drawn at once; the rest of its files and callbacks are read in the background, page after page, and
 // the timeline is redrawn as they come (binned, so a task of 100,000 images stays fast). While the task is
 // live the page reads it again every few seconds and redraws when it changed.
-import { ApiError, type EventView, getEvents, getTask, type Task } from './api.ts';
+import { errorText, getEvents, getTask, type Task } from './api.ts';
 import { externalLink, h, rawText } from './dom.ts';
-import { bytes, count, duration, isLive, statusBadge, timeEl, utc } from './format.ts';
+import { rawCallbacks } from './raw-callbacks.ts';
+import { bytes, count, duration, isLive, statusBadge, TYPE_NAMES, timeEl, utc } from './format.ts';
 import { drawTimeline, kindText, legend } from './timeline.ts';
 import { domainOf, type Mark, markOf } from './timeline-model.ts';
 import { eventsList } from './task-events.ts';
@@ -13,16 +14,9 @@ type FileView = Task['files'][number];
 
 const REFRESH_MS = 5000;
 const FILES_SHOWN_STEP = 200;
-const RAW_PAGE = 25;
-const TYPE_NAMES: Record<number, string> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };
 
 function section(id: string, title: string, ...children: Node[]): HTMLElement {
   return h('section', { 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
-}
-
-function errorText(err: unknown): string {
-  if (err instanceof ApiError) return `${err.message} (${err.code})`;
-  return `The read API could not be reached: ${err instanceof Error ? err.message : String(err)}`;
 }
 
 function header(task: Task, files: readonly FileView[], filesComplete: boolean): HTMLElement {
@@ -120,85 +114,6 @@ function filesTable(files: readonly FileView[], shown: number, now: number): HTM
       h('tbody', {}, ...rows),
     ),
   );
-}
-
-/** The raw callbacks, a page at a time with the API's cursors, each expandable to its JSON. */
-function rawCallbacks(
-  id: string,
-  appKey: string | undefined,
-  signal: AbortSignal,
-): { box: HTMLElement; changed(): void } {
-  const box = h('div', { class: 'raw' });
-  const notice = h('div', {});
-  const cursors: Array<string | undefined> = [undefined];
-  let current = 0;
-  const show = async (index: number) => {
-    current = index;
-    notice.replaceChildren();
-    box.replaceChildren(h('p', { role: 'status' }, 'Loading callbacks…'));
-    let page: Awaited<ReturnType<typeof getEvents>>;
-    try {
-      page = await getEvents(id, { appKey, cursor: cursors[index], limit: RAW_PAGE }, signal);
-    } catch (err) {
-      if (!signal.aborted) box.replaceChildren(h('p', { class: 'error', role: 'alert' }, errorText(err)));
-      return;
-    }
-    if (page.nextCursor) cursors[index + 1] = page.nextCursor;
-    const list = h(
-      'ol',
-      { class: 'callbacks', start: index * RAW_PAGE + 1 },
-      ...page.events.map((e: EventView) =>
-        h(
-          'li',
-          {},
-          h(
-            'details',
-            {},
-            h(
-              'summary',
-              {},
-              `${utc(e.timestamp)} · ${TYPE_NAMES[e.type] ?? `type ${e.type}`} · verdict ${e.verdict} · received ${utc(
-                e.receivedAt,
-              )}`,
-            ),
-            h('pre', {}, rawText(JSON.stringify(e, null, 2))),
-          ),
-        ),
-      ),
-    );
-    const nav = h('nav', { class: 'pager', 'aria-label': 'Pages of raw callbacks' });
-    if (index > 0) {
-      const prev = h('button', { type: 'button' }, '← Previous callbacks');
-      prev.addEventListener('click', () => show(index - 1).then(() => box.querySelector('button')?.focus()));
-      nav.append(prev);
-    }
-    if (page.nextCursor) {
-      const next = h('button', { type: 'button', 'data-next': 'true' }, 'Next callbacks →');
-      next.addEventListener('click', () =>
-        show(index + 1).then(() => (box.querySelector('[data-next]') as HTMLElement | null)?.focus()),
-      );
-      nav.append(next);
-    }
-    box.replaceChildren(
-      h('p', {}, page.events.length === 0 ? 'No callback on this page.' : `Page ${index + 1}, in timestamp order.`),
-      list,
-      nav,
-    );
-  };
-  void show(0);
-  return {
-    box: h('div', {}, notice, box),
-    // The task changed: the page is read again, unless the reader has a callback open, who is offered it.
-    changed() {
-      if (!box.querySelector('details[open]')) {
-        void show(current);
-        return;
-      }
-      const again = h('button', { type: 'button' }, 'Read this page again');
-      again.addEventListener('click', () => show(current).then(() => box.querySelector('summary')?.focus()));
-      notice.replaceChildren(h('p', { role: 'status' }, 'New callbacks have come since this page was read. ', again));
-    },
-  };
 }
 
 export async function renderTask(main: HTMLElement, url: URL, signal: AbortSignal): Promise<void> {
