@@ -4,6 +4,7 @@ import { build } from 'esbuild';
 import { readdirSync, mkdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join, basename } from 'node:path';
 import { zipFiles } from './zip.mjs';
+import { buildConsole } from './build-console.mjs';
 
 export const esbuildOptions = {
   bundle: true,
@@ -43,6 +44,8 @@ export async function buildAll({ quiet = false } = {}) {
       console.log(`${r.name.padEnd(18)} ${String(r.bytes).padStart(13)} ${String(r.zipBytes).padStart(11)}`);
     }
   }
+  // The console's static files, which `callbacks dev` and `callbacks console` serve.
+  await buildConsole({ quiet });
   return results;
 }
 

@@ -8,7 +8,6 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import type { TaskWriter } from '../lib/domain/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
@@ -17,6 +16,7 @@ import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { printable } from '../cli/format.ts';
 import { runCli } from './support/cli-process.ts';
+import { storedBeforeTheNameRule, withNames } from './support/names-before-the-rule.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 /** An OSC 52 clipboard write, a screen clear, a window title, a C1 CSI, DEL, bidi override and isolate. */
@@ -24,38 +24,8 @@ const HOSTILE = 'rec-\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2J\u001b]0;pwned\u
 /** Nothing of it may reach the terminal raw (the output is piped: no colour codes of our own either). */
 const RAW_HIDDEN = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 const SHOWN = printable(HOSTILE);
-/**
- * The worker refuses such names today (docs/contract.md), but a table keeps what was stored before that rule,
- * and `extra` and messages may hold anything: the bodies are sent with this stand-in for the names, which the
- * store below turns back into the hostile value as it writes.
- */
+/** The names are sent as this stand-in and stored as HOSTILE (test/support/names-before-the-rule.ts). */
 const STAND_IN = 'rec-hostile-stand-in';
-
-/** Every string in a value with the stand-in replaced by the hostile value. */
-function withHostile<T>(value: T): T {
-  if (typeof value === 'string') return value.replaceAll(STAND_IN, HOSTILE) as T;
-  if (Array.isArray(value)) return value.map(withHostile) as T;
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withHostile(v)])) as T;
-  }
-  return value;
-}
-
-/** A store that writes what it is given with the hostile value in place of the stand-in. */
-function storedBeforeTheNameRule(store: DynamoTaskStore): TaskWriter {
-  return {
-    applyCallback: (delivered) =>
-      store.applyCallback({
-        ...withHostile(delivered),
-        raw: delivered.raw.replaceAll(STAND_IN, JSON.stringify(HOSTILE).slice(1, -1)),
-      }),
-    quarantine: (entry) =>
-      store.quarantine({
-        ...withHostile(entry),
-        raw: entry.raw.replaceAll(STAND_IN, JSON.stringify(HOSTILE).slice(1, -1)),
-      }),
-  };
-}
 
 let dir: string;
 let stack: LocalStack;
@@ -94,12 +64,12 @@ beforeAll(async () => {
     }),
   ];
   const res = await processBatch(sqsEvent(records), {
-    store: storedBeforeTheNameRule(store),
+    store: storedBeforeTheNameRule(store, { [STAND_IN]: HOSTILE }),
     log: createLogger('test'),
     events: snsEventPublisher(sns, stack.info.eventsTopicArn!),
   });
   expect(res.batchItemFailures).toEqual([]);
-  const dead = JSON.stringify(withHostile(bodies[0]));
+  const dead = JSON.stringify(withNames(bodies[0], { [STAND_IN]: HOSTILE }));
   await sqs.send(
     new SendMessageCommand({
       QueueUrl: stack.info.dlqUrl,

@@ -9,6 +9,8 @@ import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts'
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { wholeNumber, withTimeZone } from '../inspect.ts';
+import { ensureConsoleBuilt } from '../console-assets.ts';
+import { errorSentence } from '../../lib/text.ts';
 
 interface DevOptions {
   port: number;
@@ -84,6 +86,11 @@ export function register(program: Command): void {
       // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
       setLogSink((line) => process.stdout.write(`${safeJson(line)}\n`));
     }
+    // The stack runs without its console rather than not at all.
+    const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
+      process.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
+      return undefined;
+    });
     const stack = await startLocalStack({
       port: opts.port,
       host: opts.host,
@@ -93,8 +100,9 @@ export function register(program: Command): void {
       allowedSourceCidrs: opts.allowCidr,
       retryDelaySeconds: opts.retryDelay,
       quiet: opts.quiet ?? false,
+      consoleDir,
     });
-    process.stdout.write(banner(stack, opts, c));
+    process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
     await untilSignal();
     process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
     await stack.stop();
@@ -109,7 +117,7 @@ const shown = (path: string) => {
 
 export function banner(
   stack: LocalStack,
-  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'>,
+  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'> & { console?: boolean },
   c: Colors,
 ): string {
   const { info } = stack;
@@ -133,6 +141,9 @@ export function banner(
         ['screenshot', `POST ${info.url}/callbacks/screenshot`],
         ['health', `GET  ${info.url}/health`],
         ['read API', styled`GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ${readApiNote}`],
+        ...(opts.console
+          ? [['console', styled`${info.url}/console/  ${c.dim('(loopback clients only)')}`] satisfies [string, string]]
+          : []),
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
         ['appKeys', appKeys],

@@ -9,6 +9,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { matchApiRoute } from '../api/routes.ts';
 import { errorResponse } from '../ingest/responses.ts';
 import type { Logger } from '../log.ts';
+import { type ConsoleFiles, isConsolePath } from '../console/static.ts';
 import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';
 
 /** API Gateway refuses request payloads over 10 MB before any function runs. */
@@ -29,6 +30,8 @@ export interface GatewayOptions {
   maxBodyBytes: number;
   /** Above this many bytes the request is answered 413 here and the connection closed (API Gateway's limit). */
   maxPayloadBytes?: number;
+  /** The console's files, served under /console/ to loopback clients, like the read API it calls. */
+  console?: ConsoleFiles;
   /** false while the stack starts or stops: /health and the routes answer 503. */
   isReady: () => boolean;
   log: Logger;
@@ -83,13 +86,15 @@ export function createGateway(opts: GatewayOptions): Server {
       return send(res, r.status, r.headers, r.body);
     }
     const route = opts.api ? matchApiRoute(req.method ?? 'GET', path ?? '/') : null;
-    if (route && !isLoopbackAddress(req.socket.remoteAddress)) {
+    const consolePage = opts.console !== undefined && isConsolePath(path ?? '/');
+    if ((route || consolePage) && !isLoopbackAddress(req.socket.remoteAddress)) {
       const r = errorResponse(
         'source_not_allowed',
         'The local read API answers loopback clients only: it has no authorization.',
       );
       return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
     }
+    if (consolePage) return opts.console!.serve(req, res);
     const event = toApiGatewayEvent({
       method: req.method ?? 'GET',
       url: req.url ?? '/',

@@ -41,6 +41,7 @@ import { createDynalite } from './dynamo.ts';
 import { loadDeployedHandlers, type DeployedHandlers } from './handlers.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway } from './http-gateway.ts';
+import { loadConsoleFiles } from '../console/static.ts';
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import {
@@ -80,6 +81,8 @@ export interface LocalStackOptions {
   /** Emulator ports (default: free ones). A restart in the same process must reuse them: see handlers.ts. */
   dynamoPort?: number;
   sqsPort?: number;
+  /** The console's built files (dist/console): served under /console/ when given. */
+  consoleDir?: string;
   /** Where CALLBACK_SECRETS and SIGNATURE_MODE are read from (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
@@ -269,6 +272,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     server = createGateway({
       handler: (event) => ingest!(event),
       api: (event) => api!(event),
+      ...(opts.consoleDir ? { console: loadConsoleFiles(opts.consoleDir) } : {}),
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
       maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
       isReady: () => ready && ingest !== undefined && api !== undefined,

@@ -1,0 +1,81 @@
+// `callbacks console --stage S --region R`: the console for a deployed stage, on 127.0.0.1, until Ctrl-C.
+// The read API's calls are signed here with the operator's AWS credentials (cli/console-proxy.ts). The
+// local stack serves the console itself (`callbacks dev`, /console/).
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { InvalidArgumentError, type Command } from 'commander';
+import { SERVICE } from '../../lib/local/deployed-settings.ts';
+import { errorSentence } from '../../lib/text.ts';
+import { ensureConsoleBuilt } from '../console-assets.ts';
+import { startConsoleProxy } from '../console-proxy.ts';
+import { stackOutput } from '../stack-outputs.ts';
+
+interface ConsoleOptions {
+  stage: string;
+  region?: string;
+  url?: string;
+  port: number;
+}
+
+export const DEFAULT_CONSOLE_PORT = 3100;
+
+function portNumber(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
+  return n;
+}
+
+function httpsUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.protocol === 'https:' || url.protocol === 'http:') return url.href;
+  } catch {
+    // Refused below.
+  }
+  throw new InvalidArgumentError('an http(s) URL is needed: the HttpApiUrl output of the stage.');
+}
+
+export function register(program: Command): void {
+  program
+    .command('console')
+    .description(
+      "the console for a deployed stage on 127.0.0.1, reading the stage's read API with your AWS credentials",
+    )
+    .requiredOption('--stage <stage>', 'the deployed stage')
+    .option('--region <region>', 'its AWS region (default: AWS_REGION)')
+    .option(
+      '--url <HttpApiUrl>',
+      "the stage's API base URL (default: the HttpApiUrl output of its CloudFormation stack, looked up)",
+      httpsUrl,
+    )
+    .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', portNumber, DEFAULT_CONSOLE_PORT)
+    .action(async (opts: ConsoleOptions) => {
+      const region = opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+      if (!region) throw new Error(`stage ${opts.stage} needs a region: pass --region or set AWS_REGION`);
+      const provider = defaultProvider();
+      let credentials: Awaited<ReturnType<typeof provider>>;
+      try {
+        credentials = await provider();
+      } catch (err) {
+        throw new Error(`no AWS credentials were found (environment, profile, SSO or role): ${errorSentence(err)}`);
+      }
+      const stackName = `${process.env.CALLBACKS_SERVICE_NAME ?? SERVICE}-${opts.stage}`;
+      const apiUrl = opts.url ?? (await stackOutput({ stackName, outputKey: 'HttpApiUrl', region, credentials }));
+      const proxy = await startConsoleProxy({
+        apiUrl,
+        region,
+        credentials: provider,
+        consoleDir: await ensureConsoleBuilt(),
+        port: opts.port,
+      });
+      process.stdout.write(
+        `Console of stage ${opts.stage} (${region}) at ${proxy.url}/console/\n` +
+          `Reading ${apiUrl} signed with your AWS credentials; loopback only. Ctrl-C stops it.\n`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await proxy.stop();
+    });
+}

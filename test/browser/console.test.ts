@@ -1,0 +1,546 @@
+// The console in a real browser: Chromium from the system's packages, driven by playwright-core (which
+// never downloads a browser), against the local stack in this process (memory mode, a free port), seeded
+// with the sender emulator's recording and screenshot lifecycles (storage outages included) and with a
+// task whose ids and room are markup and control characters. One browser for the whole file. Screenshots
+// of each page go to test/browser/screenshots/ (not committed). Without Chromium the suite is skipped,
+// and says so.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { ensureConsoleBuilt } from '../../cli/console-assets.ts';
+import { openTarget, type Target } from '../../cli/target.ts';
+import type { Task } from '../../lib/domain/task.ts';
+import type { TaskSummary } from '../../lib/domain/task-store.ts';
+import type { EventView } from '../../lib/domain/event-view.ts';
+import { expectedTasks } from '../../lib/emulator/expect.ts';
+import { generateRun } from '../../lib/emulator/lifecycles.ts';
+import { createRandom } from '../../lib/emulator/random.ts';
+import { sendAll } from '../../lib/emulator/sender.ts';
+import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
+import { recordingFileClosed, recordingStart, recordingUpload, type RecordingTask } from '../../lib/platform/bodies.ts';
+import { verifyTasks } from '../../lib/verify/verify.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { dynamoClient } from '../../lib/local/dynamo.ts';
+import { createLogger } from '../../lib/log.ts';
+import { processBatch } from '../../lib/worker/process-batch.ts';
+import { storedBeforeTheNameRule } from '../support/names-before-the-rule.ts';
+import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  process.stderr.write(
+    `\nThe console's browser tests are SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium, or set ` +
+      'CHROMIUM_PATH).\n\n',
+  );
+}
+const suite = haveChromium ? describe : describe.skip;
+const screenshots = fileURLToPath(new URL('./screenshots/', import.meta.url));
+
+/** Markup, a C0 control and a right-to-left override: what an attacker may put in the ids. */
+const HOSTILE_ID = 'rec-<img src=x onerror=window.__xss=1>\u0007\u202eevil';
+const HOSTILE_ROOM = '<script>window.__xss=2</script>\u0001room';
+const HOSTILE_SHOWN = 'rec-<img src=x onerror=window.__xss=1>\\u0007\\u202eevil';
+
+/** The hostile names as the bodies carry them; the store writes the names (test/support/names-before-the-rule.ts). */
+const STAND_INS = { 'rec-hostile-id-stand-in': HOSTILE_ID, 'room-hostile-stand-in': HOSTILE_ROOM } as const;
+
+/**
+ * The hostile task, applied by the worker into a store that holds such names as a table from before the name
+ * rule does (the ingest refuses control characters in names today; markup it accepts).
+ */
+async function storeHostileTask(stack: LocalStack, now: number): Promise<void> {
+  const task: RecordingTask = {
+    appKey: 'demo-app',
+    recordId: 'rec-hostile-id-stand-in',
+    roomId: 'room-hostile-stand-in',
+    sessionId: 'session-"quoted"&amp;',
+    userId: '',
+    mode: 3,
+    extra: '<b>extra</b>',
+  };
+  const file = 'javascript-file.mp4';
+  const bodies = [
+    recordingStart(
+      task,
+      now - 60_000,
+      { code: 200, message: 'success' },
+      { trigger: 0 },
+      {
+        fileName: file,
+        audioSample: 48000,
+        videoResoulation: '1280x720',
+      },
+    ),
+    recordingFileClosed(task, 3, now - 30_000, { code: 200, message: 'success' }, { fileName: file, fileSize: 10 }),
+    // A URL that must not become a link.
+    {
+      ...recordingUpload(task, now - 20_000, { code: 200, message: 'success' }, file),
+      output: {
+        fileName: file,
+        fileUrl: 'javascript:window.__xss=3',
+      },
+    },
+  ];
+  const store = new DynamoTaskStore({
+    client: dynamoClient(stack.info.dynamoEndpoint),
+    tableName: stack.info.tableName,
+  });
+  const records = bodies.map((body) => sqsRecord('recording', JSON.stringify(body), { receivedAt: now }));
+  const result = await processBatch(sqsEvent(records), {
+    store: storedBeforeTheNameRule(store, STAND_INS),
+    log: createLogger('test'),
+  });
+  expect(result.batchItemFailures).toEqual([]);
+}
+
+suite('the console in Chromium', () => {
+  let cwd: string;
+  let stack: LocalStack;
+  let target: Target;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  const api = async <T>(path: string): Promise<T> => (await (await fetch(`${stack.url}${path}`)).json()) as T;
+  const allTasks = async (): Promise<TaskSummary[]> => {
+    const out: TaskSummary[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+      const p: { tasks: TaskSummary[]; nextCursor: string | null } = await api(`/tasks?limit=200${q}`);
+      out.push(...p.tasks);
+      cursor = p.nextCursor;
+    } while (cursor);
+    return out;
+  };
+  /** The list page has its answer (the tasks, or a refusal). */
+  const listed = () =>
+    page
+      .locator('.status-line')
+      .filter({ hasText: /^(?!Loading)./ })
+      .waitFor();
+  const shot = (name: string) => page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    await mkdir(screenshots, { recursive: true });
+    cwd = await mkdtemp(join(tmpdir(), 'callbacks-console-'));
+    const consoleDir = await ensureConsoleBuilt();
+    stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1, consoleDir });
+    target = await openTarget({ cwd, env: {} });
+    base = `${stack.url}/console/`;
+    const now = Date.now();
+    const run = generateRun({
+      seed: 'console-browser',
+      recordings: 4,
+      screenshots: 4,
+      appKey: 'demo-app',
+      compress: 3600 * 24,
+      outage: 0.6,
+      giveUp: 0.3,
+      failedStarts: 0.1,
+      now,
+    });
+    const report = await sendAll({
+      url: stack.url,
+      sends: run.sends,
+      random: createRandom('console-browser'),
+      secret: 'demo-secret',
+      sign: 'header',
+      followSchedule: false,
+    });
+    expect(report.summary.undelivered).toBe(0);
+    const expected = expectedTasks(report.results);
+    const verified = await verifyTasks({
+      expected,
+      getTask: (id, appKey) => target.tasks.getTask(id, appKey),
+      waitForDrain: async () => {
+        const q = await target.queue.depth();
+        return q.visible + q.inFlight + q.delayed === 0;
+      },
+      timeoutMs: 60_000,
+      pollIntervalMs: 250,
+      settleMs: 500,
+    });
+    expect(verified.ok).toBe(true);
+    await storeHostileTask(stack, now);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.on('dialog', (d) => void d.dismiss());
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await target?.close();
+    await stack?.stop();
+    if (cwd) await rm(cwd, { recursive: true, force: true });
+  });
+
+  test('the list shows the tasks newest first with their status in words and colour, under a CSP', async () => {
+    const res = await page.goto(base);
+    expect(res?.headers()['content-security-policy']).toMatch(/^default-src 'self'/);
+    await page.waitForSelector('table.tasks tbody tr');
+    const listed = await api<{ tasks: TaskSummary[] }>('/tasks');
+    const ids = await page.locator('table.tasks tbody th a').allTextContents();
+    expect(ids.length).toBe(listed.tasks.length);
+    expect(ids.length).toBeGreaterThanOrEqual(9);
+    const firstRow = page.locator('table.tasks tbody tr').first();
+    const status = listed.tasks[0]!.status;
+    await expect(firstRow.locator('.status').textContent()).resolves.toContain(status.replace('_', ' '));
+    expect(await firstRow.locator('.status').getAttribute('class')).toContain(`status-${status}`);
+    await shot('list');
+  });
+
+  test('the filters go into the URL and narrow the list as GET /tasks does', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.tasks tbody tr');
+    await page.getByLabel('Service').selectOption('screenshot');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/service=screenshot/);
+    await listed();
+    const services = await page.locator('table.tasks tbody td:nth-child(2)').allTextContents();
+    expect(services.length).toBe((await api<{ tasks: unknown[] }>('/tasks?service=screenshot')).tasks.length);
+    expect(new Set(services)).toEqual(new Set(['screenshot']));
+    // A shared URL gives the same view: the form shows its filters.
+    const room = (await allTasks()).find((t) => t.service === 'recording' && t.id !== HOSTILE_ID)!.roomId!;
+    await page.goto(`${base}?room=${encodeURIComponent(room)}`);
+    await page.waitForSelector('table.tasks tbody tr');
+    expect(await page.getByLabel('Room').inputValue()).toBe(room);
+    const rooms = await page.locator('table.tasks tbody td:nth-child(4)').allTextContents();
+    expect(new Set(rooms)).toEqual(new Set([room]));
+    // A refused filter is the API's sentence, in an alert.
+    await page.goto(`${base}?since=yesterday-ish`);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/since.*invalid_query/);
+  });
+
+  test('pages follow the API cursors: every task once, in the API order', async () => {
+    const all = await allTasks();
+    await page.goto(`${base}?limit=3`);
+    const seen: string[] = [];
+    for (;;) {
+      await listed();
+      seen.push(...(await page.locator('table.tasks tbody th a').allTextContents()));
+      const next = page.getByRole('link', { name: 'Next page →' });
+      if ((await next.count()) === 0) break;
+      await next.click();
+      await page.waitForURL(/cursor=/);
+    }
+    expect(seen.length).toBeGreaterThan(6);
+    expect(seen).toEqual(
+      all.map((t) =>
+        t.id.replace(/[\u0000-\u001f\u202e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      ),
+    );
+  });
+
+  /** Every stored callback of a task, through the read API. */
+  const allEvents = async (id: string): Promise<EventView[]> => {
+    const out: EventView[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+      const p: { events: EventView[]; nextCursor: string | null } = await api(
+        `/tasks/${encodeURIComponent(id)}/events?limit=500${q}`,
+      );
+      out.push(...p.events);
+      cursor = p.nextCursor;
+    } while (cursor);
+    return out;
+  };
+  /** The sum of the counts the timeline drew for one kind of mark. */
+  const drawn = (kind: string) =>
+    page.$$eval(`svg.timeline .mark[data-kind="${kind}"]`, (els) =>
+      els.reduce((n, el) => n + Number(el.getAttribute('data-count')), 0),
+    );
+  /** The task page has read all the task's callbacks. */
+  const timelineRead = () => page.locator('#timeline-h + p').filter({ hasText: /^All/ }).waitFor();
+  const openTask = async (t: Pick<TaskSummary, 'id' | 'appKey'>) => {
+    await page.goto(`${base}tasks/${encodeURIComponent(t.id)}?appKey=${encodeURIComponent(t.appKey)}`);
+    await timelineRead();
+  };
+  const isOkUpload = (e: EventView) => {
+    const body = e.body as { code?: unknown; output?: { fileState?: unknown } };
+    return body.output?.fileState !== undefined ? body.output.fileState === '10000' : Number(body.code) === 200;
+  };
+
+  test.each(['recording', 'screenshot'] as const)(
+    "a %s task's page: its header, a timeline mark for each callback, its files and purge deadlines",
+    async (service) => {
+      // The task of that service with the most failed uploads: the one that went through an outage.
+      const tasks = (await allTasks()).filter((t) => t.service === service && t.id !== HOSTILE_ID);
+      const summary = tasks.sort((a, b) => b.failedFiles - a.failedFiles || b.eventCount - a.eventCount)[0]!;
+      const { task } = await api<{ task: Task }>(`/tasks/${encodeURIComponent(summary.id)}?filesLimit=1000`);
+      const events = await allEvents(task.id);
+      await openTask(task);
+
+      const header = Object.fromEntries(
+        await page.$$eval('dl.header dt', (dts) =>
+          dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]),
+        ),
+      );
+      expect(header).toMatchObject({
+        'Task id': task.id,
+        Room: task.roomId,
+        Session: task.sessionId,
+        appKey: 'demo-app',
+      });
+      expect(header.Status).toContain(task.status.replace('_', ' '));
+      expect(header.Callbacks).toBe(task.eventCount.toLocaleString('en-US'));
+
+      const uploads = events.filter((e) => e.type === 4);
+      expect(await drawn('upload_ok')).toBe(uploads.filter(isOkUpload).length);
+      expect(await drawn('upload_failed')).toBe(uploads.filter((e) => !isOkUpload(e)).length);
+      expect(await drawn('slice')).toBe(events.filter((e) => e.type === 2).length);
+      expect((await drawn('start')) + (await drawn('start_failed'))).toBe(events.filter((e) => e.type === 1).length);
+      expect((await drawn('end')) + (await drawn('end_failed'))).toBe(events.filter((e) => e.type === 3).length);
+      const purges = task.files.filter((f) => f.purgeAt !== null);
+      expect(await drawn('purge')).toBe(purges.length);
+      if (service === 'screenshot') expect(purges.length).toBeGreaterThan(0);
+
+      const rows = page.locator('table.files tbody tr');
+      expect(await rows.count()).toBe(Math.min(200, task.files.length));
+      const hrefs = await page.$$eval('table.files a', (as) => as.map((a) => a.getAttribute('href')));
+      expect(hrefs.length).toBe(task.files.filter((f) => f.url).length);
+      for (const href of hrefs) expect(href).toMatch(/^https?:\/\//);
+      for (const p of purges.slice(0, 3)) {
+        await expect(page.locator('ol.events').textContent()).resolves.toContain(`Purge deadline of ${p.fileName}`);
+      }
+      await shot(`task-${service}`);
+    },
+  );
+
+  test('the raw callbacks come a page at a time, each expanding to its JSON', async () => {
+    const busiest = (await allTasks()).sort((a, b) => b.eventCount - a.eventCount)[0]!;
+    expect(busiest.eventCount).toBeGreaterThan(25);
+    const events = await allEvents(busiest.id);
+    await openTask(busiest);
+    const items = page.locator('ol.callbacks > li');
+    await items.first().waitFor();
+    expect(await items.count()).toBe(25);
+    await items.first().locator('summary').click();
+    const json = JSON.parse((await items.first().locator('pre').textContent())!);
+    expect(json).toEqual(events[0]);
+    await page.getByRole('button', { name: 'Next callbacks →' }).click();
+    await page.locator('ol.callbacks[start="26"]').waitFor();
+    await page.locator('ol.callbacks > li').first().locator('summary').click();
+    const second = JSON.parse((await page.locator('ol.callbacks > li pre').first().textContent())!);
+    expect(second).toEqual(events[25]);
+  });
+
+  test('ids, room and URLs holding markup and control characters render as text, and nothing runs', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.tasks tbody tr');
+    const link = page.getByRole('link', { name: HOSTILE_SHOWN });
+    expect(await link.count()).toBe(1);
+    await expect(page.locator('table.tasks').textContent()).resolves.toContain(
+      '<script>window.__xss=2</script>\\u0001room',
+    );
+    await link.click();
+    await timelineRead();
+    await expect(page.locator('h1').textContent()).resolves.toBe(`Recording ${HOSTILE_SHOWN}`);
+    await expect(page.locator('dl.header').textContent()).resolves.toContain('<b>extra</b>');
+    // The upload's "URL" is javascript: text, not a link.
+    await expect(page.locator('table.files').textContent()).resolves.toContain('javascript:window.__xss=3');
+    expect(await page.locator('table.files a').count()).toBe(0);
+    expect(await page.locator('main img, main script, main b').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
+    await shot('task-hostile');
+  });
+
+  test('a live task is read again and redrawn when a callback arrives, with "now" on its axis', async () => {
+    const task: RecordingTask = {
+      appKey: 'demo-app',
+      recordId: 'rec-live-1',
+      roomId: 'room-live',
+      sessionId: 'session-live',
+      userId: '',
+      mode: 3,
+      extra: '',
+    };
+    const send = (body: Record<string, unknown>) =>
+      sendAll({
+        url: stack.url,
+        sends: [{ service: 'recording', body, at: 0, taskId: task.recordId, duplicate: false }],
+        random: createRandom(`live-${body.type}`),
+        secret: 'demo-secret',
+        sign: 'header',
+      });
+    const now = Date.now();
+    const output = { fileName: 'live-0.mp4', audioSample: 48000, videoResoulation: '1280x720' };
+    await send(recordingStart(task, now - 5000, { code: 200, message: 'success' }, { trigger: 0 }, output));
+    const waitFor = async (path: string, ok: (body: { task: Task }) => boolean) => {
+      for (let i = 0; i < 100; i++) {
+        const res = await fetch(`${stack.url}${path}`);
+        if (res.ok && ok((await res.json()) as { task: Task })) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`${path} never got there`);
+    };
+    await waitFor('/tasks/rec-live-1', () => true);
+    await openTask({ id: task.recordId, appKey: task.appKey });
+    await expect(page.locator('#main > p.status-line').textContent()).resolves.toMatch(/^Live: read again/);
+    expect(await page.locator('svg.timeline .now').count()).toBe(1);
+    expect(await drawn('slice')).toBe(0);
+    await send(
+      recordingFileClosed(
+        task,
+        2,
+        now - 1000,
+        { code: 200, message: 'success' },
+        {
+          fileName: 'live-0.mp4',
+          fileSize: 1000,
+        },
+      ),
+    );
+    await waitFor('/tasks/rec-live-1', (b) => b.task.eventCount === 2);
+    await page.locator('svg.timeline .mark[data-kind="slice"]').waitFor({ state: 'attached', timeout: 15_000 });
+    expect(await drawn('slice')).toBe(1);
+    // The raw callbacks are read again too.
+    await page.locator('ol.callbacks > li').nth(1).waitFor();
+    expect(await page.locator('ol.callbacks > li').count()).toBe(2);
+    await shot('task-live');
+  }, 30_000);
+
+  test('a task of 100,000 images is drawn in binned columns, every image counted, in seconds', async () => {
+    const total = 100_000;
+    const start = Date.UTC(2026, 10, 20, 8);
+    // An image a second, a 2-hour gap in the middle, a failure every 1,000.
+    const timeOf = (i: number) => start + i * 1000 + (i >= total / 2 ? 2 * 3600_000 : 0);
+    const huge: Task = {
+      service: 'screenshot',
+      id: 'img-huge',
+      appKey: 'demo-app',
+      roomId: 'room-huge',
+      sessionId: 'session-huge',
+      userId: null,
+      status: 'upload_failed',
+      startedAt: start,
+      endedAt: timeOf(total - 1) + 1000,
+      updatedAt: timeOf(total - 1) + 1000,
+      extra: null,
+      config: { interval: 1 },
+      // One file given up on: its purge deadline is a day after the images.
+      files: [
+        {
+          fileName: 'i0.jpg',
+          size: null,
+          url: null,
+          upload: 'failed',
+          code: 10002,
+          message: 'storage unreachable',
+          attempts: 1,
+          purgeAt: timeOf(total - 1) + 24 * 3600_000,
+        },
+      ],
+      lastError: null,
+      eventCount: total,
+    };
+    const event = (i: number): EventView => ({
+      key: `k${i}`,
+      type: 4,
+      timestamp: timeOf(i),
+      receivedAt: timeOf(i) + 50,
+      verdict: 'valid',
+      requestId: null,
+      expiresAt: null,
+      body: { type: 4, code: 200, output: { fileName: `i${i}.jpg`, fileState: i % 1000 === 0 ? '10002' : '10000' } },
+    });
+    let requests = 0;
+    await page.route(
+      (url) => url.pathname.startsWith('/tasks/img-huge'),
+      (route) => {
+        requests++;
+        const url = new URL(route.request().url());
+        if (url.pathname === '/tasks/img-huge') {
+          return route.fulfill({ json: { task: huge, nextFilesCursor: null } });
+        }
+        const from = Number(url.searchParams.get('cursor') ?? 0);
+        const limit = Number(url.searchParams.get('limit') ?? 100);
+        const to = Math.min(total, from + limit);
+        const events = Array.from({ length: to - from }, (_, k) => event(from + k));
+        return route.fulfill({ json: { events, nextCursor: to < total ? String(to) : null } });
+      },
+    );
+    const began = Date.now();
+    await page.goto(`${base}tasks/img-huge?appKey=demo-app`);
+    await page.locator('#timeline-h + p').filter({ hasText: /^All/ }).waitFor({ timeout: 60_000 });
+    const took = Date.now() - began;
+    expect(await drawn('upload_ok')).toBe(total - total / 1000);
+    expect(await drawn('upload_failed')).toBe(total / 1000);
+    // At most one element per kind and 3-pixel column, whatever the count.
+    const elements = await page.locator('svg.timeline .mark').count();
+    expect(elements).toBeLessThan(1200);
+    expect(requests).toBeGreaterThanOrEqual(total / 500);
+    await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain('All 100,000 of 100,000 callbacks');
+    await shot('task-100k');
+    // The purge deadline a day later is on the whole story's axis, beyond the callbacks-only one.
+    expect(await drawn('purge')).toBe(1);
+    await page.getByLabel('callbacks only').check();
+    expect(await drawn('purge')).toBe(0);
+    await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain(
+      '1 purge deadline (1 beyond the axis)',
+    );
+    expect(await drawn('upload_ok')).toBe(total - total / 1000);
+    await page.unroute((url) => url.pathname.startsWith('/tasks/img-huge'));
+    process.stdout.write(`100,000 images: timeline complete in ${took} ms, ${elements} SVG marks\n`);
+    expect(took).toBeLessThan(40_000);
+  }, 90_000);
+
+  test('the keyboard reaches everything in order: skip link, filters, tasks, and a task opens with Enter', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.tasks tbody tr');
+    await page.keyboard.press('Tab');
+    await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    const order: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press('Tab');
+      const focused = page.locator(':focus');
+      order.push((await focused.getAttribute('id')) ?? (await focused.textContent()) ?? '');
+      if ((await focused.getAttribute('href'))?.startsWith('/console/tasks/')) break;
+    }
+    expect(order.slice(0, 9)).toEqual([
+      'filter-room',
+      'filter-session',
+      'filter-status',
+      'filter-appKey',
+      'filter-service',
+      'filter-user',
+      'filter-since',
+      'filter-until',
+      'filter-limit',
+    ]);
+    expect(order.slice(9, 11)).toEqual(['Apply filters', 'Clear']);
+    const first = (await api<{ tasks: TaskSummary[] }>('/tasks')).tasks[0]!;
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/tasks\//);
+    await timelineRead();
+    await expect(page.locator('dl.header dd').nth(1).textContent()).resolves.toBe(
+      first.id.replace(/[\u0000-\u001f\u202e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    );
+  });
+
+  test('an unknown task, or an address that names none, is said in an alert', async () => {
+    await page.goto(`${base}tasks/no-such-task`);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/\(not_found\)$/);
+    await page.goto(`${base}tasks/%E0%A4%A`);
+    await expect(page.getByRole('alert').textContent()).resolves.toBe(
+      'This address names no task: its id is not percent-encoded UTF-8.',
+    );
+  });
+});
