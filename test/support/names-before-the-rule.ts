@@ -7,9 +7,9 @@ import type { TaskWriter } from '../../lib/domain/task-store.ts';
 /** stand-in -> the name it stands for. */
 export type NameStandIns = Readonly<Record<string, string>>;
 
-function replaceIn(text: string, standIns: NameStandIns, escape: (name: string) => string): string {
+function replaceIn(text: string, standIns: NameStandIns, spell: (name: string) => string): string {
   let out = text;
-  for (const [standIn, name] of Object.entries(standIns)) out = out.replaceAll(standIn, escape(name));
+  for (const [standIn, name] of Object.entries(standIns)) out = out.replaceAll(standIn, spell(name));
   return out;
 }
 
