@@ -4,6 +4,7 @@ import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { API_ROUTE_KEYS } from '../api/routes.ts';
 import type { Logger } from '../log.ts';
 import { createGateway, isLoopbackAddress } from './http-gateway.ts';
 
@@ -157,10 +158,14 @@ describe('the read API routes', () => {
   beforeAll(async () => {
     apiServer = createGateway({
       handler: async () => ok,
-      api: async (event) => {
-        apiEvents.push(event);
-        return ok;
-      },
+      routes: API_ROUTE_KEYS.map((routeKey) => ({
+        routeKey,
+        authorization: 'AWS_IAM',
+        handler: async (event) => {
+          apiEvents.push(event);
+          return ok;
+        },
+      })),
       maxBodyBytes: MAX_BODY,
       isReady: () => true,
       log: silent,
