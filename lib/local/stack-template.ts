@@ -294,6 +294,8 @@ export interface FunctionSettings {
   environment: Record<string, string>;
   /** The variables the template gives as plain strings (not a reference to a resource or parameter). */
   literalVariables: string[];
+  /** The ARNs of its layers. */
+  layers: string[];
   memoryMb: number;
   timeoutS: number;
   roleLogicalId: string;
@@ -432,6 +434,7 @@ function functionSettings(t: ResolvedTemplate): FunctionSettings[] {
       exportName: handler.slice(handler.lastIndexOf('.') + 1),
       environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(t.value(v))])),
       literalVariables: Object.keys(variables).filter((k) => typeof variables[k] === 'string'),
+      layers: ((t.value(p.Layers ?? []) as Json[]) ?? []).map(String),
       memoryMb: Number(t.value(p.MemorySize ?? LAMBDA_DEFAULTS.memoryMb)),
       timeoutS: Number(t.value(p.Timeout ?? LAMBDA_DEFAULTS.timeoutS)),
       roleLogicalId,

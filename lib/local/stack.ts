@@ -45,6 +45,12 @@ import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { localFunction, type LocalInvoke } from './lambda-runtime.ts';
+import {
+  LOCAL_SESSION_TOKEN,
+  isSecretsExtensionLayer,
+  secretsExtensionPort,
+  serveSecrets,
+} from './secrets-extension.ts';
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import {
@@ -286,6 +292,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let defaultRoute: ((event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>) | undefined;
   const routes: GatewayRoute[] = [];
   let iamSession: IamSession | undefined;
+  let servingSecrets = false;
   let server: Server | undefined;
   let dynamoServer: Server | undefined;
   let fauxqs: FauxqsServer | undefined;
@@ -321,6 +328,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         // Keep stopping the rest.
       }
     }
+    if (servingSecrets) serveSecrets(undefined);
     if (iamSession) {
       const previous = setIamSession(undefined);
       // Another stack's checks, started meanwhile in this process, stay in force.
@@ -442,6 +450,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       }
     }
 
+    const extensionPort = await secretsExtensionPort();
+    const parameters = new Map<string, string>();
     const handlers = await loadDeployedHandlers(
       {
         AWS_REGION: LOCAL_REGION,
@@ -450,6 +460,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         AWS_ENDPOINT_URL_SQS: sqsEndpoint,
         AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
         AWS_ENDPOINT_URL_SNS: sqsEndpoint,
+        // What a function sends the secrets extension, as on Lambda.
+        AWS_SESSION_TOKEN: LOCAL_SESSION_TOKEN,
       },
       settings.functions.map((fn) => {
         const environment = { ...fn.environment };
@@ -458,8 +470,22 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
           const own = env[name];
           if (own !== undefined && own.trim() !== '') environment[name] = own;
         }
-        // No Parameter Store locally: the secrets themselves, in the variable the ingest reads instead.
-        if ('CALLBACK_SECRETS_PARAM' in environment) {
+        const parameter = environment.CALLBACK_SECRETS_PARAM;
+        if (parameter !== undefined && fn.layers.some(isSecretsExtensionLayer)) {
+          // The extension of its layer, run by the stack: the parameter holds the local secrets, read under
+          // the function's role.
+          environment.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT = String(extensionPort);
+          parameters.set(parameter, secrets.json);
+          serveSecrets({
+            functionKey: fn.key,
+            iam: iamEnforced ? session : undefined,
+            parameters,
+            region: LOCAL_REGION,
+            accountId: LOCAL_ACCOUNT_ID,
+          });
+          servingSecrets = true;
+        } else if (parameter !== undefined) {
+          // No extension to read it with: the secrets themselves, in the variable the ingest reads instead.
           delete environment.CALLBACK_SECRETS_PARAM;
           environment.CALLBACK_SECRETS = secrets.json;
         }

@@ -55,7 +55,7 @@ describe('evaluate', () => {
     );
   });
 
-  test('removing an Allow never allows more, removing a Deny never allows less, a matching Deny refuses (property)', () => {
+  test('dropping an Allow never allows more, dropping a Deny never allows less, a Deny refuses (property)', () => {
     const statement = fc.record({
       Effect: fc.constantFrom('Allow', 'Deny'),
       Action: fc.constantFrom('dynamodb:*', 'dynamodb:Query', 'dynamodb:Get*', 'sqs:SendMessage'),

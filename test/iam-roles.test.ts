@@ -1,0 +1,282 @@
+// The roles of the template, held to what the functions really call, on the local stack with IAM enforced.
+// One small end-to-end scenario exercises every function: a signed callback through the ingest (its secrets
+// read through the extension, its SendMessage), the event source mapping's receive and delete, the worker's
+// reads, writes and task event, and the read API's reads by key, by index and of the events. Then:
+// - each statement of each role is removed in turn, and the scenario must fail with AccessDeniedException
+//   for an action of that statement (a mutation test of the roles: a statement nothing needs would pass);
+// - with the roles as they are, the scenario passes with nothing refused, and every action every statement
+//   grants was needed by some call: a role that grants more than the code calls fails here.
+// One stack serves every run: the roles are swapped in place (LocalStack.iam.useRolesOf).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
+import type { Denial } from '../lib/local/iam/enforce.ts';
+import type { PolicyStatement } from '../lib/local/iam/policy.ts';
+import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
+import { loadTemplate, type Template } from '../lib/local/template.ts';
+import { computeSignature } from '../lib/platform/signing.ts';
+
+const SECRET = 'demo-secret';
+/** How long a run waits for each outcome: a run that fails waits this long once. */
+const WAIT_MS = 4000;
+
+let cwd: string;
+let stack: LocalStack;
+let sqs: SQSClient;
+let events: EventQueueReader;
+const original = loadTemplate().template;
+let runs = 0;
+
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
+  stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1 });
+  sqs = new SQSClient({
+    endpoint: stack.info.sqsEndpoint,
+    region: stack.info.region,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
+});
+afterAll(async () => {
+  sqs?.destroy();
+  await stack?.stop();
+  await rm(cwd, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function within<T>(what: string, attempt: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = await attempt();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * The scenario: one recording task's start, through every function. Resolves when every outcome is there
+ * and no call was refused; rejects with what went wrong otherwise, and with the calls refused meanwhile.
+ */
+async function scenario(): Promise<{ denials: Denial[] }> {
+  const first = stack.iam.denials.length;
+  const n = ++runs;
+  const id = `rec-iam-${n}`;
+  const room = `room-iam-${n}`;
+  const body = {
+    timestamp: Date.now(),
+    type: 1,
+    appKey: 'demo-app',
+    recordId: id,
+    roomId: room,
+    sessionId: `s-iam-${n}`,
+    userId: '',
+    mode: 3,
+    code: 200,
+    errorMessage: 'success',
+    config: {},
+    output: { fileName: `s-iam-${n}_${room}_1763798400000.mp4` },
+  };
+  const denied = () => stack.iam.denials.slice(first);
+  try {
+    const ts = String(Math.floor(Date.now() / 1000));
+    // Each callback its own nonce: the same signature with another body is a replay.
+    const signed = (nonce: string) => `nonce=${nonce}&timestamp=${ts}&signature=${computeSignature(SECRET, nonce, ts)}`;
+    const posted = await fetch(`${stack.url}/callbacks/recording?${signed(`start${n}`)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (posted.status !== 200) throw new Error(`the ingest answered ${posted.status}: ${await posted.text()}`);
+    // A task's end with no start before it: the worker reads the header it cannot guess.
+    const ended = await fetch(`${stack.url}/callbacks/recording?${signed(`end${n}`)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, type: 3, recordId: `${id}-end` }),
+    });
+    if (ended.status !== 200) throw new Error(`the ingest answered ${ended.status}: ${await ended.text()}`);
+    await within('the read API finds the tasks, by id and by id and appKey', async () => {
+      const [a, b] = await Promise.all([
+        fetch(`${stack.url}/tasks/${id}`),
+        fetch(`${stack.url}/tasks/${id}-end?appKey=demo-app`),
+      ]);
+      return a.status === 200 && b.status === 200 ? true : undefined;
+    });
+    await within('the task is listed by its room (an index)', async () => {
+      const res = await fetch(`${stack.url}/tasks?room=${room}`);
+      if (res.status !== 200) return undefined;
+      const { tasks } = (await res.json()) as { tasks: Array<{ id: string }> };
+      return tasks.some((t) => t.id === id) ? true : undefined;
+    });
+    await within("the task's callbacks are read back", async () => {
+      const res = await fetch(`${stack.url}/tasks/${id}/events`);
+      if (res.status !== 200) return undefined;
+      const { events: stored } = (await res.json()) as { events: unknown[] };
+      return stored.length > 0 ? true : undefined;
+    });
+    await within('a task event was published', async () => {
+      const fresh = await events.poll();
+      return fresh.some((e) => e.body.task?.id === id) ? true : undefined;
+    });
+    if (denied().length > 0) throw new Error('calls were refused');
+    // Every record handled: the next run starts from an empty queue.
+    await within('the queue is drained', async () => (stack.poller.busy() === 0 ? true : undefined));
+  } catch (err) {
+    throw Object.assign(new Error(`${(err as Error).message}; refused: ${JSON.stringify(denied())}`), {
+      denials: denied(),
+    });
+  }
+  return { denials: denied() };
+}
+
+interface RoleStatement {
+  role: string;
+  index: number;
+  statement: PolicyStatement;
+}
+
+const ROLES = ['IngestRole', 'WorkerRole', 'ApiRole'];
+
+function statementsOf(template: Template): RoleStatement[] {
+  return ROLES.flatMap((role) => {
+    const policies = template.Resources[role]!.Properties!.Policies as Array<{
+      PolicyDocument: { Statement: PolicyStatement[] };
+    }>;
+    return policies.flatMap((p) => p.PolicyDocument.Statement).map((statement, index) => ({ role, index, statement }));
+  });
+}
+
+/** A copy of the template without one statement of one role. */
+function without(template: Template, role: string, index: number): Template {
+  const copy = structuredClone(template);
+  const policies = copy.Resources[role]!.Properties!.Policies as Array<{
+    PolicyDocument: { Statement: PolicyStatement[] };
+  }>;
+  let at = index;
+  for (const policy of policies) {
+    if (at < policy.PolicyDocument.Statement.length) {
+      policy.PolicyDocument.Statement.splice(at, 1);
+      break;
+    }
+    at -= policy.PolicyDocument.Statement.length;
+  }
+  return copy;
+}
+
+const actionsOf = (s: PolicyStatement) => (Array.isArray(s.Action) ? s.Action : [s.Action ?? '']);
+
+/**
+ * Statements the local stack cannot exercise, and why: KMS is called by SSM or SNS on the caller's behalf
+ * (a SecureString's or an encrypted topic's key), never by the function's own SDK clients, and only with a
+ * customer-managed key; the local parameters and topics have no key.
+ */
+const notExercisedLocally = (s: PolicyStatement) => actionsOf(s).every((a) => a.toLowerCase().startsWith('kms:'));
+
+const label = (s: RoleStatement) => `${s.role} ${s.statement.Sid ?? `#${s.index}`}`;
+
+/** Runs the scenario under a role without one statement; the failure it must end in. */
+async function failureWithout(s: RoleStatement): Promise<{ denials?: Denial[] } | undefined> {
+  stack.iam.useRolesOf(without(original, s.role, s.index));
+  try {
+    await scenario();
+    return undefined;
+  } catch (err) {
+    return err as { denials?: Denial[] };
+  } finally {
+    stack.iam.useRolesOf(original);
+  }
+}
+
+function expectRefusedFor(s: RoleStatement, failure: { denials?: Denial[] } | undefined): void {
+  expect(failure).toBeDefined();
+  const refused = (failure?.denials ?? []).map((d) => d.action.toLowerCase());
+  const removed = actionsOf(s.statement).map((a) => a.toLowerCase());
+  expect(refused.filter((a) => removed.includes(a))).not.toEqual([]);
+  expect(failure?.denials?.[0]?.message).toMatch(/^User: arn:aws:sts::\d{12}:assumed-role\/\S+ is not authorized/);
+}
+
+const bySid = (sid: string) => statementsOf(original).find((s) => s.statement.Sid === sid)!;
+
+// First, on the cold container: the ingest reads its secrets once per container (then every
+// SECRETS_REFRESH_S, keeping the last good ones when a read fails), as deployed.
+test('IngestRole ReadCallbackSecrets: without it the first callback gets 503, ssm:GetParameter refused', async () => {
+  const s = bySid('ReadCallbackSecrets');
+  expectRefusedFor(s, await failureWithout(s));
+  await sleep(200);
+});
+
+test('the scenario passes with the roles as they are, nothing refused', async () => {
+  const { denials } = await scenario();
+  expect(denials).toEqual([]);
+  expect(stack.iam.enforced).toBe(true);
+});
+
+describe('each statement of each role is needed: without it the scenario fails with AccessDeniedException', () => {
+  const statements = statementsOf(original);
+  // ReadCallbackSecrets: shown above, on the cold container.
+  const exercised = statements.filter(
+    (s) => !notExercisedLocally(s.statement) && s.statement.Sid !== 'ReadCallbackSecrets',
+  );
+
+  test.each(exercised.map((s) => [label(s), s] as const))('%s', async (_, s) => {
+    expectRefusedFor(s, await failureWithout(s));
+    // The records the run left behind are applied once the role is whole again.
+    await sleep(1500);
+  });
+
+  test('the statements the local stack cannot exercise are the KMS ones only', () => {
+    expect(statements.filter((s) => notExercisedLocally(s.statement)).map(label)).toEqual([
+      'IngestRole DecryptCallbackSecrets',
+    ]);
+  });
+});
+
+/** `<role> <sid>: <action>` of every action a statement of `template` grants that no call so far needed. */
+function unusedGrants(template: Template): string[] {
+  // `<function> <action> <resource>` -> `<role>/<policy>#<sid>` of the statement that allowed it.
+  const used = new Set([...stack.iam.grants].map(([key, source]) => `${source} ${key.split(' ')[1]!.toLowerCase()}`));
+  const needed = (s: RoleStatement, action: string) =>
+    [...used].some((u) => u.startsWith(`${s.role}/`) && u.endsWith(`#${s.statement.Sid} ${action.toLowerCase()}`));
+  return statementsOf(template)
+    .filter((s) => !notExercisedLocally(s.statement))
+    .flatMap((s) =>
+      actionsOf(s.statement)
+        .filter((a) => !needed(s, a))
+        .map((a) => `${label(s)}: ${a}`),
+    );
+}
+
+/**
+ * Granted, in the bundle, and called by no path of the function: the worker's bundle holds the store class
+ * it shares with the CLI, whose listings read headers in batches; the worker itself reads items one by one.
+ */
+const GRANTED_BUT_NEVER_CALLED = ['WorkerRole ApplyCallbacksToTasks: dynamodb:BatchGetItem'];
+
+test('every action every statement grants is needed by some call of the scenario', async () => {
+  await scenario();
+  expect(unusedGrants(original)).toEqual(GRANTED_BUT_NEVER_CALLED);
+});
+
+test('a role that grants more than the code calls is caught', async () => {
+  const wider = structuredClone(original);
+  const policies = wider.Resources.WorkerRole!.Properties!.Policies as Array<{
+    PolicyDocument: { Statement: PolicyStatement[] };
+  }>;
+  policies[0]!.PolicyDocument.Statement.push({
+    Sid: 'DeleteTasks',
+    Effect: 'Allow',
+    Action: 'dynamodb:DeleteItem',
+    Resource: 'arn:aws:dynamodb:*:*:table/*',
+  });
+  stack.iam.useRolesOf(wider);
+  try {
+    await scenario();
+  } finally {
+    stack.iam.useRolesOf(original);
+  }
+  expect(unusedGrants(wider)).toEqual([...GRANTED_BUT_NEVER_CALLED, 'WorkerRole DeleteTasks: dynamodb:DeleteItem']);
+});
