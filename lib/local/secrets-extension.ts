@@ -33,15 +33,14 @@ export function serveSecrets(next: SecretsExtensionConfig | undefined): void {
   config = next;
 }
 
-function answerRequest(req: IncomingMessage, res: ServerResponse): void {
-  const answer = (status: number, body: string) => {
-    res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
-    res.end(body);
-  };
+/** The extension's answer to one request: status and body. */
+function answerTo(req: IncomingMessage): { status: number; body: string } {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  if (req.method !== 'GET' || url.pathname !== '/systemsmanager/parameters/get') return answer(404, 'not found');
-  if (req.headers['x-aws-parameters-secrets-token'] !== LOCAL_SESSION_TOKEN) return answer(401, 'unauthorized');
-  if (!config) return answer(503, 'no local stack is running');
+  if (req.method !== 'GET' || url.pathname !== '/systemsmanager/parameters/get')
+    return { status: 404, body: 'not found' };
+  if (req.headers['x-aws-parameters-secrets-token'] !== LOCAL_SESSION_TOKEN)
+    return { status: 401, body: 'unauthorized' };
+  if (!config) return { status: 503, body: 'no local stack is running' };
   const name = url.searchParams.get('name') ?? '';
   const arn = `arn:aws:ssm:${config.region}:${config.accountId}:parameter${name.startsWith('/') ? '' : '/'}${name}`;
   const principal = config.iam?.principal(config.functionKey);
@@ -49,17 +48,19 @@ function answerRequest(req: IncomingMessage, res: ServerResponse): void {
     try {
       config.iam!.authorize(principal, 'ssm:GetParameter', arn);
     } catch (err) {
-      return answer(400, `AccessDeniedException: ${(err as Error).message}`);
+      return { status: 400, body: `AccessDeniedException: ${(err as Error).message}` };
     }
   }
   const value = config.parameters.get(name);
-  if (value === undefined) return answer(400, `ParameterNotFound: ${name}`);
-  answer(
-    200,
-    JSON.stringify({
-      Parameter: { ARN: arn, Name: name, Type: 'SecureString', Value: value, Version: 1, DataType: 'text' },
-    }),
-  );
+  if (value === undefined) return { status: 400, body: `ParameterNotFound: ${name}` };
+  const parameter = { ARN: arn, Name: name, Type: 'SecureString', Value: value, Version: 1, DataType: 'text' };
+  return { status: 200, body: JSON.stringify({ Parameter: parameter }) };
+}
+
+function answerRequest(req: IncomingMessage, res: ServerResponse): void {
+  const { status, body } = answerTo(req);
+  res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
+  res.end(body);
 }
 
 /**
