@@ -57,7 +57,9 @@ export function limitViolation(clientName: string, commandName: string, input: I
       return size > MAX_MESSAGE_BYTES
         ? {
             name: 'InvalidParameterValue',
-            message: `One or more parameters are invalid. Reason: Message must be shorter than ${MAX_MESSAGE_BYTES} bytes.`,
+            message:
+              'One or more parameters are invalid. Reason: Message must be shorter than ' +
+              `${MAX_MESSAGE_BYTES} bytes.`,
           }
         : null;
     }
