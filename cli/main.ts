@@ -13,6 +13,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   dlq: () => import('./commands/dlq.ts'),
   events: () => import('./commands/events.ts'),
   migrate: () => import('./commands/migrate.ts'),
+  doctor: () => import('./commands/doctor.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

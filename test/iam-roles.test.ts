@@ -1,7 +1,5 @@
 // The roles of the template, held to what the functions really call, on the local stack with IAM enforced.
-// One small end-to-end scenario exercises every function: a signed callback through the ingest (its secrets
-// read through the extension, its SendMessage), the event source mapping's receive and delete, the worker's
-// reads, writes and task event, and the read API's reads by key, by index and of the events. Then:
+// One small end-to-end scenario exercises every function (lib/local/iam/scenario.ts). Then:
 // - each statement of each role is removed in turn, and the scenario must fail with AccessDeniedException
 //   for an action of that statement (a mutation test of the roles: a statement nothing needs would pass);
 // - with the roles as they are, the scenario passes with nothing refused, and every action every statement
@@ -10,127 +8,34 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
-import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import type { Denial } from '../lib/local/iam/enforce.ts';
 import type { PolicyStatement } from '../lib/local/iam/policy.ts';
+import { type IamScenario, iamScenario } from '../lib/local/iam/scenario.ts';
 import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { loadTemplate, type Template } from '../lib/local/template.ts';
-import { computeSignature } from '../lib/platform/signing.ts';
-
-const SECRET = 'demo-secret';
-/** How long a run waits for each outcome: a run that fails waits this long once. */
-const WAIT_MS = 4000;
 
 let cwd: string;
 let stack: LocalStack;
-let sqs: SQSClient;
-let events: EventQueueReader;
+let runScenario: IamScenario;
 const original = loadTemplate().template;
-let runs = 0;
 
 beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
   stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1 });
-  sqs = new SQSClient({
-    endpoint: stack.info.sqsEndpoint,
-    region: stack.info.region,
-    credentials: LOCAL_CREDENTIALS,
-  });
-  events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
+  runScenario = iamScenario(stack);
 });
 afterAll(async () => {
-  sqs?.destroy();
+  runScenario?.close();
   await stack?.stop();
   await rm(cwd, { recursive: true, force: true });
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function within<T>(what: string, attempt: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await attempt();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
-    await sleep(50);
-  }
-}
-
-/**
- * The scenario: one recording task's start, through every function. Resolves when every outcome is there
- * and no call was refused; rejects with what went wrong otherwise, and with the calls refused meanwhile.
- */
 async function scenario(): Promise<{ denials: Denial[] }> {
   const first = stack.iam.denials.length;
-  const n = ++runs;
-  const id = `rec-iam-${n}`;
-  const room = `room-iam-${n}`;
-  const body = {
-    timestamp: Date.now(),
-    type: 1,
-    appKey: 'demo-app',
-    recordId: id,
-    roomId: room,
-    sessionId: `s-iam-${n}`,
-    userId: '',
-    mode: 3,
-    code: 200,
-    errorMessage: 'success',
-    config: {},
-    output: { fileName: `s-iam-${n}_${room}_1763798400000.mp4` },
-  };
-  const denied = () => stack.iam.denials.slice(first);
-  try {
-    const ts = String(Math.floor(Date.now() / 1000));
-    // Each callback its own nonce: the same signature with another body is a replay.
-    const signed = (nonce: string) => `nonce=${nonce}&timestamp=${ts}&signature=${computeSignature(SECRET, nonce, ts)}`;
-    const posted = await fetch(`${stack.url}/callbacks/recording?${signed(`start${n}`)}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    if (posted.status !== 200) throw new Error(`the ingest answered ${posted.status}: ${await posted.text()}`);
-    // A task's end with no start before it: the worker reads the header it cannot guess.
-    const ended = await fetch(`${stack.url}/callbacks/recording?${signed(`end${n}`)}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...body, type: 3, recordId: `${id}-end` }),
-    });
-    if (ended.status !== 200) throw new Error(`the ingest answered ${ended.status}: ${await ended.text()}`);
-    await within('the read API finds the tasks, by id and by id and appKey', async () => {
-      const [a, b] = await Promise.all([
-        fetch(`${stack.url}/tasks/${id}`),
-        fetch(`${stack.url}/tasks/${id}-end?appKey=demo-app`),
-      ]);
-      return a.status === 200 && b.status === 200 ? true : undefined;
-    });
-    await within('the task is listed by its room (an index)', async () => {
-      const res = await fetch(`${stack.url}/tasks?room=${room}`);
-      if (res.status !== 200) return undefined;
-      const { tasks } = (await res.json()) as { tasks: Array<{ id: string }> };
-      return tasks.some((t) => t.id === id) ? true : undefined;
-    });
-    await within("the task's callbacks are read back", async () => {
-      const res = await fetch(`${stack.url}/tasks/${id}/events`);
-      if (res.status !== 200) return undefined;
-      const { events: stored } = (await res.json()) as { events: unknown[] };
-      return stored.length > 0 ? true : undefined;
-    });
-    await within('a task event was published', async () => {
-      const fresh = await events.poll();
-      return fresh.some((e) => e.body.task?.id === id) ? true : undefined;
-    });
-    if (denied().length > 0) throw new Error('calls were refused');
-    // Every record handled: the next run starts from an empty queue.
-    await within('the queue is drained', async () => (stack.poller.busy() === 0 ? true : undefined));
-  } catch (err) {
-    throw Object.assign(new Error(`${(err as Error).message}; refused: ${JSON.stringify(denied())}`), {
-      denials: denied(),
-    });
-  }
-  return { denials: denied() };
+  await runScenario.run();
+  return { denials: stack.iam.denials.slice(first) };
 }
 
 interface RoleStatement {
