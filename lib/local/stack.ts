@@ -499,7 +499,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
           settings: fn,
           handler: handlers[fn.key]!,
           log,
-          iam: session,
+          ...(iamEnforced ? { iam: session } : {}),
           logGroupName: `/aws/lambda/${fn.functionName}`,
           region: LOCAL_REGION,
           accountId: LOCAL_ACCOUNT_ID,
