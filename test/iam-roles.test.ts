@@ -44,30 +44,39 @@ interface RoleStatement {
   statement: PolicyStatement;
 }
 
-const ROLES = ['IngestRole', 'WorkerRole', 'ApiRole'];
+/** The functions' roles, and the managed policy the read API's callers get (output ReadApiInvokePolicyArn). */
+const POLICY_HOLDERS = ['IngestRole', 'WorkerRole', 'ApiRole', 'ReadApiInvokePolicy'];
 
-function statementsOf(template: Template): RoleStatement[] {
-  return ROLES.flatMap((role) => {
-    const policies = template.Resources[role]!.Properties!.Policies as Array<{
-      PolicyDocument: { Statement: PolicyStatement[] };
-    }>;
-    return policies.flatMap((p) => p.PolicyDocument.Statement).map((statement, index) => ({ role, index, statement }));
-  });
+interface Document {
+  Statement: PolicyStatement[];
 }
 
-/** A copy of the template without one statement of one role. */
+/** The policy documents of a role (its inline policies) or of a managed policy. */
+function documentsOf(template: Template, holder: string): Document[] {
+  const p = template.Resources[holder]!.Properties!;
+  return p.PolicyDocument
+    ? [p.PolicyDocument as Document]
+    : (p.Policies as Array<{ PolicyDocument: Document }>).map((policy) => policy.PolicyDocument);
+}
+
+function statementsOf(template: Template): RoleStatement[] {
+  return POLICY_HOLDERS.flatMap((role) =>
+    documentsOf(template, role)
+      .flatMap((d) => d.Statement)
+      .map((statement, index) => ({ role, index, statement })),
+  );
+}
+
+/** A copy of the template without one statement of one role or policy. */
 function without(template: Template, role: string, index: number): Template {
   const copy = structuredClone(template);
-  const policies = copy.Resources[role]!.Properties!.Policies as Array<{
-    PolicyDocument: { Statement: PolicyStatement[] };
-  }>;
   let at = index;
-  for (const policy of policies) {
-    if (at < policy.PolicyDocument.Statement.length) {
-      policy.PolicyDocument.Statement.splice(at, 1);
+  for (const document of documentsOf(copy, role)) {
+    if (at < document.Statement.length) {
+      document.Statement.splice(at, 1);
       break;
     }
-    at -= policy.PolicyDocument.Statement.length;
+    at -= document.Statement.length;
   }
   return copy;
 }
@@ -145,7 +154,11 @@ function unusedGrants(template: Template): string[] {
   // `<function> <action> <resource>` -> `<role>/<policy>#<sid>` of the statement that allowed it.
   const used = new Set([...stack.iam.grants].map(([key, source]) => `${source} ${key.split(' ')[1]!.toLowerCase()}`));
   const needed = (s: RoleStatement, action: string) =>
-    [...used].some((u) => u.startsWith(`${s.role}/`) && u.endsWith(`#${s.statement.Sid} ${action.toLowerCase()}`));
+    [...used].some(
+      (u) =>
+        (u.startsWith(`${s.role}/`) || u.startsWith(`${s.role}#`)) &&
+        u.endsWith(`#${s.statement.Sid} ${action.toLowerCase()}`),
+    );
   return statementsOf(template)
     .filter((s) => !notExercisedLocally(s.statement))
     .flatMap((s) =>
@@ -168,10 +181,7 @@ test('every action every statement grants is needed by some call of the scenario
 
 test('a role that grants more than the code calls is caught', async () => {
   const wider = structuredClone(original);
-  const policies = wider.Resources.WorkerRole!.Properties!.Policies as Array<{
-    PolicyDocument: { Statement: PolicyStatement[] };
-  }>;
-  policies[0]!.PolicyDocument.Statement.push({
+  documentsOf(wider, 'WorkerRole')[0]!.Statement.push({
     Sid: 'DeleteTasks',
     Effect: 'Allow',
     Action: 'dynamodb:DeleteItem',

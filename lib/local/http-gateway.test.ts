@@ -227,3 +227,30 @@ describe('the read API routes', () => {
       expect(isLoopbackAddress(a)).toBe(false);
   });
 });
+
+test("an AWS_IAM route the caller's policy does not allow gets 403; other routes are not checked", async () => {
+  const checked: string[] = [];
+  const gateway = createGateway({
+    handler: async () => ({ statusCode: 200, body: '{}' }),
+    routes: [{ routeKey: 'GET /tasks/{id}', authorization: 'AWS_IAM', handler: async () => ({ statusCode: 200 }) }],
+    authorizeIam: (method, path) => {
+      checked.push(`${method} ${path}`);
+      return path !== '/tasks/refused';
+    },
+    maxBodyBytes: MAX_BODY,
+    isReady: () => true,
+    log: silent,
+  });
+  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+  const at = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+  try {
+    const refused = await fetch(`${at}/tasks/refused`);
+    expect([refused.status, await refused.json()]).toEqual([403, { message: 'Forbidden' }]);
+    expect((await fetch(`${at}/tasks/allowed`)).status).toBe(200);
+    expect((await fetch(`${at}/callbacks/recording`, { method: 'POST' })).status).toBe(200);
+    expect(checked).toEqual(['GET /tasks/refused', 'GET /tasks/allowed']);
+  } finally {
+    gateway.closeAllConnections();
+    await new Promise((resolve) => gateway.close(resolve));
+  }
+});

@@ -81,6 +81,11 @@ export interface GatewayOptions {
   maxBodyBytes: number;
   /** Above this many bytes the request is answered 413 here and the connection closed (API Gateway's limit). */
   maxPayloadBytes?: number;
+  /**
+   * The IAM check of a request to an `AWS_IAM` route (its method and path): false answers 403 as API Gateway
+   * does. Without it such routes are open (to loopback clients).
+   */
+  authorizeIam?: (method: string, path: string) => boolean;
   /** false while the stack starts or stops: /health and the routes answer 503. */
   isReady: () => boolean;
   log: Logger;
@@ -142,6 +147,14 @@ export function createGateway(opts: GatewayOptions): Server {
         'The local read API answers loopback clients only: it has no authorization.',
       );
       return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
+    }
+    if (
+      route?.authorization === 'AWS_IAM' &&
+      opts.authorizeIam &&
+      !opts.authorizeIam(req.method ?? 'GET', path ?? '/')
+    ) {
+      const r = json(403, { message: 'Forbidden' });
+      return send(res, r.status, r.headers, r.body);
     }
     const event = toApiGatewayEvent({
       method: req.method ?? 'GET',

@@ -27,6 +27,9 @@ interface Physical {
   attributes: Record<string, string>;
 }
 
+/** The id of the local HTTP API, in the ARNs of its routes (`<api>/<stage>/<method>/<path>`). */
+export const LOCAL_API_ID = 'local';
+
 export class TemplateError extends Error {
   override name = 'TemplateError';
 }
@@ -159,7 +162,7 @@ export class ResolvedTemplate {
         physical = { ref: named('AliasName'), attributes: {} };
         break;
       case 'AWS::ApiGatewayV2::Api':
-        physical = { ref: 'local', attributes: { ApiEndpoint: 'http://127.0.0.1' } };
+        physical = { ref: LOCAL_API_ID, attributes: { ApiEndpoint: 'http://127.0.0.1' } };
         break;
       default:
         physical = { ref: logicalId, attributes: { Arn: `arn:aws:local:${region}:${accountId}:${logicalId}` } };
@@ -502,6 +505,18 @@ export function stackSettings(t: ResolvedTemplate): StackSettings {
  * policies and AWS::IAM::Policy resources attached to it. An AWS-managed policy (outside the template)
  * cannot be read locally: it is reported in `unknownPolicies`, and grants nothing here.
  */
+/** The statements of a policy document, resolved, each with where it came from. */
+function documentStatements(t: ResolvedTemplate, policyName: string, document: Json): SourcedStatement[] {
+  const raw = (document as { Statement?: Json }).Statement;
+  const list = (Array.isArray(raw) ? raw : [raw]) as PolicyStatement[];
+  return list.map((s, i) => ({ statement: t.value(s) as PolicyStatement, source: `${policyName}#${s.Sid ?? i}` }));
+}
+
+/** The statements of a managed policy of the template. */
+export function managedPolicyStatements(t: ResolvedTemplate, logicalId: string): SourcedStatement[] {
+  return documentStatements(t, logicalId, props(t.resource(logicalId)).PolicyDocument);
+}
+
 export function roleStatements(
   t: ResolvedTemplate,
   roleLogicalId: string,
@@ -510,11 +525,7 @@ export function roleStatements(
   const statements: SourcedStatement[] = [];
   const unknownPolicies: string[] = [];
   const add = (policyName: string, document: Json) => {
-    const raw = (document as { Statement?: Json }).Statement;
-    const list = (Array.isArray(raw) ? raw : [raw]) as PolicyStatement[];
-    list.forEach((s, i) => {
-      statements.push({ statement: t.value(s) as PolicyStatement, source: `${policyName}#${s.Sid ?? i}` });
-    });
+    statements.push(...documentStatements(t, policyName, document));
   };
   for (const policy of (role.Policies ?? []) as Array<{ PolicyName: Json; PolicyDocument: Json }>) {
     add(`${roleLogicalId}/${String(t.value(policy.PolicyName))}`, policy.PolicyDocument);

@@ -44,6 +44,7 @@ import { loadDeployedHandlers } from './handlers.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, IamSession, setIamSession, type Denial } from './iam/enforce.ts';
+import { eventSourceMappingKey, READ_API_CALLER, setPrincipals } from './iam/principals.ts';
 import { localFunction, type LocalInvoke } from './lambda-runtime.ts';
 import {
   LOCAL_SESSION_TOKEN,
@@ -54,8 +55,8 @@ import {
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import {
+  LOCAL_API_ID,
   ResolvedTemplate,
-  roleStatements,
   stackSettings,
   type QueueSettings,
   type StackSettings,
@@ -259,9 +260,6 @@ async function ensureTopics(sns: SNSClient, settings: StackSettings, log: Return
 /** The actions Lambda needs the role to allow on the queue to create an SQS event source mapping. */
 const MAPPING_ACTIONS = ['ReceiveMessage', 'DeleteMessage', 'GetQueueAttributes'] as const;
 
-const statementsOf = (resolved: ResolvedTemplate, roleLogicalId: string) =>
-  roleStatements(resolved, roleLogicalId).statements;
-
 export async function startLocalStack(opts: LocalStackOptions = {}): Promise<LocalStack> {
   const env = opts.env ?? process.env;
   const cwd = resolve(opts.cwd ?? process.cwd());
@@ -346,6 +344,18 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       routes,
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
       maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
+      // The read API's callers hold the policy the stack offers them: a request it does not allow gets 403.
+      authorizeIam: (method, path) => {
+        const caller = iamSession?.principal(READ_API_CALLER);
+        if (!iamSession || !caller) return true;
+        const arn = `arn:aws:execute-api:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:${LOCAL_API_ID}/$default/${method}${path}`;
+        try {
+          iamSession.authorize(caller, 'execute-api:Invoke', arn);
+          return true;
+        } catch {
+          return false;
+        }
+      },
       isReady: () => ready && defaultRoute !== undefined,
       log: createLogger('gateway'),
     });
@@ -406,32 +416,13 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const queue = settings.queues.find((q) => q.logicalId === mapping.queue)!;
     const dlq = settings.queues.find((q) => q.logicalId === queue.deadLetterQueue);
     const mappedFunction = settings.functions.find((f) => f.key === mapping.functionKey)!;
-    const mappingKey = `${mappedFunction.key}:event-source-mapping`;
     const session = new IamSession({ region: LOCAL_REGION, accountId: LOCAL_ACCOUNT_ID }, (denial) =>
       log.warn('iam_denied', { ...denial }),
     );
-    const useRolesOf = (next: Template) => {
-      const roles = new ResolvedTemplate(next, account);
-      for (const fn of settings.functions) {
-        const { statements, unknownPolicies } = roleStatements(roles, fn.roleLogicalId);
-        for (const arn of unknownPolicies)
-          log.warn('iam_policy_unknown', { function: fn.key, policy: arn, effect: 'it grants nothing locally' });
-        session.setPrincipal(fn.key, { roleName: fn.roleName, sessionName: fn.functionName, statements });
-      }
-      // The poller's own shortcut (ChangeMessageVisibility, for --retry-delay) is the local stack's, not
-      // the mapping's: granted here, beside the role's statements.
-      session.setPrincipal(mappingKey, {
-        roleName: mappedFunction.roleName,
-        sessionName: mappedFunction.functionName,
-        statements: [
-          ...statementsOf(roles, mappedFunction.roleLogicalId),
-          {
-            statement: { Effect: 'Allow', Action: 'sqs:ChangeMessageVisibility', Resource: queue.arn },
-            source: 'local stack: --retry-delay',
-          },
-        ],
-      });
-    };
+    const useRolesOf = (next: Template) =>
+      setPrincipals(session, next, account, settings, (fn, policy) =>
+        log.warn('iam_policy_unknown', { function: fn, policy, effect: 'it grants nothing locally' }),
+      );
     useRolesOf(template);
     if (iamEnforced) {
       iamSession = session;
@@ -517,7 +508,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
     pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    enforceIam(pollerSqs, mappingKey);
+    enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
     const invokeWorker = invokers[mapping.functionKey]!;
     poller = startSqsPoller({
       sqs: pollerSqs,
