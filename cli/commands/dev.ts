@@ -152,7 +152,7 @@ export function banner(
         [
           'read API',
           `GET  ${info.url}/tasks, /tasks/{id}, /tasks/{id}/events  ` +
-            `${c.dim('(loopback clients only, no authorization)')}`,
+            `${c.dim('(loopback clients only, no signature)')}`,
         ],
         ['signature', stack.signatureMode],
         ['sources', stack.allowedSources.length > 0 ? stack.allowedSources.join(', ') : 'any address'],
