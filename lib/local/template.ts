@@ -94,7 +94,11 @@ function packageInto(root: string, target: string): void {
     const service = join(scratch, 'service');
     mkdirSync(service);
     cpSync(join(root, 'serverless.yml'), join(service, 'serverless.yml'));
-    cpSync(join(root, 'infra'), join(service, 'infra'), { recursive: true });
+    // The inputs only: a test file beside them is none.
+    cpSync(join(root, 'infra'), join(service, 'infra'), {
+      recursive: true,
+      filter: (source) => !source.endsWith('.test.ts'),
+    });
     // The artifacts the functions name: empty zips (an end-of-central-directory record alone).
     const slsText = readFileSync(join(root, 'serverless.yml'), 'utf8');
     for (const [, artifact] of slsText.matchAll(/^\s*artifact:\s*(\S+)\s*$/gm)) {
