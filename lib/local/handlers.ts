@@ -49,8 +49,13 @@ type Loaded = Record<string, LambdaHandler>;
 let loaded: { signature: Readonly<Record<string, string>>; handlers: Promise<Loaded> } | undefined;
 
 /** One flat view of what the modules were loaded with, to compare a second stack's needs against. */
-function signatureOf(base: Record<string, string>, functions: readonly FunctionToLoad[]): Record<string, string> {
+function signatureOf(
+  base: Record<string, string>,
+  functions: readonly FunctionToLoad[],
+  served: Record<string, string>,
+): Record<string, string> {
   const out: Record<string, string> = { ...base };
+  for (const [name, value] of Object.entries(served)) out[`served.${name}`] = value;
   for (const fn of functions) {
     out[`${fn.key}.export`] = fn.exportName;
     for (const [name, value] of Object.entries(fn.environment)) out[`${fn.key}.${name}`] = value;
@@ -92,13 +97,16 @@ async function importEach(functions: readonly FunctionToLoad[]): Promise<Loaded>
 
 /**
  * Imports each function's module with `base` (region, credentials, endpoints: read by the SDK at each call,
- * so they stay set) and its own environment; resolves to its handler by key.
+ * so they stay set) and its own environment; resolves to its handler by key. `served` names what the
+ * modules read once from elsewhere and keep (the secrets read through the extension): a second stack must
+ * serve the same.
  */
 export async function loadDeployedHandlers(
   base: Record<string, string>,
   functions: readonly FunctionToLoad[],
+  served: Record<string, string> = {},
 ): Promise<Loaded> {
-  const signature = signatureOf(base, functions);
+  const signature = signatureOf(base, functions, served);
   if (loaded) {
     const before = loaded.signature;
     const names = new Set([...Object.keys(before), ...Object.keys(signature)]);

@@ -11,6 +11,7 @@
 // restart finds the tasks and also every callback that was acknowledged but not yet applied, and the
 // dead-letter queue; with `memory` nothing is written. `<cwd>/.data/stack.json` tells the other CLI
 // commands where the stack listens; it is removed when the stack stops.
+import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -482,6 +483,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         }
         return { key: fn.key, exportName: fn.exportName, environment };
       }),
+      // The ingest keeps the secrets it read; a digest, never the secrets, tells two stacks' apart.
+      { secrets: createHash('sha256').update(secrets.json).digest('hex') },
     );
     invokers = Object.fromEntries(
       settings.functions.map((fn) => [
