@@ -5,7 +5,9 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, type Target } from './target.ts';
+import { enforceIam } from '../lib/local/iam/enforce.ts';
+import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
+import { localOperatorSession, TargetError, type Target } from './target.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */
@@ -49,6 +51,7 @@ export async function taskEventsFor(
         credentials: LOCAL_CREDENTIALS,
         maxAttempts: 2,
       });
+      enforceIam(client, OPERATOR, localOperatorSession(target.local!, target.eventsQueueUrl));
     }
   } else {
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);

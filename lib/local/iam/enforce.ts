@@ -212,11 +212,15 @@ export function setIamSession(session: IamSession | undefined): IamSession | und
   return previous;
 }
 
-/** Adds the check to a client: its calls run under the principal the session in force has for `key`. */
-export function enforceIam(client: object, key: string): void {
+/**
+ * Adds the check to a client: its calls run under the principal that `session`, or else the session in force
+ * at each call, has for `key`.
+ */
+export function enforceIam(client: object, key: string, session?: IamSession): void {
   (client as SdkClient).middlewareStack.add(
     (next, context) => async (args) => {
-      current?.check(key, String(context.clientName ?? ''), String(context.commandName ?? ''), args.input ?? {});
+      const checks = session ?? current;
+      checks?.check(key, String(context.clientName ?? ''), String(context.commandName ?? ''), args.input ?? {});
       return next(args);
     },
     { step: 'initialize', name: IAM_MIDDLEWARE, priority: 'high' },
