@@ -54,8 +54,13 @@ export function templateInputs(root = PROJECT_ROOT): string[] {
 }
 
 function oslsVersion(root: string): string {
-  return (JSON.parse(readFileSync(join(root, 'node_modules/osls/package.json'), 'utf8')) as { version: string })
-    .version;
+  const manifest = join(root, 'node_modules/osls/package.json');
+  if (!existsSync(manifest))
+    throw new Error(
+      'the local stack is built from the packaged template, and packaging needs osls (a development dependency): ' +
+        'run "npm ci" in the project first',
+    );
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
 /** The cache key: a hash of the inputs' names and contents, the packager's version, the stage and region. */
