@@ -15,4 +15,6 @@ export default {
   testMatch: ['<rootDir>/{lib,functions,cli,test,infra}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.serverless/'],
   testTimeout: 60000,
+  // The packaged CloudFormation template the local stack is built from, packaged once for the whole run.
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
 };

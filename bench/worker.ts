@@ -34,13 +34,13 @@ import { createLogger, setLogSink, type Logger } from '../lib/log.ts';
 import { readRecord } from '../lib/queue-message.ts';
 import { toDelivered } from '../lib/worker/prepare-record.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
+import { localStageSettings } from '../lib/local/stack-template.ts';
 import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, toSqsRecord, type MixFaults } from './callbacks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 
 export interface WorkerSizes {
   rounds: number;
-  /** Batches of `eventSourceMapping.batchSize` records per side per round. */
+  /** Batches of the event source mapping's batch size, per side per round. */
   batchesPerRound: number;
   /** Callbacks applied one by one for the capacity figures. */
   capacityCallbacks: number;
@@ -371,7 +371,7 @@ export async function benchWorker(
   sizes: WorkerSizes,
   progress: (line: string) => void = () => {},
 ): Promise<WorkerResult> {
-  const batchSize = eventSourceMapping.batchSize;
+  const batchSize = localStageSettings().mappings[0]!.batchSize;
   const perRound = sizes.batchesPerRound * batchSize;
   const dynamo = await startDynamo('bench-tasks');
   // Task events go to SNS as deployed: fauxqs (on loopback), with one SQS queue subscribed (fan-out included).

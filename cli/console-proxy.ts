@@ -7,11 +7,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signGet, type Credentials } from '../examples/signed-fetch.ts';
-import { matchApiRoute } from '../lib/api/routes.ts';
+import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { CONSOLE_HEADERS, isConsolePath, loadConsoleFiles } from '../lib/console/static.ts';
-import { isLoopbackAddress } from '../lib/local/http-gateway.ts';
+import { isLoopbackAddress, matchRoute } from '../lib/local/http-gateway.ts';
 import { createLogger } from '../lib/log.ts';
 import { errorSentence } from '../lib/text.ts';
+
+/** The read API's routes, forwarded to the stage. */
+const API_ROUTES = API_ROUTE_KEYS.map((routeKey) => ({ routeKey }));
 
 export interface ConsoleProxyOptions {
   /** The stage's HttpApiUrl. */
@@ -85,7 +88,7 @@ export async function startConsoleProxy(opts: ConsoleProxyOptions): Promise<Cons
       return res.end();
     }
     if (isConsolePath(path)) return files.serve(req, res);
-    if (matchApiRoute(req.method ?? 'GET', path)) {
+    if (matchRoute(API_ROUTES, req.method ?? 'GET', path)) {
       forward(req, res).catch(() => res.destroy());
       return;
     }

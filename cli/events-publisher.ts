@@ -6,7 +6,9 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, type Target } from './target.ts';
+import { enforceIam } from '../lib/local/iam/enforce.ts';
+import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
+import { localOperatorSession, TargetError, type Target } from './target.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */
@@ -57,6 +59,7 @@ export async function taskEventsTopicFor(
         credentials: LOCAL_CREDENTIALS,
         maxAttempts: 2,
       });
+      enforceIam(client, OPERATOR, localOperatorSession(target.local!, target.eventsQueueUrl));
     }
   } else {
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);

@@ -15,6 +15,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   events: () => import('./commands/events.ts'),
   migrate: () => import('./commands/migrate.ts'),
   console: () => import('./commands/console.ts'),
+  doctor: () => import('./commands/doctor.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

@@ -2,37 +2,33 @@
 // commands can send to a stage, read from their bundles as the functions' roles are (infra/serverless.test.ts).
 // A command's bundle holds every request of the command (its subcommands share their modules), so the
 // check is on the policy as a whole: every action some command sends is in it, and it holds no other.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultSecretsParam } from './secrets.ts';
 import { resourceNames } from '../lib/local/deployed-settings.ts';
+import { operatorStatements } from '../lib/local/iam/operator-policy.ts';
+import type { PolicyStatement } from '../lib/local/iam/policy.ts';
 import { bundleRequests, functionBuildOptions, iamAction } from '../test/support/sdk-requests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-interface PolicyStatement {
-  Sid: string;
-  Effect: string;
-  Action: string | string[];
-  Resource: string | string[];
-  Condition?: { StringEquals: Record<string, string> };
-}
+const list = (v: string | readonly string[] | undefined) =>
+  v === undefined ? [] : Array.isArray(v) ? v : [v as string];
 
-const list = (v: string | string[]) => (Array.isArray(v) ? v : [v]);
+/** The service a statement's condition limits it to (`kms:ViaService`), if any. */
+const viaService = (s: PolicyStatement) =>
+  (s.Condition as { StringEquals?: Record<string, string> } | undefined)?.StringEquals?.['kms:ViaService'];
 
-/** The JSON policy of the section "Permissions against a stage". */
+/** The operator policy as the page gives it, its placeholders left as they are. */
 function documentedPolicy(): PolicyStatement[] {
-  const page = readFileSync(join(root, 'docs/cli-operations.md'), 'utf8');
-  const section = page.split('\n## Permissions against a stage\n')[1]!.split('\n## ')[0]!;
-  const json = /```json\n([\s\S]*?)\n```/.exec(section);
-  if (!json) throw new Error('docs/cli-operations.md: no JSON policy under "Permissions against a stage"');
-  return JSON.parse(json[1]!).Statement;
+  const placeholders = { region: '<region>', account: '<account>', stage: '<stage>', eventsQueue: '<events-queue>' };
+  return operatorStatements(placeholders, root).map((s) => s.statement);
 }
 
-/** Every command but `dev`, which starts the local stack and talks to its emulators only. */
+/** Every command but `dev` and `doctor`, which start a local stack and talk to its emulators only. */
 const stageCommands = readdirSync(join(root, 'cli/commands'))
-  .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && f !== 'dev.ts')
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && f !== 'dev.ts' && f !== 'doctor.ts')
   .map((f) => basename(f, '.ts'));
 
 let sent: Set<string>;
@@ -57,7 +53,7 @@ test('the operator policy allows exactly the actions the commands against a stag
   for (const s of policy) expect(s.Effect).toBe('Allow');
   const byVia = (via: string) =>
     policy
-      .filter((s) => s.Condition?.StringEquals['kms:ViaService'] === `${via}.<region>.amazonaws.com`)
+      .filter((s) => viaService(s) === `${via}.<region>.amazonaws.com`)
       .flatMap((s) => list(s.Action))
       .sort();
   const allowed = new Set(policy.filter((s) => !s.Condition).flatMap((s) => list(s.Action)));
@@ -78,10 +74,13 @@ test("the operator policy names the stage's own table, queues, topic and secrets
   const arn = (service: string, resource: string) => `arn:aws:${service}:<region>:<account>:${resource}`;
   expect(resources.sort()).toEqual(
     [
+      // Read (ReadTasks), and written by the commands that apply and migrate (ApplyAndMigrateTasks).
+      arn('dynamodb', `table/${names.table}`),
       arn('dynamodb', `table/${names.table}`),
       arn('dynamodb', `table/${names.table}/index/*`),
-      arn('sqs', names.queue),
-      arn('sqs', names.deadLetterQueue),
+      // The callback queue and its dead-letter queue, whatever their suffix.
+      arn('sqs', `${names.table.replace(/-tasks$/, '')}-callbacks*`),
+      arn('sqs', '<events-queue>'),
       arn('sns', names.eventsTopic),
       // events tail --follow: subscribing to the topic, and queues of its own (ListQueues takes no resource).
       arn('sns', names.eventsTopic),

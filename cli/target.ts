@@ -6,7 +6,15 @@ import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import {
+  LOCAL_ACCOUNT_ID,
+  LOCAL_CREDENTIALS,
+  LOCAL_STAGE,
+  SERVICE,
+  resourceNames,
+} from '../lib/local/deployed-settings.ts';
+import { enforceIam, type IamSession } from '../lib/local/iam/enforce.ts';
+import { OPERATOR, operatorSession } from '../lib/local/iam/operator-policy.ts';
 import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { errorSentence } from '../lib/text.ts';
 
@@ -80,7 +88,22 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
   return openLocal(local, eventsQueueUrl);
 }
 
+/**
+ * The operators' policy (docs/cli-operations.md) for the commands run against a local stack: their calls
+ * are held to it there, as they would be on a stage.
+ */
+export function localOperatorSession(local: LocalStackInfo, eventsQueueUrl: string | null): IamSession {
+  return operatorSession({
+    region: local.region,
+    account: LOCAL_ACCOUNT_ID,
+    stage: LOCAL_STAGE,
+    eventsQueue: eventsQueueUrl ? (new URL(eventsQueueUrl).pathname.split('/').pop() ?? '') : '',
+  });
+}
+
 export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null = null): Target {
+  const eventsQueue = eventsQueueUrl ?? local.eventsQueueUrl ?? null;
+  const operator = localOperatorSession(local, eventsQueue);
   const dynamo = new DynamoDBClient({
     endpoint: local.dynamoEndpoint,
     region: local.region,
@@ -101,10 +124,14 @@ export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null =
     tableName: local.tableName,
     region: local.region,
     queues: async () => ({ queueUrl: local.queueUrl, dlqUrl: local.dlqUrl }),
-    eventsQueueUrl: eventsQueueUrl ?? local.eventsQueueUrl ?? null,
-    dynamo,
-    sqs,
+    eventsQueueUrl: eventsQueue,
+    dynamo: enforced(dynamo),
+    sqs: enforced(sqs),
   });
+  function enforced<T extends object>(client: T): T {
+    enforceIam(client, OPERATOR, operator);
+    return client;
+  }
 }
 
 async function openDeployed(

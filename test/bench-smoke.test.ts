@@ -4,7 +4,7 @@
 // never timings.
 import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
+import { localStageSettings } from '../lib/local/stack-template.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
 import { benchApi } from '../bench/api.ts';
@@ -84,7 +84,7 @@ describe('cost per million callbacks', () => {
   test('the memory, architecture and batch size come from serverless.yml', () => {
     const settings = loadDeployedSettings();
     expect(settings.architecture).toBe('arm64');
-    expect(settings.batchSize).toBe(eventSourceMapping.batchSize);
+    expect(settings.batchSize).toBe(localStageSettings().mappings[0]!.batchSize);
     expect(settings.ingestMemoryMb).toBeGreaterThanOrEqual(128);
     expect(settings.workerMemoryMb).toBeGreaterThanOrEqual(128);
     const yaml = (ingestMemory: string) =>

@@ -136,6 +136,15 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   await rm(other, { recursive: true, force: true });
 
   await second.stop();
+  // The ingest keeps the secrets it read through the extension: other secrets on the same ports are refused too.
+  await expect(
+    start({
+      dataDir: 'data',
+      dynamoPort: port(first.info.dynamoEndpoint),
+      sqsPort: port(first.info.sqsEndpoint),
+      secrets: { 'other-app': ['other-secret'] },
+    }),
+  ).rejects.toThrow(/already loaded in this process with other settings \(served\.secrets\)/);
 });
 
 test('unusable CALLBACK_SECRETS stop the start with a message that shows no secret', async () => {

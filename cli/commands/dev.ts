@@ -2,7 +2,6 @@
 import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
-import { eventSourceMapping, queueSettings } from '../../lib/local/deployed-settings.ts';
 import { parseAllowList } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
@@ -23,6 +22,7 @@ interface DevOptions {
   quiet?: boolean;
   logFormat?: LogFormat;
   color?: boolean;
+  iam: boolean;
 }
 
 /**
@@ -60,8 +60,7 @@ export function register(program: Command): void {
     )
     .option(
       '--retry-delay <seconds>',
-      `seconds before a failed record is retried (deployed: the queue's ${queueSettings.visibilityTimeoutS} s ` +
-        `visibility time-out)`,
+      "seconds before a failed record is retried (deployed: the queue's visibility time-out)",
       wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
@@ -72,7 +71,11 @@ export function register(program: Command): void {
         "pretty: one readable line per callback; json: the functions' JSON lines (default: pretty on a terminal)",
       ).choices(['pretty', 'json']),
     )
-    .option('--no-color', 'no colours (also NO_COLOR=1)');
+    .option('--no-color', 'no colours (also NO_COLOR=1)')
+    .option(
+      '--no-iam',
+      "for debugging only: do not check the functions' AWS calls against their roles (the deployed stack does)",
+    );
   withTimeZone(dev).action(async (opts: DevOptions) => {
     const c = colorsFor(opts);
     opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
@@ -101,6 +104,7 @@ export function register(program: Command): void {
       retryDelaySeconds: opts.retryDelay,
       quiet: opts.quiet ?? false,
       consoleDir,
+      iam: opts.iam,
     });
     process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
     await untilSignal();
@@ -127,11 +131,12 @@ export function banner(
   const data = info.dataDir
     ? styled`${shown(info.dataDir)}/  ${c.dim('(dynamodb/, sqs/: kept across restarts)')}`
     : styled`in memory ${c.dim('(--memory: gone when the stack stops)')}`;
-  const readApiNote = c.dim('(loopback clients only, no authorization)');
+  const readApiNote = c.dim('(loopback clients only, no signature)');
   const topic = info.eventsTopicArn?.split(':').pop() ?? '-';
   const tailQueue = info.eventsQueueUrl?.split('/').pop() ?? '-';
-  const m = eventSourceMapping;
-  const q = queueSettings;
+  const m = stack.settings.mappings[0]!;
+  const queue = stack.settings.queues.find((q) => q.logicalId === m.queue);
+  const functions = stack.settings.functions.map((fn) => `${fn.key} ${fn.memoryMb} MB ${fn.timeoutS} s`).join(', ');
   const lines = [
     c.bold(`Local stack ready at ${info.url}`),
     '',
@@ -154,7 +159,15 @@ export function banner(
         [
           'worker',
           `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
-            `failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
+            `failed record is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} ` +
+            'receives',
+        ],
+        ['functions', functions],
+        [
+          'IAM',
+          stack.iam.enforced
+            ? `each function's calls checked against its role ${c.dim(`(template ${stack.templateHash ?? 'given'})`)}`
+            : c.bold('OFF (--no-iam): for debugging only, calls the deployed roles refuse go through'),
         ],
         [
           'stack file',

@@ -3,6 +3,7 @@
 // function stops at load with one sentence (in the log and as the init error), rather than answer every
 // request from a table it guessed.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { functionClient } from '../aws/clients.ts';
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
@@ -31,10 +32,12 @@ export function buildApiDependencies(env: Env, log: Logger = createLogger('api')
   }
   // Short per-call time-outs: a caller waits on the answer, and a stuck call should end in a 503 it can
   // retry well before the function's own time-out.
-  const client = new DynamoDBClient({
-    maxAttempts: 3,
-    requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
-  });
+  const client = functionClient(
+    new DynamoDBClient({
+      maxAttempts: 3,
+      requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
+    }),
+  );
   return {
     store: new DynamoTaskReader({ client, tableName }),
     log,

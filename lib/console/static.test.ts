@@ -28,7 +28,6 @@ beforeAll(async () => {
   const gateway = (withConsole: boolean) =>
     createGateway({
       handler: async () => notFound,
-      api: async () => notFound,
       ...(withConsole ? { console: loadConsoleFiles(dir) } : {}),
       maxBodyBytes: 1024,
       isReady: () => true,

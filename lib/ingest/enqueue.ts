@@ -3,6 +3,7 @@
 // a few seconds, so the client fails fast: a 503 it can retry beats an answer it never sees.
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
+import { functionClient } from '../aws/clients.ts';
 import { type CallbackMessage, messageAttributes } from '../queue-message.ts';
 
 /** The bounds of one enqueue. Worst case before a 503: `deadlineMs` (plus the time to notice the abort). */
@@ -19,16 +20,18 @@ export const sqsLimits = {
 
 /** The SQS client of the ingest, with the short time-outs above; `overrides` serve tests and emulators. */
 export function createSqsClient(overrides: SQSClientConfig = {}): SQSClient {
-  return new SQSClient({
-    maxAttempts: sqsLimits.maxAttempts,
-    requestHandler: {
-      connectionTimeout: sqsLimits.connectionTimeoutMs,
-      requestTimeout: sqsLimits.requestTimeoutMs,
-      // Without this the request time-out only logs a warning and the call keeps waiting.
-      throwOnRequestTimeout: true,
-    },
-    ...overrides,
-  });
+  return functionClient(
+    new SQSClient({
+      maxAttempts: sqsLimits.maxAttempts,
+      requestHandler: {
+        connectionTimeout: sqsLimits.connectionTimeoutMs,
+        requestTimeout: sqsLimits.requestTimeoutMs,
+        // Without this the request time-out only logs a warning and the call keeps waiting.
+        throwOnRequestTimeout: true,
+      },
+      ...overrides,
+    }),
+  );
 }
 
 /** Sends the message; resolves with its id once SQS accepted it, rejects on any error or time-out. */

@@ -1,41 +1,99 @@
-// The local stack mirrors the deployed settings: this fails when serverless.yml or infra/ change without it.
+// The local stack reads its settings from the packaged template: these tests hold what it reads to what
+// serverless.yml and infra/ declare, and the names the CLI shares with deployed stages to the template's.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SERVICE, eventSourceMapping, queueSettings, resourceNames } from './deployed-settings.ts';
+import { parse } from 'yaml';
+import { LOCAL_STAGE, SERVICE, resourceNames } from './deployed-settings.ts';
+import { localStageSettings } from './stack-template.ts';
+import { loadTemplate } from './template.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const read = (path: string) => readFileSync(`${root}/${path}`, 'utf8');
+const yaml = (path: string) => parse(readFileSync(`${root}/${path}`, 'utf8'), { logLevel: 'silent' });
+const settings = localStageSettings();
 
-/** The single value of `key: <value>` in a YAML text (the files hold each of these keys once). */
-function yamlValueOf(text: string, key: string): string {
-  const matches = [...text.matchAll(new RegExp(`^\\s*${key}:\\s*([^#\\n]+?)\\s*(?:#.*)?$`, 'gm'))];
-  expect(matches).toHaveLength(1);
-  return matches[0]![1]!.replace(/^'(.*)'$/, '$1');
-}
-
-test('the event source mapping settings are those of the worker in serverless.yml', () => {
-  const sls = read('serverless.yml');
-  const worker = sls.slice(sls.indexOf('\n  worker:'));
-  expect(/^service:\s*(\S+)/m.exec(sls)?.[1]).toBe(SERVICE);
-  expect(Number(yamlValueOf(worker, 'batchSize'))).toBe(eventSourceMapping.batchSize);
-  expect(Number(yamlValueOf(worker, 'maximumBatchingWindow'))).toBe(eventSourceMapping.batchingWindowS);
-  expect(Number(yamlValueOf(worker, 'maximumConcurrency'))).toBe(eventSourceMapping.maximumConcurrency);
-  // The poller honours batchItemFailures only because the deployed mapping does.
-  expect(yamlValueOf(worker, 'functionResponseType')).toBe('ReportBatchItemFailures');
+test('the event source mapping is the worker sqs event of serverless.yml', () => {
+  const sls = yaml('serverless.yml');
+  const event = sls.functions.worker.events[0].sqs;
+  expect(settings.mappings).toEqual([
+    {
+      queue: 'CallbackQueue',
+      functionKey: 'worker',
+      batchSize: event.batchSize,
+      batchingWindowS: event.maximumBatchingWindow,
+      reportBatchItemFailures: event.functionResponseType === 'ReportBatchItemFailures',
+      maximumConcurrency: event.maximumConcurrency,
+    },
+  ]);
 });
 
-test('the queue settings and names are those of infra/queues.yml and infra/table.yml', () => {
-  const queues = read('infra/queues.yml');
-  expect(Number(yamlValueOf(queues, 'VisibilityTimeout'))).toBe(queueSettings.visibilityTimeoutS);
-  expect(Number(yamlValueOf(queues, 'maxReceiveCount'))).toBe(queueSettings.maxReceiveCount);
-  const retention = [...queues.matchAll(/MessageRetentionPeriod:\s*(\d+)/g)].map((m) => Number(m[1]));
-  expect(retention).toEqual([queueSettings.retentionS, queueSettings.deadLetterRetentionS]);
+test('each function has the memory, time-out, role and plain variables of serverless.yml', () => {
+  const sls = yaml('serverless.yml');
+  for (const fn of settings.functions) {
+    const declared = sls.functions[fn.key];
+    expect([fn.memoryMb, fn.timeoutS, fn.roleLogicalId]).toEqual([
+      declared.memorySize,
+      declared.timeout,
+      declared.role,
+    ]);
+    for (const [name, value] of Object.entries(declared.environment as Record<string, unknown>)) {
+      if (typeof value === 'string') expect([name, fn.environment[name]]).toEqual([name, value]);
+    }
+  }
+  expect(settings.functions.map((f) => f.key).sort()).toEqual(Object.keys(sls.functions).sort());
+});
 
-  const stage = 'STAGE';
-  const names = resourceNames(stage);
-  const deployedName = (template: string) =>
-    template.replace('${self:service}', SERVICE).replace('${sls:stage}', stage);
-  const queueNames = [...queues.matchAll(/QueueName:\s*(\S+)/g)].map((m) => deployedName(m[1]!));
-  expect(queueNames).toEqual([names.queue, names.deadLetterQueue]);
-  expect(deployedName(yamlValueOf(read('infra/table.yml'), 'TableName'))).toBe(names.table);
+test('the queues carry the settings of infra/queues.yml, the dead-letter queue first', () => {
+  const declared = yaml('infra/queues.yml').Resources;
+  expect(settings.queues.map((q) => q.logicalId)).toEqual(['CallbackDeadLetterQueue', 'CallbackQueue']);
+  const main = settings.queues[1]!;
+  expect(main.visibilityTimeoutS).toBe(declared.CallbackQueue.Properties.VisibilityTimeout);
+  expect(main.maxReceiveCount).toBe(declared.CallbackQueue.Properties.RedrivePolicy.maxReceiveCount);
+  expect(main.deadLetterQueue).toBe('CallbackDeadLetterQueue');
+  expect(JSON.parse(main.attributes.RedrivePolicy!)).toEqual({
+    deadLetterTargetArn: settings.queues[0]!.arn,
+    maxReceiveCount: main.maxReceiveCount,
+  });
+  expect(settings.queues.map((q) => Number(q.attributes.MessageRetentionPeriod))).toEqual([
+    declared.CallbackDeadLetterQueue.Properties.MessageRetentionPeriod,
+    declared.CallbackQueue.Properties.MessageRetentionPeriod,
+  ]);
+});
+
+test('the names the CLI uses for a stage are those of the template', () => {
+  const names = resourceNames(LOCAL_STAGE);
+  expect(settings.table.name).toBe(names.table);
+  expect(settings.queues.map((q) => q.name)).toEqual([names.deadLetterQueue, names.queue]);
+  expect(settings.topics.map((t) => t.name)).toContain(names.eventsTopic);
+  expect(settings.functions.map((f) => f.functionName).sort()).toEqual(
+    ['api', 'ingest', 'worker'].map((key) => `${SERVICE}-${LOCAL_STAGE}-${key}`),
+  );
+});
+
+test('the routes and their authorization are those of the HTTP API events, $default to the ingest', () => {
+  const byKey = Object.fromEntries(settings.routes.map((r) => [r.routeKey, [r.functionKey, r.authorization]]));
+  expect(byKey).toEqual({
+    $default: ['ingest', 'NONE'],
+    'POST /callbacks/recording': ['ingest', 'NONE'],
+    'POST /callbacks/screenshot': ['ingest', 'NONE'],
+    'GET /tasks': ['api', 'AWS_IAM'],
+    'GET /tasks/{id}': ['api', 'AWS_IAM'],
+    'GET /tasks/{id}/events': ['api', 'AWS_IAM'],
+  });
+});
+
+test('the table is created with the keys and indexes of infra/table.yml', () => {
+  const declared = yaml('infra/table.yml').Resources.TasksTable.Properties;
+  expect(settings.table.create.KeySchema).toEqual(declared.KeySchema);
+  expect(settings.table.create.GlobalSecondaryIndexes).toEqual(declared.GlobalSecondaryIndexes);
+  expect(settings.table.create.AttributeDefinitions).toEqual(declared.AttributeDefinitions);
+});
+
+test('the settings are read from the template given, nothing written beside it', () => {
+  const { template } = loadTemplate();
+  const changed = structuredClone(template);
+  changed.Resources.CallbackQueue!.Properties!.VisibilityTimeout = 42;
+  changed.Resources.WorkerLambdaFunction!.Properties!.Timeout = 7;
+  const read = localStageSettings(changed);
+  expect(read.queues.find((q) => q.logicalId === 'CallbackQueue')!.visibilityTimeoutS).toBe(42);
+  expect(read.functions.find((f) => f.key === 'worker')!.timeoutS).toBe(7);
 });

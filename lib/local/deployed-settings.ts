@@ -1,15 +1,17 @@
-// The deployed stack's names and queue settings, mirrored by the local stack so that it behaves as the
-// deployment does. Source of truth: serverless.yml (the worker's SQS event) and infra/queues.yml;
-// deployed-settings.test.ts fails when the two drift apart.
+// The names the local stack and the CLI share with the deployed stack. Every setting of the functions,
+// queues, topics and routes comes from the packaged template instead (lib/local/template.ts);
+// deployed-settings.test.ts checks that these names are the template's.
 
 export const SERVICE = 'rtc-callbacks-receiver';
 /** The local stack is the stage `local` of the service: its resources carry the deployed names. */
 export const LOCAL_STAGE = 'local';
 export const LOCAL_REGION = 'us-east-1';
+/** The account of the local resources' ARNs: the one fauxqs names its queues and topics with. */
+export const LOCAL_ACCOUNT_ID = '000000000000';
 /** What the emulators are signed with: they check no credential, the SDK insists on one. */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 
-/** The names infra/ gives a stage's resources. */
+/** The names infra/ gives a stage's resources (the CLI finds a deployed stage's resources by them). */
 export const resourceNames = (stage: string, service: string = SERVICE) => ({
   table: `${service}-${stage}-tasks`,
   queue: `${service}-${stage}-callbacks`,
@@ -19,23 +21,3 @@ export const resourceNames = (stage: string, service: string = SERVICE) => ({
   /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */
   eventsQueue: `${service}-${stage}-task-events-tail`,
 });
-
-/** infra/queues.yml */
-export const queueSettings = {
-  /** Seconds a received message stays invisible: six times the worker's 30 s time-out. */
-  visibilityTimeoutS: 180,
-  /** Receives before SQS moves a message to the dead-letter queue. */
-  maxReceiveCount: 5,
-  /** Seconds (4 days). */
-  retentionS: 345_600,
-  /** Seconds (14 days). */
-  deadLetterRetentionS: 1_209_600,
-} as const;
-
-/** serverless.yml, functions.worker.events[0].sqs: the event source mapping. */
-export const eventSourceMapping = {
-  batchSize: 25,
-  /** maximumBatchingWindow, seconds. */
-  batchingWindowS: 1,
-  maximumConcurrency: 10,
-} as const;

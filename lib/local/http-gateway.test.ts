@@ -4,6 +4,7 @@ import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
+import { API_ROUTE_KEYS } from '../api/routes.ts';
 import type { Logger } from '../log.ts';
 import { createGateway, isLoopbackAddress } from './http-gateway.ts';
 
@@ -157,10 +158,14 @@ describe('the read API routes', () => {
   beforeAll(async () => {
     apiServer = createGateway({
       handler: async () => ok,
-      api: async (event) => {
-        apiEvents.push(event);
-        return ok;
-      },
+      routes: API_ROUTE_KEYS.map((routeKey) => ({
+        routeKey,
+        authorization: 'AWS_IAM',
+        handler: async (event) => {
+          apiEvents.push(event);
+          return ok;
+        },
+      })),
       maxBodyBytes: MAX_BODY,
       isReady: () => true,
       log: silent,
@@ -221,4 +226,31 @@ describe('the read API routes', () => {
     for (const a of [undefined, '', '10.0.0.1', '::ffff:192.0.2.1', '128.0.0.1', 'fe80::1', '127.0.0.1.evil'])
       expect(isLoopbackAddress(a)).toBe(false);
   });
+});
+
+test("an AWS_IAM route the caller's policy does not allow gets 403; other routes are not checked", async () => {
+  const checked: string[] = [];
+  const gateway = createGateway({
+    handler: async () => ({ statusCode: 200, body: '{}' }),
+    routes: [{ routeKey: 'GET /tasks/{id}', authorization: 'AWS_IAM', handler: async () => ({ statusCode: 200 }) }],
+    authorizeIam: (method, path) => {
+      checked.push(`${method} ${path}`);
+      return path !== '/tasks/refused';
+    },
+    maxBodyBytes: MAX_BODY,
+    isReady: () => true,
+    log: silent,
+  });
+  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+  const at = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+  try {
+    const refused = await fetch(`${at}/tasks/refused`);
+    expect([refused.status, await refused.json()]).toEqual([403, { message: 'Forbidden' }]);
+    expect((await fetch(`${at}/tasks/allowed`)).status).toBe(200);
+    expect((await fetch(`${at}/callbacks/recording`, { method: 'POST' })).status).toBe(200);
+    expect(checked).toEqual(['GET /tasks/refused', 'GET /tasks/allowed']);
+  } finally {
+    gateway.closeAllConnections();
+    await new Promise((resolve) => gateway.close(resolve));
+  }
 });

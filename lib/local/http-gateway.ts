@@ -1,12 +1,12 @@
 // The local stand-in for API Gateway: an HTTP server that turns each request into a payload 2.0 event
-// and writes back what the handler answers. The read API's routes (lib/api/routes.ts) go to its handler,
-// as deployed, but without the AWS_IAM authorizer: so they answer loopback clients only, whatever address
-// the server listens on. Every other request goes to the ingest handler (the `$default` route, as
-// deployed). `GET /health` is answered here: it exists on the local stack only.
+// and writes back what the handler answers. Requests are matched against the HTTP API's routes as the
+// template declares them (lib/local/stack-template.ts), each going to its function with its route key and
+// path parameters; what no route takes goes to the `$default` route's handler. Routes with the AWS_IAM
+// authorizer answer loopback clients only, whatever address the server listens on: the local stack checks
+// no caller's signature. `GET /health` is answered here: it exists on the local stack only.
 import { Buffer } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
-import { matchApiRoute } from '../api/routes.ts';
 import { errorResponse } from '../ingest/responses.ts';
 import type { Logger } from '../log.ts';
 import { type ConsoleFiles, isConsolePath } from '../console/static.ts';
@@ -17,11 +17,67 @@ export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 
 type Handler = (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
 
-export interface GatewayOptions {
-  /** The ingest: every request that no other route takes. */
+/** A route of the HTTP API: `METHOD /path/{param}` (or `ANY`, `{proxy+}`) and the function it reaches. */
+export interface GatewayRoute {
+  routeKey: string;
   handler: Handler;
-  /** The read API, for its routes; without it they go to `handler` like any other path. */
-  api?: Handler;
+  /** `AWS_IAM`: loopback clients only. */
+  authorization?: string;
+}
+
+export interface MatchedRoute<R extends { routeKey: string } = GatewayRoute> {
+  route: R;
+  pathParameters?: Record<string, string>;
+}
+
+/** The literal segments of a route's path: API Gateway prefers the most specific route. */
+const literalSegments = (routeKey: string) =>
+  (routeKey.split(' ')[1] ?? '').split('/').filter((s) => s !== '' && !s.startsWith('{')).length;
+
+/**
+ * The route a request reaches, as API Gateway matches it: the method (or ANY), each `{name}` one non-empty
+ * path segment, percent-decoded, `{name+}` the rest of the path; the route with the most literal segments
+ * wins. Null: the `$default` route.
+ */
+export function matchRoute<R extends { routeKey: string }>(
+  routes: readonly R[],
+  method: string,
+  path: string,
+): MatchedRoute<R> | null {
+  const segments = path.split('/').slice(1);
+  const ranked = [...routes].sort((a, b) => literalSegments(b.routeKey) - literalSegments(a.routeKey));
+  for (const route of ranked) {
+    const [routeMethod, routePath] = route.routeKey.split(' ');
+    if (!routePath || (routeMethod !== 'ANY' && routeMethod !== method.toUpperCase())) continue;
+    const pattern = routePath.split('/').slice(1);
+    const parameters: Record<string, string> = {};
+    let matched = true;
+    for (let i = 0; i < Math.max(pattern.length, segments.length) && matched; i++) {
+      const part = pattern[i];
+      const segment = segments[i];
+      if (part === undefined || segment === undefined) matched = false;
+      else if (/^\{.+\+\}$/.test(part)) {
+        parameters[part.slice(1, -2)] = segments.slice(i).join('/');
+        break;
+      } else if (/^\{.+\}$/.test(part)) {
+        try {
+          if (segment === '') matched = false;
+          else parameters[part.slice(1, -1)] = decodeURIComponent(segment);
+        } catch {
+          matched = false;
+        }
+      } else if (part !== segment) matched = false;
+    }
+    if (matched) return { route, ...(Object.keys(parameters).length > 0 ? { pathParameters: parameters } : {}) };
+  }
+  return null;
+}
+
+export interface GatewayOptions {
+  /** The `$default` route's function: every request that no other route takes. */
+  handler: Handler;
+  /** The other routes of the HTTP API; without them every request goes to `handler`. */
+  routes?: readonly GatewayRoute[];
   /**
    * The ingest's own body limit. One byte more than this is kept of a body and the rest is read and
    * dropped, so that the handler sees a body over its limit and gives its own 413, without a large body
@@ -32,6 +88,11 @@ export interface GatewayOptions {
   maxPayloadBytes?: number;
   /** The console's files, served under /console/ to loopback clients, like the read API it calls. */
   console?: ConsoleFiles;
+  /**
+   * The IAM check of a request to an `AWS_IAM` route (its method and path): false answers 403 as API Gateway
+   * does. Without it such routes are open (to loopback clients).
+   */
+  authorizeIam?: (method: string, path: string) => boolean;
   /** false while the stack starts or stops: /health and the routes answer 503. */
   isReady: () => boolean;
   log: Logger;
@@ -85,9 +146,10 @@ export function createGateway(opts: GatewayOptions): Server {
       const r = json(200, { ok: true });
       return send(res, r.status, r.headers, r.body);
     }
-    const route = opts.api ? matchApiRoute(req.method ?? 'GET', path ?? '/') : null;
+    const matched = opts.routes ? matchRoute(opts.routes, req.method ?? 'GET', path ?? '/') : null;
+    const route = matched?.route;
     const consolePage = opts.console !== undefined && isConsolePath(path ?? '/');
-    if ((route || consolePage) && !isLoopbackAddress(req.socket.remoteAddress)) {
+    if ((route?.authorization === 'AWS_IAM' || consolePage) && !isLoopbackAddress(req.socket.remoteAddress)) {
       const r = errorResponse(
         'source_not_allowed',
         'The local read API answers loopback clients only: it has no authorization.',
@@ -95,6 +157,14 @@ export function createGateway(opts: GatewayOptions): Server {
       return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
     }
     if (consolePage) return opts.console!.serve(req, res);
+    if (
+      route?.authorization === 'AWS_IAM' &&
+      opts.authorizeIam &&
+      !opts.authorizeIam(req.method ?? 'GET', path ?? '/')
+    ) {
+      const r = json(403, { message: 'Forbidden' });
+      return send(res, r.status, r.headers, r.body);
+    }
     const event = toApiGatewayEvent({
       method: req.method ?? 'GET',
       url: req.url ?? '/',
@@ -103,15 +173,16 @@ export function createGateway(opts: GatewayOptions): Server {
       sourceIp: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '127.0.0.1',
       protocol: `HTTP/${req.httpVersion}`,
       requestId,
-      ...(route ? { routeKey: route.routeKey, pathParameters: route.pathParameters } : {}),
+      ...(matched ? { routeKey: matched.route.routeKey, pathParameters: matched.pathParameters } : {}),
     });
-    const handler = route ? opts.api! : opts.handler;
+    const handler = route ? route.handler : opts.handler;
     let result: APIGatewayProxyResultV2;
     try {
       result = await handler(event);
     } catch (err) {
       // What API Gateway answers when the function fails.
-      opts.log.error(route ? 'api_handler_failed' : 'ingest_handler_failed', {
+      opts.log.error('handler_failed', {
+        route: route?.routeKey ?? '$default',
         requestId,
         error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
       });

@@ -2,6 +2,7 @@
 // Every value is checked here, at load: a bad one stops the function with one sentence (in the log and as
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherFromEnv } from '../aws/sns/task-events.ts';
@@ -68,7 +69,7 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
   // Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
   // holding the whole batch until the function's 30 s time-out.
   const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
-  const client = new DynamoDBClient({ maxAttempts: 3, requestHandler: timeouts });
+  const client = functionClient(new DynamoDBClient({ maxAttempts: 3, requestHandler: timeouts }));
   const store = new DynamoTaskWriter({
     client,
     tableName: settings.tableName,

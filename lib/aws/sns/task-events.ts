@@ -1,6 +1,7 @@
 // Publishes task events (lib/domain/task-events.ts) to the stack's SNS topic. A publish either succeeds
 // for every event or throws: the worker then fails the record, and its redelivery publishes again.
 import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
+import { functionClient } from '../clients.ts';
 import type { TaskEvent } from '../../domain/task-events.ts';
 
 /** SNS takes at most ten messages per PublishBatch call. */
@@ -67,5 +68,5 @@ export function eventPublisherFromEnv(
 ): EventPublisher | undefined {
   const topicArn = env.TASK_EVENTS_TOPIC_ARN?.trim();
   if (!topicArn) return undefined;
-  return snsEventPublisher(new SNSClient({ maxAttempts: 3, requestHandler }), topicArn);
+  return snsEventPublisher(functionClient(new SNSClient({ maxAttempts: 3, requestHandler })), topicArn);
 }

@@ -2,10 +2,13 @@
 // with the seams a fault test needs: the ingest's secrets and dependencies, the worker's store (to wrap
 // it), and the SQS emulator, which can be stopped and started again on the same port with its data.
 // HTTP gateway -> ingest handler -> fauxqs queue (+ dead-letter queue) -> poller -> processBatch -> dynalite.
+// The resources carry the local stage's names, and the ingest's, the poller's and the worker's calls are
+// checked against their roles in the packaged template, as on the local stack (lib/local/iam/).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
 import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../lib/local/stack-file.ts';
@@ -23,7 +26,17 @@ import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
-import { LOCAL_CREDENTIALS } from '../../../lib/local/deployed-settings.ts';
+import {
+  LOCAL_ACCOUNT_ID,
+  LOCAL_CREDENTIALS,
+  LOCAL_STAGE,
+  SERVICE,
+  resourceNames,
+} from '../../../lib/local/deployed-settings.ts';
+import { type Denial, enforceIam, IamSession, setIamSession } from '../../../lib/local/iam/enforce.ts';
+import { eventSourceMappingKey, setPrincipals } from '../../../lib/local/iam/principals.ts';
+import { ResolvedTemplate, stackSettings } from '../../../lib/local/stack-template.ts';
+import { loadTemplate } from '../../../lib/local/template.ts';
 import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 
 const REGION = 'us-east-1';
@@ -64,6 +77,8 @@ export interface Pipeline {
   idle(): Promise<boolean>;
   /** What `callbacks dev` leaves in `<dir>/.data/stack.json`, so that the CLI run in `dir` finds this pipeline. */
   announceTo(dir: string): LocalStackInfo;
+  /** The calls the roles refused. */
+  denials: readonly Denial[];
   stop(): Promise<void>;
 }
 
@@ -87,24 +102,47 @@ function listen(server: Server): Promise<number> {
 }
 
 export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipeline> {
-  const dynamo = await startDynamo('callbacks-tasks');
+  const names = resourceNames(LOCAL_STAGE);
+  const dynamo = await startDynamo(names.table);
   const maxReceiveCount = opts.maxReceiveCount ?? 5;
 
-  let fauxqs: FauxqsServer = await startLocalSqs({
-    port: 0,
-    logger: false,
-    ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
-  });
+  const sqsOptions = { logger: false, defaultRegion: REGION, ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}) };
+  let fauxqs: FauxqsServer = await startLocalSqs({ port: 0, ...sqsOptions });
   const sqsPort = fauxqs.port;
   const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
   const localUrl = (queueUrl: string) => new URL(new URL(queueUrl).pathname, sqsEndpoint).href;
-  const dlq = fauxqs.createQueue('callbacks-dlq');
-  const queue = fauxqs.createQueue('callbacks', {
+  const dlq = fauxqs.createQueue(names.deadLetterQueue);
+  const queue = fauxqs.createQueue(names.queue, {
     attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
   });
   const queueUrl = localUrl(queue.queueUrl);
   const dlqUrl = localUrl(dlq.queueUrl);
-  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 });
+  const sqsConfig = { endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 };
+  const sqs = new SQSClient(sqsConfig);
+
+  // The roles of the template, for the ingest, the event source mapping and the worker.
+  const account = {
+    region: REGION,
+    accountId: LOCAL_ACCOUNT_ID,
+    stackName: `${SERVICE}-${LOCAL_STAGE}`,
+    sqsEndpoint,
+    parameters: {},
+  };
+  const { template } = loadTemplate();
+  const iam = new IamSession({ region: REGION, accountId: LOCAL_ACCOUNT_ID });
+  setPrincipals(iam, template, account, stackSettings(new ResolvedTemplate(template, account)));
+  const previousIam = setIamSession(iam);
+  const ingestSqs = createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS });
+  enforceIam(ingestSqs, 'ingest');
+  const pollerSqs = new SQSClient(sqsConfig);
+  enforceIam(pollerSqs, eventSourceMappingKey('worker'));
+  const workerDynamo = new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: REGION,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 3,
+  });
+  enforceIam(workerDynamo, 'worker');
 
   const ingest = buildIngestDependencies(
     {
@@ -115,7 +153,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
     },
     {
-      sqs: createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS }),
+      sqs: ingestSqs,
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     },
   );
@@ -129,10 +167,11 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const port = await listen(gateway);
 
   const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
-  const workerStore = opts.wrapStore ? opts.wrapStore(store) : store;
+  const workerBase = new DynamoTaskStore({ client: workerDynamo, tableName: dynamo.tableName });
+  const workerStore = opts.wrapStore ? opts.wrapStore(workerBase) : workerBase;
   const workerLog = createLogger('worker');
   const poller = startSqsPoller({
-    sqs,
+    sqs: pollerSqs,
     queueUrl,
     queueArn: queue.queueArn,
     region: REGION,
@@ -163,11 +202,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       await fauxqs.stop();
     },
     async startSqs() {
-      fauxqs = await startLocalSqs({
-        port: sqsPort,
-        logger: false,
-        ...(opts.sqsDataDir ? { dataDir: opts.sqsDataDir } : {}),
-      });
+      fauxqs = await startLocalSqs({ port: sqsPort, ...sqsOptions });
       sqsRunning = true;
     },
     async idle() {
@@ -193,6 +228,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       writeFileSync(join(dir, DATA_DIR, STACK_FILE), JSON.stringify(info, null, 2));
       return info;
     },
+    denials: iam.denials,
     async stop() {
       await new Promise<void>((resolve) => {
         gateway.close(() => resolve());
@@ -200,7 +236,12 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       });
       await poller.stop();
       sqs.destroy();
+      pollerSqs.destroy();
+      workerDynamo.destroy();
       ingest.sqs.destroy();
+      // Another pipeline's checks, started meanwhile, stay in force (they are the same roles).
+      const current = setIamSession(previousIam);
+      if (current !== iam) setIamSession(current);
       if (sqsRunning) await fauxqs.stop();
       await dynamo.stop();
     },

@@ -1,0 +1,113 @@
+// The message limits of SQS and SNS, checked on the local stack before a call reaches the emulator, which
+// does not check them all: a message over 256 KB (body and attributes), a batch of more than 10 entries or
+// over 256 KB in all. The error is the one the service gives.
+import { Buffer } from 'node:buffer';
+
+/** 256 KiB: the largest SQS message and SNS message, and the largest SNS or SQS batch in all. */
+export const MAX_MESSAGE_BYTES = 262_144;
+export const MAX_BATCH_ENTRIES = 10;
+
+interface Attribute {
+  DataType?: string;
+  StringValue?: string;
+  BinaryValue?: Uint8Array;
+}
+
+const bytes = (text: string | undefined) => Buffer.byteLength(text ?? '', 'utf8');
+
+/** A message's size as SQS and SNS count it: the body, and each attribute's name, type and value. */
+export function messageBytes(body: string | undefined, attributes: Record<string, Attribute> | undefined): number {
+  let total = bytes(body);
+  for (const [name, a] of Object.entries(attributes ?? {}))
+    total += bytes(name) + bytes(a.DataType) + (a.BinaryValue ? a.BinaryValue.length : bytes(a.StringValue));
+  return total;
+}
+
+export interface LimitViolation {
+  name: string;
+  message: string;
+}
+
+type Input = Record<string, unknown>;
+interface Entry {
+  MessageBody?: string;
+  Message?: string;
+  MessageAttributes?: Record<string, Attribute>;
+}
+
+function batch(input: Input, tooMany: string, tooLong: string, body: (e: Entry) => string | undefined) {
+  const entries = (input.PublishBatchRequestEntries ?? input.Entries ?? []) as Entry[];
+  if (entries.length > MAX_BATCH_ENTRIES)
+    return { name: tooMany, message: `The batch request contains more entries than permissible (${entries.length}).` };
+  const total = entries.reduce((sum, e) => sum + messageBytes(body(e), e.MessageAttributes), 0);
+  if (total > MAX_MESSAGE_BYTES)
+    return {
+      name: tooLong,
+      message: `Batch requests cannot be longer than ${MAX_MESSAGE_BYTES} bytes (this one: ${total}).`,
+    };
+  return null;
+}
+
+/** What the service refuses in this call for its size, or null. */
+export function limitViolation(clientName: string, commandName: string, input: Input): LimitViolation | null {
+  const call = `${clientName}.${commandName}`;
+  switch (call) {
+    case 'SQSClient.SendMessageCommand': {
+      const size = messageBytes(input.MessageBody as string, input.MessageAttributes as Record<string, Attribute>);
+      return size > MAX_MESSAGE_BYTES
+        ? {
+            name: 'InvalidParameterValue',
+            message:
+              'One or more parameters are invalid. Reason: Message must be shorter than ' +
+              `${MAX_MESSAGE_BYTES} bytes.`,
+          }
+        : null;
+    }
+    case 'SQSClient.SendMessageBatchCommand':
+      return batch(input, 'TooManyEntriesInBatchRequest', 'BatchRequestTooLong', (e) => e.MessageBody);
+    case 'SNSClient.PublishCommand': {
+      const size = messageBytes(input.Message as string, input.MessageAttributes as Record<string, Attribute>);
+      return size > MAX_MESSAGE_BYTES
+        ? { name: 'InvalidParameterException', message: 'Invalid parameter: Message too long' }
+        : null;
+    }
+    case 'SNSClient.PublishBatchCommand':
+      return batch(input, 'TooManyEntriesInBatchRequestException', 'BatchRequestTooLongException', (e) => e.Message);
+    default:
+      return null;
+  }
+}
+
+/** A refused call, as the SDK reports a service's error. */
+export class ServiceLimitError extends Error {
+  readonly $fault = 'client';
+  readonly $metadata = { httpStatusCode: 400 };
+  constructor(violation: LimitViolation) {
+    super(violation.message);
+    this.name = violation.name;
+  }
+}
+
+interface SdkClient {
+  middlewareStack: {
+    add(
+      middleware: (
+        next: (args: { input: Input }) => Promise<unknown>,
+        context: Record<string, unknown>,
+      ) => (args: { input: Input }) => Promise<unknown>,
+      options: { step: 'initialize'; name: string },
+    ): void;
+  };
+}
+
+/** Adds the checks to a client. */
+export function enforceServiceLimits(client: object): void {
+  (client as SdkClient).middlewareStack.add(
+    (next, context) => async (args) => {
+      const violation = limitViolation(String(context.clientName), String(context.commandName), args.input ?? {});
+      if (violation) throw new ServiceLimitError(violation);
+      return next(args);
+    },
+    { step: 'initialize', name: 'localServiceLimits' },
+  );
+}

@@ -1,0 +1,565 @@
+// What the local stack takes from the packaged template (lib/local/template.ts), resolved for the local
+// stage: CloudFormation's intrinsic functions (Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::If and
+// the conditions) evaluated to the names and ARNs of the local resources, then read into the settings the
+// stack is built from: the table, the queues and their redrive, the topics and subscriptions, each
+// function's module, environment, memory, time-out and role, the event source mapping, the HTTP API's
+// routes, and each role's policy statements.
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import type { PolicyStatement, SourcedStatement } from './iam/policy.ts';
+import { LOCAL_ACCOUNT_ID, LOCAL_REGION, LOCAL_STAGE, SERVICE } from './deployed-settings.ts';
+import { loadTemplate, type Template, type TemplateResource } from './template.ts';
+
+export interface LocalAccount {
+  region: string;
+  accountId: string;
+  stackName: string;
+  /** Where the local SQS lives: queue URLs are built on it. */
+  sqsEndpoint: string;
+  /** Values of the template's parameters for the local stage; the others take their Default. */
+  parameters: Record<string, string>;
+}
+
+type Json = unknown;
+
+/** The names and ARNs a resource of the template has on the local stack: its Ref and its attributes. */
+interface Physical {
+  ref: string;
+  attributes: Record<string, string>;
+}
+
+/** The id of the local HTTP API, in the ARNs of its routes (`<api>/<stage>/<method>/<path>`). */
+export const LOCAL_API_ID = 'local';
+
+export class TemplateError extends Error {
+  override name = 'TemplateError';
+}
+
+export class ResolvedTemplate {
+  readonly template: Template;
+  readonly account: LocalAccount;
+  private readonly physicalCache = new Map<string, Physical>();
+
+  constructor(template: Template, account: LocalAccount) {
+    this.template = template;
+    this.account = account;
+  }
+
+  resource(logicalId: string): TemplateResource {
+    const r = this.template.Resources[logicalId];
+    if (!r) throw new TemplateError(`the template has no resource ${logicalId}`);
+    return r;
+  }
+
+  /** The resources of a type whose Condition (if any) holds on the local stage. */
+  resourcesOfType(type: string): Array<[string, TemplateResource]> {
+    return Object.entries(this.template.Resources).filter(
+      ([, r]) => r.Type === type && (r.Condition === undefined || this.condition(r.Condition)),
+    );
+  }
+
+  private pseudo(name: string): string | undefined {
+    const { region, accountId, stackName } = this.account;
+    return {
+      'AWS::Region': region,
+      'AWS::AccountId': accountId,
+      'AWS::Partition': 'aws',
+      'AWS::URLSuffix': 'amazonaws.com',
+      'AWS::StackName': stackName,
+      'AWS::StackId': `arn:aws:cloudformation:${region}:${accountId}:stack/${stackName}/local`,
+      'AWS::NoValue': '',
+    }[name];
+  }
+
+  parameter(name: string): string | undefined {
+    if (name in this.account.parameters) return this.account.parameters[name];
+    const declared = this.template.Parameters?.[name];
+    return declared === undefined ? undefined : String(declared.Default ?? '');
+  }
+
+  condition(name: string): boolean {
+    const expression = this.template.Conditions?.[name];
+    if (expression === undefined) throw new TemplateError(`the template has no condition ${name}`);
+    return this.truth(expression);
+  }
+
+  private truth(expression: Json): boolean {
+    if (typeof expression === 'boolean') return expression;
+    const [[fn, args]] = Object.entries(expression as Record<string, Json[]>) as [[string, Json[]]];
+    switch (fn) {
+      case 'Fn::Equals':
+        return String(this.value(args[0])) === String(this.value(args[1]));
+      case 'Fn::Not':
+        return !this.truth(args[0]);
+      case 'Fn::And':
+        return args.every((a) => this.truth(a));
+      case 'Fn::Or':
+        return args.some((a) => this.truth(a));
+      case 'Condition':
+        return this.condition(args as unknown as string);
+      default:
+        throw new TemplateError(`condition function ${fn} is not supported by the local stack`);
+    }
+  }
+
+  /** The local names and ARNs of a resource. */
+  physical(logicalId: string): Physical {
+    const cached = this.physicalCache.get(logicalId);
+    if (cached) return cached;
+    const r = this.resource(logicalId);
+    const p = (r.Properties ?? {}) as Record<string, Json>;
+    const { region, accountId, stackName } = this.account;
+    const named = (key: string, fallback = `${stackName}-${logicalId}`) =>
+      p[key] === undefined ? fallback : String(this.value(p[key]));
+    let physical: Physical;
+    switch (r.Type) {
+      case 'AWS::DynamoDB::Table': {
+        const name = named('TableName');
+        const arn = `arn:aws:dynamodb:${region}:${accountId}:table/${name}`;
+        physical = { ref: name, attributes: { Arn: arn, StreamArn: `${arn}/stream/local` } };
+        break;
+      }
+      case 'AWS::SQS::Queue': {
+        const name = named('QueueName');
+        const url = new URL(`/${accountId}/${name}`, this.account.sqsEndpoint).href;
+        physical = {
+          ref: url,
+          attributes: { Arn: `arn:aws:sqs:${region}:${accountId}:${name}`, QueueName: name, QueueUrl: url },
+        };
+        break;
+      }
+      case 'AWS::SNS::Topic': {
+        const name = named('TopicName');
+        const arn = `arn:aws:sns:${region}:${accountId}:${name}`;
+        physical = { ref: arn, attributes: { TopicArn: arn, TopicName: name } };
+        break;
+      }
+      case 'AWS::Logs::LogGroup': {
+        const name = named('LogGroupName');
+        physical = { ref: name, attributes: { Arn: `arn:aws:logs:${region}:${accountId}:log-group:${name}:*` } };
+        break;
+      }
+      case 'AWS::Lambda::Function': {
+        const name = named('FunctionName');
+        physical = { ref: name, attributes: { Arn: `arn:aws:lambda:${region}:${accountId}:function:${name}` } };
+        break;
+      }
+      case 'AWS::IAM::Role': {
+        const name = named('RoleName');
+        physical = { ref: name, attributes: { Arn: `arn:aws:iam::${accountId}:role/${name}`, RoleId: name } };
+        break;
+      }
+      case 'AWS::IAM::ManagedPolicy': {
+        const name = named('ManagedPolicyName');
+        physical = { ref: `arn:aws:iam::${accountId}:policy/${name}`, attributes: { PolicyArn: name } };
+        break;
+      }
+      case 'AWS::KMS::Key': {
+        const id = `local-${logicalId}`;
+        physical = { ref: id, attributes: { Arn: `arn:aws:kms:${region}:${accountId}:key/${id}`, KeyId: id } };
+        break;
+      }
+      case 'AWS::KMS::Alias':
+        physical = { ref: named('AliasName'), attributes: {} };
+        break;
+      case 'AWS::ApiGatewayV2::Api':
+        physical = { ref: LOCAL_API_ID, attributes: { ApiEndpoint: 'http://127.0.0.1' } };
+        break;
+      default:
+        physical = { ref: logicalId, attributes: { Arn: `arn:aws:local:${region}:${accountId}:${logicalId}` } };
+    }
+    this.physicalCache.set(logicalId, physical);
+    return physical;
+  }
+
+  ref(name: string): string {
+    if (name.startsWith('AWS::')) {
+      const value = this.pseudo(name);
+      if (value === undefined) throw new TemplateError(`pseudo parameter ${name} is not supported locally`);
+      return value;
+    }
+    const parameter = this.parameter(name);
+    if (parameter !== undefined) return parameter;
+    return this.physical(name).ref;
+  }
+
+  getAtt(logicalId: string, attribute: string): string {
+    const value = this.physical(logicalId).attributes[attribute];
+    if (value === undefined) throw new TemplateError(`Fn::GetAtt ${logicalId}.${attribute} has no local value`);
+    return value;
+  }
+
+  private sub(text: string, variables: Record<string, Json>): string {
+    return text.replace(/\$\{([^}!][^}]*)\}/g, (_, name: string) => {
+      if (name in variables) return String(this.value(variables[name]));
+      const dot = name.indexOf('.');
+      return dot > 0 && !name.startsWith('AWS::')
+        ? this.getAtt(name.slice(0, dot), name.slice(dot + 1))
+        : this.ref(name);
+    });
+  }
+
+  /** A template value with every intrinsic function evaluated for the local stage. */
+  value(v: Json): Json {
+    if (Array.isArray(v)) return v.map((x) => this.value(x));
+    if (v === null || typeof v !== 'object') return v;
+    const entries = Object.entries(v as Record<string, Json>);
+    if (entries.length === 1) {
+      const [[key, arg]] = entries as [[string, Json]];
+      switch (key) {
+        case 'Ref':
+          return this.ref(arg as string);
+        case 'Fn::GetAtt': {
+          const [id, attr] = Array.isArray(arg) ? (arg as string[]) : (arg as string).split(/\.(.*)/s);
+          return this.getAtt(id!, attr!);
+        }
+        case 'Fn::Sub':
+          return Array.isArray(arg)
+            ? this.sub(arg[0] as string, arg[1] as Record<string, Json>)
+            : this.sub(arg as string, {});
+        case 'Fn::Join': {
+          const [separator, items] = arg as [string, Json[]];
+          return (this.value(items) as Json[]).map(String).join(separator);
+        }
+        case 'Fn::Select': {
+          const [index, items] = arg as [Json, Json];
+          return (this.value(items) as Json[])[Number(this.value(index))];
+        }
+        case 'Fn::Split': {
+          const [separator, text] = arg as [string, Json];
+          return String(this.value(text)).split(separator);
+        }
+        case 'Fn::If': {
+          const [condition, yes, no] = arg as [string, Json, Json];
+          return this.value(this.condition(condition) ? yes : no);
+        }
+      }
+      if (key.startsWith('Fn::')) throw new TemplateError(`${key} is not supported by the local stack`);
+    }
+    return Object.fromEntries(entries.map(([k, x]) => [k, this.value(x)]));
+  }
+
+  /** The logical id a Ref or Fn::GetAtt points at (not its value): which resource is meant. */
+  static target(v: Json): string | undefined {
+    if (v === null || typeof v !== 'object') return undefined;
+    const o = v as Record<string, Json>;
+    if (typeof o.Ref === 'string') return o.Ref;
+    const att = o['Fn::GetAtt'];
+    if (Array.isArray(att)) return att[0] as string;
+    if (typeof att === 'string') return att.split('.')[0];
+    return undefined;
+  }
+}
+
+// --- the settings the local stack is built from ----------------------------------------------------
+
+export interface TableSettings {
+  logicalId: string;
+  name: string;
+  /** CreateTable's input for the emulator (keys, attributes, indexes). */
+  create: CreateTableCommandInput;
+}
+
+export interface QueueSettings {
+  logicalId: string;
+  name: string;
+  url: string;
+  arn: string;
+  /** The attributes SetQueueAttributes takes: VisibilityTimeout, MessageRetentionPeriod, RedrivePolicy... */
+  attributes: Record<string, string>;
+  visibilityTimeoutS: number;
+  /** maxReceiveCount of its RedrivePolicy, when it has one. */
+  maxReceiveCount?: number;
+  deadLetterQueue?: string;
+}
+
+export interface SubscriptionSettings {
+  protocol: string;
+  endpoint: string;
+  /** The logical id of the subscribed queue (protocol sqs), when it is one of the template's. */
+  queueLogicalId?: string;
+  attributes: Record<string, string>;
+}
+
+export interface TopicSettings {
+  logicalId: string;
+  name: string;
+  arn: string;
+  subscriptions: SubscriptionSettings[];
+}
+
+export interface FunctionSettings {
+  /** The name of its code, `functions/<key>.ts` (and `dist/<key>.zip` when deployed). */
+  key: string;
+  logicalId: string;
+  functionName: string;
+  /** The export the template's Handler names (`index.handler` -> handler). */
+  exportName: string;
+  environment: Record<string, string>;
+  /** The variables the template gives as plain strings (not a reference to a resource or parameter). */
+  literalVariables: string[];
+  /** The ARNs of its layers. */
+  layers: string[];
+  memoryMb: number;
+  timeoutS: number;
+  roleLogicalId: string;
+  roleName: string;
+}
+
+export interface EventSourceMappingSettings {
+  queue: string;
+  functionKey: string;
+  batchSize: number;
+  batchingWindowS: number;
+  reportBatchItemFailures: boolean;
+  maximumConcurrency: number;
+}
+
+export interface RouteSettings {
+  routeKey: string;
+  functionKey: string;
+  authorization: string;
+}
+
+export interface StackSettings {
+  table: TableSettings;
+  queues: QueueSettings[];
+  topics: TopicSettings[];
+  functions: FunctionSettings[];
+  mappings: EventSourceMappingSettings[];
+  routes: RouteSettings[];
+}
+
+/** Lambda's defaults when the template leaves a setting out. */
+const LAMBDA_DEFAULTS = { memoryMb: 128, timeoutS: 3 };
+/** Lambda's defaults of an SQS event source mapping. */
+const MAPPING_DEFAULTS = { batchSize: 10, batchingWindowS: 0, maximumConcurrency: 1000 };
+
+const props = (r: TemplateResource) => (r.Properties ?? {}) as Record<string, Json>;
+
+function tableSettings(t: ResolvedTemplate): TableSettings {
+  const tables = t.resourcesOfType('AWS::DynamoDB::Table');
+  if (tables.length !== 1) throw new TemplateError(`the local stack runs one table; the template has ${tables.length}`);
+  const [logicalId, r] = tables[0]!;
+  const p = t.value(props(r)) as Record<string, Json>;
+  const name = t.physical(logicalId).ref;
+  const create = {
+    TableName: name,
+    AttributeDefinitions: p.AttributeDefinitions,
+    KeySchema: p.KeySchema,
+    BillingMode: p.BillingMode ?? 'PROVISIONED',
+    ...(p.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes } : {}),
+    ...(p.LocalSecondaryIndexes ? { LocalSecondaryIndexes: p.LocalSecondaryIndexes } : {}),
+    ...(p.ProvisionedThroughput ? { ProvisionedThroughput: p.ProvisionedThroughput } : {}),
+  } as CreateTableCommandInput;
+  return { logicalId, name, create };
+}
+
+function queueSettings(t: ResolvedTemplate): QueueSettings[] {
+  const queues = t.resourcesOfType('AWS::SQS::Queue').map(([logicalId, r]): QueueSettings => {
+    const p = props(r);
+    const physical = t.physical(logicalId);
+    const attributes: Record<string, string> = {};
+    for (const key of ['VisibilityTimeout', 'MessageRetentionPeriod', 'DelaySeconds', 'MaximumMessageSize']) {
+      if (p[key] !== undefined) attributes[key] = String(t.value(p[key]));
+    }
+    let maxReceiveCount: number | undefined;
+    let deadLetterQueue: string | undefined;
+    if (p.RedrivePolicy !== undefined) {
+      const raw = p.RedrivePolicy as Record<string, Json>;
+      deadLetterQueue = ResolvedTemplate.target(raw.deadLetterTargetArn);
+      const redrive = t.value(raw) as { deadLetterTargetArn: string; maxReceiveCount: number | string };
+      maxReceiveCount = Number(redrive.maxReceiveCount);
+      attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: redrive.deadLetterTargetArn, maxReceiveCount });
+    }
+    return {
+      logicalId,
+      name: physical.attributes.QueueName!,
+      url: physical.ref,
+      arn: physical.attributes.Arn!,
+      attributes,
+      // SQS's default.
+      visibilityTimeoutS: Number(attributes.VisibilityTimeout ?? 30),
+      ...(maxReceiveCount !== undefined ? { maxReceiveCount } : {}),
+      ...(deadLetterQueue !== undefined ? { deadLetterQueue } : {}),
+    };
+  });
+  // Dead-letter queues first: a redrive policy names a queue that must exist.
+  return queues.sort((a, b) => Number(a.deadLetterQueue !== undefined) - Number(b.deadLetterQueue !== undefined));
+}
+
+function topicSettings(t: ResolvedTemplate): TopicSettings[] {
+  const subscriptions = t.resourcesOfType('AWS::SNS::Subscription');
+  return t.resourcesOfType('AWS::SNS::Topic').map(([logicalId]) => {
+    const physical = t.physical(logicalId);
+    return {
+      logicalId,
+      name: physical.attributes.TopicName!,
+      arn: physical.ref,
+      subscriptions: subscriptions
+        .filter(([, s]) => ResolvedTemplate.target(props(s).TopicArn) === logicalId)
+        .map(([, s]) => {
+          const p = props(s);
+          const attributes: Record<string, string> = {};
+          for (const key of ['FilterPolicy', 'FilterPolicyScope', 'RawMessageDelivery', 'RedrivePolicy']) {
+            if (p[key] === undefined) continue;
+            const value = t.value(p[key]);
+            attributes[key] = typeof value === 'string' ? value : JSON.stringify(value);
+          }
+          const queueLogicalId = ResolvedTemplate.target(p.Endpoint);
+          return {
+            protocol: String(t.value(p.Protocol)),
+            endpoint: String(t.value(p.Endpoint)),
+            ...(queueLogicalId && p.Protocol === 'sqs' ? { queueLogicalId } : {}),
+            attributes,
+          };
+        }),
+    };
+  });
+}
+
+function functionSettings(t: ResolvedTemplate): FunctionSettings[] {
+  return t.resourcesOfType('AWS::Lambda::Function').map(([logicalId, r]) => {
+    const p = props(r);
+    const code = t.value(p.Code) as { S3Key?: string };
+    const key = /([^/]+)\.zip$/.exec(code.S3Key ?? '')?.[1];
+    if (!key) throw new TemplateError(`${logicalId}: its code is not a dist/<name>.zip artifact`);
+    const handler = String(t.value(p.Handler));
+    const roleLogicalId = ResolvedTemplate.target(p.Role);
+    if (!roleLogicalId) throw new TemplateError(`${logicalId}: its Role is not a role of the template`);
+    const variables = ((p.Environment as { Variables?: Record<string, Json> } | undefined)?.Variables ?? {}) as Record<
+      string,
+      Json
+    >;
+    return {
+      key,
+      logicalId,
+      functionName: t.physical(logicalId).ref,
+      exportName: handler.slice(handler.lastIndexOf('.') + 1),
+      environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(t.value(v))])),
+      literalVariables: Object.keys(variables).filter((k) => typeof variables[k] === 'string'),
+      layers: ((t.value(p.Layers ?? []) as Json[]) ?? []).map(String),
+      memoryMb: Number(t.value(p.MemorySize ?? LAMBDA_DEFAULTS.memoryMb)),
+      timeoutS: Number(t.value(p.Timeout ?? LAMBDA_DEFAULTS.timeoutS)),
+      roleLogicalId,
+      roleName: t.physical(roleLogicalId).ref,
+    };
+  });
+}
+
+function functionKeyOf(functions: FunctionSettings[], v: Json, where: string): string {
+  const id = ResolvedTemplate.target(v);
+  const fn = functions.find((f) => f.logicalId === id);
+  if (!fn) throw new TemplateError(`${where}: ${JSON.stringify(v)} is not a function of the template`);
+  return fn.key;
+}
+
+function mappingSettings(t: ResolvedTemplate, functions: FunctionSettings[]): EventSourceMappingSettings[] {
+  return t.resourcesOfType('AWS::Lambda::EventSourceMapping').map(([id, r]) => {
+    const p = props(r);
+    const queue = ResolvedTemplate.target(p.EventSourceArn);
+    if (!queue || t.resource(queue).Type !== 'AWS::SQS::Queue')
+      throw new TemplateError(`${id}: the local stack runs SQS event sources only`);
+    const scaling = t.value(p.ScalingConfig ?? {}) as { MaximumConcurrency?: number };
+    const types = (t.value(p.FunctionResponseTypes ?? []) as string[]) ?? [];
+    return {
+      queue,
+      functionKey: functionKeyOf(functions, p.FunctionName, id),
+      batchSize: Number(t.value(p.BatchSize ?? MAPPING_DEFAULTS.batchSize)),
+      batchingWindowS: Number(t.value(p.MaximumBatchingWindowInSeconds ?? MAPPING_DEFAULTS.batchingWindowS)),
+      reportBatchItemFailures: types.includes('ReportBatchItemFailures'),
+      maximumConcurrency: Number(scaling.MaximumConcurrency ?? MAPPING_DEFAULTS.maximumConcurrency),
+    };
+  });
+}
+
+function routeSettings(t: ResolvedTemplate, functions: FunctionSettings[]): RouteSettings[] {
+  return t.resourcesOfType('AWS::ApiGatewayV2::Route').map(([id, r]) => {
+    const p = props(r);
+    // Target: integrations/<integration id>, the integration's IntegrationUri: the function.
+    const target = p.Target as { 'Fn::Join'?: [string, Json[]] } | undefined;
+    const integrationId = ResolvedTemplate.target(target?.['Fn::Join']?.[1]?.[1]);
+    if (!integrationId) throw new TemplateError(`${id}: its Target is not an integration of the template`);
+    const integration = props(t.resource(integrationId));
+    return {
+      routeKey: String(t.value(p.RouteKey)),
+      functionKey: functionKeyOf(functions, integration.IntegrationUri, integrationId),
+      authorization: String(t.value(p.AuthorizationType ?? 'NONE')),
+    };
+  });
+}
+
+export function stackSettings(t: ResolvedTemplate): StackSettings {
+  const functions = functionSettings(t);
+  return {
+    table: tableSettings(t),
+    queues: queueSettings(t),
+    topics: topicSettings(t),
+    functions,
+    mappings: mappingSettings(t, functions),
+    routes: routeSettings(t, functions),
+  };
+}
+
+/**
+ * The identity-based statements of a role, resolved: its inline policies, and the template's managed
+ * policies and AWS::IAM::Policy resources attached to it. An AWS-managed policy (outside the template)
+ * cannot be read locally: it is reported in `unknownPolicies`, and grants nothing here.
+ */
+/** The statements of a policy document, resolved, each with where it came from. */
+function documentStatements(t: ResolvedTemplate, policyName: string, document: Json): SourcedStatement[] {
+  const raw = (document as { Statement?: Json }).Statement;
+  const list = (Array.isArray(raw) ? raw : [raw]) as PolicyStatement[];
+  return list.map((s, i) => ({ statement: t.value(s) as PolicyStatement, source: `${policyName}#${s.Sid ?? i}` }));
+}
+
+/** The statements of a managed policy of the template. */
+export function managedPolicyStatements(t: ResolvedTemplate, logicalId: string): SourcedStatement[] {
+  return documentStatements(t, logicalId, props(t.resource(logicalId)).PolicyDocument);
+}
+
+export function roleStatements(
+  t: ResolvedTemplate,
+  roleLogicalId: string,
+): { statements: SourcedStatement[]; unknownPolicies: string[] } {
+  const role = props(t.resource(roleLogicalId));
+  const statements: SourcedStatement[] = [];
+  const unknownPolicies: string[] = [];
+  const add = (policyName: string, document: Json) => {
+    statements.push(...documentStatements(t, policyName, document));
+  };
+  for (const policy of (role.Policies ?? []) as Array<{ PolicyName: Json; PolicyDocument: Json }>) {
+    add(`${roleLogicalId}/${String(t.value(policy.PolicyName))}`, policy.PolicyDocument);
+  }
+  for (const arn of (role.ManagedPolicyArns ?? []) as Json[]) {
+    const id = ResolvedTemplate.target(arn);
+    const managed = id ? t.template.Resources[id] : undefined;
+    if (managed?.Type === 'AWS::IAM::ManagedPolicy') add(id!, props(managed).PolicyDocument);
+    else unknownPolicies.push(String(t.value(arn)));
+  }
+  for (const type of ['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy', 'AWS::IAM::RolePolicy']) {
+    for (const [id, r] of t.resourcesOfType(type)) {
+      const p = props(r);
+      const roles = (type === 'AWS::IAM::RolePolicy' ? [p.RoleName] : ((p.Roles ?? []) as Json[])).map((x) =>
+        ResolvedTemplate.target(x),
+      );
+      if (roles.includes(roleLogicalId)) add(id, p.PolicyDocument);
+    }
+  }
+  return { statements, unknownPolicies };
+}
+
+/**
+ * The settings of the local stage with the parameters' defaults, for what needs them without running the
+ * stack (the bench, the CLI's help); queue URLs name no real emulator.
+ */
+export function localStageSettings(template: Template = loadTemplate().template): StackSettings {
+  return stackSettings(
+    new ResolvedTemplate(template, {
+      region: LOCAL_REGION,
+      accountId: LOCAL_ACCOUNT_ID,
+      stackName: `${SERVICE}-${LOCAL_STAGE}`,
+      sqsEndpoint: 'http://127.0.0.1',
+      parameters: {},
+    }),
+  );
+}

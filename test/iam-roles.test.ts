@@ -1,0 +1,191 @@
+// The roles of the template, held to what the functions really call, on the local stack with IAM enforced.
+// One small end-to-end scenario exercises every function (lib/local/iam/scenario.ts). Then:
+// - each statement of each role is removed in turn, and the scenario must fail with AccessDeniedException
+//   for an action of that statement (a mutation test of the roles: a statement nothing needs would pass);
+// - with the roles as they are, the scenario passes with nothing refused, and every action every statement
+//   grants was needed by some call: a role that grants more than the code calls fails here.
+// One stack serves every run: the roles are swapped in place (LocalStack.iam.useRolesOf).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Denial } from '../lib/local/iam/enforce.ts';
+import type { PolicyStatement } from '../lib/local/iam/policy.ts';
+import { type IamScenario, iamScenario } from '../lib/local/iam/scenario.ts';
+import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
+import { loadTemplate, type Template } from '../lib/local/template.ts';
+
+let cwd: string;
+let stack: LocalStack;
+let runScenario: IamScenario;
+const original = loadTemplate().template;
+
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
+  stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1 });
+  runScenario = iamScenario(stack);
+});
+afterAll(async () => {
+  runScenario?.close();
+  await stack?.stop();
+  await rm(cwd, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function scenario(): Promise<{ denials: Denial[] }> {
+  const first = stack.iam.denials.length;
+  await runScenario.run();
+  return { denials: stack.iam.denials.slice(first) };
+}
+
+interface RoleStatement {
+  role: string;
+  index: number;
+  statement: PolicyStatement;
+}
+
+/** The functions' roles, and the managed policy the read API's callers get (output ReadApiInvokePolicyArn). */
+const POLICY_HOLDERS = ['IngestRole', 'WorkerRole', 'ApiRole', 'ReadApiInvokePolicy'];
+
+interface Document {
+  Statement: PolicyStatement[];
+}
+
+/** The policy documents of a role (its inline policies) or of a managed policy. */
+function documentsOf(template: Template, holder: string): Document[] {
+  const p = template.Resources[holder]!.Properties!;
+  return p.PolicyDocument
+    ? [p.PolicyDocument as Document]
+    : (p.Policies as Array<{ PolicyDocument: Document }>).map((policy) => policy.PolicyDocument);
+}
+
+function statementsOf(template: Template): RoleStatement[] {
+  return POLICY_HOLDERS.flatMap((role) =>
+    documentsOf(template, role)
+      .flatMap((d) => d.Statement)
+      .map((statement, index) => ({ role, index, statement })),
+  );
+}
+
+/** A copy of the template without one statement of one role or policy. */
+function without(template: Template, role: string, index: number): Template {
+  const copy = structuredClone(template);
+  let at = index;
+  for (const document of documentsOf(copy, role)) {
+    if (at < document.Statement.length) {
+      document.Statement.splice(at, 1);
+      break;
+    }
+    at -= document.Statement.length;
+  }
+  return copy;
+}
+
+const actionsOf = (s: PolicyStatement) => (Array.isArray(s.Action) ? s.Action : [s.Action ?? '']);
+
+/**
+ * Statements the local stack cannot exercise, and why: KMS is called by SSM or SNS on the caller's behalf
+ * (a SecureString's or an encrypted topic's key), never by the function's own SDK clients, and only with a
+ * customer-managed key; the local parameters and topics have no key.
+ */
+const notExercisedLocally = (s: PolicyStatement) => actionsOf(s).every((a) => a.toLowerCase().startsWith('kms:'));
+
+const label = (s: RoleStatement) => `${s.role} ${s.statement.Sid ?? `#${s.index}`}`;
+
+/** Runs the scenario under a role without one statement; the failure it must end in. */
+async function failureWithout(s: RoleStatement): Promise<{ denials?: Denial[] } | undefined> {
+  stack.iam.useRolesOf(without(original, s.role, s.index));
+  try {
+    await scenario();
+    return undefined;
+  } catch (err) {
+    return err as { denials?: Denial[] };
+  } finally {
+    stack.iam.useRolesOf(original);
+  }
+}
+
+function expectRefusedFor(s: RoleStatement, failure: { denials?: Denial[] } | undefined): void {
+  expect(failure).toBeDefined();
+  const refused = (failure?.denials ?? []).map((d) => d.action.toLowerCase());
+  const removed = actionsOf(s.statement).map((a) => a.toLowerCase());
+  expect(refused.filter((a) => removed.includes(a))).not.toEqual([]);
+  expect(failure?.denials?.[0]?.message).toMatch(/^User: arn:aws:sts::\d{12}:assumed-role\/\S+ is not authorized/);
+}
+
+const bySid = (sid: string) => statementsOf(original).find((s) => s.statement.Sid === sid)!;
+
+// First, on the cold container: the ingest reads its secrets once per container (then every
+// SECRETS_REFRESH_S, keeping the last good ones when a read fails), as deployed.
+test('IngestRole ReadCallbackSecrets: without it the first callback gets 503, ssm:GetParameter refused', async () => {
+  const s = bySid('ReadCallbackSecrets');
+  expectRefusedFor(s, await failureWithout(s));
+  await sleep(200);
+});
+
+test('the scenario passes with the roles as they are, nothing refused', async () => {
+  const { denials } = await scenario();
+  expect(denials).toEqual([]);
+  expect(stack.iam.enforced).toBe(true);
+});
+
+describe('each statement of each role is needed: without it the scenario fails with AccessDeniedException', () => {
+  const statements = statementsOf(original);
+  // ReadCallbackSecrets: shown above, on the cold container.
+  const exercised = statements.filter(
+    (s) => !notExercisedLocally(s.statement) && s.statement.Sid !== 'ReadCallbackSecrets',
+  );
+
+  test.each(exercised.map((s) => [label(s), s] as const))('%s', async (_, s) => {
+    expectRefusedFor(s, await failureWithout(s));
+    // The records the run left behind are applied once the role is whole again.
+    await sleep(1500);
+  });
+});
+
+/** `<role> <sid>: <action>` of every action a statement of `template` grants that no call so far needed. */
+function unusedGrants(template: Template): string[] {
+  // `<function> <action> <resource>` -> `<role>/<policy>#<sid>` of the statement that allowed it.
+  const used = new Set([...stack.iam.grants].map(([key, source]) => `${source} ${key.split(' ')[1]!.toLowerCase()}`));
+  const needed = (s: RoleStatement, action: string) =>
+    [...used].some(
+      (u) =>
+        (u.startsWith(`${s.role}/`) || u.startsWith(`${s.role}#`)) &&
+        u.endsWith(`#${s.statement.Sid} ${action.toLowerCase()}`),
+    );
+  return statementsOf(template)
+    .filter((s) => !notExercisedLocally(s.statement))
+    .flatMap((s) =>
+      actionsOf(s.statement)
+        .filter((a) => !needed(s, a))
+        .map((a) => `${label(s)}: ${a}`),
+    );
+}
+
+/**
+ * Granted, in the bundle, and called by no path of the function: the worker's bundle holds the store class
+ * it shares with the CLI, whose listings read headers in batches; the worker itself reads items one by one.
+ */
+const GRANTED_BUT_NEVER_CALLED = ['WorkerRole ApplyCallbacksToTasks: dynamodb:BatchGetItem'];
+
+test('every action every statement grants is needed by some call of the scenario', async () => {
+  await scenario();
+  expect(unusedGrants(original)).toEqual(GRANTED_BUT_NEVER_CALLED);
+});
+
+test('a role that grants more than the code calls is caught', async () => {
+  const wider = structuredClone(original);
+  documentsOf(wider, 'WorkerRole')[0]!.Statement.push({
+    Sid: 'DeleteTasks',
+    Effect: 'Allow',
+    Action: 'dynamodb:DeleteItem',
+    Resource: 'arn:aws:dynamodb:*:*:table/*',
+  });
+  stack.iam.useRolesOf(wider);
+  try {
+    await scenario();
+  } finally {
+    stack.iam.useRolesOf(original);
+  }
+  expect(unusedGrants(wider)).toEqual([...GRANTED_BUT_NEVER_CALLED, 'WorkerRole DeleteTasks: dynamodb:DeleteItem']);
+});
