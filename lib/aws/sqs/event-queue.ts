@@ -2,7 +2,9 @@
 // envelope alike), for `callbacks events tail` and `callbacks verify`. Reading leaves the messages in the
 // queue: a pass receives until nothing is visible (each message hidden meanwhile, so that the pass sees
 // it once), then makes what it read visible again for the next pass and for other readers. The reader
-// remembers what it has returned, so each pass returns only what is new.
+// remembers what it has returned, so each pass returns only what is new. Several readers at once each see
+// every message: a reader that finds nothing visible while others hold messages gives its own back and waits
+// for theirs, up to a bound.
 import {
   ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
@@ -28,7 +30,11 @@ export interface ReceivedEvent {
 export interface EventQueueReaderOptions {
   /** Seconds a received message stays hidden from the next receive (default 30). */
   visibilityTimeoutS?: number;
+  /** How long a pass waits at most for messages other readers hold (default 15,000 ms). */
+  contendedWaitMs?: number;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class EventQueueReader {
   private readonly seen = new Set<string>();
@@ -58,6 +64,7 @@ export class EventQueueReader {
   }
 
   private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
+    const waitUntil = Date.now() + (this.opts.contendedWaitMs ?? 15_000);
     for (let first = true; ; first = false) {
       const res = await this.sqs.send(
         new ReceiveMessageCommand({
@@ -69,7 +76,13 @@ export class EventQueueReader {
         }),
       );
       const messages = res.Messages ?? [];
-      if (messages.length === 0) return;
+      if (messages.length === 0) {
+        if (Date.now() >= waitUntil || !(await this.heldByOthers(handles.length))) return;
+        // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
+        await this.release(handles.splice(0));
+        await sleep(100);
+        continue;
+      }
       for (const m of messages) {
         if (m.ReceiptHandle) handles.push(m.ReceiptHandle);
         const event = readMessage(m);
@@ -83,6 +96,17 @@ export class EventQueueReader {
         fresh.push(event);
       }
     }
+  }
+
+  /** Whether more messages are hidden than this reader holds: another reader is in the middle of a pass. */
+  private async heldByOthers(own: number): Promise<boolean> {
+    const res = await this.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return Number(res.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0) > own;
   }
 
   /** Makes the messages of a pass visible again. Best effort: left alone, they reappear at their time-out. */
