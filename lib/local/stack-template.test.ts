@@ -72,6 +72,12 @@ test('Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::If and conditions, for
   expect(() => t.value({ 'Fn::ImportValue': 'x' })).toThrow(TemplateError);
 });
 
+test('Ref AWS::NoValue leaves its property (or list item) out, as CloudFormation does: it was an empty string', () => {
+  const environment = { A: 'a', B: { 'Fn::If': ['NotLocal', 'deployed', { Ref: 'AWS::NoValue' }] } };
+  expect(t.value(environment)).toEqual({ A: 'a' });
+  expect(t.value(['x', { 'Fn::If': ['IsLocal', { Ref: 'AWS::NoValue' }, 'y'] }])).toEqual(['x']);
+});
+
 test("a role's statements: inline, and the template's policies attached to it; an AWS-managed one is unknown", () => {
   const { statements, unknownPolicies } = roleStatements(t, 'Role');
   expect(statements.map((s) => [s.source, s.statement.Resource])).toEqual([

@@ -30,6 +30,9 @@ interface Physical {
 /** The id of the local HTTP API, in the ARNs of its routes (`<api>/<stage>/<method>/<path>`). */
 export const LOCAL_API_ID = 'local';
 
+/** `Ref: AWS::NoValue`: the property that holds it is left out, as CloudFormation leaves it out. */
+const NO_VALUE = Symbol('AWS::NoValue');
+
 export class TemplateError extends Error {
   override name = 'TemplateError';
 }
@@ -66,7 +69,6 @@ export class ResolvedTemplate {
       'AWS::URLSuffix': 'amazonaws.com',
       'AWS::StackName': stackName,
       'AWS::StackId': `arn:aws:cloudformation:${region}:${accountId}:stack/${stackName}/local`,
-      'AWS::NoValue': '',
     }[name];
   }
 
@@ -200,14 +202,14 @@ export class ResolvedTemplate {
 
   /** A template value with every intrinsic function evaluated for the local stage. */
   value(v: Json): Json {
-    if (Array.isArray(v)) return v.map((x) => this.value(x));
+    if (Array.isArray(v)) return v.map((x) => this.value(x)).filter((x) => x !== NO_VALUE);
     if (v === null || typeof v !== 'object') return v;
     const entries = Object.entries(v as Record<string, Json>);
     if (entries.length === 1) {
       const [[key, arg]] = entries as [[string, Json]];
       switch (key) {
         case 'Ref':
-          return this.ref(arg as string);
+          return arg === 'AWS::NoValue' ? NO_VALUE : this.ref(arg as string);
         case 'Fn::GetAtt': {
           const [id, attr] = Array.isArray(arg) ? (arg as string[]) : (arg as string).split(/\.(.*)/s);
           return this.getAtt(id!, attr!);
@@ -235,7 +237,7 @@ export class ResolvedTemplate {
       }
       if (key.startsWith('Fn::')) throw new TemplateError(`${key} is not supported by the local stack`);
     }
-    return Object.fromEntries(entries.map(([k, x]) => [k, this.value(x)]));
+    return Object.fromEntries(entries.map(([k, x]) => [k, this.value(x)]).filter(([, x]) => x !== NO_VALUE));
   }
 
   /** The logical id a Ref or Fn::GetAtt points at (not its value): which resource is meant. */
@@ -435,7 +437,9 @@ function functionSettings(t: ResolvedTemplate): FunctionSettings[] {
       logicalId,
       functionName: t.physical(logicalId).ref,
       exportName: handler.slice(handler.lastIndexOf('.') + 1),
-      environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(t.value(v))])),
+      environment: Object.fromEntries(
+        Object.entries(t.value(variables) as Record<string, Json>).map(([k, v]) => [k, String(v)]),
+      ),
       literalVariables: Object.keys(variables).filter((k) => typeof variables[k] === 'string'),
       layers: ((t.value(p.Layers ?? []) as Json[]) ?? []).map(String),
       memoryMb: Number(t.value(p.MemorySize ?? LAMBDA_DEFAULTS.memoryMb)),
