@@ -18,7 +18,9 @@ test('the event source mapping settings are those of the worker in serverless.ym
   const worker = sls.slice(sls.indexOf('\n  worker:'));
   expect(/^service:\s*(\S+)/m.exec(sls)?.[1]).toBe(SERVICE);
   expect(Number(yamlValueOf(worker, 'batchSize'))).toBe(eventSourceMapping.batchSize);
-  expect(Number(yamlValueOf(worker, 'maximumBatchingWindow'))).toBe(eventSourceMapping.batchingWindowS);
+  // A FIFO queue's mapping has no batching window.
+  expect(worker).not.toMatch(/maximumBatchingWindow/);
+  expect(eventSourceMapping.batchingWindowS).toBe(0);
   expect(Number(yamlValueOf(worker, 'maximumConcurrency'))).toBe(eventSourceMapping.maximumConcurrency);
   // The poller honours batchItemFailures only because the deployed mapping does.
   expect(yamlValueOf(worker, 'functionResponseType')).toBe('ReportBatchItemFailures');
@@ -37,5 +39,8 @@ test('the queue settings and names are those of infra/queues.yml and infra/table
     template.replace('${self:service}', SERVICE).replace('${sls:stage}', stage);
   const queueNames = [...queues.matchAll(/QueueName:\s*(\S+)/g)].map((m) => deployedName(m[1]!));
   expect(queueNames).toEqual([names.queue, names.deadLetterQueue]);
+  const main = queues.slice(0, queues.indexOf('CallbackFifoDeadLetterQueue:'));
+  for (const [name, value] of Object.entries(queueSettings.fifo)) expect(yamlValueOf(main, name)).toBe(value);
+  expect([...queues.matchAll(/^\s*FifoQueue:\s*(\S+)/gm)].map((m) => m[1])).toEqual(['true', 'true']);
   expect(deployedName(yamlValueOf(read('infra/table.yml'), 'TableName'))).toBe(names.table);
 });

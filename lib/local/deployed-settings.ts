@@ -12,8 +12,8 @@ export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local
 /** The names infra/ gives a stage's resources. */
 export const resourceNames = (stage: string, service: string = SERVICE) => ({
   table: `${service}-${stage}-tasks`,
-  queue: `${service}-${stage}-callbacks`,
-  deadLetterQueue: `${service}-${stage}-callbacks-dlq`,
+  queue: `${service}-${stage}-callbacks.fifo`,
+  deadLetterQueue: `${service}-${stage}-callbacks-dlq.fifo`,
   /** infra/events.yml */
   eventsTopic: `${service}-${stage}-task-events`,
   /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */
@@ -22,6 +22,13 @@ export const resourceNames = (stage: string, service: string = SERVICE) => ({
 
 /** infra/queues.yml */
 export const queueSettings = {
+  /** Both queues are FIFO, in high-throughput mode; the ingest names each deduplication id. */
+  fifo: {
+    FifoQueue: 'true',
+    ContentBasedDeduplication: 'false',
+    DeduplicationScope: 'messageGroup',
+    FifoThroughputLimit: 'perMessageGroupId',
+  },
   /** Seconds a received message stays invisible: six times the worker's 30 s time-out. */
   visibilityTimeoutS: 180,
   /** Receives before SQS moves a message to the dead-letter queue. */
@@ -34,8 +41,8 @@ export const queueSettings = {
 
 /** serverless.yml, functions.worker.events[0].sqs: the event source mapping. */
 export const eventSourceMapping = {
-  batchSize: 25,
-  /** maximumBatchingWindow, seconds. */
-  batchingWindowS: 1,
+  batchSize: 10,
+  /** maximumBatchingWindow, seconds: none on a FIFO queue. */
+  batchingWindowS: 0,
   maximumConcurrency: 10,
 } as const;

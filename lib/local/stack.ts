@@ -176,14 +176,15 @@ async function ensureTable(dynamo: DynamoDBClient, tableName: string): Promise<v
 }
 
 /**
- * The queues as infra/queues.yml declares them. Settings are applied on every start, so queues kept from
- * an earlier run get the current ones. Queue URLs are built on the emulator's address: fauxqs names
+ * The queues as infra/queues.yml declares them, both FIFO. Settings are applied on every start, so queues
+ * kept from an earlier run get the current ones. Queue URLs are built on the emulator's address: fauxqs names
  * queues `sqs.<region>.localhost`, which does not resolve everywhere, and the SDK sends each call to the
  * host of its QueueUrl.
  */
 async function ensureQueues(sqs: SQSClient, endpoint: string, names: ReturnType<typeof resourceNames>) {
   const create = async (name: string, attributes: Record<string, string>) => {
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+    // FIFO is fixed when a queue is created; the other settings can change later.
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: queueSettings.fifo }));
     const url = new URL(new URL(QueueUrl!).pathname, endpoint).href;
     await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
     const { Attributes } = await sqs.send(
