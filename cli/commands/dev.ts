@@ -152,7 +152,10 @@ export function banner(
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
-        ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
+        [
+          'SQS',
+          `${info.sqsEndpoint}  FIFO queue ${info.queueUrl.split('/').pop()} (+ ${info.dlqUrl.split('/').pop()})`,
+        ],
         [
           'task events',
           `SNS topic ${info.eventsTopicArn?.split(':').pop()} -> queue ${info.eventsQueueUrl?.split('/').pop()}  ` +
@@ -160,8 +163,9 @@ export function banner(
         ],
         [
           'worker',
-          `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
-            `failed record is retried after ${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
+          `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +
+            `${m.maximumConcurrency} at a time, each task in one at a time; a failed record is retried after ` +
+            `${opts.retryDelay} s, dead-lettered after ${q.maxReceiveCount} receives`,
         ],
         [
           'stack file',
