@@ -23,7 +23,7 @@ import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
-import { LOCAL_CREDENTIALS } from '../../../lib/local/deployed-settings.ts';
+import { LOCAL_CREDENTIALS, queueSettings } from '../../../lib/local/deployed-settings.ts';
 import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 
 const REGION = 'us-east-1';
@@ -98,9 +98,13 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const sqsPort = fauxqs.port;
   const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
   const localUrl = (queueUrl: string) => new URL(new URL(queueUrl).pathname, sqsEndpoint).href;
-  const dlq = fauxqs.createQueue('callbacks-dlq');
-  const queue = fauxqs.createQueue('callbacks', {
-    attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
+  // FIFO, as deployed (infra/queues.yml).
+  const dlq = fauxqs.createQueue('callbacks-dlq.fifo', { attributes: queueSettings.fifo });
+  const queue = fauxqs.createQueue('callbacks.fifo', {
+    attributes: {
+      ...queueSettings.fifo,
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }),
+    },
   });
   const queueUrl = localUrl(queue.queueUrl);
   const dlqUrl = localUrl(dlq.queueUrl);
