@@ -811,6 +811,8 @@ describe('queues', () => {
     const dlq = resource('CallbackFifoDeadLetterQueue', 'AWS::SQS::Queue').Properties;
     expect(dlq.QueueName).toBe(`${service}-${stage}-callbacks-dlq.fifo`);
     expect(dlq.FifoQueue).toBe(true);
+    expect(dlq.DeduplicationScope).toBe('messageGroup');
+    expect(dlq.FifoThroughputLimit).toBe('perMessageGroupId');
     expect(dlq.MessageRetentionPeriod).toBe(14 * 24 * 3600);
     expect(dlq.SqsManagedSseEnabled).toBe(true);
     expect(dlq.RedriveAllowPolicy).toEqual({
