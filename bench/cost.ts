@@ -10,8 +10,8 @@ export const PRICES = {
   lambdaPerMillionRequests: 0.2,
   /** arm64 */
   lambdaPerGbSecond: 0.0000133334,
-  /** Per 64 KiB chunk; every callback body is far below that. */
-  sqsPerMillionRequests: 0.4,
+  /** A FIFO queue's (a standard queue's are $0.40), per 64 KiB chunk; every callback body is far below that. */
+  sqsPerMillionRequests: 0.5,
   dynamoPerMillionWriteUnits: 0.625,
   dynamoPerMillionReadUnits: 0.125,
   /** Per message published (PublishBatch bills each message); deliveries from SNS to SQS are free. */
@@ -147,7 +147,7 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
       usd: ingestGbS * PRICES.lambdaPerGbSecond,
     },
     {
-      item: 'SQS requests',
+      item: 'SQS FIFO requests',
       quantity:
         `${fmt(MILLION)} SendMessage + ${fmt(callsPerBatch * batches)} ReceiveMessage + ` +
         `${fmt(callsPerBatch * batches)} DeleteMessageBatch`,

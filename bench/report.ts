@@ -398,7 +398,8 @@ function costSection(r: CostResult): string {
     '',
     `Prices: ${p.statedAs}: HTTP API $${p.httpApiPerMillionRequests} per million requests; Lambda ` +
       `$${p.lambdaPerMillionRequests} per million ` +
-      `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS $${p.sqsPerMillionRequests} per million requests; ` +
+      `requests and $${p.lambdaPerGbSecond} per GB-s (arm64); SQS FIFO $${p.sqsPerMillionRequests} per million ` +
+      'requests; ' +
       `DynamoDB on-demand ` +
       `$${p.dynamoPerMillionWriteUnits} per million write and $${p.dynamoPerMillionReadUnits} per million read ` +
       `request units; ` +

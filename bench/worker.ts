@@ -1,4 +1,4 @@
-// Part 3, worker cost, against dynalite in-process. (a) Throughput: batches of 25 SQS records of a
+// Part 3, worker cost, against dynalite in-process. (a) Throughput: batches (the mapping's size) of SQS records of a
 // realistic mix through `processBatch` with the DynamoDB task store, with task events and without, over
 // bare PutItem calls of the same raw bodies (same client, same table, same batches and concurrency),
 // taking turns round by round.

@@ -184,7 +184,7 @@ describe('functions', () => {
       { 'Fn::Sub': '{{resolve:ssm:/aws/service/aws-parameters-and-secrets-lambda-extension/arm64/latest}}' },
     ]);
     expect(fn.Environment.Variables).toEqual({
-      QUEUE_URL: ref('CallbackQueue'),
+      QUEUE_URL: ref('CallbackFifoQueue'),
       SIGNATURE_MODE: ref('SignatureMode'),
       DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
@@ -326,7 +326,7 @@ describe('IAM', () => {
     };
     expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
       [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('IngestLogGroup')],
-      [['sqs:SendMessage'], getAtt('CallbackQueue')],
+      [['sqs:SendMessage'], getAtt('CallbackFifoQueue')],
       [['ssm:GetParameter'], parameterArn],
       [['kms:Decrypt'], { 'Fn::Sub': 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*' }],
     ]);
@@ -346,7 +346,7 @@ describe('IAM', () => {
       const statements = statementsOf('WorkerRole');
       expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
         [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
-        [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
+        [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackFifoQueue')],
         [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'], getAtt('TasksTable')],
         [['sns:Publish'], ref('TaskEventsTopic')],
         [['kms:Decrypt', 'kms:GenerateDataKey'], getAtt('TopicsKey')],
@@ -785,41 +785,102 @@ describe('HTTP API', () => {
 });
 
 describe('queues', () => {
-  test('main queue: encrypted, 4 days, redrive after 5 receives, visibility six times the worker time-out', () => {
-    const q = resource('CallbackQueue', 'AWS::SQS::Queue').Properties;
-    const workerTimeout = template.Resources.WorkerLambdaFunction!.Properties.Timeout;
-    expect(q.QueueName).toBe(`${service}-${stage}-callbacks`);
-    expect(q.VisibilityTimeout).toBe(6 * workerTimeout);
-    expect(q.MessageRetentionPeriod).toBe(4 * 24 * 3600);
-    expect(q.SqsManagedSseEnabled).toBe(true);
-    expect(q.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt('CallbackDeadLetterQueue'), maxReceiveCount: 5 });
-  });
+  test(
+    'main queue: FIFO in high-throughput mode, encrypted, 4 days, redrive after 5 receives, visibility six times ' +
+      'the worker time-out',
+    () => {
+      const q = resource('CallbackFifoQueue', 'AWS::SQS::Queue').Properties;
+      const workerTimeout = template.Resources.WorkerLambdaFunction!.Properties.Timeout;
+      expect(q.QueueName).toBe(`${service}-${stage}-callbacks.fifo`);
+      expect(q.FifoQueue).toBe(true);
+      // The ingest names each deduplication id; SendMessage is not capped at 300 a second.
+      expect(q.ContentBasedDeduplication).toBe(false);
+      expect(q.DeduplicationScope).toBe('messageGroup');
+      expect(q.FifoThroughputLimit).toBe('perMessageGroupId');
+      expect(q.VisibilityTimeout).toBe(6 * workerTimeout);
+      expect(q.MessageRetentionPeriod).toBe(4 * 24 * 3600);
+      expect(q.SqsManagedSseEnabled).toBe(true);
+      expect(q.RedrivePolicy).toEqual({
+        deadLetterTargetArn: getAtt('CallbackFifoDeadLetterQueue'),
+        maxReceiveCount: 5,
+      });
+    },
+  );
 
-  test('dead-letter queue: encrypted, 14 days, a dead-letter queue for the main queue only', () => {
-    const dlq = resource('CallbackDeadLetterQueue', 'AWS::SQS::Queue').Properties;
-    expect(dlq.QueueName).toBe(`${service}-${stage}-callbacks-dlq`);
+  test('dead-letter queue: FIFO, encrypted, 14 days, a dead-letter queue for the main queue only', () => {
+    const dlq = resource('CallbackFifoDeadLetterQueue', 'AWS::SQS::Queue').Properties;
+    expect(dlq.QueueName).toBe(`${service}-${stage}-callbacks-dlq.fifo`);
+    expect(dlq.FifoQueue).toBe(true);
+    expect(dlq.DeduplicationScope).toBe('messageGroup');
+    expect(dlq.FifoThroughputLimit).toBe('perMessageGroupId');
     expect(dlq.MessageRetentionPeriod).toBe(14 * 24 * 3600);
     expect(dlq.SqsManagedSseEnabled).toBe(true);
     expect(dlq.RedriveAllowPolicy).toEqual({
       redrivePermission: 'byQueue',
       sourceQueueArnList: [
-        { 'Fn::Sub': `arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:${service}-${stage}-callbacks` },
+        {
+          'Fn::Sub': `arn:\${AWS::Partition}:sqs:\${AWS::Region}:\${AWS::AccountId}:${service}-${stage}-callbacks.fifo`,
+        },
       ],
     });
   });
 
   test('both queues refuse unencrypted transport', () => {
     const policy = resource('CallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties;
-    expect(policy.Queues).toEqual([ref('CallbackQueue'), ref('CallbackDeadLetterQueue')]);
+    expect(policy.Queues).toEqual([ref('CallbackFifoQueue'), ref('CallbackFifoDeadLetterQueue')]);
     expect(policy.PolicyDocument.Statement).toEqual([
       expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
     ]);
   });
 
-  test('event source mapping: partial batch failures, batch size, batching window, maximum concurrency', () => {
+  test('event source mapping: partial batch failures, 10 a batch, no batching window, maximum concurrency', () => {
     const mappings = resourcesOfType('AWS::Lambda::EventSourceMapping');
     expect(mappings).toHaveLength(1);
     expect(mappings[0]![1].Properties).toEqual({
+      EventSourceArn: getAtt('CallbackFifoQueue'),
+      FunctionName: getAtt('WorkerLambdaFunction'),
+      Enabled: true,
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+    expect(mappings[0]![1].DependsOn).toContain('WorkerRole');
+  });
+
+  test('without legacyQueue the standard queue of earlier versions is gone: no resource, output or grant', () => {
+    for (const id of ['CallbackQueue', 'CallbackDeadLetterQueue', 'WorkerLegacyQueuePolicy'])
+      expect(template.Resources[id]).toBeUndefined();
+    expect(template.Outputs.LegacyQueueUrl).toBeUndefined();
+    const names = resourcesOfType('AWS::SQS::Queue').map(([, q]) => q.Properties.QueueName);
+    expect(names).toEqual([`${service}-${stage}-callbacks.fifo`, `${service}-${stage}-callbacks-dlq.fifo`]);
+  });
+
+  test('legacyQueue=true keeps the standard queues under their earlier ids and settings, draining into the ' +
+    'worker through the mapping osls made for them', () => {
+    const legacy = packageService('legacy', ['legacyQueue=true']);
+    const of = (id: string, type: string) => {
+      const r = legacy.Resources[id];
+      expect(r?.Type).toBe(type);
+      return r!;
+    };
+    expect(of('CallbackQueue', 'AWS::SQS::Queue').Properties).toEqual({
+      QueueName: `${service}-${stage}-callbacks`,
+      VisibilityTimeout: 180,
+      MessageRetentionPeriod: 345600,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { deadLetterTargetArn: getAtt('CallbackDeadLetterQueue'), maxReceiveCount: 5 },
+    });
+    expect(of('CallbackDeadLetterQueue', 'AWS::SQS::Queue').Properties).toMatchObject({
+      QueueName: `${service}-${stage}-callbacks-dlq`,
+      MessageRetentionPeriod: 1209600,
+    });
+    // The id osls gives the mapping of an `sqs` event on CallbackQueue: the earlier mapping, updated in place.
+    const mappings = Object.entries(legacy.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping');
+    expect(mappings.map(([id]) => id).sort()).toEqual([
+      'WorkerEventSourceMappingSQSCallbackFifoQueue',
+      'WorkerEventSourceMappingSQSCallbackQueue',
+    ]);
+    expect(of('WorkerEventSourceMappingSQSCallbackQueue', 'AWS::Lambda::EventSourceMapping').Properties).toEqual({
       EventSourceArn: getAtt('CallbackQueue'),
       FunctionName: getAtt('WorkerLambdaFunction'),
       Enabled: true,
@@ -828,7 +889,26 @@ describe('queues', () => {
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       ScalingConfig: { MaximumConcurrency: 10 },
     });
-    expect(mappings[0]![1].DependsOn).toContain('WorkerRole');
+    const grant = of('WorkerLegacyQueuePolicy', 'AWS::IAM::Policy').Properties;
+    expect(grant.Roles).toEqual([ref('WorkerRole')]);
+    expect(grant.PolicyDocument.Statement.map((st: Statement) => [actions(st), st.Resource])).toEqual([
+      [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
+    ]);
+    expect(of('LegacyCallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties.Queues).toEqual([
+      ref('CallbackQueue'),
+      ref('CallbackDeadLetterQueue'),
+    ]);
+    expect(legacy.Outputs.LegacyDeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
+    // The ingest sends to the FIFO queue only.
+    expect(legacy.Resources.IngestLambdaFunction!.Properties.Environment.Variables.QUEUE_URL).toEqual(
+      ref('CallbackFifoQueue'),
+    );
+  }, 180_000);
+
+  test('packaging refuses a legacyQueue that is not true or false', () => {
+    expect(packagingError('legacy-bad', ['legacyQueue=yes'])).toContain(
+      'Stage parameter legacyQueue must be true or false, not "yes".',
+    );
   });
 });
 
@@ -923,12 +1003,12 @@ describe('operations', () => {
     expect(alarms).toEqual({
       DeadLetterQueueNotEmptyAlarm: {
         metric: 'AWS/SQS ApproximateNumberOfMessagesVisible',
-        dimensions: { QueueName: getAtt('CallbackDeadLetterQueue', 'QueueName') },
+        dimensions: { QueueName: getAtt('CallbackFifoDeadLetterQueue', 'QueueName') },
         threshold: 'GreaterThanThreshold 0',
       },
       OldestMessageAgeAlarm: {
         metric: 'AWS/SQS ApproximateAgeOfOldestMessage',
-        dimensions: { QueueName: getAtt('CallbackQueue', 'QueueName') },
+        dimensions: { QueueName: getAtt('CallbackFifoQueue', 'QueueName') },
         threshold: 'GreaterThanThreshold 600',
       },
       WorkerErrorsAlarm: {
@@ -997,8 +1077,8 @@ describe('operations', () => {
     expect(template.Outputs.RecordingCallbackUrl!.Value).toEqual(url('/callbacks/recording'));
     expect(template.Outputs.ScreenshotCallbackUrl!.Value).toEqual(url('/callbacks/screenshot'));
     expect(template.Outputs.TasksTableName!.Value).toEqual(ref('TasksTable'));
-    expect(template.Outputs.QueueUrl!.Value).toEqual(ref('CallbackQueue'));
-    expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
+    expect(template.Outputs.QueueUrl!.Value).toEqual(ref('CallbackFifoQueue'));
+    expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackFifoDeadLetterQueue'));
     expect(template.Outputs.AlarmTopicArn!.Value).toEqual(ref('AlarmTopic'));
     expect(template.Outputs.ReadApiInvokePolicyArn!.Value).toEqual(ref('ReadApiInvokePolicy'));
   });

@@ -51,3 +51,4 @@ module.exports = async ({ resolveVariable }) => {
     readBurstLimit: positiveNumber('readBurstLimit', await param('readBurstLimit'), { integer: true }),
   };
 };
+module.exports.booleanParam = booleanParam;

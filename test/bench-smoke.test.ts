@@ -52,7 +52,8 @@ describe('cost per million callbacks', () => {
     // 1,000,000 invocations x 2 billed ms x 0.25 GB = 500 GB-s
     expect(usd['ingest Lambda duration']).toBeCloseTo(500 * PRICES.lambdaPerGbSecond, 10);
     // 1,000,000 SendMessage + 40,000 batches x (3 ReceiveMessage + 3 DeleteMessageBatch)
-    expect(usd['SQS requests']).toBeCloseTo(1.24 * 0.4, 10);
+    // at $0.50 per million requests on a FIFO queue
+    expect(usd['SQS FIFO requests']).toBeCloseTo(1.24 * 0.5, 10);
     expect(usd['worker Lambda requests']).toBeCloseTo(0.008, 10);
     // 40,000 batches x 101 billed ms x 0.25 GB = 1,010 GB-s
     expect(usd['worker Lambda duration']).toBeCloseTo(1010 * PRICES.lambdaPerGbSecond, 10);
@@ -60,7 +61,7 @@ describe('cost per million callbacks', () => {
     expect(usd['DynamoDB read request units']).toBeCloseTo(0.375, 10);
     // 1,500,000 messages at $0.50 per million
     expect(usd['SNS publishes (task events)']).toBeCloseTo(0.75, 10);
-    expect(cost.totalUsd).toBeCloseTo(5.974133434, 6);
+    expect(cost.totalUsd).toBeCloseTo(6.098133434, 6);
   });
 
   test('Lambda duration is billed in whole milliseconds, at least one', () => {

@@ -15,6 +15,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-store.ts';
+import { taskGroupId } from '../lib/fifo-ids.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/domain/services.ts';
@@ -177,6 +178,8 @@ beforeAll(async () => {
           mode: 'enforce',
           replayKey: null,
         }),
+        MessageGroupId: taskGroupId(JSON.parse(body).appKey, JSON.parse(body).recordId ?? JSON.parse(body).imageId),
+        MessageDeduplicationId: `dlq-${i}`,
       }),
     );
   }
@@ -789,6 +792,40 @@ describe('dlq', () => {
     const events = await cliJson<any[]>(['tasks', 'events', 'rec-dlq-1']);
     // The receive time travelled with the message: the ingest's, not the redrive's.
     expect(events.map((e) => [e.receivedAt, e.body])).toEqual([[1763798400000, JSON.parse(dlqBodies[0]!)]]);
+  });
+
+  test('list says how many wait behind the first of their task; redrive moves them all', async () => {
+    const group = taskGroupId('demo-app', 'rec-dlq-4');
+    const bodies = [1, 2, 4].map((type, i) =>
+      JSON.stringify({ ...JSON.parse(dlqBodies[0]!), recordId: 'rec-dlq-4', type, timestamp: 1763798500000 + i }),
+    );
+    for (const [i, body] of bodies.entries())
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: stack.info.dlqUrl,
+          MessageBody: body,
+          MessageAttributes: messageAttributes({
+            body,
+            service: 'recording',
+            appKey: 'demo-app',
+            receivedAt: 1763798500000 + i,
+            requestId: null,
+            verdict: 'valid',
+            mode: 'enforce',
+            replayKey: null,
+          }),
+          MessageGroupId: group,
+          MessageDeduplicationId: `dlq-4-${i}`,
+        }),
+      );
+    const human = await cli(['dlq', 'list']);
+    expect(human.stdout).toContain("2 more messages wait behind them in their task's message group");
+    const moved = await cliJson<any>(['dlq', 'redrive', '--yes']);
+    expect(moved).toMatchObject({ failed: [], notDeleted: [] });
+    // The three of the group, after any the test before left.
+    expect(moved.moved).toBeGreaterThanOrEqual(3);
+    expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
+    while (!(await store.getTask('rec-dlq-4'))) await new Promise((r) => setTimeout(r, 50));
   });
 });
 

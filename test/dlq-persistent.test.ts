@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
@@ -53,16 +54,21 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
     credentials: LOCAL_CREDENTIALS,
   });
   for (const [i, id] of ids.entries()) {
-    await enqueueCallback(sqs, stack.info.dlqUrl, {
-      body: body(id, i),
-      service: 'recording',
-      appKey: 'demo-app',
-      receivedAt: Date.now(),
-      requestId: null,
-      verdict: 'valid',
-      mode: 'enforce',
-      replayKey: null,
-    });
+    await enqueueCallback(
+      sqs,
+      stack.info.dlqUrl,
+      {
+        body: body(id, i),
+        service: 'recording',
+        appKey: 'demo-app',
+        receivedAt: Date.now(),
+        requestId: null,
+        verdict: 'valid',
+        mode: 'enforce',
+        replayKey: null,
+      },
+      { groupId: taskGroupId('demo-app', id), deduplicationId: id },
+    );
   }
   sqs.destroy();
 

@@ -46,15 +46,20 @@ const service = parse(read('serverless.yml')) as {
   functions: Record<string, ServiceFunction>;
   resources: string[];
 };
-/** Every file serverless.yml takes resources from, merged as osls merges them. */
-const infra = service.resources.map((entry) => {
-  const file = /^\$\{file\(([^)]+)\)\}$/.exec(entry)?.[1];
-  if (!file) throw new Error(`serverless.yml: resources entry ${entry} is not a \${file(...)}`);
-  return parse(read(file)) as {
-    Resources?: Record<string, CfnResource>;
-    Parameters?: Record<string, { Default: string }>;
-  };
-});
+/**
+ * Every file serverless.yml takes resources from, merged as osls merges them; not infra/legacy-queue.cjs, which
+ * adds the standard queue of earlier versions only when packaged with legacyQueue=true (deployment.md says so).
+ */
+const infra = service.resources
+  .filter((entry) => !entry.endsWith('.cjs)}'))
+  .map((entry) => {
+    const file = /^\$\{file\(([^)]+)\)\}$/.exec(entry)?.[1];
+    if (!file) throw new Error(`serverless.yml: resources entry ${entry} is not a \${file(...)}`);
+    return parse(read(file)) as {
+      Resources?: Record<string, CfnResource>;
+      Parameters?: Record<string, { Default: string }>;
+    };
+  });
 const resources: Record<string, CfnResource> = Object.assign({}, ...infra.map((f) => f.Resources ?? {}));
 const parameters: Record<string, { Default: string }> = Object.assign({}, ...infra.map((f) => f.Parameters ?? {}));
 const functionNames = Object.keys(service.functions);

@@ -12,6 +12,7 @@ import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import type { FauxqsServer } from 'fauxqs';
+import { callbackDeduplicationId, taskGroupId } from '../lib/fifo-ids.ts';
 import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import type { IngestDependencies } from '../lib/ingest/config.ts';
 import { createSqsClient } from '../lib/ingest/enqueue.ts';
@@ -907,6 +908,75 @@ describe('robustness', () => {
   test('a malformed event is answered, not thrown', async () => {
     const response = await handleCallbackRequest({} as APIGatewayProxyEventV2, deps());
     expect(response.statusCode).toBe(404);
+  });
+});
+
+describe('the FIFO queue: one group per task, one deduplication id per delivery', () => {
+  let fifoUrl: string;
+  beforeAll(() => {
+    fifoUrl = fauxqs.createQueue('callbacks-ingest-test.fifo', { attributes: { FifoQueue: 'true' } }).queueUrl;
+  });
+  const fifoDeps = (mode: SignatureMode = 'enforce') => deps({ mode, env: { QUEUE_URL: fifoUrl } });
+  const receiveAll = async (): Promise<Message[]> => {
+    const out: Message[] = [];
+    for (;;) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: fifoUrl,
+          MaxNumberOfMessages: 10,
+          MessageSystemAttributeNames: ['All'],
+          WaitTimeSeconds: 0,
+        }),
+      );
+      if (Messages.length === 0) return out;
+      for (const m of Messages)
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: fifoUrl, ReceiptHandle: m.ReceiptHandle! }));
+      out.push(...Messages);
+    }
+  };
+  const screenshotBody = (appKey: string, imageId: string) =>
+    JSON.stringify({ type: 1, appKey, imageId, roomId: 'room-1', sessionId: 's-1', timestamp: NOW });
+  const recordingOf = (appKey: string, recordId: string) =>
+    JSON.stringify({ ...JSON.parse(recordingBody), appKey, recordId });
+
+  test('a recording and a screenshot task with one id share a group; another appKey or id does not', async () => {
+    const sent = [
+      { path: '/callbacks/recording', body: recordingOf('demo-app', 'task-1') },
+      { path: '/callbacks/screenshot', body: screenshotBody('demo-app', 'task-1') },
+      { path: '/callbacks/recording', body: recordingOf('demo-app', 'task-2') },
+      { path: '/callbacks/recording', body: recordingOf('other-app', 'task-1') },
+    ];
+    for (const [i, input] of sent.entries()) {
+      const event = httpApiEvent({ ...input, headers: signedHeaders(SECRET, String(NOW), `n-${i}`) });
+      expect((await handleCallbackRequest(event, fifoDeps('report'))).statusCode).toBe(200);
+    }
+    const groups = new Map((await receiveAll()).map((m) => [m.Body, m.Attributes?.MessageGroupId]));
+    expect(groups.size).toBe(4);
+    const [recording1, screenshot1, recording2, otherApp] = sent.map((s) => groups.get(s.body));
+    expect(recording1).toBe(taskGroupId('demo-app', 'task-1'));
+    expect(screenshot1).toBe(recording1);
+    expect(recording2).not.toBe(recording1);
+    expect(otherApp).not.toBe(recording1);
+  });
+
+  test('a delivery resent as it was is enqueued once; the same body signed anew is enqueued again', async () => {
+    const headers = signedHeaders(SECRET, String(NOW), 'nonce-a');
+    const once = () => handleCallbackRequest(httpApiEvent({ body: recordingBody, headers }), fifoDeps());
+    expect((await once()).statusCode).toBe(200);
+    expect((await once()).statusCode).toBe(200);
+    const resigned = httpApiEvent({ body: recordingBody, headers: signedHeaders(SECRET, String(NOW), 'nonce-b') });
+    expect((await handleCallbackRequest(resigned, fifoDeps())).statusCode).toBe(200);
+    const messages = await receiveAll();
+    expect(messages).toHaveLength(2);
+    expect(messages.map((m) => m.Attributes?.MessageDeduplicationId)).toEqual([
+      callbackDeduplicationId(
+        'recording',
+        { nonce: 'nonce-a', timestamp: String(NOW), signature: headers['RC-Signature'] },
+        recordingBody,
+      ),
+      expect.any(String),
+    ]);
+    expect(new Set(messages.map((m) => m.Attributes?.MessageDeduplicationId)).size).toBe(2);
   });
 });
 

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import { openTarget } from '../cli/target.ts';
+import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
@@ -103,16 +104,21 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   });
   const queueUrl = `http://127.0.0.1:${fauxqs.port}/${new URL(first.info.queueUrl).pathname.slice(1)}`;
   const body = JSON.stringify(startBody('rec-persist-2'));
-  await enqueueCallback(sqs, queueUrl, {
-    body,
-    service: 'recording',
-    appKey: 'demo-app',
-    receivedAt: Date.now(),
-    requestId: null,
-    verdict: 'valid',
-    mode: 'enforce',
-    replayKey: null,
-  });
+  await enqueueCallback(
+    sqs,
+    queueUrl,
+    {
+      body,
+      service: 'recording',
+      appKey: 'demo-app',
+      receivedAt: Date.now(),
+      requestId: null,
+      verdict: 'valid',
+      mode: 'enforce',
+      replayKey: null,
+    },
+    { groupId: taskGroupId('demo-app', 'rec-persist-2'), deduplicationId: 'rec-persist-2' },
+  );
   sqs.destroy();
   await fauxqs.stop();
 

@@ -5,7 +5,8 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import { processBatch } from '../lib/worker/process-batch.ts';
+import { taskGroupId } from '../lib/fifo-ids.ts';
+import { failedInGroupOrder, processBatch } from '../lib/worker/process-batch.ts';
 import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import type { Service } from '../lib/domain/services.ts';
@@ -58,6 +59,59 @@ describe('worker against dynalite', () => {
     expect(rec?.eventCount).toBe(5);
     const failed = rec!.files.find((f) => f.upload === 'failed')!;
     expect(failed.purgeAt).toBe(1763803810000 + 24 * 3600 * 1000);
+  });
+});
+
+describe('FIFO partial batch failure', () => {
+  const slice = (recordId: string, fileName: string, timestamp: number) => ({
+    timestamp,
+    type: 2,
+    appKey: 'app-fifo',
+    recordId,
+    roomId: 'room-1',
+    sessionId: 'session-1',
+    userId: '',
+    mode: 3,
+    code: 200,
+    errorMessage: 'success',
+    output: { fileName, fileSize: 1024 },
+  });
+
+  test(
+    'a failed record fails the later records of its message group in the batch, not the earlier ones nor ' +
+      'other groups',
+    async () => {
+      const inner = newStore();
+      // The store refuses one callback, once: a transient fault.
+      const store = Object.assign(Object.create(inner) as DynamoTaskStore, {
+        applyCallback: async (delivered: Parameters<DynamoTaskStore['applyCallback']>[0]) => {
+          if (delivered.raw.includes('"b.mp4"')) throw new Error('throttled');
+          return inner.applyCallback(delivered);
+        },
+      });
+      const g1 = taskGroupId('app-fifo', 'rec-g1');
+      const g2 = taskGroupId('app-fifo', 'rec-g2');
+      const records = [
+        sqsRecord('recording', slice('rec-g1', 'a.mp4', 1763800000000), { groupId: g1 }),
+        sqsRecord('recording', slice('rec-g2', 'x.mp4', 1763800000500), { groupId: g2 }),
+        sqsRecord('recording', slice('rec-g1', 'b.mp4', 1763800001000), { groupId: g1 }),
+        sqsRecord('recording', slice('rec-g2', 'y.mp4', 1763800001500), { groupId: g2 }),
+        sqsRecord('recording', slice('rec-g1', 'c.mp4', 1763800002000), { groupId: g1 }),
+        sqsRecord('recording', slice('rec-g1', 'd.mp4', 1763800003000), { groupId: g1 }),
+      ];
+      const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
+      // b failed; c and d follow it in its group: reported too, or Lambda would delete them before b is applied.
+      expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(
+        [records[2]!, records[4]!, records[5]!].map((r) => r.messageId),
+      );
+      expect(res.outcomes).toEqual(['applied', 'applied', 'failed', 'applied', 'applied', 'applied']);
+    },
+  );
+
+  test('on a standard queue (no message group) only the failed record is reported', async () => {
+    const flags = [false, true, false];
+    const records = ['a', 'b', 'c'].map((f) => sqsRecord('recording', slice('rec-std', `${f}.mp4`, 1763800000000)));
+    expect(failedInGroupOrder(records, flags)).toEqual(flags);
   });
 });
 

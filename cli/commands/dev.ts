@@ -154,13 +154,13 @@ export function banner(
         ['appKeys', appKeys],
         ['data', data],
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
-        ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ -dlq)`],
+        ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ ${info.dlqUrl.split('/').pop()})`],
         ['task events', styled`SNS topic ${topic} -> queue ${tailQueue}  ${c.dim('(callbacks events tail --follow)')}`],
         [
           'worker',
-          `batches of up to ${m.batchSize} within ${m.batchingWindowS} s, ${m.maximumConcurrency} at a time; a ` +
-            `failed record is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} ` +
-            'receives',
+          `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +
+            `${m.maximumConcurrency} at a time${queue?.fifo ? ', each task in one at a time' : ''}; a failed record ` +
+            `is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
         ],
         ['functions', functions],
         [

@@ -1,5 +1,5 @@
 // `callbacks dlq list|redrive`: the callbacks the worker gave up on, and sending them back to the main
-// queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts.
+// queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts; both queues are FIFO.
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
@@ -58,6 +58,18 @@ export function register(program: Command): void {
           ? `${messages.length} shown of about ${total} messages (raise --limit, now ${opts.limit})`
           : plural(messages.length, 'message');
       ctx.out(ctx.c.dim(`${count} in ${dlqUrl}; \`callbacks dlq redrive\` sends them back to the main queue.`));
+      // A FIFO queue shows the first messages of each message group only, while a look holds them.
+      if (depth === null) {
+        const waiting = (await queueDepth(ctx.target.sqs, dlqUrl)).visible;
+        const hidden = Math.min(waiting, opts.limit) - messages.length;
+        if (hidden > 0)
+          ctx.out(
+            ctx.c.dim(
+              `${plural(hidden, 'more message')} ${hidden === 1 ? 'waits' : 'wait'} behind them in their task's ` +
+                `message group; a redrive moves them too.`,
+            ),
+          );
+      }
     });
   });
 

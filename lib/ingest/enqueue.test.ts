@@ -15,6 +15,8 @@ const message: CallbackMessage = {
   replayKey: 'f'.repeat(64),
 };
 
+const ids = { groupId: 'group', deduplicationId: 'dedup' };
+
 describe('createSqsClient', () => {
   test('fails fast: two attempts, short connection and request time-outs that throw', async () => {
     const client = createSqsClient({ region: 'us-east-1' });
@@ -59,7 +61,9 @@ describe('enqueueCallback against an endpoint that accepts connections and never
 
   test('the overall deadline aborts the call', async () => {
     const sqs = client();
-    await expect(enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 300)).rejects.toMatchObject({
+    await expect(
+      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, ids, 300),
+    ).rejects.toMatchObject({
       name: 'AbortError',
     });
     sqs.destroy();
@@ -68,7 +72,7 @@ describe('enqueueCallback against an endpoint that accepts connections and never
   test('without the deadline, each attempt times out and the call gives up after two', async () => {
     const sqs = client();
     await expect(
-      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, 60_000),
+      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, ids, 60_000),
     ).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(sockets).toHaveLength(2);
     sqs.destroy();

@@ -1,9 +1,11 @@
 // One SendMessage per accepted callback: the raw body as the message body, what the ingest learned about
 // the request as message attributes (written by lib/queue-message.ts). The platform's sender gives up after
-// a few seconds, so the client fails fast: a 503 it can retry beats an answer it never sees.
+// a few seconds, so the client fails fast: a 503 it can retry beats an answer it never sees. The queue is FIFO:
+// each message names its group and deduplication id (lib/fifo-ids.ts).
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSClientConfig } from '@aws-sdk/client-sqs';
 import { functionClient } from '../aws/clients.ts';
+import type { FifoIds } from '../fifo-ids.ts';
 import { type CallbackMessage, messageAttributes } from '../queue-message.ts';
 
 /** The bounds of one enqueue. Worst case before a 503: `deadlineMs` (plus the time to notice the abort). */
@@ -39,6 +41,7 @@ export async function enqueueCallback(
   sqs: SQSClient,
   queueUrl: string,
   message: CallbackMessage,
+  ids: FifoIds,
   deadlineMs: number = sqsLimits.deadlineMs,
 ): Promise<string> {
   const output = await sqs.send(
@@ -46,6 +49,8 @@ export async function enqueueCallback(
       QueueUrl: queueUrl,
       MessageBody: message.body,
       MessageAttributes: messageAttributes(message),
+      MessageGroupId: ids.groupId,
+      MessageDeduplicationId: ids.deduplicationId,
     }),
     { abortSignal: AbortSignal.timeout(deadlineMs) },
   );

@@ -3,6 +3,7 @@
 // path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
+import { callbackDeduplicationId, taskGroupId } from '../fifo-ids.ts';
 import { type Service, SERVICES } from '../domain/services.ts';
 import { isQueueSafe, isSetAside, senderOf, type SignatureVerdict } from '../queue-message.ts';
 import { clip, errorSentence } from '../text.ts';
@@ -224,6 +225,11 @@ async function answer(
         // Any callback may end up in the quarantine (a body the full parse refuses, a replay), so every
         // message says who sent it.
         sender: senderOf(event.requestContext?.http?.sourceIp, event.requestContext?.http?.userAgent),
+      },
+      // The task id the minimal check read: one group per task, whichever service names it.
+      {
+        groupId: taskGroupId(check.appKey, check.id),
+        deduplicationId: callbackDeduplicationId(service, values, body.raw),
       },
       settings.sqsDeadlineMs,
     );

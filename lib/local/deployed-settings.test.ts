@@ -16,10 +16,11 @@ test('the event source mapping is the worker sqs event of serverless.yml', () =>
   const event = sls.functions.worker.events[0].sqs;
   expect(settings.mappings).toEqual([
     {
-      queue: 'CallbackQueue',
+      queue: 'CallbackFifoQueue',
       functionKey: 'worker',
       batchSize: event.batchSize,
-      batchingWindowS: event.maximumBatchingWindow,
+      // A FIFO queue's mapping has no batching window.
+      batchingWindowS: event.maximumBatchingWindow ?? 0,
       reportBatchItemFailures: event.functionResponseType === 'ReportBatchItemFailures',
       maximumConcurrency: event.maximumConcurrency,
     },
@@ -42,20 +43,30 @@ test('each function has the memory, time-out, role and plain variables of server
   expect(settings.functions.map((f) => f.key).sort()).toEqual(Object.keys(sls.functions).sort());
 });
 
-test('the queues carry the settings of infra/queues.yml, the dead-letter queue first', () => {
+test('the queues carry the settings of infra/queues.yml, the dead-letter queue first, both FIFO', () => {
   const declared = yaml('infra/queues.yml').Resources;
-  expect(settings.queues.map((q) => q.logicalId)).toEqual(['CallbackDeadLetterQueue', 'CallbackQueue']);
+  expect(settings.queues.map((q) => q.logicalId)).toEqual(['CallbackFifoDeadLetterQueue', 'CallbackFifoQueue']);
   const main = settings.queues[1]!;
-  expect(main.visibilityTimeoutS).toBe(declared.CallbackQueue.Properties.VisibilityTimeout);
-  expect(main.maxReceiveCount).toBe(declared.CallbackQueue.Properties.RedrivePolicy.maxReceiveCount);
-  expect(main.deadLetterQueue).toBe('CallbackDeadLetterQueue');
+  expect(main.visibilityTimeoutS).toBe(declared.CallbackFifoQueue.Properties.VisibilityTimeout);
+  expect(main.maxReceiveCount).toBe(declared.CallbackFifoQueue.Properties.RedrivePolicy.maxReceiveCount);
+  expect(main.deadLetterQueue).toBe('CallbackFifoDeadLetterQueue');
+  for (const queue of settings.queues) {
+    const fixed = declared[queue.logicalId].Properties;
+    expect(queue.fifo).toBe(true);
+    expect(queue.createAttributes).toEqual({
+      FifoQueue: String(fixed.FifoQueue),
+      ContentBasedDeduplication: String(fixed.ContentBasedDeduplication),
+      DeduplicationScope: fixed.DeduplicationScope,
+      FifoThroughputLimit: fixed.FifoThroughputLimit,
+    });
+  }
   expect(JSON.parse(main.attributes.RedrivePolicy!)).toEqual({
     deadLetterTargetArn: settings.queues[0]!.arn,
     maxReceiveCount: main.maxReceiveCount,
   });
   expect(settings.queues.map((q) => Number(q.attributes.MessageRetentionPeriod))).toEqual([
-    declared.CallbackDeadLetterQueue.Properties.MessageRetentionPeriod,
-    declared.CallbackQueue.Properties.MessageRetentionPeriod,
+    declared.CallbackFifoDeadLetterQueue.Properties.MessageRetentionPeriod,
+    declared.CallbackFifoQueue.Properties.MessageRetentionPeriod,
   ]);
 });
 
@@ -91,9 +102,9 @@ test('the table is created with the keys and indexes of infra/table.yml', () => 
 test('the settings are read from the template given, nothing written beside it', () => {
   const { template } = loadTemplate();
   const changed = structuredClone(template);
-  changed.Resources.CallbackQueue!.Properties!.VisibilityTimeout = 42;
+  changed.Resources.CallbackFifoQueue!.Properties!.VisibilityTimeout = 42;
   changed.Resources.WorkerLambdaFunction!.Properties!.Timeout = 7;
   const read = localStageSettings(changed);
-  expect(read.queues.find((q) => q.logicalId === 'CallbackQueue')!.visibilityTimeoutS).toBe(42);
+  expect(read.queues.find((q) => q.logicalId === 'CallbackFifoQueue')!.visibilityTimeoutS).toBe(42);
   expect(read.functions.find((f) => f.key === 'worker')!.timeoutS).toBe(7);
 });

@@ -14,8 +14,8 @@ export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local
 /** The names infra/ gives a stage's resources (the CLI finds a deployed stage's resources by them). */
 export const resourceNames = (stage: string, service: string = SERVICE) => ({
   table: `${service}-${stage}-tasks`,
-  queue: `${service}-${stage}-callbacks`,
-  deadLetterQueue: `${service}-${stage}-callbacks-dlq`,
+  queue: `${service}-${stage}-callbacks.fifo`,
+  deadLetterQueue: `${service}-${stage}-callbacks-dlq.fifo`,
   /** infra/events.yml */
   eventsTopic: `${service}-${stage}-task-events`,
   /** Local only: the queue subscribed to the topic that `callbacks events tail` and `callbacks verify` read. */

@@ -208,6 +208,134 @@ test('a handler that throws fails the whole batch: every record comes back', asy
   expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
 });
 
+describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
+  function fifoQueues(maxReceiveCount: number) {
+    n += 1;
+    const dlq = server.createQueue(`poller-${n}-dlq.fifo`, { attributes: { FifoQueue: 'true' } });
+    const main = server.createQueue(`poller-${n}.fifo`, {
+      attributes: {
+        FifoQueue: 'true',
+        VisibilityTimeout: '180',
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }),
+      },
+    });
+    const local = (url: string) => new URL(new URL(url).pathname, endpoint).href;
+    return { main: local(main.queueUrl), mainArn: main.queueArn, dlq: local(dlq.queueUrl) };
+  }
+
+  async function sendToGroup(queueUrl: string, group: string, bodies: string[]) {
+    for (const body of bodies)
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          MessageGroupId: group,
+          MessageDeduplicationId: body,
+        }),
+      );
+  }
+
+  test(
+    'a failed record holds back the rest of its group until it is retried, other groups go on; a group is ' +
+      'never in two batches at once; at most 10 records a batch',
+    async () => {
+      const q = fifoQueues(5);
+      await sendToGroup(q.main, 'g', ['g-1', 'g-2', 'g-3', 'g-4']);
+      await sendToGroup(q.main, 'h', ['h-1', 'h-2', 'h-3']);
+      await sendToGroup(
+        q.main,
+        'many',
+        Array.from({ length: 3 }, (_, i) => `many-${i}`),
+      );
+      for (let i = 0; i < 12; i++) await sendToGroup(q.main, `single-${i}`, [`single-${i}`]);
+      const handled: string[] = [];
+      const inFlight = new Set<string>();
+      const overlaps: string[] = [];
+      const batchSizes: number[] = [];
+      let failedOnce = false;
+      const p = poller(
+        q,
+        async (event) => {
+          batchSizes.push(event.Records.length);
+          const groups = event.Records.map((r) => r.attributes.MessageGroupId!);
+          for (const g of groups) if (inFlight.has(g)) overlaps.push(g);
+          for (const g of groups) inFlight.add(g);
+          await new Promise((r) => setTimeout(r, 20));
+          for (const g of groups) inFlight.delete(g);
+          const failures = [];
+          for (const r of event.Records) {
+            if (r.body === 'g-2' && !failedOnce) {
+              failedOnce = true;
+              failures.push({ itemIdentifier: r.messageId });
+              handled.push('g-2 failed');
+            } else handled.push(r.body);
+          }
+          return { batchItemFailures: failures };
+        },
+        { batchSize: 10, batchingWindowMs: 0, concurrency: 3, retryDelaySeconds: 1 },
+      );
+      await eventually(() => p.stats.succeeded === 22, 'every record handled', 800);
+      await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+
+      const ofGroup = (prefix: string) => handled.filter((b) => b.startsWith(prefix));
+      // g-3 and g-4 waited for g-2's retry: the group's order held.
+      expect(ofGroup('g-')).toEqual(['g-1', 'g-2 failed', 'g-2', 'g-3', 'g-4']);
+      expect(ofGroup('h-')).toEqual(['h-1', 'h-2', 'h-3']);
+      // h went on while g waited for its retry.
+      expect(handled.indexOf('h-3')).toBeLessThan(handled.indexOf('g-2'));
+      expect(overlaps).toEqual([]);
+      expect(Math.max(...batchSizes)).toBeLessThanOrEqual(10);
+      expect(Math.max(...batchSizes)).toBeGreaterThan(1);
+      expect(await depth(q.main)).toEqual({ visible: 0, inFlight: 0 });
+    },
+  );
+
+  test('records carry their message group, deduplication id and sequence number, as Lambda gives them', async () => {
+    const q = fifoQueues(5);
+    await sendToGroup(q.main, 'task-group', ['only']);
+    const records: SQSRecord[] = [];
+    const p = poller(
+      q,
+      async (event) => {
+        records.push(...event.Records);
+        return { batchItemFailures: [] };
+      },
+      { batchSize: 10, batchingWindowMs: 0 },
+    );
+    await eventually(() => p.stats.succeeded === 1, 'the record handled');
+    expect(records[0]!.attributes).toMatchObject({
+      MessageGroupId: 'task-group',
+      MessageDeduplicationId: 'only',
+      SequenceNumber: expect.stringMatching(/^\d+$/),
+    });
+  });
+
+  test('a record that keeps failing goes to the FIFO dead-letter queue with its group; the group goes on', async () => {
+    const q = fifoQueues(2);
+    await sendToGroup(q.main, 'g', ['poison', 'after']);
+    const seen: string[] = [];
+    const p = poller(
+      q,
+      async (event) => {
+        seen.push(...event.Records.map((r) => r.body));
+        return {
+          batchItemFailures: event.Records.filter((r) => r.body === 'poison').map((r) => ({
+            itemIdentifier: r.messageId,
+          })),
+        };
+      },
+      { batchSize: 10, batchingWindowMs: 0 },
+    );
+    await eventually(() => seen.includes('after'), 'the next record of the group handled');
+    await p.stop();
+    expect(seen).toEqual(['poison', 'poison', 'after']);
+    const dead = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: q.dlq, MessageSystemAttributeNames: ['MessageGroupId'] }),
+    );
+    expect(dead.Messages?.map((m) => [m.Body, m.Attributes?.MessageGroupId])).toEqual([['poison', 'g']]);
+  });
+});
+
 test('after stop() nothing more is received', async () => {
   const q = queues(5);
   const p = poller(q, async () => ({ batchItemFailures: [] }));

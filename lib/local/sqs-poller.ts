@@ -7,6 +7,13 @@
 // As on AWS: a handler that throws, or that names an item that is not in the batch, fails the whole
 // batch. Not emulated: the function time-out (a batch runs to its end) and the scaling of pollers (all
 // `concurrency` pollers run from the start).
+//
+// On a FIFO queue the queue itself keeps the mapping's promises: a message group with a message in flight
+// gives no other, so a group is in one batch at a time, and a failed record left in the queue holds back
+// the rest of its group until it is retried. As on AWS the response is taken as it is: records it does not
+// name are deleted, so the handler names the later records of a failed group too. One difference: fauxqs
+// hands out one message of a group per receive (SQS may hand out several), so a local batch holds at most
+// one record of each group.
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -94,6 +101,10 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
       SentTimestamp: a.SentTimestamp ?? String(Date.now()),
       SenderId: a.SenderId ?? '000000000000',
       ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp ?? a.SentTimestamp ?? String(Date.now()),
+      // A FIFO queue's record also says its group, deduplication id and place in the queue.
+      ...(a.MessageGroupId === undefined ? {} : { MessageGroupId: a.MessageGroupId }),
+      ...(a.MessageDeduplicationId === undefined ? {} : { MessageDeduplicationId: a.MessageDeduplicationId }),
+      ...(a.SequenceNumber === undefined ? {} : { SequenceNumber: a.SequenceNumber }),
     },
     messageAttributes,
     md5OfBody: message.MD5OfBody ?? '',

@@ -268,6 +268,10 @@ export interface QueueSettings {
   arn: string;
   /** The attributes SetQueueAttributes takes: VisibilityTimeout, MessageRetentionPeriod, RedrivePolicy... */
   attributes: Record<string, string>;
+  /** The attributes fixed when a queue is created: FifoQueue and its deduplication and throughput modes. */
+  createAttributes: Record<string, string>;
+  /** A FIFO queue: one batch per message group at a time, in order. */
+  fifo: boolean;
   visibilityTimeoutS: number;
   /** maxReceiveCount of its RedrivePolicy, when it has one. */
   maxReceiveCount?: number;
@@ -361,6 +365,10 @@ function queueSettings(t: ResolvedTemplate): QueueSettings[] {
     const p = props(r);
     const physical = t.physical(logicalId);
     const attributes: Record<string, string> = {};
+    const createAttributes: Record<string, string> = {};
+    for (const key of ['FifoQueue', 'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit']) {
+      if (p[key] !== undefined) createAttributes[key] = String(t.value(p[key]));
+    }
     for (const key of ['VisibilityTimeout', 'MessageRetentionPeriod', 'DelaySeconds', 'MaximumMessageSize']) {
       if (p[key] !== undefined) attributes[key] = String(t.value(p[key]));
     }
@@ -379,6 +387,8 @@ function queueSettings(t: ResolvedTemplate): QueueSettings[] {
       url: physical.ref,
       arn: physical.attributes.Arn!,
       attributes,
+      createAttributes,
+      fifo: createAttributes.FifoQueue === 'true',
       // SQS's default.
       visibilityTimeoutS: Number(attributes.VisibilityTimeout ?? 30),
       ...(maxReceiveCount !== undefined ? { maxReceiveCount } : {}),

@@ -226,14 +226,15 @@ async function ensureTable(dynamo: DynamoDBClient, definition: CreateTableComman
 }
 
 /**
- * The queues as the template declares them, dead-letter queues first. Settings are applied on every start,
- * so queues kept from an earlier run get the current ones. Queue URLs are built on the emulator's address:
- * fauxqs names queues `sqs.<region>.localhost`, which does not resolve everywhere, and the SDK sends each
- * call to the host of its QueueUrl.
+ * The queues as the template declares them (FIFO ones as FIFO), dead-letter queues first. Settings are applied
+ * on every start, so queues kept from an earlier run get the current ones. Queue URLs are built on the emulator's
+ * address: fauxqs names queues `sqs.<region>.localhost`, which does not resolve everywhere, and the SDK sends
+ * each call to the host of its QueueUrl.
  */
 async function ensureQueues(sqs: SQSClient, queues: readonly QueueSettings[]): Promise<void> {
   for (const queue of queues) {
-    await sqs.send(new CreateQueueCommand({ QueueName: queue.name }));
+    // FIFO is fixed when a queue is created; the other settings can change later.
+    await sqs.send(new CreateQueueCommand({ QueueName: queue.name, Attributes: queue.createAttributes }));
     if (Object.keys(queue.attributes).length > 0)
       await sqs.send(new SetQueueAttributesCommand({ QueueUrl: queue.url, Attributes: queue.attributes }));
   }

@@ -1,7 +1,8 @@
 // The worker's logic: each SQS record is parsed in full and applied to its task exactly once. A record
 // that can never be applied (bad body, forged signature, replay) is quarantined and acknowledged, so it
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
-// failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
+// failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount),
+// with the later records of its message group in the batch (failedInGroupOrder).
 // Task events are published once the write is durable; a record whose events could not be published fails
 // too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -81,15 +82,35 @@ export async function processBatch(
   });
   if (deps.events) await publishAll(taskEvents, deps.events, deps.log);
   for (const a of applied) logApplied(a, deps);
-  const failures = records
-    .filter((_, i) => applied[i]!.outcome === 'failed')
-    .map((r) => ({ itemIdentifier: r.messageId }));
+  const failed = failedInGroupOrder(
+    records,
+    applied.map((a) => a.outcome === 'failed'),
+  );
+  const failures = records.filter((_, i) => failed[i]).map((r) => ({ itemIdentifier: r.messageId }));
   deps.log.info('batch_done', {
     records: records.length,
     failed: failures.length,
+    // Applied, yet reported failed behind a failed record of their group (they come back after it).
+    heldBack: failed.filter((f, i) => f && applied[i]!.outcome !== 'failed').length,
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
+}
+
+/**
+ * The records to report failed on a FIFO queue: each failed record, and every later record of its message
+ * group in the batch. Lambda deletes whatever the response does not name, so a later record reported done
+ * would leave the queue before the failed one it follows: its group's order would be lost. On a standard
+ * queue (no MessageGroupId) only the failed records themselves.
+ */
+export function failedInGroupOrder(records: readonly SQSRecord[], failed: readonly boolean[]): boolean[] {
+  const failedGroups = new Set<string>();
+  return records.map((record, i) => {
+    const group = record.attributes?.MessageGroupId;
+    const fails = failed[i]! || (group !== undefined && failedGroups.has(group));
+    if (fails && group !== undefined) failedGroups.add(group);
+    return fails;
+  });
 }
 
 async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {

@@ -368,7 +368,13 @@ describe('a poison message', () => {
       const listed = await cli(cwd, ['dlq', 'list', '--json']);
       expect(listed.code).toBe(0);
       const letters = JSON.parse(listed.stdout) as { taskId: string; receiveCount: number }[];
-      expect(letters.map((l) => l.taskId)).toEqual(Array(poisonMessages).fill(poisonId));
+      // A FIFO queue shows the first messages of the task's group (fauxqs one); the others wait behind them.
+      expect(letters.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(letters.map((l) => l.taskId))).toEqual(new Set([poisonId]));
+      const human = await cli(cwd, ['dlq', 'list']);
+      expect(human.stdout).toContain(
+        `${poisonMessages - letters.length} more messages wait behind them in their task's message group`,
+      );
 
       broken = false;
       const redrive = await cli(cwd, ['dlq', 'redrive', '--yes', '--json']);

@@ -22,6 +22,8 @@ export interface RecordOptions {
   heldSignature?: HeldSignature;
   /** Who sent the request, as the ingest saw it. */
   sender?: Sender;
+  /** A FIFO queue's MessageGroupId (absent: a standard queue's record). */
+  groupId?: string;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -51,6 +53,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
       SentTimestamp: String(opts.receivedAt ?? 1763800000000),
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: String(opts.receivedAt ?? 1763800000000),
+      ...(opts.groupId === undefined ? {} : { MessageGroupId: opts.groupId }),
     },
     messageAttributes: attrs,
     md5OfBody: '',

@@ -1,5 +1,12 @@
-import { ReceiveMessageCommand, SQSClient, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  SendMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import { taskGroupId } from '../../fifo-ids.ts';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from './dlq.ts';
 import { LOCAL_CREDENTIALS } from '../../local/deployed-settings.ts';
 
@@ -139,4 +146,103 @@ test('when the main queue cannot be reached, nothing is deleted from the dead-le
   expect(result.moved).toBe(0);
   expect(result.failed).toHaveLength(3);
   expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 3, inFlight: 0 });
+});
+
+describe('FIFO queues', () => {
+  function fifoQueues() {
+    n += 1;
+    const dlq = server.createQueue(`dlq-test-${n}-dlq.fifo`, { attributes: { FifoQueue: 'true' } });
+    const main = server.createQueue(`dlq-test-${n}.fifo`, {
+      attributes: {
+        FifoQueue: 'true',
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount: 1 }),
+      },
+    });
+    return { main: main.queueUrl, dlq: dlq.queueUrl };
+  }
+
+  /** Dead letters as SQS leaves them: each keeps the message group it was sent with. */
+  async function deadLetters(dlq: string, letters: Array<[group: string, i: number]>) {
+    for (const [group, i] of letters)
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: dlq,
+          MessageBody: body(i),
+          MessageAttributes: attributes(i),
+          MessageGroupId: group,
+          MessageDeduplicationId: `letter-${i}`,
+        }),
+      );
+  }
+
+  /** Receives the main queue until it is empty, deleting nothing: each group one message after the other. */
+  async function drainFifo(url: string): Promise<Message[]> {
+    const out: Message[] = [];
+    for (;;) {
+      const res = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
+        }),
+      );
+      if (!res.Messages?.length) return out;
+      out.push(...res.Messages);
+      for (const m of res.Messages)
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+    }
+  }
+
+  test('a redrive sends each dead letter back to its message group, in its group order', async () => {
+    const q = fifoQueues();
+    await deadLetters(q.dlq, [
+      ['g', 0],
+      ['h', 1],
+      ['g', 2],
+      ['g', 3],
+      ['h', 4],
+    ]);
+    const result = await redriveDeadLetters(sqs, { from: q.dlq, to: q.main, waitSeconds: 0 });
+    expect(result).toEqual({ moved: 5, failed: [], notDeleted: [] });
+    const back = await drainFifo(q.main);
+    const inGroup = (g: string) =>
+      back.filter((m) => m.Attributes?.MessageGroupId === g).map((m) => JSON.parse(m.Body!).recordId);
+    expect(inGroup('g')).toEqual(['rec-0', 'rec-2', 'rec-3']);
+    expect(inGroup('h')).toEqual(['rec-1', 'rec-4']);
+    expect(new Set(back.map((m) => m.Attributes?.MessageDeduplicationId)).size).toBe(5);
+  });
+
+  test('a dead letter redriven twice within five minutes is enqueued once', async () => {
+    const q = fifoQueues();
+    await deadLetters(q.dlq, [['g', 0]]);
+    // The first redrive sends the message and fails to delete it: it stays in the dead-letter queue.
+    const failingDeletes = Object.create(sqs) as SQSClient;
+    failingDeletes.send = ((command: unknown) =>
+      command instanceof DeleteMessageCommand
+        ? Promise.reject(new Error('delete refused'))
+        : sqs.send(command as never)) as SQSClient['send'];
+    const first = await redriveDeadLetters(failingDeletes, { from: q.dlq, to: q.main, holdSeconds: 1, waitSeconds: 0 });
+    expect(first).toMatchObject({ moved: 1, notDeleted: [{ error: 'delete refused' }] });
+    // Visible again in the dead-letter queue once the first redrive's hold is over.
+    await new Promise((r) => setTimeout(r, 1100));
+    const second = await redriveDeadLetters(sqs, { from: q.dlq, to: q.main, waitSeconds: 0 });
+    expect(second).toEqual({ moved: 1, failed: [], notDeleted: [] });
+    expect(await queueDepth(sqs, q.dlq)).toEqual({ visible: 0, inFlight: 0 });
+    expect((await drainFifo(q.main)).map((m) => m.Body)).toEqual([body(0)]);
+  });
+
+  test("a dead letter of a standard queue goes to its task's group, as the ingest would have sent it", async () => {
+    const q = fifoQueues();
+    const legacy = server.createQueue(`dlq-test-${n}-legacy-dlq`).queueUrl;
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: legacy, MessageBody: body(7), MessageAttributes: attributes(7) }),
+    );
+    await sqs.send(new SendMessageCommand({ QueueUrl: legacy, MessageBody: 'not json' }));
+    const result = await redriveDeadLetters(sqs, { from: legacy, to: q.main, waitSeconds: 0 });
+    expect(result).toMatchObject({ moved: 2, failed: [] });
+    const groups = new Map((await drainFifo(q.main)).map((m) => [m.Body, m.Attributes?.MessageGroupId]));
+    expect(groups.get(body(7))).toBe(taskGroupId('demo-app', 'rec-7'));
+    expect(groups.get('not json')).toMatch(/^[0-9a-f]{64}$/);
+    expect(groups.get('not json')).not.toBe(groups.get(body(7)));
+  });
 });

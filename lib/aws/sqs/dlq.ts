@@ -2,7 +2,8 @@
 // redrive that sends them back to the main queue. The redrive sends each copy before it deletes the
 // original, so a crash between the two leaves a duplicate (harmless: the worker applies a callback once),
 // never a loss. StartMessageMoveTask would do the same on AWS, but not on every emulator, and it cannot
-// be limited to N messages.
+// be limited to N messages. Both queues are FIFO: a dead letter goes back to its message group, in its
+// group's order, with a deduplication id of its own (lib/fifo-ids.ts).
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageCommand,
@@ -13,6 +14,8 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { ID_FIELD_OF, isService } from '../../domain/services.ts';
+import { ownGroupId, redriveDeduplicationId, taskGroupId } from '../../fifo-ids.ts';
 import { Attr } from '../../queue-message.ts';
 import { errorSentence } from '../../text.ts';
 
@@ -43,7 +46,9 @@ export interface PeekOptions {
 
 /**
  * Reads up to `limit` messages without consuming them: each is received (so hidden from others for a
- * moment), and all are made visible again as soon as the reading is over.
+ * moment), and all are made visible again as soon as the reading is over. On a FIFO queue a message group
+ * gives nothing more while some of its messages are being read, so the look shows the first messages of
+ * each group (on AWS up to ten a receive, on fauxqs one), not always all of them.
  */
 export async function peekDeadLetters(sqs: SQSClient, queueUrl: string, opts: PeekOptions = {}): Promise<DeadLetter[]> {
   const limit = opts.limit ?? 100;
@@ -98,7 +103,32 @@ export interface RedriveResult {
   notDeleted: { messageId: string; error: string }[];
 }
 
-/** Moves messages from the dead-letter queue back to the main queue, body and attributes unchanged. */
+/**
+ * The message group a dead letter goes back to: its own, or, for one from a standard queue (which has
+ * none), the group the ingest gives its task (lib/fifo-ids.ts), else a group of its own.
+ */
+export function groupOfDeadLetter(m: Message): string {
+  const group = m.Attributes?.MessageGroupId;
+  if (group) return group;
+  const service = m.MessageAttributes?.[Attr.service]?.StringValue;
+  const appKey = m.MessageAttributes?.[Attr.appKey]?.StringValue;
+  if (isService(service) && appKey) {
+    let taskId: unknown;
+    try {
+      taskId = (JSON.parse(m.Body ?? '') as Record<string, unknown> | null)?.[ID_FIELD_OF[service]];
+    } catch {
+      // Not JSON: no task to name.
+    }
+    if (typeof taskId === 'string' && taskId.trim() !== '') return taskGroupId(appKey, taskId);
+  }
+  return ownGroupId(m.MessageId ?? m.Body ?? '');
+}
+
+/**
+ * Moves messages from the dead-letter queue back to the main queue, body and attributes unchanged, each to
+ * its message group. The messages of one group are sent one after the other, in the order received; after
+ * a send that fails, the rest of its group is not sent either.
+ */
 export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): Promise<RedriveResult> {
   const max = opts.max ?? Infinity;
   const result: RedriveResult = { moved: 0, failed: [], notDeleted: [] };
@@ -111,34 +141,44 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
         VisibilityTimeout: opts.holdSeconds ?? 60,
         WaitTimeSeconds: opts.waitSeconds ?? 1,
         MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['MessageGroupId'],
       }),
     );
     const messages = (res.Messages ?? []).filter((m) => m.MessageId && !handled.has(m.MessageId));
     if (messages.length === 0) break;
     const unsent: string[] = [];
+    const groups = new Map<string, Message[]>();
+    for (const m of messages) {
+      const group = groupOfDeadLetter(m);
+      groups.set(group, [...(groups.get(group) ?? []), m]);
+    }
     await Promise.all(
-      messages.map(async (m) => {
-        handled.add(m.MessageId!);
-        try {
-          await sqs.send(
-            new SendMessageCommand({
-              QueueUrl: opts.to,
-              MessageBody: m.Body ?? '',
-              MessageAttributes: resendableAttributes(m.MessageAttributes),
-            }),
-          );
-        } catch (err) {
-          result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
-          if (m.ReceiptHandle) unsent.push(m.ReceiptHandle);
-          return;
+      [...groups].map(async ([group, inOrder]) => {
+        for (const [i, m] of inOrder.entries()) {
+          handled.add(m.MessageId!);
+          try {
+            await sqs.send(
+              new SendMessageCommand({
+                QueueUrl: opts.to,
+                MessageBody: m.Body ?? '',
+                MessageAttributes: resendableAttributes(m.MessageAttributes),
+                MessageGroupId: group,
+                MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
+              }),
+            );
+          } catch (err) {
+            result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
+            for (const left of inOrder.slice(i)) if (left.ReceiptHandle) unsent.push(left.ReceiptHandle);
+            return;
+          }
+          try {
+            await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
+          } catch (err) {
+            result.notDeleted.push({ messageId: m.MessageId!, error: errorSentence(err) });
+          }
+          result.moved += 1;
+          opts.onMoved?.(result.moved);
         }
-        try {
-          await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
-        } catch (err) {
-          result.notDeleted.push({ messageId: m.MessageId!, error: errorSentence(err) });
-        }
-        result.moved += 1;
-        opts.onMoved?.(result.moved);
       }),
     );
     if (unsent.length) {

@@ -26,6 +26,7 @@ import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/queue-message.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
+import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 import {
   LOCAL_ACCOUNT_ID,
   LOCAL_CREDENTIALS,
@@ -37,7 +38,6 @@ import { type Denial, enforceIam, IamSession, setIamSession } from '../../../lib
 import { eventSourceMappingKey, setPrincipals } from '../../../lib/local/iam/principals.ts';
 import { ResolvedTemplate, stackSettings } from '../../../lib/local/stack-template.ts';
 import { loadTemplate } from '../../../lib/local/template.ts';
-import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 
 const REGION = 'us-east-1';
 
@@ -111,16 +111,6 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const sqsPort = fauxqs.port;
   const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
   const localUrl = (queueUrl: string) => new URL(new URL(queueUrl).pathname, sqsEndpoint).href;
-  const dlq = fauxqs.createQueue(names.deadLetterQueue);
-  const queue = fauxqs.createQueue(names.queue, {
-    attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
-  });
-  const queueUrl = localUrl(queue.queueUrl);
-  const dlqUrl = localUrl(dlq.queueUrl);
-  const sqsConfig = { endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 };
-  const sqs = new SQSClient(sqsConfig);
-
-  // The roles of the template, for the ingest, the event source mapping and the worker.
   const account = {
     region: REGION,
     accountId: LOCAL_ACCOUNT_ID,
@@ -129,8 +119,21 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     parameters: {},
   };
   const { template } = loadTemplate();
+  const settings = stackSettings(new ResolvedTemplate(template, account));
+  // FIFO, as deployed: the attributes a queue is created with, from the template (infra/queues.yml).
+  const fifo = settings.queues.find((q) => q.name === names.queue)!.createAttributes;
+  const dlq = fauxqs.createQueue(names.deadLetterQueue, { attributes: fifo });
+  const queue = fauxqs.createQueue(names.queue, {
+    attributes: { ...fifo, RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount }) },
+  });
+  const queueUrl = localUrl(queue.queueUrl);
+  const dlqUrl = localUrl(dlq.queueUrl);
+  const sqsConfig = { endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 };
+  const sqs = new SQSClient(sqsConfig);
+
+  // The roles of the template, for the ingest, the event source mapping and the worker.
   const iam = new IamSession({ region: REGION, accountId: LOCAL_ACCOUNT_ID });
-  setPrincipals(iam, template, account, stackSettings(new ResolvedTemplate(template, account)));
+  setPrincipals(iam, template, account, settings);
   const previousIam = setIamSession(iam);
   const ingestSqs = createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS });
   enforceIam(ingestSqs, 'ingest');
