@@ -349,6 +349,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       dataDir,
       startedAt: new Date().toISOString(),
       secretsSource: secrets.source,
+      signatureMode,
+      allowedSources: [...(allowedSources?.ranges ?? [])],
     };
     await writeStackFile(stackFile, info);
     ready = true;
