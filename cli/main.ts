@@ -15,6 +15,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   events: () => import('./commands/events.ts'),
   migrate: () => import('./commands/migrate.ts'),
   status: () => import('./commands/status.ts'),
+  pull: () => import('./commands/pull.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

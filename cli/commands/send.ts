@@ -126,7 +126,7 @@ function secretFor(appKey: string, opts: SendOptions, usingLocalDemo: boolean): 
 }
 
 /** Where callbacks go: --url, or the local stack of `cwd`. */
-function receiver(opts: SendOptions, cwd?: string): { base: string; local: LocalStackInfo | null } {
+export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): { base: string; local: LocalStackInfo | null } {
   const local = readLocalStack(cwd);
   if (opts.url === undefined && !local) {
     throw new CliError('no --url given and no local stack is running in this folder (start one with "npm start")');
@@ -135,7 +135,7 @@ function receiver(opts: SendOptions, cwd?: string): { base: string; local: Local
 }
 
 /** Signs (unless --sign none) and posts one body's text as it is; the receiver's answer, and its text. */
-async function post(
+export async function postCallback(
   service: Service,
   text: string,
   appKey: string,
@@ -196,7 +196,7 @@ async function send(file: string, opts: SendOptions): Promise<void> {
   const to = receiver(opts);
   const appKey = opts.appKey ?? (typeof fields.appKey === 'string' ? fields.appKey : '');
   if (opts.sign !== 'none' && !appKey) throw new CliError(`${file} has no appKey: pass --app-key to choose the secret`);
-  const { answer, text: said } = await post(service, text, appKey, opts, to);
+  const { answer, text: said } = await postCallback(service, text, appKey, opts, to);
   if (opts.json) printJson(answer);
   else process.stdout.write(`POST ${printable(answer.url)} -> ${answer.status} ${printable(said)}\n`);
   if (!succeeded(answer)) process.exitCode = 1;
@@ -230,7 +230,7 @@ export async function postLifecycle(
   });
   const answers: LifecycleAnswer[] = [];
   for (const s of run.sends) {
-    const { answer, text } = await post(s.service, JSON.stringify(s.body), appKey, opts, to);
+    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, opts, to);
     const type = s.body.type as number;
     answers.push({ ...answer, type, taskId: s.taskId });
     write(
