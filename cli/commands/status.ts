@@ -14,7 +14,7 @@ import type { Target } from '../target.ts';
 
 /** The most quarantine entries read for the counts: beyond, the counts say "at least". */
 export const QUARANTINE_READ_LIMIT = 1000;
-/** The newest tasks whose last update is looked at for the last callback. */
+/** The newest tasks whose `updatedAt` (their latest callback's platform timestamp) gives the last callback. */
 export const TASKS_LOOKED_AT = 20;
 
 export interface StatusReport {
