@@ -16,6 +16,8 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   migrate: () => import('./commands/migrate.ts'),
   console: () => import('./commands/console.ts'),
   doctor: () => import('./commands/doctor.ts'),
+  status: () => import('./commands/status.ts'),
+  pull: () => import('./commands/pull.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

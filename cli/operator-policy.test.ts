@@ -6,6 +6,7 @@ import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultSecretsParam } from './secrets.ts';
+import { stageAlarmPrefix, stageFunctionName } from './stage-insight.ts';
 import { resourceNames } from '../lib/local/deployed-settings.ts';
 import { operatorStatements } from '../lib/local/iam/operator-policy.ts';
 import type { PolicyStatement } from '../lib/local/iam/policy.ts';
@@ -88,6 +89,10 @@ test("the operator policy names the stage's own table, queues, topic and secrets
       '*',
       '<TopicsKeyArn>',
       arn('ssm', `parameter${defaultSecretsParam('<stage>', {})}`),
+      // status: the stage's alarms, the queue-age metric (no resource) and the ingest's configuration.
+      arn('cloudwatch', `alarm:${stageAlarmPrefix('<stage>')}*`),
+      '*',
+      arn('lambda', `function:${stageFunctionName('<stage>', 'ingest')}`),
       arn('kms', 'key/*'),
     ].sort(),
   );

@@ -673,6 +673,101 @@ describe('topics: encrypted, published to by the stack alone', () => {
   });
 });
 
+describe('dashboard', () => {
+  /** What Fn::Sub puts in for `${Name}` and `${Name.Attribute}`, and the type the name must be of. */
+  const substituted: Record<string, string> = {
+    'AWS::Region': '',
+    HttpApi: 'AWS::ApiGatewayV2::Api',
+    IngestLogGroup: 'AWS::Logs::LogGroup',
+    WorkerLambdaFunction: 'AWS::Lambda::Function',
+    ApiLambdaFunction: 'AWS::Lambda::Function',
+    'CallbackQueue.QueueName': 'AWS::SQS::Queue',
+    'CallbackDeadLetterQueue.QueueName': 'AWS::SQS::Queue',
+    'TaskEventsTopic.TopicName': 'AWS::SNS::Topic',
+  };
+  const dashboard = () => {
+    const all = resourcesOfType('AWS::CloudWatch::Dashboard');
+    expect(all).toHaveLength(1);
+    return all[0]![1];
+  };
+  /** The body with each `${...}` of Fn::Sub replaced by `<...>`, parsed. */
+  const body = (): Json => {
+    const text: string = dashboard().Properties.DashboardBody['Fn::Sub'];
+    expect(typeof text).toBe('string');
+    return JSON.parse(text.replace(/\$\{([^}]+)\}/g, (_, name: string) => `<${name}>`));
+  };
+  type Metric = [string, string, ...Json[]];
+  const metrics = (): Metric[] => body().widgets.flatMap((w: Json) => (w.properties.metrics ?? []) as Metric[]);
+  /** A metric's dimensions, `{QueueName: '<CallbackQueue.QueueName>'}`. */
+  const dimensions = (m: Metric): Record<string, string> => {
+    const rest = m.slice(2).filter((v) => typeof v === 'string') as string[];
+    return Object.fromEntries(rest.flatMap((v, i) => (i % 2 === 0 ? [[v, rest[i + 1]!]] : [])));
+  };
+  const find = (namespace: string, name: string) => metrics().filter((m) => m[0] === namespace && m[1] === name);
+
+  test("one dashboard named after the stage; each name Fn::Sub puts in is one of the stage's resources", () => {
+    expect(dashboard().Properties.DashboardName).toBe(`${service}-${stage}`);
+    const text: string = dashboard().Properties.DashboardBody['Fn::Sub'];
+    // osls resolved its own variables; what is left is for Fn::Sub.
+    expect(text).not.toMatch(/\$\{(self|sls|param|opt):/);
+    const names = new Set([...text.matchAll(/\$\{([^}]+)\}/g)].map((m) => m[1]!));
+    expect([...names].sort()).toEqual(Object.keys(substituted).sort());
+    for (const name of names) {
+      if (name.startsWith('AWS::')) continue;
+      resource(name.split('.')[0]!, substituted[name]!);
+    }
+    expect(template.Resources.IngestLogGroup!.Properties.LogGroupName).toBe(`/aws/lambda/${service}-${stage}-ingest`);
+  });
+
+  test("its body is JSON, every widget in the stack's region", () => {
+    const widgets = body().widgets as Json[];
+    expect(widgets.length).toBeGreaterThanOrEqual(8);
+    for (const w of widgets) expect(w.properties.region).toBe('<AWS::Region>');
+  });
+
+  test('ingest answers by status, from the ingest log group and the HTTP API', () => {
+    const log = body().widgets.find((w: Json) => w.type === 'log');
+    expect(log.properties.query).toMatch(/^SOURCE '<IngestLogGroup>' \| filter event = 'callback_request' \| stats/);
+    expect(log.properties.query).toMatch(/by .*\bstatus\b/);
+    for (const code of ['Count', '4xx', '5xx']) {
+      expect(find('AWS/ApiGateway', code).map(dimensions)).toEqual([{ ApiId: '<HttpApi>' }]);
+    }
+  });
+
+  test("the queue's age, dead letters, worker errors, events published, read API latency: the stage's own", () => {
+    expect(find('AWS/SQS', 'ApproximateAgeOfOldestMessage').map(dimensions)).toEqual([
+      { QueueName: '<CallbackQueue.QueueName>' },
+    ]);
+    expect(find('AWS/SQS', 'ApproximateNumberOfMessagesVisible').map(dimensions)).toEqual(
+      expect.arrayContaining([{ QueueName: '<CallbackDeadLetterQueue.QueueName>' }]),
+    );
+    expect(find('AWS/Lambda', 'Errors').map(dimensions)).toEqual(
+      expect.arrayContaining([{ FunctionName: '<WorkerLambdaFunction>' }, { FunctionName: '<ApiLambdaFunction>' }]),
+    );
+    expect(find('AWS/SNS', 'NumberOfMessagesPublished').map(dimensions)).toEqual([
+      { TopicName: '<TaskEventsTopic.TopicName>' },
+    ]);
+    const latency = find('AWS/Lambda', 'Duration');
+    expect(latency.map(dimensions)).toEqual([
+      { FunctionName: '<ApiLambdaFunction>' },
+      { FunctionName: '<ApiLambdaFunction>' },
+    ]);
+    expect(latency.map((m) => m.at(-1).stat)).toEqual(['p50', 'p99']);
+  });
+
+  test("the stage's own log metrics: each is made by one of its metric filters, quarantine among them", () => {
+    const namespace = `${service}/${stage}`;
+    const filtered = new Map(
+      resourcesOfType('AWS::Logs::MetricFilter').flatMap(([, r]) =>
+        (r.Properties.MetricTransformations as Json[]).map((t) => [t.MetricName as string, t.MetricNamespace]),
+      ),
+    );
+    const own = metrics().filter((m) => m[0] === namespace);
+    expect(own.map((m) => m[1])).toEqual(expect.arrayContaining(['QuarantinedCallbacks', 'RejectedCallbacks']));
+    for (const m of own) expect(filtered.get(m[1])).toBe(namespace);
+  });
+});
+
 describe('HTTP API', () => {
   const routes = () => resourcesOfType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
   const target = (integration: string) => ({ 'Fn::Join': ['/', ['integrations', ref(integration)]] });

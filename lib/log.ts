@@ -93,3 +93,18 @@ export function createLogger(fn: string, level: LogLevel = logLevelFrom()): Logg
     error: (e, f) => write('error', e, f),
   };
 }
+
+/**
+ * `log`, with `fixed` on every line it writes (before the line's own fields, which win a clash): the keys of
+ * one piece of work that each of its lines must name, such as the ingest's request id on the worker's lines
+ * about a callback.
+ */
+export function withFields(log: Logger, fixed: Record<string, unknown>): Logger {
+  const merged = (fields?: Record<string, unknown>) => ({ ...fixed, ...fields });
+  return {
+    debug: (e, f) => log.debug(e, merged(f)),
+    info: (e, f) => log.info(e, merged(f)),
+    warn: (e, f) => log.warn(e, merged(f)),
+    error: (e, f) => log.error(e, merged(f)),
+  };
+}

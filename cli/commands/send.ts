@@ -1,9 +1,11 @@
 // `callbacks send <body.json>`: one callback body, signed and posted as the platform sends it (the signature
 // rule of lib/sign.ts, through the sender emulator's own signing), and the receiver's answer printed. Nobody
-// has to compute SHA-1 by hand for curl.
+// has to compute SHA-1 by hand for curl. `callbacks send --lifecycle recording|screenshot`: a whole task's
+// callbacks, from the sender emulator's generator, one after the other, each answer printed.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
+import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
 import {
   callbackUrl,
   SIGN_PLACEMENTS,
@@ -15,10 +17,10 @@ import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/domain/services.ts';
 import { CliError, durationOption, printJson } from '../inspect.ts';
-import { printable } from '../format.ts';
-import { readLocalStack } from '../../lib/local/stack-file.ts';
+import { callbackTypeName, printable } from '../format.ts';
+import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 
-interface SendOptions {
+export interface SendOptions {
   service?: Service;
   url?: string;
   appKey?: string;
@@ -28,20 +30,46 @@ interface SendOptions {
   json?: boolean;
 }
 
+export interface LifecycleOptions extends SendOptions {
+  lifecycle: Service;
+  failUploads?: boolean;
+  seed?: string;
+}
+
+/** One callback posted, and the receiver's answer. */
+export interface Answer {
+  url: string;
+  status: number;
+  /** The answer's JSON, or its text when it is not JSON. */
+  body: unknown;
+}
+
 export function register(program: Command): void {
   program
-    .command('send <body>')
-    .description('sign one callback body (a JSON file, or - for stdin) as the platform does, post it, print the answer')
+    .command('send [body]')
+    .description(
+      'sign one callback body (a JSON file, or - for stdin) as the platform does, post it, print the answer; or ' +
+        "with --lifecycle a whole task's callbacks",
+    )
     .addOption(
       new Option(
         '--service <service>',
         'the route: recording or screenshot (default: from recordId or imageId)',
       ).choices(SERVICES),
     )
+    .addOption(
+      new Option(
+        '--lifecycle <service>',
+        'instead of a body: the callbacks of one whole task (start, slices or images, uploads, end)',
+      ).choices(SERVICES),
+    )
+    .option('--fail-uploads', 'with --lifecycle: the uploads meet a storage outage and are given up')
+    .option('--seed <seed>', 'with --lifecycle: seed of the task generated (default: random)')
     .option('--url <base>', 'receiver base URL (default: the local stack running in this folder)')
     .option(
       '--app-key <appKey>',
-      "the appKey whose secret signs, also sent in the RC-App-Key header (default: the body's, no header)",
+      "the appKey whose secret signs, also sent in the RC-App-Key header (default: the body's, no header; " +
+        'with --lifecycle demo-app)',
     )
     .option('--secret <secret>', 'the secret to sign with (default: CALLBACK_SECRETS, else the local demo key)')
     .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
@@ -50,8 +78,16 @@ export function register(program: Command): void {
         .argParser(durationOption)
         .default(10_000, '10s'),
     )
-    .option('--json', 'the answer as JSON: url, status, body')
-    .action(async (file: string, opts: SendOptions) => {
+    .option('--json', 'the answer as JSON: url, status, body (with --lifecycle, an array of them)')
+    .action(async (file: string | undefined, opts: SendOptions & Partial<LifecycleOptions>) => {
+      if (opts.lifecycle !== undefined) {
+        if (file !== undefined) throw new CliError('give a body file or --lifecycle, not both');
+        if (opts.service !== undefined) throw new CliError('--lifecycle names the service: leave out --service');
+        await sendLifecycle({ ...opts, lifecycle: opts.lifecycle });
+        return;
+      }
+      if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
+      if (file === undefined) throw new CliError('give a body file (or - for stdin), or --lifecycle');
       await send(file, opts);
     });
 }
@@ -89,6 +125,61 @@ function secretFor(appKey: string, opts: SendOptions, usingLocalDemo: boolean): 
   return secrets[secrets.length - 1]!;
 }
 
+/** Where callbacks go: --url, or the local stack of `cwd`. */
+export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): { base: string; local: LocalStackInfo | null } {
+  const local = readLocalStack(cwd);
+  if (opts.url === undefined && !local) {
+    throw new CliError('no --url given and no local stack is running in this folder (start one with "npm start")');
+  }
+  return { base: opts.url ?? local!.url, local };
+}
+
+/** Signs (unless --sign none) and posts one body's text as it is; the receiver's answer, and its text. */
+export async function postCallback(
+  service: Service,
+  text: string,
+  appKey: string,
+  opts: SendOptions,
+  to: { base: string; local: LocalStackInfo | null },
+): Promise<{ answer: Answer; text: string }> {
+  const url = callbackUrl(to.base, service);
+  const { local } = to;
+  const toLocal = local !== null && new URL(local.url).origin === url.origin;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.sign !== 'none') {
+    const usingLocalDemo = toLocal && (local!.secretsSource ?? 'default') === 'default';
+    const secret = secretFor(appKey, opts, usingLocalDemo);
+    signRequest(url, headers, opts.sign, secret, randomBytes(8).toString('hex'), Math.floor(Date.now() / 1000));
+  }
+  if (opts.appKey !== undefined) headers['RC-App-Key'] = opts.appKey;
+
+  let status: number;
+  let answer: string;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers,
+      // The text as it is: the receiver enqueues exactly what it was sent.
+      body: text,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(opts.timeout),
+    });
+    status = res.status;
+    answer = await res.text();
+  } catch (err) {
+    throw new CliError(unreachable(url, err).message);
+  }
+  let body: unknown = answer;
+  try {
+    body = JSON.parse(answer);
+  } catch {
+    // Not JSON: kept as text.
+  }
+  return { answer: { url: `${url.origin}${url.pathname}`, status, body }, text: answer.trim() };
+}
+
+const succeeded = (a: Answer) => a.status >= 200 && a.status < 300;
+
 async function send(file: string, opts: SendOptions): Promise<void> {
   const text = await readBody(file);
   let body: unknown;
@@ -102,51 +193,65 @@ async function send(file: string, opts: SendOptions): Promise<void> {
   }
   const fields = body as Record<string, unknown>;
   const service = opts.service ?? serviceOf(fields, file);
-
-  const local = readLocalStack();
-  if (opts.url === undefined && !local) {
-    throw new CliError('no --url given and no local stack is running in this folder (start one with "npm start")');
-  }
-  const base = opts.url ?? local!.url;
-  const url = callbackUrl(base, service);
-  const toLocal = local !== null && new URL(local.url).origin === url.origin;
+  const to = receiver(opts);
   const appKey = opts.appKey ?? (typeof fields.appKey === 'string' ? fields.appKey : '');
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (opts.sign !== 'none') {
-    if (!appKey) throw new CliError(`${file} has no appKey: pass --app-key to choose the secret`);
-    const usingLocalDemo = toLocal && (local!.secretsSource ?? 'default') === 'default';
-    const secret = secretFor(appKey, opts, usingLocalDemo);
-    signRequest(url, headers, opts.sign, secret, randomBytes(8).toString('hex'), Math.floor(Date.now() / 1000));
-  }
-  if (opts.appKey !== undefined) headers['RC-App-Key'] = opts.appKey;
+  if (opts.sign !== 'none' && !appKey) throw new CliError(`${file} has no appKey: pass --app-key to choose the secret`);
+  const { answer, text: said } = await postCallback(service, text, appKey, opts, to);
+  if (opts.json) printJson(answer);
+  else process.stdout.write(`POST ${printable(answer.url)} -> ${answer.status} ${printable(said)}\n`);
+  if (!succeeded(answer)) process.exitCode = 1;
+}
 
-  let status: number;
-  let answer: string;
-  try {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers,
-      // The file's text as it is: the receiver enqueues exactly what it was sent.
-      body: text,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(opts.timeout),
-    });
-    status = res.status;
-    answer = await res.text();
-  } catch (err) {
-    throw new CliError(unreachable(url, err).message);
+/** One callback of a lifecycle sent: which, and the answer. */
+export interface LifecycleAnswer extends Answer {
+  type: number;
+  taskId: string;
+}
+
+/**
+ * The callbacks of one task as the sender emulator generates them (lib/emulator/lifecycles.ts), in the
+ * platform's order, each posted once its predecessor is answered. `write` gets each answer's line.
+ */
+export async function postLifecycle(
+  opts: LifecycleOptions,
+  write: (line: string) => void = () => {},
+  cwd?: string,
+): Promise<LifecycleAnswer[]> {
+  const to = receiver(opts, cwd);
+  const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
+  const run = generateRun({
+    seed: opts.seed ?? randomBytes(4).toString('hex'),
+    recordings: opts.lifecycle === 'recording' ? 1 : 0,
+    screenshots: opts.lifecycle === 'screenshot' ? 1 : 0,
+    appKey,
+    compress: DEFAULT_COMPRESS,
+    outage: opts.failUploads ? 1 : 0,
+    giveUp: opts.failUploads ? 1 : 0,
+  });
+  const answers: LifecycleAnswer[] = [];
+  for (const s of run.sends) {
+    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, opts, to);
+    const type = s.body.type as number;
+    answers.push({ ...answer, type, taskId: s.taskId });
+    write(
+      `${callbackTypeName(type).padEnd(8)} ${printable(s.taskId)}  POST ${printable(answer.url)} -> ` +
+        `${answer.status} ${printable(text)}`,
+    );
   }
-  const shownUrl = `${url.origin}${url.pathname}`;
-  if (opts.json) {
-    let parsed: unknown = answer;
-    try {
-      parsed = JSON.parse(answer);
-    } catch {
-      // Not JSON: kept as text.
-    }
-    printJson({ url: shownUrl, status, body: parsed });
-  } else {
-    process.stdout.write(`POST ${printable(shownUrl)} -> ${status} ${printable(answer.trim())}\n`);
+  return answers;
+}
+
+async function sendLifecycle(opts: LifecycleOptions): Promise<void> {
+  const answers = await postLifecycle(opts, (line) => {
+    if (!opts.json) process.stdout.write(`${line}\n`);
+  });
+  const refused = answers.filter((a) => !succeeded(a)).length;
+  if (opts.json) printJson(answers);
+  else {
+    process.stdout.write(
+      `${answers.length} callbacks of ${opts.lifecycle} task ${printable(answers[0]?.taskId ?? '-')}` +
+        `${refused ? `, ${refused} not accepted` : ', all accepted'}.\n`,
+    );
   }
-  if (status < 200 || status >= 300) process.exitCode = 1;
+  if (refused) process.exitCode = 1;
 }

@@ -41,7 +41,7 @@ import {
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
 
 /** A task id used by several appKeys needs --app-key: said in one sentence. */
-async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
+export async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (err) {
@@ -53,7 +53,8 @@ async function oneTask<T>(ref: TaskRef, read: () => Promise<T>): Promise<T> {
   }
 }
 
-const appKeyOption = () => new Option('--app-key <appKey>', 'the task of this appKey (when its id is used by several)');
+export const appKeyOption = () =>
+  new Option('--app-key <appKey>', 'the task of this appKey (when its id is used by several)');
 
 export function register(program: Command): void {
   const tasks = program

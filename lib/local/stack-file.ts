@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import type { SignatureMode } from '../queue-message.ts';
 
 export const DATA_DIR = '.data';
 export const STACK_FILE = 'stack.json';
@@ -25,6 +26,9 @@ export interface LocalStackInfo {
   startedAt: string;
   /** Where the stack's secrets come from (never the secrets): env CALLBACK_SECRETS, an option, or the demo key. */
   secretsSource?: 'option' | 'env' | 'default';
+  /** The ingest's signature mode and allowed source ranges (empty: any), for `callbacks status`. */
+  signatureMode?: SignatureMode;
+  allowedSources?: string[];
 }
 
 export function stackFilePath(cwd = process.cwd()): string {

@@ -552,6 +552,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       dataDir,
       startedAt: new Date().toISOString(),
       secretsSource: secrets.source,
+      signatureMode,
+      allowedSources: [...(allowedSources?.ranges ?? [])],
     };
     await writeStackFile(stackFile, info);
     ready = true;

@@ -5,6 +5,8 @@
 // with the later records of its message group in the batch (failedInGroupOrder).
 // Task events are published once the write is durable; a record whose events could not be published fails
 // too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
+// Every line about a record names the ingest's request id (`requestId`, the API Gateway request that
+// brought the callback), so that one search follows a callback from the door to its task.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
@@ -17,7 +19,7 @@ import {
   type QuarantineReason,
   type TaskWriter,
 } from '../domain/task-store.ts';
-import type { Logger } from '../log.ts';
+import { withFields, type Logger } from '../log.ts';
 import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
 import { workerDefaults } from './config.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf, toDelivered, type Prepared } from './prepare-record.ts';
@@ -37,6 +39,8 @@ export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 /** A record once applied: what happened, and what its log line will say. */
 interface Applied {
   outcome: RecordOutcome;
+  /** The record's logger: its lines carry the ingest's request id. */
+  log: Logger;
   cb?: Callback;
   result?: Exclude<ApplyResult, { outcome: 'quarantined' }>;
   fields?: Record<string, unknown>;
@@ -72,15 +76,9 @@ export async function processBatch(
     if (task !== null) groupsLeft.set(task, left);
     if (left > 0) return;
     const done = task === null ? group : tasks.get(task)!;
-    if (deps.events)
-      taskEvents.push(
-        await eventsOfTask(
-          done.map((i) => applied[i]!),
-          deps.log,
-        ),
-      );
+    if (deps.events) taskEvents.push(await eventsOfTask(done.map((i) => applied[i]!)));
   });
-  if (deps.events) await publishAll(taskEvents, deps.events, deps.log);
+  if (deps.events) await publishAll(taskEvents, deps.events);
   for (const a of applied) logApplied(a, deps);
   const failed = failedInGroupOrder(
     records,
@@ -121,11 +119,19 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
-async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
+/** The request id the ingest gave the record's message, when it has one. */
+function requestIdOf(p: Prepared): string | undefined {
+  if (p.kind !== 'unreadable') return p.msg.requestId ?? undefined;
+  return p.record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
+}
+
+async function applyRecord(p: Prepared, workerDeps: WorkerDeps): Promise<Applied> {
+  const log = withFields(workerDeps.log, { requestId: requestIdOf(p) });
+  const deps = { ...workerDeps, log };
   const started = (deps.now ?? Date.now)();
-  if (p.kind === 'unreadable') return { outcome: await quarantineUnparsed(p.record, deps, p.detail) };
+  if (p.kind === 'unreadable') return { log, outcome: await quarantineUnparsed(p.record, deps, p.detail) };
   if (p.kind === 'aside') {
-    return { outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
+    return { log, outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
   }
   const { msg, cb } = p;
   try {
@@ -145,13 +151,13 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
     };
     if (result.outcome === 'quarantined') {
       deps.log.warn('callback_quarantined', { ...fields, reason: result.reason, detail: result.detail });
-      return { outcome: 'quarantined' };
+      return { log, outcome: 'quarantined' };
     }
-    return { outcome: result.outcome, cb, result, fields };
+    return { log, outcome: result.outcome, cb, result, fields };
   } catch (err) {
     // The store can never hold it: retried, it would fail the same way until the dead-letter queue.
     if (err instanceof UnstorableCallbackError)
-      return { outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
+      return { log, outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,
@@ -160,7 +166,7 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
       receiveCount: msg.receiveCount,
       error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
     });
-    return { outcome: 'failed' };
+    return { log, outcome: 'failed' };
   }
 }
 
@@ -171,10 +177,10 @@ interface TaskEvents {
 }
 
 /** Logs why the events of some writes are not out, and fails their records: redelivered, they publish again. */
-function failPublishing(failed: readonly Applied[], err: unknown, log: Logger): void {
+function failPublishing(failed: readonly Applied[], err: unknown): void {
   // The writes are durable; their events are not out.
   for (const a of failed) {
-    log.error('events_publish_failed', {
+    a.log.error('events_publish_failed', {
       ...a.fields,
       outcome: a.outcome,
       events: a.events ?? 0,
@@ -189,7 +195,7 @@ function failPublishing(failed: readonly Applied[], err: unknown, log: Logger): 
  * task's status and counts are read once, after the last of them. When the task cannot be read, every
  * record that may publish fails.
  */
-async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents> {
+async function eventsOfTask(writes: Applied[]): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
@@ -201,7 +207,7 @@ async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents>
   try {
     parts = await publishing[0]!.result!.write!.readParts();
   } catch (err) {
-    failPublishing(publishing, err, log);
+    failPublishing(publishing, err);
     return { writes: [], events: [] };
   }
   const events = new Map<string, TaskEvent>();
@@ -221,7 +227,7 @@ async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents>
  * they cannot all be published, every record that had events fails: its redelivery publishes them again
  * from what is stored.
  */
-async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublisher, log: Logger): Promise<void> {
+async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublisher): Promise<void> {
   const events = tasks.flatMap((t) => t.events);
   if (events.length === 0) return;
   try {
@@ -230,7 +236,6 @@ async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublishe
     failPublishing(
       tasks.flatMap((t) => t.writes),
       err,
-      log,
     );
   }
 }
@@ -238,14 +243,14 @@ async function publishAll(tasks: readonly TaskEvents[], publisher: EventPublishe
 function logApplied(a: Applied, deps: WorkerDeps): void {
   if (!a.cb || !a.result || a.outcome === 'failed') return;
   const { cb, result } = a;
-  deps.log.info('callback_applied', {
+  a.log.info('callback_applied', {
     ...a.fields,
     outcome: result.outcome,
     file: result.outcome === 'applied' && result.transition ? result.transition.to : undefined,
     events: deps.events ? (a.events ?? 0) : undefined,
   });
   if (result.outcome === 'applied' && result.transition?.to === 'failed' && result.transition.from !== 'failed') {
-    deps.log.warn('upload_failed', {
+    a.log.warn('upload_failed', {
       service: cb.service,
       appKey: cb.appKey,
       id: cb.id,
@@ -308,7 +313,7 @@ async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: s
       service: 'recording',
       appKey: '',
       receivedAt: Number(record.attributes?.SentTimestamp) || (deps.now ?? Date.now)(),
-      requestId: null,
+      requestId: record.messageAttributes?.[Attr.requestId]?.stringValue || null,
       verdict: 'unverified',
       mode: 'enforce',
       replayKey: null,

@@ -1,0 +1,186 @@
+// `callbacks status`: the receiver at a glance, as an operator opens a shift with it: the queue's backlog and
+// how old its oldest message is, dead letters, recent quarantine by reason, the signature settings, the
+// alarms in alarm and the last callback applied. Every read is bounded; a part that cannot be read (a
+// permission missing, a metric not published locally) is shown as n/a with why, never fails the rest.
+import type { Command } from 'commander';
+import { DEFAULT_LISTING_DAYS } from '../../lib/aws/dynamo/listing.ts';
+import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task-store.ts';
+import type { Service } from '../../lib/domain/services.ts';
+import { errorSentence } from '../../lib/text.ts';
+import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
+import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
+import type { Target } from '../target.ts';
+
+/** The most quarantine entries read for the counts: beyond, the counts say "at least". */
+export const QUARANTINE_READ_LIMIT = 1000;
+/** The newest tasks whose `updatedAt` (their latest callback's platform timestamp) gives the last callback. */
+export const TASKS_LOOKED_AT = 20;
+
+export interface StatusReport {
+  target: string;
+  queue: { visible: number; inFlight: number; delayed: number; oldestAgeS: number | null } | null;
+  deadLetters: { visible: number; inFlight: number } | null;
+  quarantine: {
+    days: number;
+    total: number;
+    /** False when QUARANTINE_READ_LIMIT entries were read: the counts are lower bounds. */
+    complete: boolean;
+    byReason: Partial<Record<QuarantineReason, number>>;
+  } | null;
+  signature: IngestSettings | null;
+  /** Null where alarms do not exist (the local stack) or could not be read. */
+  alarms: FiringAlarm[] | null;
+  lastCallback: { service: Service; id: string; appKey: string; at: number } | null;
+  /** What could not be read, and why: one sentence each. */
+  unavailable: Record<string, string>;
+}
+
+export interface StatusOptions {
+  days: number;
+  /** A deployed stage's CloudWatch and Lambda readings; null for the local stack or explicit env targets. */
+  insight: StageInsight | null;
+}
+
+export async function readStatus(target: Target, opts: StatusOptions): Promise<StatusReport> {
+  const unavailable: Record<string, string> = {};
+  const attempt = async <T>(part: string, read: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await read();
+    } catch (err) {
+      unavailable[part] = errorSentence(err);
+      return null;
+    }
+  };
+  const { insight } = opts;
+  const [queue, oldestAgeS, deadLetters, quarantine, signature, alarms, lastCallback] = await Promise.all([
+    attempt('queue', () => target.queue.depth()),
+    insight ? attempt('queueAge', () => insight.oldestMessageAgeS()) : Promise.resolve(null),
+    attempt('deadLetters', () => target.dlq.depth()),
+    attempt('quarantine', () => quarantineCounts(target, opts.days)),
+    attempt('signature', () => signatureSettings(target, insight)),
+    insight ? attempt('alarms', () => insight.alarmsInAlarm()) : Promise.resolve(null),
+    attempt('lastCallback', () => lastCallbackOf(target)),
+  ]);
+  // Locally there is no CloudWatch: reading the oldest message's SentTimestamp would count as a receive.
+  if (!insight) {
+    unavailable.queueAge ??= 'no CloudWatch metrics for this target';
+    unavailable.alarms ??= 'no CloudWatch alarms for this target';
+  }
+  return {
+    target: target.describe,
+    queue: queue && { ...queue, oldestAgeS },
+    deadLetters: deadLetters && { visible: deadLetters.visible, inFlight: deadLetters.inFlight },
+    quarantine,
+    signature,
+    alarms,
+    lastCallback,
+    unavailable,
+  };
+}
+
+async function quarantineCounts(target: Target, days: number): Promise<NonNullable<StatusReport['quarantine']>> {
+  const byReason: Partial<Record<QuarantineReason, number>> = {};
+  let total = 0;
+  for await (const e of target.tasks.listQuarantine({ sinceDays: days, limit: QUARANTINE_READ_LIMIT })) {
+    byReason[e.reason] = (byReason[e.reason] ?? 0) + 1;
+    total++;
+  }
+  return { days, total, complete: total < QUARANTINE_READ_LIMIT, byReason };
+}
+
+async function signatureSettings(target: Target, insight: StageInsight | null): Promise<IngestSettings> {
+  if (insight) return insight.ingestSettings();
+  if (target.local?.signatureMode) {
+    return { signatureMode: target.local.signatureMode, allowedSources: target.local.allowedSources ?? [] };
+  }
+  throw new Error(
+    target.local ? 'the local stack was started by an older version' : 'only known for the local stack or a stage',
+  );
+}
+
+async function lastCallbackOf(target: Target): Promise<StatusReport['lastCallback']> {
+  let last: StatusReport['lastCallback'] = null;
+  for await (const t of target.tasks.listTasks({ limit: TASKS_LOOKED_AT })) {
+    if (!last || t.updatedAt > last.at) last = { service: t.service, id: t.id, appKey: t.appKey, at: t.updatedAt };
+  }
+  return last;
+}
+
+/** The report as label/value lines. */
+export function statusLines(r: StatusReport, now: number, c: Colors): string {
+  const na = (part: string) => c.dim(`n/a (${r.unavailable[part] ?? 'unknown'})`);
+  const count = (n: number, word: string) => (n > 0 ? c.yellow(plural(n, word)) : plural(n, word));
+  const pairs: [string, string][] = [];
+  if (r.queue) {
+    const age = r.queue.oldestAgeS === null ? na('queueAge') : `${Math.round(r.queue.oldestAgeS)} s`;
+    pairs.push([
+      'queue',
+      `${r.queue.visible} waiting, ${r.queue.inFlight} in flight, ${r.queue.delayed} delayed; oldest message ${age}`,
+    ]);
+  } else pairs.push(['queue', na('queue')]);
+  const dlq = r.deadLetters;
+  pairs.push([
+    'dead letters',
+    dlq ? `${count(dlq.visible, 'message')}${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` : na('deadLetters'),
+  ]);
+  if (r.quarantine) {
+    const q = r.quarantine;
+    const reasons = QUARANTINE_REASONS.filter((reason) => q.byReason[reason]).map((reason) => {
+      return `${reason} ${q.byReason[reason]}`;
+    });
+    const total = q.complete ? count(q.total, 'callback') : c.yellow(`at least ${plural(q.total, 'callback')}`);
+    pairs.push([
+      'quarantine',
+      `${total} in the last ${plural(q.days, 'day')}${reasons.length ? `: ${reasons.join(', ')}` : ''}`,
+    ]);
+  } else pairs.push(['quarantine', na('quarantine')]);
+  pairs.push([
+    'signatures',
+    r.signature
+      ? `mode ${r.signature.signatureMode ?? 'unset'}; sources ${r.signature.allowedSources.join(', ') || 'any'}`
+      : na('signature'),
+  ]);
+  pairs.push([
+    'alarms',
+    r.alarms === null
+      ? na('alarms')
+      : r.alarms.length === 0
+        ? c.green('none in alarm')
+        : c.red(`${r.alarms.length} in alarm: ${r.alarms.map((a) => a.name).join(', ')}`),
+  ]);
+  pairs.push([
+    'last callback',
+    r.lastCallback
+      ? `${timeWithRelative(r.lastCallback.at, now)}, ${r.lastCallback.service} task ${r.lastCallback.id} of ` +
+        `${r.lastCallback.appKey}`
+      : r.unavailable.lastCallback
+        ? na('lastCallback')
+        : `none in the ${TASKS_LOOKED_AT} newest tasks of the last ${DEFAULT_LISTING_DAYS} days`,
+  ]);
+  return fields(pairs, c);
+}
+
+export function register(program: Command): void {
+  withCommonOptions(
+    program
+      .command('status')
+      .description('queue backlog, dead letters, recent quarantine, signature settings, alarms and the last callback')
+      .option('--days <n>', 'count the quarantine of this many days back', positiveInt, 7),
+  ).action(async (opts: CommonOptions & { days: number }) => {
+    await withTarget(opts, async (ctx) => {
+      const insight = ctx.target.stage ? await stageInsight(ctx.target.stage, ctx.target.region) : null;
+      try {
+        const report = await readStatus(ctx.target, { days: opts.days, insight });
+        if (opts.json) {
+          printJson(report);
+          return;
+        }
+        ctx.out(`Status of ${printable(ctx.where)}`);
+        ctx.out(statusLines(report, ctx.now, ctx.c));
+      } finally {
+        insight?.close();
+      }
+    });
+  });
+}

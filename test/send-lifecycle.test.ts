@@ -1,0 +1,81 @@
+// `callbacks send --lifecycle`: a whole task's signed callbacks posted to a local stack in process, every
+// answer returned, and the task the worker makes of them in the state the lifecycle ends in.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { postLifecycle, type LifecycleOptions } from '../cli/commands/send.ts';
+import { openTarget, type Target } from '../cli/target.ts';
+import type { Task } from '../lib/domain/task.ts';
+import { setLogSink } from '../lib/log.ts';
+import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+
+let dir: string;
+let stack: LocalStack;
+let target: Target;
+let restoreSink: ReturnType<typeof setLogSink>;
+
+const base: Omit<LifecycleOptions, 'lifecycle'> = { sign: 'header', timeout: 10_000 };
+
+async function settled(id: string, status: string): Promise<Task> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const task = await target.tasks.getTask(id);
+    if (task?.status === status) return task;
+    if (Date.now() > deadline) throw new Error(`task ${id} is ${task?.status ?? 'absent'}, never ${status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'callbacks-lifecycle-'));
+  restoreSink = setLogSink(() => {});
+  stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
+  target = await openTarget({ cwd: dir, env: {} });
+}, 60_000);
+
+afterAll(async () => {
+  await target?.close();
+  await stack?.stop();
+  setLogSink(restoreSink);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('callbacks send --lifecycle', () => {
+  test('recording: start, slices, uploads and end, each accepted, make a completed task', async () => {
+    const lines: string[] = [];
+    const answers = await postLifecycle({ ...base, lifecycle: 'recording', seed: 'rec-1' }, (l) => lines.push(l), dir);
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    // Slices come in the modes that write them.
+    const types = new Set(answers.map((a) => a.type));
+    for (const type of [1, 3, 4]) expect(types).toContain(type);
+    expect(answers[0]!.type).toBe(1);
+    expect(new Set(answers.map((a) => a.taskId)).size).toBe(1);
+    expect(answers[0]!.url).toBe(`${stack.url}/callbacks/recording`);
+    expect(lines).toHaveLength(answers.length);
+    expect(lines[0]).toMatch(/^1 start\s+rec-\S+\s+POST http:\/\/127\.0\.0\.1:\d+\/callbacks\/recording -> 200 /);
+    const task = await settled(answers[0]!.taskId, 'completed');
+    expect(task.files.length).toBeGreaterThan(0);
+    expect(task.files.every((f) => f.upload === 'uploaded')).toBe(true);
+  });
+
+  test('screenshot: start, images, uploads and end make a completed task', async () => {
+    const answers = await postLifecycle({ ...base, lifecycle: 'screenshot', seed: 'img-1' }, undefined, dir);
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers[0]!.url).toBe(`${stack.url}/callbacks/screenshot`);
+    await settled(answers[0]!.taskId, 'completed');
+  });
+
+  test('--fail-uploads: the uploads are given up and the task ends upload_failed', async () => {
+    const answers = await postLifecycle({ ...base, lifecycle: 'recording', failUploads: true }, undefined, dir);
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    const task = await settled(answers[0]!.taskId, 'upload_failed');
+    expect(task.files.some((f) => f.upload === 'failed')).toBe(true);
+  });
+
+  test('a wrong secret: every answer is the refusal, returned rather than thrown', async () => {
+    const answers = await postLifecycle({ ...base, lifecycle: 'screenshot', secret: 'wrong' }, undefined, dir);
+    expect(answers.length).toBeGreaterThan(2);
+    expect(answers.every((a) => a.status === 401)).toBe(true);
+    expect(answers[0]!.body).toMatchObject({ error: { code: 'invalid_signature' } });
+  });
+});
