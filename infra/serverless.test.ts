@@ -681,8 +681,8 @@ describe('dashboard', () => {
     IngestLogGroup: 'AWS::Logs::LogGroup',
     WorkerLambdaFunction: 'AWS::Lambda::Function',
     ApiLambdaFunction: 'AWS::Lambda::Function',
-    'CallbackQueue.QueueName': 'AWS::SQS::Queue',
-    'CallbackDeadLetterQueue.QueueName': 'AWS::SQS::Queue',
+    'CallbackFifoQueue.QueueName': 'AWS::SQS::Queue',
+    'CallbackFifoDeadLetterQueue.QueueName': 'AWS::SQS::Queue',
     'TaskEventsTopic.TopicName': 'AWS::SNS::Topic',
   };
   const dashboard = () => {
@@ -698,7 +698,7 @@ describe('dashboard', () => {
   };
   type Metric = [string, string, ...Json[]];
   const metrics = (): Metric[] => body().widgets.flatMap((w: Json) => (w.properties.metrics ?? []) as Metric[]);
-  /** A metric's dimensions, `{QueueName: '<CallbackQueue.QueueName>'}`. */
+  /** A metric's dimensions, `{QueueName: '<CallbackFifoQueue.QueueName>'}`. */
   const dimensions = (m: Metric): Record<string, string> => {
     const rest = m.slice(2).filter((v) => typeof v === 'string') as string[];
     return Object.fromEntries(rest.flatMap((v, i) => (i % 2 === 0 ? [[v, rest[i + 1]!]] : [])));
@@ -736,10 +736,10 @@ describe('dashboard', () => {
 
   test("the queue's age, dead letters, worker errors, events published, read API latency: the stage's own", () => {
     expect(find('AWS/SQS', 'ApproximateAgeOfOldestMessage').map(dimensions)).toEqual([
-      { QueueName: '<CallbackQueue.QueueName>' },
+      { QueueName: '<CallbackFifoQueue.QueueName>' },
     ]);
     expect(find('AWS/SQS', 'ApproximateNumberOfMessagesVisible').map(dimensions)).toEqual(
-      expect.arrayContaining([{ QueueName: '<CallbackDeadLetterQueue.QueueName>' }]),
+      expect.arrayContaining([{ QueueName: '<CallbackFifoDeadLetterQueue.QueueName>' }]),
     );
     expect(find('AWS/Lambda', 'Errors').map(dimensions)).toEqual(
       expect.arrayContaining([{ FunctionName: '<WorkerLambdaFunction>' }, { FunctionName: '<ApiLambdaFunction>' }]),

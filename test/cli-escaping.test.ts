@@ -15,6 +15,7 @@ import { dynamoClient } from '../lib/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { printable } from '../cli/format.ts';
+import { taskGroupId } from '../lib/fifo-ids.ts';
 import { runCli } from './support/cli-process.ts';
 import { storedBeforeTheNameRule, withNames } from './support/names-before-the-rule.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
@@ -74,6 +75,9 @@ beforeAll(async () => {
     new SendMessageCommand({
       QueueUrl: stack.info.dlqUrl,
       MessageBody: dead,
+      // The dead-letter queue is FIFO: a message of the task's group.
+      MessageGroupId: taskGroupId('demo-app', HOSTILE),
+      MessageDeduplicationId: 'hostile-dead-letter',
       MessageAttributes: messageAttributes({
         body: dead,
         service: 'recording',

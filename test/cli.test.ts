@@ -769,7 +769,9 @@ describe('dlq', () => {
     // --limit below the count says how many were left out, rather than giving the shown count as the total.
     const limited = await cli(['dlq', 'list', '--limit', '2']);
     expect(limited.stdout.trimEnd().split('\n')).toHaveLength(4);
-    expect(limited.stdout).toMatch(/\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq;/);
+    expect(limited.stdout).toMatch(
+      /\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq\.fifo;/,
+    );
 
     const refused = await cli(['dlq', 'redrive']);
     expect(refused.code).toBe(1);

@@ -17,7 +17,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 test('a setting changed in infra/ packages again and reaches the template; unchanged inputs reuse the copy', () => {
   const first = loadTemplate(root);
   expect(first.packaged).toBe(true);
-  expect(first.template.Resources.CallbackQueue!.Properties!.VisibilityTimeout).toBe(180);
+  expect(first.template.Resources.CallbackFifoQueue!.Properties!.VisibilityTimeout).toBe(180);
   const again = loadTemplate(root);
   expect([again.packaged, again.hash]).toEqual([false, first.hash]);
 
@@ -26,7 +26,7 @@ test('a setting changed in infra/ packages again and reaches the template; uncha
   const changed = loadTemplate(root);
   expect(changed.hash).not.toBe(first.hash);
   expect(changed.packaged).toBe(true);
-  expect(changed.template.Resources.CallbackQueue!.Properties!.VisibilityTimeout).toBe(181);
+  expect(changed.template.Resources.CallbackFifoQueue!.Properties!.VisibilityTimeout).toBe(181);
 });
 
 test('a test file beside infra/ is no input of the template', () => {

@@ -22,6 +22,10 @@ test('each call maps to the action IAM authorises and the ARN of what it names',
   expect(requestedAccess(ctx, 'SNSClient', 'PublishBatchCommand', { TopicArn: 'arn:aws:sns:x:y:events' })).toEqual([
     { action: 'sns:Publish', resource: 'arn:aws:sns:x:y:events' },
   ]);
+  // An unsubscribe is authorised on the topic the subscription belongs to.
+  expect(
+    requestedAccess(ctx, 'SNSClient', 'UnsubscribeCommand', { SubscriptionArn: 'arn:aws:sns:x:y:events:4f1c-9a' }),
+  ).toEqual([{ action: 'sns:Unsubscribe', resource: 'arn:aws:sns:x:y:events' }]);
   expect(requestedAccess(ctx, 'SSMClient', 'GetParameterCommand', { Name: '/svc/secrets' })).toEqual([
     { action: 'ssm:GetParameter', resource: 'arn:aws:ssm:us-east-1:000000000000:parameter/svc/secrets' },
   ]);

@@ -83,7 +83,15 @@ export function requestedAccess(ctx: ArnContext, clientName: string, commandName
             : ['*'];
       break;
     case 'sns':
-      resources = [String(input.TopicArn ?? input.TargetArn ?? '*')];
+      resources = [
+        String(
+          input.TopicArn ??
+            input.TargetArn ??
+            // A subscription (Unsubscribe, its attributes) is authorised on the topic it belongs to: its ARN is the
+            // topic's with the subscription's id after a last colon.
+            (typeof input.SubscriptionArn === 'string' ? input.SubscriptionArn.replace(/:[^:]*$/, '') : '*'),
+        ),
+      ];
       break;
     case 'ssm': {
       const names = typeof input.Name === 'string' ? [input.Name] : ((input.Names as string[] | undefined) ?? []);
