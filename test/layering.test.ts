@@ -54,7 +54,24 @@ function classify(from: string, specifier: string, typeOnly: boolean): Import | 
   return { target: name, kind: 'package', typeOnly };
 }
 
-/** Every static import and re-export, every `import('literal')`, and every `typeof import('literal')`. */
+/**
+ * The fixed part of a dynamic import's path: the literal itself, or for a template literal such as
+ * `../functions/${key}.ts` the folder its fixed relative prefix names (`../functions`), since any module of
+ * that folder may be loaded. A path that does not start with a fixed relative folder names nothing to police.
+ */
+function dynamicSpecifier(argument: Record<string, any> | undefined): string | undefined {
+  if (argument?.type === 'StringLiteral') return argument.value;
+  if (argument?.type !== 'TemplateLiteral') return undefined;
+  const prefix: string = argument.quasis[0].cooked ?? '';
+  if (argument.expressions.length === 0) return prefix;
+  const folder = prefix.slice(0, prefix.lastIndexOf('/'));
+  return folder.startsWith('.') ? folder : undefined;
+}
+
+/**
+ * Every static import and re-export, every `import('literal')` (a template literal with a fixed relative
+ * folder counts as an import of that folder), and every `typeof import('literal')`.
+ */
 function importsOf(path: string, text: string): Import[] {
   const ast = parseSync(text, { syntax: path.endsWith('.ts') || path.endsWith('.mts') ? 'typescript' : 'ecmascript' });
   const found: Import[] = [];
@@ -77,7 +94,7 @@ function importsOf(path: string, text: string): Import[] {
         if (n.source) add(n.source.value, n.typeOnly === true);
         break;
       case 'CallExpression':
-        if (n.callee?.type === 'Import') add(n.arguments?.[0]?.expression?.value, false);
+        if (n.callee?.type === 'Import') add(dynamicSpecifier(n.arguments?.[0]?.expression), false);
         break;
       case 'TsImportType':
         add(n.argument?.value, true);
@@ -110,15 +127,25 @@ function violations(files: readonly SourceFile[], bad: (imp: Import, file: Sourc
 test('the import reader sees the imports it is meant to police', () => {
   const seen = (path: string) => sources.find((f) => f.path === path)!.imports;
   expect(seen('functions/ingest.ts')).toContainEqual({ target: 'aws-lambda', kind: 'package', typeOnly: true });
-  expect(seen('lib/local/handlers.ts')).toContainEqual({
-    target: 'functions/ingest.ts',
-    kind: 'file',
-    typeOnly: false,
-  });
+  // The local stack loads each deployed handler by its key: an import of the whole folder.
+  expect(seen('lib/local/handlers.ts')).toContainEqual({ target: 'functions', kind: 'file', typeOnly: false });
   expect(importsOf('x/a.ts', "// import x from '../test/a.ts'\nconst s = \"import y from 'z'\";")).toEqual([]);
   expect(importsOf('x/a.ts', "export * from '../test/a.ts';\nlet m: typeof import('fast-check');")).toEqual([
     { target: 'test/a.ts', kind: 'file', typeOnly: false },
     { target: 'fast-check', kind: 'package', typeOnly: true },
+  ]);
+  const dynamic = [
+    'await import(`../cli/${name}.ts`);',
+    'await import(`../test/fixed.ts`);',
+    "await import('fast-check');",
+    'await import(`${anywhere}.ts`);',
+    'await import(`../functions/in${name}.ts`);',
+  ].join('\n');
+  expect(importsOf('lib/a.ts', dynamic)).toEqual([
+    { target: 'cli', kind: 'file', typeOnly: false },
+    { target: 'test/fixed.ts', kind: 'file', typeOnly: false },
+    { target: 'fast-check', kind: 'package', typeOnly: false },
+    { target: 'functions', kind: 'file', typeOnly: false },
   ]);
 });
 

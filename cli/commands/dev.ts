@@ -1,7 +1,8 @@
 // `callbacks dev` (and `npm start`): the whole receiver in this process (lib/local/stack.ts), until Ctrl-C.
 import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_RETRY_DELAY_S, startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
+import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
 import { parseAllowList } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';

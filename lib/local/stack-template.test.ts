@@ -1,5 +1,6 @@
 // The intrinsic functions of a template, resolved to the local resources' names and ARNs.
-import { ResolvedTemplate, TemplateError, roleStatements } from './stack-template.ts';
+import { ResolvedTemplate, TemplateError } from './resolved-template.ts';
+import { roleStatements } from './stack-template.ts';
 import type { Template } from './template.ts';
 
 const template: Template = {

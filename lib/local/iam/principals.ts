@@ -1,6 +1,7 @@
 // Who each call of the local stack runs as: each function under its role, and the event source mapping
 // under its function's role, as the template declares them (lib/local/stack-template.ts).
-import { managedPolicyStatements, ResolvedTemplate, roleStatements, type StackSettings } from '../stack-template.ts';
+import { ResolvedTemplate } from '../resolved-template.ts';
+import { managedPolicyStatements, roleStatements, type StackSettings } from '../stack-template.ts';
 import type { Template } from '../template.ts';
 import type { IamSession } from './enforce.ts';
 

@@ -36,7 +36,8 @@ import {
 } from '../../../lib/local/deployed-settings.ts';
 import { type Denial, enforceIam, IamSession, setIamSession } from '../../../lib/local/iam/enforce.ts';
 import { eventSourceMappingKey, setPrincipals } from '../../../lib/local/iam/principals.ts';
-import { ResolvedTemplate, stackSettings } from '../../../lib/local/stack-template.ts';
+import { ResolvedTemplate } from '../../../lib/local/resolved-template.ts';
+import { stackSettings } from '../../../lib/local/stack-template.ts';
 import { loadTemplate } from '../../../lib/local/template.ts';
 
 const REGION = 'us-east-1';
