@@ -2,13 +2,18 @@
 // that can never be applied (bad body, forged signature, replay) is quarantined and acknowledged, so it
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount).
-// Task events are published once the write is durable; a record whose events could not be published fails
+// Once every record of a task is applied, one update of its header counts them all (lib/domain/task-counts.ts)
+// and returns the task its events are read off; when a record of a task fails, or that update does, every
+// record of the task in the batch fails, so that the batch that comes again counts what they wrote. Task
+// events are published once the writes are counted; a record whose events could not be published fails
 // too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
+import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
+import type { FileRecord } from '../domain/task.ts';
 import {
   UnstorableCallbackError,
   type ApplyResult,
@@ -28,6 +33,8 @@ export interface WorkerDeps {
   events?: EventPublisher;
   /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
   concurrency?: number;
+  /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
+  maxReceiveCount?: number;
   now?: () => number;
 }
 
@@ -58,6 +65,7 @@ export async function processBatch(
   // out together at the end.
   const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
   const tasks = groupByTask(prepared);
+  const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
   const taskEvents: TaskEvents[] = [];
   for (const group of groups) {
@@ -65,16 +73,22 @@ export async function processBatch(
     if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
   }
   await inParallel(groups, concurrency, async (group) => {
-    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps);
     const task = taskKeyOf(prepared[group[0]!]!);
+    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
-    if (left > 0) return;
-    const done = task === null ? group : tasks.get(task)!;
-    if (deps.events)
+    if (left > 0 || task === null) return;
+    const done = tasks.get(task)!;
+    const parts = await countTask(
+      done.map((i) => ({ p: prepared[i]!, a: applied[i]! })),
+      counting.get(task)!,
+      deps,
+    );
+    if (deps.events && parts !== undefined)
       taskEvents.push(
         await eventsOfTask(
           done.map((i) => applied[i]!),
+          parts,
           deps.log,
         ),
       );
@@ -100,15 +114,60 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
-async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
+/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
+interface TaskCounting {
+  absorbed: string | null;
+  /** A record was kept aside after it may have written part of itself: the task is recounted. */
+  recount: boolean;
+}
+
+/**
+ * For each task, the last sequence number its header absorbed as the batch begins: the one before the
+ * first of its records (a queue of ordered groups delivers a task's messages only once the earlier ones are
+ * done), or, when one of them comes again, as its header says (one read). Null when a record has none.
+ */
+async function countingOfTasks(
+  prepared: readonly Prepared[],
+  tasks: Map<string, number[]>,
+  deps: WorkerDeps,
+  concurrency: number,
+): Promise<Map<string, TaskCounting>> {
+  const out = new Map<string, TaskCounting>();
+  const reads: [string, Extract<Prepared, { kind: 'apply' }>][] = [];
+  for (const [task, indexes] of tasks) {
+    const records = indexes.map((i) => prepared[i] as Extract<Prepared, { kind: 'apply' }>);
+    const seqs = records.map((r) => r.sequence);
+    if (seqs.some((s) => s === null)) {
+      out.set(task, { absorbed: null, recount: false });
+      continue;
+    }
+    const first = (seqs as string[]).reduce((a, b) => (b < a ? b : a));
+    out.set(task, { absorbed: sequenceBefore(first), recount: false });
+    if (records.some((r) => (r.msg.receiveCount ?? 1) > 1)) reads.push([task, records[0]!]);
+  }
+  await inParallel(reads, concurrency, async ([task, r]) => {
+    try {
+      out.get(task)!.absorbed = await deps.store.absorbedSequence(r.cb.appKey, r.cb.id);
+    } catch {
+      // Unknown: the task's records fail and come again.
+      out.get(task)!.absorbed = null;
+      out.get(task)!.recount = true;
+    }
+  });
+  return out;
+}
+
+async function applyRecord(p: Prepared, deps: WorkerDeps, counting?: TaskCounting): Promise<Applied> {
   const started = (deps.now ?? Date.now)();
   if (p.kind === 'unreadable') return { outcome: await quarantineUnparsed(p.record, deps, p.detail) };
   if (p.kind === 'aside') {
     return { outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
   }
   const { msg, cb } = p;
+  if (counting?.recount && counting.absorbed === null && p.sequence !== null) return { outcome: 'failed', cb };
   try {
-    const result = await deps.store.applyCallback(toDelivered(msg, cb));
+    const sequencing = p.sequence && counting?.absorbed ? { sequence: p.sequence, absorbed: counting.absorbed } : {};
+    const result = await deps.store.applyUncounted({ ...toDelivered(msg, cb), ...sequencing });
     const fields = {
       messageId: msg.messageId,
       service: cb.service,
@@ -128,9 +187,12 @@ async function applyRecord(p: Prepared, deps: WorkerDeps): Promise<Applied> {
     }
     return { outcome: result.outcome, cb, result, fields };
   } catch (err) {
-    // The store can never hold it: retried, it would fail the same way until the dead-letter queue.
-    if (err instanceof UnstorableCallbackError)
+    // The store can never hold it: retried, it would fail the same way until the dead-letter queue. It may
+    // have written part of itself first: its task is recounted.
+    if (err instanceof UnstorableCallbackError) {
+      if (counting) counting.recount = true;
       return { outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
+    }
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,
@@ -164,21 +226,79 @@ function failPublishing(failed: readonly Applied[], err: unknown, log: Logger): 
 }
 
 /**
- * The task events of the writes to one task (lib/domain/task-events.ts), once the writes are durable: the
- * task's status and counts are read once, after the last of them. When the task cannot be read, every
- * record that may publish fails.
+ * Counts the writes of one task into its header, once all of its records are applied: the task as the
+ * header then says (null: none), or undefined when its records fail (a record failed, or the update did;
+ * they all come again, and that batch counts what these wrote). A record kept aside after a partial write,
+ * or one given up for the dead-letter queue, has its task recounted, through the batch's last sequence number.
  */
-async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents> {
+async function countTask(
+  records: readonly { p: Prepared; a: Applied }[],
+  counting: TaskCounting,
+  deps: WorkerDeps,
+): Promise<TaskParts | null | undefined> {
+  const first = records[0]!.p as Extract<Prepared, { kind: 'apply' }>;
+  const { appKey, id } = first.cb;
+  const seqs = records.map((r) => (r.p.kind === 'apply' ? r.p.sequence : null));
+  const through = seqs.every((s) => s !== null) ? (seqs as string[]).reduce((a, b) => (b > a ? b : a)) : null;
+  const recount = async (reason: string) => {
+    try {
+      await deps.store.recountTask(appKey, id, through);
+      deps.log.warn('task_recounted', { appKey, id, reason, through: through ?? undefined });
+    } catch (err) {
+      deps.log.error('task_recount_failed', { appKey, id, reason, error: describeError(err) });
+    }
+  };
+  const failRecords = (err: unknown) => {
+    for (const { a } of records) {
+      if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      deps.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: describeError(err) });
+      a.outcome = 'failed';
+    }
+  };
+  const failed = records.filter(({ a }) => a.outcome === 'failed');
+  if (failed.length > 0) {
+    failRecords(new Error('another record of the task failed'));
+    const max = deps.maxReceiveCount ?? 5;
+    const givenUp = failed.some(({ p }) => p.kind === 'apply' && (p.msg.receiveCount ?? 1) >= max);
+    if (givenUp) await recount('dead_letter');
+    return undefined;
+  }
+  const writes = records.flatMap(({ a }) =>
+    a.result?.write && a.cb ? [{ callback: a.cb, write: a.result.write }] : [],
+  );
+  if (writes.length === 0) {
+    if (counting.recount) await recount('quarantined_after_write');
+    return null;
+  }
+  try {
+    const parts = await deps.store.countTask({ appKey, id, writes, absorbed: counting.absorbed });
+    if (counting.recount) await recount('quarantined_after_write');
+    return parts;
+  } catch (err) {
+    deps.log.error('task_count_failed', { appKey, id, error: describeError(err) });
+    failRecords(err);
+    return undefined;
+  }
+}
+
+const describeError = (err: unknown) =>
+  err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };
+
+/**
+ * The task events of the writes to one task (lib/domain/task-events.ts), read off the task as its header
+ * update returned it, with the files the writes left: no read of the task.
+ */
+async function eventsOfTask(writes: Applied[], counted: TaskParts | null, log: Logger): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
     if (a.result) a.events = 0;
-    return may;
+    return may && a.outcome !== 'failed';
   });
   if (publishing.length === 0) return { writes: [], events: [] };
-  let parts: TaskParts | null;
+  let parts = counted;
   try {
-    parts = await publishing[0]!.result!.write!.readParts();
+    parts = counted && (await withAttempts(counted, publishing));
   } catch (err) {
     failPublishing(publishing, err, log);
     return { writes: [], events: [] };
@@ -193,6 +313,18 @@ async function eventsOfTask(writes: Applied[], log: Logger): Promise<TaskEvents>
     for (const event of own) if (!events.has(event.id)) events.set(event.id, event);
   }
   return { writes: publishing.filter((a) => (a.events ?? 0) > 0), events: [...events.values()] };
+}
+
+/** The task's files that uploads publish events of, their attempts counted (a file event shows them). */
+async function withAttempts(parts: TaskParts, publishing: readonly Applied[]): Promise<TaskParts> {
+  const counted = new Map<string, FileRecord>();
+  for (const a of publishing) {
+    const write = a.result!.write!;
+    if (!a.cb!.upload || !write.file || counted.has(write.file.after.fileName)) continue;
+    const file = await write.fileAfter();
+    if (file) counted.set(file.fileName, file);
+  }
+  return { ...parts, files: parts.files.map((f) => counted.get(f.fileName) ?? f) };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface RecordOptions {
   heldSignature?: HeldSignature;
   /** Who sent the request, as the ingest saw it. */
   sender?: Sender;
+  /** The SQS SequenceNumber of a FIFO queue's message (a decimal string of up to 20+ digits). */
+  sequenceNumber?: string;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -51,6 +53,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
       SentTimestamp: String(opts.receivedAt ?? 1763800000000),
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: String(opts.receivedAt ?? 1763800000000),
+      ...(opts.sequenceNumber ? { SequenceNumber: opts.sequenceNumber, MessageGroupId: 'test' } : {}),
     },
     messageAttributes: attrs,
     md5OfBody: '',
@@ -62,4 +65,10 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
 
 export function sqsEvent(records: SQSRecord[]): SQSEvent {
   return { Records: records };
+}
+
+/** The record as SQS hands it out again after a failure or a lost answer: its receive count one higher. */
+export function receivedAgain(record: SQSRecord): SQSRecord {
+  const count = Number(record.attributes.ApproximateReceiveCount) || 1;
+  return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(count + 1) } };
 }
