@@ -14,6 +14,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   dlq: () => import('./commands/dlq.ts'),
   events: () => import('./commands/events.ts'),
   migrate: () => import('./commands/migrate.ts'),
+  recount: () => import('./commands/recount.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
