@@ -251,7 +251,10 @@ describe('no read of a task for its events', () => {
       },
     });
     const published: TaskEvent[] = [];
-    const records = [{ ...start, imageId }, ...images].map((b) => sqsRecord('screenshot', JSON.stringify(b)));
+    // From a queue of ordered groups: each record has its sequence number.
+    const records = [{ ...start, imageId }, ...images].map((b, i) =>
+      sqsRecord('screenshot', JSON.stringify(b), { sequenceNumber: String(10n ** 19n + BigInt(i)) }),
+    );
     const res = await processBatch(sqsEvent(records), {
       store: new DynamoTaskStore({ client, tableName: db.tableName }),
       log,

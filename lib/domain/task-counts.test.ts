@@ -80,6 +80,28 @@ describe('what a batch charges its header', () => {
     expect(batchChange([late], seq(9))).toEqual(changeOf('pending', 'uploaded', 1));
   });
 
+  test(
+    'a late write onto a file whose mark is not absorbed is counted by that mark alone (its own change charged ' +
+      'beside it would count it twice)',
+    () => {
+      const absorbed = seq(50);
+      // An earlier delivery of record 52 wrote the file; record 49, absorbed by a recount, comes late.
+      const pending = markAfterWrite(null, null, seq(52), absorbed, 1);
+      const folded = markAfterWrite(pending, 'pending', seq(49), absorbed, 1);
+      expect(folded).toEqual({ seq: seq(52), counted: null, events: 2 });
+      const late: WriteCharge = {
+        sequence: seq(49),
+        file: { name: 'f', state: 'uploaded', mark: folded },
+        transition: { from: 'pending', to: 'uploaded' },
+        events: 0,
+        uncertain: false,
+      };
+      expect(batchChange([late, write(seq(52), 'f', 'uploaded', folded)], absorbed)).toEqual(
+        changeOf(null, 'uploaded', 2),
+      );
+    },
+  );
+
   test('without sequence numbers each write charges its own change and its keys', () => {
     const charge = (from: FileState, to: FileState): WriteCharge => ({
       sequence: null,

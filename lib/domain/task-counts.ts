@@ -123,26 +123,25 @@ export interface WriteCharge {
 
 /**
  * What the writes of one task in one batch add to its header. `absorbed`: the header's sequence number as
- * the batch began (null without sequence numbers). Marked files are charged once, by their last writer's
- * batch; a write whose sequence number the header has absorbed already (applied late, after a recount)
- * charges its own change.
+ * the batch began (null without sequence numbers). A file whose mark is not absorbed is charged once, from
+ * its last mark, whichever writes of the batch (or of an earlier delivery of it) it covers; any other write
+ * charges its own change: without sequence numbers, or written late (its sequence number absorbed already,
+ * after a recount) onto a file whose mark is absorbed.
  */
 export function batchChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
   let total = zeroCounts();
   const lastMarks = new Map<string, { state: FileState; mark: FileMark }>();
   for (const c of charges) {
-    const late = c.sequence === null || absorbed === null || c.sequence <= absorbed;
-    if (late) {
+    const f = c.file;
+    const byMark = absorbed !== null && f?.mark != null && f.mark.seq > absorbed;
+    if (!byMark || !f?.mark) {
       const t = c.transition;
       total = addCounts(total, t ? changeOf(t.from, t.to, c.events) : changeOf(null, null, c.events));
       continue;
     }
     total.events += c.events;
-    const f = c.file;
-    if (f?.mark && f.mark.seq > (absorbed ?? '')) {
-      const seen = lastMarks.get(f.name);
-      if (!seen || seen.mark.seq <= f.mark.seq) lastMarks.set(f.name, { state: f.state, mark: f.mark });
-    }
+    const seen = lastMarks.get(f.name);
+    if (!seen || seen.mark.seq <= f.mark.seq) lastMarks.set(f.name, { state: f.state, mark: f.mark });
   }
   for (const { state, mark } of lastMarks.values())
     total = addCounts(total, changeOf(mark.counted, state, mark.events));

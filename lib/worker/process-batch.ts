@@ -89,6 +89,7 @@ export async function processBatch(
         await eventsOfTask(
           done.map((i) => applied[i]!),
           parts,
+          counting.get(task)!.absorbed === null,
           deps.log,
         ),
       );
@@ -117,6 +118,8 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
 /** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
 interface TaskCounting {
   absorbed: string | null;
+  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
+  unknown: boolean;
   /** A record was kept aside after it may have written part of itself: the task is recounted. */
   recount: boolean;
 }
@@ -138,20 +141,21 @@ async function countingOfTasks(
     const records = indexes.map((i) => prepared[i] as Extract<Prepared, { kind: 'apply' }>);
     const seqs = records.map((r) => r.sequence);
     if (seqs.some((s) => s === null)) {
-      out.set(task, { absorbed: null, recount: false });
+      out.set(task, { absorbed: null, unknown: false, recount: false });
       continue;
     }
     const first = (seqs as string[]).reduce((a, b) => (b < a ? b : a));
-    out.set(task, { absorbed: sequenceBefore(first), recount: false });
+    out.set(task, { absorbed: sequenceBefore(first), unknown: false, recount: false });
     if (records.some((r) => (r.msg.receiveCount ?? 1) > 1)) reads.push([task, records[0]!]);
   }
   await inParallel(reads, concurrency, async ([task, r]) => {
     try {
       out.get(task)!.absorbed = await deps.store.absorbedSequence(r.cb.appKey, r.cb.id);
-    } catch {
+    } catch (err) {
       // Unknown: the task's records fail and come again.
+      deps.log.error('task_sequence_unread', { appKey: r.cb.appKey, id: r.cb.id, error: describeError(err) });
       out.get(task)!.absorbed = null;
-      out.get(task)!.recount = true;
+      out.get(task)!.unknown = true;
     }
   });
   return out;
@@ -164,7 +168,7 @@ async function applyRecord(p: Prepared, deps: WorkerDeps, counting?: TaskCountin
     return { outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
   }
   const { msg, cb } = p;
-  if (counting?.recount && counting.absorbed === null && p.sequence !== null) return { outcome: 'failed', cb };
+  if (counting?.unknown) return { outcome: 'failed', cb };
   try {
     const sequencing = p.sequence && counting?.absorbed ? { sequence: p.sequence, absorbed: counting.absorbed } : {};
     const result = await deps.store.applyUncounted({ ...toDelivered(msg, cb), ...sequencing });
@@ -286,9 +290,16 @@ const describeError = (err: unknown) =>
 
 /**
  * The task events of the writes to one task (lib/domain/task-events.ts), read off the task as its header
- * update returned it, with the files the writes left: no read of the task.
+ * update returned it, with the files the writes left: no read of the task. Records without sequence numbers
+ * (several batches of a task may be applied at once) read the task whole after the update instead, as a
+ * header can then say an end before another batch has counted the file it names.
  */
-async function eventsOfTask(writes: Applied[], counted: TaskParts | null, log: Logger): Promise<TaskEvents> {
+async function eventsOfTask(
+  writes: Applied[],
+  counted: TaskParts | null,
+  unordered: boolean,
+  log: Logger,
+): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
@@ -298,7 +309,9 @@ async function eventsOfTask(writes: Applied[], counted: TaskParts | null, log: L
   if (publishing.length === 0) return { writes: [], events: [] };
   let parts = counted;
   try {
-    parts = counted && (await withAttempts(counted, publishing));
+    parts = unordered
+      ? await publishing[0]!.result!.write!.readParts()
+      : counted && (await withAttempts(counted, publishing));
   } catch (err) {
     failPublishing(publishing, err, log);
     return { writes: [], events: [] };

@@ -197,20 +197,26 @@ export class WritePath {
     return this.applyWith(d.callback, ref, countingOf(d), () => this.deliveries.claim(d, ref, cap), cap);
   }
 
-  /** What a write leaves its header to count, from the file item it left or found. */
+  /**
+   * What a write leaves its header to count, from the file item it left or found: `events` recorded beside
+   * the file, `inline` keys recorded on it (which its mark counts when the mark is not absorbed yet).
+   */
   private charge(
     c: Counting,
     fileItem: Item | null,
     transition: FileTransition | null,
     events: number,
     uncertain: boolean,
+    inline = 0,
   ): WriteCharge {
     const record = fileItem ? this.fileRecord(fileItem) : null;
+    const mark = markOf(fileItem);
+    const byMark = c.absorbed !== null && mark !== null && mark.seq > c.absorbed;
     return {
       sequence: c.seq,
-      file: record ? { name: record.fileName, state: fileState(record), mark: markOf(fileItem) } : null,
+      file: record ? { name: record.fileName, state: fileState(record), mark } : null,
       transition,
-      events,
+      events: events + (byMark ? 0 : inline),
       uncertain: c.seq === null && c.redelivered && uncertain,
     };
   }
@@ -331,7 +337,7 @@ export class WritePath {
       }
       if (inline) {
         // Marks count the new key; without them (or for a write the header absorbed already) this write does.
-        const charge = this.charge(counting, item, transition, marked(counting) ? 0 : 1, false);
+        const charge = this.charge(counting, item, transition, 0, false, 1);
         if (await this.putItem(this.files, item, file, cap))
           return { outcome: 'applied', transition, file: { before, after }, headerBefore, charge };
         continue;

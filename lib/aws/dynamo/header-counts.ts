@@ -54,9 +54,9 @@ export class HeaderCounts {
   }
 
   /**
-   * Adds a batch's writes to their task's header and returns the header as it then stands (null: no header;
-   * a header without counts, written before headers kept them, is returned as found and left so until
-   * recounted). Already absorbed (a redelivery after the update), it changes nothing.
+   * Adds a batch's writes to their task's header and returns the header as it then stands (null: no header).
+   * Already absorbed (a redelivery after the update), it changes nothing. A header written before headers
+   * kept counts is recounted instead, its batch's writes included: from then on it keeps them.
    */
   async count(w: TaskWrites, cap: Capacity): Promise<Item | null> {
     const key = headerKey(w.appKey, w.id);
@@ -77,7 +77,7 @@ export class HeaderCounts {
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
-      if (countsOf(old) === null) return old;
+      if (countsOf(old) === null) return this.recount(w.appKey, w.id, null, cap);
       if (seq !== null && old.seq !== undefined && old.seq >= seq) return old;
       found = old;
     }

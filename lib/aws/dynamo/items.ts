@@ -394,6 +394,7 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
       files: [...files.values()],
       tally,
       eventCount: recorded.length + carried,
+      version: header.ver ?? 0,
     },
     recorded,
     sortAt: header[SORT_AT],

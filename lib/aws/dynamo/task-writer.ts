@@ -70,12 +70,9 @@ export class DynamoTaskWriter implements TaskWriter {
     const result = await this.writes.applyCallback({ ...input, sequence: null, absorbed: null });
     if (result.outcome === 'quarantined' || !result.write) return result;
     const cb = input.callback;
-    await this.countTask({
-      appKey: cb.appKey,
-      id: cb.id,
-      writes: [{ callback: cb, write: result.write }],
-      absorbed: null,
-    });
+    // The header update's units count with the write's.
+    const writes = [{ callback: cb, write: result.write }];
+    await this.countTask({ appKey: cb.appKey, id: cb.id, writes, absorbed: null }, result.capacity);
     return result;
   }
 
