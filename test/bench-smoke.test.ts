@@ -8,6 +8,7 @@ import { eventSourceMapping } from '../lib/local/deployed-settings.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
 import { benchApi } from '../bench/api.ts';
+import { benchTaskSize } from '../bench/task-size.ts';
 import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
@@ -175,6 +176,23 @@ describe('the ingest part, tiny', () => {
     expect(markdown).toContain('bare `SendMessage` of the same body');
     expect(markdown).toContain('end-to-end: not measured.');
     expect(renderSummary(results)).toMatch(/ingest handler time per callback.*\*\*[\d.]+×\*\*/);
+  });
+});
+
+describe('task size, tiny', () => {
+  test('a page of files and a listing cost the same read units on tasks of 10 images and of 1,000', async () => {
+    const result = await benchTaskSize({ small: 10, large: 1_000, listed: 10, listedLarge: 60 });
+    const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
+    const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
+    const listing = byRequest['GET /tasks?appKey=...&limit=10']!;
+    for (const r of [page, listing]) {
+      expect(r.small.rcu).toBeGreaterThan(0);
+      expect(r.large.rcu).toBeLessThanOrEqual(r.small.rcu * 1.2);
+    }
+    // The listing reads headers only: the same requests whatever the tasks hold.
+    expect(listing.large.requests).toBe(listing.small.requests);
+    expect(page.large.requests).toBe(page.small.requests);
+    expect(byRequest['GET /tasks/{id}/events?limit=100']!.large.requests).toBeGreaterThan(0);
   });
 });
 
