@@ -230,6 +230,11 @@ function taskSizeTable(t: NonNullable<ApiResult['taskSize']>): string {
       ['request', `${small} images`, 'large', 'read units, large / small'],
       t.reads.map((r) => [`\`${r.request}\`: ${r.label}`, cost(r.small), cost(r.large), ratio1(r.ratio)]),
     ),
+    '',
+    `The worker, ${t.worker.images} new images applied to each task, one a batch, from an ordered queue: ` +
+      `${num(t.worker.small.rcu)} capacity units (read and write) and ${num(t.worker.small.requests)} requests ` +
+      `per image on the task of ${small}, ${num(t.worker.large.rcu)} and ${num(t.worker.large.requests)} on the ` +
+      `task of ${large} (${ratio1(t.worker.ratio)}).`,
   ].join('\n');
 }
 

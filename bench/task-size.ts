@@ -14,6 +14,9 @@ import { Keys } from '../lib/aws/dynamo/table.ts';
 import { applyToFile, applyToHeader, tallyCallback, type Tally } from '../lib/domain/task.ts';
 import type { Logger } from '../lib/log.ts';
 import { startDynamo } from '../lib/local/dynamo.ts';
+import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { toSqsRecord } from './callbacks.ts';
 import { callbacksOf, screenshotTask } from './seed-tasks.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */
@@ -42,7 +45,12 @@ export interface ReadCost {
 export interface TaskSizeResult {
   sizes: TaskSizeSizes;
   reads: { label: string; request: string; small: ReadCost; large: ReadCost; ratio: number }[];
+  /** Capacity units (read and write) and requests per new image the worker applies, one image a batch. */
+  worker: { images: number; small: ReadCost; large: ReadCost; ratio: number };
 }
+
+/** New images applied to each task for the worker's cost per image. */
+const NEW_IMAGES = 20;
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -59,7 +67,7 @@ function event(routeKey: ApiRouteKey, id: string | null, rawQueryString: string)
   };
 }
 
-/** Counts the requests a client sends and the read units DynamoDB reports for them. */
+/** Counts the requests a client sends and the capacity units (read or write) DynamoDB reports for them. */
 function meter(client: DynamoDBClient): { take(): ReadCost } {
   let cost: ReadCost = { rcu: 0, requests: 0 };
   client.middlewareStack.add(
@@ -173,7 +181,32 @@ export async function benchTaskSize(
         event(ApiRoutes.tasks, null, `appKey=app-list-large&limit=${sizes.listed}`),
       ),
     ];
-    return { sizes, reads };
+    // The worker: new images of each task, one a batch (as a screenshot task sends them), from an ordered queue.
+    const perImage = async (id: string, appKey: string): Promise<ReadCost> => {
+      const bodies = screenshotTask({
+        id,
+        appKey,
+        roomId: 'room-size',
+        sessionId: 's-size',
+        at: Date.now() + 86_400_000,
+        images: NEW_IMAGES,
+      }).bodies.filter((b) => b.type === 4);
+      const store = new DynamoTaskWriter({ client, tableName });
+      const events = { publish: async () => undefined };
+      metered.take();
+      for (const [i, body] of bodies.entries()) {
+        const record = toSqsRecord({ service: 'screenshot', body }, i, Date.now());
+        record.attributes.SequenceNumber = String(10n ** 19n + BigInt(i));
+        const res = await processBatch({ Records: [record] }, { store, log: silent, events });
+        if (res.batchItemFailures.length > 0) throw new Error(`task size: an image of ${id} failed to apply`);
+      }
+      const total = metered.take();
+      return { rcu: total.rcu / bodies.length, requests: total.requests / bodies.length };
+    };
+    const small = await perImage('img-small', 'app-small');
+    const large = await perImage('img-large', 'app-large');
+    const worker = { images: NEW_IMAGES, small, large, ratio: small.rcu > 0 ? large.rcu / small.rcu : 0 };
+    return { sizes, reads, worker };
   } finally {
     await dynamo.stop();
   }

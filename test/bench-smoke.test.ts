@@ -180,7 +180,7 @@ describe('the ingest part, tiny', () => {
 });
 
 describe('task size, tiny', () => {
-  test('a page of files and a listing cost the same read units on tasks of 10 images and of 1,000', async () => {
+  test('a page of files, a listing and a new image cost the same on tasks of 10 images and of 1,000', async () => {
     const result = await benchTaskSize({ small: 10, large: 1_000, listed: 10, listedLarge: 60 });
     const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
     const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
@@ -193,6 +193,10 @@ describe('task size, tiny', () => {
     expect(listing.large.requests).toBe(listing.small.requests);
     expect(page.large.requests).toBe(page.small.requests);
     expect(byRequest['GET /tasks/{id}/events?limit=100']!.large.requests).toBeGreaterThan(0);
+    // The worker's units and requests per new image do not grow with the images the task already has.
+    expect(result.worker.small.rcu).toBeGreaterThan(0);
+    expect(result.worker.large.rcu).toBeLessThanOrEqual(result.worker.small.rcu * 1.2);
+    expect(result.worker.large.requests).toBe(result.worker.small.requests);
   });
 });
 
