@@ -60,9 +60,8 @@ export async function processBatch(
   const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
-  // the longest runs first. Once every record of a task is applied, its task is read once for the events
-  // of all of them (a task's status and counts are added up from all of its items); the batch's events go
-  // out together at the end.
+  // the longest runs first. Once every record of a task is applied, one update of its header counts them
+  // and gives the task the events of all of them are read off; the batch's events go out together at the end.
   const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
   const tasks = groupByTask(prepared);
   const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
