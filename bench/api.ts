@@ -13,6 +13,7 @@ import type { Logger } from '../lib/log.ts';
 import { startDynamo } from '../lib/local/dynamo.ts';
 import { applyTasks, recordingTask, screenshotTask, type SeedTask } from './seed-tasks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
+import { benchTaskSize, taskSizeSizes, type TaskSizeResult, type TaskSizeSizes } from './task-size.ts';
 import { countRequests } from './worker.ts';
 
 export interface ApiSizes {
@@ -23,11 +24,13 @@ export interface ApiSizes {
   tasks: number;
   /** Images of the large screenshot task. */
   files: number;
+  /** Tasks of a few images against tasks of many, read alike (./task-size.ts); absent, not measured. */
+  taskSize?: TaskSizeSizes;
 }
 
 export const apiSizes = {
-  full: { rounds: 10, perRound: 40, tasks: 250, files: 600 },
-  quick: { rounds: 2, perRound: 5, tasks: 30, files: 60 },
+  full: { rounds: 10, perRound: 40, tasks: 250, files: 600, taskSize: taskSizeSizes.full },
+  quick: { rounds: 2, perRound: 5, tasks: 30, files: 60, taskSize: taskSizeSizes.quick },
 } satisfies Record<string, ApiSizes>;
 
 export interface ApiRequestResult {
@@ -52,6 +55,8 @@ export interface ApiResult {
   files: number;
   bareGetItemMs: Summary;
   requests: ApiRequestResult[];
+  /** Read units and requests on a small task and a large one, when measured. */
+  taskSize?: TaskSizeResult;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -184,8 +189,10 @@ export async function benchApi(sizes: ApiSizes, progress: (line: string) => void
       }
     }
     progress(`api: ${sizes.rounds} rounds of ${sizes.perRound} requests per kind`);
+    const taskSize = sizes.taskSize ? await benchTaskSize(sizes.taskSize, progress) : undefined;
 
     return {
+      ...(taskSize ? { taskSize } : {}),
       rounds: sizes.rounds,
       perRound: sizes.perRound,
       tasks: sizes.tasks,

@@ -213,8 +213,32 @@ function apiSection(r: ApiResult): string {
     'On AWS each DynamoDB request is a network round trip of a few milliseconds: a request costs about its DynamoDB ' +
       'requests ' +
       'times that, plus the handler time shown here.',
+    ...(r.taskSize ? ['', taskSizeTable(r.taskSize)] : []),
   ].join('\n');
 }
+
+/** Read units and requests of the same reads on tasks of a few images and of many. */
+function taskSizeTable(t: NonNullable<ApiResult['taskSize']>): string {
+  const cost = (c: { rcu: number; requests: number }) => `${num(c.rcu)} RCU, ${c.requests} requests`;
+  const { small, large, listed, listedLarge } = t.sizes;
+  return [
+    `Task size: the same reads on screenshot tasks of ${small} images and of ${large} (a listing: ${listed} tasks ` +
+      `of ${small} images, then of ${listedLarge}), the tasks written in the store's own item shapes. Target: the ` +
+      'large within 1.2× the small.',
+    '',
+    table(
+      ['request', `${small} images`, 'large', 'read units, large / small'],
+      t.reads.map((r) => [`\`${r.request}\`: ${r.label}`, cost(r.small), cost(r.large), ratio1(r.ratio)]),
+    ),
+    '',
+    `The worker, ${t.worker.images} new images applied to each task, one a batch, from an ordered queue: ` +
+      `${num(t.worker.small.rcu)} capacity units (read and write) and ${num(t.worker.small.requests)} requests ` +
+      `per image on the task of ${small}, ${num(t.worker.large.rcu)} and ${num(t.worker.large.requests)} on the ` +
+      `task of ${large} (${ratio1(t.worker.ratio)}).`,
+  ].join('\n');
+}
+
+const ratio1 = (x: number) => `${num(x)}×`;
 
 function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvents: number | null } | null): string {
   const c = r.capacity;

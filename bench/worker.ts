@@ -305,7 +305,16 @@ async function measureCapacity(
     if (!parsed.ok) throw new Error(`bench callback ${i} does not parse: ${parsed.errors.join('; ')}`);
     const { appKey, id } = parsed.callback;
     const before = await readHeader(client, tableName, appKey, id);
-    const result = await store.applyCallback(toDelivered(msg, parsed.callback));
+    // As the worker applies it: the write, then its task's header update (here a batch of one), whose units
+    // count with the write's.
+    const result = await store.applyUncounted(toDelivered(msg, parsed.callback));
+    const write = result.outcome === 'quarantined' ? null : result.write;
+    const counted = write
+      ? await store.countTask(
+          { appKey, id, writes: [{ callback: parsed.callback, write }], absorbed: null },
+          result.capacity,
+        )
+      : null;
     const after = await readHeader(client, tableName, appKey, id);
     const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
     outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
@@ -315,13 +324,14 @@ async function measureCapacity(
         : result.outcome === 'quarantined'
           ? 'quarantined'
           : kindOf(send);
-    // The events the worker would publish for this delivery, from what the write returned and the task
-    // read right after it, as the worker does (not read when the write can publish nothing).
+    // The events the worker would publish for this delivery, read off the header update as the worker does;
+    // the reads are those of a file event's attempts (its spilled keys), none otherwise.
     const eventReads: Capacity = { read: 0, write: 0 };
     let events: TaskEvent[] = [];
-    const write = result.outcome === 'quarantined' ? null : result.write;
     if (write && writeMayPublish(parsed.callback, result.outcome === 'applied', write.file)) {
-      const stored = await write.readTask(eventReads);
+      const file = parsed.callback.upload ? await write.fileAfter(eventReads) : null;
+      const parts = counted && file ? { ...counted, files: [file] } : counted;
+      const stored = write.storedWith(parts);
       if (stored) events = eventsOfWrite(parsed.callback, stored);
     }
     add(kind, {

@@ -18,6 +18,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   doctor: () => import('./commands/doctor.ts'),
   status: () => import('./commands/status.ts'),
   pull: () => import('./commands/pull.ts'),
+  recount: () => import('./commands/recount.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

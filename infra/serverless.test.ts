@@ -340,14 +340,17 @@ describe('IAM', () => {
   });
 
   test(
-    'worker: own logs, the event source mapping actions on the main queue, item actions and the read after a ' +
-      'write (Query) on the table, publishing to the task-events topic with the use of its key through SNS only',
+    'worker: own logs, the event source mapping actions on the main queue, item actions, the header update ' +
+      '(UpdateItem) and a task partition Query on the table, publishing to the task-events topic through SNS only',
     () => {
       const statements = statementsOf('WorkerRole');
       expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
         [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
         [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackFifoQueue')],
-        [['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'], getAtt('TasksTable')],
+        [
+          ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+          getAtt('TasksTable'),
+        ],
         [['sns:Publish'], ref('TaskEventsTopic')],
         [['kms:Decrypt', 'kms:GenerateDataKey'], getAtt('TopicsKey')],
       ]);
@@ -552,8 +555,8 @@ describe('IAM: each role grants exactly what its function does, and nothing more
   });
 
   test(
-    'worker: the role grants dynamodb:Query on the table, which the read after a write sends for task events ' +
-      '(without it every record that publishes is denied, redelivered and dead-lettered)',
+    'worker: the role grants dynamodb:UpdateItem on the table, which counts each batch into its task headers ' +
+      '(without it every record is denied, redelivered and dead-lettered)',
     () => {
       const worker = bundles.get('worker')!;
       expect(worker.sent.map((c) => `${c.service}:${c.operation}`)).toEqual([
@@ -561,9 +564,10 @@ describe('IAM: each role grants exactly what its function does, and nothing more
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
+        'dynamodb:UpdateItem',
         'sns:PublishBatch',
       ]);
-      expect(granted('WorkerRole')).toContain(grant('dynamodb:Query', getAtt('TasksTable')));
+      expect(granted('WorkerRole')).toContain(grant('dynamodb:UpdateItem', getAtt('TasksTable')));
     },
   );
 

@@ -8,6 +8,7 @@ import { localStageSettings } from '../lib/local/stack-template.ts';
 import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
 import { benchApi } from '../bench/api.ts';
+import { benchTaskSize } from '../bench/task-size.ts';
 import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
@@ -179,6 +180,27 @@ describe('the ingest part, tiny', () => {
   });
 });
 
+describe('task size, tiny', () => {
+  test('a page of files, a listing and a new image cost the same on tasks of 10 images and of 1,000', async () => {
+    const result = await benchTaskSize({ small: 10, large: 1_000, listed: 10, listedLarge: 60 });
+    const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
+    const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
+    const listing = byRequest['GET /tasks?appKey=...&limit=10']!;
+    for (const r of [page, listing]) {
+      expect(r.small.rcu).toBeGreaterThan(0);
+      expect(r.large.rcu).toBeLessThanOrEqual(r.small.rcu * 1.2);
+    }
+    // The listing reads headers only: the same requests whatever the tasks hold.
+    expect(listing.large.requests).toBe(listing.small.requests);
+    expect(page.large.requests).toBe(page.small.requests);
+    expect(byRequest['GET /tasks/{id}/events?limit=100']!.large.requests).toBeGreaterThan(0);
+    // The worker's units and requests per new image do not grow with the images the task already has.
+    expect(result.worker.small.rcu).toBeGreaterThan(0);
+    expect(result.worker.large.rcu).toBeLessThanOrEqual(result.worker.small.rcu * 1.2);
+    expect(result.worker.large.requests).toBe(result.worker.small.requests);
+  });
+});
+
 describe('the read API part, tiny', () => {
   test('measures each kind of request against a bare GetItem, with its answer and DynamoDB requests', async () => {
     const result = await benchApi({ rounds: 2, perRound: 2, tasks: 12, files: 30 });
@@ -187,17 +209,17 @@ describe('the read API part, tiny', () => {
     expect(byRequest['GET /tasks/rec-3']).toMatchObject({
       status: 200,
       items: 1,
-      // The task's headers under its id, then its parts: its status and counts are added up from them.
+      // The task's headers under its id (its status and counts are there), then one page of its files.
       dynamoRequests: { Query: 2 },
     });
     expect(byRequest['GET /tasks/img-big']).toMatchObject({ items: 30, dynamoRequests: { Query: 2 } });
     expect(byRequest['GET /tasks/img-big/events']).toMatchObject({ items: 32 });
     // The default listing covers 30 days, one index partition each, and the one of tomorrow; then the
-    // headers in one batch and each task's parts.
-    expect(byRequest['GET /tasks']).toMatchObject({ items: 13, dynamoRequests: { Query: 31 + 13, BatchGetItem: 1 } });
+    // headers in one batch: a row is its header, never a read of its task's items.
+    expect(byRequest['GET /tasks']).toMatchObject({ items: 13, dynamoRequests: { Query: 31, BatchGetItem: 1 } });
     expect(byRequest['GET /tasks?appKey=app-1']).toMatchObject({
       items: 4,
-      dynamoRequests: { Query: 1 + 4, BatchGetItem: 1 },
+      dynamoRequests: { Query: 1, BatchGetItem: 1 },
     });
     for (const r of result.requests) {
       expect(r.ms.n).toBe(2);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import {
   CreateTableCommand,
   DeleteTableCommand,
+  GetItemCommand,
   PutItemCommand,
   ScanCommand,
   UpdateItemCommand,
@@ -17,7 +18,7 @@ import {
   type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { migrateTable } from '../lib/aws/dynamo/migrate.ts';
-import { tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { Keys, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTasks } from '../lib/domain/reduce-task.ts';
@@ -91,7 +92,7 @@ async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) =>
 test('every task equal to the oracle of its callbacks, counts exact; a second run finds nothing to do', async () => {
   const tableName = await legacyTable();
   const result = await migrateTable({ client: local.db.client, tableName });
-  expect(result).toEqual({ tasks: 3, rekeyed: 0, migrated: 3, callbacks: 48, carried: 0, failed: [] });
+  expect(result).toEqual({ tasks: 3, rekeyed: 0, migrated: 3, callbacks: 48, carried: 0, counted: 0, failed: [] });
   await expectMigrated(tableName, distinct);
   expect(await migrateTable({ client: local.db.client, tableName })).toEqual({
     tasks: 0,
@@ -99,6 +100,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     migrated: 0,
     callbacks: 0,
     carried: 0,
+    counted: 0,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -179,6 +181,41 @@ test('the worker goes on with a migrated task: a redelivered callback is a dupli
   expect(await store.getTask(id)).toEqual(reduceTasks(callbacks)[0]);
 });
 
+test('headers written before headers kept counts: read whole until migrate counts them, once', async () => {
+  const tableName = await legacyTable(() => true);
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
+  const task = recordingTask({
+    id: 'rec-uncounted',
+    appKey: 'app-a',
+    roomId: 'room-u',
+    sessionId: 's-u',
+    userId: '',
+    at: Date.now() - 3_600_000,
+    outcome: 'completed',
+  });
+  await applyTasks(store, [task]);
+  const before = await store.getTask(task.id);
+  expect(before?.status).toBe('completed');
+  // As the previous version wrote it: no counts in the header.
+  const key = { pk: { S: Keys.taskPk(task.id) }, sk: { S: Keys.headerSk('app-a') } };
+  await local.db.client.send(
+    new UpdateItemCommand({
+      TableName: tableName,
+      Key: key,
+      UpdateExpression: 'REMOVE nFiles, nPending, nUploaded, nFailed, nEvents, doneAt',
+    }),
+  );
+  // Read whole from its items meanwhile: the same task.
+  expect(await store.getTask(task.id)).toEqual(before);
+  expect(await migrateTable({ client: local.db.client, tableName, dryRun: true })).toMatchObject({ counted: 1 });
+  expect(await migrateTable({ client: local.db.client, tableName })).toMatchObject({ counted: 1, failed: [] });
+  const header = (await local.db.client.send(new GetItemCommand({ TableName: tableName, Key: key }))).Item!;
+  expect(Number(header.nEvents?.N)).toBe(before!.eventCount);
+  expect(Number(header.nFiles?.N)).toBe(before!.files.length);
+  expect(await store.getTask(task.id)).toEqual(before);
+  expect((await migrateTable({ client: local.db.client, tableName })).counted).toBe(0);
+});
+
 test('room and session index keys without the appKey: listings miss the task until migrate rewrites them', async () => {
   const tableName = await legacyTable(() => true);
   const store = new DynamoTaskStore({ client: local.db.client, tableName });
@@ -221,6 +258,7 @@ test('room and session index keys without the appKey: listings miss the task unt
     migrated: 0,
     callbacks: 0,
     carried: 0,
+    counted: 0,
     failed: [],
   });
   const [a, b] = tasks.map((t) => [t.id]);
@@ -269,6 +307,7 @@ describe('callbacks migrate, as a user runs it', () => {
       migrated: 3,
       callbacks: 48,
       carried: 0,
+      counted: 0,
       failed: [],
     });
     const refused = await cli(['migrate']);
@@ -282,7 +321,7 @@ describe('callbacks migrate, as a user runs it', () => {
       'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n',
     );
     expect((await cli(['migrate', '--yes'])).stdout).toMatch(
-      /^No task of the earlier layout and no index key to rewrite in .*: nothing to do\.\n$/,
+      /^No task of the earlier layout, no index key to rewrite and no header to count in .*: nothing to do\.\n$/,
     );
     const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);
     expect(task).toEqual(expected[0]);

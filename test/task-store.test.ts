@@ -24,7 +24,7 @@ import { AmbiguousTaskError } from '../lib/domain/task-store.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { staleReads } from './support/stale-client.ts';
-import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -55,7 +55,7 @@ async function deliverUntilDone(records: SQSRecord[], store: DynamoTaskStore, ba
       const batch = pending.slice(i, i + batchSize);
       const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
       const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-      failed.push(...batch.filter((r) => ids.has(r.messageId)));
+      failed.push(...batch.filter((r) => ids.has(r.messageId)).map(receivedAgain));
     }
     pending = failed;
   }

@@ -17,7 +17,7 @@ import {
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { faultyClient } from './support/faulty-client.ts';
-import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
@@ -53,7 +53,7 @@ async function deliverUntilDone(records: SQSRecord[], store: DynamoTaskStore, ba
       const batch = pending.slice(i, i + batchSize);
       const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 4 });
       const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-      failed.push(...batch.filter((r) => ids.has(r.messageId)));
+      failed.push(...batch.filter((r) => ids.has(r.messageId)).map(receivedAgain));
     }
     pending = failed;
   }

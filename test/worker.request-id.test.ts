@@ -71,6 +71,22 @@ describe('the local stack: worker lines carry the request id of the ingest that 
   });
 });
 
+/** A store whose writes fail or are refused as a test says; what it does not say is never reached. */
+function writerOf(faults: Partial<TaskWriter>): TaskWriter {
+  const notReached = async (): Promise<never> => {
+    throw new Error('not reached');
+  };
+  return {
+    applyCallback: notReached,
+    applyUncounted: notReached,
+    quarantine: notReached,
+    absorbedSequence: notReached,
+    countTask: notReached,
+    recountTask: notReached,
+    ...faults,
+  };
+}
+
 describe('processBatch: every line about a record names its request id', () => {
   const capture = () => {
     const lines: Line[] = [];
@@ -80,12 +96,10 @@ describe('processBatch: every line about a record names its request id', () => {
   const requestIdOf = (r: ReturnType<typeof sqsRecord>) => r.messageAttributes[Attr.requestId]!.stringValue;
 
   test('a record the store failed to apply: callback_failed names it', async () => {
-    const store: TaskWriter = {
-      applyCallback: async () => {
-        throw new Error('throttled');
-      },
-      quarantine: async () => ({ read: 0, write: 1 }),
+    const throttled = async (): Promise<never> => {
+      throw new Error('throttled');
     };
+    const store = writerOf({ applyCallback: throttled, applyUncounted: throttled });
     const record = sqsRecord('recording', start('rec-rid-failed'));
     const { lines, restore } = capture();
     try {
@@ -100,15 +114,12 @@ describe('processBatch: every line about a record names its request id', () => {
 
   test('a record unreadable as a callback message: its quarantine line and entry keep the request id', async () => {
     const kept: unknown[] = [];
-    const store: TaskWriter = {
-      applyCallback: async () => {
-        throw new Error('not reached');
-      },
+    const store = writerOf({
       quarantine: async (entry) => {
         kept.push(entry);
         return { read: 0, write: 1 };
       },
-    };
+    });
     const record = sqsRecord('recording', start('rec-rid-unreadable'));
     delete record.messageAttributes[Attr.service];
     const { lines, restore } = capture();

@@ -1,7 +1,8 @@
 // `callbacks migrate`: brings a table written by the earlier layout (one task per id, with a ledger entry
 // per callback) over to the current one, and gives headers written before room and session index keys
-// held the appKey the keys this version writes (docs/task-store.md). Idempotent and resumable: a task is
-// done once its old header is gone, a header once its keys are right, so an interrupted run is run again.
+// held the appKey the keys this version writes, and headers that keep no counts yet their task's counts
+// (docs/task-store.md). Idempotent and resumable: a task is done once its old header is gone, a header once
+// its keys are right and it keeps its counts, so an interrupted run is run again.
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { findMigrationWork, migrateTable } from '../../lib/aws/dynamo/migrate.ts';
@@ -20,9 +21,14 @@ export function register(program: Command): void {
       const { dynamo: client, tableName } = ctx.target;
       const found = await findMigrationWork(client, tableName);
       const waiting = found.legacy.length;
-      if (waiting === 0 && found.rekey.length === 0) {
-        if (opts.json) printJson({ tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, failed: [] });
-        else ctx.out(`No task of the earlier layout and no index key to rewrite in ${ctx.where}: nothing to do.`);
+      if (waiting === 0 && found.rekey.length === 0 && found.uncounted.length === 0) {
+        if (opts.json)
+          printJson({ tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, failed: [] });
+        else
+          ctx.out(
+            `No task of the earlier layout, no index key to rewrite and no header to count in ${ctx.where}: ` +
+              'nothing to do.',
+          );
         return;
       }
       if (!opts.yes && !opts.dryRun) {
@@ -31,6 +37,7 @@ export function register(program: Command): void {
         const what = [
           waiting > 0 ? `bring ${plural(waiting, 'task')} over to the current layout` : '',
           found.rekey.length > 0 ? `rewrite the index keys of ${plural(found.rekey.length, 'task header')}` : '',
+          found.uncounted.length > 0 ? `count ${plural(found.uncounted.length, 'task')} into their headers` : '',
         ]
           .filter(Boolean)
           .join(' and ');
@@ -65,6 +72,11 @@ export function register(program: Command): void {
           ctx.out(
             `${verb} ${plural(result.migrated, 'task')} of ${result.tasks}: ${plural(result.callbacks, 'callback')} ` +
               `with their raw bodies, ${result.carried} counted without (past their retention).`,
+          );
+        if (result.counted > 0)
+          ctx.out(
+            `${opts.dryRun ? 'Would count' : 'Counted'} ${plural(result.counted, 'task')} into their headers ` +
+              '(written before headers kept their counts).',
           );
         if (result.rekeyed > 0)
           ctx.out(

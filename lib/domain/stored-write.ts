@@ -1,7 +1,7 @@
 // What a write left in the store, as task events see it (lib/domain/task-events.ts): from the task's parts
 // read after the write, and what the write itself knows (the file it found, its own change). Pure.
 import type { Callback } from './callback.ts';
-import { countFiles, countsBefore, deriveStatus, toSummary, type TaskParts } from './task-parts.ts';
+import { countsBefore, countsOfParts, deriveStatus, toSummary, type TaskParts } from './task-parts.ts';
 import type { StoredWrite } from './task-store.ts';
 import type { FileTransition, TaskHeader } from './task.ts';
 
@@ -34,7 +34,7 @@ export function storedWriteOf(cb: Callback, effect: WriteEffect, parts: TaskPart
   }
   if (effect.outcome === 'duplicate' || effect.headerBefore === null) return { task, statusBefore: null, file, parts };
   // The status before: this write's own change undone, every other item as read.
-  const counts = countFiles(parts.files);
+  const counts = countsOfParts(parts);
   const header = effect.headerBefore === 'unchanged' ? parts.header : effect.headerBefore;
   const before = effect.transition ? countsBefore(counts, effect.transition) : counts;
   return { task, statusBefore: deriveStatus(header, before), file, parts };

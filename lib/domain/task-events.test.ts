@@ -213,6 +213,7 @@ test('in platform order, each transition is published once, with the task and th
     id: taskEventId('app-1', 'recording', 'rec-1', 'file.upload_failed', 'f.mp4'),
     type: 'file.upload_failed',
     occurredAt: T0 + 61_000,
+    sequence: 0,
     task: {
       service: 'recording',
       id: 'rec-1',

@@ -102,6 +102,12 @@ export interface TaskEvent {
   type: TaskEventType;
   /** Platform time (the callbacks' `timestamp`, epoch ms) of what the event reports. */
   occurredAt: number;
+  /**
+   * The version of the task's header the event was read off: it only grows within a task, so a subscriber
+   * keeps the task of the event with the greatest one. A republished event has its first id and time, and
+   * the version it was read off then.
+   */
+  sequence: number;
   task: TaskEventTask;
   /** The file, for file.* events. */
   file?: FileView;
@@ -192,7 +198,8 @@ function occurrence(
     case 'task.ended':
       return { at: h.endedAt ?? cb.timestamp };
     case 'task.completed':
-      return { at: completedAt(stored.parts) };
+      // Kept by the header once it completed: its files are not all at hand after a write.
+      return { at: stored.parts.completedAt ?? completedAt(stored.parts) };
     case 'file.upload_failed':
       return { at: after?.firstFailureAt ?? after?.upload?.at ?? cb.timestamp };
     default:
@@ -223,6 +230,7 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
       id: taskEventId(cb.appKey, cb.service, cb.id, type, file?.fileName ?? null),
       type,
       occurredAt: at,
+      sequence: stored.parts.version ?? 0,
       task,
       ...(file ? { file } : {}),
       ...(error ? { error } : {}),

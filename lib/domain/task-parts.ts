@@ -1,7 +1,8 @@
-// A task added up from its parts: the header, the files, the join of every part's tally and the number
-// of distinct callbacks recorded. Counts and status are computed here, on read, rather than kept in any
-// one item that every callback would have to write (docs/task-store.md).
+// A task from its parts: the header, the files, the join of every part's tally and the number of distinct
+// callbacks recorded. The counts are the header's own (docs/task-store.md), or added up here from every file
+// for a header written before headers kept them.
 import { modeName } from '../platform/modes.ts';
+import type { TaskCounts } from './task-counts.ts';
 import type { TaskSummary } from './task-store.ts';
 import {
   compareUtf8,
@@ -32,6 +33,16 @@ export function countFiles(files: Iterable<FileRecord>): FileCounts {
     if (state === 'failed') counts.failedFiles += 1;
   }
   return counts;
+}
+
+/** The file counts of a header's counts. */
+export function fileCountsOf(c: TaskCounts): FileCounts {
+  return { fileCount: c.files, pendingFiles: c.pending, failedFiles: c.failed };
+}
+
+/** The task's file counts: the header's when it keeps them, else added up from the files. */
+export function countsOfParts(parts: TaskParts): FileCounts {
+  return parts.counts ? fileCountsOf(parts.counts) : countFiles(parts.files);
 }
 
 /** A file's change of state from one callback. */
@@ -82,9 +93,16 @@ export function sortTimeOf(h: TaskHeader): number {
 /** Everything a task is made of: its header, its files, the join of its tallies, its distinct callbacks. */
 export interface TaskParts {
   header: TaskHeader;
+  /** Every file, or (with `counts`) only those at hand: a page, or the files a batch wrote. */
   files: readonly FileRecord[];
   tally: Tally;
   eventCount: number;
+  /** The counts the header keeps; absent, they are added up from `files` (all of them). */
+  counts?: TaskCounts;
+  /** When the task first completed, as its header keeps it (null: not yet, or not kept). */
+  completedAt?: number | null;
+  /** The header's version: grows with every write of it (a task event's `sequence`). */
+  version?: number;
 }
 
 /** The fields a task and a task's summary share, in the order both print them. */
@@ -110,7 +128,7 @@ export function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskH
 
 /** The task's summary, as listings and task events show it. */
 export function toSummary(parts: TaskParts): TaskSummary {
-  const counts = countFiles(parts.files);
+  const counts = countsOfParts(parts);
   return {
     ...taskHead(parts.header, counts, parts.tally),
     updatedAt: parts.tally.updatedAt ?? parts.header.identAt,
@@ -124,7 +142,7 @@ export function toTask(parts: TaskParts): Task {
   const { header: h, files, tally } = parts;
   const lastError = tally.lastError;
   const task: Task = {
-    ...taskHead(h, countFiles(files), tally),
+    ...taskHead(h, countsOfParts(parts), tally),
     extra: h.extra,
     config: h.config,
     files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),

@@ -1,6 +1,7 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
 import type { Callback } from './callback.ts';
+import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
 import type { HeldSignature, LedgerVerdict, Sender, SignatureMode, SignatureVerdict } from '../queue-message.ts';
@@ -27,6 +28,12 @@ export interface DeliveredCallback {
    * the ledger entry, and the store never quarantines such a callback a second time (its entry exists).
    */
   recovered?: Recovery | null;
+  /** The SQS sequence number of its message (fixed-width, lib/domain/task-counts.ts); absent without one. */
+  sequence?: string | null;
+  /** The last sequence number its task's header had absorbed as its batch began (with `sequence` only). */
+  absorbed?: string | null;
+  /** Its message was received before (an earlier delivery may have written part of it, uncounted). */
+  redelivered?: boolean;
 }
 
 /** How a callback came out of the quarantine. */
@@ -78,6 +85,10 @@ export interface StoredWrite {
 export interface WriteOutcome {
   /** The file the callback names, before and after the write, its attempts not yet counted; null when none. */
   file: StoredWrite['file'];
+  /** What the write leaves its task's header to count (lib/domain/task-counts.ts). */
+  charge: WriteCharge;
+  /** The file as the write left or found it, its attempts counted; null when the callback names none. */
+  fileAfter(capacity?: Capacity): Promise<FileRecord | null>;
   /** The read units it takes are added to `capacity` when one is given; null when there is no task. */
   readTask(capacity?: Capacity): Promise<StoredWrite | null>;
   /**
@@ -287,8 +298,39 @@ export interface TaskReader {
   listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
 }
 
-/** What the worker needs of a store: the writes of a queued callback, never a read of its own. */
-export type TaskWriter = Pick<TaskStore, 'applyCallback' | 'quarantine'>;
+/** The writes of one task in one batch, for its header to count at once. */
+export interface TaskBatch {
+  appKey: string;
+  id: string;
+  writes: readonly { callback: Callback; write: WriteOutcome }[];
+  /** The last sequence number the header had absorbed as the batch began; null without sequence numbers. */
+  absorbed: string | null;
+}
+
+/** The writes of a batch: applied one by one, then counted into each task's header at once. */
+export interface BatchWrites {
+  /** Applies a callback as applyCallback does, leaving its header's counts to countTask. */
+  applyUncounted(input: DeliveredCallback): Promise<ApplyResult>;
+  /** The last sequence number the task's header absorbed (a batch that comes again reads it first). */
+  absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string>;
+  /**
+   * Adds a batch's writes to their task's header (recounting the task when a write without sequence number
+   * cannot tell what an earlier delivery left): the task as its header then says, with the files the
+   * writes left; null when there is no task.
+   */
+  countTask(batch: TaskBatch, capacity?: Capacity): Promise<TaskParts | null>;
+  /**
+   * Counts a task again from its items into its header; `through`, a sequence number to count as absorbed
+   * (a message given up after a partial write). False when there is no such task.
+   */
+  recountTask(appKey: string, id: string, through: string | null): Promise<boolean>;
+}
+
+/**
+ * What the worker needs of a store: the writes of queued callbacks, and one update of each task's header
+ * per batch, whose result its task events are read off: never a read of a whole task.
+ */
+export type TaskWriter = Pick<TaskStore, 'applyCallback' | 'quarantine'> & BatchWrites;
 
 /**
  * Every stored callback of a task, page after page (a page looks up a bounded number of them), or null
@@ -306,7 +348,7 @@ export async function allEvents(reader: TaskReader, ref: TaskRef): Promise<Store
   return events;
 }
 
-export interface TaskStore extends TaskReader {
+export interface TaskStore extends TaskReader, BatchWrites {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;
   /** Keeps a callback aside, never applied to a task. */

@@ -14,7 +14,7 @@ function applying(appKey: string, id: string, fileName: string): Prepared {
   });
   if (!parsed.ok) throw new Error(parsed.errors.join());
   const cb: Callback = { ...parsed.callback, appKey, id, file: { fileName, size: 1 } };
-  return { kind: 'apply', msg: {} as QueuedCallback, cb };
+  return { kind: 'apply', msg: {} as QueuedCallback, cb, sequence: null };
 }
 
 describe('group keys', () => {

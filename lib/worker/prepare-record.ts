@@ -6,6 +6,7 @@ import { namedTask } from '../domain/minimal-check.ts';
 import type { Service } from '../domain/services.ts';
 import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
+import { sequenceOf } from '../domain/task-counts.ts';
 import { compositeKey } from '../text.ts';
 import {
   isSetAside,
@@ -25,7 +26,8 @@ export type Prepared =
       detail: string;
       named: { appKey: string | null; id: string | null };
     }
-  | { kind: 'apply'; msg: QueuedCallback; cb: Callback };
+  /** `sequence`: the message's SQS sequence number, fixed-width (lib/domain/task-counts.ts); null without one. */
+  | { kind: 'apply'; msg: QueuedCallback; cb: Callback; sequence: string | null };
 
 export function prepareRecord(record: SQSRecord): Prepared {
   const read = readRecord(record);
@@ -39,7 +41,7 @@ export function prepareRecord(record: SQSRecord): Prepared {
     const [reason, detail] = setAsideReason(msg.verdict, msg.mode);
     return { kind: 'aside', msg, reason, detail, named: { appKey: cb.appKey, id: cb.id } };
   }
-  return { kind: 'apply', msg, cb };
+  return { kind: 'apply', msg, cb, sequence: sequenceOf(record.attributes?.SequenceNumber) };
 }
 
 /** Why each verdict other than valid keeps a callback from being applied (see isSetAside). */
@@ -141,5 +143,6 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     replayKey: msg.replayKey,
     heldSignature: msg.heldSignature,
     sender: msg.sender,
+    redelivered: (msg.receiveCount ?? 1) > 1,
   };
 }

@@ -3,7 +3,10 @@
 // is not retried forever; a record that failed for a transient reason is reported as a batch item
 // failure and comes back after the visibility time-out (then the dead-letter queue, after maxReceiveCount),
 // with the later records of its message group in the batch (failedInGroupOrder).
-// Task events are published once the write is durable; a record whose events could not be published fails
+// Once every record of a task is applied, one update of its header counts them all (lib/domain/task-counts.ts)
+// and returns the task its events are read off; when a record of a task fails, or that update does, every
+// record of the task in the batch fails, so that the batch that comes again counts what they wrote. Task
+// events are published once the writes are counted; a record whose events could not be published fails
 // too, and its redelivery (a duplicate for the store) publishes them again from the stored state.
 // Every line about a record names the ingest's request id (`requestId`, the API Gateway request that
 // brought the callback), so that one search follows a callback from the door to its task.
@@ -11,7 +14,9 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { EventPublisher } from '../aws/sns/task-events.ts';
 import type { Callback } from '../domain/callback.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
+import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
+import type { FileRecord } from '../domain/task.ts';
 import {
   UnstorableCallbackError,
   type ApplyResult,
@@ -31,6 +36,8 @@ export interface WorkerDeps {
   events?: EventPublisher;
   /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
   concurrency?: number;
+  /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
+  maxReceiveCount?: number;
   now?: () => number;
 }
 
@@ -58,11 +65,11 @@ export async function processBatch(
   const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
-  // the longest runs first. Once every record of a task is applied, its task is read once for the events
-  // of all of them (a task's status and counts are added up from all of its items); the batch's events go
-  // out together at the end.
+  // the longest runs first. Once every record of a task is applied, one update of its header counts them
+  // and gives the task the events of all of them are read off; the batch's events go out together at the end.
   const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
   const tasks = groupByTask(prepared);
+  const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
   const taskEvents: TaskEvents[] = [];
   for (const group of groups) {
@@ -70,13 +77,26 @@ export async function processBatch(
     if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
   }
   await inParallel(groups, concurrency, async (group) => {
-    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps);
     const task = taskKeyOf(prepared[group[0]!]!);
+    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
-    if (left > 0) return;
-    const done = task === null ? group : tasks.get(task)!;
-    if (deps.events) taskEvents.push(await eventsOfTask(done.map((i) => applied[i]!)));
+    if (left > 0 || task === null) return;
+    const done = tasks.get(task)!;
+    const parts = await countTask(
+      done.map((i) => ({ p: prepared[i]!, a: applied[i]! })),
+      counting.get(task)!,
+      deps,
+    );
+    if (deps.events && parts !== undefined)
+      taskEvents.push(
+        await eventsOfTask(
+          done.map((i) => applied[i]!),
+          parts,
+          counting.get(task)!.absorbed === null,
+          deps.log,
+        ),
+      );
   });
   if (deps.events) await publishAll(taskEvents, deps.events);
   for (const a of applied) logApplied(a, deps);
@@ -119,13 +139,59 @@ async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) =
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
+/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
+interface TaskCounting {
+  absorbed: string | null;
+  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
+  unknown: boolean;
+  /** A record was kept aside after it may have written part of itself: the task is recounted. */
+  recount: boolean;
+}
+
+/**
+ * For each task, the last sequence number its header absorbed as the batch begins: the one before the
+ * first of its records (a queue of ordered groups delivers a task's messages only once the earlier ones are
+ * done), or, when one of them comes again, as its header says (one read). Null when a record has none.
+ */
+async function countingOfTasks(
+  prepared: readonly Prepared[],
+  tasks: Map<string, number[]>,
+  deps: WorkerDeps,
+  concurrency: number,
+): Promise<Map<string, TaskCounting>> {
+  const out = new Map<string, TaskCounting>();
+  const reads: [string, Extract<Prepared, { kind: 'apply' }>][] = [];
+  for (const [task, indexes] of tasks) {
+    const records = indexes.map((i) => prepared[i] as Extract<Prepared, { kind: 'apply' }>);
+    const seqs = records.map((r) => r.sequence);
+    if (seqs.some((s) => s === null)) {
+      out.set(task, { absorbed: null, unknown: false, recount: false });
+      continue;
+    }
+    const first = (seqs as string[]).reduce((a, b) => (b < a ? b : a));
+    out.set(task, { absorbed: sequenceBefore(first), unknown: false, recount: false });
+    if (records.some((r) => (r.msg.receiveCount ?? 1) > 1)) reads.push([task, records[0]!]);
+  }
+  await inParallel(reads, concurrency, async ([task, r]) => {
+    try {
+      out.get(task)!.absorbed = await deps.store.absorbedSequence(r.cb.appKey, r.cb.id);
+    } catch (err) {
+      // Unknown: the task's records fail and come again.
+      deps.log.error('task_sequence_unread', { appKey: r.cb.appKey, id: r.cb.id, error: describeError(err) });
+      out.get(task)!.absorbed = null;
+      out.get(task)!.unknown = true;
+    }
+  });
+  return out;
+}
+
 /** The request id the ingest gave the record's message, when it has one. */
 function requestIdOf(p: Prepared): string | undefined {
   if (p.kind !== 'unreadable') return p.msg.requestId ?? undefined;
   return p.record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
 }
 
-async function applyRecord(p: Prepared, workerDeps: WorkerDeps): Promise<Applied> {
+async function applyRecord(p: Prepared, workerDeps: WorkerDeps, counting?: TaskCounting): Promise<Applied> {
   const log = withFields(workerDeps.log, { requestId: requestIdOf(p) });
   const deps = { ...workerDeps, log };
   const started = (deps.now ?? Date.now)();
@@ -134,8 +200,10 @@ async function applyRecord(p: Prepared, workerDeps: WorkerDeps): Promise<Applied
     return { log, outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
   }
   const { msg, cb } = p;
+  if (counting?.unknown) return { log, outcome: 'failed', cb };
   try {
-    const result = await deps.store.applyCallback(toDelivered(msg, cb));
+    const sequencing = p.sequence && counting?.absorbed ? { sequence: p.sequence, absorbed: counting.absorbed } : {};
+    const result = await deps.store.applyUncounted({ ...toDelivered(msg, cb), ...sequencing });
     const fields = {
       messageId: msg.messageId,
       service: cb.service,
@@ -155,9 +223,12 @@ async function applyRecord(p: Prepared, workerDeps: WorkerDeps): Promise<Applied
     }
     return { log, outcome: result.outcome, cb, result, fields };
   } catch (err) {
-    // The store can never hold it: retried, it would fail the same way until the dead-letter queue.
-    if (err instanceof UnstorableCallbackError)
+    // The store can never hold it: retried, it would fail the same way until the dead-letter queue. It may
+    // have written part of itself first: its task is recounted.
+    if (err instanceof UnstorableCallbackError) {
+      if (counting) counting.recount = true;
       return { log, outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
+    }
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,
@@ -191,21 +262,88 @@ function failPublishing(failed: readonly Applied[], err: unknown): void {
 }
 
 /**
- * The task events of the writes to one task (lib/domain/task-events.ts), once the writes are durable: the
- * task's status and counts are read once, after the last of them. When the task cannot be read, every
- * record that may publish fails.
+ * Counts the writes of one task into its header, once all of its records are applied: the task as the
+ * header then says (null: none), or undefined when its records fail (a record failed, or the update did;
+ * they all come again, and that batch counts what these wrote). A record kept aside after a partial write,
+ * or one given up for the dead-letter queue, has its task recounted, through the batch's last sequence number.
  */
-async function eventsOfTask(writes: Applied[]): Promise<TaskEvents> {
+async function countTask(
+  records: readonly { p: Prepared; a: Applied }[],
+  counting: TaskCounting,
+  deps: WorkerDeps,
+): Promise<TaskParts | null | undefined> {
+  const first = records[0]!.p as Extract<Prepared, { kind: 'apply' }>;
+  const { appKey, id } = first.cb;
+  const seqs = records.map((r) => (r.p.kind === 'apply' ? r.p.sequence : null));
+  const through = seqs.every((s) => s !== null) ? (seqs as string[]).reduce((a, b) => (b > a ? b : a)) : null;
+  const recount = async (reason: string) => {
+    try {
+      await deps.store.recountTask(appKey, id, through);
+      deps.log.warn('task_recounted', { appKey, id, reason, through: through ?? undefined });
+    } catch (err) {
+      deps.log.error('task_recount_failed', { appKey, id, reason, error: describeError(err) });
+    }
+  };
+  const failRecords = (err: unknown) => {
+    for (const { a } of records) {
+      if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: describeError(err) });
+      a.outcome = 'failed';
+    }
+  };
+  const failed = records.filter(({ a }) => a.outcome === 'failed');
+  if (failed.length > 0) {
+    failRecords(new Error('another record of the task failed'));
+    const max = deps.maxReceiveCount ?? 5;
+    const givenUp = failed.some(({ p }) => p.kind === 'apply' && (p.msg.receiveCount ?? 1) >= max);
+    if (givenUp) await recount('dead_letter');
+    return undefined;
+  }
+  const writes = records.flatMap(({ a }) =>
+    a.result?.write && a.cb ? [{ callback: a.cb, write: a.result.write }] : [],
+  );
+  if (writes.length === 0) {
+    if (counting.recount) await recount('quarantined_after_write');
+    return null;
+  }
+  try {
+    const parts = await deps.store.countTask({ appKey, id, writes, absorbed: counting.absorbed });
+    if (counting.recount) await recount('quarantined_after_write');
+    return parts;
+  } catch (err) {
+    deps.log.error('task_count_failed', { appKey, id, error: describeError(err) });
+    failRecords(err);
+    return undefined;
+  }
+}
+
+const describeError = (err: unknown) =>
+  err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };
+
+/**
+ * The task events of the writes to one task (lib/domain/task-events.ts), read off the task as its header
+ * update returned it, with the files the writes left: no read of the task. Records without sequence numbers
+ * (several batches of a task may be applied at once) read the task whole after the update instead, as a
+ * header can then say an end before another batch has counted the file it names.
+ */
+async function eventsOfTask(
+  writes: Applied[],
+  counted: TaskParts | null,
+  unordered: boolean,
+  log: Logger,
+): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
     if (a.result) a.events = 0;
-    return may;
+    return may && a.outcome !== 'failed';
   });
   if (publishing.length === 0) return { writes: [], events: [] };
-  let parts: TaskParts | null;
+  let parts = counted;
   try {
-    parts = await publishing[0]!.result!.write!.readParts();
+    parts = unordered
+      ? await publishing[0]!.result!.write!.readParts()
+      : counted && (await withAttempts(counted, publishing));
   } catch (err) {
     failPublishing(publishing, err);
     return { writes: [], events: [] };
@@ -220,6 +358,18 @@ async function eventsOfTask(writes: Applied[]): Promise<TaskEvents> {
     for (const event of own) if (!events.has(event.id)) events.set(event.id, event);
   }
   return { writes: publishing.filter((a) => (a.events ?? 0) > 0), events: [...events.values()] };
+}
+
+/** The task's files that uploads publish events of, their attempts counted (a file event shows them). */
+async function withAttempts(parts: TaskParts, publishing: readonly Applied[]): Promise<TaskParts> {
+  const counted = new Map<string, FileRecord>();
+  for (const a of publishing) {
+    const write = a.result!.write!;
+    if (!a.cb!.upload || !write.file || counted.has(write.file.after.fileName)) continue;
+    const file = await write.fileAfter();
+    if (file) counted.set(file.fileName, file);
+  }
+  return { ...parts, files: parts.files.map((f) => counted.get(f.fileName) ?? f) };
 }
 
 /**

@@ -24,7 +24,7 @@ import { processBatch } from '../../lib/worker/process-batch.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
 import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { faultyClient } from '../support/faulty-client.ts';
-import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
+import { receivedAgain, sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
 import { startRestartableDynamo } from './support/restartable-dynamo.ts';
@@ -104,7 +104,7 @@ describe('DynamoDB unreachable for a while during a run', () => {
               failedDuringOutage += ids.size;
               batchesDuringOutage += 1;
             }
-            failed.push(...batch.filter((r) => ids.has(r.messageId)));
+            failed.push(...batch.filter((r) => ids.has(r.messageId)).map(receivedAgain));
           }
           if (stopping) {
             await stopping;
@@ -172,7 +172,7 @@ describe('a worker that dies after k writes of a batch', () => {
       expect(faulty.fired()).toBe(true);
 
       const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
-      expect(await deliverUntilDone(records, store, log, records.length)).toEqual([]);
+      expect(await deliverUntilDone(records.map(receivedAgain), store, log, records.length)).toEqual([]);
       await expectTasksExact(store, lifecycles);
     }
   });

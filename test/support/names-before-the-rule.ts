@@ -2,7 +2,7 @@
 // keeps what was stored before that rule. Tests that show such names are displayed safely send bodies with
 // plain stand-ins and write them through this store, which puts the hostile names in their place.
 import type { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import type { TaskWriter } from '../../lib/domain/task-store.ts';
+import type { DeliveredCallback, TaskWriter } from '../../lib/domain/task-store.ts';
 
 /** stand-in -> the name it stands for. */
 export type NameStandIns = Readonly<Record<string, string>>;
@@ -30,9 +30,17 @@ function rawWithNames(raw: string, standIns: NameStandIns): string {
 
 /** A writer that stores what it is given with the stand-ins replaced, as a table from before the rule holds it. */
 export function storedBeforeTheNameRule(store: DynamoTaskStore, standIns: NameStandIns): TaskWriter {
+  const delivered = (d: DeliveredCallback): DeliveredCallback => ({
+    ...withNames(d, standIns),
+    raw: rawWithNames(d.raw, standIns),
+  });
+  const name = (text: string) => withNames(text, standIns);
   return {
-    applyCallback: (delivered) =>
-      store.applyCallback({ ...withNames(delivered, standIns), raw: rawWithNames(delivered.raw, standIns) }),
+    applyCallback: (d) => store.applyCallback(delivered(d)),
+    applyUncounted: (d) => store.applyUncounted(delivered(d)),
     quarantine: (entry) => store.quarantine({ ...withNames(entry, standIns), raw: rawWithNames(entry.raw, standIns) }),
+    absorbedSequence: (appKey, id, capacity) => store.absorbedSequence(name(appKey), name(id), capacity),
+    countTask: (batch, capacity) => store.countTask(withNames(batch, standIns), capacity),
+    recountTask: (appKey, id, through) => store.recountTask(name(appKey), name(id), through),
   };
 }

@@ -24,6 +24,8 @@ export interface RecordOptions {
   sender?: Sender;
   /** A FIFO queue's MessageGroupId (absent: a standard queue's record). */
   groupId?: string;
+  /** The SQS SequenceNumber of a FIFO queue's message (a decimal string of up to 20+ digits). */
+  sequenceNumber?: string;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -54,6 +56,9 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: String(opts.receivedAt ?? 1763800000000),
       ...(opts.groupId === undefined ? {} : { MessageGroupId: opts.groupId }),
+      ...(opts.sequenceNumber
+        ? { SequenceNumber: opts.sequenceNumber, ...(opts.groupId === undefined ? { MessageGroupId: 'test' } : {}) }
+        : {}),
     },
     messageAttributes: attrs,
     md5OfBody: '',
@@ -65,4 +70,10 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
 
 export function sqsEvent(records: SQSRecord[]): SQSEvent {
   return { Records: records };
+}
+
+/** The record as SQS hands it out again after a failure or a lost answer: its receive count one higher. */
+export function receivedAgain(record: SQSRecord): SQSRecord {
+  const count = Number(record.attributes.ApproximateReceiveCount) || 1;
+  return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(count + 1) } };
 }

@@ -31,6 +31,7 @@ import {
   applyToHeader,
   emptyTally,
   fileNameOf,
+  fileState,
   identRankOf,
   isHeaderEvent,
   sameHeader,
@@ -39,6 +40,7 @@ import {
   type FileTransition,
 } from '../../domain/task.ts';
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
+import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
 import { sameFacts, transitionOf, type TaskParts } from '../../domain/task-parts.ts';
 import {
   bodyRefOf,
@@ -47,6 +49,7 @@ import {
   headerFromItem,
   headerToItem,
   keysOf,
+  markOf,
   recordedToItem,
   recordedValue,
   tallyOf,
@@ -54,6 +57,7 @@ import {
   type BodyRef,
 } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
+import { filesWithAttempts } from './file-attempts.ts';
 import { KnownItems } from './known-items.ts';
 import { oversizedItem, oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
@@ -67,8 +71,6 @@ export interface WritePathOptions {
   inlineKeys: number;
   /** The task as it stands, read strongly consistent (for WriteOutcome.readTask). */
   readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
-  /** Task headers remembered as last written or read, so that callbacks need not read them (0: none). */
-  knownHeaders: number;
   /** File items remembered as last written or read, so that the next callback of a file need not read it (0: none). */
   knownFiles: number;
 }
@@ -76,9 +78,34 @@ export interface WritePathOptions {
 type FileChange = WriteEffect['file'];
 type HeaderBefore = WriteEffect['headerBefore'];
 type Outcome =
-  | { outcome: 'applied'; transition: FileTransition | null; file: FileChange; headerBefore: HeaderBefore }
-  | { outcome: 'duplicate'; file: FileChange }
+  | {
+      outcome: 'applied';
+      transition: FileTransition | null;
+      file: FileChange;
+      headerBefore: HeaderBefore;
+      charge: WriteCharge;
+    }
+  | { outcome: 'duplicate'; file: FileChange; charge: WriteCharge }
   | Quarantine;
+
+/**
+ * How a write is charged to its header (lib/domain/task-counts.ts): its delivery's sequence number and the
+ * last one the header had absorbed as its batch began; both null without sequence numbers.
+ */
+interface Counting {
+  seq: string | null;
+  absorbed: string | null;
+  /** The message was received before: without marks, what it finds in place may be its own, uncounted. */
+  redelivered: boolean;
+}
+
+const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered'>): Counting => ({
+  ...(d.sequence && d.absorbed ? { seq: d.sequence, absorbed: d.absorbed } : { seq: null, absorbed: null }),
+  redelivered: d.redelivered === true,
+});
+
+/** Whether marks count this write: a sequence number the header has not absorbed yet. */
+const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
 type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
 
 export class WritePath {
@@ -89,11 +116,12 @@ export class WritePath {
   private readonly headers: KnownItems;
   private readonly files: KnownItems;
 
-  constructor(table: TableClient, deliveries: Deliveries, opts: WritePathOptions) {
+  /** `headers`: the task headers this worker remembers, shared with the count updates that write them too. */
+  constructor(table: TableClient, deliveries: Deliveries, headers: KnownItems, opts: WritePathOptions) {
     this.table = table;
     this.deliveries = deliveries;
     this.opts = opts;
-    this.headers = new KnownItems(opts.knownHeaders);
+    this.headers = headers;
     this.files = new KnownItems(opts.knownFiles);
   }
 
@@ -114,12 +142,20 @@ export class WritePath {
     const effect: WriteEffect =
       result.outcome === 'duplicate'
         ? { outcome: 'duplicate', file: result.file, transition: null, headerBefore: 'unchanged' }
-        : result;
+        : {
+            outcome: 'applied',
+            file: result.file,
+            transition: result.transition,
+            headerBefore: result.headerBefore,
+          };
     const storedWith = (parts: TaskParts | null) => storedWriteOf(cb, effect, parts);
     const readParts = async (capacity?: Capacity) =>
       (await this.opts.readAfterWrite(cb.appKey, cb.id, capacity))?.parts ?? null;
+    const fileName = fileNameOf(cb);
     const write: WriteOutcome = {
       file: result.file,
+      charge: result.charge,
+      fileAfter: async (capacity) => (fileName ? this.fileAfter(cb.appKey, cb.id, fileName, capacity) : null),
       readParts,
       storedWith,
       readTask: async (capacity) => storedWith(await readParts(capacity)),
@@ -128,7 +164,21 @@ export class WritePath {
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
   }
 
-  /** A file item as a record; its attempts are counted on read (WriteOutcome.readTask), not here. */
+  /** A file as this worker last wrote or read it, its attempts counted (./file-attempts.ts). */
+  private async fileAfter(
+    appKey: string,
+    id: string,
+    fileName: string,
+    capacity: Capacity = noCapacity(),
+  ): Promise<FileRecord | null> {
+    const key = { pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) };
+    const item = this.files.get(key) ?? (await this.readItem(this.files, key, capacity));
+    if (!item) return null;
+    const [file] = await filesWithAttempts(this.table, appKey, id, [item], false, capacity);
+    return file!;
+  }
+
+  /** A file item as a record; its attempts are counted by `fileAfter` or on read, not here. */
   private fileRecord(file: Item): FileRecord {
     return fileFromItem(file);
   }
@@ -138,16 +188,53 @@ export class WritePath {
    * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
    */
   async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    return (await this.applyWith(cb, ref, async () => true, noCapacity())).outcome;
+    const none = { seq: null, absorbed: null, redelivered: false };
+    return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
   }
 
   private apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
     const ref = bodyRefOf(d);
-    return this.applyWith(d.callback, ref, () => this.deliveries.claim(d, ref, cap), cap);
+    return this.applyWith(d.callback, ref, countingOf(d), () => this.deliveries.claim(d, ref, cap), cap);
+  }
+
+  /**
+   * What a write leaves its header to count, from the file item it left or found: `events` recorded beside
+   * the file, `inline` keys recorded on it (which its mark counts when the mark is not absorbed yet).
+   */
+  private charge(
+    c: Counting,
+    fileItem: Item | null,
+    transition: FileTransition | null,
+    events: number,
+    uncertain: boolean,
+    inline = 0,
+  ): WriteCharge {
+    const record = fileItem ? this.fileRecord(fileItem) : null;
+    const mark = markOf(fileItem);
+    const byMark = c.absorbed !== null && mark !== null && mark.seq > c.absorbed;
+    return {
+      sequence: c.seq,
+      file: record ? { name: record.fileName, state: fileState(record), mark } : null,
+      transition,
+      events: events + (byMark ? 0 : inline),
+      uncertain: c.seq === null && c.redelivered && uncertain,
+    };
+  }
+
+  /** A file's mark after a write that records `newEvents` callbacks on it (none without sequence numbers). */
+  private markFor(c: Counting, file: Item | null, before: FileRecord | null, newEvents: number) {
+    if (c.seq === null || c.absorbed === null) return markOf(file);
+    return markAfterWrite(markOf(file), fileState(before), c.seq, c.absorbed, newEvents);
   }
 
   /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */
-  private async applyWith(cb: Callback, ref: BodyRef, claim: () => Promise<boolean>, cap: Capacity): Promise<Outcome> {
+  private async applyWith(
+    cb: Callback,
+    ref: BodyRef,
+    counting: Counting,
+    claim: () => Promise<boolean>,
+    cap: Capacity,
+  ): Promise<Outcome> {
     const refused = oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
     // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
     if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
@@ -184,17 +271,18 @@ export class WritePath {
     if (header && header.service !== cb.service) return this.serviceMismatch(cb, header);
     if (inHeader) {
       const optimistic = guessed || headerCopy !== undefined;
-      return this.applyToHeaderItem(cb, ref, headerKey, header, optimistic, fileKey, file, cap);
+      return this.applyToHeaderItem(cb, ref, counting, headerKey, header, optimistic, fileKey, file, cap);
     }
     const optimistic = guessed || fileCopy !== undefined;
     const headerSeen = headerKnown ? 'known' : header;
-    return this.applyToFileItem(cb, ref, headerKey, headerSeen, fileKey!, fileName!, file, optimistic, cap);
+    return this.applyToFileItem(cb, ref, counting, headerKey, headerSeen, fileKey!, fileName!, file, optimistic, cap);
   }
 
   /** A slice or an upload: recorded in its file. */
   private async applyToFileItem(
     cb: Callback,
     ref: BodyRef,
+    counting: Counting,
     headerKey: Key,
     headerRead: Item | null | 'known',
     fileKey: Key,
@@ -213,9 +301,14 @@ export class WritePath {
       }
       const keys = keysOf(file);
       if (Object.hasOwn(keys, cb.key)) {
+        // A remembered copy shows the key for good, not necessarily the mark an earlier delivery left.
+        if (marked(counting) && attempt === 1 && fileRead !== null)
+          file = await this.readItem(this.files, fileKey, cap);
         return {
           outcome: 'duplicate',
           file: { before: null, after: this.fileRecord(file!) },
+          // Whoever recorded the key counted it, or left it on the file's mark.
+          charge: this.charge(counting, file, null, 0, true),
         };
       }
       const before = file ? this.fileRecord(file) : null;
@@ -223,7 +316,16 @@ export class WritePath {
       const tally = tallyCallback(tallyOf(file), cb);
       const transition = transitionOf(before, after);
       const inline = Object.keys(keys).length < this.opts.inlineKeys;
-      const item = fileToItem(fileKey, after, tally, inline ? { ...keys, [cb.key]: recordedValue(cb, ref) } : keys);
+      const mark = this.markFor(counting, file, before, inline ? 1 : 0);
+      const item = fileToItem(
+        fileKey,
+        after,
+        tally,
+        inline ? { ...keys, [cb.key]: recordedValue(cb, ref) } : keys,
+        mark,
+      );
+      // A file whose keys go on beyond it says so: readers count its attempts there only then.
+      if (!inline || file?.sp) item.sp = true;
       if (!headerDone) {
         // A callback DynamoDB would refuse is refused before it writes the task's header.
         const refused = oversizedItem('file', toItem(item));
@@ -233,28 +335,41 @@ export class WritePath {
         if (created) headerBefore = null;
         headerDone = true;
       }
-      const applied = { outcome: 'applied' as const, transition, file: { before, after }, headerBefore };
       if (inline) {
-        if (await this.putItem(this.files, item, file, cap)) return applied;
+        // Marks count the new key; without them (or for a write the header absorbed already) this write does.
+        const charge = this.charge(counting, item, transition, 0, false, 1);
+        if (await this.putItem(this.files, item, file, cap))
+          return { outcome: 'applied', transition, file: { before, after }, headerBefore, charge };
         continue;
       }
       // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
       // whose conditional put tells a new callback from one recorded before.
-      const joined = !sameFacts(before, after, tallyOf(file), tally);
+      const joined = !sameFacts(before, after, tallyOf(file), tally) || !file?.sp;
       if (joined && !(await this.putItem(this.files, item, file, cap))) continue;
+      const written = joined ? item : file;
       const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
       const recorded = await this.table.putIf(
-        recordedToItem(recordedKey, fileName, cb, ref),
+        recordedToItem(recordedKey, fileName, cb, ref, counting.seq),
         'attribute_not_exists(pk)',
         undefined,
         cap,
       );
-      if (!recorded) return { outcome: 'duplicate', file: { before: null, after } };
+      if (!recorded) {
+        // Recorded by an earlier delivery of this very message that stopped before its batch was counted:
+        // the key's item says which message recorded it.
+        const own = marked(counting) && (await this.table.get(recordedKey, cap))?.q === counting.seq ? 1 : 0;
+        return {
+          outcome: 'duplicate',
+          file: { before: null, after },
+          charge: this.charge(counting, written, null, own, true),
+        };
+      }
       // A join found in place may be an earlier delivery's, stopped before it recorded the key: the file and
       // the task before this callback are then unknown, and its events are published again (same ids).
+      const charge = this.charge(counting, written, joined ? transition : null, 1, !joined);
       return joined
-        ? applied
-        : { outcome: 'applied', transition: null, file: { before: null, after }, headerBefore: null };
+        ? { outcome: 'applied', transition, file: { before, after }, headerBefore, charge }
+        : { outcome: 'applied', transition: null, file: { before: null, after }, headerBefore: null, charge };
     }
   }
 
@@ -279,7 +394,7 @@ export class WritePath {
       const after = applyToHeader(before, cb);
       if (current && before && sameHeader(before, after)) return { header: current, created: false };
       if (consistent) {
-        const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current));
+        const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current), current);
         if (await this.putItem(this.headers, item, current, cap)) return { header: item, created: current === null };
         await this.pause(attempt, cb);
       }
@@ -292,6 +407,7 @@ export class WritePath {
   private async applyToHeaderItem(
     cb: Callback,
     ref: BodyRef,
+    counting: Counting,
     headerKey: Key,
     headerRead: Item | null,
     optimistic: boolean,
@@ -301,6 +417,7 @@ export class WritePath {
   ): Promise<Outcome> {
     let header = headerRead;
     let fileChange: FileChange = null;
+    let fileJoin: { item: Item | null; wrote: boolean } = { item: null, wrote: false };
     let fileDone = fileKey === null;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
@@ -311,40 +428,50 @@ export class WritePath {
       const keys = keysOf(header);
       if (Object.hasOwn(keys, cb.key)) {
         const file = fileKey && fileRead ? this.fileRecord(fileRead) : null;
-        return { outcome: 'duplicate', file: file ? { before: null, after: file } : null };
+        // The key was counted by the put that recorded it; the end's file join, by its mark (or a recount).
+        const charge = this.charge(counting, fileKey ? fileRead : null, null, 0, fileKey !== null);
+        return { outcome: 'duplicate', file: file ? { before: null, after: file } : null, charge };
       }
       const before = header ? headerFromItem(header) : null;
-      const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(header), cb), {
-        ...keys,
-        [cb.key]: recordedValue(cb, ref),
-      });
+      const tally = tallyCallback(tallyOf(header), cb);
+      const recorded = { ...keys, [cb.key]: recordedValue(cb, ref) };
+      const item = headerToItem(headerKey, applyToHeader(before, cb), tally, recorded, header);
+      // The header counts the callbacks it records in the very put that records them.
+      if (typeof item.nEvents === 'number') item.nEvents += 1;
       if (!fileDone) {
         // What can refuse the end is settled before its file is joined (a file its task would wait for): the
         // header's size, and its service, fixed once the task exists (created first without the end's facts).
         const refused = oversizedItem('header', toItem(item));
         if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
         // The end's facts join the header it creates as they would have joined none: `item` stands.
-        const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {});
+        const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {}, null);
         if (created && !(await this.putItem(this.headers, created, null, cap))) continue;
         header ??= { ...created, ver: 1 };
-        fileChange = await this.joinFile(fileKey!, fileNameOf(cb)!, fileRead, cb, cap);
+        const joined = await this.joinFile(fileKey!, fileRead, cb, counting, cap);
+        fileChange = joined.change;
+        fileJoin = joined;
         fileDone = true;
       }
       if (await this.putItem(this.headers, item, header, cap)) {
         const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
-        return { outcome: 'applied', transition, file: fileChange, headerBefore: before };
+        // A join found in place may be an earlier delivery's: without marks its change is not known.
+        const charge = this.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);
+        return { outcome: 'applied', transition, file: fileChange, headerBefore: before, charge };
       }
     }
   }
 
-  /** Joins a callback into its file without recording it there (a recording end is recorded in the header). */
+  /**
+   * Joins a callback into its file without recording it there (a recording end is recorded in the header):
+   * the change, the file item as left, and whether this join wrote it.
+   */
   private async joinFile(
     fileKey: Key,
-    _fileName: string,
     read: Item | null,
     cb: Callback,
+    counting: Counting,
     cap: Capacity,
-  ): Promise<NonNullable<FileChange>> {
+  ): Promise<{ change: NonNullable<FileChange>; item: Item; wrote: boolean }> {
     let file = read;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
@@ -354,9 +481,11 @@ export class WritePath {
       const before = file ? this.fileRecord(file) : null;
       const after = applyToFile(before, cb);
       const tally = tallyOf(file);
-      if (file && sameFacts(before, after, tally, tally)) return { before, after };
-      if (await this.putItem(this.files, fileToItem(fileKey, after, tally, keysOf(file)), file, cap))
-        return { before, after };
+      if (file && sameFacts(before, after, tally, tally))
+        return { change: { before, after }, item: file, wrote: false };
+      const item = fileToItem(fileKey, after, tally, keysOf(file), this.markFor(counting, file, before, 0));
+      if (file?.sp) item.sp = true;
+      if (await this.putItem(this.files, item, file, cap)) return { change: { before, after }, item, wrote: true };
     }
   }
 

@@ -5,12 +5,14 @@ import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
 import type { DeliveredCallback, StoredEvent, TaskSummary } from '../../domain/task-store.ts';
 import { sortTimeOf, toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
+import type { FileMark, TaskCounts } from '../../domain/task-counts.ts';
 import {
   emptyTally,
   fileNameOf,
   joinTallies,
   rankOf,
   type FileRecord,
+  type FileState,
   type Tally,
   type Task,
   type TaskHeader,
@@ -126,11 +128,12 @@ export type HeaderKeys = Record<string, string>;
  * is always the identity when there is one) and a config's rank is usually the identity's: written only
  * when they differ, as the header is close to the 1 KB a write unit covers.
  */
-export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: HeaderKeys): Item {
+export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: HeaderKeys, carried: Item | null): Item {
   const sortAt = sortTimeOf(h);
   const { id: _inPk, appKey: _inSk, ...facts } = h;
   return {
     ...key,
+    ...countersOf(carried),
     ...compact({
       ...facts,
       startRank: h.startRank !== null && `0${h.startRank}` === h.identRank ? null : h.startRank,
@@ -143,6 +146,52 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
     ...identityIndexKeys(h),
     g3pk: Keys.appGsi(h.appKey),
     g4pk: Keys.dayGsi(dayOf(sortAt)),
+  };
+}
+
+/**
+ * The header's counts (`COUNT_ATTRS`), the sequence number of the last message it absorbed (`seq`) and the
+ * time it first completed (`doneAt`), as a header put carries them over from the item it replaces (zero
+ * counts for a new header). Only the count update and a recount change them.
+ */
+export const COUNT_ATTRS: Record<keyof TaskCounts, string> = {
+  files: 'nFiles',
+  pending: 'nPending',
+  uploaded: 'nUploaded',
+  failed: 'nFailed',
+  events: 'nEvents',
+};
+
+export function countersOf(previous: Item | null): Item {
+  const out: Item = {};
+  for (const attr of Object.values(COUNT_ATTRS)) out[attr] = previous ? (previous[attr] ?? 0) : 0;
+  if (previous?.seq !== undefined) out.seq = previous.seq;
+  if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
+  // A header of the earlier way (counts added up on read) stays one until it is counted (recount, migrate).
+  if (previous && previous.nEvents === undefined) for (const attr of Object.values(COUNT_ATTRS)) delete out[attr];
+  return out;
+}
+
+/** The counts a header keeps; null for a header written before headers kept them (added up on read). */
+export function countsOf(header: Item): TaskCounts | null {
+  if (typeof header.nEvents !== 'number') return null;
+  const c = {} as TaskCounts;
+  for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) c[k] = header[attr] ?? 0;
+  return c;
+}
+
+/** The task as its header alone says: its counts and tally, no files. Null for a header without counts. */
+export function headerParts(header: Item): TaskParts | null {
+  const counts = countsOf(header);
+  if (!counts) return null;
+  return {
+    header: headerFromItem(header),
+    files: [],
+    tally: tallyOf(header),
+    eventCount: counts.events,
+    counts,
+    completedAt: header.doneAt ?? null,
+    version: header.ver ?? 0,
   };
 }
 
@@ -207,8 +256,14 @@ export function keysOf(item: Item | null): Record<string, string> {
 // ---------------------------------------------------------------------------------------------------
 // Files and recorded keys
 
-/** The file as an item; its name is in its key. */
-export function fileToItem(key: Key, f: FileRecord, tally: Tally, keys: Record<string, string>): Item {
+/** The file as an item; its name is in its key. Its mark (sequence-numbered writes) as given, else kept. */
+export function fileToItem(
+  key: Key,
+  f: FileRecord,
+  tally: Tally,
+  keys: Record<string, string>,
+  mark: FileMark | null,
+): Item {
   const { attempts: _counted, fileName: _inSk, ...facts } = f;
   return {
     ...key,
@@ -216,7 +271,22 @@ export function fileToItem(key: Key, f: FileRecord, tally: Tally, keys: Record<s
     lastError: tally.lastError ?? undefined,
     updatedAt: tally.updatedAt ?? undefined,
     keys,
+    ...markToItem(mark),
   };
+}
+
+const STATE_CODES: Record<Exclude<FileState, null>, string> = { pending: 'p', uploaded: 'u', failed: 'f' };
+
+/** A file's mark as attributes: `ms` its last writer's sequence number, `mc` the state counted, `me` events. */
+function markToItem(mark: FileMark | null): Item {
+  if (!mark) return {};
+  return compact({ ms: mark.seq, mc: mark.counted ? STATE_CODES[mark.counted] : null, me: mark.events });
+}
+
+export function markOf(file: Item | null): FileMark | null {
+  if (!file || typeof file.ms !== 'string') return null;
+  const counted = (Object.entries(STATE_CODES).find(([, code]) => code === file.mc)?.[0] ?? null) as FileState;
+  return { seq: file.ms, counted, events: file.me ?? 0 };
 }
 
 export function fileFromItem(item: Item): FileRecord {
@@ -241,8 +311,8 @@ export function fileFromItem(item: Item): FileRecord {
 }
 
 /** A callback key recorded on its own item: its file already keeps as many keys as it holds inline. */
-export function recordedToItem(key: Key, fileName: string, cb: Callback, ref: BodyRef): Item {
-  return { ...key, fileName, v: recordedValue(cb, ref) };
+export function recordedToItem(key: Key, fileName: string, cb: Callback, ref: BodyRef, seq: string | null): Item {
+  return { ...key, fileName, v: recordedValue(cb, ref), ...(seq ? { q: seq } : {}) };
 }
 
 /** Upload keys a file item records inline. */
@@ -324,6 +394,7 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
       files: [...files.values()],
       tally,
       eventCount: recorded.length + carried,
+      version: header.ver ?? 0,
     },
     recorded,
     sortAt: header[SORT_AT],

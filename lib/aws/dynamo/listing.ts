@@ -14,7 +14,8 @@ import {
 } from '../../domain/task-store.ts';
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
 import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
-import { appKeyOf, headerFactsOf, summaryFromParts } from './items.ts';
+import { toSummary } from '../../domain/task-parts.ts';
+import { appKeyOf, headerFactsOf, headerParts, summaryFromParts } from './items.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';
@@ -143,7 +144,14 @@ async function summariesOf(
     while (next < headers.length) {
       const i = next++;
       const header = headers[i];
-      if (header && headerMatches(header, q)) out[i] = summaryFromParts(await tasks.assembled(header));
+      if (!header || !headerMatches(header, q)) continue;
+      // The header keeps the task's counts; one written before it did is added up from the task's items.
+      const counted = headerParts(header);
+      out[i] = counted
+        ? counted.eventCount > 0
+          ? toSummary(counted)
+          : null
+        : summaryFromParts(await tasks.assembled(header));
     }
   };
   await Promise.all(Array.from({ length: Math.min(TASK_READS_IN_PARALLEL, headers.length) }, work));

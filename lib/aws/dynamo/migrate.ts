@@ -36,6 +36,8 @@ import {
 import type { Service } from '../../domain/services.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
+import { HeaderCounts } from './header-counts.ts';
+import { KnownItems } from './known-items.ts';
 import {
   appKeyOf,
   fileFromItem,
@@ -43,6 +45,7 @@ import {
   headerFactsOf,
   headerFromItem,
   headerToItem,
+  markOf,
   identityIndexKeys,
   keysOf,
   tallyOf,
@@ -61,6 +64,8 @@ export interface MigrationResult {
   callbacks: number;
   /** Callbacks counted without their raw body (expired from the ledger). */
   carried: number;
+  /** Headers of this layout written before headers kept their task's counts, now counted into them. */
+  counted: number;
   failed: { taskId: string; error: string }[];
 }
 
@@ -83,6 +88,8 @@ export interface MigrationWork {
   legacy: string[];
   /** Headers of this layout whose room or session index key is not the one this version writes. */
   rekey: RekeyedHeader[];
+  /** Headers of this layout that keep no counts yet (written before headers kept them). */
+  uncounted: Key[];
 }
 
 interface RekeyedHeader {
@@ -94,7 +101,7 @@ interface RekeyedHeader {
 
 /** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
 export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
-  const work: MigrationWork = { legacy: [], rekey: [] };
+  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
@@ -106,7 +113,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression: 'pk, sk, roomId, sessionId, g1pk, g2pk',
+        ProjectionExpression: 'pk, sk, roomId, sessionId, g1pk, g2pk, nEvents',
         ExclusiveStartKey: start,
       }),
     );
@@ -116,6 +123,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
         work.legacy.push(item.pk);
         continue;
       }
+      if (item.nEvents === undefined) work.uncounted.push({ pk: item.pk, sk: item.sk });
       const held = { g1pk: item.g1pk, g2pk: item.g2pk };
       const wanted = identityIndexKeys({
         appKey: appKeyOf(item),
@@ -171,20 +179,21 @@ async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
-  const { legacy: pks, rekey: headers } = await findMigrationWork(opts.client, opts.tableName);
+  const { legacy: pks, rekey: headers, uncounted } = await findMigrationWork(opts.client, opts.tableName);
   const result: MigrationResult = {
     tasks: pks.length,
     rekeyed: 0,
     migrated: 0,
     callbacks: 0,
     carried: 0,
+    counted: 0,
     failed: [],
   };
   const table = new TableClient(opts.client, opts.tableName);
-  const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), {
+  const counts = new HeaderCounts(table, new KnownItems(0));
+  const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), new KnownItems(0), {
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
-    knownHeaders: 0,
     knownFiles: 0,
     readAfterWrite: async () => null,
   });
@@ -194,10 +203,10 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     while (next < pks.length) {
       const pk = pks[next++]!;
       try {
-        const counts = await migrateTask(table, write, pk, opts.dryRun ?? false);
+        const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
         result.migrated += 1;
-        result.callbacks += counts.callbacks;
-        result.carried += counts.carried;
+        result.callbacks += brought.callbacks;
+        result.carried += brought.carried;
       } catch (err) {
         result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: describe(err) });
       }
@@ -205,6 +214,15 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     }
   };
   await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, pks.length) }, work));
+  // Headers of this layout that keep no counts: counted once from their items (a second run finds them counted).
+  for (const key of uncounted) {
+    const id = key.pk.slice(Keys.taskPk('').length);
+    try {
+      if (opts.dryRun || (await counts.recount(appKeyOf(key as Item), id, null, noCapacity()))) result.counted += 1;
+    } catch (err) {
+      result.failed.push({ taskId: id, error: describe(err) });
+    }
+  }
   // After the tasks brought over, whose new headers were written with the right keys already.
   for (const header of headers) {
     if (opts.dryRun) result.rekeyed += 1;
@@ -218,6 +236,7 @@ const describe = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.m
 async function migrateTask(
   table: TableClient,
   write: WritePath,
+  counts: HeaderCounts,
   pk: string,
   dryRun: boolean,
 ): Promise<{ callbacks: number; carried: number }> {
@@ -257,7 +276,7 @@ async function migrateTask(
     const header = current ? joinHeaders(headerFromItem(current), legacyHeader(old)) : legacyHeader(old);
     const tally = joinTallies(tallyOf(current), { lastError: old.lastError ?? null, updatedAt: old.updatedAt ?? null });
     const same = current && sameHeader(headerFromItem(current), header) && sameJson(tally, tallyOf(current));
-    return same ? null : headerToItem({ pk, sk: Keys.headerSk(appKey) }, header, tally, keysOf(current));
+    return same ? null : headerToItem({ pk, sk: Keys.headerSk(appKey) }, header, tally, keysOf(current), current);
   });
   for (const oldFile of oldFiles) {
     const record = legacyFile(oldFile);
@@ -265,7 +284,9 @@ async function migrateTask(
     await joinInto(table, key, (current) => {
       const joined = current ? joinFiles(fileFromItem(current), record) : record;
       if (current && sameJson(joined, fileFromItem(current))) return null;
-      return fileToItem(key, joined, current ? tallyOf(current) : emptyTally(), keysOf(current));
+      const item = fileToItem(key, joined, current ? tallyOf(current) : emptyTally(), keysOf(current), markOf(current));
+      if (current?.sp) item.sp = true;
+      return item;
     });
   }
   for (const { cb, ref } of callbacks) {
@@ -281,6 +302,11 @@ async function migrateTask(
     if (attempts > 0)
       await once({ pk, sk: Keys.legacyFileSk(appKey, oldFile.fileName), fileName: oldFile.fileName, attempts });
   }
+  // Every header the task's callbacks went to counts them, before the old items go (a run stopped here
+  // is run again whole).
+  const id = pk.slice(Keys.taskPk('').length);
+  for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)]))
+    await counts.recount(key, id, null, noCapacity());
 
   for (const item of [...oldFiles, old]) {
     await table.client.send(

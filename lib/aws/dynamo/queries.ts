@@ -8,6 +8,8 @@ import {
   type QuarantineEntry,
   type QuarantineQuery,
 } from '../../domain/task-store.ts';
+import type { FileRecord } from '../../domain/task.ts';
+import { filesWithAttempts } from './file-attempts.ts';
 import { appKeyOf, assemble, type AssembledTask } from './items.ts';
 import { noCapacity, type Item, type Key, type TableReader } from './table-client.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
@@ -74,6 +76,45 @@ export class TaskQueries {
     }
     if (headers.length > 1) throw new AmbiguousTaskError(id, headers.map(appKeyOf).sort());
     return headers[0] ?? null;
+  }
+
+  /**
+   * One page of a task's files in file-name order, after `after` (null: from the first), their attempts
+   * counted: at most `limit` of them, and whether more follow. One Query of the files, however many the
+   * task has, and one of the keys of each file that spilled.
+   */
+  async filesPage(
+    header: Item,
+    after: string | null,
+    limit: number,
+    cap: Capacity = noCapacity(),
+  ): Promise<{ files: FileRecord[]; more: boolean }> {
+    const appKey = appKeyOf(header);
+    const id = header.pk.slice(Keys.taskPk('').length);
+    const from = Keys.fileSk(appKey, after ?? '');
+    const want = limit + 1;
+    const items: Item[] = [];
+    for await (const item of this.table.queryAll(
+      {
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :last',
+        ExpressionAttributeValues: {
+          ':pk': { S: header.pk },
+          ':from': { S: from },
+          // Every file's sort key goes on with its name after the prefix: below the last code point.
+          ':last': { S: Keys.fileSk(appKey, '\u{10FFFF}') },
+        },
+        ...(Number.isFinite(want) ? { Limit: Math.min(want + 1, 1000) } : {}),
+        ConsistentRead: false,
+      },
+      cap,
+    )) {
+      if (after !== null && item.sk === from) continue;
+      items.push(item);
+      if (items.length >= want) break;
+    }
+    const page = items.slice(0, limit);
+    const files = await filesWithAttempts(this.table, appKey, id, page, header.la === 1, cap);
+    return { files, more: items.length > page.length };
   }
 
   /** A task's header with its files and recorded keys, added up (read eventually consistent: values only grow). */

@@ -17,7 +17,8 @@ import type {
 } from '../../domain/task-store.ts';
 import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
-import { appKeyOf, bodyKey, eventFromItem, taskFromParts } from './items.ts';
+import { toTask } from '../../domain/task-parts.ts';
+import { appKeyOf, bodyKey, eventFromItem, headerParts, taskFromParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity } from './table-client.ts';
@@ -54,6 +55,20 @@ export class DynamoTaskReader implements TaskReader {
     const after = page.cursor === undefined ? null : decodeCursor(page.cursor, FilesCursor).f;
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
+    const counted = headerParts(header);
+    if (counted) {
+      // The header says the task; the files are read a page at a time, the page bounded by bytes too.
+      if (counted.eventCount === 0) return null;
+      const { files: records, more } = await this.tasks.filesPage(header, after, page.limit);
+      const task = toTask({ ...counted, files: records });
+      const files = pageOf(task.files, page, (f: FileView) => jsonBytes(f));
+      const last = files.items.at(-1);
+      return {
+        task: { ...task, files: files.items },
+        nextFilesCursor: (files.more || more) && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
+      };
+    }
+    // A header written before headers kept counts: the task added up from all of its items.
     const whole = taskFromParts(await this.tasks.assembled(header));
     if (!whole) return null;
     // Files come in file-name order (UTF-8 bytes, as DynamoDB sorts the keys they are stored under).

@@ -7,6 +7,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  UpdateItemCommand,
   type AttributeValue,
   type ConsumedCapacity,
   type DynamoDBClient,
@@ -162,6 +163,46 @@ export class TableClient extends TableReader {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
       cap.write += FAILED_CONDITION_WCU;
       return false;
+    }
+  }
+
+  /**
+   * A conditional UpdateItem that returns the item as it stands after it, or, when its condition fails, as
+   * DynamoDB found it (`old`: null when absent; undefined when the service did not say, as emulators that
+   * ignore ReturnValuesOnConditionCheckFailure do: the caller reads it then).
+   */
+  async update(
+    key: Key,
+    expression: {
+      update: string;
+      condition: string;
+      names?: Record<string, string>;
+      values: Record<string, AttributeValue>;
+    },
+    cap: Capacity,
+  ): Promise<{ ok: true; item: Item } | { ok: false; old: Item | null | undefined }> {
+    try {
+      const res = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.table,
+          Key: marshall(key),
+          UpdateExpression: expression.update,
+          ConditionExpression: expression.condition,
+          ...(expression.names ? { ExpressionAttributeNames: expression.names } : {}),
+          ExpressionAttributeValues: expression.values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      addCapacity(cap, res.ConsumedCapacity, 'write');
+      return { ok: true, item: fromItem(res.Attributes ?? {}) };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      cap.write += FAILED_CONDITION_WCU;
+      // The item as found comes with the refusal where the service supports it (not every emulator does).
+      const found = (err as { Item?: Record<string, AttributeValue> }).Item;
+      return { ok: false, old: found ? fromItem(found) : undefined };
     }
   }
 

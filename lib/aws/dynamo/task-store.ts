@@ -14,6 +14,7 @@ import {
   type QuarantineEntry,
   type QuarantineQuery,
   type StoredEvent,
+  type TaskBatch,
   type TaskPage,
   type TaskQuery,
   type TaskRef,
@@ -21,6 +22,7 @@ import {
   type TaskSummary,
 } from '../../domain/task-store.ts';
 import type { Task } from '../../domain/task.ts';
+import type { TaskParts } from '../../domain/task-parts.ts';
 import { TaskQueries } from './queries.ts';
 import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
 import { TableReader } from './table-client.ts';
@@ -58,6 +60,22 @@ export class DynamoTaskStore implements TaskStore {
 
   applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
     return this.writer.applyCallback(input);
+  }
+
+  applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {
+    return this.writer.applyUncounted(input);
+  }
+
+  absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string> {
+    return this.writer.absorbedSequence(appKey, id, capacity);
+  }
+
+  countTask(batch: TaskBatch, capacity?: Capacity): Promise<TaskParts | null> {
+    return this.writer.countTask(batch, capacity);
+  }
+
+  recountTask(appKey: string, id: string, through: string | null): Promise<boolean> {
+    return this.writer.recountTask(appKey, id, through);
   }
 
   quarantine(entry: QuarantineEntry): Promise<Capacity> {

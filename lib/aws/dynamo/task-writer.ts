@@ -3,16 +3,23 @@
 // (./task-store.ts adds them) so that the worker, which builds only this, bundles no listing and no query
 // of an index: its role is granted exactly the requests its bundle holds (infra/serverless.test.ts).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { FileRecord } from '../../domain/task.ts';
+import type { TaskParts } from '../../domain/task-parts.ts';
 import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
   QuarantineApplied,
   QuarantineEntry,
+  TaskBatch,
   TaskWriter,
 } from '../../domain/task-store.ts';
+import { noCapacity as zeroCapacity } from './table-client.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
+import { HeaderCounts } from './header-counts.ts';
+import { headerParts } from './items.ts';
+import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
 import { TableClient } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from './table.ts';
@@ -37,6 +44,7 @@ export interface DynamoTaskWriterOptions {
 export class DynamoTaskWriter implements TaskWriter {
   private readonly writes: WritePath;
   private readonly deliveries: Deliveries;
+  private readonly counts: HeaderCounts;
   /** The table and the raw archive's retention it was built with. */
   readonly settings: { tableName: string; rawEventTtlDays: number };
 
@@ -47,17 +55,62 @@ export class DynamoTaskWriter implements TaskWriter {
     };
     const table = new TableClient(opts.client, opts.tableName);
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
-    this.writes = new WritePath(table, this.deliveries, {
+    const headers = new KnownItems(opts.knownHeaders ?? 10_000);
+    this.counts = new HeaderCounts(table, headers);
+    this.writes = new WritePath(table, this.deliveries, headers, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,
-      knownHeaders: opts.knownHeaders ?? 10_000,
       knownFiles: opts.knownFiles ?? 5_000,
       readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
     });
   }
 
-  applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
+  /** One callback applied and counted into its header at once (outside a batch: tests, recoveries). */
+  async applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
+    const result = await this.writes.applyCallback({ ...input, sequence: null, absorbed: null });
+    if (result.outcome === 'quarantined' || !result.write) return result;
+    const cb = input.callback;
+    // The header update's units count with the write's.
+    const writes = [{ callback: cb, write: result.write }];
+    await this.countTask({ appKey: cb.appKey, id: cb.id, writes, absorbed: null }, result.capacity);
+    return result;
+  }
+
+  applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {
     return this.writes.applyCallback(input);
+  }
+
+  absorbedSequence(appKey: string, id: string, capacity: Capacity = zeroCapacity()): Promise<string> {
+    return this.counts.absorbed(appKey, id, capacity);
+  }
+
+  async countTask(batch: TaskBatch, capacity: Capacity = zeroCapacity()): Promise<TaskParts | null> {
+    // The files as the writes left them, each once (the last write of a file knows it best); their
+    // attempts are counted only where an event shows them (WriteOutcome.fileAfter).
+    const byFile = new Map<string, FileRecord>();
+    for (const w of batch.writes) if (w.write.file) byFile.set(w.write.file.after.fileName, w.write.file.after);
+    const files = [...byFile.values()];
+    const charges = batch.writes.map((w) => w.write.charge);
+    let header = await this.counts.count(
+      {
+        appKey: batch.appKey,
+        id: batch.id,
+        charges,
+        callbacks: batch.writes.map((w) => w.callback),
+        files,
+        absorbed: batch.absorbed,
+      },
+      capacity,
+    );
+    // A write without sequence number that cannot tell whether an earlier delivery was counted.
+    if (header && charges.some((c) => c.uncertain))
+      header = await this.counts.recount(batch.appKey, batch.id, null, capacity);
+    const parts = header ? headerParts(header) : null;
+    return parts ? { ...parts, files } : null;
+  }
+
+  async recountTask(appKey: string, id: string, through: string | null): Promise<boolean> {
+    return (await this.counts.recount(appKey, id, through, zeroCapacity())) !== null;
   }
 
   quarantine(entry: QuarantineEntry): Promise<Capacity> {

@@ -20,7 +20,7 @@ import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { ID_FIELD_OF, type Service } from '../../../lib/domain/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
-import { sqsEvent } from '../../support/sqs-events.ts';
+import { receivedAgain, sqsEvent } from '../../support/sqs-events.ts';
 
 const idField = (service: Service) => ID_FIELD_OF[service];
 
@@ -81,7 +81,7 @@ export async function deliverUntilDone(
       const batch = pending.slice(i, i + batchSize);
       const res = await processBatch(sqsEvent(batch), { store, log, concurrency: 5 });
       const ids = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
-      failed.push(...batch.filter((r) => ids.has(r.messageId)));
+      failed.push(...batch.filter((r) => ids.has(r.messageId)).map(receivedAgain));
     }
     pending = failed;
   }
@@ -133,7 +133,7 @@ export async function quarantined(store: DynamoTaskStore): Promise<number> {
   return n;
 }
 
-/** A store whose applyCallback goes through `apply`; everything else is the store's own. */
+/** A store whose applyCallback and applyUncounted (the worker's) go through `apply`; the rest is the store's own. */
 export function withApply(
   store: TaskStore,
   apply: (
@@ -141,10 +141,12 @@ export function withApply(
     input: Parameters<TaskStore['applyCallback']>[0],
   ) => ReturnType<TaskStore['applyCallback']>,
 ): TaskStore {
-  const original = store.applyCallback.bind(store);
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'applyCallback') return (input: Parameters<TaskStore['applyCallback']>[0]) => apply(original, input);
+      if (prop === 'applyCallback' || prop === 'applyUncounted') {
+        const original = (target[prop] as TaskStore['applyCallback']).bind(target);
+        return (input: Parameters<TaskStore['applyCallback']>[0]) => apply(original, input);
+      }
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },

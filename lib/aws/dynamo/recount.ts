@@ -1,0 +1,84 @@
+// `callbacks recount`: a task's counts computed again from its items and written into its header (the
+// worker recounts a task itself when a message is given up after a partial write; an operator recounts
+// after restoring items, or to check). One task by id, or every task header of the table found by one Scan.
+import { ScanCommand, type ScanCommandOutput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { HeaderCounts } from './header-counts.ts';
+import { appKeyOf } from './items.ts';
+import { KnownItems } from './known-items.ts';
+import { TaskQueries } from './queries.ts';
+import { TableClient, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
+import { Keys } from './table.ts';
+
+export interface RecountResult {
+  /** Task headers recounted. */
+  recounted: number;
+  failed: { taskId: string; appKey: string; error: string }[];
+}
+
+export interface RecountOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  /** One task (its appKey when several have the id); absent, every task of the table. */
+  task?: { id: string; appKey?: string | undefined };
+  /** After each task. */
+  onTask?: (done: number, total: number) => void;
+  /** Tasks recounted at the same time (default 4). */
+  concurrency?: number;
+}
+
+/** Recounts one task or all; a task id that names no task recounts nothing (`recounted` 0). */
+export async function recountTasks(opts: RecountOptions): Promise<RecountResult> {
+  const table = new TableClient(opts.client, opts.tableName);
+  const counts = new HeaderCounts(table, new KnownItems(0));
+  let headers: Key[];
+  if (opts.task) {
+    const found = await new TaskQueries(table, Date.now).findHeader(opts.task.id, opts.task.appKey);
+    headers = found ? [{ pk: found.pk, sk: found.sk }] : [];
+  } else headers = await allHeaders(opts.client, opts.tableName);
+  const result: RecountResult = { recounted: 0, failed: [] };
+  let next = 0;
+  let done = 0;
+  const work = async () => {
+    while (next < headers.length) {
+      const key = headers[next++]!;
+      const appKey = appKeyOf(key as Item);
+      const id = key.pk.slice(Keys.taskPk('').length);
+      try {
+        if (await counts.recount(appKey, id, null, noCapacity())) result.recounted += 1;
+      } catch (err) {
+        result.failed.push({
+          taskId: id,
+          appKey,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
+      }
+      opts.onTask?.(++done, headers.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, headers.length) }, work));
+  return result;
+}
+
+/** The keys of every task header of the table: one Scan, keys only. */
+async function allHeaders(client: DynamoDBClient, tableName: string): Promise<Key[]> {
+  const keys: Key[] = [];
+  let start: Record<string, any> | undefined;
+  do {
+    const page: ScanCommandOutput = await client.send(
+      new ScanCommand({
+        TableName: tableName,
+        FilterExpression: 'begins_with(pk, :t) AND begins_with(sk, :h)',
+        ExpressionAttributeValues: marshall({ ':t': Keys.taskPk(''), ':h': Keys.headerPrefix }),
+        ProjectionExpression: 'pk, sk',
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const raw of page.Items ?? []) {
+      const item = fromItem(raw);
+      keys.push({ pk: item.pk, sk: item.sk });
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return keys;
+}

@@ -1,0 +1,150 @@
+// A task's counts recounted from its items: what the worker does when a message is given up after a partial
+// write (no batch will ever charge what it wrote), and what `callbacks recount` does for operators.
+import { readFileSync } from 'node:fs';
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { recountTasks } from '../lib/aws/dynamo/recount.ts';
+import { Keys } from '../lib/aws/dynamo/table.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import type { TaskStore } from '../lib/domain/task-store.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { createLogger } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { withApply } from './reliability/support/runs.ts';
+import { mustParse } from './support/lifecycles.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+const local = useQuietDynamo();
+const log = createLogger('test');
+const read = (name: string) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
+let run = 0;
+
+/** A screenshot task's start and two images, one uploaded twice (the retry after a failure). */
+function screenshotTask() {
+  const imageId = `img-recount-${++run}`;
+  const start = { ...read('screenshot-1-start.json'), imageId };
+  const shot = read('screenshot-4-upload-ok.json');
+  const image = (i: number, dt = 0) => ({
+    ...shot,
+    imageId,
+    timestamp: shot.timestamp + i * 1000 + dt,
+    output: { ...shot.output, fileName: `image-${i}.jpg` },
+  });
+  return { imageId, start, image };
+}
+
+const headerKey = (id: string, appKey: string) => ({
+  pk: { S: Keys.taskPk(id) },
+  sk: { S: Keys.headerSk(appKey) },
+});
+
+test('a message given up at its last receive after a write: the worker recounts its task through it', async () => {
+  const { imageId, start, image } = screenshotTask();
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const seq = (n: number) => String(10n ** 19n + BigInt(n));
+  const first = await processBatch(sqsEvent([sqsRecord('screenshot', start, { sequenceNumber: seq(1) })]), {
+    store,
+    log,
+  });
+  expect(first.batchItemFailures).toEqual([]);
+  // The image is written, then the worker fails it (a time-out after the write), at its fifth receive.
+  const failing = withApply(store, async (apply, input) => {
+    await apply(input);
+    throw Object.assign(new Error('timed out after the write'), { name: 'TimeoutError' });
+  }) as TaskStore;
+  const given = await processBatch(
+    sqsEvent([sqsRecord('screenshot', image(0), { sequenceNumber: seq(2), receiveCount: 5 })]),
+    { store: failing, log, maxReceiveCount: 5 },
+  );
+  expect(given.batchItemFailures).toHaveLength(1);
+  // Later messages of the task go on from there: the given-up image is counted, once.
+  const later = await processBatch(
+    sqsEvent([
+      sqsRecord('screenshot', image(1), { sequenceNumber: seq(3) }),
+      sqsRecord('screenshot', image(0), { sequenceNumber: seq(4) }),
+    ]),
+    { store, log },
+  );
+  expect(later.outcomes).toEqual(['applied', 'duplicate']);
+  const task = await store.getTask(imageId);
+  expect(task).toEqual(reduceTask([start, image(0), image(1)].map((b) => mustParse('screenshot', b))));
+  expect(task!.eventCount).toBe(3);
+  const header = (
+    await local.db.client.send(
+      new GetItemCommand({ TableName: local.db.tableName, Key: headerKey(imageId, start.appKey) }),
+    )
+  ).Item!;
+  expect(Number(header.nUploaded?.N)).toBe(2);
+  expect(header.seq?.S).toBe(seq(4).padStart(40, '0'));
+});
+
+test('callbacks recount: counts written wrong are put right from the items, for one task or all', async () => {
+  const { imageId, start, image } = screenshotTask();
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const bodies = [start, image(0), image(1), image(2)];
+  expect(
+    (await processBatch(sqsEvent(bodies.map((b) => sqsRecord('screenshot', b))), { store, log })).outcomes,
+  ).toEqual(['applied', 'applied', 'applied', 'applied']);
+  const expected = reduceTask(bodies.map((b) => mustParse('screenshot', b)));
+  expect(await store.getTask(imageId)).toEqual(expected);
+  const corrupt = () =>
+    local.db.client.send(
+      new UpdateItemCommand({
+        TableName: local.db.tableName,
+        Key: headerKey(imageId, start.appKey),
+        UpdateExpression: 'SET nFiles = :n, nUploaded = :n, nEvents = :e',
+        ExpressionAttributeValues: { ':n': { N: '7' }, ':e': { N: '1' } },
+      }),
+    );
+  await corrupt();
+  expect((await store.getTask(imageId))?.eventCount).toBe(1);
+  expect(await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: imageId } })).toEqual(
+    { recounted: 1, failed: [] },
+  );
+  expect(await store.getTask(imageId)).toEqual(expected);
+
+  await corrupt();
+  const all = await recountTasks({ client: local.db.client, tableName: local.db.tableName });
+  expect(all.failed).toEqual([]);
+  expect(all.recounted).toBeGreaterThanOrEqual(2);
+  expect(await store.getTask(imageId)).toEqual(expected);
+  // An id that names no task recounts nothing.
+  expect(
+    await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: 'no-such-task' } }),
+  ).toEqual({ recounted: 0, failed: [] });
+});
+
+test('a header written before headers kept counts is recounted by the first batch that writes its task', async () => {
+  const { imageId, start, image } = screenshotTask();
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const published: string[] = [];
+  const deps = {
+    store,
+    log,
+    events: {
+      publish: async (events: readonly { type: string }[]) => void published.push(...events.map((e) => e.type)),
+    },
+  };
+  await processBatch(sqsEvent([start, image(0)].map((b) => sqsRecord('screenshot', b))), deps);
+  // As the previous version left it: no counts.
+  await local.db.client.send(
+    new UpdateItemCommand({
+      TableName: local.db.tableName,
+      Key: headerKey(imageId, start.appKey),
+      UpdateExpression: 'REMOVE nFiles, nPending, nUploaded, nFailed, nEvents',
+    }),
+  );
+  published.length = 0;
+  expect((await processBatch(sqsEvent([sqsRecord('screenshot', image(1))]), deps)).batchItemFailures).toEqual([]);
+  const header = (
+    await local.db.client.send(
+      new GetItemCommand({ TableName: local.db.tableName, Key: headerKey(imageId, start.appKey) }),
+    )
+  ).Item!;
+  expect(Number(header.nEvents?.N)).toBe(3);
+  expect(Number(header.nUploaded?.N)).toBe(2);
+  expect(published).toEqual(['file.uploaded']);
+  expect(await store.getTask(imageId)).toEqual(
+    reduceTask([start, image(0), image(1)].map((b) => mustParse('screenshot', b))),
+  );
+});
