@@ -163,10 +163,16 @@ function unusedGrants(template: Template): string[] {
 }
 
 /**
- * Granted, in the bundle, and called by no path of the function: the worker's bundle holds the store class
- * it shares with the CLI, whose listings read headers in batches; the worker itself reads items one by one.
+ * Granted, in the bundle, and called by no path the scenario takes: the worker's bundle holds the store class
+ * it shares with the CLI, whose listings read headers in batches (the worker itself reads items one by one);
+ * and the worker queries a task's partition only to recount it (a message given up after a partial write) or
+ * for the keys of a file that spilled onto items of their own, which a scenario of one short lifecycle per
+ * service never does (test/recount.test.ts and test/task-store.test.ts do, under no role).
  */
-const GRANTED_BUT_NEVER_CALLED = ['WorkerRole ApplyCallbacksToTasks: dynamodb:BatchGetItem'];
+const GRANTED_BUT_NEVER_CALLED = [
+  'WorkerRole ApplyCallbacksToTasks: dynamodb:BatchGetItem',
+  'WorkerRole ApplyCallbacksToTasks: dynamodb:Query',
+];
 
 test('every action every statement grants is needed by some call of the scenario', async () => {
   await scenario();
