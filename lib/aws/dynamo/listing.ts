@@ -15,7 +15,8 @@ import {
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
 import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
 import { toSummary } from '../../domain/task-parts.ts';
-import { appKeyOf, headerFactsOf, headerParts, summaryFromParts } from './items.ts';
+import { summaryFromParts } from './assembled-task.ts';
+import { appKeyOf, headerFactsOf, headerParts } from './items.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';

@@ -10,7 +10,8 @@ import {
 } from '../../domain/task-store.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { filesWithAttempts } from './file-attempts.ts';
-import { appKeyOf, assemble, type AssembledTask } from './items.ts';
+import { assemble, type AssembledTask } from './assembled-task.ts';
+import { appKeyOf } from './items.ts';
 import { noCapacity, type Item, type Key, type TableReader } from './table-client.ts';
 import { Index, Keys, SORT_AT, dayOf } from './table.ts';
 

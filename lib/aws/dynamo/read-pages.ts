@@ -18,7 +18,8 @@ import type {
 import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';
-import { appKeyOf, bodyKey, eventFromItem, headerParts, taskFromParts } from './items.ts';
+import { taskFromParts } from './assembled-task.ts';
+import { appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity } from './table-client.ts';

@@ -1,0 +1,97 @@
+// A start or an end recorded in its task's header item (./apply-callback.ts gives the write path); a
+// recording end first has what can refuse it settled, then joins its file's size, then is recorded.
+import type { Callback } from '../../domain/callback.ts';
+import type { Capacity } from '../../domain/task-store.ts';
+import { applyIdentity, applyToFile, applyToHeader, emptyTally, tallyCallback } from '../../domain/task.ts';
+import { sameFacts, transitionOf } from '../../domain/task-parts.ts';
+import { fileToItem, headerFromItem, headerToItem, keysOf, recordedValue, tallyOf, type BodyRef } from './items.ts';
+import type { Counting, FileChange, ItemWrites, Outcome } from './item-writes.ts';
+import { oversizedItem } from './limits.ts';
+import { toItem, type Item, type Key } from './table-client.ts';
+
+/** A start or an end: recorded in the header; a recording end first joins its file's size. */
+export async function applyToHeaderItem(
+  w: ItemWrites,
+  cb: Callback,
+  ref: BodyRef,
+  counting: Counting,
+  headerKey: Key,
+  headerRead: Item | null,
+  optimistic: boolean,
+  fileKey: Key | null,
+  fileRead: Item | null,
+  cap: Capacity,
+): Promise<Outcome> {
+  let header = headerRead;
+  let fileChange: FileChange = null;
+  let fileJoin: { item: Item | null; wrote: boolean } = { item: null, wrote: false };
+  let fileDone = fileKey === null;
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) {
+      await w.pause(attempt, cb, optimistic && attempt === 2);
+      header = await w.readItem(w.headers, headerKey, cap);
+      if (header && header.service !== cb.service) return w.serviceMismatch(cb, header);
+    }
+    const keys = keysOf(header);
+    if (Object.hasOwn(keys, cb.key)) {
+      const file = fileKey && fileRead ? w.fileRecord(fileRead) : null;
+      // The key was counted by the put that recorded it; the end's file join, by its mark (or a recount).
+      const charge = w.charge(counting, fileKey ? fileRead : null, null, 0, fileKey !== null);
+      return { outcome: 'duplicate', file: file ? { before: null, after: file } : null, charge };
+    }
+    const before = header ? headerFromItem(header) : null;
+    const tally = tallyCallback(tallyOf(header), cb);
+    const recorded = { ...keys, [cb.key]: recordedValue(cb, ref) };
+    const item = headerToItem(headerKey, applyToHeader(before, cb), tally, recorded, header);
+    // The header counts the callbacks it records in the very put that records them.
+    if (typeof item.nEvents === 'number') item.nEvents += 1;
+    if (!fileDone) {
+      // What can refuse the end is settled before its file is joined (a file its task would wait for): the
+      // header's size, and its service, fixed once the task exists (created first without the end's facts).
+      const refused = oversizedItem('header', toItem(item));
+      if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
+      // The end's facts join the header it creates as they would have joined none: `item` stands.
+      const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {}, null);
+      if (created && !(await w.putItem(w.headers, created, null, cap))) continue;
+      header ??= { ...created, ver: 1 };
+      const joined = await joinFile(w, fileKey!, fileRead, cb, counting, cap);
+      fileChange = joined.change;
+      fileJoin = joined;
+      fileDone = true;
+    }
+    if (await w.putItem(w.headers, item, header, cap)) {
+      const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
+      // A join found in place may be an earlier delivery's: without marks its change is not known.
+      const charge = w.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);
+      return { outcome: 'applied', transition, file: fileChange, headerBefore: before, charge };
+    }
+  }
+}
+
+/**
+ * Joins a callback into its file without recording it there (a recording end is recorded in the header):
+ * the change, the file item as left, and whether this join wrote it.
+ */
+async function joinFile(
+  w: ItemWrites,
+  fileKey: Key,
+  read: Item | null,
+  cb: Callback,
+  counting: Counting,
+  cap: Capacity,
+): Promise<{ change: NonNullable<FileChange>; item: Item; wrote: boolean }> {
+  let file = read;
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) {
+      await w.pause(attempt, cb);
+      file = await w.readItem(w.files, fileKey, cap);
+    }
+    const before = file ? w.fileRecord(file) : null;
+    const after = applyToFile(before, cb);
+    const tally = tallyOf(file);
+    if (file && sameFacts(before, after, tally, tally)) return { change: { before, after }, item: file, wrote: false };
+    const item = fileToItem(fileKey, after, tally, keysOf(file), w.markFor(counting, file, before, 0));
+    if (file?.sp) item.sp = true;
+    if (await w.putItem(w.files, item, file, cap)) return { change: { before, after }, item, wrote: true };
+  }
+}

@@ -1,0 +1,125 @@
+// What the steps of the write path (./apply-callback.ts, ./file-write.ts, ./header-write.ts) share: the
+// items this worker remembers, their reads and versioned puts, the pause between attempts, and what a
+// write leaves its header to count.
+import type { Callback } from '../../domain/callback.ts';
+import type { Capacity, DeliveredCallback, QuarantineEntry } from '../../domain/task-store.ts';
+import { fileState, type FileRecord, type FileTransition } from '../../domain/task.ts';
+import type { WriteEffect } from '../../domain/stored-write.ts';
+import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
+import { fileFromItem, markOf } from './items.ts';
+import type { KnownItems } from './known-items.ts';
+import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
+
+export type FileChange = WriteEffect['file'];
+export type HeaderBefore = WriteEffect['headerBefore'];
+export type Outcome =
+  | {
+      outcome: 'applied';
+      transition: FileTransition | null;
+      file: FileChange;
+      headerBefore: HeaderBefore;
+      charge: WriteCharge;
+    }
+  | { outcome: 'duplicate'; file: FileChange; charge: WriteCharge }
+  | Quarantine;
+
+/**
+ * How a write is charged to its header (lib/domain/task-counts.ts): its delivery's sequence number and the
+ * last one the header had absorbed as its batch began; both null without sequence numbers.
+ */
+export interface Counting {
+  seq: string | null;
+  absorbed: string | null;
+  /** The message was received before: without marks, what it finds in place may be its own, uncounted. */
+  redelivered: boolean;
+}
+
+export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered'>): Counting => ({
+  ...(d.sequence && d.absorbed ? { seq: d.sequence, absorbed: d.absorbed } : { seq: null, absorbed: null }),
+  redelivered: d.redelivered === true,
+});
+
+/** Whether marks count this write: a sequence number the header has not absorbed yet. */
+export const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
+export type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
+
+export class ItemWrites {
+  readonly table: TableClient;
+  /** The task headers this worker remembers, shared with the count updates that write them too. */
+  readonly headers: KnownItems;
+  /** The file items this worker last wrote or read. */
+  readonly files: KnownItems;
+  /** Optimistic-concurrency attempts before giving up with a retryable error. */
+  readonly maxAttempts: number;
+  /** Callback keys a file item records inline before further keys get items of their own. */
+  readonly inlineKeys: number;
+
+  constructor(table: TableClient, headers: KnownItems, files: KnownItems, maxAttempts: number, inlineKeys: number) {
+    this.table = table;
+    this.headers = headers;
+    this.files = files;
+    this.maxAttempts = maxAttempts;
+    this.inlineKeys = inlineKeys;
+  }
+
+  /** A file item as a record; its attempts are counted by `fileAfter` or on read, not here. */
+  fileRecord(file: Item): FileRecord {
+    return fileFromItem(file);
+  }
+
+  /**
+   * What a write leaves its header to count, from the file item it left or found: `events` recorded beside
+   * the file, `inline` keys recorded on it (which its mark counts when the mark is not absorbed yet).
+   */
+  charge(
+    c: Counting,
+    fileItem: Item | null,
+    transition: FileTransition | null,
+    events: number,
+    uncertain: boolean,
+    inline = 0,
+  ): WriteCharge {
+    const record = fileItem ? this.fileRecord(fileItem) : null;
+    const mark = markOf(fileItem);
+    const byMark = c.absorbed !== null && mark !== null && mark.seq > c.absorbed;
+    return {
+      sequence: c.seq,
+      file: record ? { name: record.fileName, state: fileState(record), mark } : null,
+      transition,
+      events: events + (byMark ? 0 : inline),
+      uncertain: c.seq === null && c.redelivered && uncertain,
+    };
+  }
+
+  /** A file's mark after a write that records `newEvents` callbacks on it (none without sequence numbers). */
+  markFor(c: Counting, file: Item | null, before: FileRecord | null, newEvents: number) {
+    if (c.seq === null || c.absorbed === null) return markOf(file);
+    return markAfterWrite(markOf(file), fileState(before), c.seq, c.absorbed, newEvents);
+  }
+
+  /** An item read (strongly consistent unless said) and remembered. */
+  async readItem(known: KnownItems, key: Key, cap: Capacity, consistent = true): Promise<Item | null> {
+    const item = await this.table.get(key, cap, consistent);
+    known.remember(key, item);
+    return item;
+  }
+
+  /** A versioned put over `previous` (null: absent); the item is remembered as written. */
+  async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+    const ok = await this.table.putVersioned(item, previous?.ver, cap);
+    if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
+    return ok;
+  }
+
+  serviceMismatch(cb: Callback, header: Item): Quarantine {
+    const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
+    return { outcome: 'quarantined', reason: 'service_mismatch', detail };
+  }
+
+  /** Before another attempt: a back-off after a conflict, none after a wrong guess that an item was absent. */
+  async pause(attempt: number, cb: Callback, afterGuess = false): Promise<void> {
+    if (attempt > this.maxAttempts)
+      throw new ContentionError(`task ${cb.id} stayed contended after ${this.maxAttempts} attempts`);
+    if (!afterGuess) await backoff(attempt);
+  }
+}
