@@ -77,36 +77,52 @@ describe('FIFO partial batch failure', () => {
     output: { fileName, fileSize: 1024 },
   });
 
-  test(
-    'a failed record fails the later records of its message group in the batch, not the earlier ones nor ' +
-      'other groups',
-    async () => {
-      const inner = newStore();
-      // The store refuses one callback, once: a transient fault.
-      const store = Object.assign(Object.create(inner) as DynamoTaskStore, {
-        applyCallback: async (delivered: Parameters<DynamoTaskStore['applyCallback']>[0]) => {
-          if (delivered.raw.includes('"b.mp4"')) throw new Error('throttled');
-          return inner.applyCallback(delivered);
-        },
-      });
-      const g1 = taskGroupId('app-fifo', 'rec-g1');
-      const g2 = taskGroupId('app-fifo', 'rec-g2');
-      const records = [
-        sqsRecord('recording', slice('rec-g1', 'a.mp4', 1763800000000), { groupId: g1 }),
-        sqsRecord('recording', slice('rec-g2', 'x.mp4', 1763800000500), { groupId: g2 }),
-        sqsRecord('recording', slice('rec-g1', 'b.mp4', 1763800001000), { groupId: g1 }),
-        sqsRecord('recording', slice('rec-g2', 'y.mp4', 1763800001500), { groupId: g2 }),
-        sqsRecord('recording', slice('rec-g1', 'c.mp4', 1763800002000), { groupId: g1 }),
-        sqsRecord('recording', slice('rec-g1', 'd.mp4', 1763800003000), { groupId: g1 }),
-      ];
-      const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
-      // b failed; c and d follow it in its group: reported too, or Lambda would delete them before b is applied.
-      expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(
-        [records[2]!, records[4]!, records[5]!].map((r) => r.messageId),
-      );
-      expect(res.outcomes).toEqual(['applied', 'applied', 'failed', 'applied', 'applied', 'applied']);
-    },
-  );
+  test('a failed record fails the later records of its message group in the batch, not the earlier ones', () => {
+    const g1 = taskGroupId('app-fifo', 'rec-g1');
+    const g2 = taskGroupId('app-fifo', 'rec-g2');
+    const groups = [g1, g2, g1, g2, g1, g1];
+    const records = groups.map((groupId, i) =>
+      sqsRecord('recording', slice(groupId === g1 ? 'rec-g1' : 'rec-g2', `${i}.mp4`, 1763800000000 + i), { groupId }),
+    );
+    // The third (group 1) failed: the fifth and sixth follow it in its group, reported too, or Lambda would delete
+    // them before it is applied; the first, of the same group, came before it and stays done.
+    expect(failedInGroupOrder(records, [false, false, true, false, false, false])).toEqual([
+      false,
+      false,
+      true,
+      false,
+      true,
+      true,
+    ]);
+  });
+
+  test('a record of a task that fails fails its task in the batch, and no other group', async () => {
+    const inner = newStore();
+    // The store refuses one callback, once: a transient fault.
+    const store = Object.assign(Object.create(inner) as DynamoTaskStore, {
+      applyUncounted: async (delivered: Parameters<DynamoTaskStore['applyUncounted']>[0]) => {
+        if (delivered.raw.includes('"b.mp4"')) throw new Error('throttled');
+        return inner.applyUncounted(delivered);
+      },
+    });
+    const g1 = taskGroupId('app-fifo', 'rec-g1');
+    const g2 = taskGroupId('app-fifo', 'rec-g2');
+    const records = [
+      sqsRecord('recording', slice('rec-g1', 'a.mp4', 1763800000000), { groupId: g1 }),
+      sqsRecord('recording', slice('rec-g2', 'x.mp4', 1763800000500), { groupId: g2 }),
+      sqsRecord('recording', slice('rec-g1', 'b.mp4', 1763800001000), { groupId: g1 }),
+      sqsRecord('recording', slice('rec-g2', 'y.mp4', 1763800001500), { groupId: g2 }),
+      sqsRecord('recording', slice('rec-g1', 'c.mp4', 1763800002000), { groupId: g1 }),
+      sqsRecord('recording', slice('rec-g1', 'd.mp4', 1763800003000), { groupId: g1 }),
+    ];
+    const res = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
+    // b failed: every record of its task fails with it, so that the batch that brings them again counts what
+    // they wrote; the other task's group is applied.
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(
+      [records[0]!, records[2]!, records[4]!, records[5]!].map((r) => r.messageId),
+    );
+    expect(res.outcomes).toEqual(['failed', 'applied', 'failed', 'applied', 'failed', 'failed']);
+  });
 
   test('on a standard queue (no message group) only the failed record is reported', async () => {
     const flags = [false, true, false];

@@ -75,7 +75,6 @@ export async function processBatch(
           done.map((i) => applied[i]!),
           parts,
           counting.get(task)!.absorbed === null,
-          deps.log,
         ),
       );
   });

@@ -37,7 +37,6 @@ export async function eventsOfTask(
   writes: Applied[],
   counted: TaskParts | null,
   unordered: boolean,
-  log: Logger,
 ): Promise<TaskEvents> {
   const publishing = writes.filter((a) => {
     const write = a.result?.write;
