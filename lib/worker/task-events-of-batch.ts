@@ -4,7 +4,6 @@ import type { EventPublisher } from '../aws/sns/task-events.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { FileRecord } from '../domain/task.ts';
-import type { Logger } from '../log.ts';
 import type { Applied } from './apply-record.ts';
 
 /** The task events of one task's writes in a batch, and the writes that have some. */
