@@ -40,26 +40,26 @@ test('cfn-lint: skipped when it is not installed, its errors count, its warnings
   expect(runCfnLint(path, fakeCfnLint(4))).toMatchObject({ installed: true, exitCode: 4, errors: false });
 });
 
-test('a worker role without dynamodb:Query: the doctor names the call without a grant, and fails', async () => {
+test('a worker role without dynamodb:UpdateItem: the doctor names the call without a grant, and fails', async () => {
   const template = structuredClone(loadTemplate().template);
   const policies = template.Resources.WorkerRole!.Properties!.Policies as Array<{
     PolicyDocument: { Statement: PolicyStatement[] };
   }>;
   for (const s of policies[0]!.PolicyDocument.Statement)
-    if (Array.isArray(s.Action)) s.Action = s.Action.filter((a) => a !== 'dynamodb:Query');
+    if (Array.isArray(s.Action)) s.Action = s.Action.filter((a) => a !== 'dynamodb:UpdateItem');
   const report = await runDoctor({ rolesFrom: template, env: fakeCfnLint(0) });
   expect(report.ok).toBe(false);
   expect(report.gaps).toBeGreaterThanOrEqual(1);
   const worker = report.functions.find((f) => f.key === 'worker')!;
   expect(worker.calls).toContainEqual({
-    action: 'dynamodb:Query',
+    action: 'dynamodb:UpdateItem',
     resource: 'arn:aws:dynamodb:us-east-1:000000000000:table/rtc-callbacks-receiver-local-tasks',
     grantedBy: null,
   });
   expect(worker.calls).toContainEqual(
     expect.objectContaining({ action: 'dynamodb:PutItem', grantedBy: 'WorkerRole/worker#ApplyCallbacksToTasks' }),
   );
-  expect(report.scenarioError).toMatch(/is not authorized to perform: dynamodb:Query/);
+  expect(report.scenarioError).toMatch(/is not authorized to perform: dynamodb:UpdateItem/);
 });
 
 test('callbacks doctor on the template as it is: every call granted, exit code 0', async () => {
