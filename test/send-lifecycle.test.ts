@@ -16,10 +16,12 @@ let restoreSink: ReturnType<typeof setLogSink>;
 
 const base: Omit<LifecycleOptions, 'lifecycle'> = { sign: 'header', timeout: 10_000 };
 
+/** The task once the queue is drained (every callback applied and counted) and it has this status. */
 async function settled(id: string, status: string): Promise<Task> {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const task = await target.tasks.getTask(id);
+    const q = await target.queue.depth();
+    const task = q.visible + q.inFlight + q.delayed === 0 ? await target.tasks.getTask(id) : null;
     if (task?.status === status) return task;
     if (Date.now() > deadline) throw new Error(`task ${id} is ${task?.status ?? 'absent'}, never ${status}`);
     await new Promise((r) => setTimeout(r, 100));
