@@ -61,12 +61,11 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
   };
 }
 
-/** The publisher env TASK_EVENTS_TOPIC_ARN names; none (events off) when it is unset or empty. */
-export function eventPublisherFromEnv(
-  env: NodeJS.ProcessEnv,
+/** The publisher to a topic; none (events off) when no topic is named. */
+export function eventPublisherTo(
+  topicArn: string,
   requestHandler?: SNSClientConfig['requestHandler'],
 ): EventPublisher | undefined {
-  const topicArn = env.TASK_EVENTS_TOPIC_ARN?.trim();
   if (!topicArn) return undefined;
   return snsEventPublisher(functionClient(new SNSClient({ maxAttempts: 3, requestHandler })), topicArn);
 }
