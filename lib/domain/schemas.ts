@@ -131,13 +131,13 @@ export const RecordingStart = v.looseObject({
   config: v.optional(Config, {}),
   output: RecordingStartOutput,
 });
-export const RecordingSlice = v.looseObject({ ...recordingCommon, type: typeIs(2), output: FileOutput });
-export const RecordingEnd = v.looseObject({ ...recordingCommon, type: typeIs(3), output: FileOutput });
-export const RecordingUpload = v.looseObject({ ...recordingCommon, type: typeIs(4), output: RecordingUploadOutput });
+const RecordingSlice = v.looseObject({ ...recordingCommon, type: typeIs(2), output: FileOutput });
+const RecordingEnd = v.looseObject({ ...recordingCommon, type: typeIs(3), output: FileOutput });
+const RecordingUpload = v.looseObject({ ...recordingCommon, type: typeIs(4), output: RecordingUploadOutput });
 
-export const ScreenshotStart = v.looseObject({ ...screenshotCommon, type: typeIs(1), config: v.optional(Config, {}) });
-export const ScreenshotEnd = v.looseObject({ ...screenshotCommon, type: typeIs(3), config: v.optional(Config, {}) });
-export const ScreenshotUpload = v.looseObject({
+const ScreenshotStart = v.looseObject({ ...screenshotCommon, type: typeIs(1), config: v.optional(Config, {}) });
+const ScreenshotEnd = v.looseObject({ ...screenshotCommon, type: typeIs(3), config: v.optional(Config, {}) });
+const ScreenshotUpload = v.looseObject({
   ...screenshotCommon,
   type: typeIs(4),
   tag: optionalString,

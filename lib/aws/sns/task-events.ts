@@ -8,17 +8,17 @@ import type { TaskEvent } from '../../domain/task-events.ts';
 const BATCH = 10;
 
 /** The message attributes subscribers' filter policies can match on. */
-export const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
+const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
 
 export interface EventPublisher {
   publish(events: readonly TaskEvent[]): Promise<void>;
 }
 
-export class PublishError extends Error {
+class PublishError extends Error {
   override name = 'PublishError';
 }
 
-export function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> {
+function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> {
   const values: Record<(typeof EVENT_ATTRIBUTES)[number], string> = {
     service: e.task.service,
     type: e.type,
