@@ -1,7 +1,8 @@
 // Every export of the shipped and tooling code (lib/, cli/, functions/, console/src) is imported somewhere in the
 // repository, tests included: an export nothing imports is dead code or a name that should stay private to its
 // module. The only exports nothing imports are the entry points the platform calls, the handlers serverless.yml
-// names. Imports and exports are read with a real TypeScript parser (swc).
+// names, and the types that another export of their module refers to. Imports and exports are read with a real
+// TypeScript parser (swc).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
@@ -31,11 +32,27 @@ function listSources(root: string, dir: string): string[] {
   return out;
 }
 
-/**
- * Exported types are left out: a type in the signature of an exported function is exported so that callers can
- * name it, whether or not one does yet, and it ships nothing.
- */
-const TYPE_DECLARATIONS = new Set(['TsInterfaceDeclaration', 'TsTypeAliasDeclaration']);
+/** The type names a declaration refers to (its own name left out). */
+function typesReferredBy(declaration: Node, own: string | undefined): string[] {
+  const names: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const child of node) walk(child);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    const n = node as Node;
+    if (n.type === 'TsTypeReference' && n.typeName?.type === 'Identifier' && n.typeName.value !== own)
+      names.push(n.typeName.value);
+    // `interface A extends B`, `class A implements B`, `class A extends B`.
+    if (n.type === 'TsExpressionWithTypeArguments' && n.expression?.type === 'Identifier')
+      names.push(n.expression.value);
+    if (n.type === 'ClassDeclaration' && n.superClass?.type === 'Identifier') names.push(n.superClass.value);
+    for (const value of Object.values(n)) if (value && typeof value === 'object') walk(value);
+  };
+  walk(declaration);
+  return names;
+}
 
 /** `file#name`; `file#*` for every export of the file (a namespace import, `export *`, an import()). */
 const key = (file: string, name: string) => `${file}#${name}`;
@@ -66,11 +83,13 @@ function factsOf(root: string, path: string): ModuleFacts {
     switch (item.type) {
       case 'ExportDeclaration': {
         const d = item.declaration as Node;
-        if (TYPE_DECLARATIONS.has(d.type)) break;
+        const own: string | undefined = d.identifier?.value ?? d.id?.value;
         if (d.type === 'VariableDeclaration')
           for (const v of d.declarations as Node[]) if (v.id.type === 'Identifier') exports.push(v.id.value);
-        if (d.identifier) exports.push(d.identifier.value);
-        if (d.id) exports.push(d.id.value);
+        if (own) exports.push(own);
+        // A type another export of the module refers to (an option of an exported function, a field of an
+        // exported interface) is part of the module's API, so that callers can name it.
+        for (const name of typesReferredBy(d, own)) uses.push(key(path, name));
         break;
       }
       case 'ExportDefaultDeclaration':
@@ -79,7 +98,6 @@ function factsOf(root: string, path: string): ModuleFacts {
         break;
       case 'ExportNamedDeclaration':
         for (const s of item.specifiers as Node[]) {
-          if (item.typeOnly || s.isTypeOnly) continue;
           if (s.type === 'ExportNamespaceSpecifier') {
             exports.push(s.name.value);
             use(item.source?.value, '*');
@@ -142,7 +160,7 @@ function unusedExports(root: string, allowed: readonly string[]): string[] {
   );
 }
 
-test('every export of lib/, cli/, functions/ and console/src is imported somewhere, or is a handler', () => {
+test('every export of lib/, cli/, functions/, console/src is imported somewhere, part of another, or a handler', () => {
   expect(unusedExports(repository, entryPoints(repository))).toEqual([]);
 });
 
@@ -154,7 +172,9 @@ test('the check finds an export nothing imports, and sees the imports that use o
     writeFileSync(
       join(copy, 'lib/a.ts'),
       'export const used = 1;\nexport function planted() {}\nexport type Shape = { x: number };\n' +
-        'export { used as again };\nexport interface Reached {}\n',
+        'export { used as again };\nexport interface Reached {}\nexport interface Base {}\n' +
+        'export interface Option extends Base { a: number }\nexport function take(option: Option) {}\n' +
+        'export type Lonely = string;\n',
     );
     writeFileSync(join(copy, 'lib/b.ts'), "export * from './c.ts';\nexport { again } from './a.ts';\n");
     writeFileSync(join(copy, 'lib/c.ts'), 'export const throughStar = 1;\n');
@@ -163,8 +183,8 @@ test('the check finds an export nothing imports, and sees the imports that use o
       "import { used, type Shape } from '../lib/a.ts';\nimport * as b from '../lib/b.ts';\n" +
         "let r: import('../lib/a.ts').Reached;\n",
     );
-    expect(unusedExports(copy, [])).toEqual(['lib/a.ts#planted']);
-    expect(unusedExports(copy, ['lib/a.ts#planted'])).toEqual([]);
+    expect(unusedExports(copy, [])).toEqual(['lib/a.ts#planted', 'lib/a.ts#take', 'lib/a.ts#Lonely']);
+    expect(unusedExports(copy, ['lib/a.ts#planted', 'lib/a.ts#take', 'lib/a.ts#Lonely'])).toEqual([]);
   } finally {
     rmSync(copy, { recursive: true, force: true });
   }

@@ -144,14 +144,6 @@ const ScreenshotUpload = v.looseObject({
   output: ScreenshotUploadOutput,
 });
 
-export type RecordingStartBody = v.InferOutput<typeof RecordingStart>;
-export type RecordingSliceBody = v.InferOutput<typeof RecordingSlice>;
-export type RecordingEndBody = v.InferOutput<typeof RecordingEnd>;
-export type RecordingUploadBody = v.InferOutput<typeof RecordingUpload>;
-export type ScreenshotStartBody = v.InferOutput<typeof ScreenshotStart>;
-export type ScreenshotEndBody = v.InferOutput<typeof ScreenshotEnd>;
-export type ScreenshotUploadBody = v.InferOutput<typeof ScreenshotUpload>;
-
 export const schemasByService: Record<Service, Record<number, v.GenericSchema>> = {
   recording: { 1: RecordingStart, 2: RecordingSlice, 3: RecordingEnd, 4: RecordingUpload },
   screenshot: { 1: ScreenshotStart, 3: ScreenshotEnd, 4: ScreenshotUpload },

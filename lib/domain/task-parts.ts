@@ -106,7 +106,7 @@ export interface TaskParts {
 }
 
 /** The fields a task and a task's summary share, in the order both print them. */
-export type TaskHead = Pick<
+type TaskHead = Pick<
   Task,
   'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt' | 'updatedAt'
 >;
