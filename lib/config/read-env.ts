@@ -41,7 +41,10 @@ export interface EnvVariable<T> {
   readonly default?: T;
   /** A value the schema rejects: `refuse` to start, or `fall back` to the default with a warning. */
   readonly invalid: 'refuse' | 'fall back';
-  /** Blank text is a value (given to the schema) rather than unset: for a setting whose blank is a mistake. */
+  /**
+   * Blank text is a value rather than unset, for a setting whose blank is a mistake: the schema is then given the
+   * text as set, untrimmed, so that what it says of a bad one quotes it exactly.
+   */
   readonly blankIsSet?: boolean;
   /** A warning when the variable is unset or blank. */
   readonly unsetWarning?: string;
@@ -124,7 +127,7 @@ export function readEnvironment<S extends EnvSchema>(
     }
     let result: v.SafeParseResult<typeof variable.value>;
     try {
-      result = v.safeParse(variable.value, trimmed);
+      result = v.safeParse(variable.value, variable.blankIsSet ? raw : trimmed);
     } catch (err) {
       if (!(err instanceof StartRefused)) throw err;
       const doesNotStart = `: ${functionInWords[functionName]} does not start.`;
