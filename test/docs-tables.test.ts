@@ -250,12 +250,16 @@ function schemaOf(name: string) {
   return entry;
 }
 
+/** What the files a handler reaches read directly, outside its schema. */
+function directReadsOf(name: string): string[] {
+  const files = reachableFiles(`functions/${name}.ts`);
+  expect(files).toContain(join(root, schemaOf(name).file));
+  return [...new Set(files.flatMap(envReads))].sort();
+}
+
 /** What a handler's code reads: its schema's variables, and what the files it reaches read directly. */
 function codeReadsOf(name: string): string[] {
-  const files = reachableFiles(`functions/${name}.ts`);
-  const { schema, file } = schemaOf(name);
-  expect(files).toContain(join(root, file));
-  return [...new Set([...Object.keys(schema.variables), ...files.flatMap(envReads)])].sort();
+  return [...new Set([...Object.keys(schemaOf(name).schema.variables), ...directReadsOf(name)])].sort();
 }
 
 interface EnvRow {
@@ -354,6 +358,15 @@ describe('the environment tables of docs/configuration.md', () => {
       expect(documented).toEqual(declared);
     },
   );
+
+  test.each(functionNames)('%s: its code reads its own variables only through its schema', (name) => {
+    const shared = new Set(
+      tablesOf('docs/configuration.md')
+        .find((t) => t.heading === 'Every function')!
+        .rows.map(([variable = '']) => unquote(variable)),
+    );
+    expect(directReadsOf(name).filter((variable) => !shared.has(variable))).toEqual([]);
+  });
 
   test("MAX_BODY_BYTES's maximum is the one the ingest enforces", () => {
     const row = documentedEnv('ingest').find((r) => r.variable === 'MAX_BODY_BYTES');

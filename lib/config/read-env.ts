@@ -83,7 +83,7 @@ export function refuseStart<T>(passes: (value: T) => boolean, why: string) {
   });
 }
 
-/** Text, as set. */
+/** Any text (trimmed, as readEnvironment gives every value but that of a `blankIsSet` variable). */
 export const text = v.string();
 
 /** A whole number of at least 1, `what` saying it in words ("a whole number of days"). */

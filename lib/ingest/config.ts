@@ -134,16 +134,16 @@ export const ingestEnvironment = envSchema('ingest', {
 type IngestEnvironment = SettingsOf<typeof ingestEnvironment.variables>;
 
 /** The settings and warnings of an environment already read (readEnvironment with ingestEnvironment). */
-function ingestSettingsOf(env: IngestEnvironment, warnings: string[]): IngestSettings {
-  warnings.push(...(env.ALLOWED_SOURCE_CIDRS?.warnings ?? []));
+function ingestSettingsOf(environment: IngestEnvironment, warnings: string[]): IngestSettings {
+  warnings.push(...(environment.ALLOWED_SOURCE_CIDRS?.warnings ?? []));
   return {
-    queueUrl: env.QUEUE_URL,
-    mode: env.SIGNATURE_MODE,
-    development: env.DEVELOPMENT_STAGE,
-    toleranceS: env.SIGNATURE_TOLERANCE_S,
-    maxBodyBytes: env.MAX_BODY_BYTES,
+    queueUrl: environment.QUEUE_URL,
+    mode: environment.SIGNATURE_MODE,
+    development: environment.DEVELOPMENT_STAGE,
+    toleranceS: environment.SIGNATURE_TOLERANCE_S,
+    maxBodyBytes: environment.MAX_BODY_BYTES,
     sqsDeadlineMs: sqsLimits.deadlineMs,
-    allowedSources: env.ALLOWED_SOURCE_CIDRS,
+    allowedSources: environment.ALLOWED_SOURCE_CIDRS,
   };
 }
 
