@@ -89,10 +89,6 @@ export function setTimeZone(zone: string | undefined): void {
   displayZone = next;
 }
 
-export function timeZone(): string {
-  return displayZone;
-}
-
 /**
  * ISO 8601 in the display zone (UTC unless `--tz`), without milliseconds when they are zero:
  * `2025-11-22T08:00:00Z`, or `2025-11-22T16:00:00+08:00` with `--tz Asia/Shanghai`.
@@ -254,7 +250,7 @@ export function fields(pairs: [string, string][], c: Colors): string {
   return pairs.map(([k, v]) => `  ${c.dim(k.padEnd(width))}  ${cellText(v)}`).join('\n');
 }
 
-export const CALLBACK_TYPE_NAMES: Record<number, string> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };
+const CALLBACK_TYPE_NAMES: Record<number, string> = { 1: 'start', 2: 'slice', 3: 'end', 4: 'upload' };
 
 /** `4 upload` */
 export function callbackTypeName(type: number): string {

@@ -12,7 +12,7 @@ export type SignatureMode = (typeof SIGNATURE_MODES)[number];
 /** The modes as a sentence lists them: "enforce, report or off". */
 export const SIGNATURE_MODES_IN_WORDS = `${SIGNATURE_MODES.slice(0, -1).join(', ')} or ${SIGNATURE_MODES.at(-1)}`;
 
-export function isSignatureMode(value: unknown): value is SignatureMode {
+function isSignatureMode(value: unknown): value is SignatureMode {
   return SIGNATURE_MODES.includes(value as SignatureMode);
 }
 
@@ -40,7 +40,7 @@ export const SIGNATURE_VERDICTS = [
 ] as const;
 export type SignatureVerdict = (typeof SIGNATURE_VERDICTS)[number];
 
-export function isSignatureVerdict(value: unknown): value is SignatureVerdict {
+function isSignatureVerdict(value: unknown): value is SignatureVerdict {
   return SIGNATURE_VERDICTS.includes(value as SignatureVerdict);
 }
 
@@ -80,7 +80,7 @@ export interface HeldSignature {
 const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
 
 /** The held signature values of a message, or null when absent or not of the expected shape. */
-export function readHeldSignature(text: string | undefined): HeldSignature | null {
+function readHeldSignature(text: string | undefined): HeldSignature | null {
   if (!text) return null;
   let parsed: unknown;
   try {

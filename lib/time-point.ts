@@ -66,7 +66,7 @@ export function zoneOffsetMs(ms: number, zone: string): number {
  * partitions are named by `YYYY-MM-DD` and DynamoDB numbers are bounded, so every time a caller gives, as
  * a parameter or inside a cursor, is checked against this range before it reaches a key.
  */
-export const TIME_RANGE = { min: 0, max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) } as const;
+const TIME_RANGE = { min: 0, max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) } as const;
 
 /** Whether `ms` is a whole number of epoch milliseconds within TIME_RANGE. */
 export function isInTimeRange(ms: number): boolean {

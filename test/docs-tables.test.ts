@@ -3,12 +3,15 @@
 // handler reaches. The alarms table of docs/operations.md (each alarm's name, metric and threshold), the
 // roles table of docs/deployment.md (each role's actions, statement by statement), and the environment tables of
 // docs/configuration.md (every variable a function's code reads, every one the service sets, and the value it
-// sets).
+// sets; for the variables of a function's schema, lib/config/read-env.ts, the default it falls back to).
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
+import { apiEnvironment } from '../lib/api/config.ts';
+import { defaultInWords, type EnvSchema, type FunctionName } from '../lib/config/read-env.ts';
+import { ingestEnvironment, MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
+import { workerEnvironment } from '../lib/worker/config.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -215,8 +218,9 @@ function reachableFiles(entry: string): string[] {
 }
 
 /**
- * The environment variables code reads: `env.NAME`, `process.env.NAME`, `env['NAME']`, and names handed with the
- * environment to a helper that reads them (`positiveInteger(env, 'NAME', ...)`). Comment lines are left out.
+ * The environment variables code reads directly, outside a schema: `env.NAME`, `process.env.NAME`, `env['NAME']`,
+ * and names handed with the environment to a helper that reads them (`positiveInteger(env, 'NAME', ...)`).
+ * Comment lines are left out.
  */
 function envReads(file: string): string[] {
   const code = readFileSync(file, 'utf8')
@@ -233,32 +237,59 @@ function envReads(file: string): string[] {
   return patterns.flatMap((p) => [...code.matchAll(p)].map((m) => m[1]!));
 }
 
+/** Each function's schema, and the file that declares it and reads the environment with it. */
+const schemas: Record<string, { schema: { functionName: FunctionName; variables: EnvSchema }; file: string }> = {
+  ingest: { schema: ingestEnvironment, file: 'lib/ingest/config.ts' },
+  worker: { schema: workerEnvironment, file: 'lib/worker/config.ts' },
+  api: { schema: apiEnvironment, file: 'lib/api/config.ts' },
+};
+
+function schemaOf(name: string) {
+  const entry = schemas[name];
+  if (!entry) throw new Error(`function ${name} has no environment schema in this test: add it`);
+  return entry;
+}
+
+/** What the files a handler reaches read directly, outside its schema. */
+function directReadsOf(name: string): string[] {
+  const files = reachableFiles(`functions/${name}.ts`);
+  expect(files).toContain(join(root, schemaOf(name).file));
+  return [...new Set(files.flatMap(envReads))].sort();
+}
+
+/** What a handler's code reads: its schema's variables, and what the files it reaches read directly. */
 function codeReadsOf(name: string): string[] {
-  return [...new Set(reachableFiles(`functions/${name}.ts`).flatMap(envReads))].sort();
+  return [...new Set([...Object.keys(schemaOf(name).schema.variables), ...directReadsOf(name)])].sort();
 }
 
 interface EnvRow {
   variable: string;
   readBy: string;
   deployed: string;
+  default: string;
   meaning: string;
 }
 
 const ENV_HEADER = ['Variable', 'Read by', 'Deployed', 'Default', 'Meaning'];
 const READERS = ['function', 'AWS SDK', 'extension', 'function, extension'];
 
-/** The rows of configuration.md that apply to a function: its own section's and those of "Every function". */
-function documentedEnv(name: string): EnvRow[] {
+/**
+ * The rows of configuration.md that apply to a function: its own section's and those of "Every function" (unless
+ * `ownOnly`).
+ */
+function documentedEnv(name: string, { ownOnly = false } = {}): EnvRow[] {
   const tables = tablesOf('docs/configuration.md').filter(
-    (t) => t.heading === 'Every function' || t.heading === `The \`${name}\` function`,
+    (t) => (!ownOnly && t.heading === 'Every function') || t.heading === `The \`${name}\` function`,
   );
-  if (tables.length !== 2) throw new Error(`docs/configuration.md: no section "The \`${name}\` function" with a table`);
+  if (tables.length !== (ownOnly ? 1 : 2))
+    throw new Error(`docs/configuration.md: no section "The \`${name}\` function" with a table`);
   return tables.flatMap((t) => {
     expect(t.header).toEqual(ENV_HEADER);
-    return t.rows.map(([variable = '', readBy = '', deployed = '', , meaning = '']) => ({
+    return t.rows.map(([variable = '', readBy = '', deployed = '', defaultValue = '', meaning = '']) => ({
       variable: unquote(variable),
       readBy,
       deployed,
+      default: defaultValue,
       meaning,
     }));
   });
@@ -313,6 +344,28 @@ describe('the environment tables of docs/configuration.md', () => {
     );
     expect(Object.keys(environment).filter((v) => !(v in listed))).toEqual([]);
     expect(listed).toEqual(expected);
+  });
+
+  test.each(functionNames)(
+    '%s: its own section lists exactly the variables of its schema read by "function", each with its default',
+    (name) => {
+      const { schema } = schemaOf(name);
+      const rows = documentedEnv(name, { ownOnly: true }).filter((r) => r.readBy.split(', ').includes('function'));
+      const documented = Object.fromEntries(rows.map((r) => [r.variable, r.default]));
+      const declared = Object.fromEntries(
+        Object.entries(schema.variables).map(([variable, declaration]) => [variable, defaultInWords(declaration)]),
+      );
+      expect(documented).toEqual(declared);
+    },
+  );
+
+  test.each(functionNames)('%s: its code reads its own variables only through its schema', (name) => {
+    const shared = new Set(
+      tablesOf('docs/configuration.md')
+        .find((t) => t.heading === 'Every function')!
+        .rows.map(([variable = '']) => unquote(variable)),
+    );
+    expect(directReadsOf(name).filter((variable) => !shared.has(variable))).toEqual([]);
   });
 
   test("MAX_BODY_BYTES's maximum is the one the ingest enforces", () => {

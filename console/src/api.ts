@@ -45,7 +45,7 @@ const query = (params: Record<string, string | undefined>) => {
   return text ? `?${text}` : '';
 };
 
-export const taskPath = (id: string) => `/tasks/${encodeURIComponent(id)}`;
+const taskPath = (id: string) => `/tasks/${encodeURIComponent(id)}`;
 
 export function listTasks(params: URLSearchParams, signal?: AbortSignal) {
   const text = params.toString();

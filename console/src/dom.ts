@@ -10,7 +10,7 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 const HIDDEN_CHARS = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** The text as it should be read: invisible characters spelled out as \uXXXX. */
-export function visible(text: string): string {
+function visible(text: string): string {
   return text.replace(HIDDEN_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

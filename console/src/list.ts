@@ -7,7 +7,7 @@ import { h } from './dom.ts';
 import { count, statusBadge, timeEl } from './format.ts';
 
 /** The query parameters of GET /tasks that the form sets, in its order. */
-export const FILTERS = ['room', 'session', 'status', 'appKey', 'service', 'user', 'since', 'until'] as const;
+const FILTERS = ['room', 'session', 'status', 'appKey', 'service', 'user', 'since', 'until'] as const;
 const LABELS: Record<(typeof FILTERS)[number], string> = {
   room: 'Room',
   session: 'Session',
@@ -24,7 +24,7 @@ const HINTS: Partial<Record<(typeof FILTERS)[number], string>> = {
 };
 const PAGE_SIZES = ['25', '50', '100', '200'];
 
-export function taskHref(t: Pick<TaskSummary, 'id' | 'appKey'>): string {
+function taskHref(t: Pick<TaskSummary, 'id' | 'appKey'>): string {
   return `/console/tasks/${encodeURIComponent(t.id)}?appKey=${encodeURIComponent(t.appKey)}`;
 }
 

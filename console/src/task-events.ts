@@ -14,7 +14,7 @@ interface Item {
   text: string;
 }
 
-export function eventItems(marks: readonly Mark[], purges: readonly { at: number; file: string }[]): Item[] {
+function eventItems(marks: readonly Mark[], purges: readonly { at: number; file: string }[]): Item[] {
   const items: Item[] = [];
   const uploads = new Map<string, Mark[]>();
   for (const m of marks) {

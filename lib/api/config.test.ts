@@ -1,6 +1,7 @@
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
 import type { Logger } from '../log.ts';
-import { ApiConfigError, buildApiDependencies, readApiTableName } from './config.ts';
+import { readEnvironment } from '../config/read-env.ts';
+import { apiEnvironment, buildApiDependencies } from './config.ts';
 
 function recordingLogger(): { logger: Logger; errors: unknown[] } {
   const errors: unknown[] = [];
@@ -13,17 +14,22 @@ describe('buildApiDependencies', () => {
     const sentence = 'TASKS_TABLE is not set: the read API does not start.';
     for (const env of [{}, { TASKS_TABLE: '' }, { TASKS_TABLE: '  ' }]) {
       const { logger, errors } = recordingLogger();
-      expect(() => buildApiDependencies(env, logger)).toThrow(new ApiConfigError(sentence));
+      expect(() => buildApiDependencies(env, logger)).toThrow(
+        expect.objectContaining({ name: 'ApiConfigError', message: sentence }),
+      );
       // The same one sentence reaches the function's log before the init error.
       expect(errors).toEqual([sentence]);
     }
   });
 
   test('TASKS_TABLE set: a reader of that table, trimmed, and nothing logged as an error', () => {
-    expect(readApiTableName({ TASKS_TABLE: ' svc-prod-tasks ' })).toBe('svc-prod-tasks');
+    expect(readEnvironment(apiEnvironment, { TASKS_TABLE: ' svc-prod-tasks ' }).settings.TASKS_TABLE).toBe(
+      'svc-prod-tasks',
+    );
     const { logger, errors } = recordingLogger();
     const deps = buildApiDependencies({ TASKS_TABLE: 'svc-prod-tasks', AWS_REGION: 'eu-west-1' }, logger);
     expect(deps.store).toBeInstanceOf(DynamoTaskReader);
+
     expect(deps.log).toBe(logger);
     expect(errors).toEqual([]);
   });

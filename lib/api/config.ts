@@ -5,27 +5,20 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { functionClient } from '../aws/clients.ts';
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
+import { envSchema, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
 
 type Env = Record<string, string | undefined>;
 
-export class ApiConfigError extends Error {
-  override name = 'ApiConfigError';
-}
-
-/** TASKS_TABLE, or an ApiConfigError whose message is one sentence naming the variable. */
-export function readApiTableName(env: Env): string {
-  const tableName = env.TASKS_TABLE?.trim();
-  if (!tableName) throw new ApiConfigError('TASKS_TABLE is not set: the read API does not start.');
-  return tableName;
-}
+/** The read API's environment. */
+export const apiEnvironment = envSchema('api', { TASKS_TABLE: { value: text, invalid: 'refuse' } });
 
 /** Throws on a missing table (the function then fails to start), after logging the same sentence. */
 export function buildApiDependencies(env: Env, log: Logger = createLogger('api')): ApiDependencies {
   let tableName: string;
   try {
-    tableName = readApiTableName(env);
+    tableName = readEnvironment(apiEnvironment, env).settings.TASKS_TABLE;
   } catch (err) {
     log.error('api_config', { error: (err as Error).message });
     throw err;

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 
-export const CONSOLE_PREFIX = '/console';
+const CONSOLE_PREFIX = '/console';
 
 /** Headers of every console answer, the proxied read API's included. */
 export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {

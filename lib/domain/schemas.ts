@@ -131,26 +131,18 @@ export const RecordingStart = v.looseObject({
   config: v.optional(Config, {}),
   output: RecordingStartOutput,
 });
-export const RecordingSlice = v.looseObject({ ...recordingCommon, type: typeIs(2), output: FileOutput });
-export const RecordingEnd = v.looseObject({ ...recordingCommon, type: typeIs(3), output: FileOutput });
-export const RecordingUpload = v.looseObject({ ...recordingCommon, type: typeIs(4), output: RecordingUploadOutput });
+const RecordingSlice = v.looseObject({ ...recordingCommon, type: typeIs(2), output: FileOutput });
+const RecordingEnd = v.looseObject({ ...recordingCommon, type: typeIs(3), output: FileOutput });
+const RecordingUpload = v.looseObject({ ...recordingCommon, type: typeIs(4), output: RecordingUploadOutput });
 
-export const ScreenshotStart = v.looseObject({ ...screenshotCommon, type: typeIs(1), config: v.optional(Config, {}) });
-export const ScreenshotEnd = v.looseObject({ ...screenshotCommon, type: typeIs(3), config: v.optional(Config, {}) });
-export const ScreenshotUpload = v.looseObject({
+const ScreenshotStart = v.looseObject({ ...screenshotCommon, type: typeIs(1), config: v.optional(Config, {}) });
+const ScreenshotEnd = v.looseObject({ ...screenshotCommon, type: typeIs(3), config: v.optional(Config, {}) });
+const ScreenshotUpload = v.looseObject({
   ...screenshotCommon,
   type: typeIs(4),
   tag: optionalString,
   output: ScreenshotUploadOutput,
 });
-
-export type RecordingStartBody = v.InferOutput<typeof RecordingStart>;
-export type RecordingSliceBody = v.InferOutput<typeof RecordingSlice>;
-export type RecordingEndBody = v.InferOutput<typeof RecordingEnd>;
-export type RecordingUploadBody = v.InferOutput<typeof RecordingUpload>;
-export type ScreenshotStartBody = v.InferOutput<typeof ScreenshotStart>;
-export type ScreenshotEndBody = v.InferOutput<typeof ScreenshotEnd>;
-export type ScreenshotUploadBody = v.InferOutput<typeof ScreenshotUpload>;
 
 export const schemasByService: Record<Service, Record<number, v.GenericSchema>> = {
   recording: { 1: RecordingStart, 2: RecordingSlice, 3: RecordingEnd, 4: RecordingUpload },

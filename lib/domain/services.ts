@@ -9,7 +9,7 @@ export function isService(value: unknown): value is Service {
   return SERVICES.includes(value as Service);
 }
 
-export const CALLBACK_TYPES = [1, 2, 3, 4] as const;
+const CALLBACK_TYPES = [1, 2, 3, 4] as const;
 export type CallbackType = (typeof CALLBACK_TYPES)[number];
 
 /** Event types each service sends. */

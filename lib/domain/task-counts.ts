@@ -59,7 +59,7 @@ export const isZero = (c: TaskCounts): boolean =>
 // Sequence numbers
 
 /** Digits a stored sequence number is padded to: SQS's are up to 20+ digits, beyond 2^53, so never numbers. */
-export const SEQUENCE_DIGITS = 40;
+const SEQUENCE_DIGITS = 40;
 
 /** An SQS SequenceNumber as a fixed-width string that sorts as the number does; null when absent or not one. */
 export function sequenceOf(raw: string | null | undefined): string | null {

@@ -31,7 +31,7 @@ import {
   type TaskStatus,
 } from './task.ts';
 
-export const TASK_EVENT_VERSION = 1;
+const TASK_EVENT_VERSION = 1;
 
 export const TASK_EVENT_TYPES = [
   'task.started',
@@ -44,16 +44,6 @@ export const TASK_EVENT_TYPES = [
   'file.upload_recovered',
 ] as const;
 export type TaskEventType = (typeof TASK_EVENT_TYPES)[number];
-
-export const FILE_EVENT_TYPES: readonly TaskEventType[] = [
-  'file.uploaded',
-  'file.upload_failed',
-  'file.upload_recovered',
-];
-
-export function isTaskEventType(value: string): value is TaskEventType {
-  return (TASK_EVENT_TYPES as readonly string[]).includes(value);
-}
 
 /** An event as the pure function and `callbacks verify` know it: its identity, without a body. */
 export interface TaskEventRef {
@@ -77,7 +67,7 @@ export interface TaskEventTask {
 }
 
 /** The task part of an event, from the store's summary of the task. */
-export function eventTask(s: TaskSummary): TaskEventTask {
+function eventTask(s: TaskSummary): TaskEventTask {
   return {
     service: s.service,
     id: s.id,
@@ -131,7 +121,7 @@ export function taskEventId(
 // Predicates
 
 /** The task events a callback is a witness of: true on every state that has absorbed it. */
-export function witnessedTypes(cb: Callback): TaskEventType[] {
+function witnessedTypes(cb: Callback): TaskEventType[] {
   const types: TaskEventType[] = [];
   if (cb.type === 1) types.push(cb.code === 200 ? 'task.started' : 'task.start_failed');
   if (cb.type === 3) types.push('task.ended');
@@ -140,7 +130,7 @@ export function witnessedTypes(cb: Callback): TaskEventType[] {
 }
 
 /** The file events true on a file record. */
-export function fileEventTypes(f: FileRecord | null): TaskEventType[] {
+function fileEventTypes(f: FileRecord | null): TaskEventType[] {
   if (!f?.upload) return [];
   if (!f.upload.ok) return ['file.upload_failed'];
   return f.firstFailureAt !== null ? ['file.uploaded', 'file.upload_recovered'] : ['file.uploaded'];

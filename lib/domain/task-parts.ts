@@ -36,7 +36,7 @@ export function countFiles(files: Iterable<FileRecord>): FileCounts {
 }
 
 /** The file counts of a header's counts. */
-export function fileCountsOf(c: TaskCounts): FileCounts {
+function fileCountsOf(c: TaskCounts): FileCounts {
   return { fileCount: c.files, pendingFiles: c.pending, failedFiles: c.failed };
 }
 
@@ -106,12 +106,12 @@ export interface TaskParts {
 }
 
 /** The fields a task and a task's summary share, in the order both print them. */
-export type TaskHead = Pick<
+type TaskHead = Pick<
   Task,
   'service' | 'id' | 'appKey' | 'roomId' | 'sessionId' | 'userId' | 'status' | 'startedAt' | 'endedAt' | 'updatedAt'
 >;
 
-export function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskHead {
+function taskHead(h: TaskHeader, counts: FileCounts, tally: Tally): TaskHead {
   return {
     service: h.service,
     id: h.id,

@@ -130,10 +130,6 @@ export const QUARANTINE_REASONS = [
 ] as const;
 export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
 
-export function isQuarantineReason(value: unknown): value is QuarantineReason {
-  return QUARANTINE_REASONS.includes(value as QuarantineReason);
-}
-
 export interface QuarantineEntry {
   reason: QuarantineReason;
   detail: string;

@@ -15,10 +15,6 @@ import type { Callback } from './callback.ts';
 export const TASK_STATUSES = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-export function isTaskStatus(value: unknown): value is TaskStatus {
-  return TASK_STATUSES.includes(value as TaskStatus);
-}
-
 export type FileUpload = 'pending' | 'uploaded' | 'failed';
 
 /**

@@ -42,7 +42,7 @@ export interface TaskFaults {
  */
 export const REPORTED_GIVE_UP_RETRIES = 6;
 
-export const SECOND = 1000;
+const SECOND = 1000;
 export const MINUTE = 60 * SECOND;
 
 /** One callback of a task: its outcome, and its time from the task's start. */

@@ -22,7 +22,7 @@ export interface Random {
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** Turns any seed (a number or a string) into 32 bits: FNV-1a over its text. */
-export function seedToUint32(seed: number | string): number {
+function seedToUint32(seed: number | string): number {
   const text = String(seed);
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {

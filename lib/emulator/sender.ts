@@ -87,7 +87,7 @@ const HEX = '0123456789abcdef';
  * The receiver's base URL as a user types it, checked: a missing scheme (`localhost:3000`) or a scheme other
  * than http/https is one sentence saying what to write instead.
  */
-export function receiverUrl(base: string, option = '--url'): URL {
+function receiverUrl(base: string, option = '--url'): URL {
   const text = base.trim();
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
     throw new Error(
@@ -146,7 +146,7 @@ export function percentile(sorted: readonly number[], p: number): number | null 
 const isRetryableStatus = (status: number) => status >= 500 || status === 408 || status === 429;
 
 /** A short reason for a failed attempt. Duck-typed: fetch's errors may come from another realm. */
-export function describeError(err: unknown): { message: string; timeout: boolean } {
+function describeError(err: unknown): { message: string; timeout: boolean } {
   const e = (err ?? {}) as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return { message: 'time-out', timeout: true };
   return { message: e.cause?.code ?? e.cause?.message ?? e.message ?? String(err), timeout: false };

@@ -5,11 +5,22 @@
 // open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
 // be accepted with a 200 and then fail for good), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import * as v from 'valibot';
+import {
+  envSchema,
+  positiveWholeNumber,
+  readEnvironment,
+  refuseStart,
+  type SettingsOf,
+  StartRefused,
+  text,
+  trueOrFalse,
+} from '../config/read-env.ts';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
-import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
+import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
-import { parseAllowList, type SourceAllowList } from './source-ip.ts';
+import { AllowListError, parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
 
@@ -60,100 +71,115 @@ export const defaults = {
  */
 export const MAX_BODY_BYTES_LIMIT = 80 * 1024;
 
-export class IngestConfigError extends Error {
-  override name = 'IngestConfigError';
-}
-
 type Env = Record<string, string | undefined>;
 
-function positiveInteger(env: Env, name: string, fallback: number, warnings: string[]): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (Number.isSafeInteger(value) && value > 0) return value;
-  warnings.push(`${name}=${JSON.stringify(raw)} is not a positive integer; using ${fallback}`);
-  return fallback;
-}
+const positiveInteger = positiveWholeNumber('a positive integer');
 
-/** MAX_BODY_BYTES; a whole number above MAX_BODY_BYTES_LIMIT throws an IngestConfigError (one sentence). */
-function maxBodyBytes(env: Env, warnings: string[]): number {
-  const value = positiveInteger(env, 'MAX_BODY_BYTES', defaults.maxBodyBytes, warnings);
-  if (value > MAX_BODY_BYTES_LIMIT)
-    throw new IngestConfigError(
-      `MAX_BODY_BYTES=${JSON.stringify(env.MAX_BODY_BYTES)} is above ${MAX_BODY_BYTES_LIMIT}, the largest body ` +
-        'whose copies fit an SQS message and a DynamoDB item: the ingest does not start.',
-    );
-  return value;
+/** The ingest's environment. */
+export const ingestEnvironment = envSchema('ingest', {
+  // Set but empty refuses too: falling back would open the endpoint to every address.
+  ALLOWED_SOURCE_CIDRS: {
+    value: v.pipe(
+      v.string(),
+      v.transform((ranges) => {
+        try {
+          return parseAllowList(ranges);
+        } catch (err) {
+          if (err instanceof AllowListError) throw new StartRefused(err.message);
+          throw err;
+        }
+      }),
+    ),
+    default: null,
+    invalid: 'refuse',
+    blankIsSet: true,
+  },
+  QUEUE_URL: {
+    value: text,
+    default: '',
+    invalid: 'fall back',
+    unsetWarning: 'QUEUE_URL is not set: every callback will be answered 503 queue_unavailable',
+  },
+  SIGNATURE_MODE: {
+    value: v.pipe(v.string(), v.toLowerCase(), v.picklist(SIGNATURE_MODES, SIGNATURE_MODES_IN_WORDS)),
+    default: defaults.mode,
+    invalid: 'fall back',
+  },
+  DEVELOPMENT_STAGE: { value: trueOrFalse, default: false, invalid: 'fall back' },
+  SIGNATURE_TOLERANCE_S: { value: positiveInteger, default: defaults.toleranceS, invalid: 'fall back' },
+  MAX_BODY_BYTES: {
+    value: v.pipe(
+      positiveInteger,
+      refuseStart(
+        (bytes: number) => bytes <= MAX_BODY_BYTES_LIMIT,
+        `is above ${MAX_BODY_BYTES_LIMIT}, the largest body whose copies fit an SQS message and a DynamoDB item`,
+      ),
+    ),
+    default: defaults.maxBodyBytes,
+    invalid: 'fall back',
+  },
+  CALLBACK_SECRETS: { value: text, default: '', invalid: 'fall back' },
+  CALLBACK_SECRETS_PARAM: { value: text, default: '', invalid: 'fall back' },
+  SECRETS_REFRESH_S: { value: positiveInteger, default: defaults.secretsRefreshS, invalid: 'fall back' },
+  PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: {
+    value: positiveInteger,
+    default: defaults.extensionPort,
+    invalid: 'fall back',
+  },
+  AWS_SESSION_TOKEN: { value: text, default: '', invalid: 'fall back' },
+  AWS_ENDPOINT_URL_SQS: { value: text, default: '', invalid: 'fall back' },
+  AWS_ENDPOINT_URL: { value: text, default: '', invalid: 'fall back' },
+});
+
+type IngestEnvironment = SettingsOf<typeof ingestEnvironment.variables>;
+
+/** The settings and warnings of an environment already read (readEnvironment with ingestEnvironment). */
+function ingestSettingsOf(environment: IngestEnvironment, warnings: string[]): IngestSettings {
+  warnings.push(...(environment.ALLOWED_SOURCE_CIDRS?.warnings ?? []));
+  return {
+    queueUrl: environment.QUEUE_URL,
+    mode: environment.SIGNATURE_MODE,
+    development: environment.DEVELOPMENT_STAGE,
+    toleranceS: environment.SIGNATURE_TOLERANCE_S,
+    maxBodyBytes: environment.MAX_BODY_BYTES,
+    sqsDeadlineMs: sqsLimits.deadlineMs,
+    allowedSources: environment.ALLOWED_SOURCE_CIDRS,
+  };
 }
 
 /**
- * Throws (one sentence) when ALLOWED_SOURCE_CIDRS is set but empty or holds a malformed range (AllowListError),
- * or MAX_BODY_BYTES is above MAX_BODY_BYTES_LIMIT (IngestConfigError).
+ * Throws a ConfigError (one sentence) when ALLOWED_SOURCE_CIDRS is set but empty or holds a malformed range, or
+ * MAX_BODY_BYTES is above MAX_BODY_BYTES_LIMIT.
  */
 export function readIngestSettings(env: Env): { settings: IngestSettings; warnings: string[] } {
-  const allowedSources = parseAllowList(env.ALLOWED_SOURCE_CIDRS);
-  const warnings: string[] = [...(allowedSources?.warnings ?? [])];
-  const mode = parseSignatureMode(env.SIGNATURE_MODE) ?? defaults.mode;
-  if (env.SIGNATURE_MODE?.trim() && !parseSignatureMode(env.SIGNATURE_MODE))
-    warnings.push(
-      `SIGNATURE_MODE=${JSON.stringify(env.SIGNATURE_MODE)} is not ${SIGNATURE_MODES_IN_WORDS}; using ${defaults.mode}`,
-    );
-  const rawDevelopment = env.DEVELOPMENT_STAGE?.trim().toLowerCase();
-  if (rawDevelopment && rawDevelopment !== 'true' && rawDevelopment !== 'false')
-    warnings.push(`DEVELOPMENT_STAGE=${JSON.stringify(env.DEVELOPMENT_STAGE)} is not true or false; using false`);
-  const queueUrl = env.QUEUE_URL?.trim() ?? '';
-  if (!queueUrl) warnings.push('QUEUE_URL is not set: every callback will be answered 503 queue_unavailable');
-  return {
-    settings: {
-      queueUrl,
-      mode,
-      development: rawDevelopment === 'true',
-      toleranceS: positiveInteger(env, 'SIGNATURE_TOLERANCE_S', defaults.toleranceS, warnings),
-      maxBodyBytes: maxBodyBytes(env, warnings),
-      sqsDeadlineMs: sqsLimits.deadlineMs,
-      allowedSources,
-    },
-    warnings,
-  };
+  const read = readEnvironment(ingestEnvironment, env);
+  return { settings: ingestSettingsOf(read.settings, read.warnings), warnings: read.warnings };
 }
 
 /**
  * CALLBACK_SECRETS_PARAM (deployed: an SSM SecureString read through the Lambda extension) wins over
  * CALLBACK_SECRETS (local: the JSON itself). With neither, no appKey has a secret.
  */
-export function createSecretsProvider(
-  env: Env,
-  mode: SignatureMode,
+function createSecretsProvider(
+  environment: IngestEnvironment,
   now: () => number,
   logger: Logger,
   warnings: string[],
 ): SecretsProvider {
-  const paramName = env.CALLBACK_SECRETS_PARAM?.trim();
-  if (paramName) {
+  if (environment.CALLBACK_SECRETS_PARAM) {
     return extensionSecrets({
-      paramName,
-      port: positiveInteger(env, 'PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', defaults.extensionPort, warnings),
-      sessionToken: () => env.AWS_SESSION_TOKEN,
-      refreshMs: positiveInteger(env, 'SECRETS_REFRESH_S', defaults.secretsRefreshS, warnings) * 1000,
+      paramName: environment.CALLBACK_SECRETS_PARAM,
+      port: environment.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT,
+      sessionToken: () => environment.AWS_SESSION_TOKEN || undefined,
+      refreshMs: environment.SECRETS_REFRESH_S * 1000,
       now,
       logger,
     });
   }
-  if (env.CALLBACK_SECRETS !== undefined && env.CALLBACK_SECRETS.trim() !== '') {
-    return jsonSecrets(env.CALLBACK_SECRETS, 'CALLBACK_SECRETS');
-  }
-  if (mode !== 'off')
+  if (environment.CALLBACK_SECRETS) return jsonSecrets(environment.CALLBACK_SECRETS, 'CALLBACK_SECRETS');
+  if (environment.SIGNATURE_MODE !== 'off')
     warnings.push('neither CALLBACK_SECRETS_PARAM nor CALLBACK_SECRETS is set: no appKey has a secret');
   return jsonSecrets('{}', 'no secrets configured');
-}
-
-/**
- * An emulator's endpoint (AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL), passed explicitly: otherwise the SDK
- * sends to the host named in the queue URL, which for an emulator is often not resolvable.
- */
-function sqsEndpointOverride(env: Env): { endpoint?: string } {
-  const endpoint = env.AWS_ENDPOINT_URL_SQS?.trim() || env.AWS_ENDPOINT_URL?.trim();
-  return endpoint ? { endpoint } : {};
 }
 
 /** The sentence a stage that is not marked as development gets when it asks for mode off. */
@@ -172,14 +198,15 @@ export function buildIngestDependencies(
 ): IngestDependencies {
   const logger = overrides.logger ?? createLogger('ingest');
   const now = overrides.now ?? Date.now;
-  let read: ReturnType<typeof readIngestSettings>;
+  let read: ReturnType<typeof readEnvironment<typeof ingestEnvironment.variables>>;
   try {
-    read = readIngestSettings(env);
+    read = readEnvironment(ingestEnvironment, env);
   } catch (error) {
     logger.error('ingest_config', { error: (error as Error).message });
     throw error;
   }
-  const { settings, warnings } = read;
+  const { warnings } = read;
+  const settings = ingestSettingsOf(read.settings, warnings);
   const mode = overrides.settings?.mode ?? settings.mode;
   if (mode === 'off' && !(overrides.settings?.development ?? settings.development)) {
     logger.error('ingest_config', { error: modeOffRefused });
@@ -187,11 +214,14 @@ export function buildIngestDependencies(
   }
   if (settings.allowedSources)
     logger.info('ingest_config', { allowedSources: settings.allowedSources.ranges.join(',') });
-  const secrets = overrides.secrets ?? createSecretsProvider(env, settings.mode, now, logger, warnings);
+  const secrets = overrides.secrets ?? createSecretsProvider(read.settings, now, logger, warnings);
   for (const warning of warnings) logger.warn('ingest_config', { warning });
+  // An emulator's endpoint, passed explicitly: otherwise the SDK sends to the host named in the queue URL, which
+  // for an emulator is often not resolvable.
+  const endpoint = read.settings.AWS_ENDPOINT_URL_SQS || read.settings.AWS_ENDPOINT_URL;
   return {
     settings: { ...settings, ...overrides.settings },
-    sqs: overrides.sqs ?? createSqsClient(sqsEndpointOverride(env)),
+    sqs: overrides.sqs ?? createSqsClient(endpoint ? { endpoint } : {}),
     secrets,
     now,
     logger,

@@ -7,7 +7,7 @@ import { computeSignature } from '../platform/signing.ts';
 import type { HeldSignature, SignatureMode, SignatureVerdict, ValueSource } from '../queue-message.ts';
 
 /** Accepted names, lower case, in the order they are looked up. */
-export const signatureNames = {
+const signatureNames = {
   nonce: ['nonce', 'rc-nonce'],
   timestamp: ['timestamp', 'signtimestamp', 'rc-timestamp'],
   signature: ['signature', 'rc-signature'],

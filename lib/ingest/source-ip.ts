@@ -22,10 +22,7 @@ export class AllowListError extends Error {
 const EXAMPLE = 'such as 203.0.113.0/24 or 2001:db8::/32';
 
 /** `a.b.c.d/n` or `x:y::/n`; a bare address is a single host (/32 or /128). Throws AllowListError. */
-export function parseCidr(
-  text: string,
-  source = 'ALLOWED_SOURCE_CIDRS',
-): { address: string; prefix: number; family: 4 | 6 } {
+function parseCidr(text: string, source = 'ALLOWED_SOURCE_CIDRS'): { address: string; prefix: number; family: 4 | 6 } {
   const entry = text.trim();
   const slash = entry.indexOf('/');
   const address = slash === -1 ? entry : entry.slice(0, slash);

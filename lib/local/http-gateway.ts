@@ -13,7 +13,7 @@ import { type ConsoleFiles, isConsolePath } from '../console/static.ts';
 import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';
 
 /** API Gateway refuses request payloads over 10 MB before any function runs. */
-export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 
 type Handler = (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>;
 

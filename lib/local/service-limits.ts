@@ -5,7 +5,7 @@ import { Buffer } from 'node:buffer';
 
 /** 256 KiB: the largest SQS message and SNS message, and the largest SNS or SQS batch in all. */
 export const MAX_MESSAGE_BYTES = 262_144;
-export const MAX_BATCH_ENTRIES = 10;
+const MAX_BATCH_ENTRIES = 10;
 
 interface Attribute {
   DataType?: string;
@@ -79,7 +79,7 @@ export function limitViolation(clientName: string, commandName: string, input: I
 }
 
 /** A refused call, as the SDK reports a service's error. */
-export class ServiceLimitError extends Error {
+class ServiceLimitError extends Error {
   readonly $fault = 'client';
   readonly $metadata = { httpStatusCode: 400 };
   constructor(violation: LimitViolation) {

@@ -34,7 +34,6 @@ import {
   SERVICE,
   resourceNames,
 } from './deployed-settings.ts';
-import { DEFAULT_SECRETS } from './demo-secrets.ts';
 import { createDynalite } from './dynamo.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
@@ -66,8 +65,6 @@ import {
   stackFilePath,
   writeStackFile,
 } from './stack-file.ts';
-
-export { DEFAULT_SECRETS };
 
 /** The IAM checks of a running stack. */
 export interface LocalIam {

@@ -29,7 +29,7 @@ export interface ScreenshotTask {
 }
 
 /** Where an uploaded file is found in the (example) third-party storage. */
-export function storageUrl(service: Service, fileName: string): string {
+function storageUrl(service: Service, fileName: string): string {
   return `https://storage.example.com/${service === 'recording' ? 'recordings' : 'shots'}/${fileName}`;
 }
 

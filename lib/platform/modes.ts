@@ -24,7 +24,7 @@ export const RECORDING_MODES: readonly RecordingMode[] = [
 ];
 
 /** The mode with this number; undefined for a number the platform does not document. */
-export function recordingMode(mode: number): RecordingMode | undefined {
+function recordingMode(mode: number): RecordingMode | undefined {
   return RECORDING_MODES.find((m) => m.mode === mode);
 }
 

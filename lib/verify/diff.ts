@@ -17,7 +17,7 @@ function show(value: unknown): string {
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
-export function deepEqual(a: unknown, b: unknown): boolean {
+function deepEqual(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;
   if (Array.isArray(a) && Array.isArray(b)) {
     return a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
@@ -31,7 +31,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 }
 
 /** Appends one line per leaf that differs, naming it by its path. */
-export function diffValues(path: string, expected: unknown, actual: unknown, out: string[]): void {
+function diffValues(path: string, expected: unknown, actual: unknown, out: string[]): void {
   if (deepEqual(expected, actual)) return;
   if (isPlainObject(expected) && isPlainObject(actual)) {
     const keys = [...Object.keys(expected), ...Object.keys(actual).filter((k) => !(k in expected))];

@@ -49,7 +49,7 @@ export interface VerifyResult {
   rounds: number;
 }
 
-export const VERIFY_DEFAULTS = { pollIntervalMs: 500, settleMs: 3000, concurrency: 16 } as const;
+const VERIFY_DEFAULTS = { pollIntervalMs: 500, settleMs: 3000, concurrency: 16 } as const;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

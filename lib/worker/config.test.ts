@@ -1,6 +1,7 @@
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import type { Logger } from '../log.ts';
-import { buildWorkerDependencies, readWorkerSettings, WorkerConfigError, workerDefaults } from './config.ts';
+import { ConfigError } from '../config/read-env.ts';
+import { buildWorkerDependencies, readWorkerSettings, workerDefaults } from './config.ts';
 
 describe('readWorkerSettings', () => {
   test('the table, and the defaults for the rest', () => {
@@ -8,6 +9,7 @@ describe('readWorkerSettings', () => {
       tableName: 'svc-prod-tasks',
       rawEventTtlDays: 90,
       recordConcurrency: 5,
+      eventsTopicArn: '',
     });
     expect(workerDefaults).toEqual({ rawEventTtlDays: 90, recordConcurrency: 5 });
     // Blank is unset.
@@ -19,6 +21,7 @@ describe('readWorkerSettings', () => {
       tableName: 't',
       rawEventTtlDays: 30,
       recordConcurrency: 8,
+      eventsTopicArn: '',
     });
   });
 
@@ -37,7 +40,8 @@ describe('readWorkerSettings', () => {
     } catch (err) {
       caught = err;
     }
-    expect(caught).toBeInstanceOf(WorkerConfigError);
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as Error).name).toBe('WorkerConfigError');
     const message = (caught as Error).message;
     expect(message.startsWith(start)).toBe(true);
     expect(message).toMatch(/^[^\n]*: the worker does not start\.$/);
@@ -46,7 +50,7 @@ describe('readWorkerSettings', () => {
   test('no TASKS_TABLE: the worker does not start rather than write to a table it guessed', () => {
     for (const env of [{}, { TASKS_TABLE: '  ' }]) {
       expect(() => readWorkerSettings(env)).toThrow(
-        new WorkerConfigError('TASKS_TABLE is not set: the worker does not start.'),
+        new ConfigError('worker', 'TASKS_TABLE is not set: the worker does not start.'),
       );
     }
   });
@@ -57,7 +61,7 @@ describe('buildWorkerDependencies', () => {
     const errors: unknown[] = [];
     const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_e, f) => void errors.push(f?.error) };
     expect(() => buildWorkerDependencies({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: 'x' }, logger)).toThrow(
-      WorkerConfigError,
+      expect.objectContaining({ name: 'WorkerConfigError' }),
     );
     expect(errors).toEqual(['RAW_EVENT_TTL_DAYS="x" is not a whole number of days: the worker does not start.']);
   });

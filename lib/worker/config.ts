@@ -5,7 +5,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
-import { eventPublisherFromEnv } from '../aws/sns/task-events.ts';
+import { eventPublisherTo } from '../aws/sns/task-events.ts';
+import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { WorkerDeps } from './process-batch.ts';
 
@@ -16,6 +17,8 @@ export interface WorkerSettings {
   rawEventTtlDays: number;
   /** WORKER_RECORD_CONCURRENCY: records of one batch applied at the same time. */
   recordConcurrency: number;
+  /** TASK_EVENTS_TOPIC_ARN: where task events go; empty when unset (no events). */
+  eventsTopicArn: string;
 }
 
 export const workerDefaults = {
@@ -26,31 +29,31 @@ export const workerDefaults = {
 
 type Env = Record<string, string | undefined>;
 
-export class WorkerConfigError extends Error {
-  override name = 'WorkerConfigError';
-}
+/** The worker's environment: every value checked at load, a bad one stopping the function. */
+export const workerEnvironment = envSchema('worker', {
+  TASKS_TABLE: { value: text, invalid: 'refuse' },
+  RAW_EVENT_TTL_DAYS: {
+    value: positiveWholeNumber('a whole number of days'),
+    default: workerDefaults.rawEventTtlDays,
+    invalid: 'refuse',
+  },
+  WORKER_RECORD_CONCURRENCY: {
+    value: positiveWholeNumber('a whole number of records, at least 1'),
+    default: workerDefaults.recordConcurrency,
+    invalid: 'refuse',
+  },
+  /** Where task events go; unset, none are published. */
+  TASK_EVENTS_TOPIC_ARN: { value: text, default: '', invalid: 'refuse' },
+});
 
-function wholeNumber(env: Env, name: string, fallback: number, what: string): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (Number.isSafeInteger(value) && value >= 1) return value;
-  throw new WorkerConfigError(`${name}=${JSON.stringify(raw)} is not ${what}: the worker does not start.`);
-}
-
-/** The settings, or a WorkerConfigError whose message is one sentence naming the variable. */
+/** The settings, or a ConfigError whose message is one sentence naming the variable. */
 export function readWorkerSettings(env: Env): WorkerSettings {
-  const tableName = env.TASKS_TABLE?.trim();
-  if (!tableName) throw new WorkerConfigError('TASKS_TABLE is not set: the worker does not start.');
+  const { settings } = readEnvironment(workerEnvironment, env);
   return {
-    tableName,
-    rawEventTtlDays: wholeNumber(env, 'RAW_EVENT_TTL_DAYS', workerDefaults.rawEventTtlDays, 'a whole number of days'),
-    recordConcurrency: wholeNumber(
-      env,
-      'WORKER_RECORD_CONCURRENCY',
-      workerDefaults.recordConcurrency,
-      'a whole number of records, at least 1',
-    ),
+    tableName: settings.TASKS_TABLE,
+    rawEventTtlDays: settings.RAW_EVENT_TTL_DAYS,
+    recordConcurrency: settings.WORKER_RECORD_CONCURRENCY,
+    eventsTopicArn: settings.TASK_EVENTS_TOPIC_ARN,
   };
 }
 
@@ -75,7 +78,6 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
   });
-  // TASK_EVENTS_TOPIC_ARN: where task events go; unset, none are published.
-  const events = eventPublisherFromEnv(env, timeouts);
+  const events = eventPublisherTo(settings.eventsTopicArn, timeouts);
   return { store, log: logger, concurrency: settings.recordConcurrency, ...(events ? { events } : {}) };
 }

@@ -58,7 +58,7 @@ const verdictsSetAside: Record<Exclude<SignatureVerdict, 'valid' | 'not_checked'
 };
 
 /** The quarantine reason of a verdict that isSetAside keeps from being applied, with a sentence. */
-export function setAsideReason(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] {
+function setAsideReason(verdict: SignatureVerdict, mode: SignatureMode): [QuarantineReason, string] {
   if (verdict === 'valid' || verdict === 'not_checked')
     return ['unverified', `the signature was not checked, in signature mode ${mode}`];
   return verdictsSetAside[verdict];

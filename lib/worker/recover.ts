@@ -110,7 +110,7 @@ function whyNotAccepted(entry: QuarantineEntry, deps: RecoverDeps): string {
 }
 
 /** The order a run takes entries in: received first, first; the message id breaks ties. */
-export function oldestFirst(entries: readonly QuarantineEntry[]): QuarantineEntry[] {
+function oldestFirst(entries: readonly QuarantineEntry[]): QuarantineEntry[] {
   return [...entries].sort(
     (a, b) => a.receivedAt - b.receivedAt || (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0),
   );

@@ -11,7 +11,7 @@ import { Keys } from './table.ts';
 const DEFAULT_INLINE_KEYS = 4;
 
 /** Whether a file's keys may go on beyond its item (marked `sp` when it spilled). */
-export const mayHaveSpilled = (file: Item): boolean =>
+const mayHaveSpilled = (file: Item): boolean =>
   file.sp === true || Object.keys(keysOf(file)).length >= DEFAULT_INLINE_KEYS;
 
 /** The files of items of one task, their attempts counted; `legacy`: the task holds counts without keys. */

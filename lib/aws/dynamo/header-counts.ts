@@ -199,7 +199,7 @@ function zeroSafe(c: TaskCounts): TaskCounts {
  * marks of writers after `absorbed` leave for their batch to charge (their files' counted state, their
  * uncounted keys).
  */
-export function countedItems(parts: TaskParts, items: readonly Item[], absorbed: string): TaskCounts {
+function countedItems(parts: TaskParts, items: readonly Item[], absorbed: string): TaskCounts {
   let counts: TaskCounts = { files: 0, pending: 0, uploaded: 0, failed: 0, events: parts.eventCount };
   for (const f of parts.files) counts = addCounts(counts, changeOf(null, fileState(f)));
   for (const item of items) {

@@ -56,7 +56,7 @@ export function readRecorded(value: string): Recorded {
 }
 
 /** 132 bits of SHA-256 of the replay key, base64url: the delivery's key, and what a recorded key points to. */
-export function replayDigest(replayKey: string): string {
+function replayDigest(replayKey: string): string {
   return createHash('sha256').update(replayKey, 'utf8').digest('base64url').slice(0, 22);
 }
 
@@ -160,7 +160,7 @@ export const COUNT_ATTRS: Record<keyof TaskCounts, string> = {
   events: 'nEvents',
 };
 
-export function countersOf(previous: Item | null): Item {
+function countersOf(previous: Item | null): Item {
   const out: Item = {};
   for (const attr of Object.values(COUNT_ATTRS)) out[attr] = previous ? (previous[attr] ?? 0) : 0;
   if (previous?.seq !== undefined) out.seq = previous.seq;

@@ -4,7 +4,7 @@
 // any write, so that such a callback is kept aside at once instead of retried until the dead-letter queue.
 import type { Callback } from '../../domain/callback.ts';
 
-export const dynamoNumberLimits = {
+const dynamoNumberLimits = {
   /** Powers of ten of the first significant digit: from 1e-130 up to 9.99...e125. */
   minExponent: -130,
   maxExponent: 125,

@@ -24,7 +24,7 @@ import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.t
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity } from './table-client.ts';
 
-export { DEFAULT_LISTING_DAYS, DEFAULT_READ_BUDGET, type ReadBudget } from './listing.ts';
+export type { ReadBudget } from './listing.ts';
 
 export interface DynamoTaskReaderOptions {
   client: DynamoDBClient;

@@ -21,7 +21,7 @@ export type Item = Record<string, any>;
 export type Key = { pk: string; sk: string };
 
 /** A write whose condition fails is still billed (one unit for a small item); DynamoDB does not report it. */
-export const FAILED_CONDITION_WCU = 1;
+const FAILED_CONDITION_WCU = 1;
 
 /** Thrown when an item stays contended after every attempt: retryable, the message comes back later. */
 export class ContentionError extends Error {
@@ -50,7 +50,7 @@ export function fromItem(raw: Record<string, AttributeValue>): Item {
   return unmarshall(raw, { wrapNumbers: Number });
 }
 
-export function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write'): void {
+function addCapacity(cap: Capacity, consumed: ConsumedCapacity | undefined, kind: 'read' | 'write'): void {
   if (!consumed) return;
   const units =
     consumed.CapacityUnits ?? (kind === 'read' ? consumed.ReadCapacityUnits : consumed.WriteCapacityUnits) ?? 0;

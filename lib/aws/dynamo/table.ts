@@ -2,7 +2,6 @@
 // infra/ declares the same; the local stack and the tests create it from here.
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
-export const TTL_ATTRIBUTE = 'expiresAt';
 /** Days a raw callback (and a replay claim, a quarantine entry) is kept before the TTL deletes it. */
 export const DEFAULT_RAW_EVENT_TTL_DAYS = 90;
 
@@ -20,7 +19,7 @@ export const SORT_AT = 'sortAt';
  * The part of a key that names an appKey: its length, then the appKey, so that no appKey's keys can run
  * into another's whatever characters they hold (`3:abc#…` can only be appKey `abc`).
  */
-export const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
+const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
 
 /** The appKey and the rest of a sort key that starts with `<prefix><scope>` (`H#`, `P#`). */
 export function readScope(sk: string, prefix: string): { appKey: string; rest: string } {

@@ -8,17 +8,17 @@ import type { TaskEvent } from '../../domain/task-events.ts';
 const BATCH = 10;
 
 /** The message attributes subscribers' filter policies can match on. */
-export const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
+const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
 
 export interface EventPublisher {
   publish(events: readonly TaskEvent[]): Promise<void>;
 }
 
-export class PublishError extends Error {
+class PublishError extends Error {
   override name = 'PublishError';
 }
 
-export function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> {
+function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> {
   const values: Record<(typeof EVENT_ATTRIBUTES)[number], string> = {
     service: e.task.service,
     type: e.type,
@@ -61,12 +61,11 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
   };
 }
 
-/** The publisher env TASK_EVENTS_TOPIC_ARN names; none (events off) when it is unset or empty. */
-export function eventPublisherFromEnv(
-  env: NodeJS.ProcessEnv,
+/** The publisher to a topic; none (events off) when no topic is named. */
+export function eventPublisherTo(
+  topicArn: string,
   requestHandler?: SNSClientConfig['requestHandler'],
 ): EventPublisher | undefined {
-  const topicArn = env.TASK_EVENTS_TOPIC_ARN?.trim();
   if (!topicArn) return undefined;
   return snsEventPublisher(functionClient(new SNSClient({ maxAttempts: 3, requestHandler })), topicArn);
 }

@@ -107,7 +107,7 @@ export interface RedriveResult {
  * The message group a dead letter goes back to: its own, or, for one from a standard queue (which has
  * none), the group the ingest gives its task (lib/fifo-ids.ts), else a group of its own.
  */
-export function groupOfDeadLetter(m: Message): string {
+function groupOfDeadLetter(m: Message): string {
   const group = m.Attributes?.MessageGroupId;
   if (group) return group;
   const service = m.MessageAttributes?.[Attr.service]?.StringValue;

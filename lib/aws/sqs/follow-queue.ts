@@ -25,13 +25,13 @@ import {
 import { readMessage, type ReceivedEvent } from './event-queue.ts';
 
 /** The tag holding the epoch ms a follower last said it was alive. */
-export const ALIVE_TAG = 'callbacks-follow-alive-at';
+const ALIVE_TAG = 'callbacks-follow-alive-at';
 /** How often a follower says it is alive. */
 export const TOUCH_EVERY_MS = 5 * 60_000;
 /** A follow queue not touched for this long belongs to a follower that is gone. */
 export const STALE_AFTER_MS = 60 * 60_000;
 /** The longest wait SQS allows a receive: the follower's only traffic while nothing is published. */
-export const LONG_POLL_S = 20;
+const LONG_POLL_S = 20;
 /** Seconds a message stays in a follow queue nobody reads (a follower gone without cleaning up). */
 const RETENTION_S = 3600;
 const MAX_QUEUE_NAME = 80;

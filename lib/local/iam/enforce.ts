@@ -17,7 +17,7 @@ export interface RequestedAccess {
 }
 
 /** The IAM service prefix of an SDK client (`DynamoDBClient` -> dynamodb). */
-export function servicePrefix(clientName: string): string {
+function servicePrefix(clientName: string): string {
   const known: Record<string, string> = {
     DynamoDBClient: 'dynamodb',
     SQSClient: 'sqs',
@@ -43,7 +43,7 @@ const tableArn = (ctx: ArnContext, name: string) =>
   name.startsWith('arn:') ? name : `arn:aws:dynamodb:${ctx.region}:${ctx.accountId}:table/${name}`;
 
 /** SQS addresses a queue by URL; IAM by ARN: the account and name are the URL's last two segments. */
-export function queueArnOfUrl(ctx: ArnContext, url: string): string {
+function queueArnOfUrl(ctx: ArnContext, url: string): string {
   const [name, account] = new URL(url).pathname.split('/').filter(Boolean).reverse();
   return `arn:aws:sqs:${ctx.region}:${account ?? ctx.accountId}:${name ?? ''}`;
 }
@@ -114,7 +114,7 @@ export function requestedAccess(ctx: ArnContext, clientName: string, commandName
 }
 
 /** A refused call, as the SDK reports a service's error. */
-export class AccessDeniedError extends Error {
+class AccessDeniedError extends Error {
   readonly $fault = 'client';
   readonly $metadata = { httpStatusCode: 400 };
   readonly action: string;
@@ -156,7 +156,7 @@ interface SdkClient {
   };
 }
 
-export const IAM_MIDDLEWARE = 'localIamEnforcement';
+const IAM_MIDDLEWARE = 'localIamEnforcement';
 
 /**
  * The checks of one running local stack. A function's clients are built once per process (when its module

@@ -7,7 +7,7 @@ import { PROJECT_ROOT } from '../template.ts';
 import { IamSession, type Principal } from './enforce.ts';
 import type { PolicyStatement, SourcedStatement } from './policy.ts';
 
-export const OPERATOR_POLICY_PAGE = 'docs/cli-operations.md';
+const OPERATOR_POLICY_PAGE = 'docs/cli-operations.md';
 const MARKER = '<!-- operator-policy -->';
 /** The key of the operator's calls in an IamSession. */
 export const OPERATOR = 'operator';

@@ -14,7 +14,7 @@ import type { Denial } from './enforce.ts';
 const [APP_KEY, [SECRET]] = Object.entries(DEFAULT_SECRETS)[0]! as [string, readonly string[]];
 
 /** A run that did not reach every outcome, with the calls refused meanwhile. */
-export class ScenarioError extends Error {
+class ScenarioError extends Error {
   override name = 'ScenarioError';
   readonly denials: Denial[];
   constructor(message: string, denials: Denial[]) {
