@@ -181,7 +181,7 @@ describe('the ingest part, tiny', () => {
 });
 
 describe('task size, tiny', () => {
-  test('a page of files, a listing and a new image cost the same on tasks of 10 images and of 1,000', async () => {
+  test('a page of files or callbacks, a listing, a new image: the same on tasks of 10 images and 1,000', async () => {
     const result = await benchTaskSize({ small: 10, large: 1_000, listed: 10, listedLarge: 60 });
     const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
     const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
@@ -193,7 +193,11 @@ describe('task size, tiny', () => {
     // The listing reads headers only: the same requests whatever the tasks hold.
     expect(listing.large.requests).toBe(listing.small.requests);
     expect(page.large.requests).toBe(page.small.requests);
-    expect(byRequest['GET /tasks/{id}/events?limit=100']!.large.requests).toBeGreaterThan(0);
+    // A page of callbacks: one Query of the index of a task's callbacks by time, whatever the task holds.
+    const events = byRequest['GET /tasks/{id}/events?limit=100']!;
+    expect(events.small.rcu).toBeGreaterThan(0);
+    expect(events.large.rcu).toBeLessThanOrEqual(events.small.rcu * 1.2);
+    expect(events.large.requests).toBe(events.small.requests);
     // The worker's units and requests per new image do not grow with the images the task already has.
     expect(result.worker.small.rcu).toBeGreaterThan(0);
     expect(result.worker.large.rcu).toBeLessThanOrEqual(result.worker.small.rcu * 1.2);
