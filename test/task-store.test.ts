@@ -395,6 +395,9 @@ describe('a refused recording end leaves nothing behind', () => {
     const task = await other.getTask(id, appKey);
     expect(task?.files.map((f) => f.fileName)).toEqual([String((imageOk.output as Body).fileName)]);
     expect(task?.status).toBe('completed');
+    // The refused end's delivery is not among the task's callbacks: only the three it recorded are listed.
+    const recordedKeys = [otherStart, image, { ...screenshotEnd, imageId: id, appKey }].map((b) => eventKey(b));
+    expect((await other.listEvents(id, appKey)).map((e) => e.key).sort()).toEqual(recordedKeys.sort());
   });
 
   test('oversized header: an end that would make the header too big for DynamoDB leaves no file', async () => {
