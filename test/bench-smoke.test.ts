@@ -12,7 +12,7 @@ import { benchTaskSize } from '../bench/task-size.ts';
 import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
-import { indexWrites } from '../bench/worker.ts';
+import { eventsIndexWrites, indexWrites } from '../bench/worker.ts';
 
 describe('statistics', () => {
   test('median, nearest-rank percentiles and summaries', () => {
@@ -122,6 +122,21 @@ describe('index writes of a task header', () => {
     expect(indexWrites(header('recording', 1), header('recording', 2))).toBe(8);
     const { g1pk: _room, ...withoutRoom } = header('recording', 1);
     expect(indexWrites(header('recording', 1), withoutRoom)).toBe(1);
+  });
+
+  test('the byTaskTime index of the deliveries: a new delivery one unit per KB, the same again none', () => {
+    const delivery = (raw: string, keyed = true) => ({
+      pk: 'DLV#1:a#Sx',
+      sk: '#',
+      raw,
+      ...(keyed ? { g5pk: 'EV#1:a#t', g5sk: '0000000000000001|k' } : {}),
+    });
+    expect(eventsIndexWrites(null, delivery('{}'))).toBe(1);
+    expect(eventsIndexWrites(null, delivery('x'.repeat(1500)))).toBe(2);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{}'))).toBe(0);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{ }'))).toBe(1);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{}', false))).toBe(1);
+    expect(eventsIndexWrites(null, delivery('{}', false))).toBe(0);
   });
 });
 
