@@ -310,7 +310,8 @@ function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvent
       "dynalite reports the table's units only; the writes to the four keys-only indexes, which DynamoDB bills too, " +
       'are worked out ' +
       'from the task header before and after each callback (an entry added or removed: 1 unit, changed: 2, ' +
-      'unchanged: 0). ' +
+      'unchanged: 0), and those to the `byTaskTime` index, which projects the whole delivery, from the delivery ' +
+      'before and after (an entry put: 1 unit per KB of the delivery, removed: 1, unchanged: 0). ' +
       'Any put whose condition fails (a version conflict, a delivery of an unsigned callback already stored, a ' +
       'guess that an item ' +
       'was absent) is counted as 1 write unit by the store itself: DynamoDB bills it but reports nothing on the ' +

@@ -2,12 +2,12 @@
 // requests of a task's page of files, a page of its callbacks and a listing of tasks, on screenshot tasks of
 // a few images and on tasks of many. The large tasks are written item by item in the store's own item shapes
 // (the worker would take far longer to write them): a header that keeps its counts, one file per image with
-// its upload key inline.
+// its upload key inline, one delivery (raw body, keyed by time) per callback.
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-request.ts';
 import { ApiRoutes, type ApiRouteKey } from '../lib/api/routes.ts';
-import { fileToItem, headerToItem, recordedValue } from '../lib/aws/dynamo/items.ts';
+import { deliveryToItem, fileToItem, headerToItem, recordedValue } from '../lib/aws/dynamo/items.ts';
 import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { toItem, type Item } from '../lib/aws/dynamo/table-client.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
@@ -68,7 +68,7 @@ function event(routeKey: ApiRouteKey, id: string | null, rawQueryString: string)
 }
 
 /** Counts the requests a client sends and the capacity units (read or write) DynamoDB reports for them. */
-function meter(client: DynamoDBClient): { take(): ReadCost } {
+export function meter(client: DynamoDBClient): { take(): ReadCost } {
   let cost: ReadCost = { rcu: 0, requests: 0 };
   client.middlewareStack.add(
     (next) => async (args) => {
@@ -91,10 +91,31 @@ function meter(client: DynamoDBClient): { take(): ReadCost } {
 }
 
 /** A screenshot task of `images` uploaded images written as the store keeps it once counted. */
-async function writeTask(client: DynamoDBClient, tableName: string, id: string, appKey: string, images: number) {
+export async function writeTask(
+  client: DynamoDBClient,
+  tableName: string,
+  id: string,
+  appKey: string,
+  images: number,
+): Promise<void> {
   const seed = screenshotTask({ id, appKey, roomId: 'room-size', sessionId: 's-size', at: Date.now(), images });
   const callbacks = callbacksOf(seed);
-  const items: Item[] = [];
+  const items: Item[] = callbacks.map((cb, i) =>
+    deliveryToItem(
+      {
+        callback: cb,
+        raw: JSON.stringify(seed.bodies[i]),
+        receivedAt: cb.timestamp,
+        verdict: 'valid',
+        mode: 'enforce',
+        requestId: null,
+        messageId: `m-${id}-${i}`,
+        replayKey: null,
+      },
+      'E',
+      Math.floor(Date.now() / 1000) + 86_400,
+    ),
+  );
   let header = null;
   let tally: Tally = { lastError: null, updatedAt: null };
   const keys: Record<string, string> = {};
@@ -169,9 +190,9 @@ export async function benchTaskSize(
         event(ApiRoutes.task, 'img-large', `filesLimit=${FILES_PAGE}`),
       ),
       await pair(
-        "a task's first 100 callbacks",
+        `a task's first 100 callbacks (small: a task of ${FILES_PAGE} images, a page as full)`,
         'GET /tasks/{id}/events?limit=100',
-        event(ApiRoutes.events, 'img-small', 'limit=100'),
+        event(ApiRoutes.events, 'img-page', 'limit=100'),
         event(ApiRoutes.events, 'img-large', 'limit=100'),
       ),
       await pair(

@@ -5,7 +5,8 @@
 // (b) Capacity: every callback of another mix applied one at a time through `store.applyCallback`,
 // summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
-// indexes, which DynamoDB bills too, are worked out from each task header before and after the callback.
+// indexes, which DynamoDB bills too, are worked out from each task header before and after the callback, and
+// those to the byTaskTime index (which projects the whole delivery) from its delivery before and after.
 // The throughput run publishes the task events to SNS (fauxqs) as the deployed worker does.
 import {
   CreateTableCommand,
@@ -26,7 +27,9 @@ import { itemSize } from 'dynalite/db/index.js';
 import type { SQSEvent } from 'aws-lambda';
 import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { EventsIndex, Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { bodyKey, bodyRefOf } from '../lib/aws/dynamo/items.ts';
+import { itemBytes } from '../lib/aws/dynamo/limits.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../lib/domain/task-events.ts';
 import type { Capacity } from '../lib/domain/task-store.ts';
@@ -256,14 +259,35 @@ async function readHeader(
   appKey: string,
   taskId: string,
 ): Promise<Record<string, unknown> | null> {
-  const out = await client.send(
-    new GetItemCommand({
-      TableName: tableName,
-      Key: marshall({ pk: Keys.taskPk(taskId), sk: Keys.headerSk(appKey) }),
-      ConsistentRead: true,
-    }),
-  );
+  return readItem(client, tableName, { pk: Keys.taskPk(taskId), sk: Keys.headerSk(appKey) });
+}
+
+async function readItem(
+  client: DynamoDBClient,
+  tableName: string,
+  key: { pk: string; sk: string },
+): Promise<Record<string, unknown> | null> {
+  const out = await client.send(new GetItemCommand({ TableName: tableName, Key: marshall(key), ConsistentRead: true }));
   return out.Item ? unmarshall(out.Item) : null;
+}
+
+/**
+ * Writes to the byTaskTime index of one delivery's change, as DynamoDB bills an index that projects the whole
+ * item: an entry put costs a unit per KB of the item, a removed one a unit, an entry whose keys changed both;
+ * an entry whose item changed is put again, an unchanged one costs nothing.
+ */
+export function eventsIndexWrites(
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown> | null,
+): number {
+  const keyOf = (item: Record<string, unknown> | null) =>
+    item && item[EventsIndex.pk] !== undefined ? `${item[EventsIndex.pk]}\u0000${item[EventsIndex.sk]}` : null;
+  const [a, b] = [keyOf(before), keyOf(after)];
+  const put = () => Math.max(1, Math.ceil(itemBytes(marshall(after!, { removeUndefinedValues: true })) / 1024));
+  if (a === null) return b === null ? 0 : put();
+  if (b === null) return 1;
+  if (a !== b) return 1 + put();
+  return JSON.stringify(before) === JSON.stringify(after) ? 0 : put();
 }
 
 /**
@@ -305,9 +329,12 @@ async function measureCapacity(
     if (!parsed.ok) throw new Error(`bench callback ${i} does not parse: ${parsed.errors.join('; ')}`);
     const { appKey, id } = parsed.callback;
     const before = await readHeader(client, tableName, appKey, id);
+    const delivered = toDelivered(msg, parsed.callback);
+    const deliveryKey = bodyKey(appKey, id, parsed.callback.key, bodyRefOf(delivered));
+    const deliveryBefore = await readItem(client, tableName, deliveryKey);
     // As the worker applies it: the write, then its task's header update (here a batch of one), whose units
     // count with the write's.
-    const result = await store.applyUncounted(toDelivered(msg, parsed.callback));
+    const result = await store.applyUncounted(delivered);
     const write = result.outcome === 'quarantined' ? null : result.write;
     const counted = write
       ? await store.countTask(
@@ -316,6 +343,7 @@ async function measureCapacity(
         )
       : null;
     const after = await readHeader(client, tableName, appKey, id);
+    const deliveryAfter = await readItem(client, tableName, deliveryKey);
     const bare = await barePut(client, tableName, `cap-${i}`, msg.body);
     outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
     const kind =
@@ -336,7 +364,7 @@ async function measureCapacity(
     }
     add(kind, {
       tableWcu: result.capacity.write,
-      indexWcu: indexWrites(before, after),
+      indexWcu: indexWrites(before, after) + eventsIndexWrites(deliveryBefore, deliveryAfter),
       rcu: result.capacity.read,
       eventRcu: eventReads.read,
       bareWcu: bare.ConsumedCapacity?.CapacityUnits ?? 0,

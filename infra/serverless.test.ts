@@ -1012,7 +1012,7 @@ describe('queues', () => {
 });
 
 describe('table', () => {
-  test('keys, four keys-only indexes on sortAt, on-demand, TTL, PITR, SSE, protected and retained', () => {
+  test('keys, four keys-only indexes on sortAt, callbacks by time, on-demand, TTL, PITR, SSE, kept', () => {
     const table = resource('TasksTable', 'AWS::DynamoDB::Table');
     expect(table.DeletionPolicy).toBe('Retain');
     expect(table.UpdateReplacePolicy).toBe('Retain');
@@ -1026,7 +1026,17 @@ describe('table', () => {
     const attributeTypes = Object.fromEntries(
       p.AttributeDefinitions.map((a: Json) => [a.AttributeName, a.AttributeType]),
     );
-    expect(attributeTypes).toEqual({ pk: 'S', sk: 'S', g1pk: 'S', g2pk: 'S', g3pk: 'S', g4pk: 'S', sortAt: 'N' });
+    expect(attributeTypes).toEqual({
+      pk: 'S',
+      sk: 'S',
+      g1pk: 'S',
+      g2pk: 'S',
+      g3pk: 'S',
+      g4pk: 'S',
+      sortAt: 'N',
+      g5pk: 'S',
+      g5sk: 'S',
+    });
     const indexes = Object.fromEntries(
       p.GlobalSecondaryIndexes.map((i: Json) => [
         i.IndexName,
@@ -1038,6 +1048,7 @@ describe('table', () => {
       bySession: [['g2pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
       byAppStatus: [['g3pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
       byDay: [['g4pk:HASH', 'sortAt:RANGE'], 'KEYS_ONLY'],
+      byTaskTime: [['g5pk:HASH', 'g5sk:RANGE'], 'ALL'],
     });
     expect(p.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
     expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });

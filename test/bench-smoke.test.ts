@@ -12,7 +12,7 @@ import { benchTaskSize } from '../bench/task-size.ts';
 import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
-import { indexWrites } from '../bench/worker.ts';
+import { eventsIndexWrites, indexWrites } from '../bench/worker.ts';
 
 describe('statistics', () => {
   test('median, nearest-rank percentiles and summaries', () => {
@@ -123,6 +123,21 @@ describe('index writes of a task header', () => {
     const { g1pk: _room, ...withoutRoom } = header('recording', 1);
     expect(indexWrites(header('recording', 1), withoutRoom)).toBe(1);
   });
+
+  test('the byTaskTime index of the deliveries: a new delivery one unit per KB, the same again none', () => {
+    const delivery = (raw: string, keyed = true) => ({
+      pk: 'DLV#1:a#Sx',
+      sk: '#',
+      raw,
+      ...(keyed ? { g5pk: 'EV#1:a#t', g5sk: '0000000000000001|k' } : {}),
+    });
+    expect(eventsIndexWrites(null, delivery('{}'))).toBe(1);
+    expect(eventsIndexWrites(null, delivery('x'.repeat(1500)))).toBe(2);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{}'))).toBe(0);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{ }'))).toBe(1);
+    expect(eventsIndexWrites(delivery('{}'), delivery('{}', false))).toBe(1);
+    expect(eventsIndexWrites(null, delivery('{}', false))).toBe(0);
+  });
 });
 
 describe('the realistic mix', () => {
@@ -181,7 +196,7 @@ describe('the ingest part, tiny', () => {
 });
 
 describe('task size, tiny', () => {
-  test('a page of files, a listing and a new image cost the same on tasks of 10 images and of 1,000', async () => {
+  test('a page of files or callbacks, a listing, a new image: the same on tasks of 10 images and 1,000', async () => {
     const result = await benchTaskSize({ small: 10, large: 1_000, listed: 10, listedLarge: 60 });
     const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
     const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
@@ -193,7 +208,11 @@ describe('task size, tiny', () => {
     // The listing reads headers only: the same requests whatever the tasks hold.
     expect(listing.large.requests).toBe(listing.small.requests);
     expect(page.large.requests).toBe(page.small.requests);
-    expect(byRequest['GET /tasks/{id}/events?limit=100']!.large.requests).toBeGreaterThan(0);
+    // A page of callbacks: one Query of the index of a task's callbacks by time, whatever the task holds.
+    const events = byRequest['GET /tasks/{id}/events?limit=100']!;
+    expect(events.small.rcu).toBeGreaterThan(0);
+    expect(events.large.rcu).toBeLessThanOrEqual(events.small.rcu * 1.2);
+    expect(events.large.requests).toBe(events.small.requests);
     // The worker's units and requests per new image do not grow with the images the task already has.
     expect(result.worker.small.rcu).toBeGreaterThan(0);
     expect(result.worker.large.rcu).toBeLessThanOrEqual(result.worker.small.rcu * 1.2);

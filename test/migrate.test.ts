@@ -18,7 +18,8 @@ import {
   type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { migrateTable } from '../lib/aws/dynamo/migrate.ts';
-import { Keys, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { EVENTS_INDEXED } from '../lib/aws/dynamo/items.ts';
+import { EventsIndex, Keys, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTasks } from '../lib/domain/reduce-task.ts';
@@ -26,7 +27,7 @@ import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import type { Service } from '../lib/domain/services.ts';
 import type { Task } from '../lib/domain/task.ts';
-import { applyTasks, recordingTask } from '../bench/seed-tasks.ts';
+import { applyTasks, recordingTask, screenshotTask } from '../bench/seed-tasks.ts';
 import { faultyClient } from './support/faulty-client.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
@@ -92,7 +93,16 @@ async function expectMigrated(tableName: string, ledgerLeft: (taskId: string) =>
 test('every task equal to the oracle of its callbacks, counts exact; a second run finds nothing to do', async () => {
   const tableName = await legacyTable();
   const result = await migrateTable({ client: local.db.client, tableName });
-  expect(result).toEqual({ tasks: 3, rekeyed: 0, migrated: 3, callbacks: 48, carried: 0, counted: 0, failed: [] });
+  expect(result).toEqual({
+    tasks: 3,
+    rekeyed: 0,
+    migrated: 3,
+    callbacks: 48,
+    carried: 0,
+    counted: 0,
+    indexed: 0,
+    failed: [],
+  });
   await expectMigrated(tableName, distinct);
   expect(await migrateTable({ client: local.db.client, tableName })).toEqual({
     tasks: 0,
@@ -101,6 +111,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     callbacks: 0,
     carried: 0,
     counted: 0,
+    indexed: 0,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -216,6 +227,48 @@ test('headers written before headers kept counts: read whole until migrate count
   expect((await migrateTable({ client: local.db.client, tableName })).counted).toBe(0);
 });
 
+test('callbacks not keyed by time: listed from their keys, in order, until migrate keys them, once', async () => {
+  const tableName = await legacyTable(() => true);
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
+  const task = screenshotTask({
+    id: 'img-unindexed',
+    appKey: 'app-a',
+    roomId: 'room-i',
+    sessionId: 's-i',
+    at: Date.now() - 3_600_000,
+    images: 12,
+  });
+  await applyTasks(store, [task]);
+  const listed = await store.listEvents(task.id);
+  expect(listed).toHaveLength((await store.getTask(task.id))!.eventCount);
+  expect(listed.length).toBeGreaterThan(12);
+  // As the previous version wrote them: no index keys on the deliveries, no mark on the header.
+  const key = { pk: { S: Keys.taskPk(task.id) }, sk: { S: Keys.headerSk('app-a') } };
+  await local.db.client.send(
+    new UpdateItemCommand({ TableName: tableName, Key: key, UpdateExpression: `REMOVE ${EVENTS_INDEXED}` }),
+  );
+  const deliveries = (await scan(tableName)).filter((i) => i.pk!.S!.startsWith(Keys.deliveryPk('app-a', '')));
+  expect(deliveries).toHaveLength(listed.length);
+  for (const d of deliveries)
+    await local.db.client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { pk: d.pk!, sk: d.sk! },
+        UpdateExpression: `REMOVE ${EventsIndex.pk}, ${EventsIndex.sk}`,
+      }),
+    );
+  expect(await store.listEvents(task.id)).toEqual(listed);
+
+  expect(await migrateTable({ client: local.db.client, tableName, dryRun: true })).toMatchObject({ indexed: 1 });
+  expect(await migrateTable({ client: local.db.client, tableName })).toMatchObject({ indexed: 1, failed: [] });
+  const header = (await local.db.client.send(new GetItemCommand({ TableName: tableName, Key: key }))).Item!;
+  expect(header[EVENTS_INDEXED]).toEqual({ N: '1' });
+  const keyed = (await scan(tableName)).filter((i) => i.pk!.S!.startsWith(Keys.deliveryPk('app-a', '')));
+  expect(keyed.every((d) => d[EventsIndex.pk]?.S === Keys.eventsGsi('app-a', task.id))).toBe(true);
+  expect(await store.listEvents(task.id)).toEqual(listed);
+  expect((await migrateTable({ client: local.db.client, tableName })).indexed).toBe(0);
+});
+
 test('room and session index keys without the appKey: listings miss the task until migrate rewrites them', async () => {
   const tableName = await legacyTable(() => true);
   const store = new DynamoTaskStore({ client: local.db.client, tableName });
@@ -259,6 +312,7 @@ test('room and session index keys without the appKey: listings miss the task unt
     callbacks: 0,
     carried: 0,
     counted: 0,
+    indexed: 0,
     failed: [],
   });
   const [a, b] = tasks.map((t) => [t.id]);
@@ -308,6 +362,7 @@ describe('callbacks migrate, as a user runs it', () => {
       callbacks: 48,
       carried: 0,
       counted: 0,
+      indexed: 0,
       failed: [],
     });
     const refused = await cli(['migrate']);
@@ -321,7 +376,10 @@ describe('callbacks migrate, as a user runs it', () => {
       'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n',
     );
     expect((await cli(['migrate', '--yes'])).stdout).toMatch(
-      /^No task of the earlier layout, no index key to rewrite and no header to count in .*: nothing to do\.\n$/,
+      new RegExp(
+        '^No task of the earlier layout, no index key to rewrite, no header to count and no callback to key by ' +
+          'time in .*: nothing to do\\.\n$',
+      ),
     );
     const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);
     expect(task).toEqual(expected[0]);

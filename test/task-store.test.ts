@@ -395,6 +395,9 @@ describe('a refused recording end leaves nothing behind', () => {
     const task = await other.getTask(id, appKey);
     expect(task?.files.map((f) => f.fileName)).toEqual([String((imageOk.output as Body).fileName)]);
     expect(task?.status).toBe('completed');
+    // The refused end's delivery is not among the task's callbacks: only the three it recorded are listed.
+    const recordedKeys = [otherStart, image, { ...screenshotEnd, imageId: id, appKey }].map((b) => eventKey(b));
+    expect((await other.listEvents(id, appKey)).map((e) => e.key).sort()).toEqual(recordedKeys.sort());
   });
 
   test('oversized header: an end that would make the header too big for DynamoDB leaves no file', async () => {
@@ -404,17 +407,18 @@ describe('a refused recording end leaves nothing behind', () => {
     // Its room and session are in the header twice (as fields and index keys), once in the body: the header
     // outgrows the delivery, which holds the raw body.
     const [roomId, sessionId] = ['r'.repeat(2000), 's'.repeat(2000)];
-    const slice = (id: string, extra: string): Body => ({
+    // The header's extra and config are clipped (lib/domain/header-text.ts): a long userId grows it instead.
+    const slice = (id: string, userId: string): Body => ({
       ...fixture('recording-2-slice.json'),
       recordId: id,
       roomId,
       sessionId,
-      extra,
+      userId,
     });
     const deliver = async (bodies: Body[]) =>
       (await processBatch(sqsEvent(bodies.map((b) => sqsRecord('recording', b))), { store, log })).outcomes;
     // A task of the same id length measures the header a slice makes; the slice of the task under test
-    // then brings an extra that leaves its header a few bytes short of DynamoDB's limit, which the end's own
+    // then brings a userId that leaves its header a few bytes short of DynamoDB's limit, which the end's own
     // facts (its rank, time and key) overflow.
     const probe = `bigP${n}`;
     expect(await deliver([slice(probe, 'x'.repeat(1000))])).toEqual(['applied']);
@@ -447,7 +451,7 @@ describe('a refused recording end leaves nothing behind', () => {
     const refusedFile = { pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, 'refused.mp4') };
     expect(await table().get(refusedFile, noCapacity())).toBeNull();
 
-    // The genuine end comes once the header is smaller again: the platform never sends such an extra, but
+    // The genuine end comes once the header is smaller again: the platform never sends such a userId, but
     // a later start (its identity wins) stands for whatever makes the task storable.
     const start = { ...fixture('recording-1-start-single.json'), recordId: id, timestamp: t0 - 60_000 };
     const genuineEnd: Body = { ...recordingEnd, recordId: id, timestamp: t0 + 2 };

@@ -21,13 +21,23 @@ export function register(program: Command): void {
       const { dynamo: client, tableName } = ctx.target;
       const found = await findMigrationWork(client, tableName);
       const waiting = found.legacy.length;
-      if (waiting === 0 && found.rekey.length === 0 && found.uncounted.length === 0) {
+      const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed].every((w) => w.length === 0);
+      if (idle) {
         if (opts.json)
-          printJson({ tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, failed: [] });
+          printJson({
+            tasks: 0,
+            rekeyed: 0,
+            migrated: 0,
+            callbacks: 0,
+            carried: 0,
+            counted: 0,
+            indexed: 0,
+            failed: [],
+          });
         else
           ctx.out(
-            `No task of the earlier layout, no index key to rewrite and no header to count in ${ctx.where}: ` +
-              'nothing to do.',
+            `No task of the earlier layout, no index key to rewrite, no header to count and no callback to key by ` +
+              `time in ${ctx.where}: nothing to do.`,
           );
         return;
       }
@@ -38,6 +48,7 @@ export function register(program: Command): void {
           waiting > 0 ? `bring ${plural(waiting, 'task')} over to the current layout` : '',
           found.rekey.length > 0 ? `rewrite the index keys of ${plural(found.rekey.length, 'task header')}` : '',
           found.uncounted.length > 0 ? `count ${plural(found.uncounted.length, 'task')} into their headers` : '',
+          found.unindexed.length > 0 ? `key the callbacks of ${plural(found.unindexed.length, 'task')} by time` : '',
         ]
           .filter(Boolean)
           .join(' and ');
@@ -77,6 +88,11 @@ export function register(program: Command): void {
           ctx.out(
             `${opts.dryRun ? 'Would count' : 'Counted'} ${plural(result.counted, 'task')} into their headers ` +
               '(written before headers kept their counts).',
+          );
+        if (result.indexed > 0)
+          ctx.out(
+            `${opts.dryRun ? 'Would key' : 'Keyed'} the raw callbacks of ${plural(result.indexed, 'task')} by time ` +
+              '(written before they were).',
           );
         if (result.rekeyed > 0)
           ctx.out(

@@ -16,6 +16,7 @@
 // same one (`occurrence`). Pure: no AWS import.
 import type { Service } from './services.ts';
 import type { Callback } from './callback.ts';
+import { clipText } from './header-text.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import { reduceTask } from './reduce-task.ts';
@@ -174,7 +175,7 @@ function occurrence(
   stored: StoredWrite,
 ): { at: number; error?: TaskEvent['error'] } {
   const h = stored.parts.header;
-  const own = { at: cb.timestamp, error: { code: cb.code, message: cb.message } };
+  const own = { at: cb.timestamp, error: { code: cb.code, message: clipText(cb.message) } };
   const failure = h.failure && { at: h.failure.at, error: { code: h.failure.code, message: h.failure.message } };
   const failedStart = h.failure?.type === 1 ? failure : null;
   const after = stored.file?.after;

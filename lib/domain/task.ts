@@ -7,6 +7,7 @@
 import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import type { CallbackType, Service } from './services.ts';
 import type { Callback } from './callback.ts';
+import { clipConfig, clipText } from './header-text.ts';
 
 /**
  * Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot
@@ -239,7 +240,7 @@ export function applyIdentity(header: TaskHeader | null, cb: Callback): TaskHead
         sessionId: cb.sessionId,
         userId: cb.userId,
         mode: cb.mode,
-        extra: cb.extra,
+        extra: clipText(cb.extra),
         configRank: null,
         config: null,
         startRank: null,
@@ -259,13 +260,13 @@ export function applyIdentity(header: TaskHeader | null, cb: Callback): TaskHead
     h.sessionId = cb.sessionId;
     h.userId = cb.userId;
     h.mode = cb.mode;
-    h.extra = cb.extra;
+    h.extra = clipText(cb.extra);
   }
   if (cb.config) {
     const configRank = identPriority(cb.type) + rank;
     if (h.configRank === null || configRank < h.configRank) {
       h.configRank = configRank;
-      h.config = cb.config;
+      h.config = clipConfig(cb.config);
     }
   }
   return h;
@@ -288,7 +289,7 @@ export function applyToHeader(header: TaskHeader | null, cb: Callback): TaskHead
   if ((cb.type === 1 || cb.type === 3) && cb.code !== 200) {
     h.startOrEndFailed = true;
     if (h.failure === null || rank < h.failure.rank)
-      h.failure = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
+      h.failure = { rank, type: cb.type, code: cb.code, message: clipText(cb.message), at: cb.timestamp };
   }
   return h;
 }
@@ -315,7 +316,7 @@ export function tallyCallback(t: Tally | null, cb: Callback): Tally {
   const next: Tally = t ? { ...t } : emptyTally();
   const rank = rankOf(cb.timestamp, cb.key);
   if (cb.code !== 200 && (next.lastError === null || rank > next.lastError.rank)) {
-    next.lastError = { rank, type: cb.type, code: cb.code, message: cb.message, at: cb.timestamp };
+    next.lastError = { rank, type: cb.type, code: cb.code, message: clipText(cb.message), at: cb.timestamp };
   }
   if (next.updatedAt === null || cb.timestamp > next.updatedAt) next.updatedAt = cb.timestamp;
   return next;

@@ -61,7 +61,10 @@ export class WritePath {
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
     const cap = noCapacity();
-    const result = await this.apply(d, cap).catch((err: unknown) => {
+    const ref = bodyRefOf(d);
+    let claimed = false;
+    const claim = async () => (claimed = await this.deliveries.claim(d, ref, cap));
+    const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
       if ((err as { name?: unknown } | null)?.name === 'ValidationException')
@@ -69,6 +72,8 @@ export class WritePath {
       throw err;
     });
     if (result.outcome === 'quarantined') {
+      // A callback refused after its delivery was stored is not one of its task's callbacks.
+      if (claimed) await this.deliveries.unindex(d, ref, cap);
       await this.deliveries.quarantineParsed(d, result.reason, result.detail, cap);
       return { ...result, capacity: cap };
     }
@@ -119,11 +124,6 @@ export class WritePath {
   async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
     const none = { seq: null, absorbed: null, redelivered: false };
     return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
-  }
-
-  private apply(d: DeliveredCallback, cap: Capacity): Promise<Outcome> {
-    const ref = bodyRefOf(d);
-    return this.applyWith(d.callback, ref, countingOf(d), () => this.deliveries.claim(d, ref, cap), cap);
   }
 
   /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */

@@ -32,6 +32,12 @@ export class Deliveries {
     return this.table.putIf(item, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: d.callback.key } }, cap);
   }
 
+  /** The delivery taken out of its task's callbacks (the byTaskTime index): its callback was refused. */
+  async unindex(d: DeliveredCallback, ref: BodyRef, cap: Capacity): Promise<void> {
+    const item = deliveryToItem(d, ref, this.expiry(), false);
+    await this.table.putIf(item, 'eventKey = :k', { ':k': { S: d.callback.key } }, cap);
+  }
+
   async quarantine(entry: QuarantineEntry): Promise<Capacity> {
     const cap = noCapacity();
     // The entries of one task are found through the bySession index, under keys of their own kind.

@@ -16,7 +16,7 @@ import {
   type TaskHeader,
 } from '../../domain/task.ts';
 import type { Item, Key } from './table-client.ts';
-import { Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
+import { EventsIndex, Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
 
 /** The appKey a header item belongs to (from its key). */
 export const appKeyOf = (header: Item): string => readScope(header.sk, Keys.headerPrefix).appKey;
@@ -71,10 +71,23 @@ export function bodyKey(appKey: string, taskId: string, eventKey: string, ref: B
   return { pk: Keys.deliveryPk(appKey, ref === 'E' ? `E${eventKey}` : ref), sk: Keys.deliverySk };
 }
 
-export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: number): Item {
+/** A raw body's keys in the byTaskTime index: under its task, at its rank. */
+export function eventsIndexKeys(appKey: string, taskId: string, timestamp: number, eventKey: string): Item {
+  return { [EventsIndex.pk]: Keys.eventsGsi(appKey, taskId), [EventsIndex.sk]: rankOf(timestamp, eventKey) };
+}
+
+/**
+ * Whether a header's callbacks are all in the byTaskTime index (`ev`): set on every header created since
+ * deliveries were indexed, and by `callbacks migrate` on one whose bodies it has keyed. A page of callbacks of
+ * any other task reads its recorded keys instead.
+ */
+export const EVENTS_INDEXED = 'ev';
+
+export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: number, indexed = true): Item {
   const cb = d.callback;
   return {
     ...bodyKey(cb.appKey, cb.id, cb.key, ref),
+    ...(indexed ? eventsIndexKeys(cb.appKey, cb.id, cb.timestamp, cb.key) : {}),
     eventKey: cb.key,
     service: cb.service,
     taskId: cb.id,
@@ -165,6 +178,7 @@ function countersOf(previous: Item | null): Item {
   for (const attr of Object.values(COUNT_ATTRS)) out[attr] = previous ? (previous[attr] ?? 0) : 0;
   if (previous?.seq !== undefined) out.seq = previous.seq;
   if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
+  if (!previous || previous[EVENTS_INDEXED] === 1) out[EVENTS_INDEXED] = 1;
   // A header of the earlier way (counts added up on read) stays one until it is counted (recount, migrate).
   if (previous && previous.nEvents === undefined) for (const attr of Object.values(COUNT_ATTRS)) delete out[attr];
   return out;

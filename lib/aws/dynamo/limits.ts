@@ -27,6 +27,7 @@ export function oversizedKey(cb: Callback): string | null {
     [idField, Keys.taskPk(cb.id)],
     ['appKey', Keys.appGsi(cb.appKey)],
     ['appKey', Keys.deliveryPk(cb.appKey, `E${cb.key}`)],
+    [idField, Keys.eventsGsi(cb.appKey, cb.id)],
     ['roomId', cb.roomId ? Keys.roomGsi(cb.appKey, cb.roomId) : null],
     ['sessionId', cb.sessionId ? Keys.sessionGsi(cb.appKey, cb.sessionId) : null],
   ];

@@ -12,7 +12,8 @@
 //    interrupted run is simply run again. Ledger entries stay, as the raw archive, until their TTL.
 //
 // Headers of this layout written before room and session index keys held the appKey get those keys
-// rewritten (re-keyed), so that the listings of a room or session of one appKey find them.
+// rewritten (re-keyed), so that the listings of a room or session of one appKey find them. Tasks written
+// before deliveries were keyed in the byTaskTime index get their raw bodies keyed there (indexed).
 import {
   ConditionalCheckFailedException,
   DeleteItemCommand,
@@ -39,7 +40,10 @@ import { Deliveries } from './deliveries.ts';
 import { HeaderCounts } from './header-counts.ts';
 import { KnownItems } from './known-items.ts';
 import {
+  EVENTS_INDEXED,
   appKeyOf,
+  bodyKey,
+  eventsIndexKeys,
   fileFromItem,
   fileToItem,
   headerFactsOf,
@@ -52,6 +56,8 @@ import {
 } from './items.ts';
 import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
+import { TaskQueries } from './queries.ts';
+import { indexEvents, setIfPresent } from './index-events.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -66,6 +72,8 @@ export interface MigrationResult {
   carried: number;
   /** Headers of this layout written before headers kept their task's counts, now counted into them. */
   counted: number;
+  /** Tasks of this layout whose raw bodies were keyed in the byTaskTime index (`tasks events` by time). */
+  indexed: number;
   failed: { taskId: string; error: string }[];
 }
 
@@ -90,6 +98,8 @@ export interface MigrationWork {
   rekey: RekeyedHeader[];
   /** Headers of this layout that keep no counts yet (written before headers kept them). */
   uncounted: Key[];
+  /** Headers of this layout whose raw bodies are not all keyed in the byTaskTime index. */
+  unindexed: Key[];
 }
 
 interface RekeyedHeader {
@@ -101,7 +111,7 @@ interface RekeyedHeader {
 
 /** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
 export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
-  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [] };
+  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
@@ -113,7 +123,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression: 'pk, sk, roomId, sessionId, g1pk, g2pk, nEvents',
+        ProjectionExpression: `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}`,
         ExclusiveStartKey: start,
       }),
     );
@@ -124,6 +134,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
         continue;
       }
       if (item.nEvents === undefined) work.uncounted.push({ pk: item.pk, sk: item.sk });
+      if (item[EVENTS_INDEXED] !== 1) work.unindexed.push({ pk: item.pk, sk: item.sk });
       const held = { g1pk: item.g1pk, g2pk: item.g2pk };
       const wanted = identityIndexKeys({
         appKey: appKeyOf(item),
@@ -179,7 +190,8 @@ async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
-  const { legacy: pks, rekey: headers, uncounted } = await findMigrationWork(opts.client, opts.tableName);
+  const found = await findMigrationWork(opts.client, opts.tableName);
+  const { legacy: pks, rekey: headers, uncounted } = found;
   const result: MigrationResult = {
     tasks: pks.length,
     rekeyed: 0,
@@ -187,6 +199,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     callbacks: 0,
     carried: 0,
     counted: 0,
+    indexed: 0,
     failed: [],
   };
   const table = new TableClient(opts.client, opts.tableName);
@@ -221,6 +234,16 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
       if (opts.dryRun || (await counts.recount(appKeyOf(key as Item), id, null, noCapacity()))) result.counted += 1;
     } catch (err) {
       result.failed.push({ taskId: id, error: describe(err) });
+    }
+  }
+  // Raw bodies keyed by time, the header marked last: a run stopped in between keys them again.
+  const queries = new TaskQueries(table, Date.now);
+  for (const key of found.unindexed) {
+    try {
+      if (!opts.dryRun) await indexEvents(table, queries, key);
+      result.indexed += 1;
+    } catch (err) {
+      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: describe(err) });
     }
   }
   // After the tasks brought over, whose new headers were written with the right keys already.
@@ -292,6 +315,11 @@ async function migrateTask(
   for (const { cb, ref } of callbacks) {
     const outcome = await write.applyStored(cb, ref);
     if (outcome === 'quarantined') throw new Error(`callback ${cb.key} can no longer be stored`);
+    await setIfPresent(
+      table,
+      bodyKey(cb.appKey, cb.id, cb.key, ref),
+      eventsIndexKeys(cb.appKey, cb.id, cb.timestamp, cb.key),
+    );
   }
 
   // What the ledger no longer holds, counted once: a second run finds these written.

@@ -3,11 +3,19 @@
 // that were tampered with or belong to another listing are refused. What each listing must hold comes
 // from the seeding plan.
 import { Buffer } from 'node:buffer';
-import { BatchGetItemCommand, DeleteItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetItemCommand,
+  DeleteItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
 import type { Page, PageRequest, TaskQuery, TaskStore, TaskSummary } from '../../domain/task-store.ts';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { applyTasks, expectedTask, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
-import { startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
+import { meter, writeTask } from '../../../bench/task-size.ts';
+import { dynamoClient, startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
+import { EVENTS_INDEXED } from './items.ts';
 import { Keys } from './table.ts';
 import { DynamoTaskStore } from './task-store.ts';
 
@@ -277,9 +285,19 @@ describe('events whose raw bodies have expired', () => {
     expect(await store.listEvents(task!.id)).toEqual(items);
   });
 
-  test('a task whose bodies have all expired: each page looks up a bounded number of keys, with a cursor', async () => {
+  test('all bodies expired: by time one empty page; by recorded keys bounded pages', async () => {
     const [, task] = expiring;
     await expire(await deliveriesOf(task!.appKey));
+    // Keyed by time, a body gone is gone from the index too: nothing to look up, no cursor.
+    expect(await store.listEventsPage({ id: task!.id }, { limit: 500 })).toEqual({ items: [], next: null });
+    // A task written before deliveries were keyed by time is read by its recorded keys.
+    await dynamo.client.send(
+      new UpdateItemCommand({
+        TableName: dynamo.tableName,
+        Key: { pk: { S: Keys.taskPk(task!.id) }, sk: { S: Keys.headerSk(task!.appKey) } },
+        UpdateExpression: `REMOVE ${EVENTS_INDEXED}`,
+      }),
+    );
     let keysLookedUp: number[] = [];
     const counting = new Proxy(dynamo.client, {
       get(target, prop, receiver) {
@@ -313,4 +331,46 @@ describe('events whose raw bodies have expired', () => {
     expect(perPage).toEqual([15, 15, 10]);
     expect(await frugal.listEvents(task!.id)).toEqual([]);
   });
+});
+
+describe('a page of callbacks whatever the size of its task', () => {
+  test('a page costs the same read units and requests on a task of 3,000 callbacks as on a small one', async () => {
+    // Tasks written in the store's own item shapes, each callback with its delivery: 10, 100 and 3,000 images,
+    // under ids of one length (an item's size is what its read units count).
+    for (const [id, images] of [
+      ['img-size-s', 10],
+      ['img-size-m', 100],
+      ['img-size-l', 3_000],
+    ] as const)
+      await writeTask(dynamo.client, dynamo.tableName, id, `app-${id}`, images);
+    const client = dynamoClient(dynamo.endpoint);
+    const metered = meter(client);
+    const reader = new DynamoTaskStore({ client, tableName: dynamo.tableName });
+    const cost = async (id: string, page: PageRequest) => {
+      metered.take();
+      const read = (await reader.listEventsPage({ id }, page))!;
+      return { cost: metered.take(), read };
+    };
+    // A page as full on each: 10 of the task of 10 images (11 callbacks), 100 of the task of 100.
+    const small = await cost('img-size-s', { limit: 10 });
+    const mid = await cost('img-size-m', { limit: 100 });
+    const large10 = await cost('img-size-l', { limit: 10 });
+    const large100 = await cost('img-size-l', { limit: 100 });
+    expect(small.read.items).toHaveLength(10);
+    expect(large100.read.items).toHaveLength(100);
+    expect(large10.cost).toEqual(small.cost);
+    expect(large100.cost).toEqual(mid.cost);
+    // The header's Query and one of the page: no read of the task's recorded keys, no BatchGetItem.
+    expect(large100.cost.requests).toBe(2);
+    expect(large100.cost.rcu).toBeLessThan(15);
+    // In timestamp order, the next page from the cursor, the same order as the whole task's callbacks.
+    const stamps = large100.read.items.map((e) => e.timestamp);
+    expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+    const next = (await reader.listEventsPage({ id: 'img-size-l' }, { limit: 100, cursor: large100.read.next! }))!;
+    expect(next.items[0]!.timestamp).toBeGreaterThanOrEqual(stamps.at(-1)!);
+    const whole = await reader.listEvents('img-size-l');
+    expect(whole).toHaveLength(3_001);
+    expect(whole.slice(0, 200)).toEqual([...large100.read.items, ...next.items]);
+    client.destroy();
+  }, 60_000);
 });

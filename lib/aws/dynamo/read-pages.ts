@@ -1,8 +1,8 @@
 // Paginated reads of the task table behind the read API and the CLI: a task with one page of its files,
 // one page of a task's stored callbacks, one page of a listing of tasks (listing.ts). Each page is bounded
 // in items and in bytes, so that no answer of the read API can outgrow a Lambda response; cursors are
-// opaque (cursors.ts). A task's status and counts are added up from all of its items, so every page of a
-// task reads the task whole and returns a page of it.
+// opaque (cursors.ts). A task's status and counts are its header's; its files and its raw callbacks are
+// read a page at a time (docs/task-store.md, Reads).
 import { Buffer } from 'node:buffer';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
@@ -19,10 +19,11 @@ import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';
 import { taskFromParts } from './assembled-task.ts';
-import { appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
+import { EVENTS_INDEXED, appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { TaskQueries } from './queries.ts';
-import { TableReader, noCapacity } from './table-client.ts';
+import { TableReader, noCapacity, type Item } from './table-client.ts';
+import { EventsIndex, Keys } from './table.ts';
 
 export type { ReadBudget } from './listing.ts';
 
@@ -86,6 +87,8 @@ export class DynamoTaskReader implements TaskReader {
     const after = page.cursor === undefined ? null : decodeCursor(page.cursor, EventsCursor).e;
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
+    if (header[EVENTS_INDEXED] === 1) return this.indexedEventsPage(header, after, page);
+    // A task whose older bodies `callbacks migrate` has not keyed yet: its recorded keys put in order.
     const { recorded } = await this.tasks.assembled(header);
     const appKey = appKeyOf(header);
     // In timestamp order, then event key: the order the recorded keys give without reading any body.
@@ -123,6 +126,43 @@ export class DynamoTaskReader implements TaskReader {
       items,
       next: examined < ranked.length && last ? encodeCursor({ e: last.rank } satisfies EventsCursor) : null,
     };
+  }
+
+  /**
+   * A page of a task's raw callbacks from the byTaskTime index, whatever the task's size: one Query of the
+   * page's deliveries (and one more item, which says whether a page follows). A callback delivered twice
+   * (two signatures) has two deliveries at one rank: it is listed once.
+   */
+  private async indexedEventsPage(header: Item, after: string | null, page: PageRequest): Promise<Page<StoredEvent>> {
+    const appKey = appKeyOf(header);
+    const id = header.pk.slice(Keys.taskPk('').length);
+    const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
+    const limit = Math.min(page.limit, this.budget.eventKeysPerPage);
+    const items: StoredEvent[] = [];
+    let bytes = 0;
+    let last: string | null = after;
+    let more = false;
+    for await (const item of this.table.queryAll({
+      IndexName: EventsIndex.name,
+      KeyConditionExpression: `${EventsIndex.pk} = :pk${after === null ? '' : ` AND ${EventsIndex.sk} > :after`}`,
+      ExpressionAttributeValues: {
+        ':pk': { S: Keys.eventsGsi(appKey, id) },
+        ...(after === null ? {} : { ':after': { S: after } }),
+      },
+      Limit: limit + 1,
+    })) {
+      const rank: string = item[EventsIndex.sk];
+      if (rank === last) continue;
+      if (items.length >= limit || bytes >= maxBytes) {
+        more = true;
+        break;
+      }
+      const event = eventFromItem(item);
+      items.push(event);
+      bytes += jsonBytes(event);
+      last = rank;
+    }
+    return { items, next: more && last !== null ? encodeCursor({ e: last } satisfies EventsCursor) : null };
   }
 
   listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {

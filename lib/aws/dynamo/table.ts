@@ -16,6 +16,14 @@ export const Index = {
 export const SORT_AT = 'sortAt';
 
 /**
+ * A task's raw callbacks in timestamp order: a sparse index of the delivery items (and of the earlier
+ * layout's ledger entries, once `callbacks migrate` keyed them), `g5pk` = the task, `g5sk` = the callback's
+ * rank (its timestamp zero-padded, then its event key). It projects the whole item, so that a page of
+ * callbacks is one Query: a delivery under 1 KB costs one index write unit whatever the projection.
+ */
+export const EventsIndex = { name: 'byTaskTime', pk: 'g5pk', sk: 'g5sk' } as const;
+
+/**
  * The part of a key that names an appKey: its length, then the appKey, so that no appKey's keys can run
  * into another's whatever characters they hold (`3:abc#…` can only be appKey `abc`).
  */
@@ -71,6 +79,8 @@ export const Keys = {
   sessionGsi: (appKey: string, sessionId: string) => `SESSION#${scopeOf(appKey)}#${sessionId}`,
   appGsi: (appKey: string) => `APP#${appKey}`,
   dayGsi: (day: string) => `DAY#${day}`,
+  /** The partition of a task's callbacks in the byTaskTime index. */
+  eventsGsi: (appKey: string, taskId: string) => `EV#${scopeOf(appKey)}#${taskId}`,
 } as const;
 
 /** Sort keys of the earlier layout (one task per id), which `callbacks migrate` reads and removes. */
@@ -107,11 +117,23 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
       { AttributeName: 'g3pk', AttributeType: 'S' },
       { AttributeName: 'g4pk', AttributeType: 'S' },
       { AttributeName: SORT_AT, AttributeType: 'N' },
+      { AttributeName: EventsIndex.pk, AttributeType: 'S' },
+      { AttributeName: EventsIndex.sk, AttributeType: 'S' },
     ],
     KeySchema: [
       { AttributeName: 'pk', KeyType: 'HASH' },
       { AttributeName: 'sk', KeyType: 'RANGE' },
     ],
-    GlobalSecondaryIndexes: Object.values(Index).map((i) => gsi(i.name, i.pk)),
+    GlobalSecondaryIndexes: [
+      ...Object.values(Index).map((i) => gsi(i.name, i.pk)),
+      {
+        IndexName: EventsIndex.name,
+        KeySchema: [
+          { AttributeName: EventsIndex.pk, KeyType: 'HASH' as const },
+          { AttributeName: EventsIndex.sk, KeyType: 'RANGE' as const },
+        ],
+        Projection: { ProjectionType: 'ALL' as const },
+      },
+    ],
   };
 }
