@@ -5,7 +5,7 @@
 // its keys are right and it keeps its counts, so an interrupted run is run again.
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { findMigrationWork, migrateTable } from '../../lib/aws/dynamo/migrate.ts';
+import { findMigrationWork, migrateTable, noMigration } from '../../lib/aws/dynamo/migrate.ts';
 import { plural } from '../format.ts';
 import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 
@@ -23,17 +23,7 @@ export function register(program: Command): void {
       const waiting = found.legacy.length;
       const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed].every((w) => w.length === 0);
       if (idle) {
-        if (opts.json)
-          printJson({
-            tasks: 0,
-            rekeyed: 0,
-            migrated: 0,
-            callbacks: 0,
-            carried: 0,
-            counted: 0,
-            indexed: 0,
-            failed: [],
-          });
+        if (opts.json) printJson(noMigration());
         else
           ctx.out(
             `No task of the earlier layout, no index key to rewrite, no header to count and no callback to key by ` +

@@ -63,11 +63,10 @@ export const defaults = {
  * - The SQS message (256 KiB with its attributes) holds the body and, as the appKey attribute, a value that
  *   may be most of the body, beside the held signature values (lib/ingest/signature.ts, at most 2 KiB): twice
  *   the body.
- * - A task header (a DynamoDB item, 400 KB) joins the facts of four callbacks at worst: the identity of one
- *   (`extra`), the config of another, stored as a map up to 1.5 times its JSON size (a list of digits), the
- *   error message of the earliest failure and that of the last error: four and a half times the body.
- * - The raw callback archive holds the body once, a quarantine entry once with its appKey and task id.
- * 80 KiB leaves room in each: at most 360 KiB of header, 162 KiB of message.
+ * - A task header (a DynamoDB item, 400 KB) holds the facts of several callbacks, long values clipped
+ *   (lib/domain/header-text.ts): it does not grow with the body.
+ * - The raw callback archive holds the body once, a quarantine entry once with its appKey and task id: twice.
+ * 80 KiB leaves room in each: at most 162 KiB of message, 160 KiB of quarantine entry.
  */
 export const MAX_BODY_BYTES_LIMIT = 80 * 1024;
 

@@ -2,6 +2,7 @@
 // does not check them all: a message over 256 KB (body and attributes), a batch of more than 10 entries or
 // over 256 KB in all. The error is the one the service gives.
 import { Buffer } from 'node:buffer';
+import type { CommandInput, MiddlewareClient } from './sdk-middleware.ts';
 
 /** 256 KiB: the largest SQS message and SNS message, and the largest SNS or SQS batch in all. */
 export const MAX_MESSAGE_BYTES = 262_144;
@@ -28,14 +29,13 @@ export interface LimitViolation {
   message: string;
 }
 
-type Input = Record<string, unknown>;
 interface Entry {
   MessageBody?: string;
   Message?: string;
   MessageAttributes?: Record<string, Attribute>;
 }
 
-function batch(input: Input, tooMany: string, tooLong: string, body: (e: Entry) => string | undefined) {
+function batch(input: CommandInput, tooMany: string, tooLong: string, body: (e: Entry) => string | undefined) {
   const entries = (input.PublishBatchRequestEntries ?? input.Entries ?? []) as Entry[];
   if (entries.length > MAX_BATCH_ENTRIES)
     return { name: tooMany, message: `The batch request contains more entries than permissible (${entries.length}).` };
@@ -49,7 +49,7 @@ function batch(input: Input, tooMany: string, tooLong: string, body: (e: Entry) 
 }
 
 /** What the service refuses in this call for its size, or null. */
-export function limitViolation(clientName: string, commandName: string, input: Input): LimitViolation | null {
+export function limitViolation(clientName: string, commandName: string, input: CommandInput): LimitViolation | null {
   const call = `${clientName}.${commandName}`;
   switch (call) {
     case 'SQSClient.SendMessageCommand': {
@@ -88,21 +88,9 @@ class ServiceLimitError extends Error {
   }
 }
 
-interface SdkClient {
-  middlewareStack: {
-    add(
-      middleware: (
-        next: (args: { input: Input }) => Promise<unknown>,
-        context: Record<string, unknown>,
-      ) => (args: { input: Input }) => Promise<unknown>,
-      options: { step: 'initialize'; name: string },
-    ): void;
-  };
-}
-
 /** Adds the checks to a client. */
 export function enforceServiceLimits(client: object): void {
-  (client as SdkClient).middlewareStack.add(
+  (client as MiddlewareClient).middlewareStack.add(
     (next, context) => async (args) => {
       const violation = limitViolation(String(context.clientName), String(context.commandName), args.input ?? {});
       if (violation) throw new ServiceLimitError(violation);

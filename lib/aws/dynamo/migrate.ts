@@ -189,19 +189,15 @@ async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean
   }
 }
 
+/** A migration that found nothing to do. */
+export function noMigration(): MigrationResult {
+  return { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, failed: [] };
+}
+
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
   const found = await findMigrationWork(opts.client, opts.tableName);
   const { legacy: pks, rekey: headers, uncounted } = found;
-  const result: MigrationResult = {
-    tasks: pks.length,
-    rekeyed: 0,
-    migrated: 0,
-    callbacks: 0,
-    carried: 0,
-    counted: 0,
-    indexed: 0,
-    failed: [],
-  };
+  const result: MigrationResult = { ...noMigration(), tasks: pks.length };
   const table = new TableClient(opts.client, opts.tableName);
   const counts = new HeaderCounts(table, new KnownItems(0));
   const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), new KnownItems(0), {

@@ -4,6 +4,7 @@
 // step: the command's name gives the action, its input the resource ARN.
 import type { SourcedStatement } from './policy.ts';
 import { accessDeniedMessage, assumedRoleArn, evaluate } from './policy.ts';
+import type { CommandInput, MiddlewareClient } from '../sdk-middleware.ts';
 
 /** Where the local resources live, to turn a table name, queue URL or parameter name into its ARN. */
 export interface ArnContext {
@@ -37,8 +38,6 @@ const AUTHORISED_AS: Record<string, string> = {
   'sqs:ChangeMessageVisibilityBatch': 'sqs:ChangeMessageVisibility',
 };
 
-type Input = Record<string, unknown>;
-
 const tableArn = (ctx: ArnContext, name: string) =>
   name.startsWith('arn:') ? name : `arn:aws:dynamodb:${ctx.region}:${ctx.accountId}:table/${name}`;
 
@@ -48,7 +47,7 @@ function queueArnOfUrl(ctx: ArnContext, url: string): string {
   return `arn:aws:sqs:${ctx.region}:${account ?? ctx.accountId}:${name ?? ''}`;
 }
 
-function dynamoResources(ctx: ArnContext, input: Input): string[] {
+function dynamoResources(ctx: ArnContext, input: CommandInput): string[] {
   if (typeof input.TableName === 'string') {
     const table = tableArn(ctx, input.TableName);
     return [typeof input.IndexName === 'string' ? `${table}/index/${input.IndexName}` : table];
@@ -65,7 +64,7 @@ function dynamoResources(ctx: ArnContext, input: Input): string[] {
 }
 
 /** The actions and resource ARNs one SDK call needs, as IAM authorises it. */
-export function requestedAccess(ctx: ArnContext, clientName: string, commandName: string, input: Input) {
+export function requestedAccess(ctx: ArnContext, clientName: string, commandName: string, input: CommandInput) {
   const service = servicePrefix(clientName);
   const operation = commandName.replace(/Command$/, '');
   const action = AUTHORISED_AS[`${service}:${operation}`] ?? `${service}:${operation}`;
@@ -144,18 +143,6 @@ export interface Denial {
   message: string;
 }
 
-interface SdkClient {
-  middlewareStack: {
-    add(
-      middleware: (
-        next: (args: { input: Input }) => Promise<unknown>,
-        context: Record<string, unknown>,
-      ) => (args: { input: Input }) => Promise<unknown>,
-      options: { step: 'initialize'; name: string; priority: 'high' },
-    ): void;
-  };
-}
-
 const IAM_MIDDLEWARE = 'localIamEnforcement';
 
 /**
@@ -187,7 +174,7 @@ export class IamSession {
   }
 
   /** Checks one request; throws the service's AccessDenied error when the principal may not make it. */
-  check(key: string, clientName: string, commandName: string, input: Input): void {
+  check(key: string, clientName: string, commandName: string, input: CommandInput): void {
     const principal = this.principals.get(key);
     if (!principal) return;
     for (const { action, resource } of requestedAccess(this.ctx, clientName, commandName, input)) {
@@ -225,7 +212,7 @@ export function setIamSession(session: IamSession | undefined): IamSession | und
  * at each call, has for `key`.
  */
 export function enforceIam(client: object, key: string, session?: IamSession): void {
-  (client as SdkClient).middlewareStack.add(
+  (client as MiddlewareClient).middlewareStack.add(
     (next, context) => async (args) => {
       const checks = session ?? current;
       checks?.check(key, String(context.clientName ?? ''), String(context.commandName ?? ''), args.input ?? {});
