@@ -325,9 +325,10 @@ function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvent
     '**Task events.** The last column counts the task events the worker publishes for each delivery ' +
       '(`eventsOfWrite` on what `applyCallback` returned; a duplicate publishes again what its item holds, same ' +
       'ids). ' +
-      "A task's status and file counts are added up from its items, so a delivery that publishes events reads its " +
-      'task after the write: here one read per delivery (the task-event read units; a write that can publish ' +
-      'nothing skips it), in the worker one read per task and batch, after the last of its writes. ' +
+      'Each delivery is applied as the worker applies a batch of one (the low-traffic case): its writes, then one ' +
+      "update of its task's header that counts them; its events are read off that update, and the task-event read " +
+      "units are those of an upload event's file (its attempts). A full batch of one task's callbacks shares one " +
+      'header update. ' +
       "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per " +
       'batch ' +
       'includes the reads and the PublishBatch calls.',
