@@ -6,13 +6,13 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-request.ts';
-import { ApiRoutes, type ApiRouteKey } from '../lib/api/routes.ts';
+import { ApiRoutes } from '../lib/api/routes.ts';
 import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import type { Logger } from '../lib/log.ts';
 import { startDynamo } from '../lib/local/dynamo.ts';
 import { applyTasks, recordingTask, screenshotTask, type SeedTask } from './seed-tasks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
+import { event, silent } from './api-event.ts';
 import { benchTaskSize, taskSizeSizes, type TaskSizeResult, type TaskSizeSizes } from './task-size.ts';
 import { countRequests } from './worker.ts';
 
@@ -57,21 +57,6 @@ export interface ApiResult {
   requests: ApiRequestResult[];
   /** Read units and requests on a small task and a large one, when measured. */
   taskSize?: TaskSizeResult;
-}
-
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-function event(routeKey: ApiRouteKey, id: string | null, rawQueryString = ''): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey,
-    rawPath: id === null ? '/tasks' : `/tasks/${id}`,
-    rawQueryString,
-    headers: {},
-    ...(id === null ? {} : { pathParameters: { id } }),
-    requestContext: { requestId: 'bench', routeKey } as APIGatewayProxyEventV2['requestContext'],
-    isBase64Encoded: false,
-  };
 }
 
 function seed(sizes: ApiSizes, now: number): SeedTask[] {

@@ -6,16 +6,16 @@
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-request.ts';
-import { ApiRoutes, type ApiRouteKey } from '../lib/api/routes.ts';
+import { ApiRoutes } from '../lib/api/routes.ts';
 import { deliveryToItem, fileToItem, headerToItem, recordedValue } from '../lib/aws/dynamo/items.ts';
 import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { toItem, type Item } from '../lib/aws/dynamo/table-client.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { applyToFile, applyToHeader, tallyCallback, type Tally } from '../lib/domain/task.ts';
-import type { Logger } from '../lib/log.ts';
 import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
+import { event, silent } from './api-event.ts';
 import { toSqsRecord } from './callbacks.ts';
 import { callbacksOf, screenshotTask } from './seed-tasks.ts';
 
@@ -51,21 +51,6 @@ export interface TaskSizeResult {
 
 /** New images applied to each task for the worker's cost per image. */
 const NEW_IMAGES = 20;
-
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-function event(routeKey: ApiRouteKey, id: string | null, rawQueryString: string): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey,
-    rawPath: id === null ? '/tasks' : `/tasks/${id}`,
-    rawQueryString,
-    headers: {},
-    ...(id === null ? {} : { pathParameters: { id } }),
-    requestContext: { requestId: 'bench', routeKey } as APIGatewayProxyEventV2['requestContext'],
-    isBase64Encoded: false,
-  };
-}
 
 /** Counts the requests a client sends and the capacity units (read or write) DynamoDB reports for them. */
 export function meter(client: DynamoDBClient): { take(): ReadCost } {

@@ -26,7 +26,7 @@ import {
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
-import { faultyClient } from './support/faulty-client.ts';
+import { dyingClient, faultyClient } from './support/faulty-client.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 let db: LocalDynamo;
@@ -193,24 +193,14 @@ describe('faults: the worker dies after each write, SNS refuses publishes for a 
     for (let k = 1; k <= total; k++) {
       const { expected, records, publisher, reader } = await isolate(...sample);
       // Write k reaches the table, then the process is gone: nothing it sends afterwards arrives.
-      const faulty = faultyClient(db.client, { failWrite: k, when: 'after' });
-      const dead = new Proxy(faulty.client, {
-        get(target, prop, receiver) {
-          if (prop !== 'send') return Reflect.get(target, prop, receiver);
-          const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-          return (command: unknown) =>
-            faulty.fired()
-              ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
-              : send(command);
-        },
-      });
+      const { client: dead, died } = dyingClient(db.client, { failWrite: k, when: 'after' });
       await processBatch(sqsEvent(records), {
         store: new DynamoTaskStore({ client: dead, tableName: db.tableName, inlineKeys: 1 }),
         log,
         concurrency: 1,
-        events: refusingWhile(publisher, () => faulty.fired()),
+        events: refusingWhile(publisher, died),
       });
-      expect(faulty.fired()).toBe(true);
+      expect(died()).toBe(true);
 
       // The whole batch comes back; SNS refuses the first few publishes of the redelivery (a different
       // number each time), so some records fail after their write and come back once more.

@@ -17,7 +17,7 @@ import type { TaskEvent } from '../../lib/domain/task-events.ts';
 import { createRandom, type Random } from '../../lib/emulator/random.ts';
 import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
-import { faultyClient } from '../support/faulty-client.ts';
+import { dyingClient } from '../support/faulty-client.ts';
 import { anyLifecycles, callbacksOf, interleavedDeliveries, type Lifecycle } from '../support/lifecycles.ts';
 import { useQuietDynamo } from '../support/quiet-dynamo.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from '../support/sqs-events.ts';
@@ -41,19 +41,9 @@ function withLatency(client: DynamoDBClient, random: Random): DynamoDBClient {
 }
 
 /** A worker process that dies as its k-th write goes out (before or after it reaches the table). */
-function dyingClient(client: DynamoDBClient, random: Random) {
-  const faulty = faultyClient(client, { failWrite: random.int(1, 14), when: random.chance(0.5) ? 'before' : 'after' });
-  const dead = new Proxy(faulty.client, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-      return (command: unknown) =>
-        faulty.fired()
-          ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
-          : send(command);
-    },
-  });
-  return { client: dead, died: () => faulty.fired() };
+/** A worker that dies at a random one of its first writes, before or after it reaches the table. */
+function randomDeath(client: DynamoDBClient, random: Random) {
+  return dyingClient(client, { failWrite: random.int(1, 14), when: random.chance(0.5) ? 'before' : 'after' });
 }
 
 /** A FIFO queue of the records, one group per task: a group is handed out only when none of it is in flight. */
@@ -133,7 +123,7 @@ async function runChaos(seed: number): Promise<void> {
         continue;
       }
       const records = batch.flatMap((b) => b.records);
-      const dying = random.chance(0.35) ? dyingClient(withLatency(local.db.client, random), random) : null;
+      const dying = random.chance(0.35) ? randomDeath(withLatency(local.db.client, random), random) : null;
       const store = dying ? new DynamoTaskStore({ client: dying.client, tableName: local.db.tableName }) : warm[w]!;
       const res = await processBatch(sqsEvent(records), { store, log, concurrency: 3, events, maxReceiveCount: 1000 });
       // A dead process answers nothing: the whole batch comes back.

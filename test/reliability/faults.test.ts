@@ -23,7 +23,7 @@ import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
 import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
-import { faultyClient } from '../support/faulty-client.ts';
+import { dyingClient, faultyClient } from '../support/faulty-client.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
@@ -152,24 +152,14 @@ describe('a worker that dies after k writes of a batch', () => {
       const { lifecycles, deliveries } = isolate(sample, `die${k}-`);
       const records = deliveries.map((d) => sqsRecord(d.service, d.body));
       // Write k reaches the table, then the process is gone: from then on nothing it sends arrives.
-      const faulty = faultyClient(db.client, { failWrite: k, when: 'after' });
-      const dead = new Proxy(faulty.client, {
-        get(target, prop, receiver) {
-          if (prop !== 'send') return Reflect.get(target, prop, receiver);
-          const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-          return (command: unknown) =>
-            faulty.fired()
-              ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
-              : send(command);
-        },
-      });
+      const { client: dead, died } = dyingClient(db.client, { failWrite: k, when: 'after' });
       // Its answer never reaches the event source mapping: Lambda makes the whole batch visible again.
       await processBatch(sqsEvent(records), {
         store: new DynamoTaskStore({ client: dead, tableName: db.tableName }),
         log,
         concurrency: 1,
       });
-      expect(faulty.fired()).toBe(true);
+      expect(died()).toBe(true);
 
       const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName });
       expect(await deliverUntilDone(records.map(receivedAgain), store, log, records.length)).toEqual([]);

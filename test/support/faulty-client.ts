@@ -38,3 +38,22 @@ export function faultyClient(
   });
   return { client: wrapped, writes: () => writes, fired: () => fired };
 }
+
+/**
+ * A worker process that dies at a write: the planned write fails as faultyClient makes it fail, and from then
+ * on nothing the process sends arrives (`WorkerDied`), as when Lambda's sandbox is gone mid-batch.
+ */
+export function dyingClient(client: DynamoDBClient, plan: FaultPlan): { client: DynamoDBClient; died(): boolean } {
+  const faulty = faultyClient(client, plan);
+  const dead = new Proxy(faulty.client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+      return (command: unknown) =>
+        faulty.fired()
+          ? Promise.reject(Object.assign(new Error('the worker died'), { name: 'WorkerDied' }))
+          : send(command);
+    },
+  });
+  return { client: dead, died: () => faulty.fired() };
+}
