@@ -79,8 +79,8 @@ export interface HeldSignature {
 
 const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
 
-/** The held signature values of a message, or null when absent or not of the expected shape. */
-function readHeldSignature(text: string | undefined): HeldSignature | null {
+/** A message attribute holding a JSON object, or null when it is absent or holds anything else. */
+function jsonObjectOf(text: string | undefined): Record<string, unknown> | null {
   if (!text) return null;
   let parsed: unknown;
   try {
@@ -88,8 +88,13 @@ function readHeldSignature(text: string | undefined): HeldSignature | null {
   } catch {
     return null;
   }
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const raw = parsed as Record<string, unknown>;
+  return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : null;
+}
+
+/** The held signature values of a message, or null when absent or not of the expected shape. */
+function readHeldSignature(text: string | undefined): HeldSignature | null {
+  const raw = jsonObjectOf(text);
+  if (raw === null) return null;
   const from = (typeof raw.from === 'object' && raw.from !== null ? raw.from : {}) as Record<string, unknown>;
   const held: HeldSignature = { from: {} };
   for (const field of SIGNATURE_FIELDS) {
@@ -151,15 +156,9 @@ export function senderOf(sourceIp: string | undefined, userAgent: string | undef
 
 /** The Sender of a message, or null when absent or not of the expected shape. */
 export function readSender(text: string | undefined): Sender | null {
-  if (!text) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return null;
-  const { sourceIp, userAgent } = parsed as Record<string, unknown>;
+  const parsed = jsonObjectOf(text);
+  if (parsed === null) return null;
+  const { sourceIp, userAgent } = parsed;
   return senderOf(
     typeof sourceIp === 'string' ? sourceIp : undefined,
     typeof userAgent === 'string' ? userAgent : undefined,
