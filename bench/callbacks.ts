@@ -7,7 +7,7 @@ import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
 import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { FILE_STATE_OK } from '../lib/platform/failures.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import { Attr } from '../lib/queue-message.ts';

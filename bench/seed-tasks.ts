@@ -22,7 +22,7 @@ import {
   START_FAILURES,
   SUCCESS,
 } from '../lib/platform/failures.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { toSqsRecord } from './callbacks.ts';
 

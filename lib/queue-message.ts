@@ -3,7 +3,7 @@
 // ingest learned about the request travels in message attributes. The one home of the attribute names, of
 // writing them (the ingest) and of reading a record back (the worker; the dead-letter commands show them).
 import type { SQSRecord } from 'aws-lambda';
-import { isService, type Service } from './domain/services.ts';
+import { isService, type Service } from './platform/services.ts';
 import { clip } from './text.ts';
 
 export const SIGNATURE_MODES = ['enforce', 'report', 'off'] as const;

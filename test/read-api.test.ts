@@ -17,7 +17,7 @@ import { parseCallback } from '../lib/domain/callback.ts';
 import { errorStatus } from '../lib/ingest/responses.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import {

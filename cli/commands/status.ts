@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { DEFAULT_LISTING_DAYS } from '../../lib/aws/dynamo/listing.ts';
 import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task-store.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
 import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';

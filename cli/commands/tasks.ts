@@ -11,7 +11,7 @@ import {
   type TaskSummary,
 } from '../../lib/domain/task-store.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
-import { SERVICES, type Service } from '../../lib/domain/services.ts';
+import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
   callbackTypeName,

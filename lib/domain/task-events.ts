@@ -14,7 +14,7 @@
 // Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
 // consumers deduplicate on it; and a time read off the stored task, so that every publication of it has the
 // same one (`occurrence`). Pure: no AWS import.
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipText } from './header-text.ts';
 import { canonicalJson } from './canonical.ts';

@@ -5,7 +5,7 @@ import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
 import type { HeldSignature, LedgerVerdict, Sender, SignatureMode, SignatureVerdict } from '../queue-message.ts';
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
 export interface DeliveredCallback {

@@ -22,7 +22,7 @@ import {
 } from '../platform/failures.ts';
 import { recordingFileName, screenshotFileName } from '../platform/file-names.ts';
 import { knownMode } from '../platform/modes.ts';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import type { Random } from './random.ts';
 
 /** Faults that shape a task's own lifecycle (the delivery faults are the run's). */

@@ -4,7 +4,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
 import { callbackDeduplicationId, taskGroupId } from '../fifo-ids.ts';
-import { type Service, SERVICES } from '../domain/services.ts';
+import { type Service, SERVICES } from '../platform/services.ts';
 import { isQueueSafe, isSetAside, senderOf, type SignatureVerdict } from '../queue-message.ts';
 import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';

@@ -8,7 +8,7 @@ import { reduceTask } from '../domain/reduce-task.ts';
 import { parseSecrets } from '../ingest/secrets.ts';
 import { createLogger, setLogSink } from '../log.ts';
 import type { HeldSignature } from '../queue-message.ts';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';

@@ -16,7 +16,7 @@ import { buildIngestDependencies, type IngestDependencies } from '../../lib/inge
 import { createSqsClient } from '../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../lib/ingest/responses.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { Attr, type SignatureMode } from '../../lib/queue-message.ts';
 import { bodyText, httpApiEvent, memoryQueue, type EventInput, type MemoryQueue } from './support/http-events.ts';

@@ -20,7 +20,7 @@ import {
 } from '../support/lifecycles.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Attr, type SignatureVerdict } from '../../lib/queue-message.ts';
-import { ID_FIELD_OF, type Service } from '../../lib/domain/services.ts';
+import { ID_FIELD_OF, type Service } from '../../lib/platform/services.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';

@@ -29,7 +29,7 @@ import {
 } from '../../lib/platform/failures.ts';
 import { recordingFileName, screenshotFileName } from '../../lib/platform/file-names.ts';
 import { knownMode, RECORDING_MODES } from '../../lib/platform/modes.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 
 export type { Body };
 
