@@ -5,7 +5,7 @@ import { Buffer } from 'node:buffer';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
-import { replayKeyOf } from '../lib/ingest/signature.ts';
+import { replayKeyOf } from '../lib/signature/verify.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { FILE_STATE_OK } from '../lib/platform/failures.ts';

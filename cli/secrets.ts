@@ -2,7 +2,7 @@
 // CALLBACK_SECRETS in this shell wins; a deployed stage's come from its SSM parameter (the SSM client is
 // loaded only then); the local stack's demo key is known, other local secrets must be given the same way
 // the stack was given them. No secret is ever printed.
-import { parseSecrets, type SecretsByAppKey } from '../lib/ingest/secrets.ts';
+import { parseSecrets, type SecretsByAppKey } from '../lib/signature/secrets.ts';
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';

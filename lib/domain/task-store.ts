@@ -4,7 +4,8 @@ import type { Callback } from './callback.ts';
 import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
-import type { HeldSignature, LedgerVerdict, Sender, SignatureMode, SignatureVerdict } from '../queue-message.ts';
+import type { HeldSignature, Sender } from '../signature/held.ts';
+import type { LedgerVerdict, SignatureMode, SignatureVerdict } from '../signature/verdicts.ts';
 import type { Service } from '../platform/services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */

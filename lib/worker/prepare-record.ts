@@ -8,13 +8,8 @@ import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.t
 import { fileNameOf } from '../domain/task.ts';
 import { sequenceOf } from '../domain/task-counts.ts';
 import { compositeKey } from '../text.ts';
-import {
-  isSetAside,
-  readRecord,
-  type QueuedCallback,
-  type SignatureMode,
-  type SignatureVerdict,
-} from '../queue-message.ts';
+import { isSetAside, type SignatureMode, type SignatureVerdict } from '../signature/verdicts.ts';
+import { readRecord, type QueuedCallback } from '../queue-message.ts';
 
 /** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
 export type Prepared =

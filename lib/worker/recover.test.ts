@@ -5,15 +5,15 @@ import { parseCallback } from '../domain/callback.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry } from '../domain/task-store.ts';
 import { reduceTask } from '../domain/reduce-task.ts';
-import { parseSecrets } from '../ingest/secrets.ts';
+import { parseSecrets } from '../signature/secrets.ts';
 import { createLogger, setLogSink } from '../log.ts';
-import type { HeldSignature } from '../queue-message.ts';
+import type { HeldSignature } from '../signature/held.ts';
 import type { Service } from '../platform/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';
 import { processBatch } from './process-batch.ts';
-import { parseAllowList } from '../ingest/source-ip.ts';
+import { parseAllowList } from '../signature/source-ip.ts';
 import { recoverAll, recoverEntry, type RecoverDeps } from './recover.ts';
 
 const PLATFORM_SECRET = 'platform-secret';
