@@ -14,7 +14,7 @@ import type { TaskQuery, TaskSummary } from '../lib/domain/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { Task, TaskStatus } from '../lib/domain/task.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { errorStatus } from '../lib/ingest/responses.ts';
+import { errorStatus } from '../lib/http-responses.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import type { Service } from '../lib/platform/services.ts';

@@ -11,8 +11,8 @@ import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
 import { enqueueCallback } from './enqueue.ts';
-import { errorResponse, okResponse } from './responses.ts';
-import type { ErrorCode, IngestResponse } from './responses.ts';
+import { errorResponse, okResponse } from '../http-responses.ts';
+import type { ErrorCode, IngestResponse } from '../http-responses.ts';
 import { SecretsUnavailableError } from '../signature/secrets.ts';
 import { heldSignatureOf, readSignatureValues, replayKeyOf, verifySignature } from '../signature/verify.ts';
 

@@ -15,7 +15,7 @@ import { anyLifecycle } from '../support/lifecycles.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../lib/ingest/config.ts';
 import { createSqsClient } from '../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../lib/ingest/handle-request.ts';
-import type { IngestResponse } from '../../lib/ingest/responses.ts';
+import type { IngestResponse } from '../../lib/http-responses.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { Attr } from '../../lib/queue-message.ts';

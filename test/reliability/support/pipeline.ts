@@ -18,7 +18,7 @@ import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../../lib/ingest/config.ts';
 import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
-import type { IngestResponse } from '../../../lib/ingest/responses.ts';
+import type { IngestResponse } from '../../../lib/http-responses.ts';
 import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
 import { startLocalSqs } from '../../../lib/local/fauxqs.ts';
 import { createGateway } from '../../../lib/local/http-gateway.ts';
