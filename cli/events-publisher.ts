@@ -3,7 +3,8 @@
 // --events-topic or TASK_EVENTS_TOPIC_ARN, or a stage's own topic (its ARN built from the caller's account,
 // which STS tells without any permission).
 import { SNSClient } from '@aws-sdk/client-sns';
-import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
+import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import type { EventPublisher } from '../lib/domain/event-publisher.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';

@@ -11,7 +11,7 @@
 // Every line about a record names the ingest's request id (`requestId`, the API Gateway request that
 // brought the callback), so that one search follows a callback from the door to its task.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { EventPublisher } from '../aws/sns/task-events.ts';
+import type { EventPublisher } from '../domain/event-publisher.ts';
 import type { TaskWriter } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
