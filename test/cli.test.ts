@@ -14,7 +14,7 @@ import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
-import type { TaskSummary } from '../lib/domain/task-store.ts';
+import type { TaskSummary } from '../lib/domain/task-summary.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';

@@ -10,7 +10,8 @@ import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from '../lib/api/routes.t
 import { PAGE_LIMITS, QUERY_PARAMETERS } from '../lib/api/query.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import type { EventView } from '../lib/domain/event-view.ts';
-import type { TaskQuery, TaskSummary } from '../lib/domain/task-store.ts';
+import type { TaskQuery } from '../lib/domain/task-store.ts';
+import type { TaskSummary } from '../lib/domain/task-summary.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { Task, TaskStatus } from '../lib/domain/task.ts';
 import { parseCallback } from '../lib/domain/callback.ts';

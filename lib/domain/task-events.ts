@@ -20,7 +20,8 @@ import { clipText } from './header-text.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import { reduceTask } from './reduce-task.ts';
-import type { StoredWrite, TaskSummary } from './task-store.ts';
+import type { StoredWrite } from './task-store.ts';
+import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import {
   compareUtf8,

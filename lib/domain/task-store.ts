@@ -4,6 +4,7 @@ import type { Callback } from './callback.ts';
 import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
+import type { TaskSummary } from './task-summary.ts';
 import type { HeldSignature, Sender } from '../signature/held.ts';
 import type { LedgerVerdict, SignatureMode, SignatureVerdict } from '../signature/verdicts.ts';
 import type { Service } from '../platform/services.ts';
@@ -192,24 +193,6 @@ export interface StoredEvent {
   fileName?: string | null;
   /** Set when the callback was applied out of the quarantine. */
   recovered?: Recovery | null;
-}
-
-export interface TaskSummary {
-  service: Service;
-  id: string;
-  appKey: string;
-  roomId: string | null;
-  sessionId: string | null;
-  userId: string | null;
-  status: TaskStatus;
-  startedAt: number | null;
-  endedAt: number | null;
-  updatedAt: number;
-  sortAt: number;
-  eventCount: number;
-  fileCount: number;
-  pendingFiles: number;
-  failedFiles: number;
 }
 
 export interface TaskQuery {

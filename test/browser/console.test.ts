@@ -13,7 +13,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { ensureConsoleBuilt } from '../../cli/console-assets.ts';
 import { openTarget, type Target } from '../../cli/target.ts';
 import type { Task } from '../../lib/domain/task.ts';
-import type { TaskSummary } from '../../lib/domain/task-store.ts';
+import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import type { EventView } from '../../lib/domain/event-view.ts';
 import { expectedTasks } from '../../lib/emulator/expect.ts';
 import { generateRun } from '../../lib/emulator/lifecycles.ts';
