@@ -11,6 +11,15 @@ import { compositeKey } from '../text.ts';
 import { isSetAside, type SignatureMode, type SignatureVerdict } from '../signature/verdicts.ts';
 import { readRecord, type QueuedCallback } from '../queue-message.ts';
 
+/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
+export interface TaskCounting {
+  absorbed: string | null;
+  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
+  unknown: boolean;
+  /** A record was kept aside after it may have written part of itself: the task is recounted. */
+  recount: boolean;
+}
+
 /** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
 export type Prepared =
   | { kind: 'unreadable'; record: SQSRecord; detail: string }
