@@ -9,7 +9,7 @@ import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed
 import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
-import { localOperatorSession, TargetError, type Target } from './target.ts';
+import { localOperatorSession, TargetError, type Target } from '../lib/local/target.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */

@@ -6,7 +6,7 @@ import { parseSecrets, type SecretsByAppKey } from '../lib/signature/secrets.ts'
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, type Target } from './target.ts';
+import { TargetError, type Target } from '../lib/local/target.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */
 export function defaultSecretsParam(stage: string, env: NodeJS.ProcessEnv = process.env): string {

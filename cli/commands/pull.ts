@@ -9,7 +9,7 @@ import type { Service } from '../../lib/platform/services.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { callbackTypeName, isoTime, printable } from '../format.ts';
 import { CliError, durationOption, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
-import type { Target } from '../target.ts';
+import type { Target } from '../../lib/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
 

@@ -10,7 +10,7 @@ import { errorSentence } from '../../lib/text.ts';
 import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
 import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
-import type { Target } from '../target.ts';
+import type { Target } from '../../lib/local/target.ts';
 
 /** The most quarantine entries read for the counts: beyond, the counts say "at least". */
 export const QUARANTINE_READ_LIMIT = 1000;

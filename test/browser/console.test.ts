@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { ensureConsoleBuilt } from '../../cli/console-assets.ts';
-import { openTarget, type Target } from '../../cli/target.ts';
+import { openTarget, type Target } from '../../lib/local/target.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import type { EventView } from '../../lib/domain/event-view.ts';
