@@ -12,7 +12,7 @@ import type { Body } from '../lib/platform/bodies.ts';
 import { RECORDING_UPLOAD_FAILURES, START_FAILURES, SUCCESS } from '../lib/platform/failures.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { toSqsRecord } from './callbacks.ts';
+import { toSqsRecord } from './sqs-record.ts';
 
 export interface SeedTask {
   service: Service;
