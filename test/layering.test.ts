@@ -169,7 +169,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // The adapters: DynamoDB, SQS, SNS.
   ['lib/aws'],
   // The handlers' logic.
-  ['lib/ingest', 'lib/worker', 'lib/api'],
+  ['lib/ingest', 'lib/worker', 'lib/api', 'lib/sweeper'],
   ['functions'],
   // The developer kit (DEVKIT): what runs the stack on a laptop, sends and checks callbacks, seeds tasks.
   ['lib/console', 'lib/emulator', 'lib/verify'],
@@ -211,6 +211,12 @@ test('the layer reader places what it is meant to', () => {
   expect(pointsUp('lib/worker/recover.ts', 'lib/signature/secrets.ts')).toBe(false);
   expect(pointsUp('bench/end-to-end.ts', 'cli/main.ts')).toBe(true);
   expect(pointsUp('lib/worker/process-batch.ts', 'lib/worker/config.ts')).toBe(false);
+});
+
+test('every module of lib/, functions/, bench/, cli/ and bin/ has its place in LAYERS', () => {
+  const placed = ['lib', 'devkit', 'functions', 'bench', 'cli', 'bin'];
+  const unplaced = nonTests.filter((f) => under(f.path, ...placed) && !placeOf(f.path)).map((f) => f.path);
+  expect(unplaced).toEqual([]);
 });
 
 test('every import points down the layers', () => {
