@@ -12,7 +12,7 @@ export default {
       },
     ],
   },
-  testMatch: ['<rootDir>/{lib,functions,cli,test,infra}/**/*.test.ts'],
+  testMatch: ['<rootDir>/{lib,devkit,functions,cli,test,infra}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.serverless/'],
   testTimeout: 60000,
   // The packaged CloudFormation template the local stack is built from, packaged once for the whole run.

@@ -3,17 +3,15 @@
 // measure the same work.
 import { Buffer } from 'node:buffer';
 import { readFileSync, readdirSync } from 'node:fs';
-import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
-import { replayKeyOf } from '../lib/ingest/signature.ts';
 import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { FILE_STATE_OK } from '../lib/platform/failures.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
-import { Attr } from '../lib/queue-message.ts';
+import { BENCH_SECRET } from './sqs-record.ts';
 
 export const BENCH_APP_KEY = 'demo-app';
-export const BENCH_SECRET = 'bench-secret';
 
 export interface Fixture {
   file: string;
@@ -154,50 +152,4 @@ export function kindOf(send: Pick<ScheduledSend, 'service' | 'body'>): string {
     kind += ' failed';
   }
   return kind;
-}
-
-/**
- * The SQS record the event source mapping would hand the worker for a send, with the attributes the
- * ingest sets for a valid signature in enforce mode (every delivery signed with its own nonce).
- */
-export function toSqsRecord(
-  send: Pick<ScheduledSend, 'service' | 'body'>,
-  index: number,
-  receivedAt: number,
-): SQSRecord {
-  const raw = JSON.stringify(send.body);
-  const text = (value: string) => ({
-    stringValue: value,
-    stringListValues: [],
-    binaryListValues: [],
-    dataType: 'String',
-  });
-  const nonce = `n${index.toString(36).padStart(8, '0')}`;
-  const timestamp = String(Math.floor(receivedAt / 1000));
-  return {
-    messageId: `bench-${index}`,
-    receiptHandle: `rh-${index}`,
-    body: raw,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: String(receivedAt),
-      SenderId: '000000000000',
-      ApproximateFirstReceiveTimestamp: String(receivedAt),
-    },
-    messageAttributes: {
-      [Attr.service]: text(send.service),
-      [Attr.appKey]: text(String(send.body.appKey)),
-      [Attr.receivedAt]: { ...text(String(receivedAt)), dataType: 'Number' },
-      [Attr.requestId]: text(`req-${index}`),
-      [Attr.verdict]: text('valid'),
-      [Attr.mode]: text('enforce'),
-      [Attr.replayKey]: text(
-        replayKeyOf({ nonce, timestamp, signature: computeSignature(BENCH_SECRET, nonce, timestamp) }) ?? '',
-      ),
-    },
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:bench',
-    awsRegion: 'us-east-1',
-  };
 }

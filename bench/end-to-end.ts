@@ -6,7 +6,7 @@
 // on the same server, idle before the run and sampled during it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openLocal } from '../cli/target.ts';
+import { openLocal } from '../lib/local/target.ts';
 import { expectedTasks } from '../lib/emulator/expect.ts';
 import { createRandom } from '../lib/emulator/random.ts';
 import { SENDER_DEFAULTS, sendAll, type SendSummary } from '../lib/emulator/sender.ts';

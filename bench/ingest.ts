@@ -11,7 +11,8 @@ import { buildIngestDependencies, type IngestDependencies } from '../lib/ingest/
 import { createSqsClient } from '../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import { BENCH_APP_KEY, BENCH_SECRET, loadFixtures, signedEvent, type Fixture } from './callbacks.ts';
+import { BENCH_APP_KEY, loadFixtures, signedEvent, type Fixture } from './callbacks.ts';
+import { BENCH_SECRET } from './sqs-record.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 
 export interface IngestSizes {

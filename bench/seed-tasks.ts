@@ -1,30 +1,18 @@
-// Tasks for the read paths' bench and tests: callback bodies as the platform sends them (lib/platform's
-// builders), written through the worker's own logic (processBatch with the DynamoDB task store, records
-// as the ingest enqueues them), and what each task must read back as, from the domain's oracle
-// (reduceTask) rather than from the store.
+// Tasks for the read paths' bench and tests: callback bodies as the platform sends them (the lifecycle
+// generator's bodiesOf, lib/emulator/plans.ts), written through the worker's own logic (processBatch with the
+// DynamoDB task store, records as the ingest enqueues them), and what each task must read back as, from the
+// domain's oracle (reduceTask) rather than from the store.
 import { parseCallback, type Callback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
 import type { Task } from '../lib/domain/task.ts';
 import type { Logger } from '../lib/log.ts';
-import {
-  recordingFileClosed,
-  recordingStart,
-  recordingUpload,
-  screenshotStartOrEnd,
-  screenshotUpload,
-  type Body,
-} from '../lib/platform/bodies.ts';
-import { recordingFileName, screenshotFileName } from '../lib/platform/file-names.ts';
-import {
-  RECORDING_UPLOAD_FAILURES,
-  SCREENSHOT_UPLOAD_FAILURES,
-  START_FAILURES,
-  SUCCESS,
-} from '../lib/platform/failures.ts';
-import type { Service } from '../lib/domain/services.ts';
+import { bodiesOf, type PlannedEvent, type TaskPlan } from '../lib/emulator/plans.ts';
+import type { Body } from '../lib/platform/bodies.ts';
+import { RECORDING_UPLOAD_FAILURES, START_FAILURES, SUCCESS } from '../lib/platform/failures.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { toSqsRecord } from './callbacks.ts';
+import { toSqsRecord } from './sqs-record.ts';
 
 export interface SeedTask {
   service: Service;
@@ -50,26 +38,34 @@ export interface RecordingPlan {
 /** A recording with one file: start, then (unless it failed or still runs) its end and its upload. */
 export function recordingTask(p: RecordingPlan): SeedTask {
   const mode = p.userId === '' ? 3 : 0;
-  const task = {
-    appKey: p.appKey,
-    recordId: p.id,
-    roomId: p.roomId,
-    sessionId: p.sessionId,
-    userId: p.userId,
-    mode,
-    extra: '',
-  };
-  const fileName = recordingFileName({ ...p, streamTag: 'camera', mode, timestamp: p.at, format: 'mp4' });
-  const started = p.outcome === 'failed' ? START_FAILURES.recording[0]! : SUCCESS;
-  const output = { fileName, audioSample: '', videoResoulation: '1280x720' };
-  const bodies = [recordingStart(task, p.at, started, { trigger: '1', slicesMin: '30' }, output)];
+  const events: PlannedEvent[] = [
+    { type: 1, rel: 0, ...(p.outcome === 'failed' ? START_FAILURES.recording[0]! : SUCCESS) },
+  ];
   if (p.outcome !== 'failed' && p.outcome !== 'running') {
-    bodies.push(recordingFileClosed(task, 3, p.at + 1000, SUCCESS, { fileName, fileSize: 1024 * 1024 }));
-    if (p.outcome === 'completed') bodies.push(recordingUpload(task, p.at + 2000, SUCCESS, fileName));
+    events.push({ type: 3, rel: 1000, ...SUCCESS, file: 0, size: 1024 * 1024 });
+    if (p.outcome === 'completed') events.push({ type: 4, rel: 2000, ...SUCCESS, file: 0, ok: true });
     if (p.outcome === 'upload_failed')
-      bodies.push(recordingUpload(task, p.at + 2000, RECORDING_UPLOAD_FAILURES[0]!, fileName));
+      events.push({ type: 4, rel: 2000, ...RECORDING_UPLOAD_FAILURES[0]!, file: 0, ok: false });
   }
-  return { service: 'recording', id: p.id, appKey: p.appKey, bodies };
+  const plan: TaskPlan = {
+    service: 'recording',
+    index: 0,
+    offset: 0,
+    session: { sessionId: p.sessionId, roomId: p.roomId, users: [p.userId] },
+    userId: p.userId,
+    extra: '',
+    events,
+    fileStarts: [0],
+    recording: {
+      mode,
+      streamTag: 'camera',
+      ext: 'mp4',
+      config: { trigger: '1', slicesMin: '30' },
+      audioSample: '',
+      resolution: '1280x720',
+    },
+  };
+  return { service: 'recording', id: p.id, appKey: p.appKey, bodies: bodiesOf(plan, p.at, p.appKey, p.id) };
 }
 
 export interface ScreenshotPlan {
@@ -86,17 +82,29 @@ export interface ScreenshotPlan {
 }
 
 export function screenshotTask(p: ScreenshotPlan): SeedTask {
-  const task = { appKey: p.appKey, sessionId: p.sessionId, roomId: p.roomId, imageId: p.id, extra: '' };
   const config = { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' };
-  const bodies = [screenshotStartOrEnd(task, 1, p.at, SUCCESS, config)];
+  const events: PlannedEvent[] = [{ type: 1, rel: 0, ...SUCCESS }];
+  const fileStarts: number[] = [];
   for (let i = 0; i < p.images; i++) {
-    const takenAt = p.at + 10_000 * (i + 1);
-    const fileName = screenshotFileName({ ...p, userId: 'user-alice', streamId: 'stream-01', timestamp: takenAt });
+    const takenAt = 10_000 * (i + 1);
     const failed = p.failEvery ? (i + 1) % p.failEvery === 0 : false;
-    bodies.push(screenshotUpload(task, takenAt + 500, fileName, failed ? SCREENSHOT_UPLOAD_FAILURES[0]! : null));
+    fileStarts.push(takenAt);
+    // A failed upload reports the first of SCREENSHOT_UPLOAD_FAILURES.
+    events.push({ type: 4, rel: takenAt + 500, ...SUCCESS, file: i, ok: !failed });
   }
-  if (p.ended) bodies.push(screenshotStartOrEnd(task, 3, p.at + 10_000 * (p.images + 1), SUCCESS, config));
-  return { service: 'screenshot', id: p.id, appKey: p.appKey, bodies };
+  if (p.ended) events.push({ type: 3, rel: 10_000 * (p.images + 1), ...SUCCESS });
+  const plan: TaskPlan = {
+    service: 'screenshot',
+    index: 0,
+    offset: 0,
+    session: { sessionId: p.sessionId, roomId: p.roomId, users: ['user-alice'] },
+    userId: 'user-alice',
+    extra: '',
+    events,
+    fileStarts,
+    screenshot: { streamId: 'stream-01', config, endConfig: config },
+  };
+  return { service: 'screenshot', id: p.id, appKey: p.appKey, bodies: bodiesOf(plan, p.at, p.appKey, p.id) };
 }
 
 export function callbacksOf(task: SeedTask): Callback[] {

@@ -16,7 +16,7 @@ import { startDynamo } from '../lib/local/dynamo.ts';
 import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { event, silent } from './api-event.ts';
-import { toSqsRecord } from './callbacks.ts';
+import { toSqsRecord } from './sqs-record.ts';
 import { callbacksOf, screenshotTask } from './seed-tasks.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */

@@ -38,7 +38,8 @@ import { readRecord } from '../lib/queue-message.ts';
 import { toDelivered } from '../lib/worker/prepare-record.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { localStageSettings } from '../lib/local/stack-template.ts';
-import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, toSqsRecord, type MixFaults } from './callbacks.ts';
+import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, type MixFaults } from './callbacks.ts';
+import { toSqsRecord } from './sqs-record.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 
 export interface WorkerSizes {

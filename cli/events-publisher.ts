@@ -3,12 +3,13 @@
 // --events-topic or TASK_EVENTS_TOPIC_ARN, or a stage's own topic (its ARN built from the caller's account,
 // which STS tells without any permission).
 import { SNSClient } from '@aws-sdk/client-sns';
-import { snsEventPublisher, type EventPublisher } from '../lib/aws/sns/task-events.ts';
+import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import type { EventPublisher } from '../lib/domain/event-publisher.ts';
 import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
-import { localOperatorSession, TargetError, type Target } from './target.ts';
+import { localOperatorSession, TargetError, type Target } from '../lib/local/target.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */

@@ -21,7 +21,7 @@ import { renderList, renderTask } from './commands/tasks.ts';
 import { renderEvents as renderTaskEvents } from './commands/events.ts';
 import { prettyLogLine } from './dev-log.ts';
 import type { Task } from '../lib/domain/task.ts';
-import type { TaskSummary } from '../lib/domain/task-store.ts';
+import type { TaskSummary } from '../lib/domain/task-summary.ts';
 
 const HOUR = 3_600_000;
 const NOW = Date.UTC(2025, 10, 22, 12, 0, 0);

@@ -3,7 +3,7 @@
 import { createInterface } from 'node:readline/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, openTarget, type Target } from './target.ts';
+import { TargetError, openTarget, type Target } from '../lib/local/target.ts';
 import { colorsFor, jsonText, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {

@@ -2,11 +2,11 @@
 // CALLBACK_SECRETS in this shell wins; a deployed stage's come from its SSM parameter (the SSM client is
 // loaded only then); the local stack's demo key is known, other local secrets must be given the same way
 // the stack was given them. No secret is ever printed.
-import { parseSecrets, type SecretsByAppKey } from '../lib/ingest/secrets.ts';
+import { parseSecrets, type SecretsByAppKey } from '../lib/signature/secrets.ts';
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, type Target } from './target.ts';
+import { TargetError, type Target } from '../lib/local/target.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */
 export function defaultSecretsParam(stage: string, env: NodeJS.ProcessEnv = process.env): string {

@@ -4,7 +4,7 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { buildApiDependencies } from '../lib/api/config.ts';
 import { handleApiRequest } from '../lib/api/handle-request.ts';
-import type { JsonResponse } from '../lib/ingest/responses.ts';
+import type { JsonResponse } from '../lib/http-responses.ts';
 import { invocationRunner } from '../lib/log.ts';
 
 const dependencies = buildApiDependencies(process.env);

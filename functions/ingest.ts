@@ -4,7 +4,7 @@
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
-import type { IngestResponse } from '../lib/ingest/responses.ts';
+import type { IngestResponse } from '../lib/http-responses.ts';
 import { invocationRunner } from '../lib/log.ts';
 
 const dependencies = buildIngestDependencies(process.env);

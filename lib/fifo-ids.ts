@@ -29,7 +29,7 @@ export function ownGroupId(messageKey: string): string {
   return sha256Hex(compositeKey('message', messageKey));
 }
 
-/** The signature values of a request as the ingest read them (lib/ingest/signature.ts SignatureValues). */
+/** The signature values of a request as the ingest read them (lib/signature/verify.ts SignatureValues). */
 export interface SignatureParts {
   nonce?: string;
   timestamp?: string;

@@ -7,11 +7,9 @@ import {
   messageAttributes,
   readSender,
   senderOf,
-  parseSignatureMode,
   readRecord,
-  SIGNATURE_MODES,
-  SIGNATURE_VERDICTS,
 } from './queue-message.ts';
+import { parseSignatureMode, SIGNATURE_MODES, SIGNATURE_VERDICTS } from './signature/verdicts.ts';
 
 const message: CallbackMessage = {
   body: '{"type":1}',

@@ -3,79 +3,15 @@
 // ingest learned about the request travels in message attributes. The one home of the attribute names, of
 // writing them (the ingest) and of reading a record back (the worker; the dead-letter commands show them).
 import type { SQSRecord } from 'aws-lambda';
-import { isService, type Service } from './domain/services.ts';
+import { isService, type Service } from './platform/services.ts';
 import { clip } from './text.ts';
-
-export const SIGNATURE_MODES = ['enforce', 'report', 'off'] as const;
-export type SignatureMode = (typeof SIGNATURE_MODES)[number];
-
-/** The modes as a sentence lists them: "enforce, report or off". */
-export const SIGNATURE_MODES_IN_WORDS = `${SIGNATURE_MODES.slice(0, -1).join(', ')} or ${SIGNATURE_MODES.at(-1)}`;
-
-function isSignatureMode(value: unknown): value is SignatureMode {
-  return SIGNATURE_MODES.includes(value as SignatureMode);
-}
-
-/** A mode as people write it (any case, spaces around), or undefined when it is none. */
-export function parseSignatureMode(text: string | undefined): SignatureMode | undefined {
-  const mode = text?.trim().toLowerCase();
-  return SIGNATURE_MODES.includes(mode as SignatureMode) ? (mode as SignatureMode) : undefined;
-}
-
-/**
- * The signature verdict. `valid`: a configured secret matched inside the tolerance window.
- * `invalid`: values present, no secret matched. `missing`: nonce, timestamp or signature absent.
- * `stale`: the signature matched but the timestamp is outside the tolerance window.
- * `unknown_app_key`: no secret configured for the body's appKey. `unverified`: mode `report`, and the
- * secrets could not be read. `not_checked`: mode `off`.
- */
-export const SIGNATURE_VERDICTS = [
-  'valid',
-  'invalid',
-  'missing',
-  'stale',
-  'unknown_app_key',
-  'unverified',
-  'not_checked',
-] as const;
-export type SignatureVerdict = (typeof SIGNATURE_VERDICTS)[number];
-
-function isSignatureVerdict(value: unknown): value is SignatureVerdict {
-  return SIGNATURE_VERDICTS.includes(value as SignatureVerdict);
-}
-
-/**
- * The verdict a stored callback carries: the ingest's, or `accepted_unverified` for a callback taken out of
- * the quarantine by `callbacks quarantine apply --accept-unverified` although its signature did not verify.
- */
-export type LedgerVerdict = SignatureVerdict | 'accepted_unverified';
-
-/**
- * Whether the worker sets a callback with this verdict aside in the quarantine rather than apply it. One rule
- * for every mode: only a valid signature is applied, except in mode `off` (development), which applies what
- * it did not check. Mode `enforce` refuses the others at the door; mode `report` accepts them, to be set aside.
- */
-export function isSetAside(mode: SignatureMode, verdict: SignatureVerdict): boolean {
-  if (verdict === 'valid') return false;
-  return !(verdict === 'not_checked' && mode === 'off');
-}
-
-/** Where a signature value was read: the query string or a header. */
-export type ValueSource = 'query' | 'header';
-
-/**
- * The signature values of a callback whose signature did not verify, as received, so that it can be checked
- * again later with the secrets of that time (`callbacks quarantine apply`). Never a secret; never kept for a
- * callback whose signature verified.
- */
-export interface HeldSignature {
-  nonce?: string;
-  timestamp?: string;
-  signature?: string;
-  /** An appKey claimed outside the body (header or query). */
-  appKey?: string;
-  from: Partial<Record<'nonce' | 'timestamp' | 'signature' | 'appKey', ValueSource>>;
-}
+import type { HeldSignature, Sender } from './signature/held.ts';
+import {
+  isSignatureMode,
+  isSignatureVerdict,
+  type SignatureMode,
+  type SignatureVerdict,
+} from './signature/verdicts.ts';
 
 const SIGNATURE_FIELDS = ['nonce', 'timestamp', 'signature', 'appKey'] as const;
 
@@ -127,15 +63,6 @@ export const Attr = {
   sender: 'sender',
 } as const;
 
-/**
- * Who sent the request, as API Gateway saw it: kept with a callback the worker sets aside, so that an operator
- * can judge its origin (`callbacks quarantine apply --source`). Either may be absent.
- */
-export interface Sender {
-  sourceIp?: string;
-  userAgent?: string;
-}
-
 /** The longest source IP kept (an IPv6 address with a zone fits); longer is not an address. */
 const MAX_SOURCE_IP_CHARS = 64;
 /** The longest user agent kept: enough to tell senders apart, small beside the 64 KiB body. */
@@ -175,7 +102,7 @@ export interface CallbackMessage {
   requestId: string | null;
   verdict: SignatureVerdict;
   mode: SignatureMode;
-  /** See replayKeyOf (lib/ingest/signature.ts). */
+  /** See replayKeyOf (lib/signature/verify.ts). */
   replayKey: string | null;
   /** Only for a verdict other than `valid`: what a later check of the signature needs. */
   heldSignature?: HeldSignature | null;

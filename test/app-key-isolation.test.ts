@@ -5,7 +5,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { AmbiguousTaskError, type DeliveredCallback, type TaskStore } from '../lib/domain/task-store.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { type LocalDynamo, startDynamo } from '../lib/local/dynamo.ts';
 import { applyTasks, expectedTask, recordingTask } from '../bench/seed-tasks.ts';
 

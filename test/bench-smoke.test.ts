@@ -5,7 +5,8 @@
 import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { localStageSettings } from '../lib/local/stack-template.ts';
-import { generateMix, kindOf, toSqsRecord } from '../bench/callbacks.ts';
+import { generateMix, kindOf } from '../bench/callbacks.ts';
+import { toSqsRecord } from '../bench/sqs-record.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
 import { benchApi } from '../bench/api.ts';
 import { benchTaskSize } from '../bench/task-size.ts';

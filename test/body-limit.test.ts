@@ -9,7 +9,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { clipText } from '../lib/domain/header-text.ts';
 import { MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
-import { MAX_HELD_SIGNATURE_CHARS } from '../lib/ingest/signature.ts';
+import { MAX_HELD_SIGNATURE_CHARS } from '../lib/signature/verify.ts';
 import { createLogger } from '../lib/log.ts';
 import type { Body, ScreenshotTask } from '../lib/platform/bodies.ts';
 import { screenshotStartOrEnd, screenshotUpload } from '../lib/platform/bodies.ts';

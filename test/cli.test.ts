@@ -14,11 +14,11 @@ import { checkPublished, expectedTaskEvents } from '../lib/domain/task-events.ts
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
-import type { TaskSummary } from '../lib/domain/task-store.ts';
+import type { TaskSummary } from '../lib/domain/task-summary.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';

@@ -7,7 +7,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openTarget, type Target } from '../cli/target.ts';
+import { openTarget, type Target } from '../lib/local/target.ts';
 import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
 import { TASK_EVENT_TYPES } from '../lib/domain/task-events.ts';
 import { expectedTaskEventsOf, expectedTasks } from '../lib/emulator/expect.ts';

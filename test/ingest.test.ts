@@ -17,11 +17,11 @@ import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import type { IngestDependencies } from '../lib/ingest/config.ts';
 import { createSqsClient } from '../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
-import type { SecretsProvider } from '../lib/ingest/secrets.ts';
+import type { SecretsProvider } from '../lib/signature/secrets.ts';
 import { setLogSink } from '../lib/log.ts';
 import type { Logger } from '../lib/log.ts';
 import { Attr, MAX_USER_AGENT_CHARS } from '../lib/queue-message.ts';
-import type { SignatureMode } from '../lib/queue-message.ts';
+import type { SignatureMode } from '../lib/signature/verdicts.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
 const NOW = 1_763_798_500_000;

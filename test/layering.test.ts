@@ -1,15 +1,16 @@
 // The shape of the house, read from the import statements of every source file: the Lambda handlers build on
-// lib/, lib/ builds on nothing above it (cli/, bench/, tests), the domain and the platform's description stay
-// free of AWS, and what ships never loads a package that `npm install --omit=dev` leaves out. Imports are
+// lib/, lib/ builds on nothing above it (cli/, bench/, tests), every import points down the layers of LAYERS
+// and no files import one another in a loop, the domain and the platform's description stay free of AWS,
+// and what ships never loads a package that `npm install --omit=dev` leaves out. Imports are
 // read with a real TypeScript parser (swc), so comments and strings that look like imports do not count.
 import { builtinModules } from 'node:module';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseSync } from '@swc/core';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const SOURCE_DIRS = ['bench', 'bin', 'cli', 'functions', 'infra', 'lib', 'scripts', 'test', 'types'];
+const SOURCE_DIRS = ['bench', 'bin', 'cli', 'devkit', 'functions', 'infra', 'lib', 'scripts', 'test', 'types'];
 const SOURCE_FILE = /\.(ts|mts|js|mjs)$/;
 const MAX_LIB_LINES = 400;
 /** Files of lib/ allowed past MAX_LIB_LINES: none. */
@@ -30,6 +31,7 @@ interface SourceFile {
 }
 
 function listSources(dir: string): string[] {
+  if (!existsSync(join(root, dir))) return [];
   const out: string[] = [];
   for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
     const path = posix.join(dir, entry.name);
@@ -149,6 +151,157 @@ test('the import reader sees the imports it is meant to police', () => {
   ]);
 });
 
+/**
+ * The layers, bottom first; each entry is a folder or a file. A module imports from its own entry or from an
+ * entry of a lower layer, never from one above it nor from a neighbour in its own layer (the ingest, the
+ * worker and the read API share only what lies below them). Tests import from anywhere.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['lib/text.ts'],
+  ['lib/log.ts', 'lib/time-point.ts', 'lib/fifo-ids.ts', 'lib/http-responses.ts', 'lib/config'],
+  // What the platform is: its services, modes, file names, failures, bodies and signing.
+  ['lib/platform'],
+  // Signature modes and verdicts, held signatures, verification, replay keys, secrets, source allow-list.
+  ['lib/signature'],
+  // The pure domain and its ports (TaskStore, EventPublisher).
+  ['lib/domain'],
+  ['lib/queue-message.ts'],
+  // The adapters: DynamoDB, SQS, SNS.
+  ['lib/aws'],
+  // The handlers' logic.
+  ['lib/ingest', 'lib/worker', 'lib/api', 'lib/sweeper'],
+  ['functions'],
+  // The developer kit (DEVKIT): what runs the stack on a laptop, sends and checks callbacks, seeds tasks.
+  ['lib/console', 'lib/emulator', 'lib/verify'],
+  ['lib/local', 'bench/sqs-record.ts'],
+  ['bench/seed-tasks.ts'],
+  ['bench', 'cli'],
+  ['bin'],
+];
+
+/** The LAYERS entry a path belongs to (the longest that names it), and its layer. */
+function placeOf(path: string): { entry: string; layer: number } | undefined {
+  let found: { entry: string; layer: number } | undefined;
+  LAYERS.forEach((entries, layer) => {
+    for (const entry of entries) {
+      if (under(path, entry) && (!found || entry.length > found.entry.length)) found = { entry, layer };
+    }
+  });
+  return found;
+}
+
+/** Whether an import from `from` to `to` points up, or sideways to a neighbour of the same layer. */
+function pointsUp(from: string, to: string): boolean {
+  const a = placeOf(from);
+  const b = placeOf(to);
+  if (!a || !b || a.entry === b.entry) return false;
+  return b.layer >= a.layer;
+}
+
+const nonTests = sources.filter((f) => !isTest(f.path));
+const fileImports = (f: SourceFile) => f.imports.filter((imp) => imp.kind === 'file');
+
+test('the layer reader places what it is meant to', () => {
+  expect(placeOf('lib/signature/verify.ts')?.entry).toBe('lib/signature');
+  expect(placeOf('lib/http-responses.ts')?.entry).toBe('lib/http-responses.ts');
+  expect(placeOf('lib/domain/task-store.ts')?.entry).toBe('lib/domain');
+  expect(placeOf('scripts/build.mjs')).toBeUndefined();
+  expect(pointsUp('lib/domain/task-store.ts', 'lib/queue-message.ts')).toBe(true);
+  expect(pointsUp('lib/worker/recover.ts', 'lib/ingest/secrets.ts')).toBe(true);
+  expect(pointsUp('lib/worker/recover.ts', 'lib/signature/secrets.ts')).toBe(false);
+  expect(pointsUp('bench/end-to-end.ts', 'cli/main.ts')).toBe(true);
+  expect(pointsUp('lib/worker/process-batch.ts', 'lib/worker/config.ts')).toBe(false);
+});
+
+test('every module of lib/, functions/, bench/, cli/ and bin/ has its place in LAYERS', () => {
+  const placed = ['lib', 'devkit', 'functions', 'bench', 'cli', 'bin'];
+  const unplaced = nonTests.filter((f) => under(f.path, ...placed) && !placeOf(f.path)).map((f) => f.path);
+  expect(unplaced).toEqual([]);
+});
+
+test('every import points down the layers', () => {
+  expect(violations(nonTests, (imp, f) => imp.kind === 'file' && pointsUp(f.path, imp.target))).toEqual([]);
+});
+
+// The directions that once pointed up, each named, so that a new layer list cannot let one back in.
+test.each([
+  ['the domain reads signature types from lib/signature, not the queue message', 'lib/domain', 'lib/queue-message.ts'],
+  ['the platform owns the services; it imports nothing of the domain', 'lib/platform', 'lib/domain'],
+  ['the worker checks signatures again with lib/signature, not the ingest', 'lib/worker', 'lib/ingest'],
+  ['the read API answers with lib/http-responses.ts, not the ingest', 'lib/api', 'lib/ingest'],
+  ['the bench opens a stack with lib/local/target.ts, not the CLI', 'bench', 'cli'],
+  ['the signature module is below the domain', 'lib/signature', 'lib/domain'],
+  ['the signature module is below the queue message', 'lib/signature', 'lib/queue-message.ts'],
+])('%s', (_why, from, to) => {
+  const files = nonTests.filter((f) => under(f.path, from));
+  expect(files.length).toBeGreaterThan(0);
+  expect(violations(files, (imp) => imp.kind === 'file' && under(imp.target, to))).toEqual([]);
+});
+
+test('the HTTP answers have one module, lib/http-responses.ts: no other responses module is imported', () => {
+  const bad = (imp: Import) => imp.kind === 'file' && /(^|\/)responses\.ts$/.test(imp.target);
+  expect(violations(sources, bad)).toEqual([]);
+});
+
+test("the worker's logic reaches AWS only through the domain's ports, built by lib/worker/config.ts", () => {
+  const logic = nonTests.filter((f) => under(f.path, 'lib/worker') && f.path !== 'lib/worker/config.ts');
+  expect(logic.length).toBeGreaterThan(0);
+  const bad = (imp: Import) =>
+    imp.kind === 'file' ? under(imp.target, 'lib/aws') : imp.target.startsWith('@aws-sdk/');
+  expect(violations(logic, bad)).toEqual([]);
+});
+
+/** The groups of files (tests left out) that import one another in a loop, each as `a -> b -> ... -> a`. */
+function importLoops(files: readonly SourceFile[]): string[] {
+  const edges = new Map(files.map((f) => [f.path, fileImports(f).map((imp) => imp.target)] as const));
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const loops: string[] = [];
+  // Tarjan's strongly connected components: a component of more than one file is a loop.
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!edges.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) loops.push(component.sort().join(' <-> '));
+  };
+  for (const v of edges.keys()) if (!index.has(v)) visit(v);
+  return loops;
+}
+
+test('no files import one another in a loop (type-only imports count: they tie the files as much)', () => {
+  const a: SourceFile = { path: 'x/a.ts', lines: 1, imports: [{ target: 'x/b.ts', kind: 'file', typeOnly: true }] };
+  const b: SourceFile = { path: 'x/b.ts', lines: 1, imports: [{ target: 'x/a.ts', kind: 'file', typeOnly: false }] };
+  expect(importLoops([a, b])).toEqual(['x/a.ts <-> x/b.ts']);
+  expect(importLoops(nonTests)).toEqual([]);
+});
+
+/** The developer kit: what a laptop, the tests and the bench use and a Lambda function never loads. */
+const DEVKIT = ['lib/local', 'lib/emulator', 'lib/verify', 'lib/console', 'bench/seed-tasks.ts', 'bench/sqs-record.ts'];
+
+test('what Lambda loads (lib/ and functions/) never imports the developer kit', () => {
+  const loaded = nonTests.filter((f) => under(f.path, 'lib', 'functions') && !under(f.path, ...DEVKIT));
+  expect(loaded.length).toBeGreaterThan(0);
+  expect(violations(loaded, (imp) => imp.kind === 'file' && under(imp.target, ...DEVKIT))).toEqual([]);
+});
+
 test('functions/ builds on lib/ only', () => {
   const handlers = sources.filter((f) => under(f.path, 'functions'));
   expect(violations(handlers, (imp) => imp.kind === 'file' && !under(imp.target, 'lib', 'functions'))).toEqual([]);
@@ -183,8 +336,8 @@ test('lib/domain and lib/platform import nothing from lib/aws or the AWS SDK', (
   expect(violations(pure, bad)).toEqual([]);
 });
 
-test(`no module in lib/ is over ${MAX_LIB_LINES} lines`, () => {
-  const modules = sources.filter((f) => under(f.path, 'lib') && !isTest(f.path));
+test(`no module in lib/ or devkit/ is over ${MAX_LIB_LINES} lines`, () => {
+  const modules = sources.filter((f) => under(f.path, 'lib', 'devkit') && !isTest(f.path));
   const oversized = modules.filter((f) => f.lines > MAX_LIB_LINES && !OVERSIZED_LIB_FILES.has(f.path));
   expect(oversized.map((f) => `${f.path}: ${f.lines} lines`)).toEqual([]);
   // An exception that no longer applies is removed, so the list cannot hide a new oversized file.

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
-import { openTarget } from '../cli/target.ts';
+import { openTarget } from '../lib/local/target.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';

@@ -25,7 +25,7 @@ import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTasks } from '../lib/domain/reduce-task.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import type { Task } from '../lib/domain/task.ts';
 import { applyTasks, recordingTask, screenshotTask } from '../bench/seed-tasks.ts';
 import { faultyClient } from './support/faulty-client.ts';

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pullTask, type PullOptions } from '../cli/commands/pull.ts';
-import { openTarget, type Target } from '../cli/target.ts';
+import { openTarget, type Target } from '../lib/local/target.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { generateRun } from '../lib/emulator/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';

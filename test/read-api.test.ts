@@ -10,14 +10,15 @@ import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from '../lib/api/routes.t
 import { PAGE_LIMITS, QUERY_PARAMETERS } from '../lib/api/query.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import type { EventView } from '../lib/domain/event-view.ts';
-import type { TaskQuery, TaskSummary } from '../lib/domain/task-store.ts';
+import type { TaskQuery } from '../lib/domain/task-store.ts';
+import type { TaskSummary } from '../lib/domain/task-summary.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { Task, TaskStatus } from '../lib/domain/task.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { errorStatus } from '../lib/ingest/responses.ts';
+import { errorStatus } from '../lib/http-responses.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import {

@@ -12,9 +12,21 @@ import { parse } from 'yaml';
 
 const repository = fileURLToPath(new URL('..', import.meta.url));
 /** Where exports are checked. */
-const CHECKED_DIRS = ['lib', 'cli', 'functions', 'console/src'];
+const CHECKED_DIRS = ['lib', 'devkit', 'cli', 'functions', 'console/src'];
 /** Where imports count as uses. */
-const SOURCE_DIRS = ['bench', 'bin', 'cli', 'console', 'functions', 'infra', 'lib', 'scripts', 'test', 'types'];
+const SOURCE_DIRS = [
+  'bench',
+  'bin',
+  'cli',
+  'console',
+  'devkit',
+  'functions',
+  'infra',
+  'lib',
+  'scripts',
+  'test',
+  'types',
+];
 const SOURCE_FILE = /\.(ts|mts|js|mjs|cjs)$/;
 const isTest = (path: string) => /\.test\.[mc]?[jt]s$/.test(path);
 

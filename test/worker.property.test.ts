@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
-import { ID_FIELD_OF, type Service } from '../lib/domain/services.ts';
+import { ID_FIELD_OF, type Service } from '../lib/platform/services.ts';
 import {
   anyLifecycles,
   callbacksOf,

@@ -7,9 +7,9 @@ import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { failedInGroupOrder, processBatch } from '../lib/worker/process-batch.ts';
-import { replayKeyOf } from '../lib/ingest/signature.ts';
+import { replayKeyOf } from '../lib/signature/verify.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
-import type { Service } from '../lib/domain/services.ts';
+import type { Service } from '../lib/platform/services.ts';
 import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 

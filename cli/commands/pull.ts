@@ -5,11 +5,11 @@
 // order: the local worker then builds the task from them as the stage's did.
 import { Option, type Command } from 'commander';
 import { allEvents, type StoredEvent, type TaskRef } from '../../lib/domain/task-store.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { callbackTypeName, isoTime, printable } from '../format.ts';
 import { CliError, durationOption, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
-import type { Target } from '../target.ts';
+import type { Target } from '../../lib/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
 

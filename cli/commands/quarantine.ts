@@ -4,8 +4,8 @@ import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { QUARANTINE_REASONS, type QuarantineEntry, type QuarantineQuery } from '../../lib/domain/task-store.ts';
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
-import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
-import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/ingest/source-ip.ts';
+import type { SecretsByAppKey } from '../../lib/signature/secrets.ts';
+import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/signature/source-ip.ts';
 import { recoverAll, type RecoveredEntry, type RecoverResult } from '../../lib/worker/recover.ts';
 import { colorStatus, isoTime, plural, printable, table, type Colors } from '../format.ts';
 import {

@@ -13,9 +13,9 @@ import {
   unreachable,
   type SignPlacement,
 } from '../../lib/emulator/sender.ts';
-import { parseSecrets } from '../../lib/ingest/secrets.ts';
+import { parseSecrets } from '../../lib/signature/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
-import { type Service, SERVICES } from '../../lib/domain/services.ts';
+import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, durationOption, printJson } from '../inspect.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';

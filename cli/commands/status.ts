@@ -5,12 +5,12 @@
 import type { Command } from 'commander';
 import { DEFAULT_LISTING_DAYS } from '../../lib/aws/dynamo/listing.ts';
 import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task-store.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
 import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
-import type { Target } from '../target.ts';
+import type { Target } from '../../lib/local/target.ts';
 
 /** The most quarantine entries read for the counts: beyond, the counts say "at least". */
 export const QUARANTINE_READ_LIMIT = 1000;

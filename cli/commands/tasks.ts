@@ -8,10 +8,10 @@ import {
   type StoredEvent,
   type TaskQuery,
   type TaskRef,
-  type TaskSummary,
 } from '../../lib/domain/task-store.ts';
+import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
-import { SERVICES, type Service } from '../../lib/domain/services.ts';
+import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
   callbackTypeName,

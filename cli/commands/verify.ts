@@ -3,7 +3,7 @@ import cliProgress from 'cli-progress';
 import pc from 'picocolors';
 import { durationOption } from '../inspect.ts';
 import { jsonText, printable } from '../format.ts';
-import { openTarget } from '../target.ts';
+import { openTarget } from '../../lib/local/target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';

@@ -3,7 +3,7 @@
 // (docs/api.md); a refusal becomes an ApiError with the contract's code and message.
 import type { EventView } from '../../lib/domain/event-view.ts';
 import type { Task } from '../../lib/domain/task.ts';
-import type { TaskSummary } from '../../lib/domain/task-store.ts';
+import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 
 export type { EventView, Task, TaskSummary };
 

@@ -1,6 +1,6 @@
 // The task list: the filters of GET /tasks in a form, the URL holding them (and the page's cursor), so
 // that a view can be shared; tasks newest first, a page at a time, each linking to its task.
-import { SERVICES } from '../../lib/domain/services.ts';
+import { SERVICES } from '../../lib/platform/services.ts';
 import { TASK_STATUSES } from '../../lib/domain/task.ts';
 import { ApiError, listTasks, type TaskSummary } from './api.ts';
 import { h } from './dom.ts';

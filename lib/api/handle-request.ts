@@ -11,7 +11,7 @@ import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { eventView } from '../domain/event-view.ts';
 import { AmbiguousTaskError, InvalidCursorError, type TaskReader } from '../domain/task-store.ts';
-import { errorResponse, jsonResponse, type ErrorCode, type JsonResponse } from '../ingest/responses.ts';
+import { errorResponse, jsonResponse, type ErrorCode, type JsonResponse } from '../http-responses.ts';
 import type { Logger } from '../log.ts';
 import {
   MAX_IDENTIFIER_BYTES,

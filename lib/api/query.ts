@@ -4,7 +4,7 @@ import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { TASK_STATUSES, type TaskStatus } from '../domain/task.ts';
 import type { TaskQuery } from '../domain/task-store.ts';
-import { SERVICES, type Service } from '../domain/services.ts';
+import { SERVICES, type Service } from '../platform/services.ts';
 import { parseTimePoint, TimeOutOfRangeError } from '../time-point.ts';
 import { ApiRoutes, type ApiRouteKey } from './routes.ts';
 import { clip as clipText } from '../text.ts';

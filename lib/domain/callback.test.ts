@@ -6,7 +6,7 @@ import { eventKey } from './canonical.ts';
 import { minimalCheck } from './minimal-check.ts';
 import { NAME_FIELDS_OF } from './names.ts';
 import { RecordingStart } from './schemas.ts';
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 
 const fixturesDir = new URL('../../test/fixtures/', import.meta.url);
 const fixtureFiles = readdirSync(fixturesDir)

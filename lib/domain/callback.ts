@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { FILE_STATE_OK } from '../platform/failures.ts';
 import { fieldWithRefusedCharacter, REFUSED_CHARACTERS_IN_WORDS } from './names.ts';
 import { integerString, numberLike } from './numeric-strings.ts';
-import { type CallbackType, CALLBACK_TYPES_OF, isCallbackTypeOf, type Service } from './services.ts';
+import { type CallbackType, CALLBACK_TYPES_OF, isCallbackTypeOf, type Service } from '../platform/services.ts';
 import { quoteValue, schemasByService, describeIssues } from './schemas.ts';
 import { eventKey } from './canonical.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import fc from 'fast-check';
 import { minimalCheck } from './minimal-check.ts';
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 
 const fixturesDir = new URL('../../test/fixtures/', import.meta.url);
 const fixtures = readdirSync(fixturesDir)

@@ -3,7 +3,7 @@
 // the worker does the full parse. Unknown fields and missing optional fields are never looked at.
 import { fieldWithRefusedCharacter, hasRefusedCharacter, REFUSED_CHARACTERS_IN_WORDS } from './names.ts';
 import { numberLike } from './numeric-strings.ts';
-import { CALLBACK_TYPES_OF, ID_FIELD_OF, isCallbackTypeOf, type Service } from './services.ts';
+import { CALLBACK_TYPES_OF, ID_FIELD_OF, isCallbackTypeOf, type Service } from '../platform/services.ts';
 
 export type MinimalCheckResult =
   | { ok: true; type: number; appKey: string; id: string }

@@ -2,8 +2,8 @@
 // worker's group keys, of log lines and of what the CLI prints. A control character there can join two
 // names into one key or rewrite what an operator reads, and no name the platform hands out holds one, so
 // the ingest refuses such a body (docs/contract.md §1) and the worker's full parse keeps it aside.
-import type { Service } from './services.ts';
-import { ID_FIELD_OF } from './services.ts';
+import type { Service } from '../platform/services.ts';
+import { ID_FIELD_OF } from '../platform/services.ts';
 
 /**
  * C0 controls (U+0000–U+001F, tab and line breaks included), DEL, C1 controls (U+0080–U+009F), and the

@@ -6,7 +6,7 @@
 import * as v from 'valibot';
 import { clip } from '../text.ts';
 import { numericString } from './numeric-strings.ts';
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 
 /** A JSON number, or a string holding one ("30"): both occur in the platform's own samples. */
 const NumberLike = v.union(

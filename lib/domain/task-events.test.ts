@@ -13,7 +13,8 @@ import {
   type TaskEventType,
   writeMayPublish,
 } from './task-events.ts';
-import type { StoredWrite, TaskSummary } from './task-store.ts';
+import type { StoredWrite } from './task-store.ts';
+import type { TaskSummary } from './task-summary.ts';
 import {
   applyToFile,
   applyToHeader,

@@ -14,13 +14,14 @@
 // Each event has a deterministic id: the same predicate of the same task (and file) has the same id, so
 // consumers deduplicate on it; and a time read off the stored task, so that every publication of it has the
 // same one (`occurrence`). Pure: no AWS import.
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipText } from './header-text.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import { reduceTask } from './reduce-task.ts';
-import type { StoredWrite, TaskSummary } from './task-store.ts';
+import type { StoredWrite } from './task-store.ts';
+import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import {
   compareUtf8,

@@ -3,7 +3,7 @@
 // for a header written before headers kept them.
 import { modeName } from '../platform/modes.ts';
 import type { TaskCounts } from './task-counts.ts';
-import type { TaskSummary } from './task-store.ts';
+import type { TaskSummary } from './task-summary.ts';
 import {
   compareUtf8,
   emptyTally,

@@ -4,8 +4,10 @@ import type { Callback } from './callback.ts';
 import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
 import type { TaskParts } from './task-parts.ts';
-import type { HeldSignature, LedgerVerdict, Sender, SignatureMode, SignatureVerdict } from '../queue-message.ts';
-import type { Service } from './services.ts';
+import type { TaskSummary } from './task-summary.ts';
+import type { HeldSignature, Sender } from '../signature/held.ts';
+import type { LedgerVerdict, SignatureMode, SignatureVerdict } from '../signature/verdicts.ts';
+import type { Service } from '../platform/services.ts';
 
 /** A parsed callback with what the receiver knows about its delivery. */
 export interface DeliveredCallback {
@@ -191,24 +193,6 @@ export interface StoredEvent {
   fileName?: string | null;
   /** Set when the callback was applied out of the quarantine. */
   recovered?: Recovery | null;
-}
-
-export interface TaskSummary {
-  service: Service;
-  id: string;
-  appKey: string;
-  roomId: string | null;
-  sessionId: string | null;
-  userId: string | null;
-  status: TaskStatus;
-  startedAt: number | null;
-  endedAt: number | null;
-  updatedAt: number;
-  sortAt: number;
-  eventCount: number;
-  fileCount: number;
-  pendingFiles: number;
-  failedFiles: number;
 }
 
 export interface TaskQuery {

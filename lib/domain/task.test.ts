@@ -6,7 +6,7 @@ import { reduceTask } from './reduce-task.ts';
 import type { Task, TaskStatus } from './task.ts';
 import { eventKey } from './canonical.ts';
 import { mustParse } from '../../test/support/lifecycles.ts';
-import type { Service } from './services.ts';
+import type { Service } from '../platform/services.ts';
 
 type Body = Record<string, unknown>;
 

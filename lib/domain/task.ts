@@ -5,7 +5,7 @@
 // callbacks in any order, and any of them again, reaches the same records. Counts are the distinct
 // callbacks the store recorded; a task is added up from its parts in ./task-parts.ts.
 import { FILE_HOLD_MS } from '../platform/delivery.ts';
-import type { CallbackType, Service } from './services.ts';
+import type { CallbackType, Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipConfig, clipText } from './header-text.ts';
 

@@ -2,7 +2,7 @@
 // acknowledged. A callback never acknowledged with a 2xx after all retries is not counted: the receiver
 // promised nothing about it.
 import { readFile, writeFile } from 'node:fs/promises';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { reduceTasks } from '../domain/reduce-task.ts';
 import type { Task } from '../domain/task.ts';

@@ -4,7 +4,7 @@
 // comes 24 h after the first failure); the send schedule (`at`) is that time divided by a compression
 // factor, so a whole run is sent in seconds.
 import { RECORDING_MODES } from '../platform/modes.ts';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import {
   bodyOf,
   MINUTE,

@@ -1,6 +1,8 @@
 // What happens in each task of a run, in platform time from the task's start (a plan), and the bodies the
 // platform sends for it once the run's base time is known (file names embed absolute timestamps). Seeded:
-// the same draws from the same Random give the same plans.
+// the same draws from the same Random give the same plans. The one generator of lifecycles: the emulator
+// draws plans here, the property tests (fast-check), the bench's seeds and the soak build their own plans and
+// turn them into bodies with bodiesOf; each works out what a receiver must hold on its own.
 import {
   type Body,
   type RecordingTask,
@@ -13,6 +15,7 @@ import {
 } from '../platform/bodies.ts';
 import { FILE_HOLD_MS, UPLOAD_RETRY_MS } from '../platform/delivery.ts';
 import {
+  type FileStateFailure,
   fileStateCode,
   type Outcome,
   RECORDING_UPLOAD_FAILURES,
@@ -22,7 +25,7 @@ import {
 } from '../platform/failures.ts';
 import { recordingFileName, screenshotFileName } from '../platform/file-names.ts';
 import { knownMode } from '../platform/modes.ts';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import type { Random } from './random.ts';
 
 /** Faults that shape a task's own lifecycle (the delivery faults are the run's). */
@@ -53,6 +56,8 @@ export interface PlannedEvent extends Outcome {
   file?: number;
   size?: number;
   ok?: boolean;
+  /** A failed screenshot upload's state (default: the first of SCREENSHOT_UPLOAD_FAILURES). */
+  fileState?: FileStateFailure;
 }
 
 export interface Session {
@@ -369,7 +374,8 @@ function screenshotBody(plan: TaskPlan, ev: PlannedEvent, t0: number, appKey: st
   const at = t0 + ev.rel;
   if (ev.type === 1) return screenshotStartOrEnd(task, 1, at, ev, { ...s.config });
   if (ev.type === 3) return screenshotStartOrEnd(task, 3, at, ev, { ...s.endConfig });
-  return screenshotUpload(task, at, screenshotFile(plan, t0, ev.file!), ev.ok ? null : SCREENSHOT_UPLOAD_FAILURE);
+  const failure = ev.ok ? null : (ev.fileState ?? SCREENSHOT_UPLOAD_FAILURE);
+  return screenshotUpload(task, at, screenshotFile(plan, t0, ev.file!), failure);
 }
 
 /** The body the platform sends for one planned event of a task that started at `t0`. */
@@ -377,4 +383,9 @@ export function bodyOf(plan: TaskPlan, ev: PlannedEvent, t0: number, appKey: str
   return plan.service === 'recording'
     ? recordingBody(plan, ev, t0, appKey, taskId)
     : screenshotBody(plan, ev, t0, appKey, taskId);
+}
+
+/** Every body of a task that started at `t0`, in the order of its planned events. */
+export function bodiesOf(plan: TaskPlan, t0: number, appKey: string, taskId: string): Body[] {
+  return plan.events.map((ev) => bodyOf(plan, ev, t0, appKey, taskId));
 }

@@ -2,7 +2,7 @@
 // signed with sha1(secret + nonce + timestamp) (timestamp in seconds, as the platform's SDKs sign),
 // retried on 503, other 5xx, 408/429, network errors and time-outs with exponential back-off. Every loop
 // is bounded: at most `maxAttempts` tries per callback, each with a time-out.
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import type { ScheduledSend } from './lifecycles.ts';
 import type { Random } from './random.ts';

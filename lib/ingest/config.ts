@@ -18,11 +18,11 @@ import {
 } from '../config/read-env.ts';
 import { createLogger } from '../log.ts';
 import type { Logger } from '../log.ts';
-import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
+import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
-import { AllowListError, parseAllowList, type SourceAllowList } from './source-ip.ts';
-import { extensionSecrets, jsonSecrets } from './secrets.ts';
-import type { SecretsProvider } from './secrets.ts';
+import { AllowListError, parseAllowList, type SourceAllowList } from '../signature/source-ip.ts';
+import { extensionSecrets, jsonSecrets } from '../signature/secrets.ts';
+import type { SecretsProvider } from '../signature/secrets.ts';
 
 export interface IngestSettings {
   /** QUEUE_URL; empty when unset (every callback then gets 503 queue_unavailable). */
@@ -61,7 +61,7 @@ export const defaults = {
 /**
  * The largest MAX_BODY_BYTES the ingest starts with: every copy of an accepted body must fit where it goes.
  * - The SQS message (256 KiB with its attributes) holds the body and, as the appKey attribute, a value that
- *   may be most of the body, beside the held signature values (lib/ingest/signature.ts, at most 2 KiB): twice
+ *   may be most of the body, beside the held signature values (lib/signature/verify.ts, at most 2 KiB): twice
  *   the body.
  * - A task header (a DynamoDB item, 400 KB) holds the facts of several callbacks, long values clipped
  *   (lib/domain/header-text.ts): it does not grow with the body.

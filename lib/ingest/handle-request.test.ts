@@ -1,6 +1,6 @@
 // Routing and response shapes; the request flow itself is covered against fauxqs in test/ingest.test.ts.
 import { serviceForPath } from './handle-request.ts';
-import { errorResponse, errorStatus, okResponse } from './responses.ts';
+import { errorResponse, errorStatus, okResponse } from '../http-responses.ts';
 
 describe('serviceForPath', () => {
   test.each([

@@ -4,16 +4,17 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
 import { callbackDeduplicationId, taskGroupId } from '../fifo-ids.ts';
-import { type Service, SERVICES } from '../domain/services.ts';
-import { isQueueSafe, isSetAside, senderOf, type SignatureVerdict } from '../queue-message.ts';
+import { type Service, SERVICES } from '../platform/services.ts';
+import { isQueueSafe, senderOf } from '../queue-message.ts';
+import { isSetAside, type SignatureVerdict } from '../signature/verdicts.ts';
 import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
 import { enqueueCallback } from './enqueue.ts';
-import { errorResponse, okResponse } from './responses.ts';
-import type { ErrorCode, IngestResponse } from './responses.ts';
-import { SecretsUnavailableError } from './secrets.ts';
-import { heldSignatureOf, readSignatureValues, replayKeyOf, verifySignature } from './signature.ts';
+import { errorResponse, okResponse } from '../http-responses.ts';
+import type { ErrorCode, IngestResponse } from '../http-responses.ts';
+import { SecretsUnavailableError } from '../signature/secrets.ts';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, verifySignature } from '../signature/verify.ts';
 
 const callbackPaths: ReadonlyArray<readonly [string, Service]> = SERVICES.map((s) => [`/callbacks/${s}`, s]);
 

@@ -7,7 +7,7 @@
 import { Buffer } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
-import { errorResponse } from '../ingest/responses.ts';
+import { errorResponse } from '../http-responses.ts';
 import type { Logger } from '../log.ts';
 import { type ConsoleFiles, isConsolePath } from '../console/static.ts';
 import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';

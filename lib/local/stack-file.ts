@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { SignatureMode } from '../queue-message.ts';
+import type { SignatureMode } from '../signature/verdicts.ts';
 
 export const DATA_DIR = '.data';
 export const STACK_FILE = 'stack.json';

@@ -1,9 +1,9 @@
 // The choices a local stack starts with (lib/local/stack.ts): its options, and the secrets, signature mode
 // and source allow-list each read from an option, else the environment, else a default, and checked before
 // anything starts, so that a bad value fails the start with its sentence instead of answering every call.
-import { parseSecrets } from '../ingest/secrets.ts';
-import { parseAllowList } from '../ingest/source-ip.ts';
-import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
+import { parseSecrets } from '../signature/secrets.ts';
+import { parseAllowList } from '../signature/source-ip.ts';
+import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { DEFAULT_SECRETS } from './demo-secrets.ts';
 import type { Template } from './template.ts';
 

@@ -25,7 +25,7 @@ import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../ingest/config.ts';
 import { createLogger, setLogSink, type LogSink } from '../log.ts';
-import type { SignatureMode } from '../queue-message.ts';
+import type { SignatureMode } from '../signature/verdicts.ts';
 import {
   LOCAL_ACCOUNT_ID,
   LOCAL_CREDENTIALS,

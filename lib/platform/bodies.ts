@@ -2,7 +2,7 @@
 // order its sample bodies (test/fixtures/) have: a body is sent as serialised, so its key order is part of
 // what is sent. Values are taken as given, so that a generator can also send what the platform sometimes
 // does (numeric strings, "" for an absent value); these builders only fix the shape.
-import type { Service } from '../domain/services.ts';
+import type { Service } from './services.ts';
 import { type FileStateFailure, FILE_STATE_OK, fileStateCode, type Outcome, SUCCESS } from './failures.ts';
 
 export type Body = Record<string, unknown>;

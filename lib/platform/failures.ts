@@ -3,7 +3,7 @@
 // states, so these catalogues hold the values of its sample bodies (test/fixtures/) and a few plausible
 // others, for the generators of callbacks. The receiver's rules only ever ask whether a code is 200 and a
 // fileState is FILE_STATE_OK.
-import type { Service } from '../domain/services.ts';
+import type { Service } from './services.ts';
 
 export interface Outcome {
   code: number;

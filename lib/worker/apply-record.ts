@@ -10,9 +10,8 @@ import {
 } from '../domain/task-store.ts';
 import { withFields, type Logger } from '../log.ts';
 import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
-import type { WorkerDeps } from './process-batch.ts';
-import { toDelivered, type Prepared } from './prepare-record.ts';
-import type { TaskCounting } from './task-counting.ts';
+import type { WorkerDeps } from './deps.ts';
+import { toDelivered, type Prepared, type TaskCounting } from './prepare-record.ts';
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 

@@ -8,7 +8,7 @@ import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger } from '../log.ts';
-import type { WorkerDeps } from './process-batch.ts';
+import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 
 export interface WorkerSettings {
   /** TASKS_TABLE: the tasks table (required). */
@@ -23,8 +23,7 @@ export interface WorkerSettings {
 
 export const workerDefaults = {
   rawEventTtlDays: DEFAULT_RAW_EVENT_TTL_DAYS,
-  /** Tasks of one batch in flight at once: enough to overlap DynamoDB round trips, few enough not to throttle. */
-  recordConcurrency: 5,
+  recordConcurrency: DEFAULT_RECORD_CONCURRENCY,
 } as const;
 
 type Env = Record<string, string | undefined>;

@@ -3,18 +3,22 @@
 import type { SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { namedTask } from '../domain/minimal-check.ts';
-import type { Service } from '../domain/services.ts';
+import type { Service } from '../platform/services.ts';
 import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
 import { sequenceOf } from '../domain/task-counts.ts';
 import { compositeKey } from '../text.ts';
-import {
-  isSetAside,
-  readRecord,
-  type QueuedCallback,
-  type SignatureMode,
-  type SignatureVerdict,
-} from '../queue-message.ts';
+import { isSetAside, type SignatureMode, type SignatureVerdict } from '../signature/verdicts.ts';
+import { readRecord, type QueuedCallback } from '../queue-message.ts';
+
+/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
+export interface TaskCounting {
+  absorbed: string | null;
+  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
+  unknown: boolean;
+  /** A record was kept aside after it may have written part of itself: the task is recounted. */
+  recount: boolean;
+}
 
 /** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
 export type Prepared =

@@ -11,11 +11,8 @@
 // Every line about a record names the ingest's request id (`requestId`, the API Gateway request that
 // brought the callback), so that one search follows a callback from the door to its task.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { EventPublisher } from '../aws/sns/task-events.ts';
-import type { TaskWriter } from '../domain/task-store.ts';
-import type { Logger } from '../log.ts';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
-import { workerDefaults } from './config.ts';
+import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { inParallel } from './in-parallel.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
@@ -23,24 +20,12 @@ import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batc
 
 export type { RecordOutcome } from './apply-record.ts';
 
-export interface WorkerDeps {
-  store: TaskWriter;
-  log: Logger;
-  /** Where task events go; absent, none are published. */
-  events?: EventPublisher;
-  /** Records applied at the same time within one batch (default: lib/worker/config.ts). */
-  concurrency?: number;
-  /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
-  maxReceiveCount?: number;
-  now?: () => number;
-}
-
 export async function processBatch(
   event: SQSEvent,
   deps: WorkerDeps,
 ): Promise<SQSBatchResponse & { outcomes: RecordOutcome[] }> {
   const records = event.Records ?? [];
-  const concurrency = Math.max(1, deps.concurrency ?? workerDefaults.recordConcurrency);
+  const concurrency = Math.max(1, deps.concurrency ?? DEFAULT_RECORD_CONCURRENCY);
   const started = (deps.now ?? Date.now)();
   const prepared = records.map(prepareRecord);
   const applied: Applied[] = new Array(records.length);

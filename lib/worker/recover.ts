@@ -9,13 +9,13 @@
 // callback is applied (again, it is a duplicate); another body under that key is a replay, whatever its
 // verdict today (the signature does not cover the body, so a forged body replayed under a genuine signature
 // verifies as well as the genuine one).
-import type { EventPublisher } from '../aws/sns/task-events.ts';
+import type { EventPublisher } from '../domain/event-publisher.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
-import type { LedgerVerdict, SignatureVerdict } from '../queue-message.ts';
-import type { SecretsByAppKey } from '../ingest/secrets.ts';
-import { hasLeadingZero, replayKeyOf, verifySignature } from '../ingest/signature.ts';
-import type { SourceAllowList } from '../ingest/source-ip.ts';
+import type { LedgerVerdict, SignatureVerdict } from '../signature/verdicts.ts';
+import type { SecretsByAppKey } from '../signature/secrets.ts';
+import { hasLeadingZero, replayKeyOf, verifySignature } from '../signature/verify.ts';
+import type { SourceAllowList } from '../signature/source-ip.ts';
 import { compositeKey, errorSentence } from '../text.ts';
 import { parseQueued, toDelivered } from './prepare-record.ts';
 

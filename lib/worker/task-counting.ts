@@ -5,17 +5,8 @@ import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { Applied } from './apply-record.ts';
 import { inParallel } from './in-parallel.ts';
-import type { WorkerDeps } from './process-batch.ts';
-import type { Prepared } from './prepare-record.ts';
-
-/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
-export interface TaskCounting {
-  absorbed: string | null;
-  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
-  unknown: boolean;
-  /** A record was kept aside after it may have written part of itself: the task is recounted. */
-  recount: boolean;
-}
+import type { WorkerDeps } from './deps.ts';
+import type { Prepared, TaskCounting } from './prepare-record.ts';
 
 /**
  * For each task, the last sequence number its header absorbed as the batch begins: the one before the

@@ -1,6 +1,6 @@
 // The task events of a batch: read off each task as its header update returned it, and published together
 // once every write is durable (lib/domain/task-events.ts says which events a write makes true).
-import type { EventPublisher } from '../aws/sns/task-events.ts';
+import type { EventPublisher } from '../domain/event-publisher.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { FileRecord } from '../domain/task.ts';

@@ -10,7 +10,7 @@ import { countsOf } from '../../lib/aws/dynamo/items.ts';
 import { TaskQueries } from '../../lib/aws/dynamo/queries.ts';
 import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import { ID_FIELD_OF } from '../../lib/domain/services.ts';
+import { ID_FIELD_OF } from '../../lib/platform/services.ts';
 import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import { countFiles } from '../../lib/domain/task-parts.ts';
 import type { TaskEvent } from '../../lib/domain/task-events.ts';

@@ -18,7 +18,7 @@ import { expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { generateRun } from '../../lib/emulator/lifecycles.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { sendAll } from '../../lib/emulator/sender.ts';
-import type { IngestResponse } from '../../lib/ingest/responses.ts';
+import type { IngestResponse } from '../../lib/http-responses.ts';
 import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';

@@ -15,10 +15,11 @@ import { anyLifecycle } from '../support/lifecycles.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../lib/ingest/config.ts';
 import { createSqsClient } from '../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../lib/ingest/handle-request.ts';
-import type { IngestResponse } from '../../lib/ingest/responses.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { IngestResponse } from '../../lib/http-responses.ts';
+import type { Service } from '../../lib/platform/services.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
-import { Attr, type SignatureMode } from '../../lib/queue-message.ts';
+import { Attr } from '../../lib/queue-message.ts';
+import type { SignatureMode } from '../../lib/signature/verdicts.ts';
 import { bodyText, httpApiEvent, memoryQueue, type EventInput, type MemoryQueue } from './support/http-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 import {

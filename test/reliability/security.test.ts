@@ -10,7 +10,7 @@ import { expectedTasks } from '../../lib/emulator/expect.ts';
 import { generateRun, type ScheduledSend } from '../../lib/emulator/lifecycles.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { sendAll, type SendResult } from '../../lib/emulator/sender.ts';
-import type { SecretsByAppKey, SecretsProvider } from '../../lib/ingest/secrets.ts';
+import type { SecretsByAppKey, SecretsProvider } from '../../lib/signature/secrets.ts';
 import { createLogger } from '../../lib/log.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';

@@ -2,7 +2,7 @@
 // accepts every callback at the door but applies only those whose signature is valid: every other verdict
 // is kept aside with a reason of its own, to be looked at (and applied later by hand if it was genuine).
 // `off` (development) applies callbacks unchecked, marked not_checked.
-import { SecretsUnavailableError, type SecretsByAppKey, type SecretsProvider } from '../../lib/ingest/secrets.ts';
+import { SecretsUnavailableError, type SecretsByAppKey, type SecretsProvider } from '../../lib/signature/secrets.ts';
 import type { QuarantineEntry } from '../../lib/domain/task-store.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { recoverAll } from '../../lib/worker/recover.ts';

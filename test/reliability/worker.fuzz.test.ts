@@ -19,8 +19,9 @@ import {
   type Lifecycle,
 } from '../support/lifecycles.ts';
 import { createLogger } from '../../lib/log.ts';
-import { Attr, type SignatureVerdict } from '../../lib/queue-message.ts';
-import { ID_FIELD_OF, type Service } from '../../lib/domain/services.ts';
+import { Attr } from '../../lib/queue-message.ts';
+import type { SignatureVerdict } from '../../lib/signature/verdicts.ts';
+import { ID_FIELD_OF, type Service } from '../../lib/platform/services.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openLocal, type Target } from '../../cli/target.ts';
+import { openLocal, type Target } from '../../lib/local/target.ts';
 import { redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { eventKey } from '../../lib/domain/canonical.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';

@@ -1,24 +1,16 @@
 // fast-check arbitraries of realistic task lifecycles, as the platform would send them: raw JSON bodies
 // of the recording and screenshot services, with the platform's inconsistencies (numeric strings, "" for
 // absent values, unknown fields). Each lifecycle also says what a receiver should end up holding for its
-// files and status, worked out from the plan rather than from the callbacks. Shared by the domain, store
-// and worker tests. The platform's own description (lib/platform/) gives the modes, file names, body
-// shapes and failure values; what is drawn, and what a receiver should make of it, is decided here.
+// files and status, worked out from the draws rather than from the callbacks. Shared by the domain, store
+// and worker tests. The bodies come from the one generator of lifecycles (lib/emulator/plans.ts, bodiesOf)
+// given a plan drawn here; what is drawn, and what a receiver should make of it, is decided here.
 import fc from 'fast-check';
 import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { FileUpload, TaskStatus } from '../../lib/domain/task.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { reorderKeys } from '../../lib/emulator/reorder-keys.ts';
-import {
-  type Body,
-  type RecordingTask,
-  recordingFileClosed,
-  recordingStart,
-  recordingUpload,
-  type ScreenshotTask,
-  screenshotStartOrEnd,
-  screenshotUpload,
-} from '../../lib/platform/bodies.ts';
+import { bodiesOf, type PlannedEvent, type TaskPlan } from '../../lib/emulator/plans.ts';
+import type { Body } from '../../lib/platform/bodies.ts';
 import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
 import {
   type Outcome,
@@ -29,7 +21,7 @@ import {
 } from '../../lib/platform/failures.ts';
 import { recordingFileName, screenshotFileName } from '../../lib/platform/file-names.ts';
 import { knownMode, RECORDING_MODES } from '../../lib/platform/modes.ts';
-import type { Service } from '../../lib/domain/services.ts';
+import type { Service } from '../../lib/platform/services.ts';
 
 export type { Body };
 
@@ -181,88 +173,87 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
       const mix = mode.kind === 'mix';
       const format = mode.video ? 'mp4' : 'aac';
       const { sessionId, roomId, userId, streamTag } = p;
+      // What the receiver must hold is worked out here from the draws; the bodies come from the emulator's
+      // generator (lib/emulator/plans.ts) given the same plan.
       const fileNameAt = (timestamp: number) =>
         recordingFileName({ sessionId, roomId, userId, streamTag, mode: p.mode, timestamp, format });
-      const task: RecordingTask = {
-        appKey: p.appKey,
-        recordId: p.recordId,
-        roomId: p.roomId,
-        sessionId: p.sessionId,
-        userId: mix ? '' : p.userId,
-        mode: p.mode,
-        extra: p.extra,
-      };
-      const bodies: Body[] = [];
       const files: ExpectedFile[] = [];
+      const events: PlannedEvent[] = [];
+      const fileStarts = [0];
       const sliceMs = p.slicesMin * 60_000;
-
-      const config = {
-        trigger: p.trigger,
-        ...(mix ? { mixLayout: p.mixLayout } : {}),
-        slicesMin: p.slicesMin,
-        audioFormat: 'aac',
-        videoFormat: 'mp4',
+      const plan: TaskPlan = {
+        service: 'recording',
+        index: 0,
+        offset: 0,
+        session: { sessionId, roomId, users: [userId] },
+        userId: mix ? '' : userId,
+        extra: p.extra,
+        events,
+        fileStarts,
+        recording: {
+          mode: p.mode,
+          streamTag,
+          ext: format,
+          config: {
+            trigger: p.trigger,
+            ...(mix ? { mixLayout: p.mixLayout } : {}),
+            slicesMin: p.slicesMin,
+            audioFormat: 'aac',
+            videoFormat: 'mp4',
+          },
+          audioSample: mode.audio ? 48000 : '',
+          resolution: mode.video ? '1280x720' : '',
+        },
       };
-      const output = {
-        fileName: fileNameAt(p.t0),
-        audioSample: mode.audio ? 48000 : '',
-        videoResoulation: mode.video ? '1280x720' : '',
-      };
-      bodies.push(recordingStart(task, p.t0, p.startFailure ?? SUCCESS, config, output));
+      events.push({ type: 1, rel: 0, ...(p.startFailure ?? SUCCESS) });
 
-      const uploads = (fileName: string, closedAt: number, plan: UploadPlan) => {
+      const uploads = (file: number, closedAt: number, upload: UploadPlan) => {
         let at = closedAt + 30_000;
-        plan.failures.forEach((f, i) => {
+        upload.failures.forEach((f, i) => {
           if (i > 0) at += f.gapSteps * UPLOAD_RETRY_MS;
-          bodies.push(recordingUpload(task, at, pickFailure(RECORDING_UPLOAD_FAILURES, f.failure), fileName));
+          events.push({ type: 4, rel: at, file, ok: false, ...pickFailure(RECORDING_UPLOAD_FAILURES, f.failure) });
         });
-        if (plan.succeeds) {
-          if (plan.failures.length) at += plan.successGapSteps * UPLOAD_RETRY_MS;
-          bodies.push(recordingUpload(task, at, SUCCESS, fileName));
+        if (upload.succeeds) {
+          if (upload.failures.length) at += upload.successGapSteps * UPLOAD_RETRY_MS;
+          events.push({ type: 4, rel: at, file, ok: true, ...SUCCESS });
         }
         files.push({
-          fileName,
-          upload: expectedUpload(plan),
-          attempts: plan.failures.length + (plan.succeeds ? 1 : 0),
+          fileName: fileNameAt(p.t0 + fileStarts[file]!),
+          upload: expectedUpload(upload),
+          attempts: upload.failures.length + (upload.succeeds ? 1 : 0),
         });
       };
+      const lifecycle = (status: TaskStatus) =>
+        finish('recording', p.recordId, bodiesOf(plan, p.t0, p.appKey, p.recordId), p.quirks, files, status);
 
       if (p.startFailure) {
         // A start that failed produces no media; at most the end reports the same failure.
         let end: { ok: boolean } | null = null;
         if (p.end) {
           end = { ok: false };
-          const fileName = fileNameAt(p.t0);
-          bodies.push(recordingFileClosed(task, 3, p.t0 + p.end.afterMs, p.startFailure, { fileName, fileSize: 0 }));
-          files.push({ fileName, upload: 'pending', attempts: 0 });
+          events.push({ type: 3, rel: p.end.afterMs, ...p.startFailure, file: 0, size: 0 });
+          files.push({ fileName: fileNameAt(p.t0), upload: 'pending', attempts: 0 });
         }
-        return finish(
-          'recording',
-          p.recordId,
-          bodies,
-          p.quirks,
-          files,
-          statusOf('recording', files, { ok: false }, end),
-        );
+        return lifecycle(statusOf('recording', files, { ok: false }, end));
       }
 
-      let fileStart = p.t0;
+      let fileStart = 0;
       p.slices.forEach((s, i) => {
-        const at = p.t0 + (i + 1) * sliceMs;
-        const fileName = fileNameAt(fileStart);
-        bodies.push(recordingFileClosed(task, 2, at, SUCCESS, { fileName, fileSize: s.size }));
-        uploads(fileName, at, s.upload);
+        const at = (i + 1) * sliceMs;
+        events.push({ type: 2, rel: at, ...SUCCESS, file: i, size: s.size });
+        uploads(i, at, s.upload);
         fileStart = at;
+        fileStarts.push(at);
       });
       let end: { ok: boolean } | null = null;
       if (p.end) {
         const at = fileStart + p.end.afterMs;
-        const fileName = fileNameAt(fileStart);
+        const file = fileStarts.length - 1;
         end = { ok: p.end.failure === null };
-        bodies.push(recordingFileClosed(task, 3, at, p.end.failure ?? SUCCESS, { fileName, fileSize: p.end.size }));
-        uploads(fileName, at, p.end.upload);
+        events.push({ type: 3, rel: at, ...(p.end.failure ?? SUCCESS), file, size: p.end.size });
+        uploads(file, at, p.end.upload);
       }
-      return finish('recording', p.recordId, bodies, p.quirks, files, statusOf('recording', files, { ok: true }, end));
+      return lifecycle(statusOf('recording', files, { ok: true }, end));
     });
 }
 
@@ -300,34 +291,45 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
     })
     .map((p): Lifecycle => {
       const { sessionId, roomId, userId, streamId } = p;
-      const task: ScreenshotTask = { appKey: p.appKey, sessionId, roomId, imageId: p.imageId, extra: p.extra };
       const config = {
         trigger: p.trigger,
         slicesSec: p.slicesSec,
         renderMode: p.renderMode,
         picResolution: p.picResolution,
       };
-      const bodies: Body[] = [screenshotStartOrEnd(task, 1, p.t0, p.startFailure ?? SUCCESS, config)];
+      const events: PlannedEvent[] = [{ type: 1, rel: 0, ...(p.startFailure ?? SUCCESS) }];
+      const plan: TaskPlan = {
+        service: 'screenshot',
+        index: 0,
+        offset: 0,
+        session: { sessionId, roomId, users: [userId] },
+        userId,
+        extra: p.extra,
+        events,
+        fileStarts: [],
+        screenshot: { streamId, config, endConfig: config },
+      };
       const files: ExpectedFile[] = [];
       const images = p.startFailure ? [] : p.images;
       const intervalMs = p.slicesSec * 1000;
 
-      images.forEach((plan, i) => {
-        const capturedAt = p.t0 + (i + 1) * intervalMs;
-        const fileName = screenshotFileName({ sessionId, roomId, userId, streamId, timestamp: capturedAt });
+      images.forEach((upload, file) => {
+        const capturedAt = (file + 1) * intervalMs;
+        plan.fileStarts.push(capturedAt);
         let at = capturedAt + 1_000;
-        plan.failures.forEach((f, j) => {
+        upload.failures.forEach((f, j) => {
           if (j > 0) at += f.gapSteps * UPLOAD_RETRY_MS;
-          bodies.push(screenshotUpload(task, at, fileName, pickFailure(SCREENSHOT_UPLOAD_FAILURES, f.failure)));
+          const fileState = pickFailure(SCREENSHOT_UPLOAD_FAILURES, f.failure);
+          events.push({ type: 4, rel: at, file, ok: false, ...SUCCESS, fileState });
         });
-        if (plan.succeeds) {
-          if (plan.failures.length) at += plan.successGapSteps * UPLOAD_RETRY_MS;
-          bodies.push(screenshotUpload(task, at, fileName, null));
+        if (upload.succeeds) {
+          if (upload.failures.length) at += upload.successGapSteps * UPLOAD_RETRY_MS;
+          events.push({ type: 4, rel: at, file, ok: true, ...SUCCESS });
         }
         files.push({
-          fileName,
-          upload: expectedUpload(plan),
-          attempts: plan.failures.length + (plan.succeeds ? 1 : 0),
+          fileName: screenshotFileName({ sessionId, roomId, userId, streamId, timestamp: p.t0 + capturedAt }),
+          upload: expectedUpload(upload),
+          attempts: upload.failures.length + (upload.succeeds ? 1 : 0),
         });
       });
 
@@ -335,13 +337,12 @@ export function screenshotLifecycle(): fc.Arbitrary<Lifecycle> {
       if (p.end) {
         const failure = p.startFailure ?? p.end.failure;
         end = { ok: failure === null };
-        const at = p.t0 + images.length * intervalMs + p.end.afterMs;
-        bodies.push(screenshotStartOrEnd(task, 3, at, failure ?? SUCCESS, config));
+        events.push({ type: 3, rel: images.length * intervalMs + p.end.afterMs, ...(failure ?? SUCCESS) });
       }
       return finish(
         'screenshot',
         p.imageId,
-        bodies,
+        bodiesOf(plan, p.t0, p.appKey, p.imageId),
         p.quirks,
         files,
         statusOf('screenshot', files, { ok: p.startFailure === null }, end),

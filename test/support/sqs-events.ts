@@ -1,13 +1,9 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import type { Service } from '../../lib/domain/services.ts';
-import {
-  Attr,
-  type HeldSignature,
-  type Sender,
-  type SignatureMode,
-  type SignatureVerdict,
-} from '../../lib/queue-message.ts';
+import type { Service } from '../../lib/platform/services.ts';
+import { Attr } from '../../lib/queue-message.ts';
+import type { HeldSignature, Sender } from '../../lib/signature/held.ts';
+import type { SignatureMode, SignatureVerdict } from '../../lib/signature/verdicts.ts';
 
 let counter = 0;
 

@@ -1,6 +1,6 @@
 // A task from its items: its header and its parts (files and recorded keys) added up, as the reads that
 // do not go by the header's counts see it (./items.ts gives the items' shapes).
-import type { TaskSummary } from '../../domain/task-store.ts';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import { toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
 import { joinTallies, type FileRecord, type Task } from '../../domain/task.ts';
 import { appKeyOf, fileFromItem, headerFromItem, keysOf, readRecorded, tallyOf, type BodyRef } from './items.ts';

@@ -5,7 +5,7 @@ import { Buffer } from 'node:buffer';
 import * as v from 'valibot';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { TASK_STATUSES } from '../../domain/task.ts';
-import { SERVICES } from '../../domain/services.ts';
+import { SERVICES } from '../../platform/services.ts';
 import { isInTimeRange } from '../../time-point.ts';
 
 /** Longest cursor accepted: far above any this store makes, far below any request limit. */

@@ -2,7 +2,7 @@
 // delivery is its replay claim and its raw body at once; what can never be applied is kept aside.
 import { Buffer } from 'node:buffer';
 import type { Capacity, DeliveredCallback, QuarantineApplied, QuarantineEntry } from '../../domain/task-store.ts';
-import type { SignatureVerdict } from '../../queue-message.ts';
+import type { SignatureVerdict } from '../../signature/verdicts.ts';
 import { deliveryToItem, type BodyRef } from './items.ts';
 import { noCapacity, type TableClient } from './table-client.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';

@@ -5,13 +5,8 @@
 // bytes, index queries and headers read, so a filter that no index serves, or a long stretch of empty
 // days, ends a page early with a cursor instead of outgrowing a request.
 import { Buffer } from 'node:buffer';
-import {
-  InvalidCursorError,
-  type Page,
-  type PageRequest,
-  type TaskQuery,
-  type TaskSummary,
-} from '../../domain/task-store.ts';
+import { InvalidCursorError, type Page, type PageRequest, type TaskQuery } from '../../domain/task-store.ts';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
 import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
 import { toSummary } from '../../domain/task-parts.ts';

@@ -34,7 +34,7 @@ import {
   type FileRecord,
   type TaskHeader,
 } from '../../domain/task.ts';
-import type { Service } from '../../domain/services.ts';
+import type { Service } from '../../platform/services.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { HeaderCounts } from './header-counts.ts';

@@ -10,7 +10,8 @@ import {
   UpdateItemCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
-import type { Page, PageRequest, TaskQuery, TaskStore, TaskSummary } from '../../domain/task-store.ts';
+import type { Page, PageRequest, TaskQuery, TaskStore } from '../../domain/task-store.ts';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { applyTasks, expectedTask, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
 import { meter, writeTask } from '../../../bench/task-size.ts';

@@ -13,8 +13,8 @@ import type {
   TaskQuery,
   TaskReader,
   TaskRef,
-  TaskSummary,
 } from '../../domain/task-store.ts';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';

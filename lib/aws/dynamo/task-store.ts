@@ -19,8 +19,8 @@ import {
   type TaskQuery,
   type TaskRef,
   type TaskStore,
-  type TaskSummary,
 } from '../../domain/task-store.ts';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { Task } from '../../domain/task.ts';
 import type { TaskParts } from '../../domain/task-parts.ts';
 import { TaskQueries } from './queries.ts';

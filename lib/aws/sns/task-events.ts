@@ -2,6 +2,7 @@
 // for every event or throws: the worker then fails the record, and its redelivery publishes again.
 import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
 import { functionClient } from '../clients.ts';
+import type { EventPublisher } from '../../domain/event-publisher.ts';
 import type { TaskEvent } from '../../domain/task-events.ts';
 
 /** SNS takes at most ten messages per PublishBatch call. */
@@ -9,10 +10,6 @@ const BATCH = 10;
 
 /** The message attributes subscribers' filter policies can match on. */
 const EVENT_ATTRIBUTES = ['service', 'type', 'appKey', 'status'] as const;
-
-export interface EventPublisher {
-  publish(events: readonly TaskEvent[]): Promise<void>;
-}
 
 class PublishError extends Error {
   override name = 'PublishError';

@@ -14,7 +14,7 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { ID_FIELD_OF, isService } from '../../domain/services.ts';
+import { ID_FIELD_OF, isService } from '../../platform/services.ts';
 import { ownGroupId, redriveDeduplicationId, taskGroupId } from '../../fifo-ids.ts';
 import { Attr } from '../../queue-message.ts';
 import { errorSentence } from '../../text.ts';

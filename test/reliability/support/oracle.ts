@@ -2,7 +2,7 @@
 // from the handler's code, so that the fuzz tests compare two independent readings of the same rules.
 import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { Service } from '../../../lib/domain/services.ts';
+import type { Service } from '../../../lib/platform/services.ts';
 
 export type Expected =
   | { ok: true; status: 200; raw: string; appKey: string }

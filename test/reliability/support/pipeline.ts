@@ -18,13 +18,13 @@ import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../../lib/ingest/config.ts';
 import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
-import type { IngestResponse } from '../../../lib/ingest/responses.ts';
-import type { SecretsProvider } from '../../../lib/ingest/secrets.ts';
+import type { IngestResponse } from '../../../lib/http-responses.ts';
+import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
 import { startLocalSqs } from '../../../lib/local/fauxqs.ts';
 import { createGateway } from '../../../lib/local/http-gateway.ts';
 import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
-import type { SignatureMode } from '../../../lib/queue-message.ts';
+import type { SignatureMode } from '../../../lib/signature/verdicts.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
 import {

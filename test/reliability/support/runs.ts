@@ -18,7 +18,7 @@ import {
 } from '../../support/lifecycles.ts';
 import type { SendResult } from '../../../lib/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
-import { ID_FIELD_OF, type Service } from '../../../lib/domain/services.ts';
+import { ID_FIELD_OF, type Service } from '../../../lib/platform/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { receivedAgain, sqsEvent } from '../../support/sqs-events.ts';
 

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { computeSignature } from '../platform/signing.ts';
-import type { SignatureMode } from '../queue-message.ts';
+import type { SignatureMode } from './verdicts.ts';
 import { createHash } from 'node:crypto';
-import { heldSignatureOf, readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './signature.ts';
-import type { SignatureValues } from './signature.ts';
+import { heldSignatureOf, readSignatureValues, replayKeyOf, timestampToMs, verifySignature } from './verify.ts';
+import type { SignatureValues } from './verify.ts';
 
 const nowMs = 1_763_798_400_000;
 const secret = 'old-secret';

@@ -1,22 +1,16 @@
-// Which store and queues a CLI command talks to: the local stack that `callbacks dev` runs in this folder
-// (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
+// Which store and queues a command, the bench or the soak talks to: the local stack that `callbacks dev` runs
+// in this folder (it leaves `.data/stack.json`), a deployed stage (`--stage`/`--region`), or explicit env variables.
 // Opening a target contacts nothing: a command that only reads tasks needs only read access to the table,
 // and the queue URLs of a stage are looked up only by the commands that use a queue.
 import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import {
-  LOCAL_ACCOUNT_ID,
-  LOCAL_CREDENTIALS,
-  LOCAL_STAGE,
-  SERVICE,
-  resourceNames,
-} from '../lib/local/deployed-settings.ts';
-import { enforceIam, type IamSession } from '../lib/local/iam/enforce.ts';
-import { OPERATOR, operatorSession } from '../lib/local/iam/operator-policy.ts';
-import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
-import { errorSentence } from '../lib/text.ts';
+import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE, resourceNames } from './deployed-settings.ts';
+import { enforceIam, type IamSession } from './iam/enforce.ts';
+import { OPERATOR, operatorSession } from './iam/operator-policy.ts';
+import { type LocalStackInfo, readLocalStack } from './stack-file.ts';
+import { errorSentence } from '../text.ts';
 
 export interface QueueDepth {
   visible: number;

@@ -4,7 +4,8 @@
 import { Buffer } from 'node:buffer';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { computeSignature } from '../platform/signing.ts';
-import type { HeldSignature, SignatureMode, SignatureVerdict, ValueSource } from '../queue-message.ts';
+import type { HeldSignature, ValueSource } from './held.ts';
+import type { SignatureMode, SignatureVerdict } from './verdicts.ts';
 
 /** Accepted names, lower case, in the order they are looked up. */
 const signatureNames = {

@@ -1,7 +1,7 @@
 // The commands run against a local stack are held to the operators' policy of docs/cli-operations.md.
 import { DeleteTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
-import type { LocalStackInfo } from '../lib/local/stack-file.ts';
+import type { LocalStackInfo } from './stack-file.ts';
 import { openLocal } from './target.ts';
 
 // Nothing listens on port 9: a call that got past the policy fails with a connection error instead.

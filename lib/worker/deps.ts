@@ -1,0 +1,21 @@
+// What the worker's logic runs with: the store it writes to, its logger, where task events go and its limits.
+// Built from the environment by config.ts for the function, by hand by the tests, the local stack and the
+// bench.
+import type { EventPublisher } from '../domain/event-publisher.ts';
+import type { TaskWriter } from '../domain/task-store.ts';
+import type { Logger } from '../log.ts';
+
+/** Tasks of one batch in flight at once: enough to overlap DynamoDB round trips, few enough not to throttle. */
+export const DEFAULT_RECORD_CONCURRENCY = 5;
+
+export interface WorkerDeps {
+  store: TaskWriter;
+  log: Logger;
+  /** Where task events go; absent, none are published. */
+  events?: EventPublisher;
+  /** Records applied at the same time within one batch (default: DEFAULT_RECORD_CONCURRENCY). */
+  concurrency?: number;
+  /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
+  maxReceiveCount?: number;
+  now?: () => number;
+}
