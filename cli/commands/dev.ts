@@ -4,11 +4,12 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
 import { parseAllowList } from '../../lib/ingest/source-ip.ts';
+import { describeFaults, type FaultRates, FaultSpecError, parseFaults } from '../../lib/local/faults.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
-import { wholeNumber, withTimeZone } from '../inspect.ts';
+import { CliError, wholeNumber, withTimeZone } from '../inspect.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
 
@@ -24,6 +25,18 @@ interface DevOptions {
   logFormat?: LogFormat;
   color?: boolean;
   iam: boolean;
+  faults?: FaultRates;
+  seed?: string;
+}
+
+/** --faults, read as lib/local/faults.ts reads it. */
+function faultRates(text: string): FaultRates {
+  try {
+    return parseFaults(text);
+  } catch (err) {
+    if (err instanceof FaultSpecError) throw new InvalidArgumentError(`${err.message}.`);
+    throw err;
+  }
 }
 
 /**
@@ -65,6 +78,13 @@ export function register(program: Command): void {
       wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
+    .option(
+      '--faults <rates>',
+      'provoke faults to practise recovery: dynamo=<rate> (DynamoDB calls fail), crash=<rate> (worker ' +
+        'invocations die), sns=<rate> (task-event publishes refused), e.g. dynamo=0.05,crash=0.02,sns=0.1',
+      faultRates,
+    )
+    .option('--seed <seed>', 'with --faults: the seed of the draws, to provoke the same faults again (default: random)')
     .option('--quiet', 'do not print the log lines of the handlers')
     .addOption(
       new Option(
@@ -79,6 +99,7 @@ export function register(program: Command): void {
     );
   withTimeZone(dev).action(async (opts: DevOptions) => {
     const c = colorsFor(opts);
+    if (opts.seed !== undefined && !opts.faults) throw new CliError('--seed goes with --faults: give both, or neither');
     opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
     // Before the handlers load: their first lines (configuration) come out in the chosen format too.
     if (!opts.quiet && opts.logFormat === 'pretty') {
@@ -106,6 +127,7 @@ export function register(program: Command): void {
       quiet: opts.quiet ?? false,
       consoleDir,
       iam: opts.iam,
+      ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
     });
     process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
     await untilSignal();
@@ -170,6 +192,17 @@ export function banner(
             ? `each function's calls checked against its role ${c.dim(`(template ${stack.templateHash ?? 'given'})`)}`
             : c.bold('OFF (--no-iam): for debugging only, calls the deployed roles refuse go through'),
         ],
+        ...(stack.faults
+          ? [
+              [
+                'faults',
+                c.bold(
+                  `${describeFaults(stack.faults.rates)} (--faults, seed ${stack.faults.seed}): ` +
+                    'calls fail on purpose; restart without --faults, then `callbacks dlq redrive`',
+                ),
+              ] satisfies [string, string],
+            ]
+          : []),
         [
           'stack file',
           styled`${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,

@@ -13,6 +13,7 @@
 // restart finds the tasks and also every callback that was acknowledged but not yet applied, and the
 // dead-letter queue; with `memory` nothing is written. `<cwd>/.data/stack.json` tells the other CLI
 // commands where the stack listens; it is removed when the stack stops.
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -35,6 +36,14 @@ import {
   resourceNames,
 } from './deployed-settings.ts';
 import { createDynalite } from './dynamo.ts';
+import {
+  createFaultSession,
+  type FaultKind,
+  type FaultRates,
+  type FaultSession,
+  setFaultSession,
+  withCrashes,
+} from './faults.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
@@ -80,6 +89,17 @@ export interface LocalIam {
   useRolesOf(template: Template): void;
 }
 
+/** The faults a stack provokes (`callbacks dev --faults`). */
+export interface LocalFaults {
+  readonly rates: FaultRates;
+  /** The seed the draws come from: the same seed gives the same draws again. */
+  readonly seed: string;
+  /** How many of each kind were injected so far. */
+  readonly injected: Readonly<Record<FaultKind, number>>;
+  /** Other rates from now on; `{}`: no more faults (what failed is retried, or waits in the dead-letter queue). */
+  set(rates: FaultRates): void;
+}
+
 export interface LocalStack {
   /** Base URL of the callback routes, with the real port. */
   url: string;
@@ -98,6 +118,8 @@ export interface LocalStack {
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
   templateHash: string | null;
   iam: LocalIam;
+  /** null when the stack runs without faults. */
+  faults: LocalFaults | null;
   stop(): Promise<void>;
 }
 
@@ -126,6 +148,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let defaultRoute: ((event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>) | undefined;
   const routes: GatewayRoute[] = [];
   let iamSession: IamSession | undefined;
+  let faultSession: FaultSession | undefined;
   let servingSecrets = false;
   let server: Server | undefined;
   let dynamoServer: Server | undefined;
@@ -140,6 +163,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   // The reverse of the start: the stack file goes, no new requests are taken (those in progress finish,
   // they still need the queue), the pollers finish the batches in hand (they still need the table), then
   // the emulators close.
+  const withdrawFaults = () => {
+    if (!faultSession) return;
+    const previous = setFaultSession(undefined);
+    // Another stack's faults, started meanwhile in this process, stay in force.
+    if (previous !== faultSession) setFaultSession(previous);
+  };
   const stopAll = async () => {
     ready = false;
     const steps: Array<() => Promise<unknown> | undefined> = [
@@ -163,6 +192,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       }
     }
     if (servingSecrets) serveSecrets(undefined);
+    withdrawFaults();
     if (iamSession) {
       const previous = setIamSession(undefined);
       // Another stack's checks, started meanwhile in this process, stay in force.
@@ -250,6 +280,15 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       assertMappingCanConsume(session, mappedFunction.key, queue.arn);
     }
 
+    if (opts.faults) {
+      faultSession = createFaultSession(
+        opts.faults.rates,
+        opts.faults.seed ?? randomUUID().slice(0, 8),
+        createLogger('faults'),
+      );
+      setFaultSession(faultSession);
+    }
+
     invokers = await startLocalFunctions({
       functions: settings.functions,
       env,
@@ -274,7 +313,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
 
     pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
-    const invokeWorker = invokers[mapping.functionKey]!;
+    const invokeWorker = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
     poller = startSqsPoller({
       sqs: pollerSqs,
       queueUrl: queue.url,
@@ -334,6 +373,16 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         grants: session.grants,
         useRolesOf,
       },
+      faults: faultSession
+        ? {
+            get rates() {
+              return faultSession!.rates;
+            },
+            seed: faultSession.seed,
+            injected: faultSession.injected,
+            set: (rates) => faultSession!.setRates(rates),
+          }
+        : null,
       stop: () => (stopping ??= stopAll()),
     };
   } catch (err) {
