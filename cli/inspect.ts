@@ -162,7 +162,7 @@ export function timeRange(
     try {
       return parseTimePoint(text, now);
     } catch (err) {
-      throw new CliError(`${name}: ${(err as Error).message}`);
+      throw new CliError(`${name}: ${errorSentence(err, { bare: true })}`);
     }
   };
   const since = parse('--since', opts.since);

@@ -47,7 +47,7 @@ function cidrList(text: string, previous: string[] = []): string[] {
   try {
     return [...previous, ...(parseAllowList(text, '--allow-cidr')?.ranges ?? [])];
   } catch (err) {
-    throw new InvalidArgumentError((err as Error).message.replace(/^--allow-cidr: /, ''));
+    throw new InvalidArgumentError(errorSentence(err, { bare: true }).replace(/^--allow-cidr: /, ''));
   }
 }
 

@@ -9,6 +9,7 @@ import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import type { EventCheck } from '../../lib/domain/task-events.ts';
 import { verifyEvents } from '../../lib/verify/events.ts';
+import { errorSentence } from '../../lib/text.ts';
 
 interface VerifyCommandOptions {
   expect: string;
@@ -68,7 +69,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       await isDrained();
     } catch (err) {
       waitForDrain = undefined;
-      queueNote = `queue depth unknown (${err instanceof Error ? err.message : String(err)}); polling the tasks only`;
+      queueNote = `queue depth unknown (${errorSentence(err)}); polling the tasks only`;
     }
 
     const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && file.tasks.length > 0;

@@ -6,6 +6,7 @@ import type { Service } from '../domain/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import type { ScheduledSend } from './lifecycles.ts';
 import type { Random } from './random.ts';
+import { errorSentence } from '../text.ts';
 
 export const SIGN_PLACEMENTS = ['header', 'query', 'none'] as const;
 export type SignPlacement = (typeof SIGN_PLACEMENTS)[number];
@@ -149,7 +150,7 @@ const isRetryableStatus = (status: number) => status >= 500 || status === 408 ||
 function describeError(err: unknown): { message: string; timeout: boolean } {
   const e = (err ?? {}) as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return { message: 'time-out', timeout: true };
-  return { message: e.cause?.code ?? e.cause?.message ?? e.message ?? String(err), timeout: false };
+  return { message: e.cause?.code ?? errorSentence(e.cause ?? err, { bare: true }), timeout: false };
 }
 
 /** TLS errors of a client speaking https to a server that answers in plain http. */

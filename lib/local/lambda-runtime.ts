@@ -8,6 +8,7 @@ import type { Logger } from '../log.ts';
 import { newRequestContext, type LambdaHandler } from './handlers.ts';
 import type { IamSession } from './iam/enforce.ts';
 import type { FunctionSettings } from './stack-template.ts';
+import { errorSentence } from '../text.ts';
 
 /** Lambda's limit on a synchronous invocation's response (the SQS event source mapping's too). */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
@@ -55,7 +56,7 @@ export function localFunction(opts: LocalFunctionOptions): LocalInvoke {
       } catch (err) {
         log.warn('function_logs_denied', {
           function: settings.key,
-          reason: (err as Error).message,
+          reason: errorSentence(err),
           effect: 'deployed, this function would write no log at all',
         });
       }

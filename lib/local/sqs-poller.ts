@@ -24,6 +24,7 @@ import {
 import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { Buffer } from 'node:buffer';
 import type { Logger } from '../log.ts';
+import { errorSentence } from '../text.ts';
 
 export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
 
@@ -182,7 +183,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         more = await receive(opts.batchSize - batch.length, 0);
       } catch (err) {
         // Invoke with what is in hand rather than leave it invisible until the visibility time-out.
-        opts.log.warn('receive_failed', { reason: err instanceof Error ? err.message : String(err) });
+        opts.log.warn('receive_failed', { reason: errorSentence(err) });
         stats.receiveErrors += 1;
         break;
       }
@@ -215,7 +216,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       } catch (err) {
         opts.log.warn('delete_failed', {
           count: chunk.length,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
         });
       }
     }
@@ -236,7 +237,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         // The record then comes back after the queue's visibility time-out instead.
         opts.log.warn('retry_delay_failed', {
           count: chunk.length,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
         });
       }
     }
@@ -260,7 +261,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       failed = { ids: new Set(records.map((r) => r.messageId)), wholeBatch: true };
       opts.log.error('batch_failed', {
         records: records.length,
-        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+        error: errorSentence(err),
       });
     }
     if (failed.wholeBatch) stats.batchFailures += 1;
@@ -292,7 +293,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         stats.receiveErrors += 1;
         if (stopping) break;
         opts.log.warn('receive_failed', {
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
           retryInMs: backoffMs,
         });
         await sleep(backoffMs);

@@ -4,6 +4,7 @@
 // this module works against any target (local stack, deployed stack, an in-memory double).
 import type { Task } from '../domain/task.ts';
 import { diffTask } from './diff.ts';
+import { errorSentence } from '../text.ts';
 
 export interface TaskReader {
   /** The task with this id of this appKey (a task belongs to one appKey; two may share an id). */
@@ -90,7 +91,7 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
       try {
         return diffTask(task, await opts.getTask(task.id, task.appKey));
       } catch (err) {
-        return [`${task.id}: could not be read (${err instanceof Error ? err.message : String(err)})`];
+        return [`${task.id}: could not be read (${errorSentence(err)})`];
       }
     });
     const stillPending: Task[] = [];

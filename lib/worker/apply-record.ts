@@ -13,6 +13,7 @@ import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
 import type { WorkerDeps } from './process-batch.ts';
 import { toDelivered, type Prepared } from './prepare-record.ts';
 import type { TaskCounting } from './task-counting.ts';
+import { errorSentence } from '../text.ts';
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 
@@ -77,7 +78,7 @@ export async function applyRecord(p: Prepared, workerDeps: WorkerDeps, counting?
       id: cb.id,
       type: cb.type,
       receiveCount: msg.receiveCount,
-      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      error: errorSentence(err),
     });
     return { log, outcome: 'failed' };
   }
@@ -142,7 +143,7 @@ async function quarantine(
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       reason,
-      error: err instanceof Error ? err.message : String(err),
+      error: errorSentence(err),
     });
     return 'failed';
   }

@@ -58,6 +58,7 @@ import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item,
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
 import { indexEvents, setIfPresent } from './index-events.ts';
+import { errorSentence } from '../../text.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -217,7 +218,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
         result.callbacks += brought.callbacks;
         result.carried += brought.carried;
       } catch (err) {
-        result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: describe(err) });
+        result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
       }
       opts.onTask?.(++done, pks.length);
     }
@@ -229,7 +230,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     try {
       if (opts.dryRun || (await counts.recount(appKeyOf(key as Item), id, null, noCapacity()))) result.counted += 1;
     } catch (err) {
-      result.failed.push({ taskId: id, error: describe(err) });
+      result.failed.push({ taskId: id, error: errorSentence(err) });
     }
   }
   // Raw bodies keyed by time, the header marked last: a run stopped in between keys them again.
@@ -239,7 +240,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
       if (!opts.dryRun) await indexEvents(table, queries, key);
       result.indexed += 1;
     } catch (err) {
-      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: describe(err) });
+      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
     }
   }
   // After the tasks brought over, whose new headers were written with the right keys already.
@@ -249,8 +250,6 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   }
   return result;
 }
-
-const describe = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
 
 async function migrateTask(
   table: TableClient,

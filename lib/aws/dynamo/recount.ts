@@ -9,6 +9,7 @@ import { KnownItems } from './known-items.ts';
 import { TaskQueries } from './queries.ts';
 import { TableClient, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
+import { errorSentence } from '../../text.ts';
 
 export interface RecountResult {
   /** Task headers recounted. */
@@ -50,7 +51,7 @@ export async function recountTasks(opts: RecountOptions): Promise<RecountResult>
         result.failed.push({
           taskId: id,
           appKey,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+          error: errorSentence(err),
         });
       }
       opts.onTask?.(++done, headers.length);
