@@ -1,15 +1,15 @@
 // `callbacks dev` (and `npm start`): the whole receiver in this process (lib/local/stack.ts), until Ctrl-C.
 import { relative } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
-import { parseAllowList } from '../../lib/ingest/source-ip.ts';
-import { describeFaults, type FaultRates, FaultSpecError, parseFaults } from '../../lib/local/faults.ts';
+import { describeFaults, type FaultRates } from '../../lib/local/fault-spec.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
-import { CliError, wholeNumber, withTimeZone } from '../inspect.ts';
+import { CliError, withTimeZone } from '../inspect.ts';
+import { cidrList, faultRates, portNumber, wholeNumber } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
 
@@ -29,33 +29,11 @@ interface DevOptions {
   seed?: string;
 }
 
-/** --faults, read as lib/local/faults.ts reads it. */
-function faultRates(text: string): FaultRates {
-  try {
-    return parseFaults(text);
-  } catch (err) {
-    if (err instanceof FaultSpecError) throw new InvalidArgumentError(`${err.message}.`);
-    throw err;
-  }
-}
-
-/**
- * Repeatable, and each value may itself be a comma-separated list; every value is read as the ingest reads
- * ALLOWED_SOURCE_CIDRS, so a malformed range, or a value naming none, is refused.
- */
-function cidrList(text: string, previous: string[] = []): string[] {
-  try {
-    return [...previous, ...(parseAllowList(text, '--allow-cidr')?.ranges ?? [])];
-  } catch (err) {
-    throw new InvalidArgumentError(errorSentence(err, { bare: true }).replace(/^--allow-cidr: /, ''));
-  }
-}
-
 export function register(program: Command): void {
   const dev = program
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
-    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', wholeNumber(0, 65535), 3000)
+    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
     .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
@@ -70,7 +48,7 @@ export function register(program: Command): void {
       '--allow-cidr <cidr>',
       'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list ' +
         '(default: ALLOWED_SOURCE_CIDRS, else any address)',
-      cidrList,
+      cidrList('--allow-cidr'),
     )
     .option(
       '--retry-delay <seconds>',

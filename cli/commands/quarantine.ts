@@ -5,20 +5,19 @@ import { Option, type Command } from 'commander';
 import { QUARANTINE_REASONS, type QuarantineEntry, type QuarantineQuery } from '../../lib/domain/task-store.ts';
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
 import type { SecretsByAppKey } from '../../lib/ingest/secrets.ts';
-import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/ingest/source-ip.ts';
+import { parseAllowList, type SourceAllowList } from '../../lib/ingest/source-ip.ts';
 import { recoverAll, type RecoveredEntry, type RecoverResult } from '../../lib/worker/recover.ts';
 import { colorStatus, isoTime, plural, printable, table, type Colors } from '../format.ts';
 import {
   CliError,
   confirm,
-  positiveInt,
   printJson,
-  timeRange,
   withCommonOptions,
   withTarget,
   type CommonOptions,
   type Context,
 } from '../inspect.ts';
+import { cidrList, positiveInt, timeRange } from '../option-parsers.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
 
@@ -42,7 +41,7 @@ interface ApplyOptions extends FilterOptions {
   dryRun?: boolean;
   yes?: boolean;
   acceptUnverified?: boolean;
-  /** --source, each a range or an address (or a comma list of them). */
+  /** --source, the ranges of each value (a range or an address, or a comma list of them). */
   source: string[];
   secretsParam?: string;
   eventsTopic?: string;
@@ -114,12 +113,8 @@ function acceptedSources(opts: Pick<ApplyOptions, 'source' | 'acceptUnverified'>
   if (!opts.acceptUnverified) {
     throw new CliError('--source narrows --accept-unverified: give both, or neither');
   }
-  try {
-    return parseAllowList(opts.source.join(','), '--source');
-  } catch (err) {
-    if (err instanceof AllowListError) throw new CliError(err.message);
-    throw err;
-  }
+  // Each range was checked as the option was read (cidrList).
+  return parseAllowList(opts.source.join(','), '--source');
 }
 
 function appliedState(e: QuarantineEntry, c: Colors): string {
@@ -198,7 +193,7 @@ export function register(program: Command): void {
       .option(
         '--source <cidr>',
         'with --accept-unverified, accept only callbacks sent from this range or address (repeatable)',
-        (value: string, previous: string[]) => [...previous, value],
+        cidrList('--source'),
         [] as string[],
       )
       .option(

@@ -16,7 +16,8 @@ import {
 import { parseSecrets } from '../../lib/ingest/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/domain/services.ts';
-import { CliError, durationOption, printJson } from '../inspect.ts';
+import { CliError, printJson } from '../inspect.ts';
+import { durationOption } from '../option-parsers.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { errorSentence } from '../../lib/text.ts';

@@ -8,7 +8,8 @@ import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task
 import type { Service } from '../../lib/domain/services.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
-import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { positiveInt } from '../option-parsers.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
 import type { Target } from '../target.ts';
 

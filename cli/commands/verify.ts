@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
-import { durationOption } from '../inspect.ts';
+import { durationOption } from '../option-parsers.ts';
 import { jsonText, printable } from '../format.ts';
 import { openTarget } from '../target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';

@@ -1,5 +1,6 @@
 import { createLogger, setLogSink } from '../log.ts';
-import { createFaultSession, describeFaults, type FaultKind, parseFaults } from './faults.ts';
+import { describeFaults, type FaultKind, parseFaults } from './fault-spec.ts';
+import { createFaultSession } from './faults.ts';
 
 describe('parseFaults', () => {
   test('reads each kind and its rate', () => {

@@ -25,6 +25,7 @@ import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from
 import { Buffer } from 'node:buffer';
 import type { Logger } from '../log.ts';
 import { errorSentence } from '../text.ts';
+import { chunks } from '../in-parallel.ts';
 
 export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
 
@@ -193,16 +194,10 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     return batch;
   };
 
-  const inChunksOf10 = <T>(items: T[]): T[][] => {
-    const chunks: T[][] = [];
-    for (let i = 0; i < items.length; i += 10) chunks.push(items.slice(i, i + 10));
-    return chunks;
-  };
-
   const settle = async (records: SQSRecord[], failedIds: Set<string>) => {
     const done = records.filter((r) => !failedIds.has(r.messageId));
     const failed = records.filter((r) => failedIds.has(r.messageId));
-    for (const chunk of inChunksOf10(done)) {
+    for (const chunk of chunks(done, 10)) {
       try {
         const out = await opts.sqs.send(
           new DeleteMessageBatchCommand({
@@ -221,7 +216,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       }
     }
     if (opts.retryDelaySeconds === undefined || failed.length === 0) return;
-    for (const chunk of inChunksOf10(failed)) {
+    for (const chunk of chunks(failed, 10)) {
       try {
         await opts.sqs.send(
           new ChangeMessageVisibilityBatchCommand({

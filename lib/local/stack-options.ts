@@ -5,7 +5,7 @@ import { parseSecrets } from '../ingest/secrets.ts';
 import { parseAllowList } from '../ingest/source-ip.ts';
 import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { DEFAULT_SECRETS } from './demo-secrets.ts';
-import type { FaultRates } from './faults.ts';
+import type { FaultRates } from './fault-spec.ts';
 import type { Template } from './template.ts';
 
 /** Seconds before a failed record is retried locally (deployed: the queue's 180 s visibility time-out). */

@@ -36,14 +36,8 @@ import {
   resourceNames,
 } from './deployed-settings.ts';
 import { createDynalite } from './dynamo.ts';
-import {
-  createFaultSession,
-  type FaultKind,
-  type FaultRates,
-  type FaultSession,
-  setFaultSession,
-  withCrashes,
-} from './faults.ts';
+import { createFaultSession, type FaultSession, setFaultSession, withCrashes } from './faults.ts';
+import type { FaultKind, FaultRates } from './fault-spec.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/enforce.ts';

@@ -16,7 +16,7 @@ import type { TaskWriter } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { workerDefaults } from './config.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel } from '../in-parallel.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';

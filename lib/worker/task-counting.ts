@@ -4,7 +4,7 @@
 import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { Applied } from './apply-record.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel } from '../in-parallel.ts';
 import type { WorkerDeps } from './process-batch.ts';
 import type { Prepared } from './prepare-record.ts';
 import { errorSentence } from '../text.ts';

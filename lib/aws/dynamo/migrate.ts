@@ -59,6 +59,7 @@ import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
 import { indexEvents, setIfPresent } from './index-events.ts';
 import { errorSentence } from '../../text.ts';
+import { inParallel } from '../../in-parallel.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -207,23 +208,18 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     knownFiles: 0,
     readAfterWrite: async () => null,
   });
-  let next = 0;
   let done = 0;
-  const work = async () => {
-    while (next < pks.length) {
-      const pk = pks[next++]!;
-      try {
-        const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
-        result.migrated += 1;
-        result.callbacks += brought.callbacks;
-        result.carried += brought.carried;
-      } catch (err) {
-        result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
-      }
-      opts.onTask?.(++done, pks.length);
+  await inParallel(pks, opts.concurrency ?? 4, async (pk) => {
+    try {
+      const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
+      result.migrated += 1;
+      result.callbacks += brought.callbacks;
+      result.carried += brought.carried;
+    } catch (err) {
+      result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, pks.length) }, work));
+    opts.onTask?.(++done, pks.length);
+  });
   // Headers of this layout that keep no counts: counted once from their items (a second run finds them counted).
   for (const key of uncounted) {
     const id = key.pk.slice(Keys.taskPk('').length);
