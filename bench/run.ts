@@ -220,7 +220,7 @@ async function main(): Promise<void> {
         e2e = await import('./end-to-end.ts');
       } catch (err) {
         throw new Error(
-          `the local stack, the sender emulator or the verifier cannot be loaded ` + `(${errorSentence(err)})`,
+          `the local stack, the sender emulator or the verifier cannot be loaded (${errorSentence(err)})`,
         );
       }
       results.endToEnd = await e2e.benchEndToEnd(e2e.endToEndSizes[size], workDir, progress);
