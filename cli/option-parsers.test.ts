@@ -1,5 +1,18 @@
-import { InvalidArgumentError } from 'commander';
-import { cidrList, faultRates, httpUrl, instant, portNumber, rate } from './option-parsers.ts';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { errorSentence } from '../lib/text.ts';
+import { register as registerQuarantine } from './commands/quarantine.ts';
+import { register as registerStatus } from './commands/status.ts';
+import {
+  checkQuarantineSince,
+  cidrList,
+  faultRates,
+  httpUrl,
+  instant,
+  portNumber,
+  quarantineDays,
+  rate,
+  retentionDays,
+} from './option-parsers.ts';
 
 test('a port, a rate and an instant', () => {
   expect(['0', '3000', '65535'].map(portNumber)).toEqual([0, 3000, 65535]);
@@ -31,4 +44,73 @@ test('faults and URLs', () => {
     'https://abc.execute-api.eu-west-1.amazonaws.com/',
   );
   expect(() => httpUrl('ftp://x')).toThrow(InvalidArgumentError);
+});
+
+describe('how far back the quarantine is read', () => {
+  const saved = process.env.RAW_EVENT_TTL_DAYS;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.RAW_EVENT_TTL_DAYS;
+    else process.env.RAW_EVENT_TTL_DAYS = saved;
+  });
+
+  test('--days: up to the retention (RAW_EVENT_TTL_DAYS, else 90), beyond it refused with the reason', () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    expect(retentionDays()).toBe(90);
+    expect(quarantineDays('90')).toBe(90);
+    expect(() => quarantineDays('91')).toThrow(
+      new InvalidArgumentError(
+        'at most 90: quarantined callbacks are kept 90 days (RAW_EVENT_TTL_DAYS), the table holds none older.',
+      ),
+    );
+    expect(() => quarantineDays('0')).toThrow(InvalidArgumentError);
+    process.env.RAW_EVENT_TTL_DAYS = '400';
+    expect(quarantineDays('365')).toBe(365);
+    process.env.RAW_EVENT_TTL_DAYS = 'ninety';
+    expect(retentionDays()).toBe(90);
+  });
+
+  test('--since: not before the oldest day the table keeps', () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    const now = Date.UTC(2026, 10, 26);
+    expect(() => checkQuarantineSince(now - 89 * 86_400_000, now)).not.toThrow();
+    expect(() => checkQuarantineSince(undefined, now)).not.toThrow();
+    expect(() => checkQuarantineSince(Date.UTC(2000, 0, 1), now)).toThrow(
+      /^--since is more than 90 days back: quarantined callbacks are kept 90 days/,
+    );
+  });
+
+  /** `callbacks <args>` parsed in this process; what it wrote to stderr, and the error it ended with. */
+  async function parse(args: string[]): Promise<{ stderr: string; error: unknown }> {
+    let stderr = '';
+    const program = new Command().exitOverride().configureOutput({
+      writeErr: (text) => {
+        stderr += text;
+      },
+      writeOut: () => {},
+    });
+    registerQuarantine(program);
+    registerStatus(program);
+    // No stack runs in this folder: a command that got as far as reading one would say so.
+    const error = await program.parseAsync(['node', 'callbacks', ...args]).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    return { stderr, error };
+  }
+
+  test('a huge --days or an old --since is refused before any day is queried', async () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    for (const args of [
+      ['quarantine', 'list', '--days', '100000'],
+      ['quarantine', 'apply', '--days', '100000', '--dry-run'],
+      ['status', '--days', '100000'],
+    ]) {
+      const { stderr, error } = await parse(args);
+      expect(error).toBeInstanceOf(CommanderError);
+      expect((error as CommanderError).code).toBe('commander.invalidArgument');
+      expect(stderr).toContain('at most 90: quarantined callbacks are kept 90 days');
+    }
+    const since = await parse(['quarantine', 'list', '--since', '2000-01-01']);
+    expect(errorSentence(since.error, { bare: true })).toMatch(/^--since is more than 90 days back/);
+  });
 });

@@ -2,6 +2,7 @@
 // is one line from commander naming the option, the value and what it takes (exit code 1). Numbers are written
 // in decimal digits only: `Number` would also take '', ' 5', '1e3' and '0x10'.
 import { InvalidArgumentError } from 'commander';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
 import { AllowListError, parseAllowList } from '../lib/ingest/source-ip.ts';
 import { type FaultRates, FaultSpecError, parseFaults } from '../lib/local/fault-spec.ts';
 import { errorSentence } from '../lib/text.ts';
@@ -21,6 +22,40 @@ export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: 
 
 /** A count or limit: a whole number above 0. */
 export const positiveInt = wholeNumber(1);
+
+const DAY_MS = 86_400_000;
+
+/**
+ * How many days the table keeps quarantined callbacks: its TTL deletes them RAW_EVENT_TTL_DAYS after they were
+ * received (the worker's setting, read here from the same variable, as the local stack passes it on; else the
+ * deployed default).
+ */
+export function retentionDays(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.RAW_EVENT_TTL_DAYS?.trim() ?? '';
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  return Number.isSafeInteger(n) && n >= 1 ? n : DEFAULT_RAW_EVENT_TTL_DAYS;
+}
+
+const keptFor = (days: number) =>
+  `quarantined callbacks are kept ${days} days (RAW_EVENT_TTL_DAYS), the table holds none older`;
+
+/**
+ * `--days` of the commands that read the quarantine, which is kept in one partition per day: each day back is
+ * one more query, so a look further back than the table keeps anything is refused rather than walked.
+ */
+export function quarantineDays(text: string): number {
+  const days = positiveInt(text);
+  const kept = retentionDays();
+  if (days > kept) throw new InvalidArgumentError(`at most ${kept}: ${keptFor(kept)}.`);
+  return days;
+}
+
+/** `--since` of the same commands: not before the oldest callback the table may still hold. */
+export function checkQuarantineSince(since: number | undefined, now = Date.now()): void {
+  const kept = retentionDays();
+  if (since !== undefined && since < now - kept * DAY_MS)
+    throw new CliError(`--since is more than ${kept} days back: ${keptFor(kept)}; give a later time`);
+}
 
 /** A TCP port; 0 lets the system pick a free one. */
 export const portNumber = wholeNumber(0, 65535);

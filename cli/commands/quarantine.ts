@@ -17,7 +17,7 @@ import {
   type CommonOptions,
   type Context,
 } from '../inspect.ts';
-import { cidrList, positiveInt, timeRange } from '../option-parsers.ts';
+import { checkQuarantineSince, cidrList, positiveInt, quarantineDays, timeRange } from '../option-parsers.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
 
@@ -55,12 +55,19 @@ function withFilters(cmd: Command): Command {
     .option('--app-key <appKey>', 'only callbacks of this appKey')
     .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: --days)')
     .option('--until <time>', 'received at or before (same forms as --since)')
-    .option('--days <n>', 'look back this many days when --since is not given', positiveInt, 7)
+    .option(
+      '--days <n>',
+      'look back this many days when --since is not given (at most RAW_EVENT_TTL_DAYS, 90)',
+      quarantineDays,
+      7,
+    )
     .option('--limit <n>', 'at most this many entries', positiveInt);
 }
 
 function filtersOf<T extends FilterOptions>(opts: T): Omit<T, 'since' | 'until'> & Filters {
-  return { ...opts, ...timeRange(opts) };
+  const range = timeRange(opts);
+  checkQuarantineSince(range.since);
+  return { ...opts, ...range };
 }
 
 function queryOf(opts: Filters): QuarantineQuery {
