@@ -23,6 +23,7 @@ import {
   type PartName,
 } from './report.ts';
 import { benchWorker, workerSizes } from './worker.ts';
+import { errorSentence } from '../lib/text.ts';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
 /** A run that has not finished by then is stopped: the bench must end by itself. */
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
     try {
       await run();
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorSentence(err);
       results.missing[part] = `It failed: ${message.split('\n')[0]}`;
       process.exitCode = 1;
       progress(`${part} failed: ${message}`);
@@ -219,8 +220,7 @@ async function main(): Promise<void> {
         e2e = await import('./end-to-end.ts');
       } catch (err) {
         throw new Error(
-          `the local stack, the sender emulator or the verifier cannot be loaded ` +
-            `(${err instanceof Error ? err.message : String(err)})`,
+          `the local stack, the sender emulator or the verifier cannot be loaded (${errorSentence(err)})`,
         );
       }
       results.endToEnd = await e2e.benchEndToEnd(e2e.endToEndSizes[size], workDir, progress);
@@ -250,7 +250,7 @@ async function main(): Promise<void> {
 
 main()
   .catch((err) => {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`bench: ${errorSentence(err)}\n`);
     process.exitCode = 1;
   })
   // SDK clients and sockets may keep the event loop alive for a while; every server is closed by now.

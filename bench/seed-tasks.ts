@@ -13,6 +13,7 @@ import { RECORDING_UPLOAD_FAILURES, START_FAILURES, SUCCESS } from '../lib/platf
 import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { toSqsRecord } from './sqs-record.ts';
+import { chunks } from '../lib/in-parallel.ts';
 
 export interface SeedTask {
   service: Service;
@@ -127,8 +128,8 @@ export async function applyTasks(store: TaskStore, tasks: readonly SeedTask[], r
   const records = tasks
     .flatMap((t) => t.bodies.map((body) => ({ service: t.service, body })))
     .map((send, i) => toSqsRecord(send, i, receivedAt));
-  for (let i = 0; i < records.length; i += 100) {
-    const res = await processBatch({ Records: records.slice(i, i + 100) }, { store, log: silent, concurrency: 5 });
+  for (const Records of chunks(records, 100)) {
+    const res = await processBatch({ Records }, { store, log: silent, concurrency: 5 });
     if (res.batchItemFailures.length > 0)
       throw new Error(`${res.batchItemFailures.length} seed records failed to apply`);
   }

@@ -18,6 +18,7 @@ import { processBatch } from '../lib/worker/process-batch.ts';
 import { event, silent } from './api-event.ts';
 import { toSqsRecord } from './sqs-record.ts';
 import { callbacksOf, screenshotTask } from './seed-tasks.ts';
+import { chunks } from '../lib/in-parallel.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */
 export const FILES_PAGE = 200;
@@ -127,9 +128,9 @@ export async function writeTask(
     ver: 1,
   });
   items.push(headerItem);
-  for (let i = 0; i < items.length; i += 25) {
-    const chunk = items.slice(i, i + 25).map((item) => ({ PutRequest: { Item: toItem(item) } }));
-    await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: chunk } }));
+  for (const chunk of chunks(items, 25)) {
+    const puts = chunk.map((item) => ({ PutRequest: { Item: toItem(item) } }));
+    await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: puts } }));
   }
 }
 

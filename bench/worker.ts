@@ -41,6 +41,7 @@ import { localStageSettings } from '../lib/local/stack-template.ts';
 import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, type MixFaults } from './callbacks.ts';
 import { toSqsRecord } from './sqs-record.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
+import { chunks, inParallel } from '../lib/in-parallel.ts';
 
 export interface WorkerSizes {
   rounds: number;
@@ -198,21 +199,6 @@ export function countRequests(client: DynamoDBClient): Map<string, number> {
     { step: 'initialize', name: 'benchRequestCounter' },
   );
   return counts;
-}
-
-async function pool<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const run = async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
 function barePut(client: DynamoDBClient, tableName: string, id: string, raw: string) {
@@ -442,7 +428,7 @@ export async function benchWorker(
       toSqsRecord(s, 1_000_000 + i, receivedAt),
     );
     await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY, events });
-    await pool(
+    await inParallel(
       warm.slice(batchSize),
       RECORD_CONCURRENCY,
       async (r) => void (await barePut(dynamo.client, dynamo.tableName, `warm-${r.messageId}`, r.body)),
@@ -494,7 +480,7 @@ export async function benchWorker(
       for (const event of batches) {
         const before = counts.get('PutItem') ?? 0;
         const started = performance.now();
-        await pool(
+        await inParallel(
           event.Records,
           RECORD_CONCURRENCY,
           async (r) => void (await barePut(dynamo.client, dynamo.tableName, r.messageId, r.body)),
@@ -508,7 +494,7 @@ export async function benchWorker(
     };
     const batchesOf = (slice: typeof records) => {
       const batches: SQSEvent[] = [];
-      for (let i = 0; i < slice.length; i += batchSize) batches.push({ Records: slice.slice(i, i + batchSize) });
+      for (const Records of chunks(slice, batchSize)) batches.push({ Records });
       return batches;
     };
     for (let round = 0; round < sizes.rounds; round++) {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { decimalNumber, durationOption, positiveInt, wholeNumber } from './inspect.ts';
+import { decimalNumber, durationOption, positiveInt, wholeNumber } from './option-parsers.ts';
 import {
   colors,
   colorsEnabled,

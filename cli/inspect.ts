@@ -1,10 +1,10 @@
 // What the inspection commands share: the target options, opening and closing the target, and turning
 // any failure into one sentence that names the table and region (cli/main.ts prints it, exit code 1).
 import { createInterface } from 'node:readline/promises';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, openTarget, type Target } from '../lib/local/target.ts';
-import { colorsFor, jsonText, parseDuration, parseTimePoint, setTimeZone, type Colors } from './format.ts';
+import { colorsFor, jsonText, setTimeZone, type Colors } from './format.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -70,45 +70,6 @@ export class CliError extends Error {
   override name = 'CliError';
 }
 
-// The parsers of the numeric and duration options of every command: each value is parsed once, as the
-// option is read, and a refusal is one line from commander naming the option, the value and what it takes
-// (exit code 1). Written in decimal digits only: `Number` would also take '', ' 5', '1e3' and '0x10'.
-
-/** A whole number option from `min` to `max`. */
-export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
-  const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
-  return (text) => {
-    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < min || n > max)
-      throw new InvalidArgumentError(`a whole number ${range} is needed.`);
-    return n;
-  };
-}
-
-/** A count or limit: a whole number above 0. */
-export const positiveInt = wholeNumber(1);
-
-/** A decimal number option from `min` to `max` (a probability, a factor); `0.5` and `.5` alike. */
-export function decimalNumber(min: number, max = Number.MAX_VALUE): (text: string) => number {
-  const range = max === Number.MAX_VALUE ? `of at least ${min}` : `from ${min} to ${max}`;
-  return (text) => {
-    const n = /^(\d+(\.\d*)?|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
-    if (!(n >= min && n <= max)) throw new InvalidArgumentError(`a number ${range} is needed.`);
-    return n;
-  };
-}
-
-/** The longest time a timer can wait (setTimeout's limit, about 24.8 days). */
-const MAX_TIMER_MS = 2_147_483_647;
-
-/** A duration option (`--timeout 60s`), in ms: see parseDuration; a bare number is seconds. Above 0. */
-export function durationOption(text: string): number {
-  const ms = parseDuration(text, { bareSeconds: true });
-  if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
-  if (ms < 1 || ms > MAX_TIMER_MS) throw new InvalidArgumentError('a duration above 0 and under 24 days is needed.');
-  return ms;
-}
-
 export function printJson(value: unknown): void {
   process.stdout.write(`${jsonText(value, 2)}\n`);
 }
@@ -147,28 +108,4 @@ export async function confirm(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
-}
-
-/**
- * --since/--until as given (parsed only once --tz is known, whatever the order of the options) into epoch
- * ms. A time that does not parse, or a range given backwards, is a mistake, never an empty result.
- */
-export function timeRange(
-  opts: { since?: string; until?: string },
-  now = Date.now(),
-): { since: number | undefined; until: number | undefined } {
-  const parse = (name: string, text: string | undefined) => {
-    if (text === undefined) return undefined;
-    try {
-      return parseTimePoint(text, now);
-    } catch (err) {
-      throw new CliError(`${name}: ${(err as Error).message}`);
-    }
-  };
-  const since = parse('--since', opts.since);
-  const until = parse('--until', opts.until);
-  if (since !== undefined && until !== undefined && since > until) {
-    throw new CliError('--since is later than --until: the range is reversed');
-  }
-  return { since, until };
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { printable } from './format.ts';
+import { errorSentence } from '../lib/text.ts';
 
 // Each command's module is loaded only when that command runs: the local stack pulls in the DynamoDB
 // and SQS emulators, the others the AWS SDK, and a user waiting for `tasks get` should pay for neither.
@@ -67,7 +68,9 @@ try {
     process.exitCode = err.exitCode;
   } else {
     // One clear sentence on stderr, never a stack trace.
-    process.stderr.write(`callbacks: ${printable(err instanceof Error ? err.message : String(err))}\n`);
+    process.stderr.write(
+      `callbacks: ${printable(errorSentence(err, { bare: true, allLines: true, max: Number.POSITIVE_INFINITY }))}\n`,
+    );
     process.exitCode = process.exitCode || 1;
   }
 }

@@ -55,7 +55,7 @@ describe('the keys of a line', () => {
       event: 'second',
       awsRequestId: 'req-b',
       coldStart: false,
-      error: { name: 'TypeError', message: 'x' },
+      error: 'TypeError: x',
     });
   });
 

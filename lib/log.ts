@@ -5,6 +5,7 @@
 // callers: on a callback's lines it is the callback's service (recording or screenshot). Callers pass
 // fields, never raw bodies or secrets.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { errorSentence } from './text.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -81,7 +82,7 @@ export function createLogger(fn: string, level: LogLevel = logLevelFrom()): Logg
     }
     if (fields) {
       for (const [k, v] of Object.entries(fields)) {
-        if (v !== undefined) entry[k] = v instanceof Error ? { name: v.name, message: v.message } : v;
+        if (v !== undefined) entry[k] = v instanceof Error ? errorSentence(v) : v;
       }
     }
     sink(JSON.stringify(entry));

@@ -16,7 +16,14 @@ test('errorSentence: the name when it tells something, the first line, clipped; 
   expect(errorSentence({ name: 'TimeoutError', message: 'too slow' })).toBe('TimeoutError: too slow');
   expect(errorSentence('a string')).toBe('a string');
   expect(errorSentence(undefined)).toBe('unknown error');
-  expect(errorSentence(42)).toBe('unknown error');
+  expect(errorSentence(42)).toBe('42');
+  expect(errorSentence({ code: 1 })).toBe('unknown error');
   expect(errorSentence(new Error('y'.repeat(400)))).toBe(`${'y'.repeat(300)}…`);
-  expect(errorSentence(new Error('y'.repeat(400)), 20)).toBe(`${'y'.repeat(20)}…`);
+  expect(errorSentence(new Error('y'.repeat(400)), { max: 20 })).toBe(`${'y'.repeat(20)}…`);
+});
+
+test('errorSentence: the bare message, every line, for errors phrased for the reader', () => {
+  const phrased = Object.assign(new Error('no task rec-1\nsee --help'), { name: 'CliError' });
+  expect(errorSentence(phrased)).toBe('CliError: no task rec-1');
+  expect(errorSentence(phrased, { bare: true, allLines: true })).toBe('no task rec-1\nsee --help');
 });

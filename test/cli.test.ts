@@ -1176,7 +1176,9 @@ describe('quarantine apply', () => {
       '10.0.0.0/33',
     ]);
     expect(bad).toMatchObject({ code: 1, stdout: '' });
-    expect(bad.stderr).toMatch(/^callbacks: --source: "10\.0\.0\.0\/33" has a prefix length outside 0 to 32/);
+    // Refused as the option is read, as --allow-cidr's ranges are.
+    expect(bad.stderr).toMatch(/^error: option '--source <cidr>' argument '10\.0\.0\.0\/33' is invalid\./);
+    expect(bad.stderr).toContain('"10.0.0.0/33" has a prefix length outside 0 to 32');
   });
 });
 

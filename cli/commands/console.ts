@@ -2,12 +2,13 @@
 // The read API's calls are signed here with the operator's AWS credentials (cli/console-proxy.ts). The
 // local stack serves the console itself (`callbacks dev`, /console/).
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { SERVICE } from '../../lib/local/deployed-settings.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { startConsoleProxy } from '../console-proxy.ts';
 import { stackOutput } from '../stack-outputs.ts';
+import { httpUrl, portNumber } from '../option-parsers.ts';
 
 interface ConsoleOptions {
   stage: string;
@@ -17,23 +18,6 @@ interface ConsoleOptions {
 }
 
 export const DEFAULT_CONSOLE_PORT = 3100;
-
-function portNumber(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new InvalidArgumentError('a port number from 0 to 65535 is needed.');
-  return n;
-}
-
-function httpsUrl(text: string): string {
-  try {
-    const url = new URL(text);
-    if (url.protocol === 'https:' || url.protocol === 'http:') return url.href;
-  } catch {
-    // Refused below.
-  }
-  throw new InvalidArgumentError('an http(s) URL is needed: the HttpApiUrl output of the stage.');
-}
 
 export function register(program: Command): void {
   program
@@ -46,7 +30,7 @@ export function register(program: Command): void {
     .option(
       '--url <HttpApiUrl>',
       "the stage's API base URL (default: the HttpApiUrl output of its CloudFormation stack, looked up)",
-      httpsUrl,
+      httpUrl,
     )
     .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', portNumber, DEFAULT_CONSOLE_PORT)
     .action(async (opts: ConsoleOptions) => {

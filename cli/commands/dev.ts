@@ -1,14 +1,15 @@
 // `callbacks dev` (and `npm start`): the whole receiver in this process (lib/local/stack.ts), until Ctrl-C.
 import { relative } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
-import { parseAllowList } from '../../lib/signature/source-ip.ts';
+import { describeFaults, type FaultRates } from '../../lib/local/fault-spec.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/signature/verdicts.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
-import { wholeNumber, withTimeZone } from '../inspect.ts';
+import { CliError, withTimeZone } from '../inspect.ts';
+import { cidrList, faultRates, portNumber, wholeNumber } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
 
@@ -24,25 +25,15 @@ interface DevOptions {
   logFormat?: LogFormat;
   color?: boolean;
   iam: boolean;
-}
-
-/**
- * Repeatable, and each value may itself be a comma-separated list; every value is read as the ingest reads
- * ALLOWED_SOURCE_CIDRS, so a malformed range, or a value naming none, is refused.
- */
-function cidrList(text: string, previous: string[] = []): string[] {
-  try {
-    return [...previous, ...(parseAllowList(text, '--allow-cidr')?.ranges ?? [])];
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message.replace(/^--allow-cidr: /, ''));
-  }
+  faults?: FaultRates;
+  seed?: string;
 }
 
 export function register(program: Command): void {
   const dev = program
     .command('dev')
     .description('the local stack in this process: DynamoDB and SQS emulators, the callback routes and the worker')
-    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', wholeNumber(0, 65535), 3000)
+    .option('--port <port>', 'HTTP port of the callback routes (0: any free port)', portNumber, 3000)
     .option('--host <host>', 'address the callback routes listen on (the emulators stay on 127.0.0.1)', '127.0.0.1')
     .option('--memory', 'keep nothing on disk: the data is gone when the stack stops')
     .option('--data-dir <dir>', 'where the data is kept', '.data')
@@ -57,7 +48,7 @@ export function register(program: Command): void {
       '--allow-cidr <cidr>',
       'accept callbacks only from this IPv4/IPv6 range; repeat it or give a comma list ' +
         '(default: ALLOWED_SOURCE_CIDRS, else any address)',
-      cidrList,
+      cidrList('--allow-cidr'),
     )
     .option(
       '--retry-delay <seconds>',
@@ -65,6 +56,13 @@ export function register(program: Command): void {
       wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
+    .option(
+      '--faults <rates>',
+      'provoke faults to practise recovery: dynamo=<rate> (DynamoDB calls fail), crash=<rate> (worker ' +
+        'invocations die), sns=<rate> (task-event publishes refused), e.g. dynamo=0.05,crash=0.02,sns=0.1',
+      faultRates,
+    )
+    .option('--seed <seed>', 'with --faults: the seed of the draws, to provoke the same faults again (default: random)')
     .option('--quiet', 'do not print the log lines of the handlers')
     .addOption(
       new Option(
@@ -79,6 +77,7 @@ export function register(program: Command): void {
     );
   withTimeZone(dev).action(async (opts: DevOptions) => {
     const c = colorsFor(opts);
+    if (opts.seed !== undefined && !opts.faults) throw new CliError('--seed goes with --faults: give both, or neither');
     opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
     // Before the handlers load: their first lines (configuration) come out in the chosen format too.
     if (!opts.quiet && opts.logFormat === 'pretty') {
@@ -106,6 +105,7 @@ export function register(program: Command): void {
       quiet: opts.quiet ?? false,
       consoleDir,
       iam: opts.iam,
+      ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
     });
     process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
     await untilSignal();
@@ -170,6 +170,17 @@ export function banner(
             ? `each function's calls checked against its role ${c.dim(`(template ${stack.templateHash ?? 'given'})`)}`
             : c.bold('OFF (--no-iam): for debugging only, calls the deployed roles refuse go through'),
         ],
+        ...(stack.faults
+          ? [
+              [
+                'faults',
+                c.bold(
+                  `${describeFaults(stack.faults.rates)} (--faults, seed ${stack.faults.seed}): ` +
+                    'calls fail on purpose; restart without --faults, then `callbacks dlq redrive`',
+                ),
+              ] satisfies [string, string],
+            ]
+          : []),
         [
           'stack file',
           styled`${shown(stack.stackFile)}  ${c.dim('(other callbacks commands here find the stack through it)')}`,

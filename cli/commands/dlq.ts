@@ -5,15 +5,8 @@ import type { Command } from 'commander';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { TargetError, type Target } from '../../lib/local/target.ts';
 import { callbackTypeName, isoTime, plural, table } from '../format.ts';
-import {
-  CliError,
-  confirm,
-  positiveInt,
-  printJson,
-  withCommonOptions,
-  withTarget,
-  type CommonOptions,
-} from '../inspect.ts';
+import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { positiveInt } from '../option-parsers.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');

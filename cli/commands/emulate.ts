@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { resolve } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
 import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
@@ -15,7 +15,7 @@ import {
 } from '../../lib/emulator/sender.ts';
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
-import { decimalNumber, durationOption, wholeNumber } from '../inspect.ts';
+import { decimalNumber, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { printable } from '../format.ts';
 
 interface EmulateOptions {
@@ -43,15 +43,6 @@ interface EmulateOptions {
 
 /** Probability of a task meeting a storage outage when --outage is given without a value. */
 const DEFAULT_OUTAGE = 0.5;
-
-/** A probability. */
-const rate = decimalNumber(0, 1);
-
-const instant = (value: string): number => {
-  const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError('must be epoch milliseconds or an ISO date.');
-  return n;
-};
 
 export function register(program: Command): void {
   program

@@ -8,7 +8,8 @@ import { allEvents, type StoredEvent, type TaskRef } from '../../lib/domain/task
 import type { Service } from '../../lib/platform/services.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { callbackTypeName, isoTime, printable } from '../format.ts';
-import { CliError, durationOption, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { durationOption } from '../option-parsers.ts';
 import type { Target } from '../../lib/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';

@@ -5,20 +5,19 @@ import { Option, type Command } from 'commander';
 import { QUARANTINE_REASONS, type QuarantineEntry, type QuarantineQuery } from '../../lib/domain/task-store.ts';
 import { defaults as ingestDefaults } from '../../lib/ingest/config.ts';
 import type { SecretsByAppKey } from '../../lib/signature/secrets.ts';
-import { AllowListError, parseAllowList, type SourceAllowList } from '../../lib/signature/source-ip.ts';
+import { parseAllowList, type SourceAllowList } from '../../lib/signature/source-ip.ts';
 import { recoverAll, type RecoveredEntry, type RecoverResult } from '../../lib/worker/recover.ts';
 import { colorStatus, isoTime, plural, printable, table, type Colors } from '../format.ts';
 import {
   CliError,
   confirm,
-  positiveInt,
   printJson,
-  timeRange,
   withCommonOptions,
   withTarget,
   type CommonOptions,
   type Context,
 } from '../inspect.ts';
+import { checkQuarantineSince, cidrList, positiveInt, quarantineDays, timeRange } from '../option-parsers.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
 
@@ -42,7 +41,7 @@ interface ApplyOptions extends FilterOptions {
   dryRun?: boolean;
   yes?: boolean;
   acceptUnverified?: boolean;
-  /** --source, each a range or an address (or a comma list of them). */
+  /** --source, the ranges of each value (a range or an address, or a comma list of them). */
   source: string[];
   secretsParam?: string;
   eventsTopic?: string;
@@ -56,12 +55,19 @@ function withFilters(cmd: Command): Command {
     .option('--app-key <appKey>', 'only callbacks of this appKey')
     .option('--since <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms (default: --days)')
     .option('--until <time>', 'received at or before (same forms as --since)')
-    .option('--days <n>', 'look back this many days when --since is not given', positiveInt, 7)
+    .option(
+      '--days <n>',
+      'look back this many days when --since is not given (at most RAW_EVENT_TTL_DAYS, 90)',
+      quarantineDays,
+      7,
+    )
     .option('--limit <n>', 'at most this many entries', positiveInt);
 }
 
 function filtersOf<T extends FilterOptions>(opts: T): Omit<T, 'since' | 'until'> & Filters {
-  return { ...opts, ...timeRange(opts) };
+  const range = timeRange(opts);
+  checkQuarantineSince(range.since);
+  return { ...opts, ...range };
 }
 
 function queryOf(opts: Filters): QuarantineQuery {
@@ -114,12 +120,8 @@ function acceptedSources(opts: Pick<ApplyOptions, 'source' | 'acceptUnverified'>
   if (!opts.acceptUnverified) {
     throw new CliError('--source narrows --accept-unverified: give both, or neither');
   }
-  try {
-    return parseAllowList(opts.source.join(','), '--source');
-  } catch (err) {
-    if (err instanceof AllowListError) throw new CliError(err.message);
-    throw err;
-  }
+  // Each range was checked as the option was read (cidrList).
+  return parseAllowList(opts.source.join(','), '--source');
 }
 
 function appliedState(e: QuarantineEntry, c: Colors): string {
@@ -198,7 +200,7 @@ export function register(program: Command): void {
       .option(
         '--source <cidr>',
         'with --accept-unverified, accept only callbacks sent from this range or address (repeatable)',
-        (value: string, previous: string[]) => [...previous, value],
+        cidrList('--source'),
         [] as string[],
       )
       .option(

@@ -16,9 +16,11 @@ import {
 import { parseSecrets } from '../../lib/signature/secrets.ts';
 import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
-import { CliError, durationOption, printJson } from '../inspect.ts';
+import { CliError, printJson } from '../inspect.ts';
+import { durationOption } from '../option-parsers.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
+import { errorSentence } from '../../lib/text.ts';
 
 export interface SendOptions {
   service?: Service;
@@ -99,7 +101,7 @@ async function readBody(file: string): Promise<string> {
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString('utf8');
   } catch (err) {
-    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? errorSentence(err)}`);
   }
 }
 

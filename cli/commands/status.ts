@@ -8,7 +8,8 @@ import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task
 import type { Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
-import { positiveInt, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { quarantineDays } from '../option-parsers.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
 import type { Target } from '../../lib/local/target.ts';
 
@@ -166,7 +167,12 @@ export function register(program: Command): void {
     program
       .command('status')
       .description('queue backlog, dead letters, recent quarantine, signature settings, alarms and the last callback')
-      .option('--days <n>', 'count the quarantine of this many days back', positiveInt, 7),
+      .option(
+        '--days <n>',
+        'count the quarantine of this many days back (at most RAW_EVENT_TTL_DAYS, 90)',
+        quarantineDays,
+        7,
+      ),
   ).action(async (opts: CommonOptions & { days: number }) => {
     await withTarget(opts, async (ctx) => {
       const insight = ctx.target.stage ? await stageInsight(ctx.target.stage, ctx.target.region) : null;

@@ -27,15 +27,8 @@ import {
   timeWithRelative,
   type Colors,
 } from '../format.ts';
-import {
-  CliError,
-  positiveInt,
-  printJson,
-  timeRange,
-  withCommonOptions,
-  withTarget,
-  type CommonOptions,
-} from '../inspect.ts';
+import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { positiveInt, timeRange } from '../option-parsers.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
-import { durationOption } from '../inspect.ts';
+import { durationOption } from '../option-parsers.ts';
 import { jsonText, printable } from '../format.ts';
 import { openTarget } from '../../lib/local/target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
@@ -9,6 +9,7 @@ import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import type { EventCheck } from '../../lib/domain/task-events.ts';
 import { verifyEvents } from '../../lib/verify/events.ts';
+import { errorSentence } from '../../lib/text.ts';
 
 interface VerifyCommandOptions {
   expect: string;
@@ -68,7 +69,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       await isDrained();
     } catch (err) {
       waitForDrain = undefined;
-      queueNote = `queue depth unknown (${err instanceof Error ? err.message : String(err)}); polling the tasks only`;
+      queueNote = `queue depth unknown (${errorSentence(err)}); polling the tasks only`;
     }
 
     const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && file.tasks.length > 0;

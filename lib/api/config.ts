@@ -8,6 +8,7 @@ import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
 import { envSchema, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
+import { errorSentence } from '../text.ts';
 
 type Env = Record<string, string | undefined>;
 
@@ -20,7 +21,7 @@ export function buildApiDependencies(env: Env, log: Logger = createLogger('api')
   try {
     tableName = readEnvironment(apiEnvironment, env).settings.TASKS_TABLE;
   } catch (err) {
-    log.error('api_config', { error: (err as Error).message });
+    log.error('api_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
     throw err;
   }
   // Short per-call time-outs: a caller waits on the answer, and a stuck call should end in a 503 it can

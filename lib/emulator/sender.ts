@@ -6,6 +6,8 @@ import type { Service } from '../platform/services.ts';
 import { computeSignature } from '../platform/signing.ts';
 import type { ScheduledSend } from './lifecycles.ts';
 import type { Random } from './random.ts';
+import { errorSentence } from '../text.ts';
+import { inParallel } from '../in-parallel.ts';
 
 export const SIGN_PLACEMENTS = ['header', 'query', 'none'] as const;
 export type SignPlacement = (typeof SIGN_PLACEMENTS)[number];
@@ -149,7 +151,7 @@ const isRetryableStatus = (status: number) => status >= 500 || status === 408 ||
 function describeError(err: unknown): { message: string; timeout: boolean } {
   const e = (err ?? {}) as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return { message: 'time-out', timeout: true };
-  return { message: e.cause?.code ?? e.cause?.message ?? e.message ?? String(err), timeout: false };
+  return { message: e.cause?.code ?? errorSentence(e.cause ?? err, { bare: true }), timeout: false };
 }
 
 /** TLS errors of a client speaking https to a server that answers in plain http. */
@@ -223,7 +225,6 @@ export async function sendAll(opts: SenderOptions): Promise<SendReport> {
   const latencies: number[] = [];
   const results: SendResult[] = new Array(sends.length);
   const started = performance.now();
-  let cursor = 0;
   let done = 0;
 
   const attempt = async (
@@ -291,10 +292,7 @@ export async function sendAll(opts: SenderOptions): Promise<SendReport> {
     });
   };
 
-  const worker = async (): Promise<void> => {
-    while (cursor < sends.length) await deliver(cursor++);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, sends.length)) }, worker));
+  await inParallel(sends, concurrency, (_send, index) => deliver(index));
 
   latencies.sort((a, b) => a - b);
   const round = (v: number | null) => (v === null ? null : Math.round(v * 10) / 10);

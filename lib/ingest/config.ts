@@ -23,6 +23,7 @@ import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from '../signature/source-ip.ts';
 import { extensionSecrets, jsonSecrets } from '../signature/secrets.ts';
 import type { SecretsProvider } from '../signature/secrets.ts';
+import { errorSentence } from '../text.ts';
 
 export interface IngestSettings {
   /** QUEUE_URL; empty when unset (every callback then gets 503 queue_unavailable). */
@@ -201,7 +202,7 @@ export function buildIngestDependencies(
   try {
     read = readEnvironment(ingestEnvironment, env);
   } catch (error) {
-    logger.error('ingest_config', { error: (error as Error).message });
+    logger.error('ingest_config', { error: errorSentence(error, { bare: true, max: Number.POSITIVE_INFINITY }) });
     throw error;
   }
   const { warnings } = read;

@@ -99,65 +99,151 @@ export async function handleCallbackRequest(
   return response;
 }
 
+/** What the steps of one request share: the request, the settings, and the log line and its level they fill in. */
+interface Request {
+  event: APIGatewayProxyEventV2;
+  deps: IngestDependencies;
+  method: string;
+  rawPath: string;
+  receivedAt: number;
+  log: RequestLog;
+  outcome: { level: Level };
+}
+
+/** A step's refusal: the answer's code and message, and the log level when it is worth more than info. */
+interface Refusal {
+  refused: ErrorCode;
+  message: string;
+  headers?: Record<string, string>;
+  level?: Level;
+}
+
+const isRefusal = (value: unknown): value is Refusal =>
+  typeof value === 'object' && value !== null && 'refused' in value;
+
+/**
+ * The contract's steps in their order (docs/contract.md §1): source allow-list, route, body, minimal check,
+ * secrets and signature, SendMessage. The first that refuses gives the answer.
+ */
 async function answer(
   event: APIGatewayProxyEventV2,
   deps: IngestDependencies,
   log: RequestLog,
   outcome: { level: Level },
 ): Promise<IngestResponse> {
-  const { settings } = deps;
-  const fail = (code: ErrorCode, message: string, headers?: Record<string, string>): IngestResponse => {
-    log.code = code;
-    return errorResponse(code, message, headers);
+  const req: Request = {
+    event,
+    deps,
+    method: (event.requestContext?.http?.method ?? '').toUpperCase(),
+    rawPath: event.rawPath ?? event.requestContext?.http?.path ?? '',
+    receivedAt: deps.now(),
+    log,
+    outcome,
   };
-  const receivedAt = deps.now();
-  const method = (event.requestContext?.http?.method ?? '').toUpperCase();
-  const rawPath = event.rawPath ?? event.requestContext?.http?.path ?? '';
+  const refuse = (r: Refusal): IngestResponse => {
+    log.code = r.refused;
+    if (r.level) outcome.level = r.level;
+    return errorResponse(r.refused, r.message, r.headers);
+  };
+  const source = checkSource(req);
+  if (source) return refuse(source);
+  const service = routeOf(req);
+  if (isRefusal(service)) return refuse(service);
+  const body = readBody(req);
+  if (isRefusal(body)) return refuse(body);
+  const callback = checkCallback(req, service, body.raw, body.json);
+  if (isRefusal(callback)) return refuse(callback);
+  const values = readSignatureValues(event.headers, event.rawQueryString, event.queryStringParameters);
+  const verdict = await signatureVerdict(req, callback.appKey, values);
+  if (isRefusal(verdict)) return refuse(verdict);
+  const sent = await enqueue(
+    req,
+    { service, raw: body.raw, appKey: callback.appKey, id: callback.id },
+    values,
+    verdict,
+  );
+  return sent ? refuse(sent) : okResponse();
+}
 
-  // First of all: an address outside the allow-list learns nothing else about the endpoint.
-  if (settings.allowedSources) {
-    const sourceIp = event.requestContext?.http?.sourceIp;
-    if (!settings.allowedSources.allows(sourceIp)) {
-      log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
-      log.sourceIp = clip(sourceIp || '(none)', 64);
-      outcome.level = 'warn';
-      return fail('source_not_allowed', 'Requests from this source address are not accepted.');
-    }
-  }
+/** First of all: an address outside the allow-list learns nothing else about the endpoint. */
+function checkSource({ event, deps, method, rawPath, log }: Request): Refusal | null {
+  const allowed = deps.settings.allowedSources;
+  if (!allowed) return null;
+  const sourceIp = event.requestContext?.http?.sourceIp;
+  if (allowed.allows(sourceIp)) return null;
+  log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
+  log.sourceIp = clip(sourceIp || '(none)', 64);
+  return {
+    refused: 'source_not_allowed',
+    message: 'Requests from this source address are not accepted.',
+    level: 'warn',
+  };
+}
 
+/** The route: a callback path (404 otherwise), posted to (405 otherwise). */
+function routeOf({ method, rawPath, log }: Request): Service | Refusal {
   const service = serviceForPath(rawPath);
   log.route = clip(`${method} ${rawPath}`, LOGGED_VALUE_CHARS);
   if (!service)
-    return fail(
-      'not_found',
-      'No such endpoint: callbacks go to POST /callbacks/recording or POST /callbacks/screenshot.',
-    );
+    return {
+      refused: 'not_found',
+      message: 'No such endpoint: callbacks go to POST /callbacks/recording or POST /callbacks/screenshot.',
+    };
   log.route = `${method} /callbacks/${service}`;
   log.service = service;
-  if (method !== 'POST') {
-    return fail('method_not_allowed', `Only POST is accepted on /callbacks/${service}.`, { allow: 'POST' });
-  }
+  if (method !== 'POST')
+    return {
+      refused: 'method_not_allowed',
+      message: `Only POST is accepted on /callbacks/${service}.`,
+      headers: { allow: 'POST' },
+    };
+  return service;
+}
 
-  const body = decodeBody(event.body, event.isBase64Encoded === true, settings.maxBodyBytes);
-  if (!body.ok) return fail(body.code, body.message);
+/** The body, decoded and read as JSON within the size limit (413, then 400 invalid_json). */
+function readBody({ event, deps, log }: Request): { raw: string; json: unknown } | Refusal {
+  const body = decodeBody(event.body, event.isBase64Encoded === true, deps.settings.maxBodyBytes);
+  if (!body.ok) return { refused: body.code, message: body.message };
   log.bytes = body.bytes;
+  return body;
+}
 
-  const check = minimalCheck(service, body.json);
-  if (!check.ok) return fail(check.code, check.message);
+/** The minimal check (400 invalid_body), and what a queue message could never carry. */
+function checkCallback(
+  { log }: Request,
+  service: Service,
+  raw: string,
+  json: unknown,
+): { appKey: string; id: string } | Refusal {
+  const check = minimalCheck(service, json);
+  if (!check.ok) return { refused: check.code, message: check.message };
   log.appKey = clip(check.appKey, LOGGED_VALUE_CHARS);
   log.type = check.type;
   log.id = clip(check.id, LOGGED_VALUE_CHARS);
-  if (!isQueueSafe(body.raw)) {
-    return fail('invalid_body', 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).');
-  }
-  if (!isQueueSafe(check.appKey)) {
-    return fail(
-      'invalid_body',
-      'Field "appKey" contains characters a queue message cannot carry (unpaired surrogates, U+FFFE or U+FFFF).',
-    );
-  }
+  if (!isQueueSafe(raw))
+    return {
+      refused: 'invalid_body',
+      message: 'The body contains characters a queue message cannot carry (U+FFFE or U+FFFF).',
+    };
+  if (!isQueueSafe(check.appKey))
+    return {
+      refused: 'invalid_body',
+      message:
+        'Field "appKey" contains characters a queue message cannot carry (unpaired surrogates, U+FFFE or U+FFFF).',
+    };
+  return check;
+}
 
-  const values = readSignatureValues(event.headers, event.rawQueryString, event.queryStringParameters);
+/**
+ * The secrets loaded (503 secrets_unavailable in enforce), then the signature's verdict; in enforce a verdict
+ * other than valid refuses (401, 403).
+ */
+async function signatureVerdict(
+  { deps, receivedAt, log, outcome }: Request,
+  appKey: string,
+  values: ReturnType<typeof readSignatureValues>,
+): Promise<SignatureVerdict | Refusal> {
+  const { settings } = deps;
   log.mode = settings.mode;
   let verdict: SignatureVerdict;
   if (settings.mode === 'off') {
@@ -166,16 +252,16 @@ async function answer(
     let secrets: readonly string[] | undefined;
     let secretsLoaded = true;
     try {
-      secrets = (await deps.secrets.get()).get(check.appKey);
+      secrets = (await deps.secrets.get()).get(appKey);
     } catch (error) {
       if (!(error instanceof SecretsUnavailableError)) throw error;
       log.reason = error.message;
       outcome.level = 'warn';
       if (settings.mode === 'enforce') {
-        return fail(
-          'secrets_unavailable',
-          'The callback secrets could not be loaded, so the signature cannot be checked; retry later.',
-        );
+        return {
+          refused: 'secrets_unavailable',
+          message: 'The callback secrets could not be loaded, so the signature cannot be checked; retry later.',
+        };
       }
       // Report mode exists to accept callbacks while signatures are being sorted out: do not lose them
       // because the secrets are unreadable; the message says nobody could check it (the worker sets it aside).
@@ -184,7 +270,7 @@ async function answer(
     verdict = secretsLoaded
       ? verifySignature({
           mode: settings.mode,
-          appKey: check.appKey,
+          appKey,
           values,
           secrets,
           nowMs: receivedAt,
@@ -193,29 +279,37 @@ async function answer(
       : 'unverified';
   }
   log.verdict = verdict;
-
   const rejection = settings.mode === 'enforce' ? verdictRejections[verdict] : undefined;
   if (rejection) {
     const [code, message] = rejection(settings.toleranceS);
     // A misconfigured secret or a forged sender: worth a warning, unlike a malformed body.
-    outcome.level = 'warn';
-    return fail(code, message);
+    return { refused: code, message, level: 'warn' };
   }
+  return verdict;
+}
 
-  if (!settings.queueUrl) {
-    outcome.level = 'error';
-    log.reason = 'QUEUE_URL is not set';
-    return fail('queue_unavailable', 'The queue could not be reached; retry later.');
-  }
-  const setAside = isSetAside(settings.mode, verdict);
+/** SendMessage (503 queue_unavailable); null once the queue holds the callback. */
+async function enqueue(
+  { event, deps, receivedAt, log, outcome }: Request,
+  callback: { service: Service; raw: string; appKey: string; id: string },
+  values: ReturnType<typeof readSignatureValues>,
+  verdict: SignatureVerdict,
+): Promise<Refusal | null> {
+  const { settings } = deps;
+  const unavailable = (reason: string, level: Level): Refusal => {
+    log.reason = reason;
+    return { refused: 'queue_unavailable', message: 'The queue could not be reached; retry later.', level };
+  };
+  if (!settings.queueUrl) return unavailable('QUEUE_URL is not set', 'error');
+  const { service, raw, appKey, id } = callback;
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
       settings.queueUrl,
       {
-        body: body.raw,
+        body: raw,
         service,
-        appKey: check.appKey,
+        appKey,
         receivedAt,
         requestId: log.requestId ?? null,
         verdict,
@@ -228,23 +322,18 @@ async function answer(
         sender: senderOf(event.requestContext?.http?.sourceIp, event.requestContext?.http?.userAgent),
       },
       // The task id the minimal check read: one group per task, whichever service names it.
-      {
-        groupId: taskGroupId(check.appKey, check.id),
-        deduplicationId: callbackDeduplicationId(service, values, body.raw),
-      },
+      { groupId: taskGroupId(appKey, id), deduplicationId: callbackDeduplicationId(service, values, raw) },
       settings.sqsDeadlineMs,
     );
   } catch (error) {
-    outcome.level = 'warn';
-    log.reason = errorSentence(error);
-    return fail('queue_unavailable', 'The queue could not be reached; retry later.');
+    return unavailable(errorSentence(error), 'warn');
   }
-  if (setAside) {
+  if (isSetAside(settings.mode, verdict)) {
     outcome.level = 'warn';
     log.setAside = true;
     log.note =
       `report mode: accepted with verdict ${verdict}, set aside in the quarantine; ` +
       'once the secret is fixed, callbacks quarantine apply recovers it';
   }
-  return okResponse();
+  return null;
 }

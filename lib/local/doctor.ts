@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { iamScenario } from './iam/scenario.ts';
 import { startLocalStack } from './stack.ts';
 import { loadTemplate, type Template } from './template.ts';
+import { errorSentence } from '../text.ts';
 
 export const CFN_LINT_INSTALL = 'pip install cfn-lint';
 
@@ -72,7 +73,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     if (opts.rolesFrom) stack.iam.useRolesOf(opts.rolesFrom);
     await scenario.run();
   } catch (err) {
-    scenarioError = (err as Error).message;
+    scenarioError = errorSentence(err);
   } finally {
     scenario.close();
     await stack.stop();

@@ -2,14 +2,15 @@
 // lib/: what is tested locally is what runs on Lambda. Those modules read their settings from process.env
 // and build their SDK clients once, when first imported, as a Lambda container does. So each module is
 // imported with its own function's environment from the template in process.env (and no other function's),
-// and with a client hook that puts its clients under its role (lib/local/iam/enforce.ts) and the services'
-// message limits (lib/local/service-limits.ts). Since a module is
+// and with a client hook that puts its clients under its role (lib/local/iam/enforce.ts), the services'
+// message limits (lib/local/service-limits.ts) and the faults asked for (lib/local/faults.ts). Since a module is
 // evaluated only once per process, a second stack in the same process can only reuse them when it needs
 // the very same environment (same endpoints, that is, same ports: a restart on the same ports works).
 // Anything else is refused here with a clear error instead of silently talking to the first stack's
 // emulators.
 import { randomUUID } from 'node:crypto';
 import { setClientHook } from '../aws/clients.ts';
+import { injectFaults } from './faults.ts';
 import { enforceIam } from './iam/enforce.ts';
 import { enforceServiceLimits } from './service-limits.ts';
 
@@ -77,6 +78,8 @@ async function importEach(functions: readonly FunctionToLoad[]): Promise<Loaded>
       const previousHook = setClientHook((client) => {
         enforceIam(client, fn.key);
         enforceServiceLimits(client);
+        // Idle unless the stack runs with faults (lib/local/faults.ts).
+        injectFaults(client, fn.key);
       });
       try {
         const module = (await import(`../../functions/${fn.key}.ts`)) as Record<string, unknown>;

@@ -11,6 +11,7 @@ import { errorResponse } from '../http-responses.ts';
 import type { Logger } from '../log.ts';
 import { type ConsoleFiles, isConsolePath } from '../console/static.ts';
 import { fromHandlerResult, newRequestId, toApiGatewayEvent } from './apigw-event.ts';
+import { errorSentence } from '../text.ts';
 
 /** API Gateway refuses request payloads over 10 MB before any function runs. */
 const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
@@ -184,7 +185,7 @@ export function createGateway(opts: GatewayOptions): Server {
       opts.log.error('handler_failed', {
         route: route?.routeKey ?? '$default',
         requestId,
-        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+        error: errorSentence(err),
       });
       const r = json(500, { message: 'Internal Server Error' });
       return send(res, r.status, r.headers, r.body);
@@ -223,7 +224,7 @@ export function createGateway(opts: GatewayOptions): Server {
     req.on('end', () => {
       if (refused) return;
       answer(req, res, Buffer.concat(kept, keptBytes)).catch((err) => {
-        opts.log.error('gateway_failed', { error: err instanceof Error ? err.message : String(err) });
+        opts.log.error('gateway_failed', { error: errorSentence(err) });
         if (!res.headersSent) res.destroy();
       });
     });

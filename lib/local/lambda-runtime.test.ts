@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
-import { LambdaRuntimeError, MAX_RESPONSE_BYTES, localFunction } from './lambda-runtime.ts';
+import { LambdaRuntimeError } from './lambda-invoke.ts';
+import { MAX_RESPONSE_BYTES, localFunction } from './lambda-runtime.ts';
 import type { FunctionSettings } from './stack-template.ts';
 
 const lines: Array<[string, Record<string, unknown> | undefined]> = [];

@@ -5,22 +5,14 @@
 // Not reproduced: a timed-out handler is not stopped (Lambda freezes and discards its container; here its
 // promise runs on in the background, its result ignored), cold starts, and real network latency.
 import type { Logger } from '../log.ts';
+import { LambdaRuntimeError, type LocalInvoke } from './lambda-invoke.ts';
 import { newRequestContext, type LambdaHandler } from './handlers.ts';
 import type { IamSession } from './iam/enforce.ts';
 import type { FunctionSettings } from './stack-template.ts';
+import { errorSentence } from '../text.ts';
 
 /** Lambda's limit on a synchronous invocation's response (the SQS event source mapping's too). */
 export const MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
-
-/** The error Lambda reports for an invocation that failed for the runtime, not for the handler. */
-export class LambdaRuntimeError extends Error {
-  readonly errorType: string;
-  constructor(errorType: string, message: string) {
-    super(message);
-    this.name = errorType;
-    this.errorType = errorType;
-  }
-}
 
 export interface LocalFunctionOptions {
   settings: FunctionSettings;
@@ -33,8 +25,6 @@ export interface LocalFunctionOptions {
   region: string;
   accountId: string;
 }
-
-export type LocalInvoke = (event: unknown) => Promise<unknown>;
 
 export function localFunction(opts: LocalFunctionOptions): LocalInvoke {
   const { settings, handler, log } = opts;
@@ -55,7 +45,7 @@ export function localFunction(opts: LocalFunctionOptions): LocalInvoke {
       } catch (err) {
         log.warn('function_logs_denied', {
           function: settings.key,
-          reason: (err as Error).message,
+          reason: errorSentence(err),
           effect: 'deployed, this function would write no log at all',
         });
       }

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IamSession } from './iam/enforce.ts';
+import { errorSentence } from '../text.ts';
 
 export interface SecretsExtensionConfig {
   /** The function whose role reads the parameter (its key in the IAM session). */
@@ -48,7 +49,7 @@ function answerTo(req: IncomingMessage): { status: number; body: string } {
     try {
       config.iam!.authorize(principal, 'ssm:GetParameter', arn);
     } catch (err) {
-      return { status: 400, body: `AccessDeniedException: ${(err as Error).message}` };
+      return { status: 400, body: errorSentence(err) };
     }
   }
   const value = config.parameters.get(name);

@@ -24,6 +24,8 @@ import {
 import type { SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { Buffer } from 'node:buffer';
 import type { Logger } from '../log.ts';
+import { errorSentence } from '../text.ts';
+import { chunks } from '../in-parallel.ts';
 
 export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
 
@@ -182,7 +184,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         more = await receive(opts.batchSize - batch.length, 0);
       } catch (err) {
         // Invoke with what is in hand rather than leave it invisible until the visibility time-out.
-        opts.log.warn('receive_failed', { reason: err instanceof Error ? err.message : String(err) });
+        opts.log.warn('receive_failed', { reason: errorSentence(err) });
         stats.receiveErrors += 1;
         break;
       }
@@ -192,16 +194,10 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     return batch;
   };
 
-  const inChunksOf10 = <T>(items: T[]): T[][] => {
-    const chunks: T[][] = [];
-    for (let i = 0; i < items.length; i += 10) chunks.push(items.slice(i, i + 10));
-    return chunks;
-  };
-
   const settle = async (records: SQSRecord[], failedIds: Set<string>) => {
     const done = records.filter((r) => !failedIds.has(r.messageId));
     const failed = records.filter((r) => failedIds.has(r.messageId));
-    for (const chunk of inChunksOf10(done)) {
+    for (const chunk of chunks(done, 10)) {
       try {
         const out = await opts.sqs.send(
           new DeleteMessageBatchCommand({
@@ -215,12 +211,12 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       } catch (err) {
         opts.log.warn('delete_failed', {
           count: chunk.length,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
         });
       }
     }
     if (opts.retryDelaySeconds === undefined || failed.length === 0) return;
-    for (const chunk of inChunksOf10(failed)) {
+    for (const chunk of chunks(failed, 10)) {
       try {
         await opts.sqs.send(
           new ChangeMessageVisibilityBatchCommand({
@@ -236,7 +232,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         // The record then comes back after the queue's visibility time-out instead.
         opts.log.warn('retry_delay_failed', {
           count: chunk.length,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
         });
       }
     }
@@ -260,7 +256,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
       failed = { ids: new Set(records.map((r) => r.messageId)), wholeBatch: true };
       opts.log.error('batch_failed', {
         records: records.length,
-        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+        error: errorSentence(err),
       });
     }
     if (failed.wholeBatch) stats.batchFailures += 1;
@@ -292,7 +288,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
         stats.receiveErrors += 1;
         if (stopping) break;
         opts.log.warn('receive_failed', {
-          reason: err instanceof Error ? err.message : String(err),
+          reason: errorSentence(err),
           retryInMs: backoffMs,
         });
         await sleep(backoffMs);

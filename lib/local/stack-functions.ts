@@ -6,7 +6,8 @@ import type { Logger } from '../log.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_REGION } from './deployed-settings.ts';
 import { loadDeployedHandlers } from './handlers.ts';
 import type { IamSession } from './iam/enforce.ts';
-import { localFunction, type LocalInvoke } from './lambda-runtime.ts';
+import type { LocalInvoke } from './lambda-invoke.ts';
+import { localFunction } from './lambda-runtime.ts';
 import {
   LOCAL_SESSION_TOKEN,
   isSecretsExtensionLayer,

@@ -8,6 +8,7 @@ import { READ_API_CALLER, setPrincipals } from './iam/principals.ts';
 import { LOCAL_API_ID, type LocalAccount } from './resolved-template.ts';
 import type { StackSettings } from './stack-template.ts';
 import type { Template } from './template.ts';
+import { errorSentence } from '../text.ts';
 
 /** The actions Lambda needs the role to allow on the queue to create an SQS event source mapping. */
 const MAPPING_ACTIONS = ['ReceiveMessage', 'DeleteMessage', 'GetQueueAttributes'] as const;
@@ -42,7 +43,7 @@ export function assertMappingCanConsume(session: IamSession, functionKey: string
     } catch (err) {
       throw new Error(
         `Invalid request provided: The provided execution role does not have permissions to call ${action} ` +
-          `on SQS (${(err as Error).message})`,
+          `on SQS (${errorSentence(err)})`,
       );
     }
   }

@@ -5,6 +5,7 @@ import { parseSecrets } from '../signature/secrets.ts';
 import { parseAllowList } from '../signature/source-ip.ts';
 import { parseSignatureMode, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { DEFAULT_SECRETS } from './demo-secrets.ts';
+import type { FaultRates } from './fault-spec.ts';
 import type { Template } from './template.ts';
 
 /** Seconds before a failed record is retried locally (deployed: the queue's 180 s visibility time-out). */
@@ -45,6 +46,8 @@ export interface LocalStackOptions {
   iam?: boolean;
   /** The template to run (default: the packaged template of the local stage, lib/local/template.ts). */
   template?: Template;
+  /** Faults to provoke (lib/local/faults.ts), drawn from `seed` (default: a random one, given in `stack.faults`). */
+  faults?: { rates: FaultRates; seed?: string };
 }
 
 /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */

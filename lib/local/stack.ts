@@ -13,14 +13,13 @@
 // restart finds the tasks and also every callback that was acknowledged but not yet applied, and the
 // dead-letter queue; with `memory` nothing is written. `<cwd>/.data/stack.json` tells the other CLI
 // commands where the stack listens; it is removed when the stack stops.
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { FauxqsServer } from 'fauxqs';
 import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../ingest/config.ts';
@@ -35,15 +34,16 @@ import {
   resourceNames,
 } from './deployed-settings.ts';
 import { createDynalite } from './dynamo.ts';
+import { createFaultSession, setFaultSession, withCrashes } from './faults.ts';
+import type { FaultKind, FaultRates } from './fault-spec.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { eventSourceMappingKey } from './iam/principals.ts';
-import type { LocalInvoke } from './lambda-runtime.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
 import { serveSecrets } from './secrets-extension.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
-import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
+import { startSqsPoller, type PollerStats } from './sqs-poller.ts';
 import { startLocalFunctions } from './stack-functions.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
 import {
@@ -80,6 +80,17 @@ export interface LocalIam {
   useRolesOf(template: Template): void;
 }
 
+/** The faults a stack provokes (`callbacks dev --faults`). */
+export interface LocalFaults {
+  readonly rates: FaultRates;
+  /** The seed the draws come from: the same seed gives the same draws again. */
+  readonly seed: string;
+  /** How many of each kind were injected so far. */
+  readonly injected: Readonly<Record<FaultKind, number>>;
+  /** Other rates from now on; `{}`: no more faults (what failed is retried, or waits in the dead-letter queue). */
+  set(rates: FaultRates): void;
+}
+
 export interface LocalStack {
   /** Base URL of the callback routes, with the real port. */
   url: string;
@@ -98,9 +109,58 @@ export interface LocalStack {
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
   templateHash: string | null;
   iam: LocalIam;
+  /** null when the stack runs without faults. */
+  faults: LocalFaults | null;
   stop(): Promise<void>;
 }
 
+/** A step of the stop that fails is passed over: the rest must still be stopped. */
+const quietly =
+  (step: () => unknown): (() => Promise<void>) =>
+  async () => {
+    try {
+      await step();
+    } catch {
+      // Keep stopping the rest.
+    }
+  };
+
+/** The emulators, each stopped by `resources` when it is disposed (the clients before the servers they talk to). */
+async function startEmulators(resources: AsyncDisposableStack, dataDir: string | null, opts: LocalStackOptions) {
+  if (dataDir) await mkdir(join(dataDir, 'dynamodb'), { recursive: true });
+  const dynamoServer = createDynalite(dataDir ? join(dataDir, 'dynamodb') : undefined);
+  resources.defer(quietly(() => closeServer(dynamoServer, 5000)));
+  const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
+  const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
+
+  const fauxqs = await startLocalSqs({
+    port: opts.sqsPort ?? 0,
+    logger: false,
+    defaultRegion: LOCAL_REGION,
+    ...(dataDir ? { dataDir: join(dataDir, 'sqs') } : {}),
+  });
+  resources.defer(quietly(() => fauxqs.stop()));
+  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+
+  const client = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+  const dynamo = new DynamoDBClient({ endpoint: dynamoEndpoint, ...client });
+  const sqs = new SQSClient({ endpoint: sqsEndpoint, ...client });
+  // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
+  const sns = new SNSClient({ endpoint: sqsEndpoint, ...client });
+  resources.defer(() => {
+    dynamo.destroy();
+    sqs.destroy();
+    sns.destroy();
+  });
+  return { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns };
+}
+
+/**
+ * Each step of the start registers how it is undone in one AsyncDisposableStack, so that a start failing
+ * half-way undoes what it did, in reverse, and a stop undoes it all: the stack file goes, no new requests are
+ * taken (those in progress finish, they still need the queue), the poller finishes the batches in hand (they
+ * still need the table), then the process-wide hooks are withdrawn and the emulators close.
+ */
 export async function startLocalStack(opts: LocalStackOptions = {}): Promise<LocalStack> {
   const env = opts.env ?? process.env;
   const cwd = resolve(opts.cwd ?? process.cwd());
@@ -120,61 +180,20 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   if (running)
     throw new Error(`a local stack is already running for ${cwd} (pid ${running.pid}, ${running.url}); stop it first`);
 
-  const restoreSink: LogSink | null = opts.quiet ? setLogSink(() => {}) : null;
+  const resources = new AsyncDisposableStack();
   let ready = false;
-  let invokers: Record<string, LocalInvoke> | undefined;
   let defaultRoute: ((event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>) | undefined;
   const routes: GatewayRoute[] = [];
   let iamSession: IamSession | undefined;
-  let servingSecrets = false;
-  let server: Server | undefined;
-  let dynamoServer: Server | undefined;
-  let fauxqs: FauxqsServer | undefined;
-  let dynamo: DynamoDBClient | undefined;
-  let sqs: SQSClient | undefined;
-  let sns: SNSClient | undefined;
-  let pollerSqs: SQSClient | undefined;
-  let poller: SqsPoller | undefined;
-  let info: LocalStackInfo | undefined;
-
-  // The reverse of the start: the stack file goes, no new requests are taken (those in progress finish,
-  // they still need the queue), the pollers finish the batches in hand (they still need the table), then
-  // the emulators close.
-  const stopAll = async () => {
-    ready = false;
-    const steps: Array<() => Promise<unknown> | undefined> = [
-      () => (info ? removeStackFile(stackFile, info) : undefined),
-      () => (server ? closeServer(server, 5000) : undefined),
-      () => poller?.stop(),
-      () => {
-        dynamo?.destroy();
-        sqs?.destroy();
-        pollerSqs?.destroy();
-        sns?.destroy();
-        return fauxqs?.stop();
-      },
-      () => (dynamoServer ? closeServer(dynamoServer, 5000) : undefined),
-    ];
-    for (const step of steps) {
-      try {
-        await step();
-      } catch {
-        // Keep stopping the rest.
-      }
-    }
-    if (servingSecrets) serveSecrets(undefined);
-    if (iamSession) {
-      const previous = setIamSession(undefined);
-      // Another stack's checks, started meanwhile in this process, stay in force.
-      if (previous !== iamSession) setIamSession(previous);
-    }
-    if (restoreSink) setLogSink(restoreSink);
-  };
 
   try {
+    if (opts.quiet) {
+      const restoreSink: LogSink = setLogSink(() => {});
+      resources.defer(() => void setLogSink(restoreSink));
+    }
     // The HTTP port first: a port already taken fails the start before anything else is done. Until the
     // stack is ready every request is answered 503 (/health included).
-    server = createGateway({
+    const server = createGateway({
       handler: (event) => defaultRoute!(event),
       // Filled in once the handlers are loaded; the gateway reads the list at each request.
       routes,
@@ -186,24 +205,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       isReady: () => ready && defaultRoute !== undefined,
       log: createLogger('gateway'),
     });
+    // A start that fails closes it last; a stop, before the poller (below): closing a closed server does nothing.
+    const closeGateway = quietly(() => closeServer(server, 5000));
+    resources.defer(closeGateway);
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
 
-    if (dataDir) await mkdir(join(dataDir, 'dynamodb'), { recursive: true });
-    dynamoServer = createDynalite(dataDir ? join(dataDir, 'dynamodb') : undefined);
-    const dynamoPort = await listen(dynamoServer, opts.dynamoPort ?? 0, '127.0.0.1');
-    const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
-
-    fauxqs = await startLocalSqs({
-      port: opts.sqsPort ?? 0,
-      logger: false,
-      defaultRegion: LOCAL_REGION,
-      ...(dataDir ? { dataDir: join(dataDir, 'sqs') } : {}),
-    });
-    const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
-
-    dynamo = new DynamoDBClient({ endpoint: dynamoEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    sqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    sns = new SNSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    const { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns } = await startEmulators(resources, dataDir, opts);
 
     const account = {
       region: LOCAL_REGION,
@@ -226,7 +233,6 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     await ensureTable(dynamo, settings.table.create);
     await ensureQueues(sqs, settings.queues);
     await ensureTopics(sns, settings, log);
-    // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
     if (!settings.topics.some((topic) => topic.name === names.eventsTopic))
       throw new Error(`the template has no topic ${names.eventsTopic} for the task events`);
     const events = await ensureEventsTopicAndQueue(sns, sqs, sqsEndpoint, {
@@ -247,10 +253,31 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     if (iamEnforced) {
       iamSession = session;
       setIamSession(session);
+      resources.defer(() => {
+        const previous = setIamSession(undefined);
+        // Another stack's checks, started meanwhile in this process, stay in force.
+        if (previous !== session) setIamSession(previous);
+      });
       assertMappingCanConsume(session, mappedFunction.key, queue.arn);
     }
 
-    invokers = await startLocalFunctions({
+    const faultSession = opts.faults
+      ? createFaultSession(opts.faults.rates, opts.faults.seed ?? randomUUID().slice(0, 8), createLogger('faults'))
+      : undefined;
+    if (faultSession) {
+      setFaultSession(faultSession);
+      resources.defer(() => {
+        const previous = setFaultSession(undefined);
+        // Another stack's faults, started meanwhile in this process, stay in force.
+        if (previous !== faultSession) setFaultSession(previous);
+      });
+    }
+
+    let servingSecrets = false;
+    resources.defer(() => {
+      if (servingSecrets) serveSecrets(undefined);
+    });
+    const invokers = await startLocalFunctions({
       functions: settings.functions,
       env,
       secretsJson: secrets.json,
@@ -263,7 +290,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       },
     });
     const http = (key: string) => (event: APIGatewayProxyEventV2) =>
-      invokers![key]!(event) as Promise<APIGatewayProxyResultV2>;
+      invokers[key]!(event) as Promise<APIGatewayProxyResultV2>;
     for (const route of settings.routes) {
       if (route.routeKey === '$default') defaultRoute = http(route.functionKey);
       else
@@ -272,10 +299,11 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // Without a $default route, API Gateway answers what no route takes with its own 404.
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
-    pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    const pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    resources.defer(() => pollerSqs.destroy());
     enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
-    const invokeWorker = invokers[mapping.functionKey]!;
-    poller = startSqsPoller({
+    const invokeWorker = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
+    const poller = startSqsPoller({
       sqs: pollerSqs,
       queueUrl: queue.url,
       queueArn: queue.arn,
@@ -292,10 +320,12 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       ...(queue.maxReceiveCount !== undefined ? { maxReceiveCount: queue.maxReceiveCount } : {}),
       log: createLogger('poller'),
     });
+    resources.defer(quietly(() => poller.stop()));
+    resources.defer(closeGateway);
 
     const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     const url = `http://${urlHost}:${port}`;
-    info = {
+    const info: LocalStackInfo = {
       pid: process.pid,
       url,
       dynamoEndpoint,
@@ -312,11 +342,16 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       signatureMode,
       allowedSources: [...allowedSources.ranges],
     };
+    resources.defer(quietly(() => removeStackFile(stackFile, info)));
     await writeStackFile(stackFile, info);
+    resources.defer(() => {
+      ready = false;
+    });
     ready = true;
 
+    // From here on the stack's, undone by stop().
+    const started = resources.move();
     let stopping: Promise<void> | undefined;
-    const started = poller;
     return {
       url,
       info,
@@ -325,7 +360,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       allowedSources: allowedSources.ranges,
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
-      poller: { stats: started.stats, busy: () => started.busy() },
+      poller: { stats: poller.stats, busy: () => poller.busy() },
       settings,
       templateHash: loaded?.hash ?? null,
       iam: {
@@ -334,10 +369,20 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         grants: session.grants,
         useRolesOf,
       },
-      stop: () => (stopping ??= stopAll()),
+      faults: faultSession
+        ? {
+            get rates() {
+              return faultSession.rates;
+            },
+            seed: faultSession.seed,
+            injected: faultSession.injected,
+            set: (rates) => faultSession.setRates(rates),
+          }
+        : null,
+      stop: () => (stopping ??= started.disposeAsync().catch(() => undefined)),
     };
   } catch (err) {
-    await stopAll();
+    await resources.disposeAsync().catch(() => undefined);
     throw err;
   }
 }

@@ -4,6 +4,8 @@
 // this module works against any target (local stack, deployed stack, an in-memory double).
 import type { Task } from '../domain/task.ts';
 import { diffTask } from './diff.ts';
+import { errorSentence } from '../text.ts';
+import { inParallel } from '../in-parallel.ts';
 
 export interface TaskReader {
   /** The task with this id of this appKey (a task belongs to one appKey; two may share an id). */
@@ -53,19 +55,6 @@ const VERIFY_DEFAULTS = { pollIntervalMs: 500, settleMs: 3000, concurrency: 16 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
   const pollIntervalMs = opts.pollIntervalMs ?? VERIFY_DEFAULTS.pollIntervalMs;
   const settleMs = opts.settleMs ?? VERIFY_DEFAULTS.settleMs;
@@ -86,11 +75,11 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
       drained = await opts.waitForDrain().catch(() => false);
       drainedSince = drained ? (drainedSince ?? Date.now()) : null;
     }
-    const verdicts = await mapLimited(pending, concurrency, async (task) => {
+    const verdicts = await inParallel(pending, concurrency, async (task) => {
       try {
         return diffTask(task, await opts.getTask(task.id, task.appKey));
       } catch (err) {
-        return [`${task.id}: could not be read (${err instanceof Error ? err.message : String(err)})`];
+        return [`${task.id}: could not be read (${errorSentence(err)})`];
       }
     });
     const stillPending: Task[] = [];

@@ -12,6 +12,7 @@ import { withFields, type Logger } from '../log.ts';
 import { Attr, readSender, type QueuedCallback } from '../queue-message.ts';
 import type { WorkerDeps } from './deps.ts';
 import { toDelivered, type Prepared, type TaskCounting } from './prepare-record.ts';
+import { errorSentence } from '../text.ts';
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 
@@ -76,7 +77,7 @@ export async function applyRecord(p: Prepared, workerDeps: WorkerDeps, counting?
       id: cb.id,
       type: cb.type,
       receiveCount: msg.receiveCount,
-      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      error: errorSentence(err),
     });
     return { log, outcome: 'failed' };
   }
@@ -141,7 +142,7 @@ async function quarantine(
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       reason,
-      error: err instanceof Error ? err.message : String(err),
+      error: errorSentence(err),
     });
     return 'failed';
   }

@@ -9,6 +9,7 @@ import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
+import { errorSentence } from '../text.ts';
 
 export interface WorkerSettings {
   /** TASKS_TABLE: the tasks table (required). */
@@ -65,7 +66,7 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
   try {
     settings = readWorkerSettings(env);
   } catch (err) {
-    logger.error('worker_config', { error: (err as Error).message });
+    logger.error('worker_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
     throw err;
   }
   // Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of

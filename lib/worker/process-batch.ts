@@ -13,7 +13,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel } from '../in-parallel.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';

@@ -282,7 +282,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
     try {
       await deps.events!.publish(events);
     } catch (err) {
-      const why = `applied, but its task events could not be published (${(err as Error).message}); run again`;
+      const why = `applied, but its task events could not be published (${errorSentence(err)}); run again`;
       return { outcome: 'failing', taskId: cb.id, kind: 'store', why };
     }
   }

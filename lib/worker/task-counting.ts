@@ -4,9 +4,10 @@
 import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { Applied } from './apply-record.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel } from '../in-parallel.ts';
 import type { WorkerDeps } from './deps.ts';
 import type { Prepared, TaskCounting } from './prepare-record.ts';
+import { errorSentence } from '../text.ts';
 
 /**
  * For each task, the last sequence number its header absorbed as the batch begins: the one before the
@@ -37,7 +38,7 @@ export async function countingOfTasks(
       out.get(task)!.absorbed = await deps.store.absorbedSequence(r.cb.appKey, r.cb.id);
     } catch (err) {
       // Unknown: the task's records fail and come again.
-      deps.log.error('task_sequence_unread', { appKey: r.cb.appKey, id: r.cb.id, error: describeError(err) });
+      deps.log.error('task_sequence_unread', { appKey: r.cb.appKey, id: r.cb.id, error: errorSentence(err) });
       out.get(task)!.absorbed = null;
       out.get(task)!.unknown = true;
     }
@@ -65,13 +66,13 @@ export async function countTask(
       await deps.store.recountTask(appKey, id, through);
       deps.log.warn('task_recounted', { appKey, id, reason, through: through ?? undefined });
     } catch (err) {
-      deps.log.error('task_recount_failed', { appKey, id, reason, error: describeError(err) });
+      deps.log.error('task_recount_failed', { appKey, id, reason, error: errorSentence(err) });
     }
   };
   const failRecords = (err: unknown) => {
     for (const { a } of records) {
       if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
-      a.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: describeError(err) });
+      a.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: errorSentence(err) });
       a.outcome = 'failed';
     }
   };
@@ -95,11 +96,8 @@ export async function countTask(
     if (counting.recount) await recount('quarantined_after_write');
     return parts;
   } catch (err) {
-    deps.log.error('task_count_failed', { appKey, id, error: describeError(err) });
+    deps.log.error('task_count_failed', { appKey, id, error: errorSentence(err) });
     failRecords(err);
     return undefined;
   }
 }
-
-const describeError = (err: unknown) =>
-  err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };

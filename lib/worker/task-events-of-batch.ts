@@ -5,6 +5,7 @@ import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-e
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { FileRecord } from '../domain/task.ts';
 import type { Applied } from './apply-record.ts';
+import { errorSentence } from '../text.ts';
 
 /** The task events of one task's writes in a batch, and the writes that have some. */
 export interface TaskEvents {
@@ -20,7 +21,7 @@ function failPublishing(failed: readonly Applied[], err: unknown): void {
       ...a.fields,
       outcome: a.outcome,
       events: a.events ?? 0,
-      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      error: errorSentence(err),
     });
     a.outcome = 'failed';
   }

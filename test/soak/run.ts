@@ -26,6 +26,7 @@ import { setLogSink } from '../../lib/log.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
 import { imageTaskSends } from './images.ts';
 import { installFaults, type FaultCounts } from './inject.ts';
+import { inParallel } from '../../lib/in-parallel.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -134,20 +135,6 @@ async function drained(stack: LocalStack, target: Target, until: number, settleM
     await sleep(250);
   }
   return false;
-}
-
-async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
 }
 
 interface Figures {
@@ -287,7 +274,7 @@ async function main(): Promise<number> {
       acked.set(r.taskId, keys);
       keys.add(eventKey(r.body));
     }
-    const perTask = await mapLimited([...acked.entries()], 16, async ([id, keys]) => {
+    const perTask = await inParallel([...acked.entries()], 16, async ([id, keys]) => {
       const [task, events] = await Promise.all([target.tasks.getTask(id), target.tasks.listEvents(id)]);
       const ledger = new Set(events.map((e) => e.key));
       let lost = 0;

@@ -16,6 +16,7 @@ import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';
 import { Index, Keys, dayOf } from './table.ts';
+import { inParallel } from '../../in-parallel.ts';
 
 const DAY_MS = 86_400_000;
 /** Without `since`, a listing that is not narrowed by an index key covers this many days. */
@@ -134,24 +135,13 @@ async function summariesOf(
   headers: (Item | null)[],
   q: ResolvedQuery,
 ): Promise<(TaskSummary | null)[]> {
-  const out: (TaskSummary | null)[] = new Array(headers.length).fill(null);
-  let next = 0;
-  const work = async () => {
-    while (next < headers.length) {
-      const i = next++;
-      const header = headers[i];
-      if (!header || !headerMatches(header, q)) continue;
-      // The header keeps the task's counts; one written before it did is added up from the task's items.
-      const counted = headerParts(header);
-      out[i] = counted
-        ? counted.eventCount > 0
-          ? toSummary(counted)
-          : null
-        : summaryFromParts(await tasks.assembled(header));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(TASK_READS_IN_PARALLEL, headers.length) }, work));
-  return out;
+  return inParallel(headers, TASK_READS_IN_PARALLEL, async (header) => {
+    if (!header || !headerMatches(header, q)) return null;
+    // The header keeps the task's counts; one written before it did is added up from the task's items.
+    const counted = headerParts(header);
+    if (!counted) return summaryFromParts(await tasks.assembled(header));
+    return counted.eventCount > 0 ? toSummary(counted) : null;
+  });
 }
 
 /**

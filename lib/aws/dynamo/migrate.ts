@@ -58,6 +58,8 @@ import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item,
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
 import { indexEvents, setIfPresent } from './index-events.ts';
+import { errorSentence } from '../../text.ts';
+import { inParallel } from '../../in-parallel.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -206,30 +208,25 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     knownFiles: 0,
     readAfterWrite: async () => null,
   });
-  let next = 0;
   let done = 0;
-  const work = async () => {
-    while (next < pks.length) {
-      const pk = pks[next++]!;
-      try {
-        const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
-        result.migrated += 1;
-        result.callbacks += brought.callbacks;
-        result.carried += brought.carried;
-      } catch (err) {
-        result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: describe(err) });
-      }
-      opts.onTask?.(++done, pks.length);
+  await inParallel(pks, opts.concurrency ?? 4, async (pk) => {
+    try {
+      const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
+      result.migrated += 1;
+      result.callbacks += brought.callbacks;
+      result.carried += brought.carried;
+    } catch (err) {
+      result.failed.push({ taskId: pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, pks.length) }, work));
+    opts.onTask?.(++done, pks.length);
+  });
   // Headers of this layout that keep no counts: counted once from their items (a second run finds them counted).
   for (const key of uncounted) {
     const id = key.pk.slice(Keys.taskPk('').length);
     try {
       if (opts.dryRun || (await counts.recount(appKeyOf(key as Item), id, null, noCapacity()))) result.counted += 1;
     } catch (err) {
-      result.failed.push({ taskId: id, error: describe(err) });
+      result.failed.push({ taskId: id, error: errorSentence(err) });
     }
   }
   // Raw bodies keyed by time, the header marked last: a run stopped in between keys them again.
@@ -239,7 +236,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
       if (!opts.dryRun) await indexEvents(table, queries, key);
       result.indexed += 1;
     } catch (err) {
-      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: describe(err) });
+      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
     }
   }
   // After the tasks brought over, whose new headers were written with the right keys already.
@@ -249,8 +246,6 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   }
   return result;
 }
-
-const describe = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
 
 async function migrateTask(
   table: TableClient,

@@ -9,6 +9,8 @@ import { KnownItems } from './known-items.ts';
 import { TaskQueries } from './queries.ts';
 import { TableClient, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
+import { errorSentence } from '../../text.ts';
+import { inParallel } from '../../in-parallel.ts';
 
 export interface RecountResult {
   /** Task headers recounted. */
@@ -37,26 +39,21 @@ export async function recountTasks(opts: RecountOptions): Promise<RecountResult>
     headers = found ? [{ pk: found.pk, sk: found.sk }] : [];
   } else headers = await allHeaders(opts.client, opts.tableName);
   const result: RecountResult = { recounted: 0, failed: [] };
-  let next = 0;
   let done = 0;
-  const work = async () => {
-    while (next < headers.length) {
-      const key = headers[next++]!;
-      const appKey = appKeyOf(key as Item);
-      const id = key.pk.slice(Keys.taskPk('').length);
-      try {
-        if (await counts.recount(appKey, id, null, noCapacity())) result.recounted += 1;
-      } catch (err) {
-        result.failed.push({
-          taskId: id,
-          appKey,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        });
-      }
-      opts.onTask?.(++done, headers.length);
+  await inParallel(headers, opts.concurrency ?? 4, async (key) => {
+    const appKey = appKeyOf(key as Item);
+    const id = key.pk.slice(Keys.taskPk('').length);
+    try {
+      if (await counts.recount(appKey, id, null, noCapacity())) result.recounted += 1;
+    } catch (err) {
+      result.failed.push({
+        taskId: id,
+        appKey,
+        error: errorSentence(err),
+      });
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, headers.length) }, work));
+    opts.onTask?.(++done, headers.length);
+  });
   return result;
 }
 

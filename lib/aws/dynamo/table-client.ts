@@ -16,6 +16,7 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { UnstorableCallbackError, type Capacity } from '../../domain/task-store.ts';
 import { compositeKey, errorSentence } from '../../text.ts';
+import { chunks } from '../../in-parallel.ts';
 
 export type Item = Record<string, any>;
 export type Key = { pk: string; sk: string };
@@ -97,10 +98,10 @@ export class TableReader {
   async getMany(keys: Key[], cap: Capacity, consistent = true): Promise<(Item | null)[]> {
     const found = new Map<string, Item>();
     const distinct = [...new Map(keys.map((k) => [keyString(k), k])).values()];
-    for (let i = 0; i < distinct.length; i += 100) {
+    for (const chunk of chunks(distinct, 100)) {
       let request: Record<string, any> | undefined = {
         [this.table]: {
-          Keys: distinct.slice(i, i + 100).map((k) => marshall({ pk: k.pk, sk: k.sk })),
+          Keys: chunk.map((k) => marshall({ pk: k.pk, sk: k.sk })),
           ConsistentRead: consistent,
         },
       };

@@ -4,6 +4,7 @@ import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSCli
 import { functionClient } from '../clients.ts';
 import type { EventPublisher } from '../../domain/event-publisher.ts';
 import type { TaskEvent } from '../../domain/task-events.ts';
+import { chunks } from '../../in-parallel.ts';
 
 /** SNS takes at most ten messages per PublishBatch call. */
 const BATCH = 10;
@@ -32,8 +33,7 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
   return {
     published: () => published,
     async publish(events) {
-      for (let i = 0; i < events.length; i += BATCH) {
-        const chunk = events.slice(i, i + BATCH);
+      for (const chunk of chunks(events, BATCH)) {
         const res = await client.send(
           new PublishBatchCommand({
             TopicArn: topicArn,

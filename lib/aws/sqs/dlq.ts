@@ -18,6 +18,7 @@ import { ID_FIELD_OF, isService } from '../../platform/services.ts';
 import { ownGroupId, redriveDeduplicationId, taskGroupId } from '../../fifo-ids.ts';
 import { Attr } from '../../queue-message.ts';
 import { errorSentence } from '../../text.ts';
+import { chunks } from '../../in-parallel.ts';
 
 export interface DeadLetter {
   messageId: string;
@@ -206,13 +207,11 @@ export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<{ vi
 
 /** Makes received messages visible again at once. */
 async function release(sqs: SQSClient, queueUrl: string, receiptHandles: string[]): Promise<void> {
-  for (let i = 0; i < receiptHandles.length; i += 10) {
+  for (const chunk of chunks(receiptHandles, 10)) {
     await sqs.send(
       new ChangeMessageVisibilityBatchCommand({
         QueueUrl: queueUrl,
-        Entries: receiptHandles
-          .slice(i, i + 10)
-          .map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })),
+        Entries: chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })),
       }),
     );
   }

@@ -15,6 +15,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { CreateTopicCommand, SubscribeCommand, type SNSClient } from '@aws-sdk/client-sns';
+import { chunks } from '../../in-parallel.ts';
 
 /** A task event as read from the queue: the published body (not checked beyond JSON) and its attributes. */
 export interface ReceivedEvent {
@@ -111,10 +112,8 @@ export class EventQueueReader {
 
   /** Makes the messages of a pass visible again. Best effort: left alone, they reappear at their time-out. */
   private async release(handles: string[]): Promise<void> {
-    for (let i = 0; i < handles.length; i += 10) {
-      const entries = handles
-        .slice(i, i + 10)
-        .map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 }));
+    for (const chunk of chunks(handles, 10)) {
+      const entries = chunk.map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 }));
       await this.sqs
         .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }))
         .catch(() => undefined);

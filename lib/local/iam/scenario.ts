@@ -10,6 +10,7 @@ import { DEFAULT_SECRETS } from '../demo-secrets.ts';
 import { LOCAL_CREDENTIALS } from '../deployed-settings.ts';
 import type { LocalStack } from '../stack.ts';
 import type { Denial } from './enforce.ts';
+import { errorSentence } from '../../text.ts';
 
 const [APP_KEY, [SECRET]] = Object.entries(DEFAULT_SECRETS)[0]! as [string, readonly string[]];
 
@@ -109,7 +110,10 @@ export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
       // Every record handled: the next run starts from an empty queue.
       await within('the queue is drained', async () => stack.poller.busy() === 0);
     } catch (err) {
-      throw new ScenarioError((err as Error).message, denied());
+      throw new ScenarioError(
+        errorSentence(err, { bare: true, allLines: true, max: Number.POSITIVE_INFINITY }),
+        denied(),
+      );
     }
   };
   return { run, close: () => sqs.destroy() };

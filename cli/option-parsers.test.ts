@@ -1,0 +1,116 @@
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { errorSentence } from '../lib/text.ts';
+import { register as registerQuarantine } from './commands/quarantine.ts';
+import { register as registerStatus } from './commands/status.ts';
+import {
+  checkQuarantineSince,
+  cidrList,
+  faultRates,
+  httpUrl,
+  instant,
+  portNumber,
+  quarantineDays,
+  rate,
+  retentionDays,
+} from './option-parsers.ts';
+
+test('a port, a rate and an instant', () => {
+  expect(['0', '3000', '65535'].map(portNumber)).toEqual([0, 3000, 65535]);
+  expect(() => portNumber('65536')).toThrow(new InvalidArgumentError('a whole number from 0 to 65535 is needed.'));
+  expect(rate('.25')).toBe(0.25);
+  expect(() => rate('1.5')).toThrow(InvalidArgumentError);
+  expect(instant('1795252977701')).toBe(1795252977701);
+  expect(instant('2026-11-22T10:00:00Z')).toBe(Date.UTC(2026, 10, 22, 10));
+  expect(() => instant('yesterday')).toThrow(new InvalidArgumentError('must be epoch milliseconds or an ISO date.'));
+});
+
+test('source ranges: repeatable, comma lists, normalised; a bad one named without the option twice', () => {
+  const parse = cidrList('--allow-cidr');
+  expect(parse('10.0.0.0/8, 192.0.2.1', parse('2001:db8::/32'))).toEqual([
+    '2001:db8::/32',
+    '10.0.0.0/8',
+    '192.0.2.1/32',
+  ]);
+  expect(() => parse('10.0.0.0/33')).toThrow(/^"10\.0\.0\.0\/33" has a prefix length outside 0 to 32/);
+  expect(() => parse(' , ')).toThrow(/^--allow-cidr is set but names no range/);
+});
+
+test('faults and URLs', () => {
+  expect(faultRates('crash=0.5')).toEqual({ crash: 0.5 });
+  expect(() => faultRates('crash=2')).toThrow(
+    new InvalidArgumentError('crash needs a rate from 0 to 1, as in crash=0.05 (not "crash=2").'),
+  );
+  expect(httpUrl('https://abc.execute-api.eu-west-1.amazonaws.com')).toBe(
+    'https://abc.execute-api.eu-west-1.amazonaws.com/',
+  );
+  expect(() => httpUrl('ftp://x')).toThrow(InvalidArgumentError);
+});
+
+describe('how far back the quarantine is read', () => {
+  const saved = process.env.RAW_EVENT_TTL_DAYS;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.RAW_EVENT_TTL_DAYS;
+    else process.env.RAW_EVENT_TTL_DAYS = saved;
+  });
+
+  test('--days: up to the retention (RAW_EVENT_TTL_DAYS, else 90), beyond it refused with the reason', () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    expect(retentionDays()).toBe(90);
+    expect(quarantineDays('90')).toBe(90);
+    expect(() => quarantineDays('91')).toThrow(
+      new InvalidArgumentError(
+        'at most 90: quarantined callbacks are kept 90 days (RAW_EVENT_TTL_DAYS), the table holds none older.',
+      ),
+    );
+    expect(() => quarantineDays('0')).toThrow(InvalidArgumentError);
+    process.env.RAW_EVENT_TTL_DAYS = '400';
+    expect(quarantineDays('365')).toBe(365);
+    process.env.RAW_EVENT_TTL_DAYS = 'ninety';
+    expect(retentionDays()).toBe(90);
+  });
+
+  test('--since: not before the oldest day the table keeps', () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    const now = Date.UTC(2026, 10, 26);
+    expect(() => checkQuarantineSince(now - 89 * 86_400_000, now)).not.toThrow();
+    expect(() => checkQuarantineSince(undefined, now)).not.toThrow();
+    expect(() => checkQuarantineSince(Date.UTC(2000, 0, 1), now)).toThrow(
+      /^--since is more than 90 days back: quarantined callbacks are kept 90 days/,
+    );
+  });
+
+  /** `callbacks <args>` parsed in this process; what it wrote to stderr, and the error it ended with. */
+  async function parse(args: string[]): Promise<{ stderr: string; error: unknown }> {
+    let stderr = '';
+    const program = new Command().exitOverride().configureOutput({
+      writeErr: (text) => {
+        stderr += text;
+      },
+      writeOut: () => {},
+    });
+    registerQuarantine(program);
+    registerStatus(program);
+    // No stack runs in this folder: a command that got as far as reading one would say so.
+    const error = await program.parseAsync(['node', 'callbacks', ...args]).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    return { stderr, error };
+  }
+
+  test('a huge --days or an old --since is refused before any day is queried', async () => {
+    delete process.env.RAW_EVENT_TTL_DAYS;
+    for (const args of [
+      ['quarantine', 'list', '--days', '100000'],
+      ['quarantine', 'apply', '--days', '100000', '--dry-run'],
+      ['status', '--days', '100000'],
+    ]) {
+      const { stderr, error } = await parse(args);
+      expect(error).toBeInstanceOf(CommanderError);
+      expect((error as CommanderError).code).toBe('commander.invalidArgument');
+      expect(stderr).toContain('at most 90: quarantined callbacks are kept 90 days');
+    }
+    const since = await parse(['quarantine', 'list', '--since', '2000-01-01']);
+    expect(errorSentence(since.error, { bare: true })).toMatch(/^--since is more than 90 days back/);
+  });
+});
