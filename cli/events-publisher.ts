@@ -9,6 +9,8 @@ import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
 import { localOperatorSession, TargetError, type Target } from './target.ts';
+import { awsClientSettings } from './aws-config.ts';
+import { cliIo } from './io.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */
@@ -17,9 +19,13 @@ export interface TaskEventsTarget {
   close(): void;
 }
 
-async function stageTopicArn(stage: string, region: string, env: NodeJS.ProcessEnv): Promise<string> {
+async function stageTopicArn(
+  stage: string,
+  region: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string> {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
-  const sts = new STSClient({ region, maxAttempts: 3 });
+  const sts = new STSClient({ region, maxAttempts: 3, ...awsClientSettings('STS', env) });
   try {
     const { Arn, Account } = await sts.send(new GetCallerIdentityCommand({}));
     const partition = Arn?.split(':')[1] ?? 'aws';
@@ -44,7 +50,7 @@ export interface TaskEventsTopic {
 export async function taskEventsTopicFor(
   target: Target,
   opts: { eventsTopic?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): Promise<TaskEventsTopic> {
   const named = opts.eventsTopic ?? (env.TASK_EVENTS_TOPIC_ARN?.trim() || undefined);
   let topicArn: string | null = null;
@@ -63,7 +69,7 @@ export async function taskEventsTopicFor(
     }
   } else {
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);
-    if (topicArn) client = new SNSClient({ region: target.region, maxAttempts: 3 });
+    if (topicArn) client = new SNSClient({ region: target.region, maxAttempts: 3, ...awsClientSettings('SNS', env) });
   }
   return { topicArn, sns: client };
 }
@@ -71,7 +77,7 @@ export async function taskEventsTopicFor(
 export async function taskEventsFor(
   target: Target,
   opts: { eventsTopic?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): Promise<TaskEventsTarget> {
   const { topicArn, sns: client } = await taskEventsTopicFor(target, opts, env);
   return {

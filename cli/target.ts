@@ -17,6 +17,8 @@ import { enforceIam, type IamSession } from '../lib/local/iam/enforce.ts';
 import { OPERATOR, operatorSession } from '../lib/local/iam/operator-policy.ts';
 import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { errorSentence } from '../lib/text.ts';
+import { awsClientSettings } from './aws-config.ts';
+import { cliIo } from './io.ts';
 
 export interface QueueDepth {
   visible: number;
@@ -53,7 +55,7 @@ export interface TargetOptions {
   cwd?: string;
   /** A queue subscribed to the task-events topic (deployed: the team's own; default env TASK_EVENTS_QUEUE_URL). */
   eventsQueueUrl?: string;
-  env?: NodeJS.ProcessEnv;
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export class TargetError extends Error {
@@ -61,7 +63,7 @@ export class TargetError extends Error {
 }
 
 export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? cliIo().env;
   const eventsQueueUrl = opts.eventsQueueUrl ?? (env.TASK_EVENTS_QUEUE_URL || null);
   if (opts.stage) {
     const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
@@ -78,10 +80,11 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
       describe: region ? `table ${env.TASKS_TABLE} in ${region}` : `table ${env.TASKS_TABLE}`,
     });
   }
-  const local = readLocalStack(opts.cwd);
+  const cwd = opts.cwd ?? cliIo().cwd;
+  const local = readLocalStack(cwd);
   if (!local) {
     throw new TargetError(
-      `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage ` +
+      `no local stack is running in ${resolve(cwd)} (start one with "npm start"), and neither --stage ` +
         `nor TASKS_TABLE names a deployed one`,
     );
   }
@@ -137,7 +140,7 @@ export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null =
 async function openDeployed(
   stage: string,
   region: string | undefined,
-  env: NodeJS.ProcessEnv,
+  env: Readonly<Record<string, string | undefined>>,
   eventsQueueUrl: string | null,
 ): Promise<Target> {
   const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
@@ -169,8 +172,8 @@ async function openAws(o: {
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
-  const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
-  const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
+  const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3, ...awsClientSettings('DYNAMODB') });
+  const sqs = new SQSClient({ region: o.region, maxAttempts: 3, ...awsClientSettings('SQS') });
   return assemble({
     kind: 'aws',
     local: null,

@@ -11,6 +11,7 @@ import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { wholeNumber, withTimeZone } from '../inspect.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
+import { type CliIo, cliIo } from '../io.ts';
 
 interface DevOptions {
   port: number;
@@ -78,21 +79,23 @@ export function register(program: Command): void {
       "for debugging only: do not check the functions' AWS calls against their roles (the deployed stack does)",
     );
   withTimeZone(dev).action(async (opts: DevOptions) => {
+    // Held here: the log sink and the signals call back from outside the run.
+    const io = cliIo();
     const c = colorsFor(opts);
-    opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
+    opts.logFormat ??= io.stdout.isTTY ? 'pretty' : 'json';
     // Before the handlers load: their first lines (configuration) come out in the chosen format too.
     if (!opts.quiet && opts.logFormat === 'pretty') {
       setLogSink((line) => {
         const shown = prettyLogLine(line, c);
-        if (shown !== null) process.stdout.write(`${shown}\n`);
+        if (shown !== null) io.stdout.write(`${shown}\n`);
       });
     } else if (!opts.quiet) {
       // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
-      setLogSink((line) => process.stdout.write(`${safeJson(line)}\n`));
+      setLogSink((line) => io.stdout.write(`${safeJson(line)}\n`));
     }
     // The stack runs without its console rather than not at all.
     const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
-      process.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
+      io.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
       return undefined;
     });
     const stack = await startLocalStack({
@@ -106,17 +109,19 @@ export function register(program: Command): void {
       quiet: opts.quiet ?? false,
       consoleDir,
       iam: opts.iam,
+      cwd: io.cwd,
+      env: io.env,
     });
-    process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
-    await untilSignal();
-    process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+    io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
+    await untilSignal(io);
+    io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
     await stack.stop();
-    process.stdout.write('Stopped.\n');
+    io.stdout.write('Stopped.\n');
   });
 }
 
 const shown = (path: string) => {
-  const rel = relative(process.cwd(), path);
+  const rel = relative(cliIo().cwd, path);
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
@@ -194,7 +199,7 @@ export function banner(
  * within that moment are ignored: under `npm start` a Ctrl-C reaches the process twice, from the
  * terminal and forwarded by npm.
  */
-function untilSignal(): Promise<void> {
+function untilSignal(io: CliIo): Promise<void> {
   return new Promise((resolve) => {
     let firstAt = 0;
     const onSignal = () => {
@@ -202,11 +207,10 @@ function untilSignal(): Promise<void> {
         firstAt = Date.now();
         resolve();
       } else if (Date.now() - firstAt > 1000) {
-        process.stderr.write('callbacks: stopped without finishing the work in progress\n');
-        process.exit(130);
+        io.stderr.write('callbacks: stopped without finishing the work in progress\n');
+        io.exit(130);
       }
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    io.onStop(onSignal);
   });
 }

@@ -14,6 +14,7 @@ import {
   withTarget,
   type CommonOptions,
 } from '../inspect.ts';
+import { cliIo } from '../io.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
@@ -86,7 +87,7 @@ export function register(program: Command): void {
       const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
       const expected = Math.min(waiting, opts.max ?? Infinity);
       if (!opts.yes) {
-        if (!process.stdin.isTTY)
+        if (!cliIo().stdin.isTTY)
           throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
         if (
           !(await confirm(
@@ -99,11 +100,11 @@ export function register(program: Command): void {
         }
       }
       const bar =
-        process.stderr.isTTY && !opts.json
+        cliIo().stderr.isTTY && !opts.json
           ? new SingleBar({
               format: 'redrive [{bar}] {value}/{total} messages',
               hideCursor: true,
-              stream: process.stderr,
+              stream: cliIo().stderr as NodeJS.WriteStream,
             })
           : null;
       bar?.start(Math.max(expected, 1), 0);

@@ -21,6 +21,7 @@ import {
 } from '../inspect.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
+import { cliIo, setExitCode } from '../io.ts';
 
 interface FilterOptions {
   reason?: string;
@@ -221,7 +222,7 @@ export function register(program: Command): void {
         return;
       }
       if (!opts.dryRun && !opts.yes) {
-        if (!process.stdin.isTTY)
+        if (!cliIo().stdin.isTTY)
           throw new CliError(
             'quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal',
           );
@@ -232,18 +233,18 @@ export function register(program: Command): void {
           return;
         }
       }
-      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
+      const toleranceS = Number(cliIo().env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
       const others = await around(ctx, entries, toleranceS);
       const source = secretsFor(ctx.target, opts);
       const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
       let secrets: Promise<SecretsByAppKey> | undefined;
       const bar =
-        process.stderr.isTTY && !opts.json
+        cliIo().stderr.isTTY && !opts.json
           ? new SingleBar({
               format: `${opts.dryRun ? 'checking' : 'applying'} [{bar}] {value}/{total} callbacks`,
               hideCursor: true,
               clearOnComplete: true,
-              stream: process.stderr,
+              stream: cliIo().stderr as NodeJS.WriteStream,
             })
           : null;
       bar?.start(entries.length, 0);
@@ -269,7 +270,7 @@ export function register(program: Command): void {
       }
       if (opts.json) printJson(summaryJson(opts, results));
       else ctx.out(renderSummary(opts, results, ctx));
-      if (!opts.dryRun && results.some((r) => r.result.outcome === 'failing')) process.exitCode = 1;
+      if (!opts.dryRun && results.some((r) => r.result.outcome === 'failing')) setExitCode(1);
     });
   });
 }

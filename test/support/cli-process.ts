@@ -1,7 +1,13 @@
 // The `callbacks` command as a user runs it: a child process on the pinned Node, in a given folder, with
 // none of the machine's AWS settings. `startDev` runs `callbacks dev` until stopped, as `npm start` would.
+// `runCliHere` runs the very same command (cli/main.ts's run) in this process, with an environment, a
+// folder and streams of its own: what bin/callbacks.js does, without the half second a process takes to
+// start. The child process stays for what only a process has: bin's wiring, exit codes, signals.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import type { CliIo } from '../../cli/io.ts';
+import { run as runCallbacks } from '../../cli/main.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 
@@ -44,6 +50,64 @@ export function runCli(
     if (opts.input !== undefined) child.stdin?.end(opts.input);
     else child.stdin?.end();
   });
+}
+
+/** A run of `callbacks <args>` in this process: its result, what it printed so far, and Ctrl-C. */
+export interface CliHere {
+  done: Promise<Run>;
+  output(): { stdout: string; stderr: string };
+  /** What SIGINT would do to the command run by a user. */
+  stop(): void;
+}
+
+/** A stream that keeps what is written to it (not a terminal, as a pipe). */
+function collector(): { stream: Writable; text(): string } {
+  const chunks: Buffer[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
+  });
+  return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+/** Starts `callbacks <args>` in this process, as runCli does in a child (same environment rules). */
+export function startCliHere(args: string[], opts: { cwd: string; env?: Record<string, string>; input?: string }) {
+  const stdout = collector();
+  const stderr = collector();
+  const stopListeners = new Set<() => void>();
+  const io: CliIo = {
+    stdout: stdout.stream,
+    stderr: stderr.stream,
+    stdin: Readable.from(opts.input === undefined ? [] : [Buffer.from(opts.input)]),
+    env: childEnv(opts.env),
+    cwd: opts.cwd,
+    onStop(listener) {
+      stopListeners.add(listener);
+      return () => stopListeners.delete(listener);
+    },
+    exit(code) {
+      throw new Error(`callbacks asked to end the process with ${code}: only a child process can be ended`);
+    },
+  };
+  const output = () => ({ stdout: stdout.text(), stderr: stderr.text() });
+  const done = runCallbacks(args, io).then((code) => ({ code, ...output() }));
+  return {
+    done,
+    output,
+    stop: () => {
+      for (const listener of [...stopListeners]) listener();
+    },
+  } satisfies CliHere;
+}
+
+/** Runs `callbacks <args>` in this process and collects its output: runCli without the child. */
+export function runCliHere(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string>; input?: string },
+): Promise<Run> {
+  return startCliHere(args, opts).done;
 }
 
 export interface DevProcess {
