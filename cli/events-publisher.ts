@@ -9,7 +9,7 @@ import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
 import { localOperatorSession, TargetError, type Target } from './target.ts';
-import { awsClientSettings } from './aws-config.ts';
+import { awsClientSettings } from '../lib/aws/client-settings.ts';
 import { cliIo } from './io.ts';
 
 export interface TaskEventsTarget {
@@ -25,7 +25,7 @@ async function stageTopicArn(
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<string> {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
-  const sts = new STSClient({ region, maxAttempts: 3, ...awsClientSettings('STS', env) });
+  const sts = new STSClient({ ...awsClientSettings('STS', env), region, maxAttempts: 3 });
   try {
     const { Arn, Account } = await sts.send(new GetCallerIdentityCommand({}));
     const partition = Arn?.split(':')[1] ?? 'aws';
@@ -69,7 +69,7 @@ export async function taskEventsTopicFor(
     }
   } else {
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);
-    if (topicArn) client = new SNSClient({ region: target.region, maxAttempts: 3, ...awsClientSettings('SNS', env) });
+    if (topicArn) client = new SNSClient({ ...awsClientSettings('SNS', env), region: target.region, maxAttempts: 3 });
   }
   return { topicArn, sns: client };
 }

@@ -7,7 +7,7 @@ import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, type Target } from './target.ts';
-import { awsClientSettings } from './aws-config.ts';
+import { awsClientSettings } from '../lib/aws/client-settings.ts';
 import { cliIo } from './io.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */
@@ -59,7 +59,7 @@ export function secretsFor(
 
 async function readParameter(name: string, region: string): Promise<SecretsByAppKey> {
   const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
-  const ssm = new SSMClient({ region, maxAttempts: 3, ...awsClientSettings('SSM') });
+  const ssm = new SSMClient({ ...awsClientSettings('SSM', cliIo().env), region, maxAttempts: 3 });
   try {
     const res = await ssm.send(new GetParameterCommand({ Name: name, WithDecryption: true }));
     const value = res.Parameter?.Value;

@@ -2,7 +2,7 @@
 // oldest message (CloudWatch), the ingest's signature settings (its function configuration) and the stage's
 // alarms in alarm. The CloudWatch and Lambda clients are loaded only here, only for a stage.
 import { SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
-import { awsClientSettings } from './aws-config.ts';
+import { awsClientSettings } from '../lib/aws/client-settings.ts';
 import { cliIo } from './io.ts';
 
 /** How far back the queue-age metric is read: SQS publishes it every minute, sometimes a few minutes late. */
@@ -44,8 +44,8 @@ export async function stageInsight(
   );
   const { LambdaClient, GetFunctionConfigurationCommand } = await import('@aws-sdk/client-lambda');
   const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE;
-  const cloudwatch = new CloudWatchClient({ region, maxAttempts: 3, ...awsClientSettings('CLOUDWATCH', env) });
-  const lambda = new LambdaClient({ region, maxAttempts: 3, ...awsClientSettings('LAMBDA', env) });
+  const cloudwatch = new CloudWatchClient({ ...awsClientSettings('CLOUDWATCH', env), region, maxAttempts: 3 });
+  const lambda = new LambdaClient({ ...awsClientSettings('LAMBDA', env), region, maxAttempts: 3 });
   return {
     async oldestMessageAgeS() {
       const end = now();

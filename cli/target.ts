@@ -17,7 +17,7 @@ import { enforceIam, type IamSession } from '../lib/local/iam/enforce.ts';
 import { OPERATOR, operatorSession } from '../lib/local/iam/operator-policy.ts';
 import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { errorSentence } from '../lib/text.ts';
-import { awsClientSettings } from './aws-config.ts';
+import { awsClientSettings } from '../lib/aws/client-settings.ts';
 import { cliIo } from './io.ts';
 
 export interface QueueDepth {
@@ -172,8 +172,12 @@ async function openAws(o: {
   describe: string;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
-  const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3, ...awsClientSettings('DYNAMODB') });
-  const sqs = new SQSClient({ region: o.region, maxAttempts: 3, ...awsClientSettings('SQS') });
+  const dynamo = new DynamoDBClient({
+    ...awsClientSettings('DYNAMODB', cliIo().env),
+    region: o.region,
+    maxAttempts: 3,
+  });
+  const sqs = new SQSClient({ ...awsClientSettings('SQS', cliIo().env), region: o.region, maxAttempts: 3 });
   return assemble({
     kind: 'aws',
     local: null,

@@ -16,13 +16,14 @@ import {
   text,
   trueOrFalse,
 } from '../config/read-env.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, logLevelFrom } from '../log.ts';
 import type { Logger } from '../log.ts';
 import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../queue-message.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
+import { awsClientSettings } from '../aws/client-settings.ts';
 
 export interface IngestSettings {
   /** QUEUE_URL; empty when unset (every callback then gets 503 queue_unavailable). */
@@ -70,7 +71,7 @@ export const defaults = {
  */
 export const MAX_BODY_BYTES_LIMIT = 80 * 1024;
 
-type Env = Record<string, string | undefined>;
+type Env = Readonly<Record<string, string | undefined>>;
 
 const positiveInteger = positiveWholeNumber('a positive integer');
 
@@ -191,11 +192,8 @@ export const modeOffRefused =
  * parts. Throws (the function fails to start) on the settings readIngestSettings refuses, and on signature mode
  * off outside a development stage.
  */
-export function buildIngestDependencies(
-  env: Env = process.env,
-  overrides: Partial<IngestDependencies> = {},
-): IngestDependencies {
-  const logger = overrides.logger ?? createLogger('ingest');
+export function buildIngestDependencies(env: Env, overrides: Partial<IngestDependencies> = {}): IngestDependencies {
+  const logger = overrides.logger ?? createLogger('ingest', logLevelFrom(env));
   const now = overrides.now ?? Date.now;
   let read: ReturnType<typeof readEnvironment<typeof ingestEnvironment.variables>>;
   try {
@@ -220,7 +218,7 @@ export function buildIngestDependencies(
   const endpoint = read.settings.AWS_ENDPOINT_URL_SQS || read.settings.AWS_ENDPOINT_URL;
   return {
     settings: { ...settings, ...overrides.settings },
-    sqs: overrides.sqs ?? createSqsClient(endpoint ? { endpoint } : {}),
+    sqs: overrides.sqs ?? createSqsClient({ ...awsClientSettings('SQS', env), ...(endpoint ? { endpoint } : {}) }),
     secrets,
     now,
     logger,

@@ -41,10 +41,9 @@ import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/e
 import { eventSourceMappingKey } from './iam/principals.ts';
 import type { LocalInvoke } from './lambda-runtime.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
-import { serveSecrets } from './secrets-extension.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
-import { startLocalFunctions } from './stack-functions.ts';
+import { type LocalFunctions, startLocalFunctions } from './stack-functions.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
 import {
   DEFAULT_RETRY_DELAY_S,
@@ -126,7 +125,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let defaultRoute: ((event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>) | undefined;
   const routes: GatewayRoute[] = [];
   let iamSession: IamSession | undefined;
-  let servingSecrets = false;
+  let functions: LocalFunctions | undefined;
   let server: Server | undefined;
   let dynamoServer: Server | undefined;
   let fauxqs: FauxqsServer | undefined;
@@ -162,7 +161,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         // Keep stopping the rest.
       }
     }
-    if (servingSecrets) serveSecrets(undefined);
+    await functions?.stop();
     if (iamSession) {
       const previous = setIamSession(undefined);
       // Another stack's checks, started meanwhile in this process, stay in force.
@@ -180,7 +179,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       routes,
       ...(opts.consoleDir ? { console: loadConsoleFiles(opts.consoleDir) } : {}),
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
-      maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
+      maxBodyBytes: readIngestSettings(env).settings.maxBodyBytes,
       // The read API's callers hold the policy the stack offers them: a request it does not allow gets 403.
       authorizeIam: (method, path) => readApiCallAllowed(iamSession, method, path),
       isReady: () => ready && defaultRoute !== undefined,
@@ -250,7 +249,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       assertMappingCanConsume(session, mappedFunction.key, queue.arn);
     }
 
-    invokers = await startLocalFunctions({
+    functions = await startLocalFunctions({
       functions: settings.functions,
       env,
       secretsJson: secrets.json,
@@ -258,10 +257,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       dynamoEndpoint,
       iam: iamEnforced ? session : undefined,
       log,
-      onServingSecrets: () => {
-        servingSecrets = true;
-      },
     });
+    invokers = functions.invokers;
     const http = (key: string) => (event: APIGatewayProxyEventV2) =>
       invokers![key]!(event) as Promise<APIGatewayProxyResultV2>;
     for (const route of settings.routes) {
@@ -273,7 +270,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
     pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
+    if (iamSession) enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key), iamSession);
     const invokeWorker = invokers[mapping.functionKey]!;
     poller = startSqsPoller({
       sqs: pollerSqs,

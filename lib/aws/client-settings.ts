@@ -1,21 +1,27 @@
-// The settings of a client of a deployed stage's services, from the run's environment (cli/io.ts) rather
-// than from the process's, which the SDK would read by itself: an endpoint set for the service or for every
-// service, and keys set in the environment. What is not set is left to the SDK's own chain (a profile, SSO,
-// a role), as before. Run by bin/callbacks.js the run's environment is the process's: the same result.
-import { cliIo } from './io.ts';
+// The settings of an AWS SDK client that an environment decides: the region, an endpoint set for the service
+// or for every service, and keys. A handler's factory and the CLI read them from the environment object they
+// were given, not from process.env, which the SDK would read by itself: two local stacks (each with its
+// emulators' endpoints) can then run in one process. What is not set is left to the SDK's own chain (a
+// profile, SSO, a role). Deployed, the object is process.env: the same result as the SDK's own reading.
 
 /** The part of a client's configuration the environment decides. */
 export interface AwsClientSettings {
+  region?: string;
   endpoint?: string;
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 }
 
 /**
  * `service` as the SDK names its endpoint variable (DYNAMODB, SQS, SNS, SSM, STS, CLOUDWATCH, LAMBDA,
- * CLOUDFORMATION): AWS_ENDPOINT_URL_<service>, then AWS_ENDPOINT_URL.
+ * CLOUDFORMATION): AWS_ENDPOINT_URL_<service>, then AWS_ENDPOINT_URL; AWS_REGION; AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
  */
-export function awsClientSettings(service: string, env = cliIo().env): AwsClientSettings {
+export function awsClientSettings(
+  service: string,
+  env: Readonly<Record<string, string | undefined>>,
+): AwsClientSettings {
   const settings: AwsClientSettings = {};
+  if (env.AWS_REGION) settings.region = env.AWS_REGION;
   const ignored = env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS?.toLowerCase() === 'true';
   const endpoint = ignored ? undefined : env[`AWS_ENDPOINT_URL_${service}`] || env.AWS_ENDPOINT_URL;
   if (endpoint) settings.endpoint = endpoint;
