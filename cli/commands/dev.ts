@@ -4,7 +4,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
 import { parseAllowList } from '../../lib/ingest/source-ip.ts';
-import { setLogSink } from '../../lib/log.ts';
+import { type LogSink, setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
@@ -83,41 +83,52 @@ export function register(program: Command): void {
     const io = cliIo();
     const c = colorsFor(opts);
     opts.logFormat ??= io.stdout.isTTY ? 'pretty' : 'json';
-    // Before the handlers load: their first lines (configuration) come out in the chosen format too.
+    // Before the handlers load: their first lines (configuration) come out in the chosen format too. Put back
+    // once the stack stops, for whatever runs next in the process.
+    let restoreSink: LogSink | undefined;
     if (!opts.quiet && opts.logFormat === 'pretty') {
-      setLogSink((line) => {
+      restoreSink = setLogSink((line) => {
         const shown = prettyLogLine(line, c);
         if (shown !== null) io.stdout.write(`${shown}\n`);
       });
     } else if (!opts.quiet) {
       // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
-      setLogSink((line) => io.stdout.write(`${safeJson(line)}\n`));
+      restoreSink = setLogSink((line) => io.stdout.write(`${safeJson(line)}\n`));
     }
-    // The stack runs without its console rather than not at all.
-    const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
-      io.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
-      return undefined;
-    });
-    const stack = await startLocalStack({
-      port: opts.port,
-      host: opts.host,
-      memory: opts.memory ?? false,
-      dataDir: opts.dataDir,
-      signatureMode: opts.signatureMode,
-      allowedSourceCidrs: opts.allowCidr,
-      retryDelaySeconds: opts.retryDelay,
-      quiet: opts.quiet ?? false,
-      consoleDir,
-      iam: opts.iam,
-      cwd: io.cwd,
-      env: io.env,
-    });
-    io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
-    await untilSignal(io);
-    io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
-    await stack.stop();
-    io.stdout.write('Stopped.\n');
+    try {
+      await runStack(io, opts, c);
+    } finally {
+      if (restoreSink) setLogSink(restoreSink);
+    }
   });
+}
+
+/** Starts the stack, prints its banner, and stops it at the first Ctrl-C. */
+async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
+  // The stack runs without its console rather than not at all.
+  const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
+    io.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
+    return undefined;
+  });
+  const stack = await startLocalStack({
+    port: opts.port,
+    host: opts.host,
+    memory: opts.memory ?? false,
+    dataDir: opts.dataDir,
+    signatureMode: opts.signatureMode,
+    allowedSourceCidrs: opts.allowCidr,
+    retryDelaySeconds: opts.retryDelay,
+    quiet: opts.quiet ?? false,
+    consoleDir,
+    iam: opts.iam,
+    cwd: io.cwd,
+    env: io.env,
+  });
+  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
+  await untilSignal(io);
+  io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+  await stack.stop();
+  io.stdout.write('Stopped.\n');
 }
 
 const shown = (path: string) => {
