@@ -27,7 +27,8 @@ import {
   type Delivery,
   type Lifecycle,
 } from './support/lifecycles.ts';
-import { manyAttemptsProblems } from './support/many-attempts.ts';
+import { FULL_DAY_ATTEMPTS, manyAttemptsProblems } from './support/many-attempts.ts';
+import { sized } from './support/size.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
 const local = useQuietDynamo();
@@ -247,17 +248,18 @@ describe('BatchGetItem', () => {
 
 /** Every item under a task partition, with its size as DynamoDB counts it. */
 describe('a file with many attempts', () => {
-  // 300 attempts: well past the file item's inline keys, duplicates and two writers contending, in seconds.
-  // The full day of 8,640 attempts (the task read over several pages) runs in the soak: npm run soak -- --full-size.
-  test('300 failed uploads of one image, some twice, in any order: attempts exact, every item small', async () => {
+  // 300 attempts in npm test: well past the file item's inline keys, duplicates and two writers contending, in
+  // seconds. The full day of 8,640 (the task then read over several pages) with npm run soak -- --sized-tests.
+  const attempts = sized(300, FULL_DAY_ATTEMPTS);
+  test(`${attempts} failed uploads of one image, some twice, in any order: attempts exact, every item small`, async () => {
     const problems = await manyAttemptsProblems({
       client: local.db.client,
       tableName: local.db.tableName,
-      attempts: 300,
+      attempts,
       imageId: 'img-outage',
     });
     expect(problems).toEqual([]);
-  }, 180_000);
+  }, 1_800_000);
 });
 
 describe('a refused recording end leaves nothing behind', () => {

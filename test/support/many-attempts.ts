@@ -1,8 +1,8 @@
 // One image whose upload fails again and again through a storage outage: the platform retries it every 10 s
-// and reports each failure, some twice, in any order, two writers at once on the one task. Shared by the task
-// store's test (a few hundred attempts, past the file item's inline keys) and the soak's full-size part (the
-// 8,640 attempts of 24 hours, test/soak/full-size.ts). What is checked is the same: every attempt counted
-// once, the task as the domain folds it, one event per callback, and no item growing with the attempts.
+// and reports each failure, some twice, in any order, two writers at once on the one task. The task store's
+// test runs it with a few hundred attempts (past the file item's inline keys), and at full size with the 8,640
+// attempts of 24 hours (test/support/size.ts). What is checked: every attempt counted once, the task as the
+// domain folds it, one event per callback, and no item growing with the attempts.
 import {
   type AttributeValue,
   type DynamoDBClient,
