@@ -251,7 +251,8 @@ describe('a file with many attempts', () => {
   // 300 attempts in npm test: well past the file item's inline keys, duplicates and two writers contending, in
   // seconds. The full day of 8,640 (the task then read over several pages) with npm run soak -- --sized-tests.
   const attempts = sized(300, FULL_DAY_ATTEMPTS);
-  test(`${attempts} failed uploads of one image, some twice, in any order: attempts exact, every item small`, async () => {
+  const title = `${attempts} failed uploads of one image, some twice, in any order: attempts exact, every item small`;
+  test(title, async () => {
     const problems = await manyAttemptsProblems({
       client: local.db.client,
       tableName: local.db.tableName,

@@ -90,7 +90,8 @@ describe('fault injection: a failed write at every position, then redelivery', (
   const samples = fc.sample(lifecycleArb, { numRuns: 1, seed: 42 });
 
   for (const when of ['before', 'after'] as const) {
-    test(`write N fails ${when} reaching the table, for N across the run: state equals the fold, counts exact`, async () => {
+    const title = `write N fails ${when} reaching the table, for N across the run: state equals the fold, counts exact`;
+    test(title, async () => {
       for (const [ls, ds] of samples) {
         // Count the writes of a clean run first.
         const probe = isolate(ls, ds);
