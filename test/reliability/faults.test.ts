@@ -135,7 +135,7 @@ describe('a worker that dies after k writes of a batch', () => {
     await db.stop();
   });
 
-  test('for k across the run: the batch comes back whole, and the state equals the fold with exact counts', async () => {
+  test('for k across the run: the batch comes back whole, the state equals the fold with exact counts', async () => {
     const sample = sampleRun(11, { recordings: 1, screenshots: 1, maxExtra: 3 });
     // Records one at a time in the dying invocation, so that "after k writes" is one precise moment.
     const probe = isolate(sample, 'probe');
