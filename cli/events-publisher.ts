@@ -9,7 +9,7 @@ import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
 import { localOperatorSession, TargetError, type Target } from './target.ts';
-import { awsClientSettings } from '../lib/aws/client-settings.ts';
+import { awsClientSettings } from './aws-config.ts';
 import { cliIo } from './io.ts';
 
 export interface TaskEventsTarget {

@@ -7,7 +7,7 @@ import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, type Target } from './target.ts';
-import { awsClientSettings } from '../lib/aws/client-settings.ts';
+import { awsClientSettings } from './aws-config.ts';
 import { cliIo } from './io.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */

@@ -2,7 +2,7 @@
 // oldest message (CloudWatch), the ingest's signature settings (its function configuration) and the stage's
 // alarms in alarm. The CloudWatch and Lambda clients are loaded only here, only for a stage.
 import { SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
-import { awsClientSettings } from '../lib/aws/client-settings.ts';
+import { awsClientSettings } from './aws-config.ts';
 import { cliIo } from './io.ts';
 
 /** How far back the queue-age metric is read: SQS publishes it every minute, sometimes a few minutes late. */

@@ -17,7 +17,7 @@ import { enforceIam, type IamSession } from '../lib/local/iam/enforce.ts';
 import { OPERATOR, operatorSession } from '../lib/local/iam/operator-policy.ts';
 import { type LocalStackInfo, readLocalStack } from '../lib/local/stack-file.ts';
 import { errorSentence } from '../lib/text.ts';
-import { awsClientSettings } from '../lib/aws/client-settings.ts';
+import { awsClientSettings } from './aws-config.ts';
 import { cliIo } from './io.ts';
 
 export interface QueueDepth {

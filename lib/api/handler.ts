@@ -5,6 +5,7 @@ import type { JsonResponse } from '../ingest/responses.ts';
 import { invocationRunner } from '../log.ts';
 import { buildApiDependencies } from './config.ts';
 import { handleApiRequest } from './handle-request.ts';
+import type { ClientSettings } from '../aws/clients.ts';
 
 export type ApiHandler = (
   event: APIGatewayProxyEventV2,
@@ -12,8 +13,11 @@ export type ApiHandler = (
 ) => Promise<JsonResponse>;
 
 /** The DynamoDB client is built here, once: without a table the function does not start. */
-export function createApiHandler(env: Readonly<Record<string, string | undefined>>): ApiHandler {
-  const dependencies = buildApiDependencies(env);
+export function createApiHandler(
+  env: Readonly<Record<string, string | undefined>>,
+  clients: ClientSettings = {},
+): ApiHandler {
+  const dependencies = buildApiDependencies(env, undefined, clients);
   const invocation = invocationRunner();
   return (event, context) => invocation(context, () => handleApiRequest(event, dependencies));
 }

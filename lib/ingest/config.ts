@@ -5,6 +5,7 @@
 // open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
 // be accepted with a 200 and then fail for good), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { type ClientSettings, clientConfigOf } from '../aws/clients.ts';
 import * as v from 'valibot';
 import {
   envSchema,
@@ -23,7 +24,6 @@ import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from './source-ip.ts';
 import { extensionSecrets, jsonSecrets } from './secrets.ts';
 import type { SecretsProvider } from './secrets.ts';
-import { awsClientSettings } from '../aws/client-settings.ts';
 
 export interface IngestSettings {
   /** QUEUE_URL; empty when unset (every callback then gets 503 queue_unavailable). */
@@ -192,7 +192,11 @@ export const modeOffRefused =
  * parts. Throws (the function fails to start) on the settings readIngestSettings refuses, and on signature mode
  * off outside a development stage.
  */
-export function buildIngestDependencies(env: Env, overrides: Partial<IngestDependencies> = {}): IngestDependencies {
+export function buildIngestDependencies(
+  env: Env,
+  overrides: Partial<IngestDependencies> = {},
+  clients: ClientSettings = {},
+): IngestDependencies {
   const logger = overrides.logger ?? createLogger('ingest', logLevelFrom(env));
   const now = overrides.now ?? Date.now;
   let read: ReturnType<typeof readEnvironment<typeof ingestEnvironment.variables>>;
@@ -218,7 +222,7 @@ export function buildIngestDependencies(env: Env, overrides: Partial<IngestDepen
   const endpoint = read.settings.AWS_ENDPOINT_URL_SQS || read.settings.AWS_ENDPOINT_URL;
   return {
     settings: { ...settings, ...overrides.settings },
-    sqs: overrides.sqs ?? createSqsClient({ ...awsClientSettings('SQS', env), ...(endpoint ? { endpoint } : {}) }),
+    sqs: overrides.sqs ?? createSqsClient({ ...(endpoint ? { endpoint } : {}), ...clientConfigOf('sqs', clients) }),
     secrets,
     now,
     logger,

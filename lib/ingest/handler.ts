@@ -5,6 +5,7 @@ import { invocationRunner } from '../log.ts';
 import { buildIngestDependencies } from './config.ts';
 import { handleCallbackRequest } from './handle-request.ts';
 import type { IngestResponse } from './responses.ts';
+import type { ClientSettings } from '../aws/clients.ts';
 
 export type IngestHandler = (
   event: APIGatewayProxyEventV2,
@@ -12,8 +13,11 @@ export type IngestHandler = (
 ) => Promise<IngestResponse>;
 
 /** The SQS client and the settings are built here, once; the secrets on the first request that needs them. */
-export function createIngestHandler(env: Readonly<Record<string, string | undefined>>): IngestHandler {
-  const dependencies = buildIngestDependencies(env);
+export function createIngestHandler(
+  env: Readonly<Record<string, string | undefined>>,
+  clients: ClientSettings = {},
+): IngestHandler {
+  const dependencies = buildIngestDependencies(env, {}, clients);
   const invocation = invocationRunner();
   return (event, context) => invocation(context, () => handleCallbackRequest(event, dependencies));
 }

@@ -1,16 +1,18 @@
 // The local stack runs the handlers that are deployed, not a copy assembled from lib/: each functions/<key>.ts
 // is one line, `export const handler = <factory>(process.env)`, and the stack calls that very factory with the
-// function's environment from the template (its endpoints, the emulators of this stack). Each stack builds its
-// own handlers, so two stacks with different ports or settings run side by side in one process. While a
+// function's environment from the template, and the settings of its clients (this stack's emulators, region and
+// keys: not read by the SDK from process.env). Each stack builds its own handlers, so two stacks with different
+// ports or settings run side by side in one process. While a
 // factory runs, the clients it builds get the function's role (lib/local/iam/enforce.ts) and the services'
 // message limits (lib/local/service-limits.ts), through the client hook of lib/aws/clients.ts.
 //
-// A new function: a factory `create<Name>Handler(env)` beside its logic (lib/<area>/handler.ts), its entry
-// functions/<key>.ts calling it with process.env, and one line in handlerFactories below;
-// test/local-stack.test.ts holds each entry to its line here.
+// A new function: a factory `create<Name>Handler(env, clients = {})` beside its logic (lib/<area>/handler.ts),
+// whose clients take `clientConfigOf(service, clients)` (lib/aws/clients.ts), its entry functions/<key>.ts
+// calling it with process.env, and one line in handlerFactories below; lib/local/handlers.test.ts holds each
+// entry to its line here.
 import { randomUUID } from 'node:crypto';
 import { createApiHandler } from '../api/handler.ts';
-import { setClientHook } from '../aws/clients.ts';
+import { type ClientSettings, setClientHook } from '../aws/clients.ts';
 import { createIngestHandler } from '../ingest/handler.ts';
 import { createWorkerHandler } from '../worker/handler.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
@@ -35,7 +37,7 @@ export interface FunctionToBuild {
 
 type Environment = Readonly<Record<string, string | undefined>>;
 
-type HandlerFactory = (env: Environment) => LambdaHandler;
+type HandlerFactory = (env: Environment, clients: ClientSettings) => LambdaHandler;
 
 /** The factory each entry of functions/ calls with process.env, by the entry's key. */
 export const handlerFactories: Readonly<Record<string, HandlerFactory>> = {
@@ -45,13 +47,15 @@ export const handlerFactories: Readonly<Record<string, HandlerFactory>> = {
 };
 
 /**
- * Each function's handler, by key, built by its factory with `base` (region, credentials, endpoints) and its
- * own environment; its clients checked against its role in `iam` (none: not checked).
+ * Each function's handler, by key, built by its factory with `base` (what Lambda sets) and its own environment;
+ * its clients sent to `clients` (this stack's emulators, region and keys, rather than what the SDK would read
+ * from process.env) and checked against its role in `iam` (none: not checked).
  */
 export function buildDeployedHandlers(
   base: Record<string, string>,
   functions: readonly FunctionToBuild[],
   iam: IamSession | undefined,
+  clients: ClientSettings,
 ): Record<string, LambdaHandler> {
   const handlers: Record<string, LambdaHandler> = {};
   for (const fn of functions) {
@@ -67,7 +71,7 @@ export function buildDeployedHandlers(
       enforceServiceLimits(client);
     });
     try {
-      handlers[fn.key] = factory({ ...base, ...fn.environment });
+      handlers[fn.key] = factory({ ...base, ...fn.environment }, clients);
     } finally {
       setClientHook(previousHook);
     }

@@ -75,6 +75,12 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
       return { key: fn.key, exportName: fn.exportName, environment };
     }),
     opts.iam,
+    {
+      region: LOCAL_REGION,
+      credentials: LOCAL_CREDENTIALS,
+      // fauxqs serves SNS on the SQS port.
+      endpoints: { dynamodb: opts.dynamoEndpoint, sqs: opts.sqsEndpoint, sns: opts.sqsEndpoint },
+    },
   );
   const invokers = Object.fromEntries(
     opts.functions.map((fn) => [

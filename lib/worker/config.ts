@@ -2,14 +2,13 @@
 // Every value is checked here, at load: a bad one stops the function with one sentence (in the log and as
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { functionClient } from '../aws/clients.ts';
+import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import type { WorkerDeps } from './process-batch.ts';
-import { awsClientSettings } from '../aws/client-settings.ts';
 
 export interface WorkerSettings {
   /** TASKS_TABLE: the tasks table (required). */
@@ -65,6 +64,7 @@ export function readWorkerSettings(env: Env): WorkerSettings {
 export function buildWorkerDependencies(
   env: Env,
   logger: Logger = createLogger('worker', logLevelFrom(env)),
+  clients: ClientSettings = {},
 ): WorkerDeps {
   let settings: WorkerSettings;
   try {
@@ -77,7 +77,7 @@ export function buildWorkerDependencies(
   // holding the whole batch until the function's 30 s time-out.
   const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
   const client = functionClient(
-    new DynamoDBClient({ ...awsClientSettings('DYNAMODB', env), maxAttempts: 3, requestHandler: timeouts }),
+    new DynamoDBClient({ ...clientConfigOf('dynamodb', clients), maxAttempts: 3, requestHandler: timeouts }),
   );
   const store = new DynamoTaskWriter({
     client,
@@ -85,7 +85,7 @@ export function buildWorkerDependencies(
     rawEventTtlDays: settings.rawEventTtlDays,
   });
   const events = eventPublisherTo(settings.eventsTopicArn, {
-    ...awsClientSettings('SNS', env),
+    ...clientConfigOf('sns', clients),
     requestHandler: timeouts,
   });
   return { store, log: logger, concurrency: settings.recordConcurrency, ...(events ? { events } : {}) };

@@ -1,8 +1,8 @@
-// The settings of an AWS SDK client that an environment decides: the region, an endpoint set for the service
-// or for every service, and keys. A handler's factory and the CLI read them from the environment object they
-// were given, not from process.env, which the SDK would read by itself: two local stacks (each with its
-// emulators' endpoints) can then run in one process. What is not set is left to the SDK's own chain (a
-// profile, SSO, a role). Deployed, the object is process.env: the same result as the SDK's own reading.
+// The settings of a client of a deployed stage's services that the run's environment decides (cli/io.ts): the
+// region, an endpoint set for the service or for every service, and keys, read from the environment the run was
+// given rather than from process.env, which the SDK would read by itself: a command run in a test's process
+// gets its own. What is not set is left to the SDK's own chain (a profile, SSO, a role). Run by
+// bin/callbacks.js, the run's environment is the process's: the same result as the SDK's own reading.
 
 /** The part of a client's configuration the environment decides. */
 export interface AwsClientSettings {
