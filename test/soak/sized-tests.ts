@@ -10,10 +10,13 @@ import { join, relative } from 'node:path';
 const root = new URL('../..', import.meta.url).pathname;
 
 /** The test files that import the size helper, relative to the root. */
-export function sizedTestFiles(dir = join(root, 'test')): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.test.ts'))
-    .map((file) => join(dir, file))
+export function sizedTestFiles(dirs = ['lib', 'test'].map((dir) => join(root, dir))): string[] {
+  return dirs
+    .flatMap((dir) =>
+      readdirSync(dir, { recursive: true, encoding: 'utf8' })
+        .filter((file) => file.endsWith('.test.ts'))
+        .map((file) => join(dir, file)),
+    )
     .filter((path) => /from '(\.\.?\/)+(test\/)?support\/size\.ts'/.test(readFileSync(path, 'utf8')))
     .map((path) => relative(root, path))
     .sort();
