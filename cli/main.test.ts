@@ -23,7 +23,7 @@ test('two runs at once: each looks for the local stack in its own folder and pri
   expect(process.exitCode ?? 0).toBe(0);
 });
 
-test("a run reads its own environment: TASKS_TABLE given to one run names a table, the other's looks locally", async () => {
+test("a run reads its own environment: TASKS_TABLE given to one names a table, the other's looks locally", async () => {
   const [deployed, local] = await Promise.all([
     runCliHere(['tasks', 'get', 'x'], {
       cwd: dirs[0]!,
