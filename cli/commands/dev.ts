@@ -125,10 +125,15 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     env: io.env,
   });
   io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
-  await untilSignal(io);
-  io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
-  await stack.stop();
-  io.stdout.write('Stopped.\n');
+  const signal = untilSignal(io);
+  try {
+    await signal.received;
+    io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+    await stack.stop();
+    io.stdout.write('Stopped.\n');
+  } finally {
+    signal.stopListening();
+  }
 }
 
 const shown = (path: string) => {
@@ -206,12 +211,13 @@ export function banner(
 }
 
 /**
- * Resolves at the first SIGINT or SIGTERM; another one a moment later ends the process at once. Repeats
- * within that moment are ignored: under `npm start` a Ctrl-C reaches the process twice, from the
- * terminal and forwarded by npm.
+ * `received` resolves at the first SIGINT or SIGTERM; another one a moment later ends the process at once
+ * (until `stopListening`). Repeats within that moment are ignored: under `npm start` a Ctrl-C reaches the
+ * process twice, from the terminal and forwarded by npm.
  */
-function untilSignal(io: CliIo): Promise<void> {
-  return new Promise((resolve) => {
+function untilSignal(io: CliIo): { received: Promise<void>; stopListening(): void } {
+  let stopListening = () => {};
+  const received = new Promise<void>((resolve) => {
     let firstAt = 0;
     const onSignal = () => {
       if (firstAt === 0) {
@@ -222,6 +228,7 @@ function untilSignal(io: CliIo): Promise<void> {
         io.exit(130);
       }
     };
-    io.onStop(onSignal);
+    stopListening = io.onStop(onSignal);
   });
+  return { received, stopListening };
 }
