@@ -10,4 +10,7 @@ if (major < 24) {
   );
   process.exit(1);
 }
-await import('../cli/main.ts');
+// Everything else is cli/main.ts's run, with this process's streams, environment, folder and signals.
+const { run } = await import('../cli/main.ts');
+const { processIo } = await import('../cli/io.ts');
+process.exitCode = await run(process.argv.slice(2), processIo());

@@ -10,6 +10,8 @@ import { errorSentence } from '../lib/text.ts';
 import { enforceIam } from '../lib/local/iam/enforce.ts';
 import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
 import { localOperatorSession, TargetError, type Target } from '../lib/local/target.ts';
+import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
+import { cliIo } from './io.ts';
 
 export interface TaskEventsTarget {
   /** The topic, for messages; null when none is known (no events are published). */
@@ -18,9 +20,13 @@ export interface TaskEventsTarget {
   close(): void;
 }
 
-async function stageTopicArn(stage: string, region: string, env: NodeJS.ProcessEnv): Promise<string> {
+async function stageTopicArn(
+  stage: string,
+  region: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string> {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
-  const sts = new STSClient({ region, maxAttempts: 3 });
+  const sts = new STSClient({ ...awsClientSettings('STS', env), region, maxAttempts: 3 });
   try {
     const { Arn, Account } = await sts.send(new GetCallerIdentityCommand({}));
     const partition = Arn?.split(':')[1] ?? 'aws';
@@ -45,7 +51,7 @@ export interface TaskEventsTopic {
 export async function taskEventsTopicFor(
   target: Target,
   opts: { eventsTopic?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): Promise<TaskEventsTopic> {
   const named = opts.eventsTopic ?? (env.TASK_EVENTS_TOPIC_ARN?.trim() || undefined);
   let topicArn: string | null = null;
@@ -64,7 +70,7 @@ export async function taskEventsTopicFor(
     }
   } else {
     topicArn = named ?? (target.stage ? await stageTopicArn(target.stage, target.region, env) : null);
-    if (topicArn) client = new SNSClient({ region: target.region, maxAttempts: 3 });
+    if (topicArn) client = new SNSClient({ ...awsClientSettings('SNS', env), region: target.region, maxAttempts: 3 });
   }
   return { topicArn, sns: client };
 }
@@ -72,7 +78,7 @@ export async function taskEventsTopicFor(
 export async function taskEventsFor(
   target: Target,
   opts: { eventsTopic?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): Promise<TaskEventsTarget> {
   const { topicArn, sns: client } = await taskEventsTopicFor(target, opts, env);
   return {

@@ -8,6 +8,7 @@
 import Table from 'cli-table3';
 import { createColors } from 'picocolors';
 import { checkTimeZone, parseDuration, parseTimePoint as parseTimePointIn, zoneOffsetMs } from '../lib/time-point.ts';
+import { cliIo } from './io.ts';
 
 export type Colors = ReturnType<typeof createColors>;
 
@@ -79,21 +80,22 @@ export function humanSize(bytes: number | null | undefined): string {
   return `${shown} ${unit}`;
 }
 
-/** The IANA time zone every time is printed in and every zone-less time typed is read in (`--tz`). */
-let displayZone = 'UTC';
+/** The IANA time zone, per run, every time is printed in and every zone-less time typed is read in (`--tz`). */
+const zones = new WeakMap<object, string>();
+const displayZone = (): string => zones.get(cliIo()) ?? 'UTC';
 
 /** Sets the zone of printed and typed times; throws a one-sentence error for an unknown zone. */
 export function setTimeZone(zone: string | undefined): void {
   const next = zone?.trim() || 'UTC';
   checkTimeZone(next);
-  displayZone = next;
+  zones.set(cliIo(), next);
 }
 
 /**
  * ISO 8601 in the display zone (UTC unless `--tz`), without milliseconds when they are zero:
  * `2025-11-22T08:00:00Z`, or `2025-11-22T16:00:00+08:00` with `--tz Asia/Shanghai`.
  */
-export function isoTime(ms: number | null | undefined, zone: string = displayZone): string {
+export function isoTime(ms: number | null | undefined, zone: string = displayZone()): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
   if (zone === 'UTC') return new Date(ms).toISOString().replace('.000Z', 'Z');
   const offset = zoneOffsetMs(ms, zone);
@@ -106,7 +108,7 @@ export function isoTime(ms: number | null | undefined, zone: string = displayZon
 }
 
 /** The time of day in the display zone, to the millisecond: `08:00:00.123`. */
-export function clockTime(ms: number, zone: string = displayZone): string {
+export function clockTime(ms: number, zone: string = displayZone()): string {
   const offset = zoneOffsetMs(ms, zone);
   return new Date(ms + offset).toISOString().slice(11, 23);
 }
@@ -133,15 +135,15 @@ export function timeWithRelative(ms: number | null | undefined, now: number): st
 export { parseDuration };
 
 /** A point in time typed on the command line; a time without a zone is read in the display zone (`--tz`). */
-export function parseTimePoint(text: string, now: number, zone: string = displayZone): number {
+export function parseTimePoint(text: string, now: number, zone: string = displayZone()): number {
   return parseTimePointIn(text, now, zone);
 }
 
 /** Colours only on a terminal, and never with `--no-color` or `NO_COLOR` set. */
 export function colorsEnabled(
   opts: { color?: boolean },
-  stream: { isTTY?: boolean } = process.stdout,
-  env: NodeJS.ProcessEnv = process.env,
+  stream: { isTTY?: boolean } = cliIo().stdout,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): boolean {
   if (opts.color === false) return false;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;

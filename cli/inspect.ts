@@ -5,6 +5,7 @@ import { Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, openTarget, type Target } from '../lib/local/target.ts';
 import { colorsFor, jsonText, setTimeZone, type Colors } from './format.ts';
+import { cliIo } from './io.ts';
 
 export interface CommonOptions {
   stage?: string;
@@ -46,14 +47,20 @@ export interface Context {
 /** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
 export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
   guardStdout();
-  const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
+  const target = await openTarget({
+    stage: opts.stage,
+    region: opts.region,
+    eventsQueueUrl: opts.queueUrl,
+    env: cliIo().env,
+    cwd: cliIo().cwd,
+  });
   const where = target.describe;
   const ctx: Context = {
     target,
     c: colorsFor(opts),
     now: Date.now(),
     where,
-    out: (text) => void process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+    out: (text) => void cliIo().stdout.write(text.endsWith('\n') ? text : `${text}\n`),
   };
   try {
     await fn(ctx);
@@ -71,18 +78,19 @@ export class CliError extends Error {
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${jsonText(value, 2)}\n`);
+  cliIo().stdout.write(`${jsonText(value, 2)}\n`);
 }
 
-let guarded = false;
+const guarded = new WeakSet<object>();
 /** What ends the command when the reader of its output goes away: exiting, unless it has its own way to stop. */
-let whenClosed: () => void = () => process.exit(0);
+let whenClosed: () => void = () => cliIo().exit(0);
 
 /** Output piped into `head` closes early: stop quietly rather than with a stack trace. */
 function guardStdout(): void {
-  if (guarded) return;
-  guarded = true;
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  const { stdout } = cliIo();
+  if (guarded.has(stdout)) return;
+  guarded.add(stdout);
+  stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') return whenClosed();
     throw err;
   });
@@ -102,7 +110,7 @@ export function onStdoutClosed(stop: () => void): () => void {
 
 /** Asks a yes/no question on the terminal; anything but y or yes is a no. */
 export async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const rl = createInterface({ input: cliIo().stdin, output: cliIo().stderr });
   try {
     return /^y(es)?$/i.test((await rl.question(question)).trim());
   } finally {

@@ -8,6 +8,7 @@ import { type FaultRates, FaultSpecError, parseFaults } from '../lib/local/fault
 import { errorSentence } from '../lib/text.ts';
 import { parseDuration, parseTimePoint } from './format.ts';
 import { CliError } from './inspect.ts';
+import { cliIo } from './io.ts';
 
 /** A whole number option from `min` to `max`. */
 export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER): (text: string) => number {
@@ -30,7 +31,7 @@ const DAY_MS = 86_400_000;
  * received (the worker's setting, read here from the same variable, as the local stack passes it on; else the
  * deployed default).
  */
-export function retentionDays(env: NodeJS.ProcessEnv = process.env): number {
+export function retentionDays(env: Readonly<Record<string, string | undefined>> = cliIo().env): number {
   const text = env.RAW_EVENT_TTL_DAYS?.trim() ?? '';
   const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
   return Number.isSafeInteger(n) && n >= 1 ? n : DEFAULT_RAW_EVENT_TTL_DAYS;

@@ -7,9 +7,14 @@ import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
 import { SERVICE } from '../lib/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
 import { TargetError, type Target } from '../lib/local/target.ts';
+import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
+import { cliIo } from './io.ts';
 
 /** The parameter serverless.yml names by default (`callbackSecretsParam`). */
-export function defaultSecretsParam(stage: string, env: NodeJS.ProcessEnv = process.env): string {
+export function defaultSecretsParam(
+  stage: string,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
+): string {
   return `/${env.CALLBACKS_SERVICE_NAME ?? SERVICE}/${stage}/callback-secrets`;
 }
 
@@ -22,7 +27,7 @@ export interface SecretsSource {
 export function secretsFor(
   target: Target,
   opts: { secretsParam?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): SecretsSource {
   if (env.CALLBACK_SECRETS !== undefined && env.CALLBACK_SECRETS.trim() !== '') {
     const text = env.CALLBACK_SECRETS;
@@ -54,7 +59,7 @@ export function secretsFor(
 
 async function readParameter(name: string, region: string): Promise<SecretsByAppKey> {
   const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
-  const ssm = new SSMClient({ region, maxAttempts: 3 });
+  const ssm = new SSMClient({ ...awsClientSettings('SSM', cliIo().env), region, maxAttempts: 3 });
   try {
     const res = await ssm.send(new GetParameterCommand({ Name: name, WithDecryption: true }));
     const value = res.Parameter?.Value;

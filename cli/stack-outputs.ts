@@ -5,6 +5,7 @@
 import aws4 from 'aws4';
 import type { Credentials } from '../examples/signed-fetch.ts';
 import { errorSentence } from '../lib/text.ts';
+import { cliIo } from './io.ts';
 
 const decodeXml = (text: string) =>
   text
@@ -31,9 +32,9 @@ export async function stackOutput(o: {
   outputKey: string;
   region: string;
   credentials: Credentials;
-  env?: NodeJS.ProcessEnv;
+  env?: Readonly<Record<string, string | undefined>>;
 }): Promise<string> {
-  const env = o.env ?? process.env;
+  const env = o.env ?? cliIo().env;
   const endpoint = new URL(env.AWS_ENDPOINT_URL_CLOUDFORMATION ?? `https://cloudformation.${o.region}.amazonaws.com`);
   const query = new URLSearchParams({ Action: 'DescribeStacks', StackName: o.stackName, Version: '2010-05-15' });
   const path = `/?${query}`;

@@ -2,6 +2,8 @@
 // oldest message (CloudWatch), the ingest's signature settings (its function configuration) and the stage's
 // alarms in alarm. The CloudWatch and Lambda clients are loaded only here, only for a stage.
 import { SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
+import { cliIo } from './io.ts';
 
 /** How far back the queue-age metric is read: SQS publishes it every minute, sometimes a few minutes late. */
 const QUEUE_AGE_WINDOW_MS = 15 * 60_000;
@@ -34,7 +36,7 @@ export interface StageInsight {
 export async function stageInsight(
   stage: string,
   region: string,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
   now: () => number = Date.now,
 ): Promise<StageInsight> {
   const { CloudWatchClient, DescribeAlarmsCommand, GetMetricStatisticsCommand } = await import(
@@ -42,8 +44,8 @@ export async function stageInsight(
   );
   const { LambdaClient, GetFunctionConfigurationCommand } = await import('@aws-sdk/client-lambda');
   const service = env.CALLBACKS_SERVICE_NAME ?? SERVICE;
-  const cloudwatch = new CloudWatchClient({ region, maxAttempts: 3 });
-  const lambda = new LambdaClient({ region, maxAttempts: 3 });
+  const cloudwatch = new CloudWatchClient({ ...awsClientSettings('CLOUDWATCH', env), region, maxAttempts: 3 });
+  const lambda = new LambdaClient({ ...awsClientSettings('LAMBDA', env), region, maxAttempts: 3 });
   return {
     async oldestMessageAgeS() {
       const end = now();

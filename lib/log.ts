@@ -43,7 +43,7 @@ const lambdaLevels: Record<string, LogLevel> = {
  * The level in force: the function's LoggingConfig application log level when one is set (Lambda passes it
  * as AWS_LAMBDA_LOG_LEVEL), else LOG_LEVEL (the stage parameter), else info.
  */
-export function logLevelFrom(env: NodeJS.ProcessEnv = process.env): LogLevel {
+export function logLevelFrom(env: Readonly<Record<string, string | undefined>> = process.env): LogLevel {
   const lambda = lambdaLevels[env.AWS_LAMBDA_LOG_LEVEL?.trim().toUpperCase() ?? ''];
   if (lambda) return lambda;
   const own = env.LOG_LEVEL?.trim().toLowerCase() as LogLevel | undefined;

@@ -1,6 +1,6 @@
 // Terminal escape injection: ids, rooms and messages come from callbacks anyone can send. Every command that
-// prints them, run as a user runs it (a child process on a local stack), prints their control and format
-// characters escaped, and --json stays exact JSON.
+// prints them, run as a user runs it (cli/main.ts's run with its output piped, on a local stack), prints
+// their control and format characters escaped, and --json stays exact JSON.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { printable } from '../cli/format.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
-import { runCli } from './support/cli-process.ts';
+import { runCliHere } from './support/cli-process.ts';
 import { storedBeforeTheNameRule, withNames } from './support/names-before-the-rule.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
@@ -34,7 +34,7 @@ let restoreSink: ReturnType<typeof setLogSink>;
 const now = Date.now();
 
 async function cli(args: string[]) {
-  const run = await runCli(args, { cwd: dir });
+  const run = await runCliHere(args, { cwd: dir });
   expect(run.stdout).not.toMatch(RAW_HIDDEN);
   expect(run.stderr).not.toMatch(RAW_HIDDEN);
   return run;

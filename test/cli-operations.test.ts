@@ -1,15 +1,17 @@
-// Operating the receiver through the real CLI, as child processes: `callbacks dev` with its options, and
-// the commands run against it in the same folder.
+// Operating the receiver through the real CLI: `callbacks dev` with its options, and the commands run against
+// it in the same folder, each run as bin/callbacks.js runs it (cli/main.ts's run) in this process; in child
+// processes, what only a process shows: bin's wiring and exit codes, the JSON logs of a dev stopped by SIGTERM,
+// and an old Node refused.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { postSigned, runCli, startDev, type DevProcess } from './support/cli-process.ts';
+import { postSigned, runCli, runCliHere, type RunningDev, startDev, startDevHere } from './support/cli-process.ts';
 
 const STACK_FRAME = /\n\s+at /;
-const running: DevProcess[] = [];
+const running: RunningDev[] = [];
 const dirs: string[] = [];
 
 function freshDir(): string {
@@ -18,8 +20,14 @@ function freshDir(): string {
   return dir;
 }
 
-async function dev(args: string[], cwd: string, env: Record<string, string> = {}): Promise<DevProcess> {
-  const stack = await startDev(args, { cwd, env });
+/** `callbacks dev <args>` in this process, or in a child process with `child`. */
+async function dev(
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+  opts: { child?: boolean } = {},
+): Promise<RunningDev> {
+  const stack = await (opts.child ? startDev : startDevHere)(args, { cwd, env });
   running.push(stack);
   return stack;
 }
@@ -32,10 +40,10 @@ afterAll(async () => {
 async function waitForTask(cwd: string, id: string, timeoutMs = 15_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const run = await runCli(['tasks', 'get', id, '--json'], { cwd });
+    const run = await runCliHere(['tasks', 'get', id, '--json'], { cwd });
     if (run.code === 0) return JSON.parse(run.stdout);
     if (Date.now() > deadline) throw new Error(`task ${id} never appeared: ${run.stderr}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -77,7 +85,9 @@ describe('callbacks dev --allow-cidr', () => {
   });
 
   test('a malformed range: one line naming it, exit code 1, nothing started', async () => {
-    const run = await runCli(['dev', '--port', '0', '--memory', '--allow-cidr', '10.0.0.0/40'], { cwd: freshDir() });
+    const run = await runCliHere(['dev', '--port', '0', '--memory', '--allow-cidr', '10.0.0.0/40'], {
+      cwd: freshDir(),
+    });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr.trimEnd().split('\n')[0]).toBe(
@@ -88,7 +98,7 @@ describe('callbacks dev --allow-cidr', () => {
   });
 
   test('--allow-cidr naming no range (commas only) is refused, not taken for every address', async () => {
-    const run = await runCli(['dev', '--port', '0', '--memory', '--allow-cidr', ' , '], { cwd: freshDir() });
+    const run = await runCliHere(['dev', '--port', '0', '--memory', '--allow-cidr', ' , '], { cwd: freshDir() });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr.trimEnd().split('\n')[0]).toBe(
@@ -98,7 +108,7 @@ describe('callbacks dev --allow-cidr', () => {
   });
 
   test('an ALLOWED_SOURCE_CIDRS set but empty stops the start with its sentence', async () => {
-    const run = await runCli(['dev', '--port', '0', '--memory'], {
+    const run = await runCliHere(['dev', '--port', '0', '--memory'], {
       cwd: freshDir(),
       env: { ALLOWED_SOURCE_CIDRS: '' },
     });
@@ -110,7 +120,7 @@ describe('callbacks dev --allow-cidr', () => {
   });
 
   test('a malformed ALLOWED_SOURCE_CIDRS stops the start with its sentence', async () => {
-    const run = await runCli(['dev', '--port', '0', '--memory'], {
+    const run = await runCliHere(['dev', '--port', '0', '--memory'], {
       cwd: freshDir(),
       env: { ALLOWED_SOURCE_CIDRS: '192.0.2.0/24,not-a-range' },
     });
@@ -126,7 +136,7 @@ describe('callbacks quarantine apply', () => {
   const wrongSecrets = JSON.stringify({ 'demo-app': ['receiver-wrong-secret'] });
 
   async function quarantined(cwd: string, env: Record<string, string> = {}): Promise<any[]> {
-    const run = await runCli(['quarantine', 'list', '--json'], { cwd, env });
+    const run = await runCliHere(['quarantine', 'list', '--json'], { cwd, env });
     expect(run).toMatchObject({ code: 0, stderr: '' });
     return JSON.parse(run.stdout);
   }
@@ -137,7 +147,7 @@ describe('callbacks quarantine apply', () => {
       const value = await probe();
       if (value !== undefined) return value;
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 
@@ -145,7 +155,7 @@ describe('callbacks quarantine apply', () => {
     const cwd = freshDir();
     // 1. The receiver runs in report mode with a secret that is not the platform's.
     const wrong = await dev(['--signature-mode', 'report', '--quiet'], cwd, { CALLBACK_SECRETS: wrongSecrets });
-    const emulated = await runCli(
+    const emulated = await runCliHere(
       [
         'emulate',
         '--url',
@@ -173,17 +183,17 @@ describe('callbacks quarantine apply', () => {
     expect(new Set(held.map((e) => e.reason))).toEqual(new Set(['invalid_signature']));
     expect(held.every((e) => e.taskId && e.signature?.signature && e.mode === 'report')).toBe(true);
     // Nothing stored: verify fails and says so.
-    const before = await runCli(['verify', '--expect', 'expect.json', '--timeout', '2s', '--no-progress'], { cwd });
+    const before = await runCliHere(['verify', '--expect', 'expect.json', '--timeout', '2s', '--no-progress'], { cwd });
     expect(before.code).not.toBe(0);
 
     // Not at a terminal and no --yes: refused, nothing written.
-    const refused = await runCli(['quarantine', 'apply'], { cwd, env: { CALLBACK_SECRETS: wrongSecrets } });
+    const refused = await runCliHere(['quarantine', 'apply'], { cwd, env: { CALLBACK_SECRETS: wrongSecrets } });
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toBe(
       'callbacks: quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal\n',
     );
     // Under the same wrong secret a dry run says they would all still fail, and why.
-    const dry = await runCli(['quarantine', 'apply', '--dry-run', '--json'], {
+    const dry = await runCliHere(['quarantine', 'apply', '--dry-run', '--json'], {
       cwd,
       env: { CALLBACK_SECRETS: wrongSecrets },
     });
@@ -200,7 +210,7 @@ describe('callbacks quarantine apply', () => {
       ],
     });
     // The local stack runs with its own secrets: this shell must name them.
-    const unnamed = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    const unnamed = await runCliHere(['quarantine', 'apply', '--yes'], { cwd });
     expect(unnamed.code).toBe(1);
     expect(unnamed.stderr).toMatch(
       /^callbacks: the local stack was started with its own CALLBACK_SECRETS: set the same/,
@@ -209,14 +219,16 @@ describe('callbacks quarantine apply', () => {
 
     // 2. The secret is fixed (the stack restarts with the platform's: the demo key), then apply.
     const right = await dev(['--signature-mode', 'report', '--quiet'], cwd);
-    const dryRight = await runCli(['quarantine', 'apply', '--dry-run'], { cwd });
+    const dryRight = await runCliHere(['quarantine', 'apply', '--dry-run'], { cwd });
     expect(dryRight.stdout).toContain(`${sent.delivered} would be applied and 0 would still fail`);
-    const applied = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    const applied = await runCliHere(['quarantine', 'apply', '--yes'], { cwd });
     expect(applied).toMatchObject({ code: 0, stderr: '' });
     expect(applied.stdout).toMatch(
       new RegExp(`: ${sent.delivered} applied, 0 duplicate \\(already applied\\), 0 still failing\\.`),
     );
-    const verified = await runCli(['verify', '--expect', 'expect.json', '--timeout', '20s', '--no-progress'], { cwd });
+    const verified = await runCliHere(['verify', '--expect', 'expect.json', '--timeout', '20s', '--no-progress'], {
+      cwd,
+    });
     // Tasks and their task events alike: what apply applies is published as the worker publishes it.
     expect(verified).toMatchObject({ code: 0, stderr: '' });
     expect(verified.stdout).not.toMatch(/missing/);
@@ -224,11 +236,11 @@ describe('callbacks quarantine apply', () => {
     // 3. A second run changes nothing: every callback is a duplicate, the marks stay those of the first.
     const firstMarks = (await quarantined(cwd)).map((e) => e.applied);
     expect(firstMarks.every((m) => m?.outcome === 'applied' && m.verdict === 'valid')).toBe(true);
-    const again = await runCli(['quarantine', 'apply', '--yes', '--json'], { cwd });
+    const again = await runCliHere(['quarantine', 'apply', '--yes', '--json'], { cwd });
     expect(JSON.parse(again.stdout)).toMatchObject({ applied: 0, duplicate: sent.delivered, stillFailing: 0 });
     expect((await quarantined(cwd)).map((e) => e.applied)).toEqual(firstMarks);
-    expect((await runCli(['verify', '--expect', 'expect.json', '--no-progress'], { cwd })).code).toBe(0);
-    const list = await runCli(['quarantine', 'list'], { cwd });
+    expect((await runCliHere(['verify', '--expect', 'expect.json', '--no-progress'], { cwd })).code).toBe(0);
+    const list = await runCliHere(['quarantine', 'list'], { cwd });
     expect(list.stdout).toContain(`(0 not applied)`);
     await right.stop();
   });
@@ -245,15 +257,18 @@ describe('callbacks quarantine apply', () => {
     });
     expect(entries[0]).toMatchObject({ reason: 'invalid_callback', taskId: 'rec-no-output', appKey: 'demo-app' });
 
-    const get = await runCli(['tasks', 'get', 'rec-no-output'], { cwd });
+    const get = await runCliHere(['tasks', 'get', 'rec-no-output'], { cwd });
     expect(get).toMatchObject({ code: 1, stdout: '' });
     expect(get.stderr).toBe(
       `callbacks: no task rec-no-output in the local stack at ${stack.info.url} (table ${stack.info.tableName}); ` +
         '1 quarantined callback names it (see them: callbacks quarantine list --task rec-no-output)\n',
     );
-    const filtered = await runCli(['quarantine', 'list', '--task', 'rec-no-output', '--reason', 'invalid_callback'], {
-      cwd,
-    });
+    const filtered = await runCliHere(
+      ['quarantine', 'list', '--task', 'rec-no-output', '--reason', 'invalid_callback'],
+      {
+        cwd,
+      },
+    );
     expect(filtered.stdout.split('\n')[1]).toMatch(/invalid_callback\s+recording\s+rec-no-output\s+demo-app/);
     for (const args of [
       ['--task', 'rec-fine'],
@@ -261,23 +276,23 @@ describe('callbacks quarantine apply', () => {
       ['--app-key', 'other-app'],
       ['--since', '1h', '--until', '30m'],
     ]) {
-      const none = await runCli(['quarantine', 'list', ...args, '--json'], { cwd });
+      const none = await runCliHere(['quarantine', 'list', ...args, '--json'], { cwd });
       expect({ args, entries: JSON.parse(none.stdout) }).toEqual({ args, entries: [] });
     }
-    const reversed = await runCli(['quarantine', 'list', '--since', '1h', '--until', '2h'], { cwd });
+    const reversed = await runCliHere(['quarantine', 'list', '--since', '1h', '--until', '2h'], { cwd });
     expect(reversed).toMatchObject({
       code: 1,
       stderr: 'callbacks: --since is later than --until: the range is reversed\n',
     });
     // Still failing: the summary says why, and the exit code says it.
-    const apply = await runCli(['quarantine', 'apply', '--yes'], { cwd });
+    const apply = await runCliHere(['quarantine', 'apply', '--yes'], { cwd });
     expect(apply.code).toBe(1);
     expect(apply.stdout).toMatch(/0 applied, 0 duplicate \(already applied\), 1 still failing\./);
     expect(apply.stdout).toMatch(/1 {2}the body does not parse: /);
     // Once the task exists, its view says the same.
     expect((await postSigned(stack.info.url, 'recording', startBody('rec-no-output'))).status).toBe(200);
     await waitForTask(cwd, 'rec-no-output');
-    const shown = await runCli(['tasks', 'get', 'rec-no-output'], { cwd });
+    const shown = await runCliHere(['tasks', 'get', 'rec-no-output'], { cwd });
     expect(shown.stdout.trimEnd().split('\n').at(-1)).toBe(
       '1 quarantined callback names this task: callbacks quarantine list --task rec-no-output',
     );
@@ -312,7 +327,7 @@ describe('the command line itself', () => {
 
   test('emulate --url without a scheme, and https against a plain http server, say what is wrong', async () => {
     const cwd = freshDir();
-    const noScheme = await runCli(['emulate', '--url', 'localhost:3000'], { cwd });
+    const noScheme = await runCliHere(['emulate', '--url', 'localhost:3000'], { cwd });
     expect(noScheme).toEqual({
       code: 1,
       stdout: '',
@@ -322,7 +337,7 @@ describe('the command line itself', () => {
     await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
     const port = (plain.address() as AddressInfo).port;
     try {
-      const tls = await runCli(['emulate', '--url', `https://127.0.0.1:${port}`], { cwd });
+      const tls = await runCliHere(['emulate', '--url', `https://127.0.0.1:${port}`], { cwd });
       expect(tls.code).toBe(1);
       expect(tls.stderr).toBe(
         `callbacks: https://127.0.0.1:${port} answers, but not over TLS (ERR_SSL_WRONG_VERSION_NUMBER): ` +
@@ -349,24 +364,26 @@ describe('callbacks send', () => {
     const url = `${stack.info.url}/callbacks/recording`;
 
     // The local stack and its demo key are found without flags; the route comes from recordId.
-    expect(await runCli(['send', 'a.json'], { cwd })).toEqual({
+    expect(await runCliHere(['send', 'a.json'], { cwd })).toEqual({
       code: 0,
       stdout: `POST ${url} -> 200 {"ok":true}\n`,
       stderr: '',
     });
-    const viaQuery = await runCli(['send', 'b.json', '--sign', 'query', '--url', stack.info.url, '--json'], { cwd });
+    const viaQuery = await runCliHere(['send', 'b.json', '--sign', 'query', '--url', stack.info.url, '--json'], {
+      cwd,
+    });
     expect(JSON.parse(viaQuery.stdout)).toEqual({ url, status: 200, body: { ok: true } });
 
     // A wrong secret is answered as the receiver answers it, and the exit code says so.
-    const wrong = await runCli(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
+    const wrong = await runCliHere(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
     expect(wrong.code).toBe(1);
     expect(wrong.stdout).toMatch(new RegExp(`^POST ${url} -> 401 \\{"error":\\{"code":"invalid_signature"`));
     // An appKey outside the body that differs from it is refused too.
-    const mismatch = await runCli(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
+    const mismatch = await runCliHere(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
     expect(mismatch.stdout).toContain('-> 401 {"error":{"code":"invalid_signature"');
-    const screenshot = await runCli(['send', 'a.json', '--service', 'screenshot'], { cwd });
+    const screenshot = await runCliHere(['send', 'a.json', '--service', 'screenshot'], { cwd });
     expect(screenshot.stdout).toContain('/callbacks/screenshot -> 400 {"error":{"code":"invalid_body"');
-    const noSecret = await runCli(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
+    const noSecret = await runCliHere(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
     expect(noSecret.stderr).toBe(
       'callbacks: no secret for appKey "unknown-app": pass --secret, or set CALLBACK_SECRETS\n',
     );
@@ -374,11 +391,11 @@ describe('callbacks send', () => {
     // --user narrows tasks list to that user's tasks.
     await waitForTask(cwd, 'rec-send-a');
     await waitForTask(cwd, 'rec-send-b');
-    const listed = await runCli(['tasks', 'list', '--user', 'user-b', '--json'], { cwd });
+    const listed = await runCliHere(['tasks', 'list', '--user', 'user-b', '--json'], { cwd });
     expect(JSON.parse(listed.stdout).map((t: any) => [t.id, t.userId])).toEqual([['rec-send-b', 'user-b']]);
 
     // The emulator's summary is a few lines, not a box.
-    const emulated = await runCli(
+    const emulated = await runCliHere(
       ['emulate', '--url', stack.info.url, '--recordings', '1', '--screenshots', '1', '--no-progress'],
       { cwd },
     );
@@ -394,18 +411,14 @@ describe('callbacks send', () => {
 });
 
 describe('logs of callbacks dev', () => {
-  async function waitForOutput(stack: DevProcess, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const match = stack.output().stdout.match(pattern);
-      if (match) return match[0];
-      if (Date.now() > deadline) throw new Error(`no output matching ${pattern}:\n${stack.output().stdout}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  async function waitForOutput(stack: RunningDev, pattern: RegExp): Promise<string> {
+    await stack.until(({ stdout }) => pattern.test(stdout), `output matching ${pattern}`);
+    return stack.output().stdout.match(pattern)![0];
   }
 
   test("not at a terminal: the functions' JSON lines, with the keys searched in CloudWatch", async () => {
-    const stack = await dev(['--memory'], freshDir());
+    // In a child process: the lines as they leave it, and SIGTERM ends it with exit code 0.
+    const stack = await dev(['--memory'], freshDir(), {}, { child: true });
     expect((await postSigned(stack.info.url, 'recording', startBody('rec-json-log'))).status).toBe(200);
     await waitForOutput(stack, /"event":"callback_applied"[^\n]*\n/);
     const lines = stack
@@ -426,6 +439,10 @@ describe('logs of callbacks dev', () => {
     const applied = lines.find((l) => l.event === 'callback_applied');
     expect(applied).toMatchObject({ function: 'worker', awsRequestId: expect.any(String), coldStart: true });
     expect(applied.awsRequestId).not.toBe(request.awsRequestId);
+    expect(await stack.stop()).toBe(0);
+    expect(stack.output().stdout).toMatch(
+      /Stopping: finishing the requests and batches in progress\.\.\.\nStopped\.\n$/,
+    );
   });
 
   test('--log-format pretty: one readable line per callback', async () => {

@@ -1,6 +1,7 @@
-// The inspection CLI as a user runs it: `callbacks ...` in a child process, in a folder where the local
-// stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is written by the
-// real worker logic.
+// The inspection CLI as a user runs it: `callbacks ...` (cli/main.ts's run, in this process with an
+// environment, folder and streams of its own; `--follow` and its Ctrl-C in child processes), in a folder
+// where the local stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is
+// written by the real worker logic.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
-import { childEnv, cliBin, nodeBin, runCli } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCliHere } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
@@ -49,7 +50,7 @@ const ANSI = /\u001b\[/;
 
 /** Runs `callbacks <args>` in the test folder, without any AWS setting of the machine. */
 async function cli(args: string[], extraEnv: Record<string, string> = {}) {
-  const run = await runCli(args, { cwd: dir, env: extraEnv });
+  const run = await runCliHere(args, { cwd: dir, env: extraEnv });
   // Output to a pipe is never coloured.
   expect(run.stdout).not.toMatch(ANSI);
   expect(run.stderr).not.toMatch(ANSI);

@@ -10,7 +10,7 @@ import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
-import { runCli } from './support/cli-process.ts';
+import { runCliHere as runCli } from './support/cli-process.ts';
 import { dynamoClient } from '../lib/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
 

@@ -68,7 +68,7 @@ afterAll(() => rm(cwd, { recursive: true, force: true }));
     }
     expect(addresses()).toEqual({ http: [], dynamodb: [], sqs: [] });
 
-    // The handlers of this process are bound to these emulator ports: the second stack reuses them.
+    // The emulators take the ports they are given: the second stack listens where the first did.
     const exposed = await startLocalStack({
       port: 0,
       host: '0.0.0.0',

@@ -50,7 +50,7 @@ function startBody(recordId: string) {
   };
 }
 
-async function postSigned(url: string, body: unknown): Promise<Response> {
+async function postSigned(url: string, body: unknown, secret = 'demo-secret'): Promise<Response> {
   const nonce = `n${Math.random().toString(36).slice(2)}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
   return fetch(`${url}/callbacks/recording`, {
@@ -59,14 +59,14 @@ async function postSigned(url: string, body: unknown): Promise<Response> {
       'content-type': 'application/json',
       'RC-Nonce': nonce,
       'RC-Timestamp': timestamp,
-      'RC-Signature': computeSignature('demo-secret', nonce, timestamp),
+      'RC-Signature': computeSignature(secret, nonce, timestamp),
     },
     body: JSON.stringify(body),
   });
 }
 
-async function waitForTask(id: string) {
-  const target = await openTarget({ cwd, env: {} });
+async function waitForTask(id: string, folder = cwd) {
+  const target = await openTarget({ cwd: folder, env: {} });
   try {
     for (let i = 0; i < 200; i++) {
       const task = await target.tasks.getTask(id);
@@ -122,35 +122,48 @@ test('tasks and queued callbacks survive a restart on the same data folder', asy
   sqs.destroy();
   await fauxqs.stop();
 
-  // The deployed handlers read their endpoints once per process: a restart in this process reuses the ports.
-  const second = await start({
-    dataDir: 'data',
-    dynamoPort: port(first.info.dynamoEndpoint),
-    sqsPort: port(first.info.sqsEndpoint),
-  });
+  // Each stack builds its own handlers for its own emulators: the restart takes any free ports.
+  const second = await start({ dataDir: 'data' });
+  expect(port(second.info.dynamoEndpoint)).not.toBe(0);
   expect((await waitForTask('rec-persist-1'))?.status).toBe('recording');
   const queued = await waitForTask('rec-persist-2');
   expect(queued?.status).toBe('recording');
   expect(queued?.eventCount).toBe(1);
 
-  // Other settings in the same process cannot be honoured by the already loaded handlers: refused, cleanly.
-  const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-other-'));
-  await expect(startLocalStack({ port: 0, cwd: other, memory: true, quiet: true })).rejects.toThrow(
-    /already loaded in this process/,
-  );
-  expect(existsSync(join(other, '.data', 'stack.json'))).toBe(false);
-  await rm(other, { recursive: true, force: true });
-
   await second.stop();
-  // The ingest keeps the secrets it read through the extension: other secrets on the same ports are refused too.
-  await expect(
-    start({
-      dataDir: 'data',
-      dynamoPort: port(first.info.dynamoEndpoint),
-      sqsPort: port(first.info.sqsEndpoint),
-      secrets: { 'other-app': ['other-secret'] },
-    }),
-  ).rejects.toThrow(/already loaded in this process with other settings \(served\.secrets\)/);
+});
+
+test('two stacks with other secrets run side by side in one process, each on its own emulators', async () => {
+  const other = await mkdtemp(join(tmpdir(), 'callbacks-stack-other-'));
+  const demo = await start({ memory: true });
+  const beside = await startLocalStack({
+    port: 0,
+    cwd: other,
+    memory: true,
+    quiet: true,
+    secrets: { 'demo-app': ['other-secret'] },
+  });
+  try {
+    expect(beside.info.dynamoEndpoint).not.toBe(demo.info.dynamoEndpoint);
+    // Each ingest holds its own stack's secret (read through its own secrets extension): the other's is refused.
+    expect((await postSigned(demo.url, startBody('rec-side-1'), 'other-secret')).status).toBe(401);
+    expect((await postSigned(beside.url, startBody('rec-side-1'), 'demo-secret')).status).toBe(401);
+    expect((await postSigned(demo.url, startBody('rec-side-demo'))).status).toBe(200);
+    expect((await postSigned(beside.url, startBody('rec-side-other'), 'other-secret')).status).toBe(200);
+    // Each worker writes to its own stack's table, and only there.
+    expect((await waitForTask('rec-side-demo'))?.status).toBe('recording');
+    expect((await waitForTask('rec-side-other', other))?.status).toBe('recording');
+    const target = await openTarget({ cwd: other, env: {} });
+    try {
+      expect(await target.tasks.getTask('rec-side-demo')).toBeNull();
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await beside.stop();
+    await demo.stop();
+    await rm(other, { recursive: true, force: true });
+  }
 });
 
 test('unusable CALLBACK_SECRETS stop the start with a message that shows no secret', async () => {

@@ -1,20 +1,13 @@
 // What the task store's layout (docs/task-store.md) could get wrong, against dynalite: a task of one appKey
 // changed by another appKey's callbacks; reads that answer with an older item; keys handed to BatchGetItem
 // twice; overflow items of a file with many attempts.
-import {
-  BatchGetItemCommand,
-  GetItemCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-  ScanCommand,
-  type ScanCommandOutput,
-} from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, GetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { readFileSync } from 'node:fs';
 import type { SQSRecord } from 'aws-lambda';
 import { itemSize } from 'dynalite/db/index.js';
 import fc from 'fast-check';
-import { ContentionError, DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { TableClient, noCapacity } from '../lib/aws/dynamo/table-client.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { MAX_ITEM_BYTES, itemBytes } from '../lib/aws/dynamo/limits.ts';
@@ -34,6 +27,8 @@ import {
   type Delivery,
   type Lifecycle,
 } from './support/lifecycles.ts';
+import { FULL_DAY_ATTEMPTS, manyAttemptsProblems } from './support/many-attempts.ts';
+import { sized } from './support/size.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 
 const local = useQuietDynamo();
@@ -252,94 +247,20 @@ describe('BatchGetItem', () => {
 // ---------------------------------------------------------------------------------------------------
 
 /** Every item under a task partition, with its size as DynamoDB counts it. */
-async function itemsOf(pk: string): Promise<{ sk: string; bytes: number }[]> {
-  const items: { sk: string; bytes: number }[] = [];
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page: ScanCommandOutput = await local.db.client.send(
-      new ScanCommand({
-        TableName: local.db.tableName,
-        ExclusiveStartKey: start,
-        FilterExpression: 'pk = :pk',
-        ExpressionAttributeValues: marshall({ ':pk': pk }),
-      }),
-    );
-    for (const item of page.Items ?? []) items.push({ sk: item.sk!.S!, bytes: itemSize(item) });
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
-
 describe('a file with many attempts', () => {
-  const T0 = 1_763_798_400_000;
-  const ATTEMPTS = 8640;
-  const base = { appKey: 'demo-app', sessionId: 'sess', roomId: 'room', imageId: 'img-outage', extra: '' };
-  const fileName = 'sess_room_user_stream_1763798410000.jpg';
-  const start = { ...base, type: 1, timestamp: T0, code: 200, errorMessage: 'success', config: { trigger: 1 } };
-  // A 24-hour storage outage: the platform retries the image every 10 s and reports each failure.
-  const failure = (i: number) => ({
-    ...base,
-    type: 4,
-    timestamp: T0 + 10_000 + i * 10_000,
-    code: 10002,
-    errorMessage: 'storage unreachable',
-    output: { fileName, fileUrl: '', fileState: '10002', fileMsg: 'storage unreachable' },
-  });
-
-  test('8,640 failed uploads of one image, some twice, in any order: attempts exact, every item small', async () => {
-    const bodies = [start, ...Array.from({ length: ATTEMPTS }, (_, i) => failure(i))];
-    // Every 20th callback delivered twice, and the whole lot shuffled (seeded).
-    const deliveries = [...bodies, ...bodies.filter((_, i) => i % 20 === 7)];
-    const shuffled = fc.sample(fc.shuffledSubarray(deliveries, { minLength: deliveries.length }), {
-      numRuns: 1,
-      seed: 8640,
-    })[0]!;
-    const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-    let next = 0;
-    const outcomes: Record<string, number> = {};
-    // Two at a time on the one image: a write that stays contended comes back, as SQS would bring it.
-    await Promise.all(
-      Array.from({ length: 2 }, async () => {
-        while (next < shuffled.length) {
-          const body = shuffled[next++]!;
-          const delivery = {
-            callback: mustParse('screenshot', body),
-            raw: JSON.stringify(body),
-            receivedAt: T0,
-            verdict: 'not_checked' as const,
-            mode: 'off' as const,
-            requestId: null,
-            messageId: `m-${next}`,
-            replayKey: null,
-          };
-          for (;;) {
-            const result = await store.applyCallback(delivery).catch((err: unknown) => {
-              if (err instanceof ContentionError) return null;
-              throw err;
-            });
-            if (!result) continue;
-            outcomes[result.outcome] = (outcomes[result.outcome] ?? 0) + 1;
-            break;
-          }
-        }
-      }),
-    );
-    expect(outcomes).toEqual({ applied: bodies.length, duplicate: deliveries.length - bodies.length });
-
-    const task = await store.getTask('img-outage');
-    expect(task).toEqual(reduceTask(bodies.map((b) => mustParse('screenshot', b))));
-    expect(task!.eventCount).toBe(1 + ATTEMPTS);
-    expect(task!.files).toEqual([
-      expect.objectContaining({ fileName, upload: 'failed', attempts: ATTEMPTS, purgeAt: T0 + 10_000 + 86_400_000 }),
-    ]);
-    expect((await store.listEvents('img-outage')).map((e) => e.key).sort()).toEqual(
-      [...new Set(bodies.map((b) => eventKey(b)))].sort(),
-    );
-    // The header, the file, and one small item per attempt past the file's inline keys.
-    const items = await itemsOf(Keys.taskPk('img-outage'));
-    expect(items).toHaveLength(2 + ATTEMPTS - 4);
-    expect(Math.max(...items.map((i) => i.bytes))).toBeLessThan(1024);
-  }, 180_000);
+  // 300 attempts in npm test: well past the file item's inline keys, duplicates and two writers contending, in
+  // seconds. The full day of 8,640 (the task then read over several pages) with npm run soak -- --sized-tests.
+  const attempts = sized(300, FULL_DAY_ATTEMPTS);
+  const title = `${attempts} failed uploads of one image, some twice, in any order: attempts exact, every item small`;
+  test(title, async () => {
+    const problems = await manyAttemptsProblems({
+      client: local.db.client,
+      tableName: local.db.tableName,
+      attempts,
+      imageId: 'img-outage',
+    });
+    expect(problems).toEqual([]);
+  }, 1_800_000);
 });
 
 describe('a refused recording end leaves nothing behind', () => {

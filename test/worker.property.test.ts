@@ -20,6 +20,7 @@ import { faultyClient } from './support/faulty-client.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import type { SQSRecord } from 'aws-lambda';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { sized, writePositions } from './support/size.ts';
 
 const local = useQuietDynamo();
 const log = createLogger('test');
@@ -76,7 +77,7 @@ describe('worker property: any order, any duplicates, any batching', () => {
           await expectStoredEqualsFold(store, lifecycles);
         },
       ),
-      { numRuns: 40 },
+      { numRuns: sized(10, 40) },
     );
   });
 });
@@ -89,7 +90,8 @@ describe('fault injection: a failed write at every position, then redelivery', (
   const samples = fc.sample(lifecycleArb, { numRuns: 1, seed: 42 });
 
   for (const when of ['before', 'after'] as const) {
-    test(`write N fails ${when} reaching the table, for every N: state equals the fold, counts exact`, async () => {
+    const title = `write N fails ${when} reaching the table, for N across the run: state equals the fold, counts exact`;
+    test(title, async () => {
       for (const [ls, ds] of samples) {
         // Count the writes of a clean run first.
         const probe = isolate(ls, ds);
@@ -103,7 +105,7 @@ describe('fault injection: a failed write at every position, then redelivery', (
         const total = counter.writes();
         expect(total).toBeGreaterThan(probe.deliveries.length);
 
-        for (let n = 1; n <= total; n++) {
+        for (const n of writePositions(total, 4)) {
           const { lifecycles, deliveries } = isolate(ls, ds);
           const faulty = faultyClient(local.db.client, { failWrite: n, when });
           const store = new DynamoTaskStore({ client: faulty.client, tableName: local.db.tableName });

@@ -9,6 +9,7 @@ import { ensureConsoleBuilt } from '../console-assets.ts';
 import { startConsoleProxy } from '../console-proxy.ts';
 import { stackOutput } from '../stack-outputs.ts';
 import { httpUrl, portNumber } from '../option-parsers.ts';
+import { cliIo } from '../io.ts';
 
 interface ConsoleOptions {
   stage: string;
@@ -34,7 +35,7 @@ export function register(program: Command): void {
     )
     .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', portNumber, DEFAULT_CONSOLE_PORT)
     .action(async (opts: ConsoleOptions) => {
-      const region = opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+      const region = opts.region ?? cliIo().env.AWS_REGION ?? cliIo().env.AWS_DEFAULT_REGION;
       if (!region) throw new Error(`stage ${opts.stage} needs a region: pass --region or set AWS_REGION`);
       const provider = defaultProvider();
       let credentials: Awaited<ReturnType<typeof provider>>;
@@ -43,7 +44,7 @@ export function register(program: Command): void {
       } catch (err) {
         throw new Error(`no AWS credentials were found (environment, profile, SSO or role): ${errorSentence(err)}`);
       }
-      const stackName = `${process.env.CALLBACKS_SERVICE_NAME ?? SERVICE}-${opts.stage}`;
+      const stackName = `${cliIo().env.CALLBACKS_SERVICE_NAME ?? SERVICE}-${opts.stage}`;
       const apiUrl = opts.url ?? (await stackOutput({ stackName, outputKey: 'HttpApiUrl', region, credentials }));
       const proxy = await startConsoleProxy({
         apiUrl,
@@ -52,14 +53,15 @@ export function register(program: Command): void {
         consoleDir: await ensureConsoleBuilt(),
         port: opts.port,
       });
-      process.stdout.write(
+      cliIo().stdout.write(
         `Console of stage ${opts.stage} (${region}) at ${proxy.url}/console/\n` +
           `Reading ${apiUrl} signed with your AWS credentials; loopback only. Ctrl-C stops it.\n`,
       );
+      let stopListening = () => {};
       await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
+        stopListening = cliIo().onStop(resolve);
       });
+      stopListening();
       await proxy.stop();
     });
 }

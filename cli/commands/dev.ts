@@ -4,7 +4,7 @@ import { Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
 import { describeFaults, type FaultRates } from '../../lib/local/fault-spec.ts';
-import { setLogSink } from '../../lib/log.ts';
+import { type LogSink, setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/signature/verdicts.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
@@ -12,6 +12,7 @@ import { CliError, withTimeZone } from '../inspect.ts';
 import { cidrList, faultRates, portNumber, wholeNumber } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
+import { type CliIo, cliIo } from '../io.ts';
 
 interface DevOptions {
   port: number;
@@ -76,47 +77,67 @@ export function register(program: Command): void {
       "for debugging only: do not check the functions' AWS calls against their roles (the deployed stack does)",
     );
   withTimeZone(dev).action(async (opts: DevOptions) => {
+    // Held here: the log sink and the signals call back from outside the run.
+    const io = cliIo();
     const c = colorsFor(opts);
     if (opts.seed !== undefined && !opts.faults) throw new CliError('--seed goes with --faults: give both, or neither');
-    opts.logFormat ??= process.stdout.isTTY ? 'pretty' : 'json';
-    // Before the handlers load: their first lines (configuration) come out in the chosen format too.
+    opts.logFormat ??= io.stdout.isTTY ? 'pretty' : 'json';
+    // Before the handlers load: their first lines (configuration) come out in the chosen format too. Put back
+    // once the stack stops, for whatever runs next in the process.
+    let restoreSink: LogSink | undefined;
     if (!opts.quiet && opts.logFormat === 'pretty') {
-      setLogSink((line) => {
+      restoreSink = setLogSink((line) => {
         const shown = prettyLogLine(line, c);
-        if (shown !== null) process.stdout.write(`${shown}\n`);
+        if (shown !== null) io.stdout.write(`${shown}\n`);
       });
     } else if (!opts.quiet) {
       // The same JSON, with what a terminal would act on written as escapes (cli/format.ts).
-      setLogSink((line) => process.stdout.write(`${safeJson(line)}\n`));
+      restoreSink = setLogSink((line) => io.stdout.write(`${safeJson(line)}\n`));
     }
-    // The stack runs without its console rather than not at all.
-    const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
-      process.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
-      return undefined;
-    });
-    const stack = await startLocalStack({
-      port: opts.port,
-      host: opts.host,
-      memory: opts.memory ?? false,
-      dataDir: opts.dataDir,
-      signatureMode: opts.signatureMode,
-      allowedSourceCidrs: opts.allowCidr,
-      retryDelaySeconds: opts.retryDelay,
-      quiet: opts.quiet ?? false,
-      consoleDir,
-      iam: opts.iam,
-      ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
-    });
-    process.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
-    await untilSignal();
-    process.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
-    await stack.stop();
-    process.stdout.write('Stopped.\n');
+    try {
+      await runStack(io, opts, c);
+    } finally {
+      if (restoreSink) setLogSink(restoreSink);
+    }
   });
 }
 
+/** Starts the stack, prints its banner, and stops it at the first Ctrl-C. */
+async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
+  // The stack runs without its console rather than not at all.
+  const consoleDir = await ensureConsoleBuilt().catch((err: unknown) => {
+    io.stderr.write(`callbacks: the console is not served: ${errorSentence(err)}\n`);
+    return undefined;
+  });
+  const stack = await startLocalStack({
+    port: opts.port,
+    host: opts.host,
+    memory: opts.memory ?? false,
+    dataDir: opts.dataDir,
+    signatureMode: opts.signatureMode,
+    allowedSourceCidrs: opts.allowCidr,
+    retryDelaySeconds: opts.retryDelay,
+    quiet: opts.quiet ?? false,
+    consoleDir,
+    iam: opts.iam,
+    ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
+    cwd: io.cwd,
+    env: io.env,
+  });
+  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
+  const signal = untilSignal(io);
+  try {
+    await signal.received;
+    io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
+    await stack.stop();
+    io.stdout.write('Stopped.\n');
+  } finally {
+    signal.stopListening();
+  }
+}
+
 const shown = (path: string) => {
-  const rel = relative(process.cwd(), path);
+  const rel = relative(cliIo().cwd, path);
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
@@ -201,23 +222,24 @@ export function banner(
 }
 
 /**
- * Resolves at the first SIGINT or SIGTERM; another one a moment later ends the process at once. Repeats
- * within that moment are ignored: under `npm start` a Ctrl-C reaches the process twice, from the
- * terminal and forwarded by npm.
+ * `received` resolves at the first SIGINT or SIGTERM; another one a moment later ends the process at once
+ * (until `stopListening`). Repeats within that moment are ignored: under `npm start` a Ctrl-C reaches the
+ * process twice, from the terminal and forwarded by npm.
  */
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
+function untilSignal(io: CliIo): { received: Promise<void>; stopListening(): void } {
+  let stopListening = () => {};
+  const received = new Promise<void>((resolve) => {
     let firstAt = 0;
     const onSignal = () => {
       if (firstAt === 0) {
         firstAt = Date.now();
         resolve();
       } else if (Date.now() - firstAt > 1000) {
-        process.stderr.write('callbacks: stopped without finishing the work in progress\n');
-        process.exit(130);
+        io.stderr.write('callbacks: stopped without finishing the work in progress\n');
+        io.exit(130);
       }
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    stopListening = io.onStop(onSignal);
   });
+  return { received, stopListening };
 }

@@ -7,6 +7,7 @@ import { TargetError, type Target } from '../../lib/local/target.ts';
 import { callbackTypeName, isoTime, plural, table } from '../format.ts';
 import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { positiveInt } from '../option-parsers.ts';
+import { cliIo } from '../io.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
@@ -79,7 +80,7 @@ export function register(program: Command): void {
       const waiting = (await queueDepth(ctx.target.sqs, from)).visible;
       const expected = Math.min(waiting, opts.max ?? Infinity);
       if (!opts.yes) {
-        if (!process.stdin.isTTY)
+        if (!cliIo().stdin.isTTY)
           throw new CliError('dlq redrive moves messages: pass --yes to confirm when not at a terminal');
         if (
           !(await confirm(
@@ -92,11 +93,11 @@ export function register(program: Command): void {
         }
       }
       const bar =
-        process.stderr.isTTY && !opts.json
+        cliIo().stderr.isTTY && !opts.json
           ? new SingleBar({
               format: 'redrive [{bar}] {value}/{total} messages',
               hideCursor: true,
-              stream: process.stderr,
+              stream: cliIo().stderr as NodeJS.WriteStream,
             })
           : null;
       bar?.start(Math.max(expected, 1), 0);

@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { CFN_LINT_INSTALL, type DoctorReport, runDoctor } from '../../lib/local/doctor.ts';
 import { colorsFor, type Colors } from '../format.ts';
+import { cliIo, setExitCode } from '../io.ts';
 
 interface DoctorOptions {
   json?: boolean;
@@ -47,11 +48,11 @@ export function register(program: Command): void {
     .option('--json', 'the report as JSON')
     .option('--no-color', 'no colours (also NO_COLOR=1)')
     .action(async (opts: DoctorOptions) => {
-      process.stderr.write('Packaging, linting and running the local stack with IAM enforced...\n');
+      cliIo().stderr.write('Packaging, linting and running the local stack with IAM enforced...\n');
       const report = await runDoctor();
-      process.stdout.write(
+      cliIo().stdout.write(
         opts.json ? `${JSON.stringify(report, null, 2)}\n` : describeReport(report, colorsFor(opts)),
       );
-      if (!report.ok) process.exitCode = 1;
+      if (!report.ok) setExitCode(1);
     });
 }

@@ -1,8 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
-import pc from 'picocolors';
 import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
 import {
   checkReachable,
@@ -16,7 +14,8 @@ import {
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { decimalNumber, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
-import { printable } from '../format.ts';
+import { colorsFor, printable } from '../format.ts';
+import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
 interface EmulateOptions {
   url: string;
@@ -134,11 +133,11 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     failedStarts: opts.failedStarts,
   });
 
-  const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && run.sends.length > 0;
+  const showBar = opts.progress && !opts.json && Boolean(cliIo().stderr.isTTY) && run.sends.length > 0;
   const bar = showBar
     ? new cliProgress.SingleBar(
         {
-          stream: process.stderr,
+          stream: cliIo().stderr as NodeJS.WriteStream,
           format:
             'sending {bar} {value}/{total} callbacks | {delivered} acknowledged, {retried} retried, {undelivered} ' +
             'failed',
@@ -170,7 +169,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   let expectedCount: number | null = null;
   if (opts.expect) {
     const tasks = expectedTasks(report.results);
-    expectFile = resolve(opts.expect);
+    expectFile = pathFromCwd(opts.expect);
     expectedCount = tasks.length;
     await writeExpectFile(expectFile, tasks, new Date(), expectedTaskEventsOf(report.results));
   }
@@ -178,7 +177,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   const { summary } = report;
   const failures = failureGroups(report.results);
   if (opts.json) {
-    process.stdout.write(
+    cliIo().stdout.write(
       `${JSON.stringify(
         {
           url: opts.url,
@@ -205,7 +204,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   } else {
     printSummary(opts, seed, run.tasks, summary, failures, expectFile, expectedCount);
   }
-  if (summary.undelivered > 0) process.exitCode = 1;
+  if (summary.undelivered > 0) setExitCode(1);
 }
 
 interface FailureGroup {
@@ -233,6 +232,8 @@ function printSummary(
   expectFile: string | null,
   expectedCount: number | null,
 ): void {
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
   const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
   const notAcknowledged = s.undelivered ? pc.red(`${s.undelivered} not acknowledged`) : '0 not acknowledged';
   const lines = [
@@ -253,5 +254,5 @@ function printSummary(
         `check it with: callbacks verify --expect ${opts.expect}`,
     );
   }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  cliIo().stdout.write(`${lines.join('\n')}\n`);
 }

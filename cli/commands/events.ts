@@ -26,6 +26,7 @@ import {
   type CommonOptions,
   type Context,
 } from '../inspect.ts';
+import { cliIo } from '../io.ts';
 
 interface TailOptions extends CommonOptions {
   follow?: boolean;
@@ -91,7 +92,7 @@ async function follow(
 ): Promise<void> {
   // The queue is made where the target's SQS is: for the local stack, on its own topic whatever
   // TASK_EVENTS_TOPIC_ARN says (it names a deployed one, or the local stack's in its own process).
-  const env = ctx.target.kind === 'local' ? {} : process.env;
+  const env = ctx.target.kind === 'local' ? {} : cliIo().env;
   const { topicArn, sns } = await taskEventsTopicFor(ctx.target, opts, env);
   if (!topicArn || !sns) {
     throw new CliError(
@@ -102,14 +103,13 @@ async function follow(
   const clients = { sns, sqs: ctx.target.sqs, endpoint: ctx.target.local?.sqsEndpoint };
   const stopped = new AbortController();
   const stop = () => stopped.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const stopListening = cliIo().onStop(stop);
   // Piped into `head`: stop as on Ctrl-C, removing the queue, then print nothing more.
   const restoreStdout = onStdoutClosed(stop);
   try {
     // What followers killed before they could clean up left behind; not being allowed to is no reason to stop.
     await removeStaleFollowQueues(clients, topicArn).catch((err: unknown) => {
-      process.stderr.write(`callbacks: stale follow queues not removed: ${printable(errorSentence(err))}\n`);
+      cliIo().stderr.write(`callbacks: stale follow queues not removed: ${printable(errorSentence(err))}\n`);
     });
     const name = followQueueName(topicArn, { host: hostname(), pid: process.pid }, randomBytes(3).toString('hex'));
     const queue = await FollowQueue.open(clients, topicArn, name);
@@ -143,12 +143,11 @@ async function follow(
       }
     } finally {
       await queue.close().catch((err: unknown) => {
-        process.stderr.write(`callbacks: follow queue ${name} not removed: ${printable(errorSentence(err))}\n`);
+        cliIo().stderr.write(`callbacks: follow queue ${name} not removed: ${printable(errorSentence(err))}\n`);
       });
     }
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    stopListening();
     restoreStdout();
     sns.destroy();
   }

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { findMigrationWork, migrateTable, noMigration } from '../../lib/aws/dynamo/migrate.ts';
 import { plural } from '../format.ts';
 import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { cliIo } from '../io.ts';
 
 export function register(program: Command): void {
   withCommonOptions(
@@ -32,7 +33,7 @@ export function register(program: Command): void {
         return;
       }
       if (!opts.yes && !opts.dryRun) {
-        if (!process.stdin.isTTY)
+        if (!cliIo().stdin.isTTY)
           throw new CliError('migrate rewrites tasks: pass --yes to confirm when not at a terminal');
         const what = [
           waiting > 0 ? `bring ${plural(waiting, 'task')} over to the current layout` : '',
@@ -48,8 +49,12 @@ export function register(program: Command): void {
         }
       }
       const bar =
-        process.stderr.isTTY && !opts.json
-          ? new SingleBar({ format: 'migrate [{bar}] {value}/{total} tasks', hideCursor: true, stream: process.stderr })
+        cliIo().stderr.isTTY && !opts.json
+          ? new SingleBar({
+              format: 'migrate [{bar}] {value}/{total} tasks',
+              hideCursor: true,
+              stream: cliIo().stderr as NodeJS.WriteStream,
+            })
           : null;
       bar?.start(waiting, 0);
       let result: Awaited<ReturnType<typeof migrateTable>>;

@@ -13,6 +13,7 @@ import { durationOption } from '../option-parsers.ts';
 import type { Target } from '../../lib/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
+import { cliIo, setExitCode } from '../io.ts';
 
 export interface PullOptions {
   /** Signs instead of the local stack's secret of the task's appKey. */
@@ -84,7 +85,7 @@ export function register(program: Command): void {
           .default(10_000, '10s'),
       ),
   ).action(async (id: string, opts: CommonOptions & PullOptions & { appKey?: string }) => {
-    const dest = readLocalStack();
+    const dest = readLocalStack(cliIo().cwd);
     if (!dest)
       throw new CliError('pull copies into the local stack: none is running in this folder (start it: npm start)');
     await withTarget(opts, async (ctx) => {
@@ -100,7 +101,7 @@ export function register(program: Command): void {
             `${refused ? `; ${refused} not accepted` : '; all accepted'}.`,
         );
       }
-      if (refused) process.exitCode = 1;
+      if (refused) setExitCode(1);
     });
   });
 }

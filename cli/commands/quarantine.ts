@@ -20,6 +20,7 @@ import {
 import { checkQuarantineSince, cidrList, positiveInt, quarantineDays, timeRange } from '../option-parsers.ts';
 import { taskEventsFor } from '../events-publisher.ts';
 import { secretsFor } from '../secrets.ts';
+import { cliIo, setExitCode } from '../io.ts';
 
 interface FilterOptions {
   reason?: string;
@@ -223,7 +224,7 @@ export function register(program: Command): void {
         return;
       }
       if (!opts.dryRun && !opts.yes) {
-        if (!process.stdin.isTTY)
+        if (!cliIo().stdin.isTTY)
           throw new CliError(
             'quarantine apply writes to the tasks table: pass --yes to confirm when not at a terminal',
           );
@@ -234,18 +235,18 @@ export function register(program: Command): void {
           return;
         }
       }
-      const toleranceS = Number(process.env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
+      const toleranceS = Number(cliIo().env.SIGNATURE_TOLERANCE_S) || ingestDefaults.toleranceS;
       const others = await around(ctx, entries, toleranceS);
       const source = secretsFor(ctx.target, opts);
       const taskEvents = opts.dryRun ? null : await taskEventsFor(ctx.target, opts);
       let secrets: Promise<SecretsByAppKey> | undefined;
       const bar =
-        process.stderr.isTTY && !opts.json
+        cliIo().stderr.isTTY && !opts.json
           ? new SingleBar({
               format: `${opts.dryRun ? 'checking' : 'applying'} [{bar}] {value}/{total} callbacks`,
               hideCursor: true,
               clearOnComplete: true,
-              stream: process.stderr,
+              stream: cliIo().stderr as NodeJS.WriteStream,
             })
           : null;
       bar?.start(entries.length, 0);
@@ -271,7 +272,7 @@ export function register(program: Command): void {
       }
       if (opts.json) printJson(summaryJson(opts, results));
       else ctx.out(renderSummary(opts, results, ctx));
-      if (!opts.dryRun && results.some((r) => r.result.outcome === 'failing')) process.exitCode = 1;
+      if (!opts.dryRun && results.some((r) => r.result.outcome === 'failing')) setExitCode(1);
     });
   });
 }

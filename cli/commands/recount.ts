@@ -7,6 +7,7 @@ import { recountTasks } from '../../lib/aws/dynamo/recount.ts';
 import { AmbiguousTaskError } from '../../lib/domain/task-store.ts';
 import { plural } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { cliIo } from '../io.ts';
 
 export function register(program: Command): void {
   withCommonOptions(
@@ -20,8 +21,12 @@ export function register(program: Command): void {
     if ((id === undefined) === !opts.all) throw new CliError('recount takes a task id or --all, not both');
     await withTarget(opts, async (ctx) => {
       const bar =
-        opts.all && process.stderr.isTTY && !opts.json
-          ? new SingleBar({ format: 'recount [{bar}] {value}/{total} tasks', hideCursor: true, stream: process.stderr })
+        opts.all && cliIo().stderr.isTTY && !opts.json
+          ? new SingleBar({
+              format: 'recount [{bar}] {value}/{total} tasks',
+              hideCursor: true,
+              stream: cliIo().stderr as NodeJS.WriteStream,
+            })
           : null;
       bar?.start(0, 0);
       let result: Awaited<ReturnType<typeof recountTasks>>;

@@ -21,6 +21,7 @@ import { durationOption } from '../option-parsers.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
 import { errorSentence } from '../../lib/text.ts';
+import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
 export interface SendOptions {
   service?: Service;
@@ -96,9 +97,9 @@ export function register(program: Command): void {
 
 async function readBody(file: string): Promise<string> {
   try {
-    if (file !== '-') return await readFile(file, 'utf8');
+    if (file !== '-') return await readFile(pathFromCwd(file), 'utf8');
     const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    for await (const chunk of cliIo().stdin) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks).toString('utf8');
   } catch (err) {
     throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? errorSentence(err)}`);
@@ -114,8 +115,9 @@ function serviceOf(body: Record<string, unknown>, file: string): Service {
 /** The secret for `appKey`: --secret, CALLBACK_SECRETS, or the demo key of a local stack that uses it. */
 function secretFor(appKey: string, opts: SendOptions, usingLocalDemo: boolean): string {
   if (opts.secret !== undefined) return opts.secret;
-  const configured = process.env.CALLBACK_SECRETS?.trim()
-    ? parseSecrets(process.env.CALLBACK_SECRETS, 'CALLBACK_SECRETS')
+  const fromEnv = cliIo().env.CALLBACK_SECRETS;
+  const configured = fromEnv?.trim()
+    ? parseSecrets(fromEnv, 'CALLBACK_SECRETS')
     : usingLocalDemo
       ? parseSecrets(JSON.stringify(DEFAULT_SECRETS), 'the demo secrets')
       : new Map<string, readonly string[]>();
@@ -129,7 +131,7 @@ function secretFor(appKey: string, opts: SendOptions, usingLocalDemo: boolean): 
 
 /** Where callbacks go: --url, or the local stack of `cwd`. */
 export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): { base: string; local: LocalStackInfo | null } {
-  const local = readLocalStack(cwd);
+  const local = readLocalStack(cwd ?? cliIo().cwd);
   if (opts.url === undefined && !local) {
     throw new CliError('no --url given and no local stack is running in this folder (start one with "npm start")');
   }
@@ -200,8 +202,8 @@ async function send(file: string, opts: SendOptions): Promise<void> {
   if (opts.sign !== 'none' && !appKey) throw new CliError(`${file} has no appKey: pass --app-key to choose the secret`);
   const { answer, text: said } = await postCallback(service, text, appKey, opts, to);
   if (opts.json) printJson(answer);
-  else process.stdout.write(`POST ${printable(answer.url)} -> ${answer.status} ${printable(said)}\n`);
-  if (!succeeded(answer)) process.exitCode = 1;
+  else cliIo().stdout.write(`POST ${printable(answer.url)} -> ${answer.status} ${printable(said)}\n`);
+  if (!succeeded(answer)) setExitCode(1);
 }
 
 /** One callback of a lifecycle sent: which, and the answer. */
@@ -245,15 +247,15 @@ export async function postLifecycle(
 
 async function sendLifecycle(opts: LifecycleOptions): Promise<void> {
   const answers = await postLifecycle(opts, (line) => {
-    if (!opts.json) process.stdout.write(`${line}\n`);
+    if (!opts.json) cliIo().stdout.write(`${line}\n`);
   });
   const refused = answers.filter((a) => !succeeded(a)).length;
   if (opts.json) printJson(answers);
   else {
-    process.stdout.write(
+    cliIo().stdout.write(
       `${answers.length} callbacks of ${opts.lifecycle} task ${printable(answers[0]?.taskId ?? '-')}` +
         `${refused ? `, ${refused} not accepted` : ', all accepted'}.\n`,
     );
   }
-  if (refused) process.exitCode = 1;
+  if (refused) setExitCode(1);
 }

@@ -1,8 +1,7 @@
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
-import pc from 'picocolors';
 import { durationOption } from '../option-parsers.ts';
-import { jsonText, printable } from '../format.ts';
+import { colorsFor, jsonText, printable } from '../format.ts';
 import { openTarget } from '../../lib/local/target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
@@ -10,6 +9,7 @@ import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import type { EventCheck } from '../../lib/domain/task-events.ts';
 import { verifyEvents } from '../../lib/verify/events.ts';
 import { errorSentence } from '../../lib/text.ts';
+import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
 interface VerifyCommandOptions {
   expect: string;
@@ -55,8 +55,14 @@ export function register(program: Command): void {
 
 async function verify(opts: VerifyCommandOptions): Promise<void> {
   const started = Date.now();
-  const file = await readExpectFile(opts.expect);
-  const target = await openTarget({ stage: opts.stage, region: opts.region, eventsQueueUrl: opts.queueUrl });
+  const file = await readExpectFile(pathFromCwd(opts.expect));
+  const target = await openTarget({
+    stage: opts.stage,
+    region: opts.region,
+    eventsQueueUrl: opts.queueUrl,
+    env: cliIo().env,
+    cwd: cliIo().cwd,
+  });
   try {
     const isDrained = async () => {
       const d = await target.queue.depth();
@@ -72,11 +78,11 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       queueNote = `queue depth unknown (${errorSentence(err)}); polling the tasks only`;
     }
 
-    const showBar = opts.progress && !opts.json && Boolean(process.stderr.isTTY) && file.tasks.length > 0;
+    const showBar = opts.progress && !opts.json && Boolean(cliIo().stderr.isTTY) && file.tasks.length > 0;
     const bar = showBar
       ? new cliProgress.SingleBar(
           {
-            stream: process.stderr,
+            stream: cliIo().stderr as NodeJS.WriteStream,
             format: 'verifying {bar} {value}/{total} tasks match | queue {queue}',
             hideCursor: true,
             clearOnComplete: true,
@@ -113,19 +119,21 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
 
     if (opts.json) {
       const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
-      process.stdout.write(`${jsonText(out, 2)}\n`);
+      cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
     }
-    if (!ok) process.exitCode = 1;
+    if (!ok) setExitCode(1);
   } finally {
     await target.close();
   }
 }
 
 function printResult(result: VerifyResult, describe: string, queueNote: string | null): void {
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
   if (queueNote) out(pc.yellow(queueNote));
   if (result.ok) {
     out(
@@ -150,7 +158,9 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
 }
 
 function printEvents(events: (EventCheck & { timedOut: boolean }) | null, note: string | null): void {
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
   if (!events) {
     if (note) out(pc.yellow(note));
     return;

@@ -3,20 +3,24 @@
 // function stops at load with one sentence (in the log and as the init error), rather than answer every
 // request from a table it guessed.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { functionClient } from '../aws/clients.ts';
+import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
 import { envSchema, readEnvironment, text } from '../config/read-env.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
 import { errorSentence } from '../text.ts';
 
-type Env = Record<string, string | undefined>;
+type Env = Readonly<Record<string, string | undefined>>;
 
 /** The read API's environment. */
 export const apiEnvironment = envSchema('api', { TASKS_TABLE: { value: text, invalid: 'refuse' } });
 
 /** Throws on a missing table (the function then fails to start), after logging the same sentence. */
-export function buildApiDependencies(env: Env, log: Logger = createLogger('api')): ApiDependencies {
+export function buildApiDependencies(
+  env: Env,
+  log: Logger = createLogger('api', logLevelFrom(env)),
+  clients: ClientSettings = {},
+): ApiDependencies {
   let tableName: string;
   try {
     tableName = readEnvironment(apiEnvironment, env).settings.TASKS_TABLE;
@@ -28,6 +32,7 @@ export function buildApiDependencies(env: Env, log: Logger = createLogger('api')
   // retry well before the function's own time-out.
   const client = functionClient(
     new DynamoDBClient({
+      ...clientConfigOf('dynamodb', clients),
       maxAttempts: 3,
       requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
     }),

@@ -5,6 +5,7 @@
 // open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
 // be accepted with a 200 and then fail for good), and signature mode off on a stage not marked as development.
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { type ClientSettings, clientConfigOf } from '../aws/clients.ts';
 import * as v from 'valibot';
 import {
   envSchema,
@@ -16,7 +17,7 @@ import {
   text,
   trueOrFalse,
 } from '../config/read-env.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, logLevelFrom } from '../log.ts';
 import type { Logger } from '../log.ts';
 import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
@@ -71,7 +72,7 @@ export const defaults = {
  */
 export const MAX_BODY_BYTES_LIMIT = 80 * 1024;
 
-type Env = Record<string, string | undefined>;
+type Env = Readonly<Record<string, string | undefined>>;
 
 const positiveInteger = positiveWholeNumber('a positive integer');
 
@@ -193,10 +194,11 @@ export const modeOffRefused =
  * off outside a development stage.
  */
 export function buildIngestDependencies(
-  env: Env = process.env,
+  env: Env,
   overrides: Partial<IngestDependencies> = {},
+  clients: ClientSettings = {},
 ): IngestDependencies {
-  const logger = overrides.logger ?? createLogger('ingest');
+  const logger = overrides.logger ?? createLogger('ingest', logLevelFrom(env));
   const now = overrides.now ?? Date.now;
   let read: ReturnType<typeof readEnvironment<typeof ingestEnvironment.variables>>;
   try {
@@ -221,7 +223,7 @@ export function buildIngestDependencies(
   const endpoint = read.settings.AWS_ENDPOINT_URL_SQS || read.settings.AWS_ENDPOINT_URL;
   return {
     settings: { ...settings, ...overrides.settings },
-    sqs: overrides.sqs ?? createSqsClient(endpoint ? { endpoint } : {}),
+    sqs: overrides.sqs ?? createSqsClient({ ...(endpoint ? { endpoint } : {}), ...clientConfigOf('sqs', clients) }),
     secrets,
     now,
     logger,

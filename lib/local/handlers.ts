@@ -1,19 +1,24 @@
-// The local stack runs the very handlers that are deployed (functions/*.ts), not a copy assembled from
-// lib/: what is tested locally is what runs on Lambda. Those modules read their settings from process.env
-// and build their SDK clients once, when first imported, as a Lambda container does. So each module is
-// imported with its own function's environment from the template in process.env (and no other function's),
-// and with a client hook that puts its clients under its role (lib/local/iam/enforce.ts), the services'
-// message limits (lib/local/service-limits.ts) and the faults asked for (lib/local/faults.ts). Since a module is
-// evaluated only once per process, a second stack in the same process can only reuse them when it needs
-// the very same environment (same endpoints, that is, same ports: a restart on the same ports works).
-// Anything else is refused here with a clear error instead of silently talking to the first stack's
-// emulators.
+// The local stack runs the handlers that are deployed, not a copy assembled from lib/: each functions/<key>.ts
+// is one line, `export const handler = <factory>(process.env)`, and the stack calls that very factory with the
+// function's environment from the template, and the settings of its clients (this stack's emulators, region and
+// keys: not read by the SDK from process.env). Each stack builds its own handlers, so two stacks with different
+// ports or settings run side by side in one process. While a
+// factory runs, the clients it builds get the function's role (lib/local/iam/enforce.ts) and the services'
+// message limits (lib/local/service-limits.ts) and the faults asked for (lib/local/faults.ts), through the client
+// hook of lib/aws/clients.ts.
+//
+// A new function: a factory `create<Name>Handler(env, clients = {})` beside its logic (lib/<area>/handler.ts),
+// whose clients take `clientConfigOf(service, clients)` (lib/aws/clients.ts), its entry functions/<key>.ts
+// calling it with process.env, and one line in handlerFactories below; lib/local/handlers.test.ts holds each
+// entry to its line here.
 import { randomUUID } from 'node:crypto';
-import { setClientHook } from '../aws/clients.ts';
+import { createApiHandler } from '../api/handler.ts';
+import { type ClientSettings, setClientHook } from '../aws/clients.ts';
+import { createIngestHandler } from '../ingest/handler.ts';
+import { createWorkerHandler } from '../worker/handler.ts';
 import { injectFaults } from './faults.ts';
-import { enforceIam } from './iam/enforce.ts';
+import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { enforceServiceLimits } from './service-limits.ts';
-
 /** An invocation as Lambda makes it: the event, and a context with the request id and time left. */
 export type LambdaHandler = (event: unknown, context: LambdaContext) => Promise<unknown>;
 
@@ -24,108 +29,57 @@ export interface LambdaContext {
   getRemainingTimeInMillis(): number;
 }
 
-export interface FunctionToLoad {
+export interface FunctionToBuild {
   /** `functions/<key>.ts`. */
   key: string;
   exportName: string;
-  /** The function's own variables (the template's, resolved): set while its module loads, then removed. */
+  /** The function's own variables (the template's, resolved). */
   environment: Record<string, string>;
 }
 
+type Environment = Readonly<Record<string, string | undefined>>;
+
+type HandlerFactory = (env: Environment, clients: ClientSettings) => LambdaHandler;
+
+/** The factory each entry of functions/ calls with process.env, by the entry's key. */
+export const handlerFactories: Readonly<Record<string, HandlerFactory>> = {
+  ingest: createIngestHandler as HandlerFactory,
+  worker: createWorkerHandler as HandlerFactory,
+  api: createApiHandler as HandlerFactory,
+};
+
 /**
- * Variables that would send the handlers elsewhere than the local emulators (a deployed secrets
- * parameter, a profile's credentials or endpoints, FIPS or dual-stack endpoint rewriting), and the
- * allow-list, which the stack passes only when one is given (set but empty, the ingest refuses to start).
+ * Each function's handler, by key, built by its factory with `base` (what Lambda sets) and its own environment;
+ * its clients sent to `clients` (this stack's emulators, region and keys, rather than what the SDK would read
+ * from process.env) and checked against its role in `iam` (none: not checked).
  */
-const UNSET = [
-  'ALLOWED_SOURCE_CIDRS',
-  'CALLBACK_SECRETS_PARAM',
-  'AWS_SESSION_TOKEN',
-  'AWS_PROFILE',
-  'AWS_ENDPOINT_URL',
-  'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS',
-  'AWS_USE_FIPS_ENDPOINT',
-  'AWS_USE_DUALSTACK_ENDPOINT',
-] as const;
-
-type Loaded = Record<string, LambdaHandler>;
-let loaded: { signature: Readonly<Record<string, string>>; handlers: Promise<Loaded> } | undefined;
-
-/** One flat view of what the modules were loaded with, to compare a second stack's needs against. */
-function signatureOf(
+export function buildDeployedHandlers(
   base: Record<string, string>,
-  functions: readonly FunctionToLoad[],
-  served: Record<string, string>,
-): Record<string, string> {
-  const out: Record<string, string> = { ...base };
-  for (const [name, value] of Object.entries(served)) out[`served.${name}`] = value;
+  functions: readonly FunctionToBuild[],
+  iam: IamSession | undefined,
+  clients: ClientSettings,
+): Record<string, LambdaHandler> {
+  const handlers: Record<string, LambdaHandler> = {};
   for (const fn of functions) {
-    out[`${fn.key}.export`] = fn.exportName;
-    for (const [name, value] of Object.entries(fn.environment)) out[`${fn.key}.${name}`] = value;
-  }
-  return out;
-}
-
-async function importEach(functions: readonly FunctionToLoad[]): Promise<Loaded> {
-  const own = new Set(functions.flatMap((fn) => Object.keys(fn.environment)));
-  const before = new Map([...own].map((name) => [name, process.env[name]]));
-  const handlers: Loaded = {};
-  try {
-    // One at a time: each module sees its own variables only, and its clients get its role.
-    for (const fn of functions) {
-      for (const name of own) delete process.env[name];
-      Object.assign(process.env, fn.environment);
-      const previousHook = setClientHook((client) => {
-        enforceIam(client, fn.key);
-        enforceServiceLimits(client);
-        // Idle unless the stack runs with faults (lib/local/faults.ts).
-        injectFaults(client, fn.key);
-      });
-      try {
-        const module = (await import(`../../functions/${fn.key}.ts`)) as Record<string, unknown>;
-        const handler = module[fn.exportName];
-        if (typeof handler !== 'function')
-          throw new Error(`functions/${fn.key}.ts has no export ${fn.exportName} (the template's Handler)`);
-        handlers[fn.key] = handler as LambdaHandler;
-      } finally {
-        setClientHook(previousHook);
-      }
-    }
-  } finally {
-    for (const [name, value] of before) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
+    if (fn.exportName !== 'handler')
+      throw new Error(
+        `functions/${fn.key}.ts exports its handler as "handler", not "${fn.exportName}" (the template's Handler)`,
+      );
+    const factory = Object.hasOwn(handlerFactories, fn.key) ? handlerFactories[fn.key] : undefined;
+    if (!factory) throw new Error(`functions/${fn.key}.ts has no handler factory in lib/local/handlers.ts`);
+    // The factory builds its clients synchronously: the hook is the function's while it runs, and only then.
+    const previousHook = setClientHook((client) => {
+      if (iam) enforceIam(client, fn.key, iam);
+      enforceServiceLimits(client);
+      // Idle unless the stack runs with faults (lib/local/faults.ts).
+      injectFaults(client, fn.key);
+    });
+    try {
+      handlers[fn.key] = factory({ ...base, ...fn.environment }, clients);
+    } finally {
+      setClientHook(previousHook);
     }
   }
-  return handlers;
-}
-
-/**
- * Imports each function's module with `base` (region, credentials, endpoints: read by the SDK at each call,
- * so they stay set) and its own environment; resolves to its handler by key. `served` names what the
- * modules read once from elsewhere and keep (the secrets read through the extension): a second stack must
- * serve the same.
- */
-export async function loadDeployedHandlers(
-  base: Record<string, string>,
-  functions: readonly FunctionToLoad[],
-  served: Record<string, string> = {},
-): Promise<Loaded> {
-  const signature = signatureOf(base, functions, served);
-  if (loaded) {
-    const before = loaded.signature;
-    const names = new Set([...Object.keys(before), ...Object.keys(signature)]);
-    const differing = [...names].filter((name) => before[name] !== signature[name]);
-    if (differing.length === 0) return loaded.handlers;
-    throw new Error(
-      `the deployed handlers are already loaded in this process with other settings (${differing.join(', ')}); ` +
-        'they read their environment once, so a second local stack in one process must use the same ports and settings',
-    );
-  }
-  for (const name of UNSET) delete process.env[name];
-  Object.assign(process.env, base);
-  const handlers = importEach(functions);
-  loaded = { signature, handlers };
   return handlers;
 }
 

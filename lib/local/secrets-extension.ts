@@ -26,16 +26,8 @@ export const LOCAL_SESSION_TOKEN = 'local-session-token';
 /** The extension's layer, recognised by its name in the template's Layers. */
 export const isSecretsExtensionLayer = (arn: string) => /parameters-and-secrets-lambda-extension/i.test(arn);
 
-let config: SecretsExtensionConfig | undefined;
-let started: Promise<number> | undefined;
-
-/** What the extension serves from now on: the running stack's parameters and checks (undefined: nothing). */
-export function serveSecrets(next: SecretsExtensionConfig | undefined): void {
-  config = next;
-}
-
 /** The extension's answer to one request: status and body. */
-function answerTo(req: IncomingMessage): { status: number; body: string } {
+function answerTo(config: SecretsExtensionConfig | undefined, req: IncomingMessage): { status: number; body: string } {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (req.method !== 'GET' || url.pathname !== '/systemsmanager/parameters/get')
     return { status: 404, body: 'not found' };
@@ -58,24 +50,41 @@ function answerTo(req: IncomingMessage): { status: number; body: string } {
   return { status: 200, body: JSON.stringify({ Parameter: parameter }) };
 }
 
-function answerRequest(req: IncomingMessage, res: ServerResponse): void {
-  const { status, body } = answerTo(req);
-  res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
-  res.end(body);
+export interface SecretsExtension {
+  port: number;
+  /** What it serves from now on (undefined: nothing, every request gets 503). */
+  serve(config: SecretsExtensionConfig | undefined): void;
+  stop(): Promise<void>;
 }
 
 /**
- * The extension's port. One endpoint per process, started on first use and never closed (it keeps no
- * process alive): the function that reads it is loaded once per process with this port in its environment.
+ * The extension of one local stack, on a free port of 127.0.0.1 (the functions that read it get the port in
+ * their environment): each stack its own, so that two stacks in one process serve their own secrets.
  */
-export function secretsExtensionPort(): Promise<number> {
-  started ??= new Promise<number>((resolve, reject) => {
-    const server: Server = createServer(answerRequest);
+export function startSecretsExtension(): Promise<SecretsExtension> {
+  let config: SecretsExtensionConfig | undefined;
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const { status, body } = answerTo(config, req);
+    res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
+    res.end(body);
+  });
+  return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
+      // It keeps no process alive: a stack left running by a test does not hold the test run open.
       server.unref();
-      resolve((server.address() as AddressInfo).port);
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        serve: (next) => {
+          config = next;
+        },
+        stop: () =>
+          new Promise<void>((done) => {
+            config = undefined;
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
     });
   });
-  return started;
 }

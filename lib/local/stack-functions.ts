@@ -1,19 +1,14 @@
-// The template's functions, run in this process: each deployed handler loaded with its environment from the
-// template (lib/local/handlers.ts), its secrets served by the secrets extension of its layer, and invoked as
-// Lambda invokes it, with its time-out and memory size and under its role (lib/local/lambda-runtime.ts).
-import { createHash } from 'node:crypto';
+// The template's functions, run in this process: each deployed handler built with its environment from the
+// template (lib/local/handlers.ts), its secrets served by the secrets extension of its layer (one per stack),
+// and invoked as Lambda invokes it, with its time-out and memory size and under its role
+// (lib/local/lambda-runtime.ts).
 import type { Logger } from '../log.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_REGION } from './deployed-settings.ts';
-import { loadDeployedHandlers } from './handlers.ts';
+import { buildDeployedHandlers } from './handlers.ts';
 import type { IamSession } from './iam/enforce.ts';
 import type { LocalInvoke } from './lambda-invoke.ts';
 import { localFunction } from './lambda-runtime.ts';
-import {
-  LOCAL_SESSION_TOKEN,
-  isSecretsExtensionLayer,
-  secretsExtensionPort,
-  serveSecrets,
-} from './secrets-extension.ts';
+import { LOCAL_SESSION_TOKEN, isSecretsExtensionLayer, startSecretsExtension } from './secrets-extension.ts';
 import type { FunctionSettings } from './stack-template.ts';
 
 export interface LocalFunctionsOptions {
@@ -27,16 +22,22 @@ export interface LocalFunctionsOptions {
   /** The IAM checks, when they are enforced. */
   iam: IamSession | undefined;
   log: Logger;
-  /** Called once the secrets extension serves the secrets, so that a stop withdraws them. */
-  onServingSecrets(): void;
 }
 
-/** Each function of the template, by key, ready to be invoked. */
-export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<Record<string, LocalInvoke>> {
+export interface LocalFunctions {
+  /** Each function of the template, by key, ready to be invoked. */
+  invokers: Record<string, LocalInvoke>;
+  /** Closes what the functions were given (the secrets extension). */
+  stop(): Promise<void>;
+}
+
+export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<LocalFunctions> {
   const { env, secretsJson: secrets } = opts;
-  const extensionPort = await secretsExtensionPort();
+  const readsExtension = (fn: LocalFunctionsOptions['functions'][number]) =>
+    fn.environment.CALLBACK_SECRETS_PARAM !== undefined && fn.layers.some(isSecretsExtensionLayer);
+  const extension = opts.functions.some(readsExtension) ? await startSecretsExtension() : undefined;
   const parameters = new Map<string, string>();
-  const handlers = await loadDeployedHandlers(
+  const handlers = buildDeployedHandlers(
     {
       AWS_REGION: LOCAL_REGION,
       AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
@@ -55,19 +56,18 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
         if (own !== undefined && own.trim() !== '') environment[name] = own;
       }
       const parameter = environment.CALLBACK_SECRETS_PARAM;
-      if (parameter !== undefined && fn.layers.some(isSecretsExtensionLayer)) {
+      if (parameter !== undefined && extension && fn.layers.some(isSecretsExtensionLayer)) {
         // The extension of its layer, run by the stack: the parameter holds the local secrets, read under
         // the function's role.
-        environment.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT = String(extensionPort);
+        environment.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT = String(extension.port);
         parameters.set(parameter, secrets);
-        serveSecrets({
+        extension.serve({
           functionKey: fn.key,
           iam: opts.iam,
           parameters,
           region: LOCAL_REGION,
           accountId: LOCAL_ACCOUNT_ID,
         });
-        opts.onServingSecrets();
       } else if (parameter !== undefined) {
         // No extension to read it with: the secrets themselves, in the variable the ingest reads instead.
         delete environment.CALLBACK_SECRETS_PARAM;
@@ -75,10 +75,15 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
       }
       return { key: fn.key, exportName: fn.exportName, environment };
     }),
-    // The ingest keeps the secrets it read; a digest, never the secrets, tells two stacks' apart.
-    { secrets: createHash('sha256').update(secrets).digest('hex') },
+    opts.iam,
+    {
+      region: LOCAL_REGION,
+      credentials: LOCAL_CREDENTIALS,
+      // fauxqs serves SNS on the SQS port.
+      endpoints: { dynamodb: opts.dynamoEndpoint, sqs: opts.sqsEndpoint, sns: opts.sqsEndpoint },
+    },
   );
-  return Object.fromEntries(
+  const invokers = Object.fromEntries(
     opts.functions.map((fn) => [
       fn.key,
       localFunction({
@@ -92,4 +97,5 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
       }),
     ]),
   );
+  return { invokers, stop: async () => extension?.stop() };
 }

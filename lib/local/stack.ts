@@ -41,7 +41,6 @@ import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { eventSourceMappingKey } from './iam/principals.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
-import { serveSecrets } from './secrets-extension.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
 import { startSqsPoller, type PollerStats } from './sqs-poller.ts';
 import { startLocalFunctions } from './stack-functions.ts';
@@ -199,7 +198,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       routes,
       ...(opts.consoleDir ? { console: loadConsoleFiles(opts.consoleDir) } : {}),
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
-      maxBodyBytes: readIngestSettings(process.env).settings.maxBodyBytes,
+      maxBodyBytes: readIngestSettings(env).settings.maxBodyBytes,
       // The read API's callers hold the policy the stack offers them: a request it does not allow gets 403.
       authorizeIam: (method, path) => readApiCallAllowed(iamSession, method, path),
       isReady: () => ready && defaultRoute !== undefined,
@@ -273,11 +272,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       });
     }
 
-    let servingSecrets = false;
-    resources.defer(() => {
-      if (servingSecrets) serveSecrets(undefined);
-    });
-    const invokers = await startLocalFunctions({
+    const functions = await startLocalFunctions({
       functions: settings.functions,
       env,
       secretsJson: secrets.json,
@@ -285,10 +280,9 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       dynamoEndpoint,
       iam: iamEnforced ? session : undefined,
       log,
-      onServingSecrets: () => {
-        servingSecrets = true;
-      },
     });
+    resources.defer(() => functions.stop());
+    const invokers = functions.invokers;
     const http = (key: string) => (event: APIGatewayProxyEventV2) =>
       invokers[key]!(event) as Promise<APIGatewayProxyResultV2>;
     for (const route of settings.routes) {
@@ -301,7 +295,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
 
     const pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
     resources.defer(() => pollerSqs.destroy());
-    enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
+    if (iamSession) enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key), iamSession);
     const invokeWorker = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
     const poller = startSqsPoller({
       sqs: pollerSqs,

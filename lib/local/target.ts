@@ -11,6 +11,7 @@ import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { OPERATOR, operatorSession } from './iam/operator-policy.ts';
 import { type LocalStackInfo, readLocalStack } from './stack-file.ts';
 import { errorSentence } from '../text.ts';
+import { awsClientSettings } from '../aws/env-client-settings.ts';
 
 export interface QueueDepth {
   visible: number;
@@ -47,7 +48,7 @@ export interface TargetOptions {
   cwd?: string;
   /** A queue subscribed to the task-events topic (deployed: the team's own; default env TASK_EVENTS_QUEUE_URL). */
   eventsQueueUrl?: string;
-  env?: NodeJS.ProcessEnv;
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export class TargetError extends Error {
@@ -70,12 +71,14 @@ export async function openTarget(opts: TargetOptions = {}): Promise<Target> {
       region,
       queues: async () => ({ queueUrl: env.QUEUE_URL ?? null, dlqUrl: env.DLQ_URL ?? null }),
       describe: region ? `table ${env.TASKS_TABLE} in ${region}` : `table ${env.TASKS_TABLE}`,
+      env,
     });
   }
-  const local = readLocalStack(opts.cwd);
+  const cwd = opts.cwd ?? process.cwd();
+  const local = readLocalStack(cwd);
   if (!local) {
     throw new TargetError(
-      `no local stack is running in ${resolve(opts.cwd ?? '.')} (start one with "npm start"), and neither --stage ` +
+      `no local stack is running in ${resolve(cwd)} (start one with "npm start"), and neither --stage ` +
         `nor TASKS_TABLE names a deployed one`,
     );
   }
@@ -131,7 +134,7 @@ export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null =
 async function openDeployed(
   stage: string,
   region: string | undefined,
-  env: NodeJS.ProcessEnv,
+  env: Readonly<Record<string, string | undefined>>,
   eventsQueueUrl: string | null,
 ): Promise<Target> {
   const names = resourceNames(stage, env.CALLBACKS_SERVICE_NAME ?? SERVICE);
@@ -151,7 +154,7 @@ async function openDeployed(
       dlqUrl: await urlOf(names.deadLetterQueue),
     };
   };
-  return openAws({ stage, tableName, region, queues: lookUp, eventsQueueUrl, describe });
+  return openAws({ stage, tableName, region, queues: lookUp, eventsQueueUrl, describe, env });
 }
 
 async function openAws(o: {
@@ -161,10 +164,16 @@ async function openAws(o: {
   queues: (sqs: SQSClient) => Promise<{ queueUrl: string | null; dlqUrl: string | null }>;
   eventsQueueUrl: string | null;
   describe: string;
+  /** Where the clients' region, endpoint and keys come from (lib/aws/env-client-settings.ts). */
+  env: Readonly<Record<string, string | undefined>>;
 }): Promise<Target> {
   if (!o.region) throw new TargetError(`${o.describe}: no region; pass --region or set AWS_REGION`);
-  const dynamo = new DynamoDBClient({ region: o.region, maxAttempts: 3 });
-  const sqs = new SQSClient({ region: o.region, maxAttempts: 3 });
+  const dynamo = new DynamoDBClient({
+    ...awsClientSettings('DYNAMODB', o.env),
+    region: o.region,
+    maxAttempts: 3,
+  });
+  const sqs = new SQSClient({ ...awsClientSettings('SQS', o.env), region: o.region, maxAttempts: 3 });
   return assemble({
     kind: 'aws',
     local: null,

@@ -2,12 +2,12 @@
 // Every value is checked here, at load: a bad one stops the function with one sentence (in the log and as
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { functionClient } from '../aws/clients.ts';
+import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { errorSentence } from '../text.ts';
 
@@ -27,7 +27,7 @@ export const workerDefaults = {
   recordConcurrency: DEFAULT_RECORD_CONCURRENCY,
 } as const;
 
-type Env = Record<string, string | undefined>;
+type Env = Readonly<Record<string, string | undefined>>;
 
 /** The worker's environment: every value checked at load, a bad one stopping the function. */
 export const workerEnvironment = envSchema('worker', {
@@ -61,7 +61,11 @@ export function readWorkerSettings(env: Env): WorkerSettings {
  * The store, logger and concurrency of the handler, built once at module load. Throws on a bad setting
  * (the function then fails to start), after logging the same sentence.
  */
-export function buildWorkerDependencies(env: Env = process.env, logger: Logger = createLogger('worker')): WorkerDeps {
+export function buildWorkerDependencies(
+  env: Env,
+  logger: Logger = createLogger('worker', logLevelFrom(env)),
+  clients: ClientSettings = {},
+): WorkerDeps {
   let settings: WorkerSettings;
   try {
     settings = readWorkerSettings(env);
@@ -72,12 +76,17 @@ export function buildWorkerDependencies(env: Env = process.env, logger: Logger =
   // Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
   // holding the whole batch until the function's 30 s time-out.
   const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
-  const client = functionClient(new DynamoDBClient({ maxAttempts: 3, requestHandler: timeouts }));
+  const client = functionClient(
+    new DynamoDBClient({ ...clientConfigOf('dynamodb', clients), maxAttempts: 3, requestHandler: timeouts }),
+  );
   const store = new DynamoTaskWriter({
     client,
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
   });
-  const events = eventPublisherTo(settings.eventsTopicArn, timeouts);
+  const events = eventPublisherTo(settings.eventsTopicArn, {
+    ...clientConfigOf('sns', clients),
+    requestHandler: timeouts,
+  });
   return { store, log: logger, concurrency: settings.recordConcurrency, ...(events ? { events } : {}) };
 }

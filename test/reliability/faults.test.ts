@@ -6,7 +6,6 @@
 // - a poison message: it reaches the dead-letter queue after maxReceiveCount receives through the local
 //   stack's poller; once the cause is fixed, `callbacks dlq redrive` and `callbacks verify` (the CLI, as a
 //   child process) bring the receiver to exactly what was acknowledged.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,8 +37,9 @@ import {
   storedEvents,
   withApply,
 } from './support/runs.ts';
+import { writePositions } from '../support/size.ts';
+import { type Run, runCliHere } from '../support/cli-process.ts';
 
-const root = new URL('../..', import.meta.url).pathname;
 const SECRET = 'faults-secret-5b1e';
 const log = createLogger('worker');
 const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand']);
@@ -135,7 +135,7 @@ describe('a worker that dies after k writes of a batch', () => {
     await db.stop();
   });
 
-  test('for every k: the batch comes back whole, and the state equals the fold with exact counts', async () => {
+  test('for k across the run: the batch comes back whole, the state equals the fold with exact counts', async () => {
     const sample = sampleRun(11, { recordings: 1, screenshots: 1, maxExtra: 3 });
     // Records one at a time in the dying invocation, so that "after k writes" is one precise moment.
     const probe = isolate(sample, 'probe');
@@ -148,7 +148,7 @@ describe('a worker that dies after k writes of a batch', () => {
     const total = counter.writes();
     expect(total).toBeGreaterThan(probe.deliveries.length);
 
-    for (let k = 1; k <= total; k++) {
+    for (const k of writePositions(total, 4)) {
       const { lifecycles, deliveries } = isolate(sample, `die${k}-`);
       const records = deliveries.map((d) => sqsRecord(d.service, d.body));
       // Write k reaches the table, then the process is gone: from then on nothing it sends arrives.
@@ -259,28 +259,9 @@ describe('SQS unreachable at ingest', () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `callbacks <args>` as a user runs it, in `cwd`, without the machine's AWS settings. */
-function cli(cwd: string, args: string[]): Promise<CliRun> {
-  const env: Record<string, string> = { AWS_EC2_METADATA_DISABLED: 'true', NO_COLOR: '1' };
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|FORCE_COLOR)/.test(k)) env[k] = v;
-  }
-  return new Promise((resolve) => {
-    execFile(
-      join(root, 'node_modules/.bin/node'),
-      [join(root, 'bin/callbacks.js'), ...args],
-      { cwd, env, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
+/** `callbacks <args>` as a user runs it (cli/main.ts's run, in this process), in `cwd`, without AWS settings. */
+function cli(cwd: string, args: string[]): Promise<Run> {
+  return runCliHere(args, { cwd, env: { NO_COLOR: '1' } });
 }
 
 describe('a poison message', () => {

@@ -8,6 +8,7 @@
 //
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
+//   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
 import { imageTaskSends } from './images.ts';
+import { runSizedTests } from './sized-tests.ts';
 import { installFaults, type FaultCounts } from './inject.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
 
@@ -39,6 +41,7 @@ const { values: args } = parseArgs({
     'max-minutes': { type: 'string', default: '60' },
     'retry-delay': { type: 'string', default: '5' },
     'no-results': { type: 'boolean', default: false },
+    'sized-tests': { type: 'boolean', default: false },
   },
 });
 
@@ -443,7 +446,7 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
   ].join('\n');
 }
 
-main().then(
+(args['sized-tests'] ? runSizedTests(say) : main()).then(
   (code) => process.exit(code),
   (err) => {
     process.stderr.write(`soak failed: ${err instanceof Error ? err.stack : String(err)}\n`);

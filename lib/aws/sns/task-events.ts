@@ -61,8 +61,8 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
 /** The publisher to a topic; none (events off) when no topic is named. */
 export function eventPublisherTo(
   topicArn: string,
-  requestHandler?: SNSClientConfig['requestHandler'],
+  config: Pick<SNSClientConfig, 'requestHandler' | 'region' | 'endpoint' | 'credentials'> = {},
 ): EventPublisher | undefined {
   if (!topicArn) return undefined;
-  return snsEventPublisher(functionClient(new SNSClient({ maxAttempts: 3, requestHandler })), topicArn);
+  return snsEventPublisher(functionClient(new SNSClient({ ...config, maxAttempts: 3 })), topicArn);
 }
