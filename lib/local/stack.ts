@@ -66,6 +66,13 @@ import {
   writeStackFile,
 } from './stack-file.ts';
 
+/** The stand-in of one event source mapping: the queue it reads, what it did, the batches in hand. */
+export interface LocalPoller {
+  queueName: string;
+  stats: Readonly<PollerStats>;
+  busy(): number;
+}
+
 /** The IAM checks of a running stack. */
 export interface LocalIam {
   enforced: boolean;
@@ -92,7 +99,10 @@ export interface LocalStack {
   appKeys: string[];
   /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */
   secretsSource: SecretsSource;
+  /** The poller of the stack's queue (the FIFO one the ingest sends to). */
   poller: { stats: Readonly<PollerStats>; busy(): number };
+  /** A poller per event source mapping of the template, the one above included. */
+  pollers: readonly LocalPoller[];
   /** What was taken from the template, resolved for this stack. */
   settings: StackSettings;
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
@@ -133,8 +143,9 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let dynamo: DynamoDBClient | undefined;
   let sqs: SQSClient | undefined;
   let sns: SNSClient | undefined;
-  let pollerSqs: SQSClient | undefined;
+  const pollerClients: SQSClient[] = [];
   let poller: SqsPoller | undefined;
+  const pollers: (LocalPoller & { stop(): Promise<void> })[] = [];
   let info: LocalStackInfo | undefined;
 
   // The reverse of the start: the stack file goes, no new requests are taken (those in progress finish,
@@ -145,11 +156,11 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const steps: Array<() => Promise<unknown> | undefined> = [
       () => (info ? removeStackFile(stackFile, info) : undefined),
       () => (server ? closeServer(server, 5000) : undefined),
-      () => poller?.stop(),
+      () => Promise.all(pollers.map((p) => p.stop())),
       () => {
         dynamo?.destroy();
         sqs?.destroy();
-        pollerSqs?.destroy();
+        for (const client of pollerClients) client.destroy();
         sns?.destroy();
         return fauxqs?.stop();
       },
@@ -234,20 +245,23 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       queue: names.eventsQueue,
     });
 
-    // IAM: each function's calls under its role; the event source mapping's under the worker's.
-    const mapping = settings.mappings[0];
-    if (!mapping || settings.mappings.length > 1)
-      throw new Error(
-        `the local stack runs one SQS event source mapping; the template has ${settings.mappings.length}`,
-      );
-    const queue = settings.queues.find((q) => q.logicalId === mapping.queue)!;
+    // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
+    // queue is the FIFO one the ingest sends to; a template packaged with legacyQueue=true also maps the
+    // standard queue of earlier versions, which drains into the worker beside it.
+    if (settings.mappings.length === 0) throw new Error('the template has no SQS event source mapping');
+    const mapped = settings.mappings.map((m) => ({
+      mapping: m,
+      queue: settings.queues.find((q) => q.logicalId === m.queue)!,
+      fn: settings.functions.find((f) => f.key === m.functionKey)!,
+    }));
+    const main = mapped.find((m) => m.queue.fifo) ?? mapped[0]!;
+    const { queue } = main;
     const dlq = settings.queues.find((q) => q.logicalId === queue.deadLetterQueue);
-    const mappedFunction = settings.functions.find((f) => f.key === mapping.functionKey)!;
     const { session, useRolesOf } = iamSessionOf(template, account, settings, log);
     if (iamEnforced) {
       iamSession = session;
       setIamSession(session);
-      assertMappingCanConsume(session, mappedFunction.key, queue.arn);
+      for (const m of mapped) assertMappingCanConsume(session, m.fn.key, m.queue.arn);
     }
 
     invokers = await startLocalFunctions({
@@ -272,26 +286,36 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // Without a $default route, API Gateway answers what no route takes with its own 404.
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
-    pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key));
-    const invokeWorker = invokers[mapping.functionKey]!;
-    poller = startSqsPoller({
-      sqs: pollerSqs,
-      queueUrl: queue.url,
-      queueArn: queue.arn,
-      region: LOCAL_REGION,
-      handler: async (event: SQSEvent) => {
-        const response = (await invokeWorker(event)) as SQSBatchResponse | undefined;
-        // Without ReportBatchItemFailures the mapping ignores what the function answers.
-        return mapping.reportBatchItemFailures ? response : undefined;
-      },
-      batchSize: mapping.batchSize,
-      batchingWindowMs: mapping.batchingWindowS * 1000,
-      concurrency: mapping.maximumConcurrency,
-      retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
-      ...(queue.maxReceiveCount !== undefined ? { maxReceiveCount: queue.maxReceiveCount } : {}),
-      log: createLogger('poller'),
-    });
+    for (const { mapping, queue: mappedQueue, fn } of mapped) {
+      const client = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+      pollerClients.push(client);
+      enforceIam(client, eventSourceMappingKey(fn.key));
+      const invoke = invokers[mapping.functionKey]!;
+      const started = startSqsPoller({
+        sqs: client,
+        queueUrl: mappedQueue.url,
+        queueArn: mappedQueue.arn,
+        region: LOCAL_REGION,
+        handler: async (event: SQSEvent) => {
+          const response = (await invoke(event)) as SQSBatchResponse | undefined;
+          // Without ReportBatchItemFailures the mapping ignores what the function answers.
+          return mapping.reportBatchItemFailures ? response : undefined;
+        },
+        batchSize: mapping.batchSize,
+        batchingWindowMs: mapping.batchingWindowS * 1000,
+        concurrency: mapping.maximumConcurrency,
+        retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
+        ...(mappedQueue.maxReceiveCount !== undefined ? { maxReceiveCount: mappedQueue.maxReceiveCount } : {}),
+        log: createLogger('poller'),
+      });
+      pollers.push({
+        queueName: mappedQueue.name,
+        stats: started.stats,
+        busy: () => started.busy(),
+        stop: started.stop,
+      });
+      if (mappedQueue === queue) poller = started;
+    }
 
     const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     const url = `http://${urlHost}:${port}`;
@@ -316,7 +340,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     ready = true;
 
     let stopping: Promise<void> | undefined;
-    const started = poller;
+    const started = poller!;
     return {
       url,
       info,
@@ -326,6 +350,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
       poller: { stats: started.stats, busy: () => started.busy() },
+      pollers: pollers.map(({ queueName, stats, busy }) => ({ queueName, stats, busy })),
       settings,
       templateHash: loaded?.hash ?? null,
       iam: {
