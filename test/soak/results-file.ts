@@ -21,7 +21,10 @@ export function readSections(text: string, untitled: string): Map<string, string
       sections.set(untitled, current);
     }
   }
-  for (const lines of sections.values()) while (lines.length && lines.at(-1)!.trim() === '') lines.pop();
+  for (const lines of sections.values()) {
+    while (lines.length && lines.at(-1)!.trim() === '') lines.pop();
+    while (lines.length && lines[0]!.trim() === '') lines.shift();
+  }
   return sections;
 }
 
