@@ -31,9 +31,22 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
     const name = fileNameOf(e);
     if (name) fileNames.add(name);
   }
+  // Each file's callbacks in rank order, gathered once (a filter of all of them per file is quadratic: hours
+  // for a task of 100,000 images).
+  const sizesOf = new Map<string, Callback[]>();
+  const uploadsOf = new Map<string, Callback[]>();
+  const add = (to: Map<string, Callback[]>, name: string, e: Callback) => {
+    const list = to.get(name);
+    if (list) list.push(e);
+    else to.set(name, [e]);
+  };
+  for (const e of sorted) {
+    if (e.file) add(sizesOf, e.file.fileName, e);
+    if (e.upload) add(uploadsOf, e.upload.fileName, e);
+  }
   const files: FileView[] = [...fileNames].sort(compareUtf8).map((fileName) => {
-    const sizes = sorted.filter((e) => e.file?.fileName === fileName);
-    const uploads = sorted.filter((e) => e.upload?.fileName === fileName);
+    const sizes = sizesOf.get(fileName) ?? [];
+    const uploads = uploadsOf.get(fileName) ?? [];
     const latestTs = uploads.length ? Math.max(...uploads.map((u) => u.timestamp)) : null;
     const atLatest = uploads.filter((u) => u.timestamp === latestTs);
     const winner = atLatest.filter((u) => u.upload!.ok).at(-1) ?? atLatest.at(-1) ?? null;

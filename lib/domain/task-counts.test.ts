@@ -102,6 +102,30 @@ describe('what a batch charges its header', () => {
     },
   );
 
+  test(
+    'a file a later message wrote before its batch stopped is charged by that message alone, whichever ' +
+      'earlier message of the task writes it first in a batch of its own',
+    () => {
+      // Messages 8, 9 and 12 came in one batch, which stopped after 12 wrote the file; 8 and 9 come back alone.
+      const absorbed = seq(7);
+      const byTwelve = markAfterWrite(null, null, seq(12), absorbed, 1);
+      const byNine = markAfterWrite(byTwelve, 'pending', seq(9), absorbed, 1);
+      expect(byNine).toEqual({ seq: seq(12), counted: null, events: 2 });
+      const early = batchChange(
+        [
+          write(seq(8), 'g', 'uploaded', markAfterWrite(null, null, seq(8), absorbed, 1)),
+          write(seq(9), 'f', 'uploaded', byNine),
+        ],
+        absorbed,
+      );
+      // The header absorbs 9: message 12's mark is not its to charge.
+      expect(early).toEqual(changeOf(null, 'uploaded', 1));
+      // Message 12 comes again, finds its key recorded and charges the mark once, message 9's write included.
+      const later = batchChange([write(seq(12), 'f', 'uploaded', byNine)], seq(9));
+      expect(later).toEqual(changeOf(null, 'uploaded', 2));
+    },
+  );
+
   test('without sequence numbers each write charges its own change and its keys', () => {
     const charge = (from: FileState, to: FileState): WriteCharge => ({
       sequence: null,

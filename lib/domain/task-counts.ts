@@ -130,6 +130,7 @@ export interface WriteCharge {
  */
 export function batchChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
   let total = zeroCounts();
+  const through = absorbed === null ? null : lastSequence(charges);
   const lastMarks = new Map<string, { state: FileState; mark: FileMark }>();
   for (const c of charges) {
     const f = c.file;
@@ -140,6 +141,10 @@ export function batchChange(charges: readonly WriteCharge[], absorbed: string | 
       continue;
     }
     total.events += c.events;
+    // The mark of a later message (an earlier delivery of it wrote the file, then stopped): that message
+    // comes again after this batch, and its batch charges the mark, this write's part included. Charged here
+    // too, it would count twice: the header's `seq` stops at this batch's last message.
+    if (through !== null && f.mark.seq > through) continue;
     const seen = lastMarks.get(f.name);
     if (!seen || seen.mark.seq <= f.mark.seq) lastMarks.set(f.name, { state: f.state, mark: f.mark });
   }

@@ -1,6 +1,7 @@
 // The event source mapping stand-in against a real SQS emulator (fauxqs): batches, deletes, retries and
 // the dead-letter queue after maxReceiveCount.
 import {
+  type Message,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
@@ -12,6 +13,7 @@ import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import type { Logger } from '../log.ts';
 import { failedMessageIds, startSqsPoller, type SqsPoller, type SqsPollerOptions } from './sqs-poller.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
+import { failedInGroupOrder } from '../worker/process-batch.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 let server: FauxqsServer;
@@ -335,6 +337,104 @@ describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
     expect(dead.Messages?.map((m) => [m.Body, m.Attributes?.MessageGroupId])).toEqual([['poison', 'g']]);
   });
 });
+
+/**
+ * A FIFO queue as SQS keeps one, in the one respect fauxqs does not: a receive hands out several messages of a
+ * group, in order, and no other of the group while any is in flight. Enough of SQS for the poller's calls.
+ */
+function sqsFifoDouble(messages: { group: string; body: string }[]) {
+  let next = 0;
+  const waiting = messages.map((m) => ({ ...m, id: `m-${++next}`, receives: 0 }));
+  const inFlight = new Map<string, (typeof waiting)[number]>();
+  const deleted: string[] = [];
+  const send = async (command: { constructor: { name: string }; input: any }) => {
+    const { input } = command;
+    switch (command.constructor.name) {
+      case 'ReceiveMessageCommand': {
+        // A group with a message in flight gives none; the others give theirs in order (`waiting` keeps it).
+        const busy = new Set([...inFlight.values()].map((m) => m.group));
+        const out: Message[] = [];
+        for (const m of [...waiting]) {
+          if (out.length >= input.MaxNumberOfMessages) break;
+          if (busy.has(m.group)) continue;
+          waiting.splice(waiting.indexOf(m), 1);
+          m.receives += 1;
+          const handle = `${m.id}/${m.receives}`;
+          inFlight.set(handle, m);
+          out.push({
+            MessageId: m.id,
+            ReceiptHandle: handle,
+            Body: m.body,
+            Attributes: { MessageGroupId: m.group, ApproximateReceiveCount: String(m.receives) },
+          });
+        }
+        // An empty receive waits, as a long poll does (else an idle poller would never yield).
+        if (out.length === 0) await new Promise((r) => setTimeout(r, 20));
+        return { Messages: out };
+      }
+      case 'DeleteMessageBatchCommand':
+        for (const e of input.Entries) {
+          deleted.push(inFlight.get(e.ReceiptHandle)!.body);
+          inFlight.delete(e.ReceiptHandle);
+        }
+        return { Successful: input.Entries.map((e: { Id: string }) => ({ Id: e.Id })), Failed: [] };
+      case 'ChangeMessageVisibilityBatchCommand': {
+        // Visible again at once (the retry delay is 0 here), back at the head of their group, in order.
+        const back = input.Entries.map((e: { ReceiptHandle: string }) => inFlight.get(e.ReceiptHandle)!);
+        for (const e of input.Entries) inFlight.delete(e.ReceiptHandle);
+        waiting.unshift(...back);
+        return { Successful: [], Failed: [] };
+      }
+      default:
+        throw new Error(`not in the double: ${command.constructor.name}`);
+    }
+  };
+  return { client: { send } as unknown as SQSClient, deleted, idle: () => waiting.length === 0 && inFlight.size === 0 };
+}
+
+test(
+  'on a FIFO queue that hands out several records of a group at once (as SQS may): the records the handler ' +
+    'names, a failed one and the later ones of its group, stay and come back in order; the earlier ones go',
+  async () => {
+    const double = sqsFifoDouble([
+      ...['g-1', 'g-2', 'g-3', 'g-4'].map((body) => ({ group: 'g', body })),
+      ...['h-1', 'h-2'].map((body) => ({ group: 'h', body })),
+    ]);
+    const batches: string[][] = [];
+    let failedOnce = false;
+    const p = startSqsPoller({
+      sqs: double.client,
+      queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/double.fifo',
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:double.fifo',
+      region: 'us-east-1',
+      // The worker's own rule: a failed record fails the later records of its group in the batch.
+      handler: async (event) => {
+        batches.push(event.Records.map((r) => r.body));
+        const failed = event.Records.map((r) => {
+          const fails = r.body === 'g-2' && !failedOnce;
+          if (fails) failedOnce = true;
+          return fails;
+        });
+        const report = failedInGroupOrder(event.Records, failed);
+        return {
+          batchItemFailures: event.Records.filter((_, i) => report[i]).map((r) => ({ itemIdentifier: r.messageId })),
+        };
+      },
+      batchSize: 10,
+      batchingWindowMs: 0,
+      concurrency: 2,
+      retryDelaySeconds: 0,
+      log: silent,
+    });
+    pollers.push(p);
+    await eventually(() => double.idle() && p.busy() === 0, 'every record applied');
+    // The first batch held the whole of both groups; g-2 failed, so g-3 and g-4 stayed with it.
+    expect(batches[0]).toEqual(['g-1', 'g-2', 'g-3', 'g-4', 'h-1', 'h-2']);
+    expect(batches.slice(1)).toEqual([['g-2', 'g-3', 'g-4']]);
+    expect(double.deleted).toEqual(['g-1', 'h-1', 'h-2', 'g-2', 'g-3', 'g-4']);
+    expect(p.stats).toMatchObject({ batches: 2, records: 9, succeeded: 6, failed: 3, batchFailures: 0 });
+  },
+);
 
 test('after stop() nothing more is received', async () => {
   const q = queues(5);

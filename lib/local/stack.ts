@@ -42,7 +42,7 @@ import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/e
 import { eventSourceMappingKey } from './iam/principals.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
-import { startSqsPoller, type PollerStats } from './sqs-poller.ts';
+import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import { startLocalFunctions } from './stack-functions.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
 import {
@@ -64,6 +64,13 @@ import {
   stackFilePath,
   writeStackFile,
 } from './stack-file.ts';
+
+/** The stand-in of one event source mapping: the queue it reads, what it did, the batches in hand. */
+export interface LocalPoller {
+  queueName: string;
+  stats: Readonly<PollerStats>;
+  busy(): number;
+}
 
 /** The IAM checks of a running stack. */
 export interface LocalIam {
@@ -102,7 +109,10 @@ export interface LocalStack {
   appKeys: string[];
   /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */
   secretsSource: SecretsSource;
+  /** The poller of the stack's queue (the FIFO one the ingest sends to). */
   poller: { stats: Readonly<PollerStats>; busy(): number };
+  /** A poller per event source mapping of the template, the one above included. */
+  pollers: readonly LocalPoller[];
   /** What was taken from the template, resolved for this stack. */
   settings: StackSettings;
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
@@ -239,15 +249,18 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       queue: names.eventsQueue,
     });
 
-    // IAM: each function's calls under its role; the event source mapping's under the worker's.
-    const mapping = settings.mappings[0];
-    if (!mapping || settings.mappings.length > 1)
-      throw new Error(
-        `the local stack runs one SQS event source mapping; the template has ${settings.mappings.length}`,
-      );
-    const queue = settings.queues.find((q) => q.logicalId === mapping.queue)!;
+    // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
+    // queue is the FIFO one the ingest sends to; a template packaged with legacyQueue=true also maps the
+    // standard queue of earlier versions, which drains into the worker beside it.
+    if (settings.mappings.length === 0) throw new Error('the template has no SQS event source mapping');
+    const mapped = settings.mappings.map((m) => ({
+      mapping: m,
+      queue: settings.queues.find((q) => q.logicalId === m.queue)!,
+      fn: settings.functions.find((f) => f.key === m.functionKey)!,
+    }));
+    const main = mapped.find((m) => m.queue.fifo) ?? mapped[0]!;
+    const { queue } = main;
     const dlq = settings.queues.find((q) => q.logicalId === queue.deadLetterQueue);
-    const mappedFunction = settings.functions.find((f) => f.key === mapping.functionKey)!;
     const { session, useRolesOf } = iamSessionOf(template, account, settings, log);
     if (iamEnforced) {
       iamSession = session;
@@ -257,7 +270,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         // Another stack's checks, started meanwhile in this process, stay in force.
         if (previous !== session) setIamSession(previous);
       });
-      assertMappingCanConsume(session, mappedFunction.key, queue.arn);
+      for (const m of mapped) assertMappingCanConsume(session, m.fn.key, m.queue.arn);
     }
 
     const faultSession = opts.faults
@@ -293,28 +306,34 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // Without a $default route, API Gateway answers what no route takes with its own 404.
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
-    const pollerSqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-    resources.defer(() => pollerSqs.destroy());
-    if (iamSession) enforceIam(pollerSqs, eventSourceMappingKey(mappedFunction.key), iamSession);
-    const invokeWorker = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
-    const poller = startSqsPoller({
-      sqs: pollerSqs,
-      queueUrl: queue.url,
-      queueArn: queue.arn,
-      region: LOCAL_REGION,
-      handler: async (event: SQSEvent) => {
-        const response = (await invokeWorker(event)) as SQSBatchResponse | undefined;
-        // Without ReportBatchItemFailures the mapping ignores what the function answers.
-        return mapping.reportBatchItemFailures ? response : undefined;
-      },
-      batchSize: mapping.batchSize,
-      batchingWindowMs: mapping.batchingWindowS * 1000,
-      concurrency: mapping.maximumConcurrency,
-      retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
-      ...(queue.maxReceiveCount !== undefined ? { maxReceiveCount: queue.maxReceiveCount } : {}),
-      log: createLogger('poller'),
-    });
-    resources.defer(quietly(() => poller.stop()));
+    let poller: SqsPoller | undefined;
+    const pollers: LocalPoller[] = [];
+    for (const { mapping, queue: mappedQueue, fn } of mapped) {
+      const client = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+      resources.defer(() => client.destroy());
+      if (iamSession) enforceIam(client, eventSourceMappingKey(fn.key), iamSession);
+      const invoke = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
+      const started = startSqsPoller({
+        sqs: client,
+        queueUrl: mappedQueue.url,
+        queueArn: mappedQueue.arn,
+        region: LOCAL_REGION,
+        handler: async (event: SQSEvent) => {
+          const response = (await invoke(event)) as SQSBatchResponse | undefined;
+          // Without ReportBatchItemFailures the mapping ignores what the function answers.
+          return mapping.reportBatchItemFailures ? response : undefined;
+        },
+        batchSize: mapping.batchSize,
+        batchingWindowMs: mapping.batchingWindowS * 1000,
+        concurrency: mapping.maximumConcurrency,
+        retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
+        ...(mappedQueue.maxReceiveCount !== undefined ? { maxReceiveCount: mappedQueue.maxReceiveCount } : {}),
+        log: createLogger('poller'),
+      });
+      resources.defer(quietly(() => started.stop()));
+      pollers.push({ queueName: mappedQueue.name, stats: started.stats, busy: () => started.busy() });
+      if (mappedQueue === queue) poller = started;
+    }
     resources.defer(closeGateway);
 
     const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
@@ -346,6 +365,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // From here on the stack's, undone by stop().
     const started = resources.move();
     let stopping: Promise<void> | undefined;
+    const mainPoller = poller!;
     return {
       url,
       info,
@@ -354,7 +374,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       allowedSources: allowedSources.ranges,
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
-      poller: { stats: poller.stats, busy: () => poller.busy() },
+      poller: { stats: mainPoller.stats, busy: () => mainPoller.busy() },
+      pollers,
       settings,
       templateHash: loaded?.hash ?? null,
       iam: {

@@ -63,10 +63,19 @@ function oslsVersion(root: string): string {
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
+/**
+ * Stage parameters the template is packaged with (`--param name=value`), beside serverless.yml's defaults:
+ * `legacyQueue` (docs/deployment.md, "Upgrading to the FIFO queue") is the one a local stack is run with.
+ */
+export type StageParams = Readonly<Record<string, string>>;
+
 /** The cache key: a hash of the inputs' names and contents, the packager's version, the stage and region. */
-export function templateHash(root = PROJECT_ROOT): string {
+export function templateHash(root = PROJECT_ROOT, params: StageParams = {}): string {
   const hash = createHash('sha256');
-  hash.update(JSON.stringify([CACHE_FORMAT, oslsVersion(root), TEMPLATE_STAGE, TEMPLATE_REGION]));
+  const given = Object.entries(params).sort(([a], [b]) => (a < b ? -1 : 1));
+  // Without parameters the key stays what it was, so that caches of the default template are reused.
+  const key: unknown[] = [CACHE_FORMAT, oslsVersion(root), TEMPLATE_STAGE, TEMPLATE_REGION];
+  hash.update(JSON.stringify(given.length ? [...key, given] : key));
   for (const file of templateInputs(root)) {
     hash.update(`\0${file}\0`);
     hash.update(readFileSync(join(root, file)));
@@ -91,7 +100,7 @@ function offlineEnv(scratch: string): NodeJS.ProcessEnv {
 }
 
 /** Packages a scratch copy of the service into `<target>/`; throws with osls' own output on failure. */
-function packageInto(root: string, target: string): void {
+function packageInto(root: string, target: string, params: StageParams): void {
   const cacheDir = templateCacheDir(root);
   mkdirSync(cacheDir, { recursive: true });
   const scratch = mkdtempSync(join(cacheDir, 'packaging-'));
@@ -124,6 +133,7 @@ function packageInto(root: string, target: string): void {
           TEMPLATE_REGION,
           '--package',
           out,
+          ...Object.entries(params).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
         ],
         { cwd: service, env: offlineEnv(scratch), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
       );
@@ -155,16 +165,16 @@ export interface LoadedTemplate {
 }
 
 /**
- * The packaged template of the local stage, from the cache when its inputs have not changed, else packaged
- * now (synchronously: a second or two) and cached.
+ * The packaged template of the local stage (with `params`, if given), from the cache when its inputs have not
+ * changed, else packaged now (synchronously: a second or two) and cached.
  */
-export function loadTemplate(root = PROJECT_ROOT): LoadedTemplate {
-  const hash = templateHash(root);
+export function loadTemplate(root = PROJECT_ROOT, params: StageParams = {}): LoadedTemplate {
+  const hash = templateHash(root, params);
   const dir = join(templateCacheDir(root), hash);
   const path = join(dir, TEMPLATE_FILE);
   let packaged = false;
   if (!existsSync(path)) {
-    packageInto(root, dir);
+    packageInto(root, dir, params);
     packaged = true;
   }
   return { template: JSON.parse(readFileSync(path, 'utf8')) as Template, hash, path, packaged };

@@ -6,10 +6,16 @@
 // quarantined, lost (must be 0), the task events published against the expected ones (none missing,
 // none outside MAY) and the process's peak memory, and writes test/soak/RESULTS.md.
 //
+// Two more parts run after it, each in a module of its own: the header counts' chaos run over thousands of
+// seeds (chaos.ts), and a screenshot task of 100,000 images with a day-long recording of 1,440 slices fed
+// through the worker's batch path (large-tasks.ts). `--parts` picks among them; RESULTS.md keeps one section
+// per part, and a run rewrites the sections of the parts it ran only.
+//
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
+//                         [--parts receiver,chaos,large] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,10 +31,22 @@ import { sendAll, type SendResult, type SendSummary } from '../../lib/emulator/s
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { verifyTasks } from '../../lib/verify/verify.ts';
+import { chaosMarkdown, runChaosSeeds } from './chaos.ts';
 import { imageTaskSends } from './images.ts';
 import { runSizedTests } from './sized-tests.ts';
+import { largeTasksMarkdown, runLargeTasks } from './large-tasks.ts';
+import { writeSections } from './results-file.ts';
 import { installFaults, type FaultCounts } from './inject.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
+
+/** The parts of the soak, in the order they run and RESULTS.md lists them. */
+const PARTS = ['receiver', 'chaos', 'large'] as const;
+type Part = (typeof PARTS)[number];
+const SECTION: Record<Part, string> = {
+  receiver: 'The whole receiver under faults',
+  chaos: 'Header counts under chaos',
+  large: 'Large tasks',
+};
 
 const { values: args } = parseArgs({
   options: {
@@ -42,6 +60,10 @@ const { values: args } = parseArgs({
     'retry-delay': { type: 'string', default: '5' },
     'no-results': { type: 'boolean', default: false },
     'sized-tests': { type: 'boolean', default: false },
+    parts: { type: 'string', default: PARTS.join(',') },
+    'chaos-seeds': { type: 'string', default: '2000' },
+    'large-images': { type: 'string', default: '100000' },
+    hours: { type: 'string', default: '24' },
   },
 });
 
@@ -59,6 +81,13 @@ const MAX_MS = count('max-minutes', args['max-minutes'], 1) * 60_000;
 const SEED = args.seed!;
 /** Seconds before a failed record comes back (deployed: the 180 s visibility time-out; `callbacks dev`: 10 s). */
 const RETRY_DELAY_S = count('retry-delay', args['retry-delay']);
+const CHAOS_SEEDS = count('chaos-seeds', args['chaos-seeds'], 1);
+const LARGE_IMAGES = count('large-images', args['large-images'], 1);
+const HOURS = count('hours', args.hours, 1);
+const parts = args.parts!.split(',').map((p) => p.trim());
+for (const p of parts)
+  if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts takes ${PARTS.join(', ')}; got ${p}`);
+const runs = (part: Part) => parts.includes(part);
 
 const APP_KEY = 'soak-app';
 const SECRET = 'soak-secret-0f9a77c3';
@@ -168,7 +197,8 @@ interface Figures {
   stoppedEarly: boolean;
 }
 
-async function main(): Promise<number> {
+/** The whole receiver under faults: its exit code and its section of RESULTS.md. */
+async function receiverPart(): Promise<{ code: number; section: string[] }> {
   const random = createRandom(`${SEED}/faults`);
   const faults = installFaults(random, 0);
   const dir = mkdtempSync(join(tmpdir(), 'callbacks-soak-'));
@@ -349,11 +379,6 @@ async function main(): Promise<number> {
     };
     for (const d of verdict.diffs.slice(0, 10)) say(`MISMATCH ${d.id}: ${d.lines.slice(0, 3).join(' | ')}`);
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-    if (!args['no-results']) {
-      const file = new URL('./RESULTS.md', import.meta.url);
-      writeFileSync(file, resultsMarkdown(figures, verdict.ok));
-      say(`wrote ${file.pathname}`);
-    }
     const ok = figures.lost === 0 && verdict.ok && eventCheck.ok && !stoppedEarly;
     const eventsSaid = `events: ${figures.events.missing} missing, ${figures.events.unexpected} unexpected`;
     say(
@@ -362,7 +387,7 @@ async function main(): Promise<number> {
         : `FAIL: lost ${figures.lost}, ${figures.tasksMatching}/${figures.tasks} tasks match, ` +
             `${eventsSaid}${stoppedEarly ? ', stopped early' : ''}`,
     );
-    return ok ? 0 : 1;
+    return { code: ok ? 0 : 1, section: resultsMarkdown(figures, verdict.ok) };
   } finally {
     setLogSink(previousSink);
     faults.uninstall();
@@ -372,7 +397,7 @@ async function main(): Promise<number> {
   }
 }
 
-function resultsMarkdown(f: Figures, verified: boolean): string {
+function resultsMarkdown(f: Figures, verified: boolean): string[] {
   const n = (v: number) => v.toLocaleString('en-US');
   const cmd =
     `npm run soak -- --callbacks ${CALLBACKS} --images ${IMAGES}${args.memory ? ' --memory' : ''} ` +
@@ -423,8 +448,6 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     ],
   ];
   return [
-    '# Soak results',
-    '',
     `Written by \`npm run soak\` (test/soak/run.ts) on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} ` +
       `CPUs, Node ${process.versions.node}.`,
     '',
@@ -442,8 +465,67 @@ function resultsMarkdown(f: Figures, verified: boolean): string {
     '| Fault | Count |',
     '|---|---|',
     ...faults.map(([k, v]) => `| ${k} | ${v} |`),
+  ];
+}
+
+/** When and how a part other than the receiver's was run, for its section. */
+function ranWith(command: string): string[] {
+  const date = new Date().toISOString().slice(0, 10);
+  return [
+    `Written by \`npm run soak\` (test/soak/run.ts) on ${date}: ${cpus().length} CPUs, Node ${process.versions.node}.`,
     '',
-  ].join('\n');
+    `Command: \`npm run soak -- ${command}\``,
+    '',
+  ];
+}
+
+async function chaosPart(): Promise<{ code: number; section: string[] }> {
+  say(`chaos: ${CHAOS_SEEDS} seeds of the header counts' chaos run`);
+  const f = await runChaosSeeds({
+    seeds: CHAOS_SEEDS,
+    onProgress: (done, failed) => done % 500 === 0 && say(`chaos: ${done} seeds, ${failed} failed`),
+  });
+  for (const p of f.problems) say(`CHAOS ${p.slice(0, 400)}`);
+  const ok = f.failedSeeds.length === 0 && f.seeds === CHAOS_SEEDS;
+  say(`${ok ? 'PASS' : 'FAIL'}: chaos, ${f.seeds} seeds, ${f.failedSeeds.length} failed`);
+  return { code: ok ? 0 : 1, section: [...ranWith(`--parts chaos --chaos-seeds ${CHAOS_SEEDS}`), ...chaosMarkdown(f)] };
+}
+
+async function largePart(): Promise<{ code: number; section: string[] }> {
+  say(`large tasks: ${LARGE_IMAGES} images and a recording of ${HOURS} hours, fed through the worker's batch path`);
+  const f = await runLargeTasks({ images: LARGE_IMAGES, hours: HOURS, seed: SEED, say });
+  say(`${f.ok ? 'PASS' : 'FAIL'}: large tasks`);
+  return {
+    code: f.ok ? 0 : 1,
+    section: [
+      ...ranWith(`--parts large --large-images ${LARGE_IMAGES} --hours ${HOURS} --seed ${SEED}`),
+      `Verification: ${f.ok ? 'every figure below as expected' : 'FAILED'}.`,
+      '',
+      ...largeTasksMarkdown(f),
+    ],
+  };
+}
+
+async function main(): Promise<number> {
+  const sections = new Map<string, string[]>();
+  let code = 0;
+  const chosen: [Part, () => Promise<{ code: number; section: string[] }>][] = [
+    ['receiver', receiverPart],
+    ['chaos', chaosPart],
+    ['large', largePart],
+  ];
+  for (const [part, run] of chosen) {
+    if (!runs(part)) continue;
+    const result = await run();
+    code = Math.max(code, result.code);
+    sections.set(SECTION[part], result.section);
+  }
+  if (!args['no-results']) {
+    const file = new URL('./RESULTS.md', import.meta.url);
+    writeSections(file, sections, Object.values(SECTION), SECTION.receiver);
+    say(`wrote ${file.pathname} (${[...sections.keys()].join(', ')})`);
+  }
+  return code;
 }
 
 (args['sized-tests'] ? runSizedTests(say) : main()).then(
