@@ -98,16 +98,23 @@ export interface FileRecord {
   firstFailureAt: number | null;
   /** Distinct upload callbacks seen for this file: counted by whoever knows which were seen, not by the join. */
   attempts: number;
+  /** When the sweeper warned about its purge (lib/domain/deadlines.ts); absent: never. */
+  warnedAt?: number;
+  /** Its purgeAt, once the sweeper found it lost; absent: never. A file is lost while it is failed. */
+  lostAt?: number;
 }
 
 /** A file's upload state, or null before any callback names it. */
 export type FileState = FileUpload | null;
 
+/** A file's upload as the task shows it: a failed file whose purgeAt has passed is `lost`. */
+export type FileUploadView = FileUpload | 'lost';
+
 export interface FileView {
   fileName: string;
   size: number | null;
   url: string | null;
-  upload: FileUpload;
+  upload: FileUploadView;
   code: number | null;
   message: string | null;
   attempts: number;
@@ -134,6 +141,9 @@ export interface Task {
   files: FileView[];
   lastError: { type: number; code: number; message: string | null; at: number } | null;
   eventCount: number;
+  /** docs/contract.md §4, facts of time: null when the task is not stalled / not settled. */
+  stalledSince: number | null;
+  settledAt: number | null;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -197,7 +207,7 @@ export function toFileView(f: FileRecord): FileView {
     fileName: f.fileName,
     size: f.size,
     url: f.upload?.url ?? null,
-    upload,
+    upload: upload === 'failed' && f.lostAt !== undefined ? 'lost' : upload,
     code: f.upload?.code ?? null,
     message: f.upload?.message ?? null,
     attempts: f.attempts,
@@ -383,5 +393,13 @@ export function joinFiles(a: FileRecord, b: FileRecord): FileRecord {
     upload: upload ? { ...upload } : null,
     firstFailureAt: failures.length ? Math.min(...failures) : null,
     attempts: a.attempts,
+    ...joinMarks(a, b),
   };
+}
+
+/** The sweeper's marks of two copies of a file: either's (a mark is never taken back). */
+function joinMarks(a: FileRecord, b: FileRecord): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
+  const warnedAt = a.warnedAt ?? b.warnedAt;
+  const lostAt = a.lostAt ?? b.lostAt;
+  return { ...(warnedAt !== undefined ? { warnedAt } : {}), ...(lostAt !== undefined ? { lostAt } : {}) };
 }
