@@ -33,7 +33,7 @@ export const defaultTimeSettings: Readonly<TimeSettings> = {
   stallUnknownMs: 6 * 3_600_000,
 };
 
-/** What a task's header keeps about time (attributes `ca`, `st`, `sa`, `nLost`, `fp`, `db`). */
+/** What a task's header keeps about time (attributes `ca`, `st`, `sa`, `nLost`, `db`). */
 export interface TaskTime {
   /** Receiver's time of the task's last change (a count update that applied a callback). */
   changedAt: number | null;
@@ -41,8 +41,6 @@ export interface TaskTime {
   settledAt: number | null;
   /** Lost files: a part of the failed ones. */
   lost: number;
-  /** The earliest purgeAt of a failed file not lost yet, or earlier (a lower bound). */
-  earliestPurge: number | null;
   /** The bucket of the task's armed `DUE` entry. */
   armed: number | null;
 }
@@ -52,7 +50,6 @@ export const noTaskTime = (): TaskTime => ({
   stalledSince: null,
   settledAt: null,
   lost: 0,
-  earliestPurge: null,
   armed: null,
 });
 
@@ -157,32 +154,17 @@ export function taskDue(
 
 /**
  * The task's next deadline after what is due now is done: the earliest of its stall, its settle and its files'
- * (`files`: those read, with their marks; null when they were not read, and then `earliestPurge` stands for them).
+ * (those read, with their marks: the task's failed files).
  */
 export function nextDeadline(
   v: TaskClockView,
-  files: readonly { file: FileRecord; marks: FileMarks }[] | null,
+  files: readonly { file: FileRecord; marks: FileMarks }[],
   s: TimeSettings,
 ): number | null {
   const times = [stallDeadline(v.header, v.updatedAt, v.time, s), settleDeadline(v.status, v.updatedAt, v.time, s)];
-  if (files) for (const { file, marks } of files) times.push(fileDeadline(file, marks, s));
-  else if (v.time.earliestPurge !== null) times.push(v.time.earliestPurge - s.purgeWarningBeforeMs);
+  for (const { file, marks } of files) times.push(fileDeadline(file, marks, s));
   const left = times.filter((t): t is number => t !== null);
   return left.length === 0 ? null : Math.min(...left);
-}
-
-/** Whether a file deadline may be due at `now`, by the header's lower bound: the files must then be read. */
-export const filesMayBeDue = (t: TaskTime, now: number, s: TimeSettings): boolean =>
-  t.earliestPurge !== null && now >= t.earliestPurge - s.purgeWarningBeforeMs;
-
-/** The earliest purgeAt of the files left failed and not lost (the header's `fp`); null when none. */
-export function earliestPurge(files: readonly { file: FileRecord; marks: FileMarks }[]): number | null {
-  let min: number | null = null;
-  for (const { file, marks } of files) {
-    const p = purgeAtOf(file);
-    if (p !== null && marks.lostAt === null && (min === null || p < min)) min = p;
-  }
-  return min;
 }
 
 /** The purge warning's sentence. */

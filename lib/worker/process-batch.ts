@@ -20,6 +20,8 @@ import { inParallel } from './in-parallel.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
+import { resumeOf, writeResumes, type Resume } from './resume.ts';
+import type { TimeSettings } from '../domain/deadlines.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -33,6 +35,8 @@ export interface WorkerDeps {
   /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
   maxReceiveCount?: number;
   now?: () => number;
+  /** The stage's durations (a resumed task's stall time in its event); default lib/domain/deadlines.ts. */
+  time?: TimeSettings;
 }
 
 export async function processBatch(
@@ -53,6 +57,7 @@ export async function processBatch(
   const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
   const taskEvents: TaskEvents[] = [];
+  const resumes: [string, Resume][] = [];
   for (const group of groups) {
     const task = taskKeyOf(prepared[group[0]!]!);
     if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
@@ -69,6 +74,13 @@ export async function processBatch(
       counting.get(task)!,
       deps,
     );
+    // A redelivery (its callbacks now duplicates) may be of the batch whose resume did not get out.
+    const changed = done.some((i) => {
+      const p = prepared[i]!;
+      return applied[i]!.outcome === 'applied' || (p.kind === 'apply' && (p.msg.receiveCount ?? 1) > 1);
+    });
+    const resume = parts === undefined ? null : resumeOf(parts, changed, deps);
+    if (resume) resumes.push([task, resume]);
     if (deps.events && parts !== undefined)
       taskEvents.push(
         await eventsOfTask(
@@ -77,8 +89,15 @@ export async function processBatch(
           counting.get(task)!.absorbed === null,
         ),
       );
+    if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
   if (deps.events) await publishAll(taskEvents, deps.events);
+  // Once out (a record that failed to publish comes again, and its task's header still says the stall).
+  const out = resumes.filter(([task]) => !tasks.get(task)!.some((i) => applied[i]!.outcome === 'failed'));
+  await writeResumes(
+    out.map(([, r]) => r),
+    deps,
+  );
   for (const a of applied) logApplied(a, deps);
   const failed = failedInGroupOrder(
     records,

@@ -54,12 +54,23 @@ export class ItemWrites {
   /** Callback keys a file item records inline before further keys get items of their own. */
   readonly inlineKeys: number;
 
-  constructor(table: TableClient, headers: KnownItems, files: KnownItems, maxAttempts: number, inlineKeys: number) {
+  /** Arms a task about to be created (its DUE entry, then `db` on the item): ./deadline-arming.ts. */
+  readonly armNew: ((header: Item, cap: Capacity) => Promise<void>) | undefined;
+
+  constructor(
+    table: TableClient,
+    headers: KnownItems,
+    files: KnownItems,
+    maxAttempts: number,
+    inlineKeys: number,
+    armNew?: (header: Item, cap: Capacity) => Promise<void>,
+  ) {
     this.table = table;
     this.headers = headers;
     this.files = files;
     this.maxAttempts = maxAttempts;
     this.inlineKeys = inlineKeys;
+    this.armNew = armNew;
   }
 
   /** A file item as a record; its attempts are counted by `fileAfter` or on read, not here. */
@@ -106,6 +117,8 @@ export class ItemWrites {
 
   /** A versioned put over `previous` (null: absent); the item is remembered as written. */
   async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+    // A task is born armed: its DUE entry before the put that creates its header.
+    if (previous === null && known === this.headers && this.armNew) await this.armNew(item, cap);
     const ok = await this.table.putVersioned(item, previous?.ver, cap);
     if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
     return ok;
