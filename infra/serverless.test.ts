@@ -16,8 +16,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const service = 'rtc-callbacks-receiver';
 const stage = 'ci';
 const region = 'eu-west-1';
-const functionNames = ['ingest', 'worker', 'api'] as const;
-const roleIds = ['ApiRole', 'IngestRole', 'WorkerRole'];
+const functionNames = ['ingest', 'worker', 'api', 'sweeper'] as const;
+const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'WorkerRole'];
 
 type Json = any;
 interface Resource {

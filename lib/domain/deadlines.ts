@@ -3,7 +3,7 @@
 // them when their deadline has passed (docs/task-store.md, Deadlines). This module says, for a task's header,
 // its files and a moment, what is due and when the next deadline is. Pure: no AWS import.
 import { FILE_HOLD_MS } from '../platform/delivery.ts';
-import type { FileRecord, TaskHeader, TaskStatus } from './task.ts';
+import { fileState, type FileRecord, type TaskHeader, type TaskStatus } from './task.ts';
 
 /** Width of a `DUE` bucket: a deadline is found in the first sweep after its bucket begins. */
 export const DUE_BUCKET_MS = 5 * 60_000;
@@ -127,8 +127,9 @@ export function fileDeadline(f: FileRecord, m: FileMarks, s: TimeSettings): numb
   return m.warnedAt === null ? purgeAt - s.purgeWarningBeforeMs : purgeAt;
 }
 
-/** Whether a file is lost: its winning upload failed, and it was marked lost. */
-export const isLost = (f: FileRecord, m: FileMarks): boolean => purgeAtOf(f) !== null && m.lostAt !== null;
+/** The lost files among a task's files: failed, and marked lost. */
+export const lostFiles = (files: readonly FileRecord[]): number =>
+  files.filter((f) => f.lostAt !== undefined && fileState(f) === 'failed').length;
 
 /** The task as the deadlines need it: its header facts, status and latest callback, and its time facts. */
 export interface TaskClockView {

@@ -2,7 +2,7 @@
 // callbacks recorded. The counts are the header's own (docs/task-store.md), or added up here from every file
 // for a header written before headers kept them.
 import { modeName } from '../platform/modes.ts';
-import type { TaskTime } from './deadlines.ts';
+import { lostFiles, type TaskTime } from './deadlines.ts';
 import type { TaskCounts } from './task-counts.ts';
 import type { TaskSummary } from './task-store.ts';
 import {
@@ -111,7 +111,7 @@ export interface TaskParts {
 /** The failed files that are lost: the header's count, or those at hand marked lost. */
 function lostOf(parts: TaskParts): number {
   if (parts.time) return parts.time.lost;
-  return parts.files.filter((f) => f.lostAt !== undefined && fileState(f) === 'failed').length;
+  return lostFiles(parts.files);
 }
 
 /** The fields a task and a task's summary share, in the order both print them. */

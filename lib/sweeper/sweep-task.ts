@@ -11,6 +11,7 @@ import type { EventPublisher } from '../aws/sns/task-events.ts';
 import {
   bucketOf,
   fileDue,
+  lostFiles,
   nextDeadline,
   purgeAtOf,
   taskDue,
@@ -152,7 +153,7 @@ const owe = (owed: Map<string, TaskEvent>, e: TaskEvent | null) => {
   if (e) owed.set(e.id, e);
 };
 
-const lostCount = (files: readonly SweptFile[]) => files.filter((f) => f.marks.lostAt !== null).length;
+const lostCount = (files: readonly SweptFile[]) => lostFiles(files.map((f) => f.record));
 
 /** The task as its events show it, with the lost files this sweep counts. */
 function timedTask(header: Item, lost: number): TimedTask {

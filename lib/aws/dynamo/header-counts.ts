@@ -22,6 +22,8 @@ import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } fro
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
+import { TIME_ATTRS } from './time-items.ts';
+import { lostFiles } from '../../domain/deadlines.ts';
 
 /** Attempts of a count update or a recount before giving up with a retryable error. */
 const MAX_ATTEMPTS = 8;
@@ -114,6 +116,9 @@ export class HeaderCounts {
         values[':s'] = absorbed;
       }
       setTally(sets, values, whole.parts.tally);
+      // The lost files, as the sweeper counts them (lib/domain/deadlines.ts).
+      sets.push(`${TIME_ATTRS.lost} = :nLost`);
+      values[':nLost'] = lostFiles(whole.parts.files);
       // Attempts counted without their keys (a table brought over from the earlier layout): readers add them.
       if (parts.some((p) => p.sk === Keys.legacySk(appKey) || p.sk.startsWith(`${Keys.legacySk(appKey)}#`)))
         sets.push('la = :one');
