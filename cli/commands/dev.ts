@@ -2,7 +2,8 @@
 import { relative } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
-import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
+import { DEFAULT_RETRY_DELAY_S, DEFAULT_SCHEDULE_EVERY_MS } from '../../lib/local/stack-options.ts';
+import { parseDuration } from '../../lib/time-point.ts';
 import { parseAllowList } from '../../lib/ingest/source-ip.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/queue-message.ts';
@@ -20,10 +21,20 @@ interface DevOptions {
   signatureMode?: SignatureMode;
   allowCidr?: string[];
   retryDelay: number;
+  sweepEvery: number;
+  settleAfter?: string;
   quiet?: boolean;
   logFormat?: LogFormat;
   color?: boolean;
   iam: boolean;
+}
+
+/** A duration as the stage parameter takes it (`30s`, `10m`), checked here rather than by the stack's template. */
+function durationText(value: string): string {
+  const ms = parseDuration(value);
+  if (ms === null || ms < 1 || !/^[0-9]+(ms|s|m|min|h|d|w)$/.test(value.trim()))
+    throw new InvalidArgumentError('a duration such as 30s, 10m or 2h');
+  return value.trim();
 }
 
 /**
@@ -65,6 +76,17 @@ export function register(program: Command): void {
       wholeNumber(0, 43200),
       DEFAULT_RETRY_DELAY_S,
     )
+    .option(
+      '--sweep-every <seconds>',
+      'seconds between two runs of the sweeper (deployed: every 5 minutes); 0: never',
+      wholeNumber(0, 86400),
+      DEFAULT_SCHEDULE_EVERY_MS / 1000,
+    )
+    .option(
+      '--settle-after <duration>',
+      'how long a completed task stays unchanged before it is settled, e.g. 30s (deployed: 10m)',
+      durationText,
+    )
     .option('--quiet', 'do not print the log lines of the handlers')
     .addOption(
       new Option(
@@ -103,6 +125,8 @@ export function register(program: Command): void {
       signatureMode: opts.signatureMode,
       allowedSourceCidrs: opts.allowCidr,
       retryDelaySeconds: opts.retryDelay,
+      scheduleEveryMs: opts.sweepEvery * 1000,
+      ...(opts.settleAfter ? { settleAfter: opts.settleAfter } : {}),
       quiet: opts.quiet ?? false,
       consoleDir,
       iam: opts.iam,
@@ -122,7 +146,10 @@ const shown = (path: string) => {
 
 export function banner(
   stack: LocalStack,
-  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'> & { console?: boolean },
+  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat' | 'settleAfter'> & {
+    console?: boolean;
+    sweepEvery?: number;
+  },
   c: Colors,
 ): string {
   const { info } = stack;
@@ -164,6 +191,12 @@ export function banner(
             `is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
         ],
         ['functions', functions],
+        [
+          'sweeper',
+          (opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000) > 0
+            ? `every ${opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000} s${opts.settleAfter ? `, tasks settle after ${opts.settleAfter}` : ''}`
+            : 'never (--sweep-every 0)',
+        ],
         [
           'IAM',
           stack.iam.enforced

@@ -45,9 +45,11 @@ import { serveSecrets } from './secrets-extension.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import { startLocalFunctions } from './stack-functions.ts';
+import { startLocalSchedules, type LocalSchedules } from './schedules.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
 import {
   DEFAULT_RETRY_DELAY_S,
+  DEFAULT_SCHEDULE_EVERY_MS,
   type LocalStackOptions,
   resolveAllowedSources,
   resolveMode,
@@ -93,6 +95,8 @@ export interface LocalStack {
   /** Where the secrets came from: the `secrets` option, env CALLBACK_SECRETS, or DEFAULT_SECRETS. */
   secretsSource: SecretsSource;
   poller: { stats: Readonly<PollerStats>; busy(): number };
+  /** Runs the scheduled functions (the sweeper) once now, and returns what each answered. */
+  runSchedules(): Promise<unknown[]>;
   /** What was taken from the template, resolved for this stack. */
   settings: StackSettings;
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
@@ -135,6 +139,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let sns: SNSClient | undefined;
   let pollerSqs: SQSClient | undefined;
   let poller: SqsPoller | undefined;
+  let schedules: LocalSchedules | undefined;
   let info: LocalStackInfo | undefined;
 
   // The reverse of the start: the stack file goes, no new requests are taken (those in progress finish,
@@ -145,6 +150,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const steps: Array<() => Promise<unknown> | undefined> = [
       () => (info ? removeStackFile(stackFile, info) : undefined),
       () => (server ? closeServer(server, 5000) : undefined),
+      () => schedules?.stop(),
       () => poller?.stop(),
       () => {
         dynamo?.destroy();
@@ -217,6 +223,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         Development: 'true',
         ...(allowedSources.cidrs === undefined ? {} : { AllowedSourceCidrs: allowedSources.cidrs }),
         ...(env.LOG_LEVEL?.trim() ? { LogLevel: env.LOG_LEVEL.trim() } : {}),
+        ...(opts.settleAfter ? { SettleAfter: opts.settleAfter } : {}),
       },
     };
     const resolved = new ResolvedTemplate(template, account);
@@ -293,6 +300,13 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       log: createLogger('poller'),
     });
 
+    schedules = startLocalSchedules(
+      settings.schedules,
+      invokers,
+      opts.scheduleEveryMs ?? DEFAULT_SCHEDULE_EVERY_MS,
+      createLogger('schedules'),
+    );
+
     const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     const url = `http://${urlHost}:${port}`;
     info = {
@@ -326,6 +340,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       appKeys: secrets.appKeys,
       secretsSource: secrets.source,
       poller: { stats: started.stats, busy: () => started.busy() },
+      runSchedules: () => schedules!.runNow(),
       settings,
       templateHash: loaded?.hash ?? null,
       iam: {
