@@ -144,6 +144,12 @@ const shown = (path: string) => {
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
+/** How often the local sweeper runs, as the banner says it. */
+function sweeperLine(everyS: number, settleAfter: string | undefined): string {
+  if (everyS === 0) return 'never (--sweep-every 0)';
+  return `every ${everyS} s${settleAfter ? `, tasks settle after ${settleAfter}` : ''}`;
+}
+
 export function banner(
   stack: LocalStack,
   opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat' | 'settleAfter'> & {
@@ -191,12 +197,7 @@ export function banner(
             `is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
         ],
         ['functions', functions],
-        [
-          'sweeper',
-          (opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000) > 0
-            ? `every ${opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000} s${opts.settleAfter ? `, tasks settle after ${opts.settleAfter}` : ''}`
-            : 'never (--sweep-every 0)',
-        ],
+        ['sweeper', sweeperLine(opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000, opts.settleAfter)],
         [
           'IAM',
           stack.iam.enforced
