@@ -41,7 +41,7 @@ async function until<T>(what: () => Promise<T | null>, timeoutMs = 30_000): Prom
   }
 }
 
-test('a failed upload past purgeAt is lost, a silent task stalled, with their events, under enforced roles', async () => {
+test('a failed upload past purgeAt is lost, a silent task stalled, with their events, roles enforced', async () => {
   const now = Date.now();
   const dayAgo = now - 25 * 3_600_000;
   const rec = 'rec-lost-e2e';
