@@ -80,7 +80,7 @@ function expectedAt(l: Lifecycle, lastChange: number, at: number): { task: Task;
   return { task: { ...task, files, stalledSince, settledAt }, events };
 }
 
-test('stored facts of time equal a brute force of the callbacks and the clock, whatever the order and sweeps', async () => {
+test('stored facts of time equal a brute force of the callbacks and the clock, whatever order and sweeps', async () => {
   // What the runs found, so that the test is known to reach every kind of fact.
   const found = { stalled: 0, settled: 0, lost: 0, warned: 0, crashed: 0, twoAtOnce: 0 };
   await fc.assert(
