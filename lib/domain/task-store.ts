@@ -328,6 +328,8 @@ export interface BatchWrites {
    * (a message given up after a partial write). False when there is no such task.
    */
   recountTask(appKey: string, id: string, through: string | null): Promise<boolean>;
+  /** Writes the deadline entries of the tasks created since the last call (once a batch's writes are done). */
+  flushArms?(): Promise<void>;
   /** Removes a task's stall once its resume is published, on condition that it is that stall. */
   clearStall?(appKey: string, id: string, stalledSince: number): Promise<void>;
 }

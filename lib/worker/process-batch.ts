@@ -91,6 +91,7 @@ export async function processBatch(
       );
     if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
+  await flushArms(applied, deps);
   if (deps.events) await publishAll(taskEvents, deps.events);
   // Once out (a record that failed to publish comes again, and its task's header still says the stall).
   const out = resumes.filter(([task]) => !tasks.get(task)!.some((i) => applied[i]!.outcome === 'failed'));
@@ -128,4 +129,18 @@ export function failedInGroupOrder(records: readonly SQSRecord[], failed: readon
     if (fails && group !== undefined) failedGroups.add(group);
     return fails;
   });
+}
+
+/**
+ * The deadline entries of the tasks the batch created (one write for all of them). When they cannot be written,
+ * every record of the batch fails: they come again, and their tasks, found created, are armed then.
+ */
+async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  try {
+    await deps.store.flushArms?.();
+  } catch (err) {
+    const error = err instanceof Error ? { name: err.name, message: err.message } : String(err);
+    deps.log.error('task_arming_failed', { error });
+    for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
+  }
 }

@@ -32,7 +32,8 @@ import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writ
 import { KnownItems } from './known-items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
-import { noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
+import { noCapacity, type Key, type TableClient } from './table-client.ts';
+import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
 
 export interface WritePathOptions {
@@ -45,7 +46,7 @@ export interface WritePathOptions {
   /** File items remembered as last written or read, so that the next callback of a file need not read it (0: none). */
   knownFiles: number;
   /** Arms a task about to be created (./deadline-arming.ts); absent, tasks are created unarmed. */
-  armNew?: (header: Item, cap: Capacity) => Promise<void>;
+  arming?: NewTaskArming;
 }
 
 export class WritePath {
@@ -58,7 +59,7 @@ export class WritePath {
     this.deliveries = deliveries;
     this.opts = opts;
     const files = new KnownItems(opts.knownFiles);
-    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys, opts.armNew);
+    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys, opts.arming);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {

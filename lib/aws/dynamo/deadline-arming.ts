@@ -1,6 +1,6 @@
 // The worker's part of the deadlines (docs/task-store.md, Deadlines). A task is born armed: its header's first
-// put carries `db`, the bucket its DUE entry was written in just before (no deadline of a new task can be
-// earlier). A count update that applies a callback sets `ca` (the time of the change) and unsettles; once it has
+// put carries `db` (no deadline of a new task can be earlier), and the batch's new tasks share one DUE entry,
+// written once the batch's writes are done. A count update that applies a callback sets `ca` (the time of the change) and unsettles; once it has
 // returned the header, a deadline of the batch that falls well before the armed bucket (a settle, a file's
 // warning or loss, a lost file recovered) moves the arm there. No read: the returned header says it all.
 import {
@@ -15,7 +15,9 @@ import {
 import type { Capacity } from '../../domain/task-store.ts';
 import { toSummary } from '../../domain/task-parts.ts';
 import type { FileRecord } from '../../domain/task.ts';
-import { headerParts } from './items.ts';
+import { randomUUID } from 'node:crypto';
+import { appKeyOf, headerParts } from './items.ts';
+import { Keys } from './table.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
 import { TIME_ATTRS, minutesAfter, timeOf, toMinutes } from './time-items.ts';
@@ -40,21 +42,72 @@ export function armingClauses(changed: boolean, now: number): ArmingClauses {
 export const firstArm = (now: number, s: TimeSettings): number =>
   bucketOf(now + Math.min(s.settleAfterMs, s.stallMinMs));
 
-/**
- * Arms a task about to be created: its DUE entry first, then the header item (its put follows) says the bucket.
- * A put that finds the task there after all leaves an entry that the sweeper finds nothing in.
- */
-export async function armNewHeader(
-  table: TableClient,
-  header: Item,
-  task: TaskRef,
-  now: number,
-  s: TimeSettings,
-  cap: Capacity,
-): Promise<void> {
-  const bucket = await putBucketEntries(table, 'DUE', firstArm(now, s), [task], cap);
-  header[A.armed] = toMinutes(bucket);
+/** Keeps a task's arm in its header item; `forget` when the put that would create it found the task there. */
+export interface NewTaskArming {
+  arm(header: Item): void;
+  forget(header: Item): void;
 }
+
+/**
+ * The arms of the tasks a batch creates: each header is created with `db` (a new task's bucket), and their DUE
+ * entries are written together once the batch's writes are done (`flush`), one shared entry for every task armed
+ * in one bucket: a batch that creates several tasks pays one write. A batch stopped before its flush comes again
+ * (its records fail); its tasks, found created, have their arms written again then (`again`).
+ */
+export class NewTaskArms implements NewTaskArming {
+  private readonly pending = new Map<string, { task: TaskRef; bucket: number; puts: Set<Item> | null }>();
+  private readonly now: () => number;
+  private readonly s: TimeSettings;
+
+  constructor(now: () => number, s: TimeSettings) {
+    this.now = now;
+    this.s = s;
+  }
+
+  arm(header: Item): void {
+    const bucket = firstArm(this.now(), this.s);
+    header[A.armed] = toMinutes(bucket);
+    const task = taskOfHeader(header);
+    const key = `${task.appKey.length}:${task.appKey}#${task.id}`;
+    const entry = this.pending.get(key);
+    // Two writes of the batch may both try to create the task: the one that does keeps the arm.
+    if (entry?.puts) entry.puts.add(header);
+    else if (!entry) this.pending.set(key, { task, bucket, puts: new Set([header]) });
+  }
+
+  forget(header: Item): void {
+    const task = taskOfHeader(header);
+    const key = `${task.appKey.length}:${task.appKey}#${task.id}`;
+    const entry = this.pending.get(key);
+    if (!entry?.puts) return;
+    entry.puts.delete(header);
+    if (entry.puts.size === 0) this.pending.delete(key);
+  }
+
+  /** A task of a batch that comes again: its arm's entry, which the earlier delivery may not have written. */
+  again(header: Item): void {
+    const armed = timeOf(header).armed;
+    if (armed === null) return;
+    const task = taskOfHeader(header);
+    const bucket = Math.max(armed, bucketOf(this.now()));
+    this.pending.set(`${task.appKey.length}:${task.appKey}#${task.id}`, { task, bucket, puts: null });
+  }
+
+  /** Writes the entries of the arms made since the last flush: one shared entry per bucket. */
+  async flush(table: TableClient, cap: Capacity): Promise<void> {
+    const byBucket = new Map<number, TaskRef[]>();
+    for (const { task, bucket } of this.pending.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
+    this.pending.clear();
+    const token = randomUUID().slice(0, 8);
+    for (const [bucket, tasks] of byBucket) await putBucketEntries(table, 'DUE', bucket, tasks, cap, token);
+  }
+}
+
+/** The task a header item belongs to. */
+const taskOfHeader = (header: Item): TaskRef => ({
+  appKey: appKeyOf(header),
+  id: String(header.pk).slice(Keys.taskPk('').length),
+});
 
 /**
  * After a count update: the bucket to move the arm to, when a deadline of the batch (a settle, a file's warning

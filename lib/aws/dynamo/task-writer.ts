@@ -23,8 +23,7 @@ import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
 import { TableClient, toItem, type Item } from './table-client.ts';
 import { TIME_ATTRS } from './time-items.ts';
-import { armNewHeader, armingClauses, armingMove, moveArm } from './deadline-arming.ts';
-import { appKeyOf } from './items.ts';
+import { NewTaskArms, armingClauses, armingMove, moveArm } from './deadline-arming.ts';
 import { Keys } from './table.ts';
 import { defaultTimeSettings, type TimeSettings } from '../../domain/deadlines.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from './table.ts';
@@ -57,6 +56,8 @@ export class DynamoTaskWriter implements TaskWriter {
   private readonly now: () => number;
   /** The stage's durations: when a change arms a task, and how far a deadline may move (docs/task-store.md). */
   private readonly time: TimeSettings;
+  /** The arms of the tasks created since the last flush. */
+  private readonly arms: NewTaskArms;
   /** The table and the raw archive's retention it was built with. */
   readonly settings: { tableName: string; rawEventTtlDays: number };
 
@@ -69,6 +70,7 @@ export class DynamoTaskWriter implements TaskWriter {
     this.table = table;
     this.now = opts.now ?? Date.now;
     this.time = opts.time ?? defaultTimeSettings;
+    this.arms = new NewTaskArms(this.now, this.time);
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
     this.headers = headers;
@@ -78,7 +80,7 @@ export class DynamoTaskWriter implements TaskWriter {
       inlineKeys: opts.inlineKeys ?? 4,
       knownFiles: opts.knownFiles ?? 5_000,
       readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
-      armNew: (header, cap) => armNewHeader(table, header, taskOfHeader(header), this.now(), this.time, cap),
+      arming: this.arms,
     });
   }
 
@@ -95,6 +97,7 @@ export class DynamoTaskWriter implements TaskWriter {
       { appKey: cb.appKey, id: cb.id, writes, absorbed: null, changed, redelivered },
       result.capacity,
     );
+    await this.flushArms(result.capacity);
     return result;
   }
 
@@ -136,6 +139,7 @@ export class DynamoTaskWriter implements TaskWriter {
     // A write without sequence number that cannot tell whether an earlier delivery was counted.
     if (header && charges.some((c) => c.uncertain))
       header = await this.counts.recount(batch.appKey, batch.id, null, capacity);
+    if (header && batch.redelivered) this.arms.again(header);
     if (header) header = await this.arm(batch, header, [...changes.values()], now, capacity);
     const parts = header ? headerParts(header) : null;
     return parts ? { ...parts, files } : null;
@@ -156,6 +160,11 @@ export class DynamoTaskWriter implements TaskWriter {
     if (!moved) return header;
     this.headers.remember(key, moved);
     return moved;
+  }
+
+  /** Writes the DUE entries of the tasks created since the last flush (a batch's, once its writes are done). */
+  flushArms(capacity: Capacity = zeroCapacity()): Promise<void> {
+    return this.arms.flush(this.table, capacity);
   }
 
   async clearStall(appKey: string, id: string, stalledSince: number): Promise<void> {
@@ -187,6 +196,3 @@ export class DynamoTaskWriter implements TaskWriter {
     return this.deliveries.markQuarantineApplied(entry, applied);
   }
 }
-
-/** The task a header item belongs to. */
-const taskOfHeader = (header: Item) => ({ appKey: appKeyOf(header), id: header.pk.slice(Keys.taskPk('').length) });
