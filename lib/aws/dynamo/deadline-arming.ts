@@ -1,8 +1,9 @@
 // The worker's part of the deadlines (docs/task-store.md, Deadlines). A task is born armed: its header's first
 // put carries `db` (no deadline of a new task can be earlier), and the batch's new tasks share one DUE entry,
-// written once the batch's writes are done. A count update that applies a callback sets `ca` (the time of the change) and unsettles; once it has
-// returned the header, a deadline of the batch that falls well before the armed bucket (a settle, a file's
-// warning or loss, a lost file recovered) moves the arm there. No read: the returned header says it all.
+// written once the batch's writes are done. A count update that applies a callback sets `ca` (the time of the
+// change) and unsettles; once it has returned the header, a deadline of the batch that falls well before the
+// armed bucket (a settle, a file's warning or loss, a lost file recovered) moves the arm there. No read: the
+// returned header says it all.
 import {
   DUE_BUCKET_MS,
   bucketOf,
