@@ -45,14 +45,6 @@ export interface TaskTime {
   armed: number | null;
 }
 
-export const noTaskTime = (): TaskTime => ({
-  changedAt: null,
-  stalledSince: null,
-  settledAt: null,
-  lost: 0,
-  armed: null,
-});
-
 /** What a file item keeps about time (attributes `pw`, `lo`). */
 export interface FileMarks {
   /** When it was warned about (its purgeAt − PURGE_WARNING_BEFORE). */
@@ -60,8 +52,6 @@ export interface FileMarks {
   /** Its purgeAt, once it is lost. */
   lostAt: number | null;
 }
-
-export const noMarks = (): FileMarks => ({ warnedAt: null, lostAt: null });
 
 /** The start of the bucket `ms` falls in. */
 export function bucketOf(ms: number, width = DUE_BUCKET_MS): number {
@@ -83,7 +73,7 @@ export function stallTimeOf(h: Pick<TaskHeader, 'service' | 'config'>, s: TimeSe
 }
 
 /** Whether a task can stall: it has not ended, and no start failed. */
-export const canStall = (h: Pick<TaskHeader, 'endRank' | 'startOrEndFailed'>): boolean =>
+const canStall = (h: Pick<TaskHeader, 'endRank' | 'startOrEndFailed'>): boolean =>
   h.endRank === null && !h.startOrEndFailed;
 
 /** When a task becomes stalled (its latest callback + its stall time); null when it cannot, or already is. */

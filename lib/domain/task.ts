@@ -98,23 +98,20 @@ export interface FileRecord {
   firstFailureAt: number | null;
   /** Distinct upload callbacks seen for this file: counted by whoever knows which were seen, not by the join. */
   attempts: number;
-  /** When the sweeper warned about its purge (lib/domain/deadlines.ts); absent: never. */
+  /** The sweeper's marks (lib/domain/deadlines.ts): when it warned of the purge, the purgeAt it found passed. */
   warnedAt?: number;
-  /** Its purgeAt, once the sweeper found it lost; absent: never. A file is lost while it is failed. */
   lostAt?: number;
 }
 
 /** A file's upload state, or null before any callback names it. */
 export type FileState = FileUpload | null;
 
-/** A file's upload as the task shows it: a failed file whose purgeAt has passed is `lost`. */
-export type FileUploadView = FileUpload | 'lost';
-
 export interface FileView {
   fileName: string;
   size: number | null;
   url: string | null;
-  upload: FileUploadView;
+  /** A failed file whose purgeAt has passed is `lost` (lib/domain/deadlines.ts). */
+  upload: FileUpload | 'lost';
   code: number | null;
   message: string | null;
   attempts: number;
@@ -396,10 +393,8 @@ export function joinFiles(a: FileRecord, b: FileRecord): FileRecord {
     ...joinMarks(a, b),
   };
 }
-
-/** The sweeper's marks of two copies of a file: either's (a mark is never taken back). */
+/** Either copy's marks of the sweeper (a mark is never taken back). */
 function joinMarks(a: FileRecord, b: FileRecord): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
-  const warnedAt = a.warnedAt ?? b.warnedAt;
-  const lostAt = a.lostAt ?? b.lostAt;
-  return { ...(warnedAt !== undefined ? { warnedAt } : {}), ...(lostAt !== undefined ? { lostAt } : {}) };
+  const [warnedAt, lostAt] = [a.warnedAt ?? b.warnedAt, a.lostAt ?? b.lostAt];
+  return { ...(warnedAt === undefined ? {} : { warnedAt }), ...(lostAt === undefined ? {} : { lostAt }) };
 }

@@ -25,7 +25,7 @@ import { lostEvent, purgeWarningEvent, settledEvent, stalledEvent, type TimedTas
 import type { Item } from '../aws/dynamo/table-client.ts';
 
 /** How long a sweep holds a task while it publishes: other sweeps skip it meanwhile. */
-export const LEASE_MS = 2 * 60_000;
+const LEASE_MS = 2 * 60_000;
 
 /** Attempts at one task before the sweep leaves it for the next one (its arm stays due). */
 const MAX_ATTEMPTS = 5;

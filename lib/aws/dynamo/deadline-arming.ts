@@ -40,8 +40,7 @@ export function armingClauses(changed: boolean, now: number): ArmingClauses {
 }
 
 /** The bucket a new task is armed at: no deadline of it can be earlier (a stall takes longer than that). */
-export const firstArm = (now: number, s: TimeSettings): number =>
-  bucketOf(now + Math.min(s.settleAfterMs, s.stallMinMs));
+const firstArm = (now: number, s: TimeSettings): number => bucketOf(now + Math.min(s.settleAfterMs, s.stallMinMs));
 
 /** Keeps a task's arm in its header item; `forget` when the put that would create it found the task there. */
 export interface NewTaskArming {

@@ -22,7 +22,7 @@ export interface SweptFile {
   ver: number | undefined;
 }
 
-export const headerKeyOf = (t: TaskRef): Key => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) });
+const headerKeyOf = (t: TaskRef): Key => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) });
 
 export class TaskSweeps {
   readonly table: TableClient;

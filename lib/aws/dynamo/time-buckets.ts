@@ -7,7 +7,7 @@ import type { Capacity } from '../../domain/task-store.ts';
 import { noCapacity, type Item, type TableClient, type TableReader } from './table-client.ts';
 
 /** The kinds of entries, each with its bucket width. */
-export const BUCKET_KINDS = {
+const BUCKET_KINDS = {
   /** The sweeper's deadlines: header attribute `db`. */
   DUE: 5 * 60_000,
   /** A task's latest change (receiver's time): header attribute `uh`. */
@@ -21,7 +21,7 @@ export type BucketKind = keyof typeof BUCKET_KINDS;
 const ENTRY_TTL_DAYS = 2;
 
 /** At most this many tasks in one shared entry (it stays under the 1 KB of a write unit). */
-export const MAX_TASKS_PER_ENTRY = 25;
+const MAX_TASKS_PER_ENTRY = 25;
 
 export interface TaskRef {
   appKey: string;
@@ -40,14 +40,14 @@ export function bucketStart(kind: BucketKind, ms: number): number {
 }
 
 /** `<kind>#YYYY-MM-DDTHH:MM` (UTC): the partition of a bucket. */
-export function bucketPk(kind: BucketKind, bucket: number): string {
+function bucketPk(kind: BucketKind, bucket: number): string {
   return `${kind}#${new Date(bucket).toISOString().slice(0, 16)}`;
 }
 
 const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
 
 /** The sort key of one task's entry. */
-export const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
+const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
 
 /** The task a one-task entry's sort key names. */
 function readTaskSk(sk: string): TaskRef {
@@ -58,7 +58,7 @@ function readTaskSk(sk: string): TaskRef {
 }
 
 /** The entry items that name `tasks` in a bucket: one per task, or shared ones (`~<token>`) for several. */
-export function entryItems(kind: BucketKind, bucket: number, tasks: readonly TaskRef[], token?: string): Item[] {
+function entryItems(kind: BucketKind, bucket: number, tasks: readonly TaskRef[], token?: string): Item[] {
   const base = { pk: bucketPk(kind, bucket), expiresAt: Math.floor(bucket / 1000) + ENTRY_TTL_DAYS * 86_400 };
   if (tasks.length === 1 || token === undefined) return tasks.map((t) => ({ ...base, sk: taskEntrySk(t) }));
   const items: Item[] = [];
@@ -84,7 +84,7 @@ export async function putBucketEntries(
 }
 
 /** The tasks an entry item names. */
-export function tasksOfEntry(item: Item): TaskRef[] {
+function tasksOfEntry(item: Item): TaskRef[] {
   if (typeof item.sk === 'string' && item.sk.startsWith('~'))
     return (item.t as [string, string][]).map(([appKey, id]) => ({ appKey, id }));
   return [readTaskSk(item.sk)];
