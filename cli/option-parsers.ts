@@ -85,6 +85,14 @@ export function durationOption(text: string): number {
   return ms;
 }
 
+/** A duration as a stage parameter takes it (`30s`, `10m`), checked here rather than by the stack's template. */
+export function stageDuration(value: string): string {
+  const ms = parseDuration(value);
+  if (ms === null || ms < 1 || !/^[0-9]+(ms|s|m|min|h|d|w)$/.test(value.trim()))
+    throw new InvalidArgumentError('a duration such as 30s, 10m or 2h');
+  return value.trim();
+}
+
 /** An instant given as epoch milliseconds or an ISO date (`--start`). */
 export function instant(text: string): number {
   const n = /^\d+$/.test(text) ? Number(text) : Date.parse(text);

@@ -16,8 +16,16 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const service = 'rtc-callbacks-receiver';
 const stage = 'ci';
 const region = 'eu-west-1';
-const functionNames = ['ingest', 'worker', 'api'] as const;
-const roleIds = ['ApiRole', 'IngestRole', 'WorkerRole'];
+const functionNames = ['ingest', 'worker', 'api', 'sweeper'] as const;
+/** The durations of the facts of time, from their stage parameters: the worker and the sweeper read the same. */
+const timeVariables = {
+  SETTLE_AFTER: { Ref: 'SettleAfter' },
+  PURGE_WARNING_BEFORE: { Ref: 'PurgeWarningBefore' },
+  STALL_FACTOR: { Ref: 'StallFactor' },
+  STALL_MIN: { Ref: 'StallMin' },
+  STALL_UNKNOWN: { Ref: 'StallUnknown' },
+};
+const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'WorkerRole'];
 
 type Json = any;
 interface Resource {
@@ -211,7 +219,33 @@ describe('functions', () => {
       RAW_EVENT_TTL_DAYS: '90',
       LOG_LEVEL: ref('LogLevel'),
       TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
+      ...timeVariables,
     });
+  });
+
+  test('sweeper: nodejs24.x on arm64, its own role, on the schedule of its stage parameter, the durations', () => {
+    const fn = resource('SweeperLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Role).toEqual(getAtt('SweeperRole'));
+    expect(fn.Timeout).toBe(120);
+    expect(fn.Environment.Variables).toEqual({
+      TASKS_TABLE: ref('TasksTable'),
+      TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
+      LOG_LEVEL: ref('LogLevel'),
+      ...timeVariables,
+    });
+    const rules = resourcesOfType('AWS::Events::Rule');
+    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(rules[0]![1].Properties.Targets.map((t: Json) => t.Arn)).toEqual([getAtt('SweeperLambdaFunction', 'Arn')]);
+    for (const [name, value] of Object.entries({
+      SettleAfter: '10m',
+      PurgeWarningBefore: '2h',
+      StallFactor: '3',
+      StallMin: '15m',
+      StallUnknown: '6h',
+    }))
+      expect(template.Parameters[name].Default).toBe(value);
   });
 
   test('api: nodejs24.x on arm64, its own role, the table and its settings', () => {
@@ -295,6 +329,7 @@ describe('functions', () => {
       'ApiLogGroup',
       'HttpApiLogGroup',
       'IngestLogGroup',
+      'SweeperLogGroup',
       'WorkerLogGroup',
     ]);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
@@ -645,9 +680,10 @@ describe('topics: encrypted, published to by the stack alone', () => {
     expect(resourcesOfType('AWS::SNS::TopicPolicy')).toHaveLength(2);
   });
 
-  test('task events: only the worker role may publish, the account may subscribe', () => {
+  test('task events: only the worker and sweeper roles may publish, the account may subscribe', () => {
     expect(topicAllows('TaskEventsTopic')).toEqual([
       { action: 'sns:Publish', principal: { AWS: getAtt('WorkerRole') }, condition: null },
+      { action: 'sns:Publish', principal: { AWS: getAtt('SweeperRole') }, condition: null },
       { action: 'sns:Subscribe', principal: { AWS: accountRoot }, condition: null },
     ]);
     // The publisher may use the topic's key (through SNS): the role's grant is on that very key.
@@ -1086,6 +1122,8 @@ describe('operations', () => {
       SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
       FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
+      LostFiles: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.lost > 0 }', namespace],
+      StalledTasks: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.stalled > 0 }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -1094,6 +1132,7 @@ describe('operations', () => {
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
+    expect(bundle('sweeper')).toContain('sweep_done');
   });
 
   test('every alarm notifies the topic, on alarm and on recovery', () => {
@@ -1166,6 +1205,12 @@ describe('operations', () => {
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
+      LostFilesAlarm: {
+        metric: `${namespace} LostFiles`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      StalledTasksAlarm: { metric: `${namespace} StalledTasks`, dimensions: {}, threshold: 'GreaterThanThreshold 10' },
     });
   });
 

@@ -12,6 +12,7 @@ import { apiEnvironment } from '../lib/api/config.ts';
 import { defaultInWords, type EnvSchema, type FunctionName } from '../lib/config/read-env.ts';
 import { ingestEnvironment, MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
 import { workerEnvironment } from '../lib/worker/config.ts';
+import { sweeperEnvironment } from '../lib/sweeper/config.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -242,6 +243,7 @@ const schemas: Record<string, { schema: { functionName: FunctionName; variables:
   ingest: { schema: ingestEnvironment, file: 'lib/ingest/config.ts' },
   worker: { schema: workerEnvironment, file: 'lib/worker/config.ts' },
   api: { schema: apiEnvironment, file: 'lib/api/config.ts' },
+  sweeper: { schema: sweeperEnvironment, file: 'lib/sweeper/config.ts' },
 };
 
 function schemaOf(name: string) {

@@ -21,7 +21,15 @@ const original = loadTemplate().template;
 
 beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
-  stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1 });
+  stack = await startLocalStack({
+    port: 0,
+    memory: true,
+    cwd,
+    quiet: true,
+    retryDelaySeconds: 1,
+    settleAfter: '1ms',
+    scheduleEveryMs: 0,
+  });
   runScenario = iamScenario(stack);
 });
 afterAll(async () => {
@@ -45,7 +53,7 @@ interface RoleStatement {
 }
 
 /** The functions' roles, and the managed policy the read API's callers get (output ReadApiInvokePolicyArn). */
-const POLICY_HOLDERS = ['IngestRole', 'WorkerRole', 'ApiRole', 'ReadApiInvokePolicy'];
+const POLICY_HOLDERS = ['IngestRole', 'WorkerRole', 'SweeperRole', 'ApiRole', 'ReadApiInvokePolicy'];
 
 interface Document {
   Statement: PolicyStatement[];
@@ -172,6 +180,8 @@ function unusedGrants(template: Template): string[] {
 const GRANTED_BUT_NEVER_CALLED = [
   'WorkerRole ApplyCallbacksToTasks: dynamodb:BatchGetItem',
   'WorkerRole ApplyCallbacksToTasks: dynamodb:Query',
+  // The sweeper reads the attempts of a file of a table brought over from the earlier layout in batches.
+  'SweeperRole SweepTasks: dynamodb:BatchGetItem',
 ];
 
 test('every action every statement grants is needed by some call of the scenario', async () => {
@@ -193,5 +203,7 @@ test('a role that grants more than the code calls is caught', async () => {
   } finally {
     stack.iam.useRolesOf(original);
   }
-  expect(unusedGrants(wider)).toEqual([...GRANTED_BUT_NEVER_CALLED, 'WorkerRole DeleteTasks: dynamodb:DeleteItem']);
+  expect(unusedGrants(wider).sort()).toEqual(
+    [...GRANTED_BUT_NEVER_CALLED, 'WorkerRole DeleteTasks: dynamodb:DeleteItem'].sort(),
+  );
 });

@@ -45,6 +45,8 @@ test('with IAM off, a worker without its table grants still applies callbacks, a
     cwd,
     quiet: true,
     iam: false,
+    settleAfter: '1ms',
+    scheduleEveryMs: 0,
     template: withoutWorkerStatement('ApplyCallbacksToTasks'),
   });
   const scenario = iamScenario(stack);

@@ -2,14 +2,14 @@
 import { relative } from 'node:path';
 import { Option, type Command } from 'commander';
 import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
-import { DEFAULT_RETRY_DELAY_S } from '../../lib/local/stack-options.ts';
+import { DEFAULT_RETRY_DELAY_S, DEFAULT_SCHEDULE_EVERY_MS } from '../../lib/local/stack-options.ts';
 import { describeFaults, type FaultRates } from '../../lib/local/fault-spec.ts';
 import { type LogSink, setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/signature/verdicts.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { CliError, withTimeZone } from '../inspect.ts';
-import { cidrList, faultRates, portNumber, wholeNumber } from '../option-parsers.ts';
+import { cidrList, faultRates, portNumber, stageDuration, wholeNumber } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { type CliIo, cliIo } from '../io.ts';
@@ -22,6 +22,8 @@ interface DevOptions {
   signatureMode?: SignatureMode;
   allowCidr?: string[];
   retryDelay: number;
+  sweepEvery: number;
+  settleAfter?: string;
   quiet?: boolean;
   logFormat?: LogFormat;
   color?: boolean;
@@ -64,6 +66,17 @@ export function register(program: Command): void {
       faultRates,
     )
     .option('--seed <seed>', 'with --faults: the seed of the draws, to provoke the same faults again (default: random)')
+    .option(
+      '--sweep-every <seconds>',
+      'seconds between two runs of the sweeper (deployed: every 5 minutes); 0: never',
+      wholeNumber(0, 86400),
+      DEFAULT_SCHEDULE_EVERY_MS / 1000,
+    )
+    .option(
+      '--settle-after <duration>',
+      'how long a completed task stays unchanged before it is settled, e.g. 30s (deployed: 10m)',
+      stageDuration,
+    )
     .option('--quiet', 'do not print the log lines of the handlers')
     .addOption(
       new Option(
@@ -119,6 +132,8 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     retryDelaySeconds: opts.retryDelay,
     quiet: opts.quiet ?? false,
     consoleDir,
+    scheduleEveryMs: opts.sweepEvery * 1000,
+    ...(opts.settleAfter ? { settleAfter: opts.settleAfter } : {}),
     iam: opts.iam,
     ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
     cwd: io.cwd,
@@ -141,9 +156,18 @@ const shown = (path: string) => {
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
+/** How often the local sweeper runs, as the banner says it. */
+function sweeperLine(everyS: number, settleAfter: string | undefined): string {
+  if (everyS === 0) return 'never (--sweep-every 0)';
+  return `every ${everyS} s${settleAfter ? `, tasks settle after ${settleAfter}` : ''}`;
+}
+
 export function banner(
   stack: LocalStack,
-  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat'> & { console?: boolean },
+  opts: Pick<DevOptions, 'quiet' | 'retryDelay' | 'logFormat' | 'settleAfter'> & {
+    console?: boolean;
+    sweepEvery?: number;
+  },
   c: Colors,
 ): string {
   const { info } = stack;
@@ -185,6 +209,7 @@ export function banner(
             `is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
         ],
         ['functions', functions],
+        ['sweeper', sweeperLine(opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000, opts.settleAfter)],
         [
           'IAM',
           stack.iam.enforced

@@ -14,7 +14,7 @@ import {
   isQueueMissing,
   removeStaleFollowQueues,
 } from '../../lib/aws/sqs/follow-queue.ts';
-import { TASK_EVENT_TYPES } from '../../lib/domain/task-events.ts';
+import { ALL_TASK_EVENT_TYPES } from '../../lib/domain/task-events.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { taskEventsTopicFor } from '../events-publisher.ts';
 import { colorStatus, isoTime, jsonText, printable, table, type Colors } from '../format.ts';
@@ -42,7 +42,7 @@ export function register(program: Command): void {
       .command('tail')
       .description('the task events published so far, oldest first; --follow keeps printing new ones')
       .option('--follow', 'keep printing new events until Ctrl-C, from a queue of its own on the topic')
-      .addOption(new Option('--type <type>', 'only events of this type').choices([...TASK_EVENT_TYPES]))
+      .addOption(new Option('--type <type>', 'only events of this type').choices([...ALL_TASK_EVENT_TYPES]))
       .option('--task <id>', 'only events of this task (recordId or imageId)')
       .option(
         '--queue-url <url>',

@@ -4,19 +4,22 @@
 // is unsafe to run with) or falls back to the default with a warning. The tables of docs/configuration.md are
 // held to these schemas (test/docs-tables.test.ts).
 import * as v from 'valibot';
+import { parseDuration } from '../time-point.ts';
 
 /** The functions whose settings are read here; their names appear in the sentences of refusal. */
-export type FunctionName = 'ingest' | 'worker' | 'api';
+export type FunctionName = 'ingest' | 'worker' | 'api' | 'sweeper';
 
 const functionInWords: Record<FunctionName, string> = {
   ingest: 'the ingest',
   worker: 'the worker',
   api: 'the read API',
+  sweeper: 'the sweeper',
 };
 const errorNames: Record<FunctionName, string> = {
   ingest: 'IngestConfigError',
   worker: 'WorkerConfigError',
   api: 'ApiConfigError',
+  sweeper: 'SweeperConfigError',
 };
 
 /** A setting the function refuses to start with; the message is one sentence naming the variable. */
@@ -92,6 +95,15 @@ export function positiveWholeNumber(what: string) {
     v.string(),
     v.transform(Number),
     v.check((n) => Number.isSafeInteger(n) && n >= 1, what),
+  );
+}
+
+/** A duration as people type it (`10m`, `2h`, `1d`, `500ms`), in milliseconds, `what` saying it in words. */
+export function duration(what: string) {
+  return v.pipe(
+    v.string(),
+    v.transform((text) => parseDuration(text) ?? Number.NaN),
+    v.check((ms) => Number.isSafeInteger(ms) && ms >= 1, what),
   );
 }
 

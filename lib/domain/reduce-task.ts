@@ -91,6 +91,9 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
       ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.timestamp }
       : null,
     eventCount: events.length,
+    // Facts of time depend on the receiver's clock, not on the callbacks alone (lib/domain/deadlines.ts).
+    stalledSince: null,
+    settledAt: null,
   };
   if (first.service === 'recording') {
     task.mode = identity.mode;

@@ -223,7 +223,7 @@ test('in platform order, each transition is published once, with the task and th
       sessionId: 'sess-1',
       userId: null,
       status: 'upload_failed',
-      files: { total: 1, pending: 0, uploaded: 0, failed: 1 },
+      files: { total: 1, pending: 0, uploaded: 0, failed: 1, lost: 0 },
     },
     file: {
       fileName: 'f.mp4',

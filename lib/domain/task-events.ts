@@ -45,7 +45,12 @@ export const TASK_EVENT_TYPES = [
   'file.upload_failed',
   'file.upload_recovered',
 ] as const;
-export type TaskEventType = (typeof TASK_EVENT_TYPES)[number];
+/** Events of the facts of time (docs/events.md): published by the sweeper, `task.resumed` by the worker. */
+const TIME_EVENT_TYPES = ['file.purge_warning', 'file.lost', 'task.stalled', 'task.resumed', 'task.settled'] as const;
+export type TimeEventType = (typeof TIME_EVENT_TYPES)[number];
+export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType;
+/** Every type an event can have. */
+export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [...TASK_EVENT_TYPES, ...TIME_EVENT_TYPES];
 
 /** An event as the pure function and `callbacks verify` know it: its identity, without a body. */
 export interface TaskEventRef {
@@ -65,11 +70,11 @@ export interface TaskEventTask {
   sessionId: string | null;
   userId: string | null;
   status: TaskStatus;
-  files: { total: number; pending: number; uploaded: number; failed: number };
+  files: { total: number; pending: number; uploaded: number; failed: number; lost: number };
 }
 
 /** The task part of an event, from the store's summary of the task. */
-function eventTask(s: TaskSummary): TaskEventTask {
+export function eventTask(s: TaskSummary): TaskEventTask {
   return {
     service: s.service,
     id: s.id,
@@ -83,6 +88,7 @@ function eventTask(s: TaskSummary): TaskEventTask {
       pending: s.pendingFiles,
       uploaded: s.fileCount - s.pendingFiles - s.failedFiles,
       failed: s.failedFiles,
+      lost: s.lostFiles,
     },
   };
 }
@@ -105,6 +111,12 @@ export interface TaskEvent {
   file?: FileView;
   /** The code and message that made the task fail, for task.start_failed and task.failed. */
   error?: { code: number; message: string | null };
+  /** file.purge_warning: when the platform deletes the file, and what a storage change takes. */
+  warning?: { purgeAt: number; storageChangeDelayMs: number; message: string };
+  /** task.stalled and task.resumed. */
+  stall?: { stalledSince: number; stallMs: number; lastCallbackAt: number };
+  /** task.settled. */
+  settledAt?: number;
 }
 
 /** The id of an event: 128 bits of SHA-256 over what identifies it, as 32 hex characters. */
@@ -114,8 +126,12 @@ export function taskEventId(
   taskId: string,
   type: TaskEventType,
   fileName: string | null,
+  /** What tells one occurrence of a fact of time from another (a stall's start, a settle's sequence). */
+  instance?: string,
 ): string {
-  const identity = canonicalJson(['task-event', TASK_EVENT_VERSION, appKey, service, taskId, type, fileName]);
+  const parts: unknown[] = ['task-event', TASK_EVENT_VERSION, appKey, service, taskId, type, fileName];
+  if (instance !== undefined) parts.push(instance);
+  const identity = canonicalJson(parts);
   return createHash('sha256').update(identity, 'utf8').digest('hex').slice(0, 32);
 }
 

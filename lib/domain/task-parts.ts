@@ -2,6 +2,7 @@
 // callbacks recorded. The counts are the header's own (docs/task-store.md), or added up here from every file
 // for a header written before headers kept them.
 import { modeName } from '../platform/modes.ts';
+import { lostFiles, type TaskTime } from './deadlines.ts';
 import type { TaskCounts } from './task-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import {
@@ -103,6 +104,14 @@ export interface TaskParts {
   completedAt?: number | null;
   /** The header's version: grows with every write of it (a task event's `sequence`). */
   version?: number;
+  /** The header's facts of time (lib/domain/deadlines.ts); absent: none. */
+  time?: TaskTime;
+}
+
+/** The failed files that are lost: the header's count, or those at hand marked lost. */
+function lostOf(parts: TaskParts): number {
+  if (parts.time) return parts.time.lost;
+  return lostFiles(parts.files);
 }
 
 /** The fields a task and a task's summary share, in the order both print them. */
@@ -135,6 +144,9 @@ export function toSummary(parts: TaskParts): TaskSummary {
     sortAt: sortTimeOf(parts.header),
     eventCount: parts.eventCount,
     ...counts,
+    lostFiles: lostOf(parts),
+    stalledSince: parts.time?.stalledSince ?? null,
+    settledAt: parts.time?.settledAt ?? null,
   };
 }
 
@@ -150,6 +162,8 @@ export function toTask(parts: TaskParts): Task {
       ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.at }
       : null,
     eventCount: parts.eventCount,
+    stalledSince: parts.time?.stalledSince ?? null,
+    settledAt: parts.time?.settledAt ?? null,
   };
   if (h.service === 'recording') {
     task.mode = h.mode;

@@ -285,6 +285,10 @@ export interface TaskBatch {
   writes: readonly { callback: Callback; write: WriteOutcome }[];
   /** The last sequence number the header had absorbed as the batch began; null without sequence numbers. */
   absorbed: string | null;
+  /** A write applied a callback (not only duplicates): the task changed (its deadlines, docs/task-store.md). */
+  changed?: boolean;
+  /** A record of the batch was received before: an arm its header holds may have no entry yet. */
+  redelivered?: boolean;
 }
 
 /** The writes of a batch: applied one by one, then counted into each task's header at once. */
@@ -304,6 +308,10 @@ export interface BatchWrites {
    * (a message given up after a partial write). False when there is no such task.
    */
   recountTask(appKey: string, id: string, through: string | null): Promise<boolean>;
+  /** Writes the deadline entries of the tasks created since the last call (once a batch's writes are done). */
+  flushArms?(): Promise<void>;
+  /** Removes a task's stall once its resume is published, on condition that it is that stall. */
+  clearStall?(appKey: string, id: string, stalledSince: number): Promise<void>;
 }
 
 /**

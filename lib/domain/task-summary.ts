@@ -19,4 +19,8 @@ export interface TaskSummary {
   fileCount: number;
   pendingFiles: number;
   failedFiles: number;
+  /** The failed files that are lost (docs/contract.md §4, facts of time). */
+  lostFiles: number;
+  stalledSince: number | null;
+  settledAt: number | null;
 }

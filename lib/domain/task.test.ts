@@ -198,6 +198,8 @@ describe.each(builds)('%s', (_name, build) => {
         ],
         lastError: { type: 4, code: 500, message: 'upload to storage failed', at: 1763803810000 },
         eventCount: 5,
+        stalledSince: null,
+        settledAt: null,
       });
     });
 
@@ -249,6 +251,8 @@ describe.each(builds)('%s', (_name, build) => {
         files: [],
         lastError: null,
         eventCount: 1,
+        stalledSince: null,
+        settledAt: null,
       });
     });
   });
@@ -302,6 +306,8 @@ describe.each(builds)('%s', (_name, build) => {
         ],
         lastError: { type: 4, code: 10002, message: 'storage unreachable', at: 1763798421000 },
         eventCount: 4,
+        stalledSince: null,
+        settledAt: null,
       });
       // Recording-only fields are absent from a screenshot task (toStrictEqual above also says so).
       for (const key of ['mode', 'modeName', 'startFileName']) expect(Object.keys(task)).not.toContain(key);

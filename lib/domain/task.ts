@@ -98,6 +98,9 @@ export interface FileRecord {
   firstFailureAt: number | null;
   /** Distinct upload callbacks seen for this file: counted by whoever knows which were seen, not by the join. */
   attempts: number;
+  /** The sweeper's marks (lib/domain/deadlines.ts): when it warned of the purge, the purgeAt it found passed. */
+  warnedAt?: number;
+  lostAt?: number;
 }
 
 /** A file's upload state, or null before any callback names it. */
@@ -107,7 +110,8 @@ export interface FileView {
   fileName: string;
   size: number | null;
   url: string | null;
-  upload: FileUpload;
+  /** A failed file whose purgeAt has passed is `lost` (lib/domain/deadlines.ts). */
+  upload: FileUpload | 'lost';
   code: number | null;
   message: string | null;
   attempts: number;
@@ -134,6 +138,9 @@ export interface Task {
   files: FileView[];
   lastError: { type: number; code: number; message: string | null; at: number } | null;
   eventCount: number;
+  /** docs/contract.md §4, facts of time: null when the task is not stalled / not settled. */
+  stalledSince: number | null;
+  settledAt: number | null;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -197,7 +204,7 @@ export function toFileView(f: FileRecord): FileView {
     fileName: f.fileName,
     size: f.size,
     url: f.upload?.url ?? null,
-    upload,
+    upload: upload === 'failed' && f.lostAt !== undefined ? 'lost' : upload,
     code: f.upload?.code ?? null,
     message: f.upload?.message ?? null,
     attempts: f.attempts,
@@ -383,5 +390,11 @@ export function joinFiles(a: FileRecord, b: FileRecord): FileRecord {
     upload: upload ? { ...upload } : null,
     firstFailureAt: failures.length ? Math.min(...failures) : null,
     attempts: a.attempts,
+    ...joinMarks(a, b),
   };
+}
+/** Either copy's marks of the sweeper (a mark is never taken back). */
+function joinMarks(a: FileRecord, b: FileRecord): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
+  const [warnedAt, lostAt] = [a.warnedAt ?? b.warnedAt, a.lostAt ?? b.lostAt];
+  return { ...(warnedAt === undefined ? {} : { warnedAt }), ...(lostAt === undefined ? {} : { lostAt }) };
 }

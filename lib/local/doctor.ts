@@ -66,7 +66,17 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   const cfnLint = runCfnLint(loaded.path, opts.env);
   const cwd = await mkdtemp(join(tmpdir(), 'callbacks-doctor-'));
   // The demo secrets and the defaults of the stage parameters, whatever this shell sets.
-  const stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1, env: {} });
+  const stack = await startLocalStack({
+    port: 0,
+    memory: true,
+    cwd,
+    quiet: true,
+    retryDelaySeconds: 1,
+    env: {},
+    // The scenario sweeps when it needs to, and needs its new tasks armed at once.
+    settleAfter: '1ms',
+    scheduleEveryMs: 0,
+  });
   const scenario = iamScenario(stack);
   let scenarioError: string | null = null;
   try {

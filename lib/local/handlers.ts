@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { createApiHandler } from '../api/handler.ts';
 import { type ClientSettings, setClientHook } from '../aws/clients.ts';
 import { createIngestHandler } from '../ingest/handler.ts';
+import { createSweeperHandler } from '../sweeper/handler.ts';
 import { createWorkerHandler } from '../worker/handler.ts';
 import { injectFaults } from './faults.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
@@ -46,6 +47,7 @@ export const handlerFactories: Readonly<Record<string, HandlerFactory>> = {
   ingest: createIngestHandler as HandlerFactory,
   worker: createWorkerHandler as HandlerFactory,
   api: createApiHandler as HandlerFactory,
+  sweeper: createSweeperHandler as HandlerFactory,
 };
 
 /**

@@ -11,6 +11,9 @@ import type { Template } from './template.ts';
 /** Seconds before a failed record is retried locally (deployed: the queue's 180 s visibility time-out). */
 export const DEFAULT_RETRY_DELAY_S = 10;
 
+/** How often the scheduled functions run locally (deployed: their schedule, every 5 minutes for the sweeper). */
+export const DEFAULT_SCHEDULE_EVERY_MS = 10_000;
+
 export interface LocalStackOptions {
   /** HTTP port of the callback routes; 0 picks a free one. */
   port?: number;
@@ -32,6 +35,10 @@ export interface LocalStackOptions {
   quiet?: boolean;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
   retryDelaySeconds?: number;
+  /** How often the scheduled functions (the sweeper) run; default DEFAULT_SCHEDULE_EVERY_MS, 0: only on demand. */
+  scheduleEveryMs?: number;
+  /** The stage's SETTLE_AFTER (a duration such as 30s, 10m): the template's parameter for this stack. */
+  settleAfter?: string;
   /** Emulator ports (default: free ones). A restart in the same process must reuse them: see handlers.ts. */
   dynamoPort?: number;
   sqsPort?: number;

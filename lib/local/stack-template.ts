@@ -80,6 +80,12 @@ export interface RouteSettings {
   authorization: string;
 }
 
+/** A function the template invokes on a schedule (an EventBridge rule). */
+export interface ScheduleSettings {
+  functionKey: string;
+  expression: string;
+}
+
 export interface StackSettings {
   table: TableSettings;
   queues: QueueSettings[];
@@ -87,6 +93,7 @@ export interface StackSettings {
   functions: FunctionSettings[];
   mappings: EventSourceMappingSettings[];
   routes: RouteSettings[];
+  schedules: ScheduleSettings[];
 }
 
 /** Lambda's defaults when the template leaves a setting out. */
@@ -256,9 +263,22 @@ function routeSettings(t: ResolvedTemplate, functions: FunctionSettings[]): Rout
   });
 }
 
+function scheduleSettings(t: ResolvedTemplate, functions: FunctionSettings[]): ScheduleSettings[] {
+  return t.resourcesOfType('AWS::Events::Rule').flatMap(([id, r]) => {
+    const p = props(r);
+    if (p.ScheduleExpression === undefined) return [];
+    const targets = (p.Targets ?? []) as Array<{ Arn: Json }>;
+    return targets.map((target) => ({
+      functionKey: functionKeyOf(functions, target.Arn, id),
+      expression: String(t.value(p.ScheduleExpression)),
+    }));
+  });
+}
+
 export function stackSettings(t: ResolvedTemplate): StackSettings {
   const functions = functionSettings(t);
   return {
+    schedules: scheduleSettings(t, functions),
     table: tableSettings(t),
     queues: queueSettings(t),
     topics: topicSettings(t),

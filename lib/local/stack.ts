@@ -44,9 +44,11 @@ import { ResolvedTemplate } from './resolved-template.ts';
 import { closeServer, listen } from './server-lifecycle.ts';
 import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
 import { startLocalFunctions } from './stack-functions.ts';
+import { startLocalSchedules } from './schedules.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
 import {
   DEFAULT_RETRY_DELAY_S,
+  DEFAULT_SCHEDULE_EVERY_MS,
   type LocalStackOptions,
   resolveAllowedSources,
   resolveMode,
@@ -113,6 +115,8 @@ export interface LocalStack {
   poller: { stats: Readonly<PollerStats>; busy(): number };
   /** A poller per event source mapping of the template, the one above included. */
   pollers: readonly LocalPoller[];
+  /** Runs the scheduled functions (the sweeper) once now, and returns what each answered. */
+  runSchedules(): Promise<unknown[]>;
   /** What was taken from the template, resolved for this stack. */
   settings: StackSettings;
   /** The cache key of the template the stack runs (see lib/local/template.ts); `null` for a given one. */
@@ -233,6 +237,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
         Development: 'true',
         ...(allowedSources.cidrs === undefined ? {} : { AllowedSourceCidrs: allowedSources.cidrs }),
         ...(env.LOG_LEVEL?.trim() ? { LogLevel: env.LOG_LEVEL.trim() } : {}),
+        ...(opts.settleAfter ? { SettleAfter: opts.settleAfter } : {}),
       },
     };
     const resolved = new ResolvedTemplate(template, account);
@@ -336,6 +341,14 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     }
     resources.defer(closeGateway);
 
+    const schedules = startLocalSchedules(
+      settings.schedules,
+      invokers,
+      opts.scheduleEveryMs ?? DEFAULT_SCHEDULE_EVERY_MS,
+      createLogger('schedules'),
+    );
+    resources.defer(quietly(() => schedules.stop()));
+
     const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     const url = `http://${urlHost}:${port}`;
     const info: LocalStackInfo = {
@@ -376,6 +389,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       secretsSource: secrets.source,
       poller: { stats: mainPoller.stats, busy: () => mainPoller.busy() },
       pollers,
+      runSchedules: () => schedules.runNow(),
       settings,
       templateHash: loaded?.hash ?? null,
       iam: {

@@ -32,6 +32,8 @@ const expected: Task = {
   files: [file('a.mp4'), file('b.mp4'), file('name.mp4')],
   lastError: null,
   eventCount: 7,
+  stalledSince: null,
+  settledAt: null,
 };
 const copy = (): Task => JSON.parse(JSON.stringify(expected));
 

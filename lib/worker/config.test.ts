@@ -2,6 +2,7 @@ import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/read-env.ts';
 import { buildWorkerDependencies, readWorkerSettings, workerDefaults } from './config.ts';
+import { defaultTimeSettings } from '../domain/deadlines.ts';
 
 describe('readWorkerSettings', () => {
   test('the table, and the defaults for the rest', () => {
@@ -10,10 +11,22 @@ describe('readWorkerSettings', () => {
       rawEventTtlDays: 90,
       recordConcurrency: 5,
       eventsTopicArn: '',
+      time: defaultTimeSettings,
     });
     expect(workerDefaults).toEqual({ rawEventTtlDays: 90, recordConcurrency: 5 });
     // Blank is unset.
     expect(readWorkerSettings({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: ' ' }).rawEventTtlDays).toBe(90);
+  });
+
+  test('the durations of the facts of time, as the sweeper reads them', () => {
+    expect(readWorkerSettings({ TASKS_TABLE: 't', SETTLE_AFTER: '30s', STALL_MIN: '1h' }).time).toEqual({
+      ...defaultTimeSettings,
+      settleAfterMs: 30_000,
+      stallMinMs: 3_600_000,
+    });
+    expect(() => readWorkerSettings({ TASKS_TABLE: 't', SETTLE_AFTER: 'soon' })).toThrow(
+      'SETTLE_AFTER="soon" is not a duration such as 10m, 2h or 1d: the worker does not start.',
+    );
   });
 
   test('values from the environment', () => {
@@ -22,6 +35,7 @@ describe('readWorkerSettings', () => {
       rawEventTtlDays: 30,
       recordConcurrency: 8,
       eventsTopicArn: '',
+      time: defaultTimeSettings,
     });
   });
 

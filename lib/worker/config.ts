@@ -10,6 +10,8 @@ import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { errorSentence } from '../text.ts';
+import { timeSettingsOf, timeVariables } from '../config/time-settings.ts';
+import type { TimeSettings } from '../domain/deadlines.ts';
 
 export interface WorkerSettings {
   /** TASKS_TABLE: the tasks table (required). */
@@ -20,6 +22,8 @@ export interface WorkerSettings {
   recordConcurrency: number;
   /** TASK_EVENTS_TOPIC_ARN: where task events go; empty when unset (no events). */
   eventsTopicArn: string;
+  /** SETTLE_AFTER, PURGE_WARNING_BEFORE, STALL_*: the facts of time's durations. */
+  time: TimeSettings;
 }
 
 export const workerDefaults = {
@@ -44,6 +48,8 @@ export const workerEnvironment = envSchema('worker', {
   },
   /** Where task events go; unset, none are published. */
   TASK_EVENTS_TOPIC_ARN: { value: text, default: '', invalid: 'refuse' },
+  // A new task's arm and a settle's move (docs/task-store.md, Deadlines): the sweeper's durations.
+  ...timeVariables,
 });
 
 /** The settings, or a ConfigError whose message is one sentence naming the variable. */
@@ -54,6 +60,7 @@ export function readWorkerSettings(env: Env): WorkerSettings {
     rawEventTtlDays: settings.RAW_EVENT_TTL_DAYS,
     recordConcurrency: settings.WORKER_RECORD_CONCURRENCY,
     eventsTopicArn: settings.TASK_EVENTS_TOPIC_ARN,
+    time: timeSettingsOf(settings),
   };
 }
 
@@ -83,10 +90,17 @@ export function buildWorkerDependencies(
     client,
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
+    time: settings.time,
   });
   const events = eventPublisherTo(settings.eventsTopicArn, {
     ...clientConfigOf('sns', clients),
     requestHandler: timeouts,
   });
-  return { store, log: logger, concurrency: settings.recordConcurrency, ...(events ? { events } : {}) };
+  return {
+    store,
+    log: logger,
+    concurrency: settings.recordConcurrency,
+    time: settings.time,
+    ...(events ? { events } : {}),
+  };
 }

@@ -2,6 +2,7 @@
 // Built from the environment by config.ts for the function, by hand by the tests, the local stack and the
 // bench.
 import type { EventPublisher } from '../domain/event-publisher.ts';
+import type { TimeSettings } from '../domain/deadlines.ts';
 import type { TaskWriter } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 
@@ -18,4 +19,6 @@ export interface WorkerDeps {
   /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */
   maxReceiveCount?: number;
   now?: () => number;
+  /** The stage's durations (a resumed task's stall time in its event); default lib/domain/deadlines.ts. */
+  time?: TimeSettings;
 }

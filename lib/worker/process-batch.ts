@@ -17,6 +17,7 @@ import { inParallel } from '../in-parallel.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
+import { resumeOf, writeResumes, type Resume } from './resume.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -38,6 +39,7 @@ export async function processBatch(
   const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
   const taskEvents: TaskEvents[] = [];
+  const resumes: [string, Resume][] = [];
   for (const group of groups) {
     const task = taskKeyOf(prepared[group[0]!]!);
     if (task !== null) groupsLeft.set(task, (groupsLeft.get(task) ?? 0) + 1);
@@ -54,6 +56,13 @@ export async function processBatch(
       counting.get(task)!,
       deps,
     );
+    // A redelivery (its callbacks now duplicates) may be of the batch whose resume did not get out.
+    const changed = done.some((i) => {
+      const p = prepared[i]!;
+      return applied[i]!.outcome === 'applied' || (p.kind === 'apply' && (p.msg.receiveCount ?? 1) > 1);
+    });
+    const resume = parts === undefined ? null : resumeOf(parts, changed, deps);
+    if (resume) resumes.push([task, resume]);
     if (deps.events && parts !== undefined)
       taskEvents.push(
         await eventsOfTask(
@@ -62,8 +71,16 @@ export async function processBatch(
           counting.get(task)!.absorbed === null,
         ),
       );
+    if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
+  await flushArms(applied, deps);
   if (deps.events) await publishAll(taskEvents, deps.events);
+  // Once out (a record that failed to publish comes again, and its task's header still says the stall).
+  const out = resumes.filter(([task]) => !tasks.get(task)!.some((i) => applied[i]!.outcome === 'failed'));
+  await writeResumes(
+    out.map(([, r]) => r),
+    deps,
+  );
   for (const a of applied) logApplied(a, deps);
   const failed = failedInGroupOrder(
     records,
@@ -94,4 +111,18 @@ export function failedInGroupOrder(records: readonly SQSRecord[], failed: readon
     if (fails && group !== undefined) failedGroups.add(group);
     return fails;
   });
+}
+
+/**
+ * The deadline entries of the tasks the batch created (one write for all of them). When they cannot be written,
+ * every record of the batch fails: they come again, and their tasks, found created, are armed then.
+ */
+async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  try {
+    await deps.store.flushArms?.();
+  } catch (err) {
+    const error = err instanceof Error ? { name: err.name, message: err.message } : String(err);
+    deps.log.error('task_arming_failed', { error });
+    for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
+  }
 }

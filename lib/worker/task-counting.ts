@@ -92,7 +92,14 @@ export async function countTask(
     return null;
   }
   try {
-    const parts = await deps.store.countTask({ appKey, id, writes, absorbed: counting.absorbed });
+    const parts = await deps.store.countTask({
+      appKey,
+      id,
+      writes,
+      absorbed: counting.absorbed,
+      changed: records.some(({ a }) => a.outcome === 'applied'),
+      redelivered: records.some(({ p }) => p.kind === 'apply' && (p.msg.receiveCount ?? 1) > 1),
+    });
     if (counting.recount) await recount('quarantined_after_write');
     return parts;
   } catch (err) {

@@ -449,6 +449,8 @@ suite('the console in Chromium', () => {
       ],
       lastError: null,
       eventCount: total,
+      stalledSince: null,
+      settledAt: null,
     };
     const event = (i: number): EventView => ({
       key: `k${i}`,

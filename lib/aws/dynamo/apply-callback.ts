@@ -33,6 +33,7 @@ import { KnownItems } from './known-items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
+import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
 
 export interface WritePathOptions {
@@ -44,6 +45,8 @@ export interface WritePathOptions {
   readAfterWrite: (appKey: string, id: string, cap?: Capacity) => Promise<AssembledTask | null>;
   /** File items remembered as last written or read, so that the next callback of a file need not read it (0: none). */
   knownFiles: number;
+  /** Arms a task about to be created (./deadline-arming.ts); absent, tasks are created unarmed. */
+  arming?: NewTaskArming;
 }
 
 export class WritePath {
@@ -56,7 +59,7 @@ export class WritePath {
     this.deliveries = deliveries;
     this.opts = opts;
     const files = new KnownItems(opts.knownFiles);
-    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys);
+    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys, opts.arming);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {

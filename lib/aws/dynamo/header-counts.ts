@@ -22,6 +22,8 @@ import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } fro
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
+import { TIME_ATTRS } from './time-items.ts';
+import { lostFiles } from '../../domain/deadlines.ts';
 
 /** Attempts of a count update or a recount before giving up with a retryable error. */
 const MAX_ATTEMPTS = 8;
@@ -37,6 +39,8 @@ export interface TaskWrites {
   files: readonly FileRecord[];
   /** The last sequence number the header had absorbed as the batch began; null without sequence numbers. */
   absorbed: string | null;
+  /** More for the update to set and remove (the deadlines: ./deadline-arming.ts). */
+  extra?: { sets: readonly string[]; removes: readonly string[]; values: Record<string, unknown> };
 }
 
 export class HeaderCounts {
@@ -70,7 +74,7 @@ export class HeaderCounts {
     let found: Item | null = null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
         return this.markDone(key, res.item, w.files, cap);
@@ -112,6 +116,9 @@ export class HeaderCounts {
         values[':s'] = absorbed;
       }
       setTally(sets, values, whole.parts.tally);
+      // The lost files, as the sweeper counts them (lib/domain/deadlines.ts).
+      sets.push(`${TIME_ATTRS.lost} = :nLost`);
+      values[':nLost'] = lostFiles(whole.parts.files);
       // Attempts counted without their keys (a table brought over from the earlier layout): readers add them.
       if (parts.some((p) => p.sk === Keys.legacySk(appKey) || p.sk.startsWith(`${Keys.legacySk(appKey)}#`)))
         sets.push('la = :one');
@@ -222,9 +229,16 @@ function completionTime(parts: TaskParts): number | null {
 }
 
 /** The update of one batch: `found`, the header as found when the first attempt's condition failed. */
-function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null) {
-  const values: Record<string, unknown> = { ':one': 1 };
-  const sets = ['ver = ver + :one'];
+function countUpdate(
+  change: TaskCounts,
+  seq: string | null,
+  tally: Tally,
+  found: Item | null,
+  extra: TaskWrites['extra'],
+) {
+  const values: Record<string, unknown> = { ':one': 1, ...extra?.values };
+  const sets = ['ver = ver + :one', ...(extra?.sets ?? [])];
+  const removes = extra?.removes.length ? ` REMOVE ${extra.removes.join(', ')}` : '';
   if (!isZero(change)) {
     for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
       if (change[k] === 0) continue;
@@ -252,7 +266,7 @@ function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found
     }
   }
   return {
-    update: `SET ${sets.join(', ')}`,
+    update: `SET ${sets.join(', ')}${removes}`,
     condition: conditions.join(' AND '),
     ...(Object.keys(names).length ? { names } : {}),
     values: toItem(values),

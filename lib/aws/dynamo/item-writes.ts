@@ -8,6 +8,7 @@ import type { WriteEffect } from '../../domain/stored-write.ts';
 import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
 import { fileFromItem, markOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
+import type { NewTaskArming } from './deadline-arming.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
 
 export type FileChange = WriteEffect['file'];
@@ -54,12 +55,23 @@ export class ItemWrites {
   /** Callback keys a file item records inline before further keys get items of their own. */
   readonly inlineKeys: number;
 
-  constructor(table: TableClient, headers: KnownItems, files: KnownItems, maxAttempts: number, inlineKeys: number) {
+  /** Arms a task about to be created (`db` on the item, its DUE entry at the batch's end): ./deadline-arming.ts. */
+  readonly arming: NewTaskArming | undefined;
+
+  constructor(
+    table: TableClient,
+    headers: KnownItems,
+    files: KnownItems,
+    maxAttempts: number,
+    inlineKeys: number,
+    arming?: NewTaskArming,
+  ) {
     this.table = table;
     this.headers = headers;
     this.files = files;
     this.maxAttempts = maxAttempts;
     this.inlineKeys = inlineKeys;
+    this.arming = arming;
   }
 
   /** A file item as a record; its attempts are counted by `fileAfter` or on read, not here. */
@@ -106,7 +118,11 @@ export class ItemWrites {
 
   /** A versioned put over `previous` (null: absent); the item is remembered as written. */
   async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+    // A task is born armed (./deadline-arming.ts).
+    const creates = previous === null && known === this.headers && this.arming !== undefined;
+    if (creates) this.arming!.arm(item);
     const ok = await this.table.putVersioned(item, previous?.ver, cap);
+    if (creates && !ok) this.arming!.forget(item);
     if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
     return ok;
   }

@@ -17,6 +17,7 @@ import {
 } from '../../domain/task.ts';
 import type { Item, Key } from './table-client.ts';
 import { EventsIndex, Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
+import { carriedTime, fileMarksOf, fileMarksToItem, timeOf } from './time-items.ts';
 
 /** The appKey a header item belongs to (from its key). */
 export const appKeyOf = (header: Item): string => readScope(header.sk, Keys.headerPrefix).appKey;
@@ -179,6 +180,7 @@ function countersOf(previous: Item | null): Item {
   if (previous?.seq !== undefined) out.seq = previous.seq;
   if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
   if (!previous || previous[EVENTS_INDEXED] === 1) out[EVENTS_INDEXED] = 1;
+  Object.assign(out, carriedTime(previous));
   // A header of the earlier way (counts added up on read) stays one until it is counted (recount, migrate).
   if (previous && previous.nEvents === undefined) for (const attr of Object.values(COUNT_ATTRS)) delete out[attr];
   return out;
@@ -204,6 +206,7 @@ export function headerParts(header: Item): TaskParts | null {
     counts,
     completedAt: header.doneAt ?? null,
     version: header.ver ?? 0,
+    time: timeOf(header),
   };
 }
 
@@ -276,10 +279,11 @@ export function fileToItem(
   keys: Record<string, string>,
   mark: FileMark | null,
 ): Item {
-  const { attempts: _counted, fileName: _inSk, ...facts } = f;
+  const { attempts: _counted, fileName: _inSk, warnedAt: _w, lostAt: _l, ...facts } = f;
   return {
     ...key,
     ...compact({ ...facts, upload: f.upload ? compact(f.upload) : null }),
+    ...fileMarksToItem(f),
     lastError: tally.lastError ?? undefined,
     updatedAt: tally.updatedAt ?? undefined,
     keys,
@@ -319,6 +323,7 @@ export function fileFromItem(item: Item): FileRecord {
     upload,
     firstFailureAt: item.firstFailureAt ?? null,
     attempts: 0,
+    ...fileMarksOf(item),
   };
 }
 

@@ -78,6 +78,14 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.recountTask(appKey, id, through);
   }
 
+  flushArms(): Promise<void> {
+    return this.writer.flushArms();
+  }
+
+  clearStall(appKey: string, id: string, stalledSince: number): Promise<void> {
+    return this.writer.clearStall(appKey, id, stalledSince);
+  }
+
   quarantine(entry: QuarantineEntry): Promise<Capacity> {
     return this.writer.quarantine(entry);
   }

@@ -21,7 +21,11 @@ import { HeaderCounts } from './header-counts.ts';
 import { headerParts } from './items.ts';
 import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
-import { TableClient } from './table-client.ts';
+import { TableClient, toItem, type Item } from './table-client.ts';
+import { TIME_ATTRS } from './time-items.ts';
+import { NewTaskArms, armingClauses, armingMove, moveArm } from './deadline-arming.ts';
+import { Keys } from './table.ts';
+import { defaultTimeSettings, type TimeSettings } from '../../domain/deadlines.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from './table.ts';
 
 export interface DynamoTaskWriterOptions {
@@ -39,12 +43,21 @@ export interface DynamoTaskWriterOptions {
   knownHeaders?: number;
   /** File items the write path remembers, so that the next callback of a file need not read them (default 5,000). */
   knownFiles?: number;
+  /** The stage's durations for the deadlines (default lib/domain/deadlines.ts defaultTimeSettings). */
+  time?: TimeSettings;
 }
 
 export class DynamoTaskWriter implements TaskWriter {
   private readonly writes: WritePath;
   private readonly deliveries: Deliveries;
   private readonly counts: HeaderCounts;
+  private readonly table: TableClient;
+  private readonly headers: KnownItems;
+  private readonly now: () => number;
+  /** The stage's durations: when a change arms a task, and how far a deadline may move (docs/task-store.md). */
+  private readonly time: TimeSettings;
+  /** The arms of the tasks created since the last flush. */
+  private readonly arms: NewTaskArms;
   /** The table and the raw archive's retention it was built with. */
   readonly settings: { tableName: string; rawEventTtlDays: number };
 
@@ -54,14 +67,20 @@ export class DynamoTaskWriter implements TaskWriter {
       rawEventTtlDays: opts.rawEventTtlDays ?? DEFAULT_RAW_EVENT_TTL_DAYS,
     };
     const table = new TableClient(opts.client, opts.tableName);
+    this.table = table;
+    this.now = opts.now ?? Date.now;
+    this.time = opts.time ?? defaultTimeSettings;
+    this.arms = new NewTaskArms(this.now, this.time);
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
+    this.headers = headers;
     this.counts = new HeaderCounts(table, headers);
     this.writes = new WritePath(table, this.deliveries, headers, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,
       knownFiles: opts.knownFiles ?? 5_000,
       readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
+      arming: this.arms,
     });
   }
 
@@ -72,7 +91,13 @@ export class DynamoTaskWriter implements TaskWriter {
     const cb = input.callback;
     // The header update's units count with the write's.
     const writes = [{ callback: cb, write: result.write }];
-    await this.countTask({ appKey: cb.appKey, id: cb.id, writes, absorbed: null }, result.capacity);
+    const changed = result.outcome === 'applied';
+    const redelivered = input.redelivered === true;
+    await this.countTask(
+      { appKey: cb.appKey, id: cb.id, writes, absorbed: null, changed, redelivered },
+      result.capacity,
+    );
+    await this.flushArms(result.capacity);
     return result;
   }
 
@@ -88,9 +113,17 @@ export class DynamoTaskWriter implements TaskWriter {
     // The files as the writes left them, each once (the last write of a file knows it best); their
     // attempts are counted only where an event shows them (WriteOutcome.fileAfter).
     const byFile = new Map<string, FileRecord>();
-    for (const w of batch.writes) if (w.write.file) byFile.set(w.write.file.after.fileName, w.write.file.after);
+    const changes = new Map<string, { before: FileRecord | null; after: FileRecord }>();
+    for (const w of batch.writes) {
+      if (!w.write.file) continue;
+      const name = w.write.file.after.fileName;
+      byFile.set(name, w.write.file.after);
+      changes.set(name, { before: changes.get(name)?.before ?? w.write.file.before, after: w.write.file.after });
+    }
     const files = [...byFile.values()];
     const charges = batch.writes.map((w) => w.write.charge);
+    const now = this.now();
+    const arming = armingClauses(batch.changed ?? true, now);
     let header = await this.counts.count(
       {
         appKey: batch.appKey,
@@ -99,14 +132,53 @@ export class DynamoTaskWriter implements TaskWriter {
         callbacks: batch.writes.map((w) => w.callback),
         files,
         absorbed: batch.absorbed,
+        extra: arming,
       },
       capacity,
     );
     // A write without sequence number that cannot tell whether an earlier delivery was counted.
     if (header && charges.some((c) => c.uncertain))
       header = await this.counts.recount(batch.appKey, batch.id, null, capacity);
+    if (header && batch.redelivered) this.arms.again(header);
+    if (header) header = await this.arm(batch, header, [...changes.values()], now, capacity);
     const parts = header ? headerParts(header) : null;
     return parts ? { ...parts, files } : null;
+  }
+
+  /** The DUE entry of an arm the count update made, or of a deadline before the armed one (./deadline-arming.ts). */
+  private async arm(
+    batch: TaskBatch,
+    header: Item,
+    files: { before: FileRecord | null; after: FileRecord }[],
+    now: number,
+    cap: Capacity,
+  ): Promise<Item> {
+    const bucket = armingMove(header, files, now, this.time);
+    if (bucket === null) return header;
+    const key = { pk: header.pk, sk: header.sk };
+    const moved = await moveArm(this.table, key, { appKey: batch.appKey, id: batch.id }, bucket, cap);
+    if (!moved) return header;
+    this.headers.remember(key, moved);
+    return moved;
+  }
+
+  /** Writes the DUE entries of the tasks created since the last flush (a batch's, once its writes are done). */
+  flushArms(capacity: Capacity = zeroCapacity()): Promise<void> {
+    return this.arms.flush(this.table, capacity);
+  }
+
+  async clearStall(appKey: string, id: string, stalledSince: number): Promise<void> {
+    const key = { pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) };
+    const res = await this.table.update(
+      key,
+      {
+        update: `REMOVE ${TIME_ATTRS.stalledSince} SET ver = ver + :one`,
+        condition: `${TIME_ATTRS.stalledSince} = :st`,
+        values: toItem({ ':st': stalledSince, ':one': 1 }),
+      },
+      zeroCapacity(),
+    );
+    if (res.ok) this.headers.remember(key, res.item);
   }
 
   async recountTask(appKey: string, id: string, through: string | null): Promise<boolean> {

@@ -1,7 +1,9 @@
 // One small end-to-end run that makes every function of the local stack call what it calls in service: a
 // signed callback through the ingest (its secrets read through the extension, its SendMessage), the event
 // source mapping's receive and delete, the worker's reads, writes and task event, and the read API's reads
-// by key, by index and of a task's callbacks. The role mutation test (test/iam-roles.test.ts) and
+// by key, by index and of a task's callbacks, and the sweeper's reads, writes and event of a stalled task. The
+// stack must arm new tasks at once and sweep only when asked (`settleAfter: '1ms'`, `scheduleEveryMs: 0`).
+// The role mutation test (test/iam-roles.test.ts) and
 // `callbacks doctor` run it against a stack with IAM enforced.
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../aws/sqs/event-queue.ts';
@@ -106,6 +108,15 @@ export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
         return ((page?.events ?? []) as unknown[]).length > 0;
       });
       await within('a task event was published', async () => (await events.poll()).some((e) => e.body.task?.id === id));
+      // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
+      // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
+      const stalled = `${id}-stall`;
+      await post(`stall-${id}`, { ...body, recordId: stalled, timestamp: Date.now() - 7 * 3_600_000 });
+      await within('the sweeper published the stalled task', async () => {
+        const results = (await stack.runSchedules()) as Array<{ failed?: number } | null>;
+        if (results.some((r) => r === null || (r.failed ?? 0) > 0)) return false;
+        return (await events.poll()).some((e) => e.body.task?.id === stalled && e.body.type === 'task.stalled');
+      });
       if (denied().length > 0) throw new Error('calls were refused');
       // Every record handled: the next run starts from an empty queue.
       await within('the queue is drained', async () => stack.poller.busy() === 0);

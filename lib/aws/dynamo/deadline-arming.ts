@@ -1,0 +1,167 @@
+// The worker's part of the deadlines (docs/task-store.md, Deadlines). A task is born armed: its header's first
+// put carries `db` (no deadline of a new task can be earlier), and the batch's new tasks share one DUE entry,
+// written once the batch's writes are done. A count update that applies a callback sets `ca` (the time of the
+// change) and unsettles; once it has returned the header, a deadline of the batch that falls well before the
+// armed bucket (a settle, a file's warning or loss, a lost file recovered) moves the arm there. No read: the
+// returned header says it all.
+import {
+  DUE_BUCKET_MS,
+  bucketOf,
+  fileDeadline,
+  purgeAtOf,
+  settleDeadline,
+  stallDeadline,
+  type TimeSettings,
+} from '../../domain/deadlines.ts';
+import type { Capacity } from '../../domain/task-store.ts';
+import { toSummary } from '../../domain/task-parts.ts';
+import type { FileRecord } from '../../domain/task.ts';
+import { randomUUID } from 'node:crypto';
+import { appKeyOf, headerParts } from './items.ts';
+import { Keys } from './table.ts';
+import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
+import { putBucketEntries, type TaskRef } from './time-buckets.ts';
+import { TIME_ATTRS, minutesAfter, timeOf, toMinutes } from './time-items.ts';
+
+const A = TIME_ATTRS;
+
+/** What a count update adds for the deadlines: SET and REMOVE clauses and their values. */
+export interface ArmingClauses {
+  sets: string[];
+  removes: string[];
+  values: Record<string, unknown>;
+}
+
+/** The clauses of a count update: a batch that applied a callback (not only duplicates) changed its task. */
+export function armingClauses(changed: boolean, now: number): ArmingClauses {
+  if (!changed) return { sets: [], removes: [], values: {} };
+  // In whole minutes, rounded up: a settle is never early, and the header stays small.
+  return { sets: [`${A.changedAt} = :ca`], removes: [A.settledAt], values: { ':ca': minutesAfter(now) } };
+}
+
+/** The bucket a new task is armed at: no deadline of it can be earlier (a stall takes longer than that). */
+const firstArm = (now: number, s: TimeSettings): number => bucketOf(now + Math.min(s.settleAfterMs, s.stallMinMs));
+
+/** Keeps a task's arm in its header item; `forget` when the put that would create it found the task there. */
+export interface NewTaskArming {
+  arm(header: Item): void;
+  forget(header: Item): void;
+}
+
+/**
+ * The arms of the tasks a batch creates: each header is created with `db` (a new task's bucket), and their DUE
+ * entries are written together once the batch's writes are done (`flush`), one shared entry for every task armed
+ * in one bucket: a batch that creates several tasks pays one write. A batch stopped before its flush comes again
+ * (its records fail); its tasks, found created, have their arms written again then (`again`).
+ */
+export class NewTaskArms implements NewTaskArming {
+  private readonly pending = new Map<string, { task: TaskRef; bucket: number; puts: Set<Item> | null }>();
+  private readonly now: () => number;
+  private readonly s: TimeSettings;
+
+  constructor(now: () => number, s: TimeSettings) {
+    this.now = now;
+    this.s = s;
+  }
+
+  arm(header: Item): void {
+    const bucket = firstArm(this.now(), this.s);
+    header[A.armed] = toMinutes(bucket);
+    const task = taskOfHeader(header);
+    const key = `${task.appKey.length}:${task.appKey}#${task.id}`;
+    const entry = this.pending.get(key);
+    // Two writes of the batch may both try to create the task: the one that does keeps the arm.
+    if (entry?.puts) entry.puts.add(header);
+    else if (!entry) this.pending.set(key, { task, bucket, puts: new Set([header]) });
+  }
+
+  forget(header: Item): void {
+    const task = taskOfHeader(header);
+    const key = `${task.appKey.length}:${task.appKey}#${task.id}`;
+    const entry = this.pending.get(key);
+    if (!entry?.puts) return;
+    entry.puts.delete(header);
+    if (entry.puts.size === 0) this.pending.delete(key);
+  }
+
+  /** A task of a batch that comes again: its arm's entry, which the earlier delivery may not have written. */
+  again(header: Item): void {
+    const armed = timeOf(header).armed;
+    if (armed === null) return;
+    const task = taskOfHeader(header);
+    const bucket = Math.max(armed, bucketOf(this.now()));
+    this.pending.set(`${task.appKey.length}:${task.appKey}#${task.id}`, { task, bucket, puts: null });
+  }
+
+  /** Writes the entries of the arms made since the last flush: one shared entry per bucket. */
+  async flush(table: TableClient, cap: Capacity): Promise<void> {
+    const byBucket = new Map<number, TaskRef[]>();
+    for (const { task, bucket } of this.pending.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
+    this.pending.clear();
+    const token = randomUUID().slice(0, 8);
+    for (const [bucket, tasks] of byBucket) await putBucketEntries(table, 'DUE', bucket, tasks, cap, token);
+  }
+}
+
+/** The task a header item belongs to. */
+const taskOfHeader = (header: Item): TaskRef => ({
+  appKey: appKeyOf(header),
+  id: String(header.pk).slice(Keys.taskPk('').length),
+});
+
+/**
+ * After a count update: the bucket to move the arm to, when a deadline of the batch (a settle, a file's warning
+ * or loss, a lost file recovered) is before the armed bucket and the armed one lies beyond a new task's (a
+ * deadline that close is found that late at most), or when the task has no arm at all (written before tasks
+ * were armed, or disarmed by a sweep with nothing left, then changed).
+ */
+export function armingMove(
+  header: Item,
+  files: readonly { before: FileRecord | null; after: FileRecord }[],
+  now: number,
+  s: TimeSettings,
+): number | null {
+  const parts = headerParts(header);
+  if (!parts) return null;
+  const time = timeOf(header);
+  const updatedAt = parts.tally.updatedAt;
+  const needs = [settleDeadline(toSummary(parts).status, updatedAt, time, s)];
+  // A stalled task that changed is resuming (its stall is removed once the resume is out): it can stall again.
+  if (time.armed === null) needs.push(stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s));
+  for (const { before, after } of files) {
+    needs.push(fileDeadline(after, { warnedAt: after.warnedAt ?? null, lostAt: after.lostAt ?? null }, s));
+    // A lost file whose success won: the sweeper counts the task's lost files again.
+    if (before?.lostAt !== undefined && purgeAtOf(before) !== null && purgeAtOf(after) === null) needs.push(now);
+  }
+  const due = needs.filter((t): t is number => t !== null);
+  if (due.length === 0) return null;
+  const target = Math.max(bucketOf(Math.min(...due)), bucketOf(now));
+  if (time.armed === null) return target;
+  const horizon = firstArm(now, s) + DUE_BUCKET_MS;
+  return target < time.armed && time.armed > horizon ? target : null;
+}
+
+/**
+ * Moves the arm: the entry first, then `db` on condition that it is still later (or absent), the header's
+ * version grown so that a put over an older copy reads it again. A crash in between leaves an entry that the
+ * sweeper finds nothing in. Returns the header as written (null: unchanged).
+ */
+export async function moveArm(
+  table: TableClient,
+  key: Key,
+  task: TaskRef,
+  bucket: number,
+  cap: Capacity,
+): Promise<Item | null> {
+  await putBucketEntries(table, 'DUE', bucket, [task], cap);
+  const res = await table.update(
+    key,
+    {
+      update: `SET ${A.armed} = :b, ver = ver + :one`,
+      condition: `attribute_exists(pk) AND (attribute_not_exists(${A.armed}) OR ${A.armed} > :b)`,
+      values: toItem({ ':b': toMinutes(bucket), ':one': 1 }),
+    },
+    cap,
+  );
+  return res.ok ? res.item : null;
+}

@@ -1,0 +1,69 @@
+// The facts of time as items keep them (docs/task-store.md): a header's `ca`, `st`, `sa`, `nLost`, `db`, `sl`,
+// `uh`, `eh`, carried over by every put of the header as its counts are; a file's `pw` and `lo`,
+// carried by the record (lib/domain/task.ts FileRecord) through every put of the file.
+import type { TaskTime } from '../../domain/deadlines.ts';
+import type { FileRecord } from '../../domain/task.ts';
+import type { Item } from './table-client.ts';
+
+/**
+ * Header attributes of time, by what they hold. A header is written at every count update and kept under the
+ * 1 KB of a write unit: the ones every header has are whole minutes (`ca`, `db`, `uh`, `eh`), the others ms.
+ */
+export const TIME_ATTRS = {
+  /** Minutes (rounded up) of the task's last change. */
+  changedAt: 'ca',
+  stalledSince: 'st',
+  settledAt: 'sa',
+  lost: 'nLost',
+  /** Minutes of the start of the bucket of the task's armed DUE entry. */
+  armed: 'db',
+  /** A sweep's lease on the task (its expiry). */
+  lease: 'sl',
+  /** Minutes of the hour buckets of the task's CHG and END entries (listings by time). */
+  changeHour: 'uh',
+  endHour: 'eh',
+} as const;
+
+const MINUTE = 60_000;
+/** Whole minutes of a time that is a whole number of minutes (a bucket's start). */
+export const toMinutes = (ms: number): number => Math.floor(ms / MINUTE);
+/** Whole minutes of a time, rounded up. */
+export const minutesAfter = (ms: number): number => Math.ceil(ms / MINUTE);
+
+/** The attributes of time a header put carries over from the item it replaces. */
+export function carriedTime(previous: Item | null): Item {
+  const out: Item = {};
+  if (!previous) return out;
+  for (const attr of Object.values(TIME_ATTRS)) if (previous[attr] !== undefined) out[attr] = previous[attr];
+  return out;
+}
+
+const numberOrNull = (v: unknown): number | null => (typeof v === 'number' ? v : null);
+const minutesOrNull = (v: unknown): number | null => (typeof v === 'number' ? v * MINUTE : null);
+
+/** What a header keeps about time. */
+export function timeOf(header: Item): TaskTime {
+  return {
+    changedAt: minutesOrNull(header[TIME_ATTRS.changedAt]),
+    stalledSince: numberOrNull(header[TIME_ATTRS.stalledSince]),
+    settledAt: numberOrNull(header[TIME_ATTRS.settledAt]),
+    lost: numberOrNull(header[TIME_ATTRS.lost]) ?? 0,
+    armed: minutesOrNull(header[TIME_ATTRS.armed]),
+  };
+}
+
+/** A file record's marks as item attributes (`pw`, `lo`). */
+export function fileMarksToItem(f: Pick<FileRecord, 'warnedAt' | 'lostAt'>): Item {
+  const out: Item = {};
+  if (f.warnedAt !== undefined) out.pw = f.warnedAt;
+  if (f.lostAt !== undefined) out.lo = f.lostAt;
+  return out;
+}
+
+/** A file item's marks, as its record keeps them. */
+export function fileMarksOf(item: Item): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
+  return {
+    ...(typeof item.pw === 'number' ? { warnedAt: item.pw } : {}),
+    ...(typeof item.lo === 'number' ? { lostAt: item.lo } : {}),
+  };
+}

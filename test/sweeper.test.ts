@@ -1,0 +1,223 @@
+// The facts of time through the real worker, store and sweeper on dynalite (docs/task-store.md, Deadlines):
+// a failed upload warned about and lost, then recovered; a stalled task resumed; a completed task settled and
+// unsettled; and two sweepers at once over many tasks, each fact published once.
+import { readFileSync } from 'node:fs';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { TableClient } from '../lib/aws/dynamo/table-client.ts';
+import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { FILE_HOLD_MS } from '../lib/platform/delivery.ts';
+import { defaultTimeSettings } from '../lib/domain/deadlines.ts';
+import type { TaskEvent } from '../lib/domain/task-events.ts';
+import { createLogger } from '../lib/log.ts';
+import { sweep, type SweeperDeps } from '../lib/sweeper/sweep.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+type Body = Record<string, any>;
+const local = useQuietDynamo();
+const log = createLogger('test');
+const fixture = (name: string): Body =>
+  JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8')) as Body;
+const MIN = 60_000;
+
+let tables = 0;
+
+/** A world with its own clock and table (its sweep position its own): the worker's store and the sweepers read it. */
+async function world() {
+  const tableName = `sweeper-${++tables}`;
+  await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+  const clock = { now: 0 };
+  const published: TaskEvent[] = [];
+  const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
+  const store = new DynamoTaskStore({ client: local.db.client, tableName, now: () => clock.now });
+  const sweeper = (): SweeperDeps => ({
+    sweeps: new TaskSweeps(new TableClient(local.db.client, tableName)),
+    events,
+    time: defaultTimeSettings,
+    log,
+    lookBackMs: 3 * 86_400_000,
+  });
+  let seq = 10n ** 19n;
+  const deliver = async (service: 'recording' | 'screenshot', bodies: Body[]) => {
+    const records = bodies.map((b) =>
+      sqsRecord(service, b, { groupId: String(b.recordId ?? b.imageId), sequenceNumber: String(seq++) }),
+    );
+    const res = await processBatch(sqsEvent(records), { store, log, events, now: () => clock.now });
+    expect(res.batchItemFailures).toEqual([]);
+  };
+  const typesOf = (id: string) => published.filter((e) => e.task.id === id).map((e) => e.type);
+  return { clock, published, store, sweeper, deliver, typesOf };
+}
+
+/** The task's row as `tasks list` shows it. */
+async function rowOf(store: DynamoTaskStore, id: string) {
+  for await (const t of store.listTasks({ appKey: 'demo-app', roomId: 'room-1024' })) if (t.id === id) return t;
+  return null;
+}
+
+const recording = (id: string, name: string, extra: Body = {}): Body => ({ ...fixture(name), recordId: id, ...extra });
+
+test('a failed upload is warned about once, lost at its purgeAt, and a later success still wins', async () => {
+  const w = await world();
+  const id = 'rec-sweep-lost';
+  const failed = recording(id, 'recording-4-upload-failed');
+  const t0 = failed.timestamp as number;
+  w.clock.now = t0 + 10_000;
+  await w.deliver('recording', [
+    recording(id, 'recording-1-start-mix'),
+    recording(id, 'recording-2-slice'),
+    recording(id, 'recording-4-upload-ok'),
+    recording(id, 'recording-3-end'),
+    failed,
+  ]);
+  await sweep(w.clock.now, w.sweeper());
+  const purgeAt = t0 + FILE_HOLD_MS;
+  // Every sweep of the day, as the schedule runs them: the warning comes 2 hours before purgeAt, once.
+  for (w.clock.now += 5 * MIN; w.clock.now < purgeAt - 2 * 3_600_000; w.clock.now += 60 * MIN)
+    await sweep(w.clock.now, w.sweeper());
+  expect(w.typesOf(id)).not.toContain('file.purge_warning');
+  w.clock.now = purgeAt - 2 * 3_600_000 + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  await sweep(w.clock.now + MIN, w.sweeper());
+  const warnings = w.published.filter((e) => e.type === 'file.purge_warning' && e.task.id === id);
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]!.warning).toEqual({
+    purgeAt,
+    storageChangeDelayMs: 30 * MIN,
+    message: expect.stringContaining(new Date(purgeAt).toISOString()),
+  });
+  expect(warnings[0]!.file!.fileName).toBe(failed.output && (failed.output as Body).fileName);
+
+  w.clock.now = purgeAt + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  await sweep(w.clock.now + MIN, w.sweeper());
+  const lost = w.published.filter((e) => e.type === 'file.lost' && e.task.id === id);
+  expect(lost).toHaveLength(1);
+  expect(lost[0]!.file!.upload).toBe('lost');
+  expect(lost[0]!.task.files).toMatchObject({ failed: 1, lost: 1 });
+  const task = (await w.store.getTask(id))!;
+  expect(task.status).toBe('upload_failed');
+  expect(task.files.map((f) => f.upload).sort()).toEqual(['lost', 'uploaded']);
+  expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 1, lostFiles: 1 });
+
+  // A late success (a skewed clock): the file is uploaded again, and the next sweep counts no lost file.
+  const late: Body = { ...recording(id, 'recording-4-upload-ok'), timestamp: t0 + FILE_HOLD_MS + 60_000 };
+  (late.output as Body) = { ...(failed.output as Body), fileUrl: 'https://storage.example.com/late.mp4' };
+  await w.deliver('recording', [late]);
+  expect(w.typesOf(id)).toContain('file.upload_recovered');
+  await sweep(w.clock.now + 6 * MIN, w.sweeper());
+  const after = (await w.store.getTask(id))!;
+  expect(after.status).toBe('completed');
+  expect(after.files.map((f) => f.upload)).toEqual(['uploaded', 'uploaded']);
+  expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 0, lostFiles: 0 });
+}, 120_000);
+
+test('a task without callbacks for its stall time is stalled once, and resumed by the next callback', async () => {
+  const w = await world();
+  const id = 'img-sweep-stall';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  w.clock.now = t0 + 2_000;
+  await w.deliver('screenshot', [start]);
+  // slicesSec 10: 3 × 10 s is under the 15-minute minimum.
+  const stalledSince = t0 + 15 * MIN;
+  for (w.clock.now += 5 * MIN; w.clock.now < stalledSince; w.clock.now += 5 * MIN)
+    await sweep(w.clock.now, w.sweeper());
+  expect(w.typesOf(id)).not.toContain('task.stalled');
+  w.clock.now = stalledSince + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  await sweep(w.clock.now + 5 * MIN, w.sweeper());
+  const stalled = w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id);
+  expect(stalled).toHaveLength(1);
+  expect(stalled[0]!.stall).toEqual({ stalledSince, stallMs: 15 * MIN, lastCallbackAt: t0 });
+  expect((await w.store.getTask(id))!.stalledSince).toBe(stalledSince);
+
+  const image: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: stalledSince + 10 * MIN };
+  await w.deliver('screenshot', [image]);
+  const resumed = w.published.filter((e) => e.type === 'task.resumed' && e.task.id === id);
+  expect(resumed).toHaveLength(1);
+  expect(resumed[0]!.stall).toMatchObject({ stalledSince, lastCallbackAt: image.timestamp });
+  expect((await w.store.getTask(id))!.stalledSince).toBeNull();
+  // Stalled again, later: a new pair of ids.
+  w.clock.now = (image.timestamp as number) + 21 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const again = w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id);
+  expect(again).toHaveLength(2);
+  expect(new Set(again.map((e) => e.id)).size).toBe(2);
+}, 120_000);
+
+test('a completed task settles after SETTLE_AFTER unchanged; a change unsettles it, and it settles again', async () => {
+  const w = await world();
+  const id = 'img-sweep-settle';
+  const bodies = ['screenshot-1-start', 'screenshot-4-upload-ok', 'screenshot-3-end'].map(
+    (n): Body => ({
+      ...fixture(n),
+      imageId: id,
+    }),
+  );
+  w.clock.now = (bodies[2]!.timestamp as number) + 1_000;
+  const changedAt = w.clock.now;
+  await w.deliver('screenshot', bodies);
+  expect((await w.store.getTask(id))!.status).toBe('completed');
+  await sweep(w.clock.now + 5 * MIN, w.sweeper());
+  expect(w.typesOf(id)).not.toContain('task.settled');
+  w.clock.now = changedAt + 16 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  await sweep(w.clock.now + 5 * MIN, w.sweeper());
+  const settled = w.published.filter((e) => e.type === 'task.settled' && e.task.id === id);
+  expect(settled).toHaveLength(1);
+  const task = (await w.store.getTask(id))!;
+  // `ca` keeps whole minutes, rounded up: the settle is never early, at most a minute late.
+  expect(task.settledAt).toBeGreaterThanOrEqual(changedAt + 10 * MIN);
+  expect(task.settledAt).toBeLessThan(changedAt + 11 * MIN);
+
+  // Another image after the settle: unsettled, then settled again under a new id.
+  const image: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: 1763798800000 };
+  (image.output as Body) = { ...(image.output as Body), fileName: 'late.jpg' };
+  await w.deliver('screenshot', [image]);
+  expect((await w.store.getTask(id))!.settledAt).toBeNull();
+  w.clock.now += 16 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const twice = w.published.filter((e) => e.type === 'task.settled' && e.task.id === id);
+  expect(twice).toHaveLength(2);
+  expect(new Set(twice.map((e) => e.id)).size).toBe(2);
+}, 120_000);
+
+test('two sweepers at once publish each fact once, and leave every task re-armed', async () => {
+  const w = await world();
+  const n = 12;
+  const t0 = 1763798400500;
+  w.clock.now = t0 + 1_000;
+  for (let i = 0; i < n; i++) {
+    const id = `img-two-${i}`;
+    const start = { ...fixture('screenshot-1-start'), imageId: id };
+    const failed = { ...fixture('screenshot-4-upload-failed'), imageId: id };
+    // A third stall, a third complete (then settle), a third hold a failed image (then lost).
+    const bodies =
+      i % 3 === 0
+        ? [start]
+        : i % 3 === 1
+          ? [
+              start,
+              { ...fixture('screenshot-4-upload-ok'), imageId: id },
+              { ...fixture('screenshot-3-end'), imageId: id },
+            ]
+          : [start, failed, { ...fixture('screenshot-3-end'), imageId: id }];
+    await w.deliver('screenshot', bodies);
+  }
+  await sweep(w.clock.now, w.sweeper());
+  // Two days on, swept by two sweepers at once, twice.
+  const later = t0 + 2 * 86_400_000;
+  for (let round = 0; round < 2; round++)
+    await Promise.all([sweep(later + round * MIN, w.sweeper()), sweep(later + round * MIN, w.sweeper())]);
+  const ids = w.published.map((e) => e.id);
+  expect(ids.length).toBe(new Set(ids).size);
+  const byType = (type: string) => w.published.filter((e) => e.type === type).length;
+  expect(byType('task.stalled')).toBe(n / 3);
+  expect(byType('task.settled')).toBe(n / 3);
+  expect(byType('file.lost')).toBe(n / 3);
+  expect(byType('file.purge_warning')).toBe(n / 3);
+}, 180_000);
