@@ -17,7 +17,8 @@ import type { Logger } from '../log.ts';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { workerDefaults } from './config.ts';
 import { inParallel } from './in-parallel.ts';
-import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
+import { isHeaderEvent } from '../domain/task.ts';
+import { groupByItem, groupByTask, prepareRecord, taskKeyOf, type Prepared } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 
@@ -46,9 +47,16 @@ export async function processBatch(
   const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
-  // the longest runs first. Once every record of a task is applied, one update of its header counts them
-  // and gives the task the events of all of them are read off; the batch's events go out together at the end.
-  const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
+  // the longest runs first, except that each task's lead group goes first (leadGroups). Once every record
+  // of a task is applied, one update of its header counts them and gives the task the events of all of
+  // them are read off; the batch's events go out together at the end.
+  const { groups, leadOf } = leadGroups(prepared);
+  const headerSettled = new Map<string, { done: Promise<void>; settle: () => void }>();
+  for (const task of leadOf.keys()) {
+    let settle = () => {};
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    headerSettled.set(task, { done, settle });
+  }
   const tasks = groupByTask(prepared);
   const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
@@ -59,7 +67,16 @@ export async function processBatch(
   }
   await inParallel(groups, concurrency, async (group) => {
     const task = taskKeyOf(prepared[group[0]!]!);
-    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
+    const settled = task === null ? undefined : headerSettled.get(task);
+    const lead = task !== null && leadOf.get(task) === group;
+    if (settled && !lead) await settled.done;
+    for (const i of group) {
+      try {
+        applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
+      } finally {
+        if (lead) settled?.settle();
+      }
+    }
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
     if (left > 0 || task === null) return;
@@ -93,6 +110,37 @@ export async function processBatch(
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
+}
+
+/**
+ * The batch's item groups in the order they are started: each task's lead group first, the one that writes
+ * its header (a start or an end) or else the one holding its first record, then the others, the longest
+ * first. The other groups of a task wait for the first record of its lead: that record creates the header,
+ * or reads it, and the others then know it, where side by side each would read it, or race to create it
+ * (and move its index keys when an identity comes second). Leads are started before any group that waits,
+ * so a wait never holds a slot a lead needs.
+ */
+function leadGroups(prepared: readonly Prepared[]): { groups: number[][]; leadOf: Map<string, number[]> } {
+  const all = [...groupByItem(prepared).values()];
+  const writesHeader = (group: number[]) =>
+    group.some((i) => {
+      const p = prepared[i]!;
+      return p.kind === 'apply' && isHeaderEvent(p.cb);
+    });
+  const leadOf = new Map<string, number[]>();
+  for (const group of all) {
+    const task = taskKeyOf(prepared[group[0]!]!);
+    if (task === null) continue;
+    const lead = leadOf.get(task);
+    if (!lead || (!writesHeader(lead) && (writesHeader(group) || group[0]! < lead[0]!))) leadOf.set(task, group);
+  }
+  const leads = new Set(leadOf.values());
+  const longestFirst = (a: number[], b: number[]) => b.length - a.length;
+  const groups = [
+    ...all.filter((g) => leads.has(g)).sort(longestFirst),
+    ...all.filter((g) => !leads.has(g)).sort(longestFirst),
+  ];
+  return { groups, leadOf };
 }
 
 /**

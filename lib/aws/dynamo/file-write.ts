@@ -44,8 +44,13 @@ export async function applyToFileItem(
     }
     const keys = keysOf(file);
     if (Object.hasOwn(keys, cb.key)) {
-      // A remembered copy shows the key for good, not necessarily the mark an earlier delivery left.
-      if (marked(counting) && attempt === 1 && fileRead !== null) file = await w.readItem(w.files, fileKey, cap);
+      // A remembered copy shows the key for good, not necessarily the mark an earlier delivery of this message
+      // left (another worker may have written it). A message received for the first time needs no other mark
+      // than the copy's: the marks its batch charges are those of its task's records in this batch (ordered
+      // groups deliver a task's messages only once the earlier ones are done), and every write of this
+      // worker's own is in its copy, or fails on its version.
+      if (marked(counting) && counting.redelivered && attempt === 1 && fileRead !== null)
+        file = await w.readItem(w.files, fileKey, cap);
       return {
         outcome: 'duplicate',
         file: { before: null, after: w.fileRecord(file!) },

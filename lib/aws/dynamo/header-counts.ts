@@ -65,12 +65,17 @@ export class HeaderCounts {
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
-    // First as if the batch's tally were the newest (callbacks mostly come in time order); else once more
-    // joined with the header as found, on condition of its version.
-    let found: Item | null = null;
+    // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
+    // stored. The update is then made on condition of its version, its tally joined and its completion known
+    // before it goes out (one write). Without a copy, or without sequence numbers (several workers may count
+    // one task at once), first as if the batch's tally were the newest (callbacks mostly come in time order).
+    // Either way, when the condition fails, once more from the header as found.
+    const copy = seq === null ? undefined : this.headers.get(key);
+    let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found), cap);
+      const done = found ? completionAfter(found, change, joined, w.files) : null;
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
         return this.markDone(key, res.item, w.files, cap);
@@ -79,7 +84,10 @@ export class HeaderCounts {
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
       if (countsOf(old) === null) return this.recount(w.appKey, w.id, null, cap);
-      if (seq !== null && old.seq !== undefined && old.seq >= seq) return old;
+      if (seq !== null && old.seq !== undefined && old.seq >= seq) {
+        this.headers.remember(key, old);
+        return old;
+      }
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
@@ -221,8 +229,22 @@ function completionTime(parts: TaskParts): number | null {
   return completedAt(parts);
 }
 
-/** The update of one batch: `found`, the header as found when the first attempt's condition failed. */
-function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null) {
+/**
+ * When the task completes with this update (null: it does not, or did before): from the header as found, the
+ * batch's change and tally, and the files the batch wrote.
+ */
+function completionAfter(found: Item, change: TaskCounts, tally: Tally, files: readonly FileRecord[]): number | null {
+  const parts = headerParts(found);
+  if (!parts || found.doneAt !== undefined) return null;
+  const counts = addCounts(parts.counts!, change);
+  return completionTime({ ...parts, counts, eventCount: counts.events, tally, files });
+}
+
+/**
+ * The update of one batch: `found`, the header as known (remembered, or as found when an attempt's condition
+ * failed), on whose version it is made; `done`, the time the task completes with it.
+ */
+function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null, done: number | null) {
   const values: Record<string, unknown> = { ':one': 1 };
   const sets = ['ver = ver + :one'];
   if (!isZero(change)) {
@@ -239,9 +261,13 @@ function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found
     conditions.push('(attribute_not_exists(seq) OR seq < :s)');
   }
   setTally(sets, values, tally);
+  if (done !== null) {
+    sets.push('doneAt = :d');
+    values[':d'] = done;
+  }
   const names: Record<string, string> = {};
   if (found) {
-    conditions.push('ver = :v');
+    conditions.push(found.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v');
     values[':v'] = found.ver;
   } else {
     if (tally.updatedAt !== null) conditions.push('(attribute_not_exists(updatedAt) OR updatedAt <= :u)');
