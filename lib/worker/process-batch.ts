@@ -17,7 +17,7 @@ import type { Logger } from '../log.ts';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { workerDefaults } from './config.ts';
 import { inParallel } from './in-parallel.ts';
-import { isHeaderEvent } from '../domain/task.ts';
+import { fileNameOf, isHeaderEvent } from '../domain/task.ts';
 import { groupByItem, groupByTask, prepareRecord, taskKeyOf, type Prepared } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
@@ -70,12 +70,22 @@ export async function processBatch(
     const settled = task === null ? undefined : headerSettled.get(task);
     const lead = task !== null && leadOf.get(task) === group;
     if (settled && !lead) await settled.done;
-    for (const i of group) {
-      try {
-        applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
-      } finally {
-        if (lead) settled?.settle();
+    try {
+      for (const [k, i] of group.entries()) {
+        try {
+          // The records of one file: each but the last may leave its put for the next to carry.
+          const hold = k < group.length - 1;
+          applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined, hold);
+        } finally {
+          if (lead) settled?.settle();
+        }
       }
+    } finally {
+      if (group.length > 1)
+        await writeHeld(
+          group.map((i) => applied[i]!),
+          deps,
+        );
     }
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
@@ -110,6 +120,29 @@ export async function processBatch(
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
+}
+
+/**
+ * Writes the put a file's records left held, when the last of them wrote none (a duplicate, a refusal, a
+ * failure). When that fails, the file's callbacks are not stored: their records fail, and come again.
+ */
+async function writeHeld(group: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  const cb = group.find((a) => a?.cb)?.cb;
+  const fileName = cb ? fileNameOf(cb) : null;
+  if (!cb || !fileName || !deps.store.writeHeld) return;
+  try {
+    await deps.store.writeHeld(cb.appKey, cb.id, fileName);
+  } catch (err) {
+    for (const a of group) {
+      if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.log.error('callback_failed', {
+        ...a.fields,
+        outcome: a.outcome,
+        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      });
+      a.outcome = 'failed';
+    }
+  }
 }
 
 /**

@@ -23,7 +23,7 @@ import { fileNameOf, identRankOf, isHeaderEvent, type FileRecord } from '../../d
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
 import type { TaskParts } from '../../domain/task-parts.ts';
 import type { AssembledTask } from './assembled-task.ts';
-import { bodyRefOf, type BodyRef } from './items.ts';
+import { bodyRefOf, keysOf, type BodyRef } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
 import { filesWithAttempts } from './file-attempts.ts';
 import { applyToFileItem } from './file-write.ts';
@@ -63,7 +63,7 @@ export class WritePath {
     const cap = noCapacity();
     const ref = bodyRefOf(d);
     let claimed = false;
-    const claim = async () => (claimed = await this.deliveries.claim(d, ref, cap));
+    const claim = async (indexed: boolean) => (claimed = await this.deliveries.claim(d, ref, cap, indexed));
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
@@ -103,6 +103,11 @@ export class WritePath {
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
   }
 
+  /** Writes the put of a file held by its last callback (ItemWrites.putItem), if one is held. */
+  writeHeld(appKey: string, id: string, fileName: string, cap: Capacity): Promise<void> {
+    return this.items.writeHeld({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, cap);
+  }
+
   /** A file as this worker last wrote or read it, its attempts counted (./file-attempts.ts). */
   private async fileAfter(
     appKey: string,
@@ -122,7 +127,7 @@ export class WritePath {
    * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
    */
   async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    const none = { seq: null, absorbed: null, redelivered: false };
+    const none = { seq: null, absorbed: null, redelivered: false, hold: false };
     return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
   }
 
@@ -131,7 +136,7 @@ export class WritePath {
     cb: Callback,
     ref: BodyRef,
     counting: Counting,
-    claim: () => Promise<boolean>,
+    claim: (indexed: boolean) => Promise<boolean>,
     cap: Capacity,
   ): Promise<Outcome> {
     const refused = oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
@@ -152,9 +157,14 @@ export class WritePath {
     const headerCopy = this.items.headers.get(headerKey);
     const headerKnown = !inHeader && headerCopy?.service === cb.service && headerCopy.identRank <= identRankOf(cb);
     const fileCopy = fileKey ? this.items.files.get(fileKey) : undefined;
-    const guessed = likelyCreates(cb) && (inHeader ? !headerCopy : !fileCopy);
+    // A put to be held is never a guess: the next write of the file builds on it and must not fail.
+    const guessed = likelyCreates(cb) && !counting.hold && (inHeader ? !headerCopy : !fileCopy);
+    // A callback a copy shows recorded is a duplicate (an item never forgets a key): its delivery is stored
+    // but not listed among its task's callbacks, where the first delivery of the same event already is.
+    const copy = inHeader ? headerCopy : fileCopy;
+    const knownDuplicate = copy !== undefined && Object.hasOwn(keysOf(copy), cb.key);
     const [claimOk, fileRead, headerRead] = await Promise.all([
-      claim(),
+      claim(!knownDuplicate),
       fileKey && !fileCopy && !(guessed && !inHeader) ? this.items.readItem(this.items.files, fileKey, cap) : null,
       headerKnown || headerCopy || (guessed && inHeader)
         ? null

@@ -79,7 +79,8 @@ export async function applyToFileItem(
     if (inline) {
       // Marks count the new key; without them (or for a write the header absorbed already) this write does.
       const charge = w.charge(counting, item, transition, 0, false, 1);
-      if (await w.putItem(w.files, item, file, cap))
+      // The next write of the file in this batch may carry this one (held): one write for both.
+      if (await w.putItem(w.files, item, file, cap, counting.hold))
         return { outcome: 'applied', transition, file: { before, after }, headerBefore, charge };
       continue;
     }

@@ -9,6 +9,9 @@ import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
 import { fileFromItem, markOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
+import { compositeKey } from '../../text.ts';
+
+const keyId = (key: Key): string => compositeKey(key.pk, key.sk);
 
 export type FileChange = WriteEffect['file'];
 export type HeaderBefore = WriteEffect['headerBefore'];
@@ -32,12 +35,18 @@ export interface Counting {
   absorbed: string | null;
   /** The message was received before: without marks, what it finds in place may be its own, uncounted. */
   redelivered: boolean;
+  /** Its file put may be held for the next write of the file in its batch (sequence numbers only). */
+  hold: boolean;
 }
 
-export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered'>): Counting => ({
-  ...(d.sequence && d.absorbed ? { seq: d.sequence, absorbed: d.absorbed } : { seq: null, absorbed: null }),
-  redelivered: d.redelivered === true,
-});
+export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered' | 'hold'>): Counting => {
+  const sequenced = !!d.sequence && !!d.absorbed;
+  return {
+    ...(sequenced ? { seq: d.sequence!, absorbed: d.absorbed! } : { seq: null, absorbed: null }),
+    redelivered: d.redelivered === true,
+    hold: sequenced && d.hold === true,
+  };
+};
 
 /** Whether marks count this write: a sequence number the header has not absorbed yet. */
 export const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
@@ -53,6 +62,9 @@ export class ItemWrites {
   readonly maxAttempts: number;
   /** Callback keys a file item records inline before further keys get items of their own. */
   readonly inlineKeys: number;
+
+  /** Puts held for the next write of their item (putItem). */
+  private readonly held = new Map<string, { known: KnownItems; item: Item; previous: Item | null }>();
 
   constructor(table: TableClient, headers: KnownItems, files: KnownItems, maxAttempts: number, inlineKeys: number) {
     this.table = table;
@@ -97,18 +109,41 @@ export class ItemWrites {
     return markAfterWrite(markOf(file), fileState(before), c.seq, c.absorbed, newEvents);
   }
 
-  /** An item read (strongly consistent unless said) and remembered. */
+  /** An item read (strongly consistent unless said) and remembered; a put of it held is written first. */
   async readItem(known: KnownItems, key: Key, cap: Capacity, consistent = true): Promise<Item | null> {
+    await this.writeHeld(key, cap);
     const item = await this.table.get(key, cap, consistent);
     known.remember(key, item);
     return item;
   }
 
-  /** A versioned put over `previous` (null: absent); the item is remembered as written. */
-  async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
+  /**
+   * A versioned put over `previous` (null: absent); the item is remembered as written. `hold`: not sent yet,
+   * remembered with the version it replaces, so that the next put of the item (built on that copy) writes
+   * it too, or `writeHeld`. A put over a held copy that fails loses what was held: it throws then.
+   */
+  async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity, hold = false): Promise<boolean> {
+    const id = keyId(item as Key);
+    if (hold) {
+      this.held.set(id, { known, item, previous });
+      known.remember(item as Key, { ...item, ver: previous?.ver });
+      return true;
+    }
+    const held = this.held.get(id);
+    this.held.delete(id);
     const ok = await this.table.putVersioned(item, previous?.ver, cap);
     if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
+    else if (held) {
+      known.remember(item as Key, null);
+      throw new ContentionError(`the item ${item.sk} was written by another writer while a put of it was held`);
+    }
     return ok;
+  }
+
+  /** Writes the put held for an item, if any (see putItem). */
+  async writeHeld(key: Key, cap: Capacity): Promise<void> {
+    const held = this.held.get(keyId(key));
+    if (held) await this.putItem(held.known, held.item, held.previous, cap);
   }
 
   serviceMismatch(cb: Callback, header: Item): Quarantine {

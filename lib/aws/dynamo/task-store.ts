@@ -66,6 +66,10 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.applyUncounted(input);
   }
 
+  writeHeld(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void> {
+    return this.writer.writeHeld(appKey, id, fileName, capacity);
+  }
+
   absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string> {
     return this.writer.absorbedSequence(appKey, id, capacity);
   }

@@ -80,6 +80,10 @@ export class DynamoTaskWriter implements TaskWriter {
     return this.writes.applyCallback(input);
   }
 
+  writeHeld(appKey: string, id: string, fileName: string, capacity: Capacity = zeroCapacity()): Promise<void> {
+    return this.writes.writeHeld(appKey, id, fileName, capacity);
+  }
+
   absorbedSequence(appKey: string, id: string, capacity: Capacity = zeroCapacity()): Promise<string> {
     return this.counts.absorbed(appKey, id, capacity);
   }
