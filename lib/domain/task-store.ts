@@ -318,6 +318,11 @@ export interface BatchWrites {
    * are then not stored, and their records fail.
    */
   writeHeld?(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void>;
+  /**
+   * Drops the header put a task's starts or ends held for its batch's count, when the count did not write
+   * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
+   */
+  dropHeld?(appKey: string, id: string): void;
   /** The last sequence number the task's header absorbed (a batch that comes again reads it first). */
   absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string>;
   /**

@@ -105,6 +105,11 @@ export async function processBatch(
         ),
       );
   });
+  // A header put held for a count that did not write it (its task's records failed) is dropped.
+  for (const indexes of tasks.values()) {
+    const p = prepared[indexes[0]!]!;
+    if (p.kind === 'apply') deps.store.dropHeld?.(p.cb.appKey, p.cb.id);
+  }
   if (deps.events) await publishAll(taskEvents, deps.events);
   for (const a of applied) logApplied(a, deps);
   const failed = failedInGroupOrder(

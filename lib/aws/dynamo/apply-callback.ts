@@ -29,6 +29,7 @@ import { filesWithAttempts } from './file-attempts.ts';
 import { applyToFileItem } from './file-write.ts';
 import { applyToHeaderItem } from './header-write.ts';
 import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writes.ts';
+import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
@@ -52,11 +53,18 @@ export class WritePath {
   private readonly items: ItemWrites;
 
   /** `headers`: the task headers this worker remembers, shared with the count updates that write them too. */
-  constructor(table: TableClient, deliveries: Deliveries, headers: KnownItems, opts: WritePathOptions) {
+  /** `held`: the puts held for a later write of their item, shared with the count updates that write headers. */
+  constructor(
+    table: TableClient,
+    deliveries: Deliveries,
+    headers: KnownItems,
+    opts: WritePathOptions,
+    held = new HeldPuts(),
+  ) {
     this.deliveries = deliveries;
     this.opts = opts;
     const files = new KnownItems(opts.knownFiles);
-    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys);
+    this.items = new ItemWrites(table, headers, files, held, opts.maxAttempts, opts.inlineKeys);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
@@ -127,7 +135,7 @@ export class WritePath {
    * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
    */
   async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    const none = { seq: null, absorbed: null, redelivered: false, hold: false };
+    const none = { seq: null, absorbed: null, redelivered: false, hold: false, holdHeader: false };
     return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
   }
 

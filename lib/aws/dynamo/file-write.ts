@@ -71,7 +71,7 @@ export async function applyToFileItem(
       // A callback DynamoDB would refuse is refused before it writes the task's header.
       const refused = oversizedItem('file', toItem(item));
       if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
-      const { header, created } = await ensureHeader(w, headerKey, headerRead as Item | null, cb, cap);
+      const { header, created } = await ensureHeader(w, headerKey, headerRead as Item | null, cb, counting, cap);
       if (header.service !== cb.service) return w.serviceMismatch(cb, header);
       if (created) headerBefore = null;
       headerDone = true;
@@ -126,6 +126,7 @@ async function ensureHeader(
   headerKey: Key,
   read: Item | null,
   cb: Callback,
+  counting: Counting,
   cap: Capacity,
 ): Promise<{ header: Item; created: boolean }> {
   let current = read;
@@ -138,7 +139,8 @@ async function ensureHeader(
     if (current && before && sameHeader(before, after)) return { header: current, created: false };
     if (consistent) {
       const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current), current);
-      if (await w.putItem(w.headers, item, current, cap)) return { header: item, created: current === null };
+      const hold = w.holdsHeader(counting, current);
+      if (await w.putItem(w.headers, item, current, cap, hold)) return { header: item, created: current === null };
       await w.pause(attempt, cb);
     }
     current = await w.readItem(w.headers, headerKey, cap);

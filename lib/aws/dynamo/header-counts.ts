@@ -19,6 +19,7 @@ import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
+import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
@@ -43,9 +44,18 @@ export class HeaderCounts {
   private readonly table: TableClient;
   private readonly headers: KnownItems;
 
-  constructor(table: TableClient, headers: KnownItems) {
+  private readonly held: HeldPuts;
+
+  /** `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts). */
+  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts()) {
     this.table = table;
     this.headers = headers;
+    this.held = held;
+  }
+
+  /** Drops the header put held for a task, if its batch's count did not write it (its records failed). */
+  dropHeld(appKey: string, id: string): void {
+    this.held.drop(headerKey(appKey, id));
   }
 
   /** The last sequence number a task's header absorbed (NONE_ABSORBED for none, or no header): one read. */
@@ -65,6 +75,10 @@ export class HeaderCounts {
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
+    // A header put the batch's starts or ends held (or the one that created the task): one put writes it
+    // with the counts.
+    const held = seq === null ? undefined : this.held.take(key);
+    if (held) return this.putHeld(key, held, change, seq!, tally, w.files, cap);
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
     // before it goes out (one write). Without a copy, or without sequence numbers (several workers may count
@@ -91,6 +105,38 @@ export class HeaderCounts {
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  /**
+   * The held header put, written with the batch's counts, tally, sequence number and completion, on condition
+   * of the version it replaces. Failing, it loses what was held (another writer came in between): it throws,
+   * and the task's records come again.
+   */
+  private async putHeld(
+    key: Key,
+    held: HeldPut,
+    change: TaskCounts,
+    seq: string,
+    tally: Tally,
+    files: readonly FileRecord[],
+    cap: Capacity,
+  ): Promise<Item> {
+    const item: Item = { ...held.item, seq };
+    for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
+      item[attr] = (item[attr] ?? 0) + change[k];
+    const joined = joinTallies(tally, tallyOf(item));
+    item.lastError = joined.lastError ?? undefined;
+    item.updatedAt = joined.updatedAt ?? undefined;
+    const parts = headerParts(item);
+    const done = item.doneAt === undefined && parts ? completionTime({ ...parts, files }) : null;
+    if (done !== null) item.doneAt = done;
+    if (!(await this.table.putVersioned(item, held.previous?.ver, cap))) {
+      this.headers.remember(key, null);
+      throw new ContentionError(`the header of task ${key.pk} was written by another writer while its put was held`);
+    }
+    const written = { ...item, ver: (held.previous?.ver ?? 0) + 1 };
+    this.headers.remember(key, written);
+    return written;
   }
 
   /**

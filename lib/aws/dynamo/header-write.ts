@@ -52,14 +52,15 @@ export async function applyToHeaderItem(
       if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
       // The end's facts join the header it creates as they would have joined none: `item` stands.
       const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {}, null);
-      if (created && !(await w.putItem(w.headers, created, null, cap))) continue;
+      if (created && !(await w.putItem(w.headers, created, null, cap, w.holdsHeader(counting, null)))) continue;
       header ??= { ...created, ver: 1 };
       const joined = await joinFile(w, fileKey!, fileRead, cb, counting, cap);
       fileChange = joined.change;
       fileJoin = joined;
       fileDone = true;
     }
-    if (await w.putItem(w.headers, item, header, cap)) {
+    // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
+    if (await w.putItem(w.headers, item, header, cap, w.holdsHeader(counting, header))) {
       const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
       // A join found in place may be an earlier delivery's: without marks its change is not known.
       const charge = w.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);

@@ -9,9 +9,7 @@ import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
 import { fileFromItem, markOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
-import { compositeKey } from '../../text.ts';
-
-const keyId = (key: Key): string => compositeKey(key.pk, key.sk);
+import type { HeldPuts } from './held-puts.ts';
 
 export type FileChange = WriteEffect['file'];
 export type HeaderBefore = WriteEffect['headerBefore'];
@@ -37,6 +35,11 @@ export interface Counting {
   redelivered: boolean;
   /** Its file put may be held for the next write of the file in its batch (sequence numbers only). */
   hold: boolean;
+  /**
+   * Its header puts may be held for its batch's count to write (sequence numbers, first receive: the count
+   * follows in the same batch; a redelivery reads and checks what is stored instead).
+   */
+  holdHeader: boolean;
 }
 
 export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered' | 'hold'>): Counting => {
@@ -45,6 +48,7 @@ export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 
     ...(sequenced ? { seq: d.sequence!, absorbed: d.absorbed! } : { seq: null, absorbed: null }),
     redelivered: d.redelivered === true,
     hold: sequenced && d.hold === true,
+    holdHeader: sequenced && d.redelivered !== true,
   };
 };
 
@@ -63,10 +67,18 @@ export class ItemWrites {
   /** Callback keys a file item records inline before further keys get items of their own. */
   readonly inlineKeys: number;
 
-  /** Puts held for the next write of their item (putItem). */
-  private readonly held = new Map<string, { known: KnownItems; item: Item; previous: Item | null }>();
+  /** Puts held for the next write of their item (putItem), shared with the header's count. */
+  readonly held: HeldPuts;
 
-  constructor(table: TableClient, headers: KnownItems, files: KnownItems, maxAttempts: number, inlineKeys: number) {
+  constructor(
+    table: TableClient,
+    headers: KnownItems,
+    files: KnownItems,
+    held: HeldPuts,
+    maxAttempts: number,
+    inlineKeys: number,
+  ) {
+    this.held = held;
     this.table = table;
     this.headers = headers;
     this.files = files;
@@ -118,19 +130,16 @@ export class ItemWrites {
   }
 
   /**
-   * A versioned put over `previous` (null: absent); the item is remembered as written. `hold`: not sent yet,
-   * remembered with the version it replaces, so that the next put of the item (built on that copy) writes
-   * it too, or `writeHeld`. A put over a held copy that fails loses what was held: it throws then.
+   * A versioned put over `previous` (null: absent); the item is remembered as written. `hold`: not sent yet
+   * (./held-puts.ts), for the next put of the item, or `writeHeld`, to write. A put over a held copy that
+   * fails loses what was held: it throws then.
    */
   async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity, hold = false): Promise<boolean> {
-    const id = keyId(item as Key);
     if (hold) {
-      this.held.set(id, { known, item, previous });
-      known.remember(item as Key, { ...item, ver: previous?.ver });
+      this.held.hold({ known, item, previous });
       return true;
     }
-    const held = this.held.get(id);
-    this.held.delete(id);
+    const held = this.held.take(item as Key);
     const ok = await this.table.putVersioned(item, previous?.ver, cap);
     if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
     else if (held) {
@@ -142,13 +151,22 @@ export class ItemWrites {
 
   /** Writes the put held for an item, if any (see putItem). */
   async writeHeld(key: Key, cap: Capacity): Promise<void> {
-    const held = this.held.get(keyId(key));
-    if (held) await this.putItem(held.known, held.item, held.previous, cap);
+    const held = this.held.take(key);
+    if (held) {
+      // Taken above: put again so that a failure throws.
+      this.held.hold(held);
+      await this.putItem(held.known, held.item, held.previous, cap);
+    }
   }
 
   serviceMismatch(cb: Callback, header: Item): Quarantine {
     const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
     return { outcome: 'quarantined', reason: 'service_mismatch', detail };
+  }
+
+  /** Whether a header put may be held for the batch's count: one that keeps counts, or a new one. */
+  holdsHeader(c: Counting, header: Item | null): boolean {
+    return c.holdHeader && (header === null || typeof header.nEvents === 'number');
   }
 
   /** Before another attempt: a back-off after a conflict, none after a wrong guess that an item was absent. */

@@ -66,6 +66,10 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.applyUncounted(input);
   }
 
+  dropHeld(appKey: string, id: string): void {
+    this.writer.dropHeld(appKey, id);
+  }
+
   writeHeld(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void> {
     return this.writer.writeHeld(appKey, id, fileName, capacity);
   }

@@ -18,6 +18,7 @@ import { noCapacity as zeroCapacity } from './table-client.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { HeaderCounts } from './header-counts.ts';
+import { HeldPuts } from './held-puts.ts';
 import { headerParts } from './items.ts';
 import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
@@ -56,13 +57,20 @@ export class DynamoTaskWriter implements TaskWriter {
     const table = new TableClient(opts.client, opts.tableName);
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
-    this.counts = new HeaderCounts(table, headers);
-    this.writes = new WritePath(table, this.deliveries, headers, {
-      maxAttempts: opts.maxAttempts ?? 16,
-      inlineKeys: opts.inlineKeys ?? 4,
-      knownFiles: opts.knownFiles ?? 5_000,
-      readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
-    });
+    const held = new HeldPuts();
+    this.counts = new HeaderCounts(table, headers, held);
+    this.writes = new WritePath(
+      table,
+      this.deliveries,
+      headers,
+      {
+        maxAttempts: opts.maxAttempts ?? 16,
+        inlineKeys: opts.inlineKeys ?? 4,
+        knownFiles: opts.knownFiles ?? 5_000,
+        readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
+      },
+      held,
+    );
   }
 
   /** One callback applied and counted into its header at once (outside a batch: tests, recoveries). */
@@ -78,6 +86,10 @@ export class DynamoTaskWriter implements TaskWriter {
 
   applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {
     return this.writes.applyCallback(input);
+  }
+
+  dropHeld(appKey: string, id: string): void {
+    this.counts.dropHeld(appKey, id);
   }
 
   writeHeld(appKey: string, id: string, fileName: string, capacity: Capacity = zeroCapacity()): Promise<void> {
