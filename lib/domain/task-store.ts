@@ -323,6 +323,8 @@ export interface BatchWrites {
    * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
    */
   dropHeld?(appKey: string, id: string): void;
+  /** Whether this writer knows the task's header (wrote or read it): its callbacks need not read it. */
+  knowsHeader?(appKey: string, id: string): boolean;
   /** The last sequence number the task's header absorbed (a batch that comes again reads it first). */
   absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string>;
   /**

@@ -52,7 +52,10 @@ export async function processBatch(
   // them are read off; the batch's events go out together at the end.
   const { groups, leadOf } = leadGroups(prepared);
   const headerSettled = new Map<string, { done: Promise<void>; settle: () => void }>();
-  for (const task of leadOf.keys()) {
+  for (const [task, lead] of leadOf) {
+    // A header this worker knows needs neither a read nor a creation: nothing to wait for.
+    const p = prepared[lead[0]!]!;
+    if (p.kind === 'apply' && deps.store.knowsHeader?.(p.cb.appKey, p.cb.id)) continue;
     let settle = () => {};
     const done = new Promise<void>((resolve) => (settle = resolve));
     headerSettled.set(task, { done, settle });

@@ -111,6 +111,11 @@ export class WritePath {
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
   }
 
+  /** Whether this worker remembers the task's header. */
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.items.headers.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }) !== undefined;
+  }
+
   /** Writes the put of a file held by its last callback (ItemWrites.putItem), if one is held. */
   writeHeld(appKey: string, id: string, fileName: string, cap: Capacity): Promise<void> {
     return this.items.writeHeld({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, cap);

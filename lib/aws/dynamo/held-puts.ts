@@ -13,19 +13,37 @@ export interface HeldPut {
   previous: Item | null;
 }
 
+/** A held put and the copy remembered for it: a put that carries it must be built on that copy. */
+export type Held = HeldPut & { copy: Item };
+
 const keyId = (key: Key): string => compositeKey(key.pk, key.sk);
 
 export class HeldPuts {
-  private readonly held = new Map<string, HeldPut>();
+  private readonly held = new Map<string, Held>();
 
-  /** Holds a put: the item is remembered as written, with the version it replaces. */
-  hold(put: HeldPut): void {
-    this.held.set(keyId(put.item as Key), put);
-    put.known.remember(put.item as Key, { ...put.item, ver: put.previous?.ver });
+  /**
+   * Holds a put: the item is remembered as written, with the version it replaces. False when another put of
+   * the item is held that this one is not built on (two writers of one item in a batch): as a versioned put
+   * that failed, the caller reads the item (which writes the held put first) and tries again.
+   */
+  hold(put: HeldPut): boolean {
+    const id = keyId(put.item as Key);
+    const before = this.held.get(id);
+    if (before && put.previous !== before.copy) return false;
+    const copy = { ...put.item, ver: before ? before.previous?.ver : put.previous?.ver };
+    const previous = before ? before.previous : put.previous;
+    this.held.set(id, { ...put, previous, copy });
+    put.known.remember(put.item as Key, copy);
+    return true;
+  }
+
+  /** The put held for an item. */
+  get(key: Key): Held | undefined {
+    return this.held.get(keyId(key));
   }
 
   /** The put held for an item, taken: whoever takes it writes it. */
-  take(key: Key): HeldPut | undefined {
+  take(key: Key): Held | undefined {
     const id = keyId(key);
     const put = this.held.get(id);
     this.held.delete(id);

@@ -135,14 +135,15 @@ export class ItemWrites {
    * fails loses what was held: it throws then.
    */
   async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity, hold = false): Promise<boolean> {
-    if (hold) {
-      this.held.hold({ known, item, previous });
-      return true;
-    }
-    const held = this.held.take(item as Key);
-    const ok = await this.table.putVersioned(item, previous?.ver, cap);
-    if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
-    else if (held) {
+    if (hold) return this.held.hold({ known, item, previous });
+    const held = this.held.get(item as Key);
+    // A put not built on what is held: the held one goes first, and this one then fails on its version.
+    if (held && previous !== held.copy) await this.writeHeld(item as Key, cap);
+    else if (held) this.held.take(item as Key);
+    const base = held && previous === held.copy ? held.previous : previous;
+    const ok = await this.table.putVersioned(item, base?.ver, cap);
+    if (ok) known.remember(item as Key, { ...item, ver: (base?.ver ?? 0) + 1 });
+    else if (held && previous === held.copy) {
       known.remember(item as Key, null);
       throw new ContentionError(`the item ${item.sk} was written by another writer while a put of it was held`);
     }
@@ -151,12 +152,8 @@ export class ItemWrites {
 
   /** Writes the put held for an item, if any (see putItem). */
   async writeHeld(key: Key, cap: Capacity): Promise<void> {
-    const held = this.held.take(key);
-    if (held) {
-      // Taken above: put again so that a failure throws.
-      this.held.hold(held);
-      await this.putItem(held.known, held.item, held.previous, cap);
-    }
+    const held = this.held.get(key);
+    if (held) await this.putItem(held.known, held.item, held.copy, cap);
   }
 
   serviceMismatch(cb: Callback, header: Item): Quarantine {

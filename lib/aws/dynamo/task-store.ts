@@ -66,6 +66,10 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.applyUncounted(input);
   }
 
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.writer.knowsHeader(appKey, id);
+  }
+
   dropHeld(appKey: string, id: string): void {
     this.writer.dropHeld(appKey, id);
   }

@@ -88,6 +88,10 @@ export class DynamoTaskWriter implements TaskWriter {
     return this.writes.applyCallback(input);
   }
 
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.writes.knowsHeader(appKey, id);
+  }
+
   dropHeld(appKey: string, id: string): void {
     this.counts.dropHeld(appKey, id);
   }
