@@ -37,7 +37,7 @@ export interface BatchCapacityResult {
   rcu: number;
   publishes: number;
   /** Write and read units per callback by item kind and request ("file PutItem", "header UpdateItem", …). */
-  breakdown: { what: string; wcu: number; rcu: number; requests: number }[];
+  breakdown: { what: string; wcu: number; indexWcu: number; rcu: number; requests: number }[];
 }
 
 /** The first SQS sequence number the bench's queue hands out (SQS's are 20 digits and more). */
@@ -101,7 +101,7 @@ interface Meter {
   tableWcu: number;
   indexWcu: number;
   rcu: number;
-  by: Map<string, { wcu: number; rcu: number; requests: number }>;
+  by: Map<string, { wcu: number; indexWcu: number; rcu: number; requests: number }>;
 }
 
 /**
@@ -122,7 +122,7 @@ function meterClient(
     return out.Item ? fromItem(out.Item) : null;
   };
   const add = (what: string, wcu: number, rcu: number) => {
-    const b = meter.by.get(what) ?? { wcu: 0, rcu: 0, requests: 0 };
+    const b = meter.by.get(what) ?? { wcu: 0, indexWcu: 0, rcu: 0, requests: 0 };
     b.wcu += wcu;
     b.rcu += rcu;
     b.requests += 1;
@@ -167,8 +167,7 @@ function meterClient(
           add(what, units(out.output), 0);
           const idx = indexWrites(before, await read(key));
           meter.indexWcu += idx;
-          add(`${what} index`, idx, 0);
-          meter.tableWcu -= idx;
+          meter.by.get(what)!.indexWcu += idx;
           return out;
         } catch (err) {
           if (err instanceof ConditionalCheckFailedException) add(`${what} (condition failed)`, 1, 0);
@@ -233,8 +232,14 @@ export async function measureBatchCapacity(
       rcu: meter.rcu / n,
       publishes: publishes / n,
       breakdown: [...meter.by.entries()]
-        .map(([what, b]) => ({ what, wcu: b.wcu / n, rcu: b.rcu / n, requests: b.requests / n }))
-        .sort((a, b) => b.wcu + b.rcu - (a.wcu + a.rcu) || a.what.localeCompare(b.what)),
+        .map(([what, b]) => ({
+          what,
+          wcu: b.wcu / n,
+          indexWcu: b.indexWcu / n,
+          rcu: b.rcu / n,
+          requests: b.requests / n,
+        }))
+        .sort((a, b) => b.wcu + b.indexWcu + b.rcu - (a.wcu + a.indexWcu + a.rcu) || a.what.localeCompare(b.what)),
     };
   } finally {
     client.destroy();
