@@ -169,7 +169,11 @@ export class WritePath {
     // item the callback most likely creates is not read at all (`likelyCreates`).
     const headerCopy = this.items.headers.get(headerKey);
     const headerKnown = !inHeader && headerCopy?.service === cb.service && headerCopy.identRank <= identRankOf(cb);
-    const fileCopy = fileKey ? this.items.files.get(fileKey) : undefined;
+    // A file put to be held is built on the file as read now, or on a put held before it in this batch: a copy
+    // from an earlier batch may be stale, and a held put that fails cannot be joined again (its charge was
+    // read off it).
+    const fileCopy =
+      fileKey && (!counting.hold || this.items.holds(fileKey)) ? this.items.files.get(fileKey) : undefined;
     // A put to be held is never a guess: the next write of the file builds on it and must not fail.
     const guessed = likelyCreates(cb) && !counting.hold && (inHeader ? !headerCopy : !fileCopy);
     // A callback a copy shows recorded is a duplicate (an item never forgets a key): its delivery is stored

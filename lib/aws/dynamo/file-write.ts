@@ -17,7 +17,7 @@ import {
 } from './items.ts';
 import { marked, type Counting, type HeaderBefore, type ItemWrites, type Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
-import { toItem, type Item, type Key } from './table-client.ts';
+import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
 
 /** A slice or an upload: recorded in its file. */
@@ -140,10 +140,21 @@ async function ensureHeader(
     if (consistent) {
       const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current), current);
       const hold = w.holdsHeader(counting, current);
-      if (await w.putItem(w.headers, item, current, cap, hold)) return { header: item, created: current === null };
+      const rebuild = (base: Item | null) => headerWith(headerKey, base, cb);
+      if (await w.putItem(w.headers, item, current, cap, hold, rebuild))
+        return { header: item, created: current === null };
       await w.pause(attempt, cb);
     }
     current = await w.readItem(w.headers, headerKey, cap);
     consistent = true;
   }
+}
+
+/** A header with a file callback's identity joined (./held-puts.ts: a held put joined again); as is if no better. */
+function headerWith(headerKey: Key, base: Item | null, cb: Callback): Item {
+  if (base && base.service !== cb.service) throw new ContentionError(`task ${cb.id} is of another service now`);
+  const before = base ? headerFromItem(base) : null;
+  const after = applyToHeader(before, cb);
+  if (base && before && sameHeader(before, after)) return base;
+  return headerToItem(headerKey, after, tallyOf(base), keysOf(base), base);
 }

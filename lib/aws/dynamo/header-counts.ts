@@ -121,22 +121,32 @@ export class HeaderCounts {
     files: readonly FileRecord[],
     cap: Capacity,
   ): Promise<Item> {
-    const item: Item = { ...held.item, seq };
-    for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
-      item[attr] = (item[attr] ?? 0) + change[k];
-    const joined = joinTallies(tally, tallyOf(item));
-    item.lastError = joined.lastError ?? undefined;
-    item.updatedAt = joined.updatedAt ?? undefined;
-    const parts = headerParts(item);
-    const done = item.doneAt === undefined && parts ? completionTime({ ...parts, files }) : null;
-    if (done !== null) item.doneAt = done;
-    if (!(await this.table.putVersioned(item, held.previous?.ver, cap))) {
-      this.headers.remember(key, null);
-      throw new ContentionError(`the header of task ${key.pk} was written by another writer while its put was held`);
+    let base = held.previous;
+    let built = held.item;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const item: Item = { ...built, seq };
+      for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
+        item[attr] = (item[attr] ?? 0) + change[k];
+      const joined = joinTallies(tally, tallyOf(item));
+      item.lastError = joined.lastError ?? undefined;
+      item.updatedAt = joined.updatedAt ?? undefined;
+      const parts = headerParts(item);
+      const done = item.doneAt === undefined && parts ? completionTime({ ...parts, files }) : null;
+      if (done !== null) item.doneAt = done;
+      if (await this.table.putVersioned(item, base?.ver, cap)) {
+        const written = { ...item, ver: (base?.ver ?? 0) + 1 };
+        this.headers.remember(key, written);
+        return written;
+      }
+      // Written by another meanwhile (a copy kept from an earlier batch of the task, applied elsewhere since):
+      // the held callbacks joined again into the header as stored.
+      const stored = await this.table.get(key, cap);
+      if (!held.rebuild || (stored && countsOf(stored) === null)) break;
+      base = stored;
+      built = held.rebuild(stored);
     }
-    const written = { ...item, ver: (held.previous?.ver ?? 0) + 1 };
-    this.headers.remember(key, written);
-    return written;
+    this.headers.remember(key, null);
+    throw new ContentionError(`the header of task ${key.pk} stayed contended while its put was held`);
   }
 
   /**

@@ -1,7 +1,9 @@
 // Puts a worker holds back for the next write of the same item in its batch to carry (one write for both):
 // a file written by several records of a batch, a header that the batch's count writes anyway. A held item
 // is remembered as if written, with the version it replaces, so that the next put built on that copy writes
-// it too; that put failing (another writer came in between) loses what was held, so it throws instead.
+// it too. When that put fails (another writer came in between: a copy this worker kept from an earlier batch
+// of the task, since applied elsewhere), a held header is joined again into the header as stored
+// (`rebuild`); a held file is not (what its batch charges was read off it), and its records fail instead.
 import { compositeKey } from '../../text.ts';
 import type { KnownItems } from './known-items.ts';
 import type { Item, Key } from './table-client.ts';
@@ -11,6 +13,8 @@ export interface HeldPut {
   item: Item;
   /** The item it replaces (null: absent), whose version the put is conditioned on. */
   previous: Item | null;
+  /** The held callbacks joined into another base (the item as stored), when they can be. */
+  rebuild?: (base: Item | null) => Item;
 }
 
 /** A held put and the copy remembered for it: a put that carries it must be built on that copy. */
@@ -32,7 +36,10 @@ export class HeldPuts {
     if (before && put.previous !== before.copy) return false;
     const copy = { ...put.item, ver: before ? before.previous?.ver : put.previous?.ver };
     const previous = before ? before.previous : put.previous;
-    this.held.set(id, { ...put, previous, copy });
+    // Joined again, the callbacks held before this one come first, as they did.
+    const first = before ? before.rebuild : (b: Item | null) => b;
+    const rebuild = put.rebuild && first ? (base: Item | null) => put.rebuild!(first(base) as Item | null) : undefined;
+    this.held.set(id, { ...put, previous, copy, rebuild });
     put.known.remember(put.item as Key, copy);
     return true;
   }

@@ -9,7 +9,7 @@ import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
 import { fileFromItem, markOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
-import type { HeldPuts } from './held-puts.ts';
+import type { HeldPut, HeldPuts } from './held-puts.ts';
 
 export type FileChange = WriteEffect['file'];
 export type HeaderBefore = WriteEffect['headerBefore'];
@@ -134,26 +134,59 @@ export class ItemWrites {
    * (./held-puts.ts), for the next put of the item, or `writeHeld`, to write. A put over a held copy that
    * fails loses what was held: it throws then.
    */
-  async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity, hold = false): Promise<boolean> {
-    if (hold) return this.held.hold({ known, item, previous });
+  async putItem(
+    known: KnownItems,
+    item: Item,
+    previous: Item | null,
+    cap: Capacity,
+    hold = false,
+    rebuild?: (base: Item | null) => Item,
+  ): Promise<boolean> {
+    if (hold) return this.held.hold({ known, item, previous, ...(rebuild ? { rebuild } : {}) });
     const held = this.held.get(item as Key);
     // A put not built on what is held: the held one goes first, and this one then fails on its version.
     if (held && previous !== held.copy) await this.writeHeld(item as Key, cap);
-    else if (held) this.held.take(item as Key);
-    const base = held && previous === held.copy ? held.previous : previous;
+    const carries = held !== undefined && previous === held.copy;
+    if (carries) this.held.take(item as Key);
+    const base = carries ? held.previous : previous;
     const ok = await this.table.putVersioned(item, base?.ver, cap);
     if (ok) known.remember(item as Key, { ...item, ver: (base?.ver ?? 0) + 1 });
-    else if (held && previous === held.copy) {
-      known.remember(item as Key, null);
-      throw new ContentionError(`the item ${item.sk} was written by another writer while a put of it was held`);
+    else if (carries) {
+      // What was held is written over the item as stored, when it can be; this put is tried again by its caller.
+      await this.writeOver(held, cap);
     }
     return ok;
   }
 
   /** Writes the put held for an item, if any (see putItem). */
   async writeHeld(key: Key, cap: Capacity): Promise<void> {
-    const held = this.held.get(key);
-    if (held) await this.putItem(held.known, held.item, held.copy, cap);
+    const held = this.held.take(key);
+    if (!held) return;
+    if (await this.table.putVersioned(held.item, held.previous?.ver, cap))
+      held.known.remember(key, { ...held.item, ver: (held.previous?.ver ?? 0) + 1 });
+    else await this.writeOver(held, cap);
+  }
+
+  /**
+   * A held put whose item was written by another meanwhile: its callbacks joined again into the item as
+   * stored (HeldPut.rebuild), or, when they cannot be, an error: they are not stored, and their records fail.
+   */
+  private async writeOver(held: HeldPut, cap: Capacity): Promise<void> {
+    const key: Key = { pk: held.item.pk, sk: held.item.sk };
+    held.known.remember(key, null);
+    for (let attempt = 1; held.rebuild && attempt <= this.maxAttempts; attempt++) {
+      const stored = await this.table.get(key, cap);
+      const item = held.rebuild(stored);
+      if (item === stored) return held.known.remember(key, stored);
+      if (await this.table.putVersioned(item, stored?.ver, cap))
+        return held.known.remember(key, { ...item, ver: (stored?.ver ?? 0) + 1 });
+    }
+    throw new ContentionError(`the item ${key.sk} was written by another writer while a put of it was held`);
+  }
+
+  /** Whether a put of the item is held (its copy is then the one to build on). */
+  holds(key: Key): boolean {
+    return this.held.get(key) !== undefined;
   }
 
   serviceMismatch(cb: Callback, header: Item): Quarantine {
