@@ -125,8 +125,8 @@ export interface WriteCharge {
  * What the writes of one task in one batch add to its header. `absorbed`: the header's sequence number as
  * the batch began (null without sequence numbers). A file whose mark is not absorbed is charged once, from
  * its last mark, by the batch holding the mark's writer, whichever writes of the batch (or of an earlier
- * delivery of it) it covers; any other write charges its own change: without sequence numbers, or written late (its sequence number absorbed already,
- * after a recount) onto a file whose mark is absorbed.
+ * delivery of it) it covers; any other write charges its own change: without sequence numbers, or written
+ * late (its sequence number absorbed already, after a recount) onto a file whose mark is absorbed.
  */
 export function batchChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
   let total = zeroCounts();
