@@ -130,7 +130,7 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
 /** This run's figures beside those of the layout it replaced. */
 export function comparisonSection(
   r: WorkerResult,
-  cost: { withEvents: number; withoutEvents: number | null } | null,
+  cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
   table: Table,
   num: Fmt,
   x: (n: number) => string,
@@ -139,14 +139,36 @@ export function comparisonSection(
   if (!before) return [];
   const mix = r.capacity.mix;
   const change = (now: number, then: number) => x(now / then);
+  const full = r.batchCapacity;
   const rows: Cells[] = [
+    ...(full
+      ? [
+          [
+            'write units per callback, index writes included, at full FIFO batches',
+            num(full.tableWcu + full.indexWcu),
+            num(before.writeUnits),
+            change(full.tableWcu + full.indexWcu, before.writeUnits),
+          ],
+          [
+            'read units per callback at full FIFO batches (task events included)',
+            num(full.rcu),
+            num(before.readUnits),
+            change(full.rcu, before.readUnits),
+          ],
+        ]
+      : []),
     [
-      'write units per callback, index writes included',
+      'write units per callback, index writes included, a batch of one (low traffic)',
       num(mix.tableWcu + mix.indexWcu),
       num(before.writeUnits),
       change(mix.tableWcu + mix.indexWcu, before.writeUnits),
     ],
-    ['read units per callback (write path)', num(mix.rcu), num(before.readUnits), change(mix.rcu, before.readUnits)],
+    [
+      'read units per callback (write path), a batch of one',
+      num(mix.rcu),
+      num(before.readUnits),
+      change(mix.rcu, before.readUnits),
+    ],
     [
       'write units per callback on the stress mix (the mix the token layout was measured on)',
       num(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu),
@@ -176,7 +198,9 @@ export function comparisonSection(
   if (cost && before.costUsd !== null) {
     if (cost.withoutEvents !== null)
       costRow('cost per million callbacks without task events (part 6)', cost.withoutEvents);
-    costRow('cost per million callbacks with task events (part 6)', cost.withEvents);
+    costRow('cost per million callbacks with task events (part 6, full FIFO batches)', cost.withEvents);
+    if (cost.lowTraffic !== null)
+      costRow('cost per million callbacks with task events, a batch of one (low traffic)', cost.lowTraffic);
   }
   return [
     `**Beside the layout this one replaced** (its last full run, ${before.date}, ` +
@@ -186,5 +210,56 @@ export function comparisonSection(
       'of platform time, the stress case above):',
     '',
     table(['figure', 'this run', 'token layout', 'change'], rows),
+  ];
+}
+
+/** Part 3 at full FIFO batches, beside the batch-of-one measure (the low-traffic case). */
+export function batchSection(r: WorkerResult, table: Table, num: Fmt): string[] {
+  const b = r.batchCapacity;
+  if (!b) return [];
+  const one = r.capacity.mix;
+  const outcomes = Object.entries(b.outcomes)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+  const row = (label: string, tableWcu: number, indexWcu: number, rcu: number, publishes: number) => [
+    label,
+    num(tableWcu),
+    num(indexWcu),
+    `**${num(tableWcu + indexWcu)}**`,
+    `**${num(rcu)}**`,
+    num(publishes),
+  ];
+  return [
+    `**At full FIFO batches.** The same ${b.callbacks} callbacks (the same generator and seed) as the FIFO queue ` +
+      'holds them, a message group per task and a sequence number each, with a backlog: each receive hands out as ' +
+      "many messages of the group holding the oldest message as fit, in order, then those of the next groups' " +
+      `oldest, up to ${r.batchSize} a batch (${b.batches} batches, ${num(b.meanBatch)} records and ` +
+      `${num(b.meanTasksPerBatch)} tasks each on average). Each batch goes through \`processBatch\` with the ` +
+      `DynamoDB task store, ${r.concurrency} records at a time, task events on (counted, not sent): its writes, ` +
+      "one count of each task's header, the events read off it. Every request is metered at the client: the units " +
+      'DynamoDB reports, 1 write unit for a write whose condition failed, and the index writes worked out as above ' +
+      'from the item before and after each write. The worker is warm: it remembers the headers and files it ' +
+      `wrote, as a deployed one does between batches. Outcomes: ${outcomes}.`,
+    '',
+    table(
+      ['delivery', 'table write units', 'index write units', 'write units', 'read units', 'task events published'],
+      [
+        row(`full FIFO batches (up to ${r.batchSize})`, b.tableWcu, b.indexWcu, b.rcu, b.publishes),
+        row(
+          'a batch of one (the low-traffic case, above)',
+          one.tableWcu,
+          one.indexWcu,
+          one.rcu + (one.eventRcu ?? 0),
+          one.publishes,
+        ),
+      ],
+    ),
+    '',
+    'Where the units of the full batches go, per callback, by item and request:',
+    '',
+    table(
+      ['item and request', 'requests', 'table write units', 'index write units', 'read units'],
+      b.breakdown.map((x) => [x.what, num(x.requests), num(x.wcu), num(x.indexWcu), num(x.rcu)]),
+    ),
   ];
 }

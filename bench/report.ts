@@ -9,7 +9,7 @@ import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost
 import type { EndToEndResult } from './end-to-end.ts';
 import type { IngestResult } from './ingest.ts';
 import type { Summary } from './stats.ts';
-import { comparisonSection, kindTable, storeSections } from './report-store.ts';
+import { batchSection, comparisonSection, kindTable, storeSections } from './report-store.ts';
 import type { WorkerResult } from './worker.ts';
 
 export interface Machine {
@@ -48,6 +48,8 @@ export interface CostResult {
   ratio: number;
   /** The total without task events: no SNS publishes, no task reads for them. */
   withoutEventsUsd?: number;
+  /** The total at a batch of one (the low-traffic case: part 3's one-at-a-time units). */
+  lowTraffic?: { inputs: CostInputs; totalUsd: number };
   /** The total with the units seen when records of a batch are applied concurrently (part 3's throughput run). */
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
@@ -234,13 +236,23 @@ function taskSizeTable(t: NonNullable<ApiResult['taskSize']>): string {
     `The worker, ${t.worker.images} new images applied to each task, one a batch, from an ordered queue: ` +
       `${num(t.worker.small.rcu)} capacity units (read and write) and ${num(t.worker.small.requests)} requests ` +
       `per image on the task of ${small}, ${num(t.worker.large.rcu)} and ${num(t.worker.large.requests)} on the ` +
-      `task of ${large} (${ratio1(t.worker.ratio)}).`,
+      `task of ${large} (${ratio1(t.worker.ratio)}).` +
+      (t.worker.heapPerBatch
+        ? ` The heap a batch leaves allocated (a full garbage collection before each, none after), median ` +
+          `[min–max]: ${range(kib(t.worker.heapPerBatch.small), ' KiB')} on the task of ${small}, ` +
+          `${range(kib(t.worker.heapPerBatch.large), ' KiB')} on the task of ${large} ` +
+          `(${ratio1(t.worker.heapPerBatch.large.median / t.worker.heapPerBatch.small.median)}).`
+        : ''),
   ].join('\n');
 }
 
 const ratio1 = (x: number) => `${num(x)}×`;
+const kib = (s: Summary): Summary => ({ ...s, median: s.median / 1024, min: s.min / 1024, max: s.max / 1024 });
 
-function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvents: number | null } | null): string {
+function workerSection(
+  r: WorkerResult,
+  cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
+): string {
   const c = r.capacity;
   const requests = Object.entries(r.requestsPerCallback)
     .sort((a, b) => b[1] - a[1])
@@ -332,6 +344,8 @@ function workerSection(r: WorkerResult, cost: { withEvents: number; withoutEvent
       "Part 3's throughput run publishes them through SNS (fauxqs, fanned out to one SQS queue), so the time per " +
       'batch ' +
       'includes the reads and the PublishBatch calls.',
+    '',
+    ...batchSection(r, table, num),
     '',
     ...storeSections(r, table, num),
     '',
@@ -437,9 +451,9 @@ function costSection(r: CostResult): string {
       `${num(r.inputs.ingestMsPerCallback)} ms per callback (part 1), ` +
       `worker ${num(r.inputs.workerMsPerBatch)} ms per batch (part 3), ${num(r.inputs.writeUnitsPerCallback)} write ` +
       `and ` +
-      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3, index writes and the task reads of ` +
-      `task events ` +
-      `included), ${num(r.inputs.publishesPerCallback ?? 0)} task events published per callback (part 3).`,
+      `${num(r.inputs.readUnitsPerCallback)} read units per callback (part 3 at full FIFO batches, index writes ` +
+      `and the reads of task events included), ${num(r.inputs.publishesPerCallback ?? 0)} task events published ` +
+      'per callback (part 3).',
     '',
     `Baseline: the same pipeline with the bare handlers of parts 1 and 3 (ingest ` +
       `${num(r.baselineInputs.ingestMsPerCallback)} ms, ` +
@@ -456,6 +470,18 @@ function costSection(r: CostResult): string {
             `${usd(r.withoutEventsUsd)}.`,
           '',
         ]),
+    ...(r.lowTraffic
+      ? [
+          `At low traffic, a batch of one callback (part 3's one-at-a-time measure: ` +
+            `${num(r.lowTraffic.inputs.writeUnitsPerCallback)} write and ` +
+            `${num(r.lowTraffic.inputs.readUnitsPerCallback)} read units, ` +
+            `${num(r.lowTraffic.inputs.publishesPerCallback ?? 0)} task events per callback; a worker invocation, a ` +
+            'receive and a delete per callback), the total is ' +
+            `${usd(r.lowTraffic.totalUsd)}: the price of counts kept in the header, which a batch of one pays ` +
+            'alone.',
+          '',
+        ]
+      : []),
     `With the units seen in part 3's throughput run, where the worker applies ` +
       `${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
       `writes to one task are retried (${num(r.underContention.writeUnits)} write and ` +
@@ -508,7 +534,11 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.ingest) parts.push('', ingestSection(r.ingest));
   if (r.coldStart) parts.push('', coldStartSection(r.coldStart));
   const cost = r.cost
-    ? { withEvents: r.cost.breakdown.totalUsd, withoutEvents: r.cost.withoutEventsUsd ?? null }
+    ? {
+        withEvents: r.cost.breakdown.totalUsd,
+        withoutEvents: r.cost.withoutEventsUsd ?? null,
+        lowTraffic: r.cost.lowTraffic?.totalUsd ?? null,
+      }
     : null;
   if (r.worker) parts.push('', workerSection(r.worker, cost));
   if (r.api) parts.push('', apiSection(r.api));
@@ -566,8 +596,16 @@ export function renderSummary(r: BenchResults): string {
         x(r.worker.withoutEvents.ratio.median),
       ]);
     const mix = r.worker.capacity.mix;
+    const full = r.worker.batchCapacity;
+    if (full)
+      rows.push([
+        'write units per callback, realistic mix, full FIFO batches',
+        num(full.tableWcu + full.indexWcu),
+        `bare PutItem ${num(mix.bareWcu)}`,
+        x((full.tableWcu + full.indexWcu) / mix.bareWcu),
+      ]);
     rows.push([
-      'write units per callback, realistic mix',
+      'write units per callback, realistic mix, a batch of one',
       num(mix.tableWcu + mix.indexWcu),
       `bare PutItem ${num(mix.bareWcu)}`,
       x(mix.ratio),

@@ -3,6 +3,8 @@
 // a few images and on tasks of many. The large tasks are written item by item in the store's own item shapes
 // (the worker would take far longer to write them): a header that keeps its counts, one file per image with
 // its upload key inline, one delivery (raw body, keyed by time) per callback.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-request.ts';
@@ -19,6 +21,7 @@ import { event, silent } from './api-event.ts';
 import { toSqsRecord } from './sqs-record.ts';
 import { callbacksOf, screenshotTask } from './seed-tasks.ts';
 import { chunks } from '../lib/in-parallel.ts';
+import { summarize, type Summary } from './stats.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */
 export const FILES_PAGE = 200;
@@ -46,9 +49,28 @@ export interface ReadCost {
 export interface TaskSizeResult {
   sizes: TaskSizeSizes;
   reads: { label: string; request: string; small: ReadCost; large: ReadCost; ratio: number }[];
-  /** Capacity units (read and write) and requests per new image the worker applies, one image a batch. */
-  worker: { images: number; small: ReadCost; large: ReadCost; ratio: number };
+  /**
+   * Capacity units (read and write) and requests per new image the worker applies, one image a batch; the heap
+   * each batch leaves allocated (bytes, garbage collected before each).
+   */
+  worker: {
+    images: number;
+    small: ReadCost;
+    large: ReadCost;
+    ratio: number;
+    heapPerBatch?: { small: Summary; large: Summary };
+  };
 }
+
+/**
+ * A full garbage collection, so that the heap a batch leaves is its own: `gc` exposed at run time (the bench
+ * runs without --expose-gc).
+ */
+const collectGarbage: () => void = (() => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (() => void) | undefined;
+  return () => gc?.();
+})();
 
 /** New images applied to each task for the worker's cost per image. */
 const NEW_IMAGES = 20;
@@ -189,7 +211,8 @@ export async function benchTaskSize(
       ),
     ];
     // The worker: new images of each task, one a batch (as a screenshot task sends them), from an ordered queue.
-    const perImage = async (id: string, appKey: string): Promise<ReadCost> => {
+    const heap: Record<'small' | 'large', number[]> = { small: [], large: [] };
+    const perImage = async (id: string, appKey: string, side: 'small' | 'large'): Promise<ReadCost> => {
       const bodies = screenshotTask({
         id,
         appKey,
@@ -204,15 +227,24 @@ export async function benchTaskSize(
       for (const [i, body] of bodies.entries()) {
         const record = toSqsRecord({ service: 'screenshot', body }, i, Date.now());
         record.attributes.SequenceNumber = String(10n ** 19n + BigInt(i));
+        collectGarbage();
+        const before = process.memoryUsage().heapUsed;
         const res = await processBatch({ Records: [record] }, { store, log: silent, events });
+        heap[side].push(process.memoryUsage().heapUsed - before);
         if (res.batchItemFailures.length > 0) throw new Error(`task size: an image of ${id} failed to apply`);
       }
       const total = metered.take();
       return { rcu: total.rcu / bodies.length, requests: total.requests / bodies.length };
     };
-    const small = await perImage('img-small', 'app-small');
-    const large = await perImage('img-large', 'app-large');
-    const worker = { images: NEW_IMAGES, small, large, ratio: small.rcu > 0 ? large.rcu / small.rcu : 0 };
+    const small = await perImage('img-small', 'app-small', 'small');
+    const large = await perImage('img-large', 'app-large', 'large');
+    const worker = {
+      images: NEW_IMAGES,
+      small,
+      large,
+      ratio: small.rcu > 0 ? large.rcu / small.rcu : 0,
+      heapPerBatch: { small: summarize(heap.small), large: summarize(heap.large) },
+    };
     return { sizes, reads, worker };
   } finally {
     await dynamo.stop();

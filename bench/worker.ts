@@ -7,7 +7,9 @@
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
 // indexes, which DynamoDB bills too, are worked out from each task header before and after the callback, and
 // those to the byTaskTime index (which projects the whole delivery) from its delivery before and after.
-// The throughput run publishes the task events to SNS (fauxqs) as the deployed worker does.
+// The throughput run publishes the task events to SNS (fauxqs) as the deployed worker does. Its records are
+// those of the FIFO queue (a message group per task, sequence numbers), in the batches it hands out.
+// (c) Capacity at full FIFO batches: the mix of (b) through `processBatch` (./fifo-batches.ts).
 import {
   CreateTableCommand,
   GetItemCommand,
@@ -40,8 +42,9 @@ import { processBatch } from '../lib/worker/process-batch.ts';
 import { localStageSettings } from '../lib/local/stack-template.ts';
 import { MIX_FAULTS, STRESS_FAULTS, generateMix, kindOf, type MixFaults } from './callbacks.ts';
 import { toSqsRecord } from './sqs-record.ts';
+import { fifoBatches, fifoRecords, measureBatchCapacity, type BatchCapacityResult } from './fifo-batches.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
-import { chunks, inParallel } from '../lib/in-parallel.ts';
+import { inParallel } from '../lib/in-parallel.ts';
 
 export interface WorkerSizes {
   rounds: number;
@@ -120,6 +123,8 @@ export interface WorkerResult {
   capacity: CapacityResult;
   /** The stress case: reordering within 200 ms of a 3,600x compressed schedule. */
   stressCapacity: CapacityResult;
+  /** The realistic mix through `processBatch` in full FIFO batches (./fifo-batches.ts). */
+  batchCapacity?: BatchCapacityResult;
 }
 
 const noop = () => {};
@@ -417,16 +422,13 @@ export async function benchWorker(
     const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
     const receivedAt = Date.now();
     const sends = generateMix(sizes.rounds * perRound, 'bench-worker');
-    const records = sends.map((s, i) => toSqsRecord(s, i, receivedAt));
+    // As the FIFO queue holds them: each with its task's message group and a sequence number.
+    const records = fifoRecords(sends, 0, receivedAt);
     // The same kind of mix, tasks of its own, for the worker without task events.
-    const plainRecords = generateMix(sizes.rounds * perRound, 'bench-worker-plain').map((s, i) =>
-      toSqsRecord(s, 2_000_000 + i, receivedAt),
-    );
+    const plainRecords = fifoRecords(generateMix(sizes.rounds * perRound, 'bench-worker-plain'), 2_000_000, receivedAt);
 
     // Warm-up on another mix (its own tasks): connections, JIT, the table's first items.
-    const warm = generateMix(batchSize * 2, 'bench-worker-warm').map((s, i) =>
-      toSqsRecord(s, 1_000_000 + i, receivedAt),
-    );
+    const warm = fifoRecords(generateMix(batchSize * 2, 'bench-worker-warm'), 1_000_000, receivedAt);
     await processBatch({ Records: warm.slice(0, batchSize) }, { store, log, concurrency: RECORD_CONCURRENCY, events });
     await inParallel(
       warm.slice(batchSize),
@@ -492,11 +494,9 @@ export async function benchWorker(
       }
       return total;
     };
-    const batchesOf = (slice: typeof records) => {
-      const batches: SQSEvent[] = [];
-      for (const Records of chunks(slice, batchSize)) batches.push({ Records });
-      return batches;
-    };
+    // Each round's callbacks as the FIFO queue hands them out (./fifo-batches.ts).
+    const batchesOf = (slice: typeof records) =>
+      fifoBatches(slice, batchSize).map((Records): SQSEvent => ({ Records }));
     for (let round = 0; round < sizes.rounds; round++) {
       const slice = records.slice(round * perRound, (round + 1) * perRound);
       const batches = batchesOf(slice);
@@ -529,6 +529,17 @@ export async function benchWorker(
       'bench-capacity-stress',
     );
     progress(`worker: capacity of ${capacity.callbacks} callbacks of each mix applied one at a time`);
+    await dynamo.client.send(new CreateTableCommand(tableDefinition('bench-capacity-batches')));
+    const batchCapacity = await measureBatchCapacity(
+      dynamo.endpoint,
+      'bench-capacity-batches',
+      sizes.capacityCallbacks,
+      MIX_FAULTS,
+      batchSize,
+      RECORD_CONCURRENCY,
+      (before, after) => indexWrites(before, after) + eventsIndexWrites(before, after),
+    );
+    progress(`worker: capacity of ${batchCapacity.callbacks} callbacks in ${batchCapacity.batches} FIFO batches`);
 
     return {
       batchSize,
@@ -553,6 +564,7 @@ export async function benchWorker(
       logBytesPerCallback,
       capacity,
       stressCapacity,
+      batchCapacity,
     };
   } finally {
     sns.destroy();

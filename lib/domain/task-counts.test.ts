@@ -64,6 +64,15 @@ describe('what a batch charges its header', () => {
     expect(change).toEqual(changeOf(null, 'failed', 2));
   });
 
+  test('a batch that comes back in pieces charges a mark once, with the piece holding its writer', () => {
+    // Messages 10 and 11 wrote one file (mark 11), then their batch failed before its count; 10 comes back
+    // alone, a duplicate finding the mark of 11, then 11 in a batch of its own.
+    const absorbed = seq(9);
+    const m = markAfterWrite(markAfterWrite(null, null, seq(10), absorbed, 1), 'failed', seq(11), absorbed, 1);
+    expect(batchChange([write(seq(10), 'f', 'failed', m)], absorbed)).toEqual(zeroCounts());
+    expect(batchChange([write(seq(11), 'f', 'failed', m)], seq(10))).toEqual(changeOf(null, 'failed', 2));
+  });
+
   test('a batch that comes again after its header update charges nothing: every mark is absorbed', () => {
     const m = markAfterWrite(null, null, seq(7), seq(6), 1);
     expect(batchChange([write(seq(7), 'f', 'pending', m)], seq(7))).toEqual(zeroCounts());

@@ -124,27 +124,29 @@ export interface WriteCharge {
 /**
  * What the writes of one task in one batch add to its header. `absorbed`: the header's sequence number as
  * the batch began (null without sequence numbers). A file whose mark is not absorbed is charged once, from
- * its last mark, whichever writes of the batch (or of an earlier delivery of it) it covers; any other write
- * charges its own change: without sequence numbers, or written late (its sequence number absorbed already,
- * after a recount) onto a file whose mark is absorbed.
+ * its last mark, by the batch holding the mark's writer, whichever writes of the batch (or of an earlier
+ * delivery of it) it covers; any other write charges its own change: without sequence numbers, or written
+ * late (its sequence number absorbed already, after a recount) onto a file whose mark is absorbed.
  */
 export function batchChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
   let total = zeroCounts();
-  const through = absorbed === null ? null : lastSequence(charges);
   const lastMarks = new Map<string, { state: FileState; mark: FileMark }>();
+  const last = lastSequence(charges);
   for (const c of charges) {
     const f = c.file;
     const byMark = absorbed !== null && f?.mark != null && f.mark.seq > absorbed;
+    // A mark left by a later message (an earlier delivery of it wrote the file before this batch came apart
+    // and came back in pieces): that message's batch charges it, from the state it says is counted.
+    if (byMark && last !== null && f!.mark!.seq > last) {
+      total.events += c.events;
+      continue;
+    }
     if (!byMark || !f?.mark) {
       const t = c.transition;
       total = addCounts(total, t ? changeOf(t.from, t.to, c.events) : changeOf(null, null, c.events));
       continue;
     }
     total.events += c.events;
-    // The mark of a later message (an earlier delivery of it wrote the file, then stopped): that message
-    // comes again after this batch, and its batch charges the mark, this write's part included. Charged here
-    // too, it would count twice: the header's `seq` stops at this batch's last message.
-    if (through !== null && f.mark.seq > through) continue;
     const seen = lastMarks.get(f.name);
     if (!seen || seen.mark.seq <= f.mark.seq) lastMarks.set(f.name, { state: f.state, mark: f.mark });
   }

@@ -36,6 +36,11 @@ export interface DeliveredCallback {
   absorbed?: string | null;
   /** Its message was received before (an earlier delivery may have written part of it, uncounted). */
   redelivered?: boolean;
+  /**
+   * Another record of its batch writes the same file next, one writer per task (sequence numbers): its
+   * file put may be held for that write to carry (one write for both), or for `writeHeld`.
+   */
+  hold?: boolean;
 }
 
 /** How a callback came out of the quarantine. */
@@ -295,6 +300,19 @@ export interface TaskBatch {
 export interface BatchWrites {
   /** Applies a callback as applyCallback does, leaving its header's counts to countTask. */
   applyUncounted(input: DeliveredCallback): Promise<ApplyResult>;
+  /**
+   * Writes the file put a callback left held (`DeliveredCallback.hold`), if any is left: the next write of
+   * the file writes it otherwise. Throws when the file was written by another meanwhile: the held callbacks
+   * are then not stored, and their records fail.
+   */
+  writeHeld?(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void>;
+  /**
+   * Drops the header put a task's starts or ends held for its batch's count, when the count did not write
+   * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
+   */
+  dropHeld?(appKey: string, id: string): void;
+  /** Whether this writer knows the task's header (wrote or read it): its callbacks need not read it. */
+  knowsHeader?(appKey: string, id: string): boolean;
   /** The last sequence number the task's header absorbed (a batch that comes again reads it first). */
   absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string>;
   /**

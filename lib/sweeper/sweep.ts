@@ -8,6 +8,7 @@ import type { Capacity } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { inParallel } from '../in-parallel.ts';
 import { sweepTask, type SweepDeps } from './sweep-task.ts';
+import { errorSentence } from '../text.ts';
 
 export interface SweeperDeps extends SweepDeps {
   log: Logger;
@@ -81,7 +82,7 @@ export async function sweep(now: number, deps: SweeperDeps): Promise<SweepSummar
       } catch (err) {
         summary.failed += 1;
         unfinished(e.bucket);
-        deps.log.error('task_sweep_failed', { appKey: e.appKey, id: e.id, error: describe(err) });
+        deps.log.error('task_sweep_failed', { appKey: e.appKey, id: e.id, error: errorSentence(err) });
       }
     });
   };
@@ -105,6 +106,3 @@ export async function sweep(now: number, deps: SweeperDeps): Promise<SweepSummar
   summary.writeUnits = cap.write;
   return summary;
 }
-
-const describe = (err: unknown) =>
-  err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };

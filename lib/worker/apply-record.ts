@@ -33,7 +33,13 @@ function requestIdOf(p: Prepared): string | undefined {
   return p.record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
 }
 
-export async function applyRecord(p: Prepared, workerDeps: WorkerDeps, counting?: TaskCounting): Promise<Applied> {
+/** `hold`: another record of the batch writes the same file next (DeliveredCallback.hold). */
+export async function applyRecord(
+  p: Prepared,
+  workerDeps: WorkerDeps,
+  counting?: TaskCounting,
+  hold = false,
+): Promise<Applied> {
   const log = withFields(workerDeps.log, { requestId: requestIdOf(p) });
   const deps = { ...workerDeps, log };
   const started = (deps.now ?? Date.now)();
@@ -44,7 +50,10 @@ export async function applyRecord(p: Prepared, workerDeps: WorkerDeps, counting?
   const { msg, cb } = p;
   if (counting?.unknown) return { log, outcome: 'failed', cb };
   try {
-    const sequencing = p.sequence && counting?.absorbed ? { sequence: p.sequence, absorbed: counting.absorbed } : {};
+    const sequencing =
+      p.sequence && counting?.absorbed
+        ? { sequence: p.sequence, absorbed: counting.absorbed, hold: hold && !!deps.store.writeHeld }
+        : {};
     const result = await deps.store.applyUncounted({ ...toDelivered(msg, cb), ...sequencing });
     const fields = {
       messageId: msg.messageId,

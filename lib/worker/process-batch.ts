@@ -14,7 +14,9 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { inParallel } from '../in-parallel.ts';
-import { groupByItem, groupByTask, prepareRecord, taskKeyOf } from './prepare-record.ts';
+import { errorSentence } from '../text.ts';
+import { fileNameOf, isHeaderEvent } from '../domain/task.ts';
+import { groupByItem, groupByTask, prepareRecord, taskKeyOf, type Prepared } from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
@@ -32,9 +34,19 @@ export async function processBatch(
   const applied: Applied[] = new Array(records.length);
   // Records that write the same item (one file, or one task's header) are applied one after the other:
   // side by side they would only conflict. Everything else goes in parallel, callbacks of one task too,
-  // the longest runs first. Once every record of a task is applied, one update of its header counts them
-  // and gives the task the events of all of them are read off; the batch's events go out together at the end.
-  const groups = [...groupByItem(prepared).values()].sort((a, b) => b.length - a.length);
+  // the longest runs first, except that each task's lead group goes first (leadGroups). Once every record
+  // of a task is applied, one update of its header counts them and gives the task the events of all of
+  // them are read off; the batch's events go out together at the end.
+  const { groups, leadOf } = leadGroups(prepared);
+  const headerSettled = new Map<string, { done: Promise<void>; settle: () => void }>();
+  for (const [task, lead] of leadOf) {
+    // A header this worker knows needs neither a read nor a creation: nothing to wait for.
+    const p = prepared[lead[0]!]!;
+    if (p.kind === 'apply' && deps.store.knowsHeader?.(p.cb.appKey, p.cb.id)) continue;
+    let settle = () => {};
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    headerSettled.set(task, { done, settle });
+  }
   const tasks = groupByTask(prepared);
   const counting = await countingOfTasks(prepared, tasks, deps, concurrency);
   const groupsLeft = new Map<string, number>();
@@ -46,7 +58,26 @@ export async function processBatch(
   }
   await inParallel(groups, concurrency, async (group) => {
     const task = taskKeyOf(prepared[group[0]!]!);
-    for (const i of group) applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined);
+    const settled = task === null ? undefined : headerSettled.get(task);
+    const lead = task !== null && leadOf.get(task) === group;
+    if (settled && !lead) await settled.done;
+    try {
+      for (const [k, i] of group.entries()) {
+        try {
+          // The records of one file: each but the last may leave its put for the next to carry.
+          const hold = k < group.length - 1;
+          applied[i] = await applyRecord(prepared[i]!, deps, task ? counting.get(task) : undefined, hold);
+        } finally {
+          if (lead) settled?.settle();
+        }
+      }
+    } finally {
+      if (group.length > 1)
+        await writeHeld(
+          group.map((i) => applied[i]!),
+          deps,
+        );
+    }
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
     if (left > 0 || task === null) return;
@@ -73,6 +104,11 @@ export async function processBatch(
       );
     if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
+  // A header put held for a count that did not write it (its task's records failed) is dropped.
+  for (const indexes of tasks.values()) {
+    const p = prepared[indexes[0]!]!;
+    if (p.kind === 'apply') deps.store.dropHeld?.(p.cb.appKey, p.cb.id);
+  }
   await flushArms(applied, deps);
   if (deps.events) await publishAll(taskEvents, deps.events);
   // Once out (a record that failed to publish comes again, and its task's header still says the stall).
@@ -95,6 +131,60 @@ export async function processBatch(
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
+}
+
+/**
+ * Writes the put a file's records left held, when the last of them wrote none (a duplicate, a refusal, a
+ * failure). When that fails, the file's callbacks are not stored: their records fail, and come again.
+ */
+async function writeHeld(group: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  const cb = group.find((a) => a?.cb)?.cb;
+  const fileName = cb ? fileNameOf(cb) : null;
+  if (!cb || !fileName || !deps.store.writeHeld) return;
+  try {
+    await deps.store.writeHeld(cb.appKey, cb.id, fileName);
+  } catch (err) {
+    for (const a of group) {
+      if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.log.error('callback_failed', {
+        ...a.fields,
+        outcome: a.outcome,
+        error: errorSentence(err),
+      });
+      a.outcome = 'failed';
+    }
+  }
+}
+
+/**
+ * The batch's item groups in the order they are started: each task's lead group first, the one that writes
+ * its header (a start or an end) or else the one holding its first record, then the others, the longest
+ * first. The other groups of a task wait for the first record of its lead: that record creates the header,
+ * or reads it, and the others then know it, where side by side each would read it, or race to create it
+ * (and move its index keys when an identity comes second). Leads are started before any group that waits,
+ * so a wait never holds a slot a lead needs.
+ */
+function leadGroups(prepared: readonly Prepared[]): { groups: number[][]; leadOf: Map<string, number[]> } {
+  const all = [...groupByItem(prepared).values()];
+  const writesHeader = (group: number[]) =>
+    group.some((i) => {
+      const p = prepared[i]!;
+      return p.kind === 'apply' && isHeaderEvent(p.cb);
+    });
+  const leadOf = new Map<string, number[]>();
+  for (const group of all) {
+    const task = taskKeyOf(prepared[group[0]!]!);
+    if (task === null) continue;
+    const lead = leadOf.get(task);
+    if (!lead || (!writesHeader(lead) && (writesHeader(group) || group[0]! < lead[0]!))) leadOf.set(task, group);
+  }
+  const leads = new Set(leadOf.values());
+  const longestFirst = (a: number[], b: number[]) => b.length - a.length;
+  const groups = [
+    ...all.filter((g) => leads.has(g)).sort(longestFirst),
+    ...all.filter((g) => !leads.has(g)).sort(longestFirst),
+  ];
+  return { groups, leadOf };
 }
 
 /**
@@ -121,8 +211,7 @@ async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise
   try {
     await deps.store.flushArms?.();
   } catch (err) {
-    const error = err instanceof Error ? { name: err.name, message: err.message } : String(err);
-    deps.log.error('task_arming_failed', { error });
+    deps.log.error('task_arming_failed', { error: errorSentence(err) });
     for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
   }
 }

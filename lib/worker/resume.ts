@@ -7,6 +7,7 @@ import { toSummary } from '../domain/task-parts.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
 import { resumedEvent } from '../domain/time-events.ts';
 import type { WorkerDeps } from './deps.ts';
+import { errorSentence } from '../text.ts';
 
 /** A resume to publish, then write. */
 export interface Resume {
@@ -33,8 +34,7 @@ export async function writeResumes(resumes: readonly Resume[], deps: WorkerDeps)
       await deps.store.clearStall?.(r.appKey, r.id, r.stalledSince);
       deps.log.info('task_resumed', { appKey: r.appKey, id: r.id, stalledSince: r.stalledSince });
     } catch (err) {
-      const error = err instanceof Error ? { name: err.name, message: err.message } : String(err);
-      deps.log.error('task_resume_failed', { appKey: r.appKey, id: r.id, error });
+      deps.log.error('task_resume_failed', { appKey: r.appKey, id: r.id, error: errorSentence(err) });
     }
   }
 }

@@ -23,12 +23,13 @@ import { fileNameOf, identRankOf, isHeaderEvent, type FileRecord } from '../../d
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';
 import type { TaskParts } from '../../domain/task-parts.ts';
 import type { AssembledTask } from './assembled-task.ts';
-import { bodyRefOf, type BodyRef } from './items.ts';
+import { bodyRefOf, keysOf, type BodyRef } from './items.ts';
 import type { Deliveries } from './deliveries.ts';
 import { filesWithAttempts } from './file-attempts.ts';
 import { applyToFileItem } from './file-write.ts';
 import { applyToHeaderItem } from './header-write.ts';
 import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writes.ts';
+import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
 import { oversizedKey, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
@@ -55,18 +56,25 @@ export class WritePath {
   private readonly items: ItemWrites;
 
   /** `headers`: the task headers this worker remembers, shared with the count updates that write them too. */
-  constructor(table: TableClient, deliveries: Deliveries, headers: KnownItems, opts: WritePathOptions) {
+  /** `held`: the puts held for a later write of their item, shared with the count updates that write headers. */
+  constructor(
+    table: TableClient,
+    deliveries: Deliveries,
+    headers: KnownItems,
+    opts: WritePathOptions,
+    held = new HeldPuts(),
+  ) {
     this.deliveries = deliveries;
     this.opts = opts;
     const files = new KnownItems(opts.knownFiles);
-    this.items = new ItemWrites(table, headers, files, opts.maxAttempts, opts.inlineKeys, opts.arming);
+    this.items = new ItemWrites(table, headers, files, held, opts.maxAttempts, opts.inlineKeys, opts.arming);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
     const cap = noCapacity();
     const ref = bodyRefOf(d);
     let claimed = false;
-    const claim = async () => (claimed = await this.deliveries.claim(d, ref, cap));
+    const claim = async (indexed: boolean) => (claimed = await this.deliveries.claim(d, ref, cap, indexed));
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
@@ -106,6 +114,16 @@ export class WritePath {
     return { outcome: 'applied', transition: result.transition, write, capacity: cap };
   }
 
+  /** Whether this worker remembers the task's header. */
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.items.headers.get({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) }) !== undefined;
+  }
+
+  /** Writes the put of a file held by its last callback (ItemWrites.putItem), if one is held. */
+  writeHeld(appKey: string, id: string, fileName: string, cap: Capacity): Promise<void> {
+    return this.items.writeHeld({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, cap);
+  }
+
   /** A file as this worker last wrote or read it, its attempts counted (./file-attempts.ts). */
   private async fileAfter(
     appKey: string,
@@ -125,7 +143,7 @@ export class WritePath {
    * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
    */
   async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    const none = { seq: null, absorbed: null, redelivered: false };
+    const none = { seq: null, absorbed: null, redelivered: false, hold: false, holdHeader: false };
     return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
   }
 
@@ -134,7 +152,7 @@ export class WritePath {
     cb: Callback,
     ref: BodyRef,
     counting: Counting,
-    claim: () => Promise<boolean>,
+    claim: (indexed: boolean) => Promise<boolean>,
     cap: Capacity,
   ): Promise<Outcome> {
     const refused = oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
@@ -154,10 +172,19 @@ export class WritePath {
     // item the callback most likely creates is not read at all (`likelyCreates`).
     const headerCopy = this.items.headers.get(headerKey);
     const headerKnown = !inHeader && headerCopy?.service === cb.service && headerCopy.identRank <= identRankOf(cb);
-    const fileCopy = fileKey ? this.items.files.get(fileKey) : undefined;
-    const guessed = likelyCreates(cb) && (inHeader ? !headerCopy : !fileCopy);
+    // A file put to be held is built on the file as read now, or on a put held before it in this batch: a copy
+    // from an earlier batch may be stale, and a held put that fails cannot be joined again (its charge was
+    // read off it).
+    const fileCopy =
+      fileKey && (!counting.hold || this.items.holds(fileKey)) ? this.items.files.get(fileKey) : undefined;
+    // A put to be held is never a guess: the next write of the file builds on it and must not fail.
+    const guessed = likelyCreates(cb) && !counting.hold && (inHeader ? !headerCopy : !fileCopy);
+    // A callback a copy shows recorded is a duplicate (an item never forgets a key): its delivery is stored
+    // but not listed among its task's callbacks, where the first delivery of the same event already is.
+    const copy = inHeader ? headerCopy : fileCopy;
+    const knownDuplicate = copy !== undefined && Object.hasOwn(keysOf(copy), cb.key);
     const [claimOk, fileRead, headerRead] = await Promise.all([
-      claim(),
+      claim(!knownDuplicate),
       fileKey && !fileCopy && !(guessed && !inHeader) ? this.items.readItem(this.items.files, fileKey, cap) : null,
       headerKnown || headerCopy || (guessed && inHeader)
         ? null

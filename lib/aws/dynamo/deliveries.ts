@@ -6,7 +6,7 @@ import type { SignatureVerdict } from '../../signature/verdicts.ts';
 import { deliveryToItem, type BodyRef } from './items.ts';
 import { noCapacity, type TableClient } from './table-client.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
-import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+import { EventsIndex, Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 export class Deliveries {
   private readonly table: TableClient;
@@ -21,15 +21,23 @@ export class Deliveries {
 
   /**
    * The delivery's conditional put. Keyed by the replay key: absent, or holding the same event (this
-   * delivery again), else a replay. Keyed by the event key: the first delivery's body stays.
+   * delivery again), else a replay. Keyed by the event key: the first delivery's body stays. `indexed`:
+   * listed among its task's callbacks (the byTaskTime keys); false for a callback already recorded, whose
+   * first delivery is listed there (an earlier delivery of this very message, listed, stays as it is).
    */
-  async claim(d: DeliveredCallback, ref: BodyRef, cap: Capacity): Promise<boolean> {
-    const item = deliveryToItem(d, ref, this.expiry());
+  async claim(d: DeliveredCallback, ref: BodyRef, cap: Capacity, indexed = true): Promise<boolean> {
+    const item = deliveryToItem(d, ref, this.expiry(), indexed);
     if (!d.replayKey) {
+      // The event's first delivery holds this key: nothing to add.
+      if (!indexed) return true;
       await this.table.putIf(item, 'attribute_not_exists(pk)', undefined, cap);
       return true;
     }
-    return this.table.putIf(item, 'attribute_not_exists(pk) OR eventKey = :k', { ':k': { S: d.callback.key } }, cap);
+    const sameEvent = { ':k': { S: d.callback.key } };
+    if (indexed) return this.table.putIf(item, 'attribute_not_exists(pk) OR eventKey = :k', sameEvent, cap);
+    const unlisted = `attribute_not_exists(pk) OR (eventKey = :k AND attribute_not_exists(${EventsIndex.pk}))`;
+    if (await this.table.putIf(item, unlisted, sameEvent, cap)) return true;
+    return (await this.table.get({ pk: item.pk, sk: item.sk }, cap))?.eventKey === d.callback.key;
   }
 
   /** The delivery taken out of its task's callbacks (the byTaskTime index): its callback was refused. */

@@ -17,7 +17,7 @@ import {
 } from './items.ts';
 import { marked, type Counting, type HeaderBefore, type ItemWrites, type Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
-import { toItem, type Item, type Key } from './table-client.ts';
+import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
 
 /** A slice or an upload: recorded in its file. */
@@ -44,8 +44,13 @@ export async function applyToFileItem(
     }
     const keys = keysOf(file);
     if (Object.hasOwn(keys, cb.key)) {
-      // A remembered copy shows the key for good, not necessarily the mark an earlier delivery left.
-      if (marked(counting) && attempt === 1 && fileRead !== null) file = await w.readItem(w.files, fileKey, cap);
+      // A remembered copy shows the key for good, not necessarily the mark an earlier delivery of this message
+      // left (another worker may have written it). A message received for the first time needs no other mark
+      // than the copy's: the marks its batch charges are those of its task's records in this batch (ordered
+      // groups deliver a task's messages only once the earlier ones are done), and every write of this
+      // worker's own is in its copy, or fails on its version.
+      if (marked(counting) && counting.redelivered && attempt === 1 && fileRead !== null)
+        file = await w.readItem(w.files, fileKey, cap);
       return {
         outcome: 'duplicate',
         file: { before: null, after: w.fileRecord(file!) },
@@ -66,7 +71,7 @@ export async function applyToFileItem(
       // A callback DynamoDB would refuse is refused before it writes the task's header.
       const refused = oversizedItem('file', toItem(item));
       if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
-      const { header, created } = await ensureHeader(w, headerKey, headerRead as Item | null, cb, cap);
+      const { header, created } = await ensureHeader(w, headerKey, headerRead as Item | null, cb, counting, cap);
       if (header.service !== cb.service) return w.serviceMismatch(cb, header);
       if (created) headerBefore = null;
       headerDone = true;
@@ -74,7 +79,8 @@ export async function applyToFileItem(
     if (inline) {
       // Marks count the new key; without them (or for a write the header absorbed already) this write does.
       const charge = w.charge(counting, item, transition, 0, false, 1);
-      if (await w.putItem(w.files, item, file, cap))
+      // The next write of the file in this batch may carry this one (held): one write for both.
+      if (await w.putItem(w.files, item, file, cap, counting.hold))
         return { outcome: 'applied', transition, file: { before, after }, headerBefore, charge };
       continue;
     }
@@ -120,6 +126,7 @@ async function ensureHeader(
   headerKey: Key,
   read: Item | null,
   cb: Callback,
+  counting: Counting,
   cap: Capacity,
 ): Promise<{ header: Item; created: boolean }> {
   let current = read;
@@ -132,10 +139,22 @@ async function ensureHeader(
     if (current && before && sameHeader(before, after)) return { header: current, created: false };
     if (consistent) {
       const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current), current);
-      if (await w.putItem(w.headers, item, current, cap)) return { header: item, created: current === null };
+      const hold = w.holdsHeader(counting, current);
+      const rebuild = (base: Item | null) => headerWith(headerKey, base, cb);
+      if (await w.putItem(w.headers, item, current, cap, hold, rebuild))
+        return { header: item, created: current === null };
       await w.pause(attempt, cb);
     }
     current = await w.readItem(w.headers, headerKey, cap);
     consistent = true;
   }
+}
+
+/** A header with a file callback's identity joined (./held-puts.ts: a held put joined again); as is if no better. */
+function headerWith(headerKey: Key, base: Item | null, cb: Callback): Item {
+  if (base && base.service !== cb.service) throw new ContentionError(`task ${cb.id} is of another service now`);
+  const before = base ? headerFromItem(base) : null;
+  const after = applyToHeader(before, cb);
+  if (base && before && sameHeader(before, after)) return base;
+  return headerToItem(headerKey, after, tallyOf(base), keysOf(base), base);
 }

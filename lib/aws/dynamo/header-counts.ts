@@ -19,6 +19,7 @@ import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
+import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
@@ -47,9 +48,18 @@ export class HeaderCounts {
   private readonly table: TableClient;
   private readonly headers: KnownItems;
 
-  constructor(table: TableClient, headers: KnownItems) {
+  private readonly held: HeldPuts;
+
+  /** `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts). */
+  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts()) {
     this.table = table;
     this.headers = headers;
+    this.held = held;
+  }
+
+  /** Drops the header put held for a task, if its batch's count did not write it (its records failed). */
+  dropHeld(appKey: string, id: string): void {
+    this.held.drop(headerKey(appKey, id));
   }
 
   /** The last sequence number a task's header absorbed (NONE_ABSORBED for none, or no header): one read. */
@@ -69,12 +79,21 @@ export class HeaderCounts {
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
-    // First as if the batch's tally were the newest (callbacks mostly come in time order); else once more
-    // joined with the header as found, on condition of its version.
-    let found: Item | null = null;
+    // A header put the batch's starts or ends held (or the one that created the task): one put writes it
+    // with the counts.
+    const held = seq === null ? undefined : this.held.take(key);
+    if (held) return this.putHeld(key, held, change, seq!, tally, w.files, cap, w.extra);
+    // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
+    // stored. The update is then made on condition of its version, its tally joined and its completion known
+    // before it goes out (one write). Without a copy, or without sequence numbers (several workers may count
+    // one task at once), first as if the batch's tally were the newest (callbacks mostly come in time order).
+    // Either way, when the condition fails, once more from the header as found.
+    const copy = seq === null ? undefined : this.headers.get(key);
+    let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, w.extra), cap);
+      const done = found ? completionAfter(found, change, joined, w.files) : null;
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
         return this.markDone(key, res.item, w.files, cap);
@@ -83,10 +102,56 @@ export class HeaderCounts {
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
       if (countsOf(old) === null) return this.recount(w.appKey, w.id, null, cap);
-      if (seq !== null && old.seq !== undefined && old.seq >= seq) return old;
+      if (seq !== null && old.seq !== undefined && old.seq >= seq) {
+        this.headers.remember(key, old);
+        return old;
+      }
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  /**
+   * The held header put, written with the batch's counts, tally, sequence number and completion, on condition
+   * of the version it replaces. Failing, it loses what was held (another writer came in between): it throws,
+   * and the task's records come again.
+   */
+  private async putHeld(
+    key: Key,
+    held: HeldPut,
+    change: TaskCounts,
+    seq: string,
+    tally: Tally,
+    files: readonly FileRecord[],
+    cap: Capacity,
+    extra: TaskWrites['extra'],
+  ): Promise<Item> {
+    let base = held.previous;
+    let built = held.item;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const item: Item = withClauses({ ...built, seq }, extra);
+      for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
+        item[attr] = (item[attr] ?? 0) + change[k];
+      const joined = joinTallies(tally, tallyOf(item));
+      item.lastError = joined.lastError ?? undefined;
+      item.updatedAt = joined.updatedAt ?? undefined;
+      const parts = headerParts(item);
+      const done = item.doneAt === undefined && parts ? completionTime({ ...parts, files }) : null;
+      if (done !== null) item.doneAt = done;
+      if (await this.table.putVersioned(item, base?.ver, cap)) {
+        const written = { ...item, ver: (base?.ver ?? 0) + 1 };
+        this.headers.remember(key, written);
+        return written;
+      }
+      // Written by another meanwhile (a copy kept from an earlier batch of the task, applied elsewhere since):
+      // the held callbacks joined again into the header as stored.
+      const stored = await this.table.get(key, cap);
+      if (!held.rebuild || (stored && countsOf(stored) === null)) break;
+      base = stored;
+      built = held.rebuild(stored);
+    }
+    this.headers.remember(key, null);
+    throw new ContentionError(`the header of task ${key.pk} stayed contended while its put was held`);
   }
 
   /**
@@ -228,12 +293,27 @@ function completionTime(parts: TaskParts): number | null {
   return completedAt(parts);
 }
 
-/** The update of one batch: `found`, the header as found when the first attempt's condition failed. */
+/**
+ * When the task completes with this update (null: it does not, or did before): from the header as found, the
+ * batch's change and tally, and the files the batch wrote.
+ */
+function completionAfter(found: Item, change: TaskCounts, tally: Tally, files: readonly FileRecord[]): number | null {
+  const parts = headerParts(found);
+  if (!parts || found.doneAt !== undefined) return null;
+  const counts = addCounts(parts.counts!, change);
+  return completionTime({ ...parts, counts, eventCount: counts.events, tally, files });
+}
+
+/**
+ * The update of one batch: `found`, the header as known (remembered, or as found when an attempt's condition
+ * failed), on whose version it is made; `done`, the time the task completes with it.
+ */
 function countUpdate(
   change: TaskCounts,
   seq: string | null,
   tally: Tally,
   found: Item | null,
+  done: number | null,
   extra: TaskWrites['extra'],
 ) {
   const values: Record<string, unknown> = { ':one': 1, ...extra?.values };
@@ -253,9 +333,13 @@ function countUpdate(
     conditions.push('(attribute_not_exists(seq) OR seq < :s)');
   }
   setTally(sets, values, tally);
+  if (done !== null) {
+    sets.push('doneAt = :d');
+    values[':d'] = done;
+  }
   const names: Record<string, string> = {};
   if (found) {
-    conditions.push('ver = :v');
+    conditions.push(found.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v');
     values[':v'] = found.ver;
   } else {
     if (tally.updatedAt !== null) conditions.push('(attribute_not_exists(updatedAt) OR updatedAt <= :u)');
@@ -271,6 +355,20 @@ function countUpdate(
     ...(Object.keys(names).length ? { names } : {}),
     values: toItem(values),
   };
+}
+
+/**
+ * An item with the plain clauses of `extra` (`attr = :value` sets, removes) applied, as the update would apply
+ * them: a held header put writes them with the counts.
+ */
+function withClauses(item: Item, extra: TaskWrites['extra']): Item {
+  for (const clause of extra?.sets ?? []) {
+    const m = /^(\w+) = (:\w+)$/.exec(clause);
+    if (!m) throw new Error(`a held header put cannot apply the clause "${clause}"`);
+    item[m[1]!] = extra!.values[m[2]!];
+  }
+  for (const attr of extra?.removes ?? []) delete item[attr];
+  return item;
 }
 
 function setTally(sets: string[], values: Record<string, unknown>, tally: Tally): void {

@@ -7,7 +7,7 @@ import { sameFacts, transitionOf } from '../../domain/task-parts.ts';
 import { fileToItem, headerFromItem, headerToItem, keysOf, recordedValue, tallyOf, type BodyRef } from './items.ts';
 import type { Counting, FileChange, ItemWrites, Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
-import { toItem, type Item, type Key } from './table-client.ts';
+import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 
 /** A start or an end: recorded in the header; a recording end first joins its file's size. */
 export async function applyToHeaderItem(
@@ -52,20 +52,39 @@ export async function applyToHeaderItem(
       if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
       // The end's facts join the header it creates as they would have joined none: `item` stands.
       const created = header ? null : headerToItem(headerKey, applyIdentity(null, cb), emptyTally(), {}, null);
-      if (created && !(await w.putItem(w.headers, created, null, cap))) continue;
+      const createdOver = (base: Item | null) => base ?? created!;
+      const holdCreated = w.holdsHeader(counting, null);
+      if (created && !(await w.putItem(w.headers, created, null, cap, holdCreated, createdOver))) continue;
       header ??= { ...created, ver: 1 };
       const joined = await joinFile(w, fileKey!, fileRead, cb, counting, cap);
       fileChange = joined.change;
       fileJoin = joined;
       fileDone = true;
     }
-    if (await w.putItem(w.headers, item, header, cap)) {
+    // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
+    const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref);
+    if (await w.putItem(w.headers, item, header, cap, w.holdsHeader(counting, header), rebuild)) {
       const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
       // A join found in place may be an earlier delivery's: without marks its change is not known.
       const charge = w.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);
       return { outcome: 'applied', transition, file: fileChange, headerBefore: before, charge };
     }
   }
+}
+
+/**
+ * A start or an end joined into a header and recorded there, counted in the same put: how a held put of it
+ * is joined again into the header as stored (./held-puts.ts). A header already holding its key is left as is.
+ */
+function recordInHeader(headerKey: Key, base: Item | null, cb: Callback, ref: BodyRef): Item {
+  if (base && base.service !== cb.service) throw new ContentionError(`task ${cb.id} is of another service now`);
+  const keys = keysOf(base);
+  if (Object.hasOwn(keys, cb.key)) return base!;
+  const before = base ? headerFromItem(base) : null;
+  const recorded = { ...keys, [cb.key]: recordedValue(cb, ref) };
+  const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(base), cb), recorded, base);
+  if (typeof item.nEvents === 'number') item.nEvents += 1;
+  return item;
 }
 
 /**

@@ -10,6 +10,7 @@ import { fileFromItem, markOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
+import type { HeldPut, HeldPuts } from './held-puts.ts';
 
 export type FileChange = WriteEffect['file'];
 export type HeaderBefore = WriteEffect['headerBefore'];
@@ -33,12 +34,24 @@ export interface Counting {
   absorbed: string | null;
   /** The message was received before: without marks, what it finds in place may be its own, uncounted. */
   redelivered: boolean;
+  /** Its file put may be held for the next write of the file in its batch (sequence numbers only). */
+  hold: boolean;
+  /**
+   * Its header puts may be held for its batch's count to write (sequence numbers, first receive: the count
+   * follows in the same batch; a redelivery reads and checks what is stored instead).
+   */
+  holdHeader: boolean;
 }
 
-export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered'>): Counting => ({
-  ...(d.sequence && d.absorbed ? { seq: d.sequence, absorbed: d.absorbed } : { seq: null, absorbed: null }),
-  redelivered: d.redelivered === true,
-});
+export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 'redelivered' | 'hold'>): Counting => {
+  const sequenced = !!d.sequence && !!d.absorbed;
+  return {
+    ...(sequenced ? { seq: d.sequence!, absorbed: d.absorbed! } : { seq: null, absorbed: null }),
+    redelivered: d.redelivered === true,
+    hold: sequenced && d.hold === true,
+    holdHeader: sequenced && d.redelivered !== true,
+  };
+};
 
 /** Whether marks count this write: a sequence number the header has not absorbed yet. */
 export const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
@@ -57,15 +70,19 @@ export class ItemWrites {
 
   /** Arms a task about to be created (`db` on the item, its DUE entry at the batch's end): ./deadline-arming.ts. */
   readonly arming: NewTaskArming | undefined;
+  /** Puts held for the next write of their item (putItem), shared with the header's count. */
+  readonly held: HeldPuts;
 
   constructor(
     table: TableClient,
     headers: KnownItems,
     files: KnownItems,
+    held: HeldPuts,
     maxAttempts: number,
     inlineKeys: number,
     arming?: NewTaskArming,
   ) {
+    this.held = held;
     this.table = table;
     this.headers = headers;
     this.files = files;
@@ -109,27 +126,86 @@ export class ItemWrites {
     return markAfterWrite(markOf(file), fileState(before), c.seq, c.absorbed, newEvents);
   }
 
-  /** An item read (strongly consistent unless said) and remembered. */
+  /** An item read (strongly consistent unless said) and remembered; a put of it held is written first. */
   async readItem(known: KnownItems, key: Key, cap: Capacity, consistent = true): Promise<Item | null> {
+    await this.writeHeld(key, cap);
     const item = await this.table.get(key, cap, consistent);
     known.remember(key, item);
     return item;
   }
 
-  /** A versioned put over `previous` (null: absent); the item is remembered as written. */
-  async putItem(known: KnownItems, item: Item, previous: Item | null, cap: Capacity): Promise<boolean> {
-    // A task is born armed (./deadline-arming.ts).
+  /**
+   * A versioned put over `previous` (null: absent); the item is remembered as written. `hold`: not sent yet
+   * (./held-puts.ts), for the next put of the item, or `writeHeld`, to write. A put over a held copy that
+   * fails loses what was held: it throws then.
+   */
+  async putItem(
+    known: KnownItems,
+    item: Item,
+    previous: Item | null,
+    cap: Capacity,
+    hold = false,
+    rebuild?: (base: Item | null) => Item,
+  ): Promise<boolean> {
+    // A task is born armed (./deadline-arming.ts); the arm is forgotten if the put finds the task created.
     const creates = previous === null && known === this.headers && this.arming !== undefined;
     if (creates) this.arming!.arm(item);
-    const ok = await this.table.putVersioned(item, previous?.ver, cap);
+    if (hold) return this.held.hold({ known, item, previous, ...(rebuild ? { rebuild } : {}) });
+    const held = this.held.get(item as Key);
+    // A put not built on what is held: the held one goes first, and this one then fails on its version.
+    if (held && previous !== held.copy) await this.writeHeld(item as Key, cap);
+    const carries = held !== undefined && previous === held.copy;
+    if (carries) this.held.take(item as Key);
+    const base = carries ? held.previous : previous;
+    const ok = await this.table.putVersioned(item, base?.ver, cap);
     if (creates && !ok) this.arming!.forget(item);
-    if (ok) known.remember(item as Key, { ...item, ver: (previous?.ver ?? 0) + 1 });
+    if (ok) known.remember(item as Key, { ...item, ver: (base?.ver ?? 0) + 1 });
+    else if (carries) {
+      // What was held is written over the item as stored, when it can be; this put is tried again by its caller.
+      await this.writeOver(held, cap);
+    }
     return ok;
+  }
+
+  /** Writes the put held for an item, if any (see putItem). */
+  async writeHeld(key: Key, cap: Capacity): Promise<void> {
+    const held = this.held.take(key);
+    if (!held) return;
+    if (await this.table.putVersioned(held.item, held.previous?.ver, cap))
+      held.known.remember(key, { ...held.item, ver: (held.previous?.ver ?? 0) + 1 });
+    else await this.writeOver(held, cap);
+  }
+
+  /**
+   * A held put whose item was written by another meanwhile: its callbacks joined again into the item as
+   * stored (HeldPut.rebuild), or, when they cannot be, an error: they are not stored, and their records fail.
+   */
+  private async writeOver(held: HeldPut, cap: Capacity): Promise<void> {
+    const key: Key = { pk: held.item.pk, sk: held.item.sk };
+    held.known.remember(key, null);
+    for (let attempt = 1; held.rebuild && attempt <= this.maxAttempts; attempt++) {
+      const stored = await this.table.get(key, cap);
+      const item = held.rebuild(stored);
+      if (item === stored) return held.known.remember(key, stored);
+      if (await this.table.putVersioned(item, stored?.ver, cap))
+        return held.known.remember(key, { ...item, ver: (stored?.ver ?? 0) + 1 });
+    }
+    throw new ContentionError(`the item ${key.sk} was written by another writer while a put of it was held`);
+  }
+
+  /** Whether a put of the item is held (its copy is then the one to build on). */
+  holds(key: Key): boolean {
+    return this.held.get(key) !== undefined;
   }
 
   serviceMismatch(cb: Callback, header: Item): Quarantine {
     const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
     return { outcome: 'quarantined', reason: 'service_mismatch', detail };
+  }
+
+  /** Whether a header put may be held for the batch's count: one that keeps counts, or a new one. */
+  holdsHeader(c: Counting, header: Item | null): boolean {
+    return c.holdHeader && (header === null || typeof header.nEvents === 'number');
   }
 
   /** Before another attempt: a back-off after a conflict, none after a wrong guess that an item was absent. */

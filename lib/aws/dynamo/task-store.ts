@@ -66,6 +66,18 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.applyUncounted(input);
   }
 
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.writer.knowsHeader(appKey, id);
+  }
+
+  dropHeld(appKey: string, id: string): void {
+    this.writer.dropHeld(appKey, id);
+  }
+
+  writeHeld(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void> {
+    return this.writer.writeHeld(appKey, id, fileName, capacity);
+  }
+
   absorbedSequence(appKey: string, id: string, capacity?: Capacity): Promise<string> {
     return this.writer.absorbedSequence(appKey, id, capacity);
   }

@@ -18,6 +18,7 @@ import { noCapacity as zeroCapacity } from './table-client.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { HeaderCounts } from './header-counts.ts';
+import { HeldPuts } from './held-puts.ts';
 import { headerParts } from './items.ts';
 import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
@@ -74,14 +75,21 @@ export class DynamoTaskWriter implements TaskWriter {
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
     this.headers = headers;
-    this.counts = new HeaderCounts(table, headers);
-    this.writes = new WritePath(table, this.deliveries, headers, {
-      maxAttempts: opts.maxAttempts ?? 16,
-      inlineKeys: opts.inlineKeys ?? 4,
-      knownFiles: opts.knownFiles ?? 5_000,
-      readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
-      arming: this.arms,
-    });
+    const held = new HeldPuts();
+    this.counts = new HeaderCounts(table, headers, held);
+    this.writes = new WritePath(
+      table,
+      this.deliveries,
+      headers,
+      {
+        maxAttempts: opts.maxAttempts ?? 16,
+        inlineKeys: opts.inlineKeys ?? 4,
+        knownFiles: opts.knownFiles ?? 5_000,
+        readAfterWrite: (appKey, id, cap) => readAfterWrite(table, appKey, id, cap),
+        arming: this.arms,
+      },
+      held,
+    );
   }
 
   /** One callback applied and counted into its header at once (outside a batch: tests, recoveries). */
@@ -103,6 +111,18 @@ export class DynamoTaskWriter implements TaskWriter {
 
   applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {
     return this.writes.applyCallback(input);
+  }
+
+  knowsHeader(appKey: string, id: string): boolean {
+    return this.writes.knowsHeader(appKey, id);
+  }
+
+  dropHeld(appKey: string, id: string): void {
+    this.counts.dropHeld(appKey, id);
+  }
+
+  writeHeld(appKey: string, id: string, fileName: string, capacity: Capacity = zeroCapacity()): Promise<void> {
+    return this.writes.writeHeld(appKey, id, fileName, capacity);
   }
 
   absorbedSequence(appKey: string, id: string, capacity: Capacity = zeroCapacity()): Promise<string> {

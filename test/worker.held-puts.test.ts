@@ -1,0 +1,109 @@
+// Puts held within a batch (lib/aws/dynamo/held-puts.ts): the records of one file share one put, a start's or an
+// end's put of the header is the batch's count, and a held header put over a copy that another worker has
+// overtaken since is joined again into the header as stored. The oracle is reduceTask over the callbacks.
+import { readFileSync } from 'node:fs';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { countsOf } from '../lib/aws/dynamo/items.ts';
+import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
+import { TableReader } from '../lib/aws/dynamo/table-client.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { createLogger } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { mustParse } from './support/lifecycles.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+const local = useQuietDynamo();
+const log = createLogger('test');
+const fixture = (name: string) =>
+  JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8')) as Record<string, any>;
+
+let sequence = 10n ** 19n;
+const records = (bodies: object[]) =>
+  bodies.map((b) => sqsRecord('screenshot', JSON.stringify(b), { sequenceNumber: String(++sequence) }));
+
+/** The client, with the puts of each item counted by sort key. */
+function countingPuts(client: DynamoDBClient): { client: DynamoDBClient; puts: Map<string, number> } {
+  const puts = new Map<string, number>();
+  const counted = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+      return (command: { constructor: { name: string }; input: { Key?: any; Item?: any } }) => {
+        const name = command.constructor.name;
+        if (name === 'PutItemCommand' || name === 'UpdateItemCommand') {
+          const sk = String((command.input.Key ?? command.input.Item)?.sk?.S);
+          puts.set(sk, (puts.get(sk) ?? 0) + 1);
+        }
+        return send.call(target, command);
+      };
+    },
+  });
+  return { client: counted, puts };
+}
+
+/** A screenshot task's bodies: its start, `images` uploads (a failed one first for the first image), its end. */
+function task(imageId: string, images: number) {
+  const start: Record<string, any> = { ...fixture('screenshot-1-start'), imageId };
+  const ok = fixture('screenshot-4-upload-ok');
+  const failed = fixture('screenshot-4-upload-failed');
+  const image = (i: number, body: Record<string, any>, at: number) => ({
+    ...body,
+    imageId,
+    timestamp: start.timestamp + at,
+    output: { ...body.output, fileName: `${imageId}-${i}.jpg` },
+  });
+  const uploads = Array.from({ length: images }, (_, i) => image(i, ok, 10_000 * (i + 1)));
+  const retried = image(0, failed, 5_000);
+  const end = { ...fixture('screenshot-3-end'), imageId, timestamp: start.timestamp + 10_000 * (images + 1) };
+  return { start, retried, uploads, end };
+}
+
+async function expectTask(id: string, bodies: object[]) {
+  const expected = reduceTask(bodies.map((b) => mustParse('screenshot', b)));
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  expect(await store.getTask(id)).toEqual(expected);
+  const header = (await new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now).findHeader(
+    id,
+  ))!;
+  expect(countsOf(header)).toEqual({
+    files: expected!.files.length,
+    pending: expected!.files.filter((f) => f.upload === 'pending').length,
+    uploaded: expected!.files.filter((f) => f.upload === 'uploaded').length,
+    failed: expected!.files.filter((f) => f.upload === 'failed').length,
+    events: expected!.eventCount,
+  });
+}
+
+test('the records of one file in a batch put it once, and the start is written by the count', async () => {
+  const t = task('held-once', 2);
+  const bodies = [t.start, t.retried, t.uploads[0]!, t.uploads[1]!];
+  const { client, puts } = countingPuts(local.db.client);
+  const store = new DynamoTaskStore({ client, tableName: local.db.tableName });
+  const res = await processBatch(sqsEvent(records(bodies)), { store, log, concurrency: 3 });
+  expect(res.batchItemFailures).toEqual([]);
+  expect(res.outcomes).toEqual(['applied', 'applied', 'applied', 'applied']);
+  const of = (part: string) => [...puts.entries()].filter(([sk]) => sk.includes(part)).map(([, n]) => n);
+  // The failed upload and its retry: one put of the image; the start and the count: one write of the header.
+  expect(of('held-once-0.jpg')).toEqual([1]);
+  expect(of('held-once-1.jpg')).toEqual([1]);
+  expect(of('H#')).toEqual([1]);
+  await expectTask('held-once', bodies);
+});
+
+test('an end held over a header another worker has written since is joined into the header as stored', async () => {
+  const t = task('held-stale', 3);
+  const a = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const b = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  // Worker a meets the task, b applies its next batch, then a (its copy of the header now stale) the last.
+  for (const [store, bodies] of [
+    [a, [t.start, t.uploads[0]!]],
+    [b, [t.uploads[1]!]],
+    [a, [t.uploads[2]!, t.end]],
+  ] as const) {
+    const res = await processBatch(sqsEvent(records([...bodies])), { store, log, concurrency: 2 });
+    expect(res.batchItemFailures).toEqual([]);
+  }
+  await expectTask('held-stale', [t.start, ...t.uploads, t.end]);
+});
