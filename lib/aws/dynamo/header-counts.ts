@@ -20,6 +20,7 @@ import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, typ
 import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
+import { changeHourUpdate, ListingHours } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 
@@ -42,10 +43,12 @@ export interface TaskWrites {
 export class HeaderCounts {
   private readonly table: TableClient;
   private readonly headers: KnownItems;
+  private readonly hours: ListingHours;
 
-  constructor(table: TableClient, headers: KnownItems) {
+  constructor(table: TableClient, headers: KnownItems, now: () => number = Date.now) {
     this.table = table;
     this.headers = headers;
+    this.hours = new ListingHours(table, now);
   }
 
   /** The last sequence number a task's header absorbed (NONE_ABSORBED for none, or no header): one read. */
@@ -68,12 +71,16 @@ export class HeaderCounts {
     // First as if the batch's tally were the newest (callbacks mostly come in time order); else once more
     // joined with the header as found, on condition of its version.
     let found: Item | null = null;
+    // Listings by time of change (`CHG`): the entry of this hour first, then the update records it.
+    const hour = w.callbacks.length ? await this.hours.changeHour(w.appKey, w.id, this.headers.get(key), cap) : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, hour), cap);
       if (res.ok) {
-        this.headers.remember(key, res.item);
-        return this.markDone(key, res.item, w.files, cap);
+        const done = await this.markDone(key, res.item, w.files, cap);
+        const ended = await this.hours.recordEnd(key, w.appKey, w.id, done, cap);
+        this.headers.remember(key, ended);
+        return ended;
       }
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -222,9 +229,16 @@ function completionTime(parts: TaskParts): number | null {
 }
 
 /** The update of one batch: `found`, the header as found when the first attempt's condition failed. */
-function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null) {
+function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null, hour: number | null) {
   const values: Record<string, unknown> = { ':one': 1 };
   const sets = ['ver = ver + :one'];
+  const names: Record<string, string> = {};
+  if (hour !== null) {
+    const h = changeHourUpdate(hour);
+    sets.push(h.set);
+    Object.assign(names, h.names);
+    Object.assign(values, h.values);
+  }
   if (!isZero(change)) {
     for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
       if (change[k] === 0) continue;
@@ -239,7 +253,6 @@ function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found
     conditions.push('(attribute_not_exists(seq) OR seq < :s)');
   }
   setTally(sets, values, tally);
-  const names: Record<string, string> = {};
   if (found) {
     conditions.push('ver = :v');
     values[':v'] = found.ver;

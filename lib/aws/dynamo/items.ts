@@ -3,6 +3,7 @@
 // fields are left out of items: every byte of an item is paid at each write.
 import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
+import { noTaskTime, type TaskTime } from '../../domain/deadlines.ts';
 import type { DeliveredCallback, StoredEvent } from '../../domain/task-store.ts';
 import { sortTimeOf, type TaskParts } from '../../domain/task-parts.ts';
 import type { FileMark, TaskCounts } from '../../domain/task-counts.ts';
@@ -173,9 +174,45 @@ export const COUNT_ATTRS: Record<keyof TaskCounts, string> = {
   events: 'nEvents',
 };
 
+/**
+ * The header's facts of time (docs/task-store.md: Deadlines, Time bucket entries), under their short names:
+ * written by the count update, the sweeper and a recount only, carried over by every put of the header.
+ */
+export const TIME_ATTRS = {
+  changedAt: 'ca',
+  stalledSince: 'st',
+  settledAt: 'sa',
+  lost: 'nLost',
+  earliestPurge: 'fp',
+  armed: 'db',
+  lease: 'sl',
+  /** The hour bucket of the task's latest `CHG` entry (listings by time of change). */
+  changeHour: 'uh',
+  /** The hour bucket of the task's `END` entry (listings by time of end). */
+  endHour: 'eh',
+} as const;
+
+/** A file item's marks of the facts of time: when it was warned about, and its purgeAt once lost. */
+export const FILE_MARK_ATTRS = { warnedAt: 'pw', lostAt: 'lo' } as const;
+
+/** The facts of time a header keeps; none for a header that keeps none. */
+export function timeOf(header: Item): TaskTime {
+  const n = (attr: string): number | null => (typeof header[attr] === 'number' ? header[attr] : null);
+  return {
+    ...noTaskTime(),
+    changedAt: n(TIME_ATTRS.changedAt),
+    stalledSince: n(TIME_ATTRS.stalledSince),
+    settledAt: n(TIME_ATTRS.settledAt),
+    lost: n(TIME_ATTRS.lost) ?? 0,
+    earliestPurge: n(TIME_ATTRS.earliestPurge),
+    armed: n(TIME_ATTRS.armed),
+  };
+}
+
 function countersOf(previous: Item | null): Item {
   const out: Item = {};
   for (const attr of Object.values(COUNT_ATTRS)) out[attr] = previous ? (previous[attr] ?? 0) : 0;
+  for (const attr of Object.values(TIME_ATTRS)) if (previous?.[attr] !== undefined) out[attr] = previous[attr];
   if (previous?.seq !== undefined) out.seq = previous.seq;
   if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
   if (!previous || previous[EVENTS_INDEXED] === 1) out[EVENTS_INDEXED] = 1;
@@ -204,6 +241,7 @@ export function headerParts(header: Item): TaskParts | null {
     counts,
     completedAt: header.doneAt ?? null,
     version: header.ver ?? 0,
+    time: timeOf(header),
   };
 }
 
@@ -276,10 +314,15 @@ export function fileToItem(
   keys: Record<string, string>,
   mark: FileMark | null,
 ): Item {
-  const { attempts: _counted, fileName: _inSk, ...facts } = f;
+  const { attempts: _counted, fileName: _inSk, warnedAt, lostAt, ...facts } = f;
   return {
     ...key,
-    ...compact({ ...facts, upload: f.upload ? compact(f.upload) : null }),
+    ...compact({
+      ...facts,
+      upload: f.upload ? compact(f.upload) : null,
+      [FILE_MARK_ATTRS.warnedAt]: warnedAt,
+      [FILE_MARK_ATTRS.lostAt]: lostAt,
+    }),
     lastError: tally.lastError ?? undefined,
     updatedAt: tally.updatedAt ?? undefined,
     keys,
@@ -319,6 +362,8 @@ export function fileFromItem(item: Item): FileRecord {
     upload,
     firstFailureAt: item.firstFailureAt ?? null,
     attempts: 0,
+    ...(typeof item[FILE_MARK_ATTRS.warnedAt] === 'number' ? { warnedAt: item[FILE_MARK_ATTRS.warnedAt] } : {}),
+    ...(typeof item[FILE_MARK_ATTRS.lostAt] === 'number' ? { lostAt: item[FILE_MARK_ATTRS.lostAt] } : {}),
   };
 }
 

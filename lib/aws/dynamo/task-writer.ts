@@ -56,7 +56,7 @@ export class DynamoTaskWriter implements TaskWriter {
     const table = new TableClient(opts.client, opts.tableName);
     this.deliveries = new Deliveries(table, this.settings.rawEventTtlDays, opts.now ?? Date.now);
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
-    this.counts = new HeaderCounts(table, headers);
+    this.counts = new HeaderCounts(table, headers, opts.now ?? Date.now);
     this.writes = new WritePath(table, this.deliveries, headers, {
       maxAttempts: opts.maxAttempts ?? 16,
       inlineKeys: opts.inlineKeys ?? 4,

@@ -1,0 +1,57 @@
+// The hour buckets that list tasks by time of change and of end (`CHG`, `END`: docs/task-store.md, Time bucket
+// entries), kept by the count update. A task's `CHG` entry is written before the update that records its hour
+// in `uh`, only when the header as last known is in another hour: at most one entry per task and hour (and one
+// more after a worker starts cold). Its `END` entry is written once its `endedAt` is known, or when its hour
+// moves, and `eh` recorded after it: so a header's `uh` and `eh` always name a bucket that holds its entry.
+import type { Capacity } from '../../domain/task-store.ts';
+import { TIME_ATTRS } from './items.ts';
+import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
+import { bucketStart, writeBucketEntry } from './time-buckets.ts';
+
+export class ListingHours {
+  private readonly table: TableClient;
+  private readonly now: () => number;
+
+  constructor(table: TableClient, now: () => number) {
+    this.table = table;
+    this.now = now;
+  }
+
+  /**
+   * Before a count update that applies callbacks: the hour of this change, its `CHG` entry written unless the
+   * header as known (`known`, possibly stale: an hour it names has its entry all the same) is already in it.
+   * The update sets `uh` to the hour returned.
+   */
+  async changeHour(appKey: string, id: string, known: Item | undefined, cap: Capacity): Promise<number> {
+    const hour = bucketStart('CHG', this.now());
+    if (known?.[TIME_ATTRS.changeHour] !== hour)
+      await writeBucketEntry(this.table, 'CHG', hour, [{ appKey, id }], '', cap);
+    return hour;
+  }
+
+  /** After a count update: the `END` entry and `eh` when the task's end is in another hour than `eh` says. */
+  async recordEnd(key: Key, appKey: string, id: string, header: Item, cap: Capacity): Promise<Item> {
+    const endedAt = header.endedAt;
+    if (typeof endedAt !== 'number') return header;
+    const hour = bucketStart('END', endedAt);
+    if (header[TIME_ATTRS.endHour] === hour) return header;
+    await writeBucketEntry(this.table, 'END', hour, [{ appKey, id }], '', cap);
+    const res = await this.table.update(
+      key,
+      {
+        update: 'SET #eh = :h, ver = ver + :one',
+        // A header whose end moved in between is recorded by the batch that moved it.
+        condition: 'endedAt = :e',
+        names: { '#eh': TIME_ATTRS.endHour },
+        values: toItem({ ':h': hour, ':e': endedAt, ':one': 1 }),
+      },
+      cap,
+    );
+    return res.ok ? res.item : header;
+  }
+}
+
+/** The part of a count update that records the hour of the change. */
+export function changeHourUpdate(hour: number): { set: string; names: Record<string, string>; values: Item } {
+  return { set: '#uh = :uh', names: { '#uh': TIME_ATTRS.changeHour }, values: { ':uh': hour } };
+}
