@@ -77,10 +77,13 @@ beforeAll(async () => {
   const gone = (await store.getTask('gone', 'app-t'))!;
   const purgeAt = gone.files[0]!.purgeAt!;
   await setAttrs(header('gone'), { [TIME_ATTRS.lost]: 1 });
-  await setAttrs({ pk: Keys.taskPk('gone'), sk: Keys.fileSk('app-t', gone.files[0]!.fileName) }, {
-    [FILE_MARK_ATTRS.lostAt]: purgeAt,
-    [FILE_MARK_ATTRS.warnedAt]: purgeAt - 2 * HOUR,
-  });
+  await setAttrs(
+    { pk: Keys.taskPk('gone'), sk: Keys.fileSk('app-t', gone.files[0]!.fileName) },
+    {
+      [FILE_MARK_ATTRS.lostAt]: purgeAt,
+      [FILE_MARK_ATTRS.warnedAt]: purgeAt - 2 * HOUR,
+    },
+  );
   await setAttrs(header('stuck'), { [TIME_ATTRS.stalledSince]: H0 + 60_000 + 6 * HOUR });
   await setAttrs(header('soon'), { nFailed: 1, [TIME_ATTRS.earliestPurge]: clock + 3 * HOUR });
 }, 60_000);
