@@ -543,7 +543,7 @@ describe('tasks list', () => {
     const started = shanghai.stdout
       .split('\n')
       .slice(1, 4)
-      .map((l) => l.split(/\s{2,}/)[5]);
+      .map((l) => l.split(/\s{2,}/)[6]);
     expect(started).toEqual([
       '2025-11-22T16:01:00+08:00',
       '2025-11-22T16:00:00.500+08:00',

@@ -341,11 +341,17 @@ function uploadState(f: FileView, c: Colors): string {
  */
 export function purgeNote(f: FileView, now: number): string {
   if (f.purgeAt === null) return '';
-  if (f.upload === 'lost') return `; deleted by the platform at ${isoTime(f.purgeAt)} (lost)`;
+  return `; ${f.upload === 'lost' ? 'deleted' : 'purged'} by the platform at ${purgeTime(f, now)}`;
+}
+
+/** When the platform deletes a failed file: with the countdown, or `(lost)` once it has. */
+function purgeTime(f: FileView, now: number): string {
+  if (f.purgeAt === null) return '-';
+  if (f.upload === 'lost') return `${isoTime(f.purgeAt)} (lost)`;
   const left = f.purgeAt - now;
-  if (left <= 0) return `; purged by the platform at ${timeWithRelative(f.purgeAt, now)}`;
+  if (left <= 0) return timeWithRelative(f.purgeAt, now);
   const late = left < STORAGE_CHANGE_DELAY_MS ? ', sooner than a storage change applies' : '';
-  return `; purged by the platform at ${isoTime(f.purgeAt)} (in ${durationText(left)}${late})`;
+  return `${isoTime(f.purgeAt)} (in ${durationText(left)}${late})`;
 }
 
 /** A duration in its two largest units: `45 s`, `12 min`, `3 h 05 min`, `2 d 4 h`. */
@@ -391,7 +397,7 @@ function renderFilesWide(files: FileView[], c: Colors, now: number): string {
       String(f.attempts),
       f.url ?? '-',
       isFailed(f) ? (f.message ?? '-') : '-',
-      f.purgeAt === null ? '-' : c.yellow(purgeNote(f, now).slice(2)),
+      f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
     ]),
     c,
   );
