@@ -23,7 +23,7 @@ import {
 import { recordingFileName, screenshotFileName } from '../platform/file-names.ts';
 import { knownMode } from '../platform/modes.ts';
 import type { Service } from '../domain/services.ts';
-import type { Random } from './random.ts';
+import { chanceIfGiven, type Random } from './random.ts';
 
 /** Faults that shape a task's own lifecycle (the delivery faults are the run's). */
 export interface TaskFaults {
@@ -41,9 +41,6 @@ export interface TaskFaults {
   /** Probability that a task stops mid-way: no callback after a moment drawn within it, and no end. */
   stall?: number;
 }
-
-/** Draws a probability only when it is given: runs without it keep the draws (and plans) they had. */
-const drawn = (rng: Random, p: number | undefined): boolean => (p ?? 0) > 0 && rng.chance(p!);
 
 /**
  * The platform retries a held file every 10 s for 24 h, 8,640 attempts. Reporting each would swamp a
@@ -82,8 +79,6 @@ export interface TaskPlan {
   events: PlannedEvent[];
   /** Start time (relative) of each file: the timestamp part of its name. */
   fileStarts: number[];
-  /** The task stops mid-way (`stall`): no end, nothing after a moment within it. */
-  stalled?: boolean;
   recording?: {
     mode: number;
     streamTag: string;
@@ -158,7 +153,7 @@ function uploadChain(first: number, outage: Outage | null): { at: number; ok: bo
 function planOutage(rng: Random, firstAttempts: number[], opts: TaskFaults): Outage | null {
   if (firstAttempts.length === 0) return null;
   // Lost for good: an outage from before the first attempt that outlasts the hold.
-  if (drawn(rng, opts.lose)) return { start: Math.min(...firstAttempts) - 1, end: Infinity };
+  if (chanceIfGiven(rng, opts.lose)) return { start: Math.min(...firstAttempts) - 1, end: Infinity };
   if (!rng.chance(opts.outage ?? 0)) return null;
   const start = rng.pick(firstAttempts) - rng.int(0, 5 * SECOND);
   const end = rng.chance(opts.giveUp ?? 0) ? Infinity : start + rng.int(15 * SECOND, 2 * MINUTE);
@@ -318,15 +313,11 @@ export function planScreenshot(rng: Random, index: number, session: Session, opt
   return plan;
 }
 
-/**
- * A task that stops mid-way (`stall`): its callbacks after a moment drawn within its run are never sent, its end
- * neither, so it is left without an end and without news: stalled once its stall time has passed.
- */
+/** A task that stops mid-way (`stall`): nothing after a moment drawn within its run, and no end. */
 function planStall(rng: Random, plan: TaskPlan, durationMs: number, opts: TaskFaults): void {
-  if (!drawn(rng, opts.stall)) return;
+  if (!chanceIfGiven(rng, opts.stall)) return;
   const cut = rng.int(1, Math.max(1, durationMs - 1));
   plan.events = plan.events.filter((ev) => ev.type === 1 || (ev.type !== 3 && ev.rel < cut));
-  plan.stalled = true;
 }
 
 export function makeSessions(rng: Random, count: number): Session[] {

@@ -29,9 +29,9 @@ export const DEFAULT_CLOCK_SETTINGS: Omit<ClockExpectation, 'nowMs'> = {
 };
 
 /** Whether a fact whose moment is `at` must be held (`held`), must not be (`not`), or may be either. */
-export type Certainty = 'held' | 'not' | 'either';
+type Certainty = 'held' | 'not' | 'either';
 
-export function certaintyOf(at: number, c: ClockExpectation): Certainty {
+function certaintyOf(at: number, c: ClockExpectation): Certainty {
   if (at > c.nowMs) return 'not';
   return at <= c.nowMs - c.lagMs ? 'held' : 'either';
 }
@@ -45,7 +45,7 @@ function intervalMs(task: Task): number | null {
 }
 
 /** When the task stalls, if it can: its latest callback + 3 × its interval (at least 15 min; 6 h unknown). */
-export function stallMomentOf(task: Task, c: ClockExpectation): number | null {
+function stallMomentOf(task: Task, c: ClockExpectation): number | null {
   if (task.endedAt !== null || task.status === 'failed' || task.updatedAt === null) return null;
   const interval = intervalMs(task);
   const stall = interval === null ? c.stallUnknownMs : Math.max(c.stallMinMs, c.stallFactor * interval);

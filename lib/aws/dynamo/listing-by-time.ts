@@ -18,14 +18,21 @@ import { headerParts, TIME_ATTRS } from './items.ts';
 import { checkResumedFilters, filtersOf, headerMatches, matches, timeFiltersOf } from './listing-filters.ts';
 import type { ListingContext } from './listing.ts';
 import { noCapacity } from './table-client.ts';
-import { BUCKET_KINDS, bucketStart, readBucketPage, tasksOfEntry, type BucketKind } from './time-buckets.ts';
+import {
+  BUCKET_KINDS,
+  bucketStart,
+  hourNumber,
+  readBucketPage,
+  tasksOfEntry,
+  type BucketKind,
+} from './time-buckets.ts';
 import { Keys } from './table.ts';
 
 /**
  * How far before the time asked a change may have been received: the platform's clock and the receiver's
  * differ by a few seconds, and a `CHG` bucket is the receiver's hour of the change.
  */
-export const CHANGE_REORDER_MS = 5 * 60_000;
+const CHANGE_REORDER_MS = 5 * 60_000;
 /** An end is platform time, which may run ahead of the receiver's: `END` buckets are read this far ahead. */
 const END_AHEAD_MS = 3_600_000;
 /** Without `until`, the sort-time window reaches this far ahead of now. */
@@ -120,7 +127,7 @@ export async function listByTimePage(
         const header = headers[h++];
         examined += 1;
         // Listed at the bucket its header names only: once, however many hours hold an entry of it.
-        if (!header || header[hourAttr] !== bucket || !headerMatches(header, q)) continue;
+        if (!header || header[hourAttr] !== hourNumber(bucket) || !headerMatches(header, q)) continue;
         const parts = headerParts(header);
         if (!parts || parts.eventCount === 0) continue;
         const summary = toSummary(parts);

@@ -6,7 +6,7 @@
 import type { Capacity } from '../../domain/task-store.ts';
 import { TIME_ATTRS } from './items.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
-import { bucketStart, writeBucketEntry } from './time-buckets.ts';
+import { bucketStart, hourNumber, writeBucketEntry } from './time-buckets.ts';
 
 export class ListingHours {
   private readonly table: TableClient;
@@ -24,7 +24,7 @@ export class ListingHours {
    */
   async changeHour(appKey: string, id: string, known: Item | undefined, cap: Capacity): Promise<number> {
     const hour = bucketStart('CHG', this.now());
-    if (known?.[TIME_ATTRS.changeHour] !== hour)
+    if (known?.[TIME_ATTRS.changeHour] !== hourNumber(hour))
       await writeBucketEntry(this.table, 'CHG', hour, [{ appKey, id }], '', cap);
     return hour;
   }
@@ -34,7 +34,7 @@ export class ListingHours {
     const endedAt = header.endedAt;
     if (typeof endedAt !== 'number') return header;
     const hour = bucketStart('END', endedAt);
-    if (header[TIME_ATTRS.endHour] === hour) return header;
+    if (header[TIME_ATTRS.endHour] === hourNumber(hour)) return header;
     await writeBucketEntry(this.table, 'END', hour, [{ appKey, id }], '', cap);
     const res = await this.table.update(
       key,
@@ -43,7 +43,7 @@ export class ListingHours {
         // A header whose end moved in between is recorded by the batch that moved it.
         condition: 'endedAt = :e',
         names: { '#eh': TIME_ATTRS.endHour },
-        values: toItem({ ':h': hour, ':e': endedAt, ':one': 1 }),
+        values: toItem({ ':h': hourNumber(hour), ':e': endedAt, ':one': 1 }),
       },
       cap,
     );
@@ -53,5 +53,5 @@ export class ListingHours {
 
 /** The part of a count update that records the hour of the change. */
 export function changeHourUpdate(hour: number): { set: string; names: Record<string, string>; values: Item } {
-  return { set: '#uh = :uh', names: { '#uh': TIME_ATTRS.changeHour }, values: { ':uh': hour } };
+  return { set: '#uh = :uh', names: { '#uh': TIME_ATTRS.changeHour }, values: { ':uh': hourNumber(hour) } };
 }

@@ -19,18 +19,24 @@ export type BucketKind = keyof typeof BUCKET_KINDS;
 /** An entry outlives its bucket by this much before TTL may remove it. */
 const ENTRY_TTL_MS = 2 * 86_400_000;
 /** Tasks one shared (`~`) entry names at most. */
-export const TASKS_PER_SHARED_ENTRY = 25;
+const TASKS_PER_SHARED_ENTRY = 25;
 
 /** The start of the bucket of `kind` that `ms` falls in. */
 export const bucketStart = (kind: BucketKind, ms: number): number =>
   Math.floor(ms / BUCKET_KINDS[kind].width) * BUCKET_KINDS[kind].width;
+
+/**
+ * An hour bucket as a header keeps it in `uh` and `eh`: its number of hours since the epoch (6 digits, where its
+ * start in ms takes 13), for the header's bytes are paid at every write of it.
+ */
+export const hourNumber = (bucket: number): number => Math.floor(bucket / HOUR_MS);
 
 /** `<kind>#YYYY-MM-DDTHH:MM` (UTC) of a bucket's start. */
 export const bucketPk = (kind: BucketKind, bucket: number): string =>
   `${kind}#${new Date(bucket).toISOString().slice(0, 16)}`;
 
 /** The sort key of an entry that names one task. */
-export const entrySk = (appKey: string, id: string): string => `${scopeOf(appKey)}#${id}`;
+const entrySk = (appKey: string, id: string): string => `${scopeOf(appKey)}#${id}`;
 
 /** A task an entry names, and the bucket it is in. */
 export interface BucketEntry {
