@@ -55,9 +55,11 @@ export function isByTimeCursor(cursor: string | undefined): boolean {
 
 const kindOf = (q: ResolvedQuery): BucketKind => (q.es !== undefined ? 'END' : 'CHG');
 
-/** The oldest bucket a listing reads. */
-function firstBucket(q: ResolvedQuery): number {
-  return q.es !== undefined ? bucketStart('END', q.es) : bucketStart('CHG', Math.max(0, q.us! - CHANGE_REORDER_MS));
+/** The oldest bucket a listing reads: the hour asked, no older than entries are kept (TTL). */
+function firstBucket(q: ResolvedQuery, now: number): number {
+  const kind = kindOf(q);
+  const asked = q.es !== undefined ? q.es : q.us! - CHANGE_REORDER_MS;
+  return bucketStart(kind, Math.max(0, asked, now - BUCKET_KINDS[kind].ttlMs));
 }
 
 function resolve(query: TaskQuery, now: number): { q: ResolvedQuery; bucket: number } {
@@ -103,7 +105,7 @@ export async function listByTimePage(
   }
   const kind = kindOf(q);
   const hourAttr = kind === 'END' ? TIME_ATTRS.endHour : TIME_ATTRS.changeHour;
-  const oldest = firstBucket(q);
+  const oldest = firstBucket(q, ctx.now);
   const width = BUCKET_KINDS[kind].width;
   const limit = Math.max(1, page.limit);
   const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;

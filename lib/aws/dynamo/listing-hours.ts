@@ -4,9 +4,10 @@
 // more after a worker starts cold). Its `END` entry is written once its `endedAt` is known, or when its hour
 // moves, and `eh` recorded after it: so a header's `uh` and `eh` always name a bucket that holds its entry.
 import type { Capacity } from '../../domain/task-store.ts';
-import { TIME_ATTRS } from './items.ts';
+import { appKeyOf, TIME_ATTRS } from './items.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
-import { bucketStart, hourNumber, writeBucketEntry } from './time-buckets.ts';
+import { Keys } from './table.ts';
+import { BUCKET_KINDS, bucketStart, hourNumber, writeBucketEntry, type BucketKind } from './time-buckets.ts';
 
 export class ListingHours {
   private readonly table: TableClient;
@@ -49,6 +50,60 @@ export class ListingHours {
     );
     return res.ok ? res.item : header;
   }
+}
+
+/** The hour entries a header lacks, by kind: those of its times within the entries' horizon. */
+function missingHours(header: Item, now: number): [BucketKind, string, number][] {
+  const out: [BucketKind, string, number][] = [];
+  for (const [kind, attr, at] of [
+    ['CHG', TIME_ATTRS.changeHour, header.updatedAt],
+    ['END', TIME_ATTRS.endHour, header.endedAt],
+  ] as const) {
+    if (typeof at === 'number' && header[attr] === undefined && at >= now - BUCKET_KINDS[kind].ttlMs)
+      out.push([kind, attr, at]);
+  }
+  return out;
+}
+
+/** Whether a header lacks an entry of the listings by time (one written before them). */
+export const lacksListingEntries = (header: Item, now: number): boolean => missingHours(header, now).length > 0;
+
+/**
+ * For a header written before these entries (`callbacks migrate`): a `CHG` entry at the hour of its `updatedAt`
+ * and an `END` entry at the hour of its `endedAt`, those it lacks, within the entries' horizon; then `uh` and
+ * `eh` set where a worker has not set them since. True when it wrote anything.
+ */
+export async function giveListingEntries(
+  table: TableClient,
+  header: Item,
+  now: number,
+  cap: Capacity,
+): Promise<boolean> {
+  const { appKey, id } = { appKey: appKeyOf(header), id: header.pk.slice(Keys.taskPk('').length) };
+  const sets: string[] = [];
+  const conditions: string[] = [];
+  const values: Item = {};
+  const names: Record<string, string> = {};
+  for (const [kind, attr, at] of missingHours(header, now)) {
+    const hour = bucketStart(kind, at);
+    await writeBucketEntry(table, kind, hour, [{ appKey, id }], '', cap);
+    sets.push(`#${attr} = :${attr}`);
+    conditions.push(`attribute_not_exists(#${attr})`);
+    names[`#${attr}`] = attr;
+    values[`:${attr}`] = hourNumber(hour);
+  }
+  if (sets.length === 0) return false;
+  const res = await table.update(
+    { pk: header.pk, sk: header.sk },
+    {
+      update: `SET ${sets.join(', ')}, ver = ver + :one`,
+      condition: `attribute_exists(ver) AND ${conditions.join(' AND ')}`,
+      names,
+      values: toItem({ ...values, ':one': 1 }),
+    },
+    cap,
+  );
+  return res.ok;
 }
 
 /** The part of a count update that records the hour of the change. */

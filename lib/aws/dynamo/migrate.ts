@@ -58,6 +58,7 @@ import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item,
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
 import { indexEvents, setIfPresent } from './index-events.ts';
+import { giveListingEntries, lacksListingEntries } from './listing-hours.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -74,6 +75,8 @@ export interface MigrationResult {
   counted: number;
   /** Tasks of this layout whose raw bodies were keyed in the byTaskTime index (`tasks events` by time). */
   indexed: number;
+  /** Headers given their entries of the listings by time of change and of end. */
+  listed: number;
   failed: { taskId: string; error: string }[];
 }
 
@@ -100,6 +103,8 @@ export interface MigrationWork {
   uncounted: Key[];
   /** Headers of this layout whose raw bodies are not all keyed in the byTaskTime index. */
   unindexed: Key[];
+  /** Headers of this layout without their entries of the listings by time (`uh`, `eh`), as read. */
+  unlisted: Item[];
 }
 
 interface RekeyedHeader {
@@ -111,7 +116,7 @@ interface RekeyedHeader {
 
 /** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
 export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
-  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [] };
+  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [], unlisted: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
@@ -123,7 +128,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression: `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}`,
+        ProjectionExpression: `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, uh, eh`,
         ExclusiveStartKey: start,
       }),
     );
@@ -135,6 +140,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
       }
       if (item.nEvents === undefined) work.uncounted.push({ pk: item.pk, sk: item.sk });
       if (item[EVENTS_INDEXED] !== 1) work.unindexed.push({ pk: item.pk, sk: item.sk });
+      if (lacksListingEntries(item, Date.now())) work.unlisted.push(item);
       const held = { g1pk: item.g1pk, g2pk: item.g2pk };
       const wanted = identityIndexKeys({
         appKey: appKeyOf(item),
@@ -189,9 +195,11 @@ async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean
   }
 }
 
+const NOTHING_DONE = { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, listed: 0 };
+
 /** A migration that found nothing to do. */
 export function noMigration(): MigrationResult {
-  return { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, failed: [] };
+  return { ...NOTHING_DONE, failed: [] };
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
@@ -199,7 +207,8 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   const { legacy: pks, rekey: headers, uncounted } = found;
   const result: MigrationResult = { ...noMigration(), tasks: pks.length };
   const table = new TableClient(opts.client, opts.tableName);
-  const counts = new HeaderCounts(table, new KnownItems(0));
+  // Headers remembered: the hour of a change is recorded in a task's header once, not at each of its callbacks.
+  const counts = new HeaderCounts(table, new KnownItems(1000));
   const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), new KnownItems(0), {
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
@@ -240,6 +249,14 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
       result.indexed += 1;
     } catch (err) {
       result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: describe(err) });
+    }
+  }
+  // Entries of the listings by time, for headers written before them (one a worker wrote since has its own).
+  for (const header of found.unlisted) {
+    try {
+      if (opts.dryRun || (await giveListingEntries(table, header, Date.now(), noCapacity()))) result.listed += 1;
+    } catch (err) {
+      result.failed.push({ taskId: header.pk.slice(Keys.taskPk('').length), error: describe(err) });
     }
   }
   // After the tasks brought over, whose new headers were written with the right keys already.
@@ -329,8 +346,10 @@ async function migrateTask(
   // Every header the task's callbacks went to counts them, before the old items go (a run stopped here
   // is run again whole).
   const id = pk.slice(Keys.taskPk('').length);
-  for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)]))
-    await counts.recount(key, id, null, noCapacity());
+  for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)])) {
+    const header = await counts.recount(key, id, null, noCapacity());
+    if (header) await giveListingEntries(table, header, Date.now(), noCapacity());
+  }
 
   for (const item of [...oldFiles, old]) {
     await table.client.send(

@@ -5,19 +5,21 @@
 import { DUE_BUCKET_MS } from '../../domain/deadlines.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { noCapacity, type Item, type TableClient, type TableReader } from './table-client.ts';
-import { readScope, scopeOf } from './table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, readScope, scopeOf } from './table.ts';
 
 const HOUR_MS = 3_600_000;
 
+/**
+ * Each kind's bucket width, and how long an entry outlives its bucket before TTL may remove it: a `DUE` entry is
+ * read within minutes; `CHG` and `END` entries serve listings by time as far back as raw callbacks are kept.
+ */
 export const BUCKET_KINDS = {
-  DUE: { width: DUE_BUCKET_MS },
-  CHG: { width: HOUR_MS },
-  END: { width: HOUR_MS },
+  DUE: { width: DUE_BUCKET_MS, ttlMs: 2 * 86_400_000 },
+  CHG: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
+  END: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
 } as const;
 export type BucketKind = keyof typeof BUCKET_KINDS;
 
-/** An entry outlives its bucket by this much before TTL may remove it. */
-const ENTRY_TTL_MS = 2 * 86_400_000;
 /** Tasks one shared (`~`) entry names at most. */
 const TASKS_PER_SHARED_ENTRY = 25;
 
@@ -74,7 +76,7 @@ export async function writeBucketEntry(
   if (tasks.length === 0) return;
   if (tasks.length > TASKS_PER_SHARED_ENTRY)
     throw new Error(`one entry names at most ${TASKS_PER_SHARED_ENTRY} tasks, not ${tasks.length}`);
-  const expiresAt = Math.floor((bucket + BUCKET_KINDS[kind].width + ENTRY_TTL_MS) / 1000);
+  const expiresAt = Math.floor((bucket + BUCKET_KINDS[kind].width + BUCKET_KINDS[kind].ttlMs) / 1000);
   const pk = bucketPk(kind, bucket);
   const item: Item =
     tasks.length === 1
