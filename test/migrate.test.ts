@@ -327,7 +327,7 @@ test('room and session index keys without the appKey: listings miss the task unt
   await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
 });
 
-test('headers written before the listings by time of change and end: listed once migrate gives them entries', async () => {
+test('headers written before the listings by time: listed once migrate gives them their entries', async () => {
   const tableName = await legacyTable(() => true);
   const store = new DynamoTaskStore({ client: local.db.client, tableName });
   const at = Date.now() - 3 * 3_600_000;

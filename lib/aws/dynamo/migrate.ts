@@ -51,6 +51,7 @@ import {
   headerToItem,
   markOf,
   identityIndexKeys,
+  TIME_ATTRS,
   keysOf,
   tallyOf,
 } from './items.ts';
@@ -128,7 +129,9 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression: `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, uh, eh`,
+        ProjectionExpression:
+          `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, ` +
+          `${TIME_ATTRS.changeHour}, ${TIME_ATTRS.endHour}`,
         ExclusiveStartKey: start,
       }),
     );
@@ -207,8 +210,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   const { legacy: pks, rekey: headers, uncounted } = found;
   const result: MigrationResult = { ...noMigration(), tasks: pks.length };
   const table = new TableClient(opts.client, opts.tableName);
-  // Headers remembered: the hour of a change is recorded in a task's header once, not at each of its callbacks.
-  const counts = new HeaderCounts(table, new KnownItems(1000));
+  const counts = new HeaderCounts(table, new KnownItems(1000)); // a change hour recorded once per task
   const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), new KnownItems(0), {
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
