@@ -14,6 +14,8 @@ import { DynamoTaskStore } from './task-store.ts';
 import { TableReader } from './table-client.ts';
 import { bucketPk, readBucketEntries } from './time-buckets.ts';
 
+/** Under a loaded machine a test of several listings may take more than the default 5 s. */
+const SLOW_MS = 30_000;
 const HOUR = 3_600_000;
 const H0 = Date.UTC(2026, 10, 20, 10, 0, 0);
 let clock = H0 + 10 * 60_000;
@@ -106,101 +108,149 @@ async function listAll(query: TaskQuery, limit = 50): Promise<{ ids: string[]; r
 const sorted = (ids: string[]) => [...ids].sort();
 
 describe('listings by time of change and of end', () => {
-  it('lists the tasks whose latest callback is that late, each once, whatever hours they changed in', async () => {
-    expect(sorted((await listAll({ updatedSince: H0 + 3 * HOUR })).ids)).toEqual(['mover', 'new']);
-    const all = (await listAll({ updatedSince: H0 })).ids;
-    expect(sorted(all)).toEqual(['gone', 'mover', 'new', 'old', 'soon', 'stuck']);
-  });
+  it(
+    'lists the tasks whose latest callback is that late, each once, whatever hours they changed in',
+    async () => {
+      expect(sorted((await listAll({ updatedSince: H0 + 3 * HOUR })).ids)).toEqual(['mover', 'new']);
+      const all = (await listAll({ updatedSince: H0 })).ids;
+      expect(sorted(all)).toEqual(['gone', 'mover', 'new', 'old', 'soon', 'stuck']);
+    },
+    SLOW_MS,
+  );
 
-  it('pages of one row add up to the same listing, newest hour first', async () => {
-    const { ids } = await listAll({ updatedSince: H0 }, 1);
-    expect(sorted(ids)).toEqual(['gone', 'mover', 'new', 'old', 'soon', 'stuck']);
-    expect(ids.slice(0, 2).sort()).toEqual(['mover', 'new']);
-  });
+  it(
+    'pages of one row add up to the same listing, newest hour first',
+    async () => {
+      const { ids } = await listAll({ updatedSince: H0 }, 1);
+      expect(sorted(ids)).toEqual(['gone', 'mover', 'new', 'old', 'soon', 'stuck']);
+      expect(ids.slice(0, 2).sort()).toEqual(['mover', 'new']);
+    },
+    SLOW_MS,
+  );
 
-  it('lists ended tasks by their end, with the other filters', async () => {
-    expect(sorted((await listAll({ endedSince: H0 + 3 * HOUR })).ids)).toEqual(['mover', 'new']);
-    expect(sorted((await listAll({ endedSince: H0 })).ids)).toEqual(['gone', 'mover', 'new', 'old']);
-    expect((await listAll({ endedSince: H0, status: 'upload_failed' })).ids).toEqual(['gone']);
-    expect((await listAll({ endedSince: H0, service: 'screenshot' })).ids).toEqual(['mover']);
-  });
+  it(
+    'lists ended tasks by their end, with the other filters',
+    async () => {
+      expect(sorted((await listAll({ endedSince: H0 + 3 * HOUR })).ids)).toEqual(['mover', 'new']);
+      expect(sorted((await listAll({ endedSince: H0 })).ids)).toEqual(['gone', 'mover', 'new', 'old']);
+      expect((await listAll({ endedSince: H0, status: 'upload_failed' })).ids).toEqual(['gone']);
+      expect((await listAll({ endedSince: H0, service: 'screenshot' })).ids).toEqual(['mover']);
+    },
+    SLOW_MS,
+  );
 
-  it('the mover has an entry in each hour it changed in, and its header names the latest', async () => {
-    const item = await dynamo.client.send(
-      new UpdateItemCommand({
-        TableName: dynamo.tableName,
-        Key: { pk: { S: header('mover').pk }, sk: { S: header('mover').sk } },
-        UpdateExpression: 'SET #x = :x',
-        ExpressionAttributeNames: { '#x': 'probe' },
-        ExpressionAttributeValues: { ':x': { N: '1' } },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    // Kept as hours since the epoch.
-    expect(item.Attributes?.[TIME_ATTRS.changeHour]?.N).toBe(String((H0 + 3 * HOUR) / HOUR));
-    expect(item.Attributes?.[TIME_ATTRS.endHour]?.N).toBe(String((H0 + 3 * HOUR) / HOUR));
-    const named: string[] = [];
-    for await (const e of readBucketEntries(new TableReader(dynamo.client, dynamo.tableName), 'CHG', H0, clock))
-      named.push(`${new Date(e.bucket).toISOString().slice(11, 13)}h ${e.id}`);
-    // One entry per task and hour it changed in (the receiver's clock: 10 h, then 13 h).
-    expect(named.sort()).toEqual(['10h gone', '10h mover', '10h old', '10h soon', '10h stuck', '13h mover', '13h new']);
-    const ends: string[] = [];
-    for await (const e of readBucketEntries(new TableReader(dynamo.client, dynamo.tableName), 'END', H0, clock))
-      ends.push(`${new Date(e.bucket).toISOString().slice(11, 13)}h ${e.id}`);
-    expect(ends.sort()).toEqual(['10h gone', '10h old', '13h mover', '13h new']);
-    expect(bucketPk('CHG', H0 + 3 * HOUR)).toBe('CHG#2026-11-20T13:00');
-  });
+  it(
+    'the mover has an entry in each hour it changed in, and its header names the latest',
+    async () => {
+      const item = await dynamo.client.send(
+        new UpdateItemCommand({
+          TableName: dynamo.tableName,
+          Key: { pk: { S: header('mover').pk }, sk: { S: header('mover').sk } },
+          UpdateExpression: 'SET #x = :x',
+          ExpressionAttributeNames: { '#x': 'probe' },
+          ExpressionAttributeValues: { ':x': { N: '1' } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      // Kept as hours since the epoch.
+      expect(item.Attributes?.[TIME_ATTRS.changeHour]?.N).toBe(String((H0 + 3 * HOUR) / HOUR));
+      expect(item.Attributes?.[TIME_ATTRS.endHour]?.N).toBe(String((H0 + 3 * HOUR) / HOUR));
+      const named: string[] = [];
+      for await (const e of readBucketEntries(new TableReader(dynamo.client, dynamo.tableName), 'CHG', H0, clock))
+        named.push(`${new Date(e.bucket).toISOString().slice(11, 13)}h ${e.id}`);
+      // One entry per task and hour it changed in (the receiver's clock: 10 h, then 13 h).
+      expect(named.sort()).toEqual([
+        '10h gone',
+        '10h mover',
+        '10h old',
+        '10h soon',
+        '10h stuck',
+        '13h mover',
+        '13h new',
+      ]);
+      const ends: string[] = [];
+      for await (const e of readBucketEntries(new TableReader(dynamo.client, dynamo.tableName), 'END', H0, clock))
+        ends.push(`${new Date(e.bucket).toISOString().slice(11, 13)}h ${e.id}`);
+      expect(ends.sort()).toEqual(['10h gone', '10h old', '13h mover', '13h new']);
+      expect(bucketPk('CHG', H0 + 3 * HOUR)).toBe('CHG#2026-11-20T13:00');
+    },
+    SLOW_MS,
+  );
 
-  it('rows carry the end time, the duration and the user', async () => {
-    const row = (await listAll({ endedSince: H0, service: 'recording', status: 'completed' })).rows.find(
-      (r) => r.id === 'old',
-    )!;
-    expect(row.endedAt).toBe(H0 + 1000);
-    expect(row.durationMs).toBe(1000);
-    expect(row.userId).toBe('u-1');
-  });
+  it(
+    'rows carry the end time, the duration and the user',
+    async () => {
+      const row = (await listAll({ endedSince: H0, service: 'recording', status: 'completed' })).rows.find(
+        (r) => r.id === 'old',
+      )!;
+      expect(row.endedAt).toBe(H0 + 1000);
+      expect(row.durationMs).toBe(1000);
+      expect(row.userId).toBe('u-1');
+    },
+    SLOW_MS,
+  );
 
-  it('refuses a cursor resumed with other filters', async () => {
-    const first = await store.listTasksPage({ updatedSince: H0 }, { limit: 1 });
-    expect(first.next).not.toBeNull();
-    await expect(
-      store.listTasksPage({ updatedSince: H0, status: 'completed' }, { limit: 1, cursor: first.next! }),
-    ).rejects.toBeInstanceOf(InvalidCursorError);
-  });
+  it(
+    'refuses a cursor resumed with other filters',
+    async () => {
+      const first = await store.listTasksPage({ updatedSince: H0 }, { limit: 1 });
+      expect(first.next).not.toBeNull();
+      await expect(
+        store.listTasksPage({ updatedSince: H0, status: 'completed' }, { limit: 1, cursor: first.next! }),
+      ).rejects.toBeInstanceOf(InvalidCursorError);
+    },
+    SLOW_MS,
+  );
 });
 
 describe('listings by the facts of time', () => {
-  it('lost: the tasks with lost files, their rows counting them, their files shown lost', async () => {
-    const { rows } = await listAll({ lost: true });
-    expect(rows.map((r) => r.id)).toEqual(['gone']);
-    expect(rows[0]!.lostFiles).toBe(1);
-    expect(rows[0]!.failedFiles).toBe(1);
-    expect(rows[0]!.status).toBe('upload_failed');
-    const task = (await store.getTask('gone', 'app-t'))!;
-    expect(task.files[0]!.upload).toBe('lost');
-  });
+  it(
+    'lost: the tasks with lost files, their rows counting them, their files shown lost',
+    async () => {
+      const { rows } = await listAll({ lost: true });
+      expect(rows.map((r) => r.id)).toEqual(['gone']);
+      expect(rows[0]!.lostFiles).toBe(1);
+      expect(rows[0]!.failedFiles).toBe(1);
+      expect(rows[0]!.status).toBe('upload_failed');
+      const task = (await store.getTask('gone', 'app-t'))!;
+      expect(task.files[0]!.upload).toBe('lost');
+    },
+    SLOW_MS,
+  );
 
-  it('stalled: the stalled tasks with their stalledSince', async () => {
-    const { rows } = await listAll({ stalled: true });
-    expect(rows.map((r) => [r.id, r.stalledSince])).toEqual([['stuck', H0 + 60_000 + 6 * HOUR]]);
-    expect((await store.getTask('stuck', 'app-t'))!.stalledSince).toBe(H0 + 60_000 + 6 * HOUR);
-    expect((await store.getTask('old', 'app-t'))!.stalledSince).toBeNull();
-  });
+  it(
+    'stalled: the stalled tasks with their stalledSince',
+    async () => {
+      const { rows } = await listAll({ stalled: true });
+      expect(rows.map((r) => [r.id, r.stalledSince])).toEqual([['stuck', H0 + 60_000 + 6 * HOUR]]);
+      expect((await store.getTask('stuck', 'app-t'))!.stalledSince).toBe(H0 + 60_000 + 6 * HOUR);
+      expect((await store.getTask('old', 'app-t'))!.stalledSince).toBeNull();
+    },
+    SLOW_MS,
+  );
 
-  it('purge window: failed files not lost purged within it; a lost file is not', async () => {
-    expect((await listAll({ purgeWithinMs: 6 * HOUR })).ids).toEqual(['soon']);
-    expect((await listAll({ purgeWithinMs: 2 * HOUR })).ids).toEqual([]);
-  });
+  it(
+    'purge window: failed files not lost purged within it; a lost file is not',
+    async () => {
+      expect((await listAll({ purgeWithinMs: 6 * HOUR })).ids).toEqual(['soon']);
+      expect((await listAll({ purgeWithinMs: 2 * HOUR })).ids).toEqual([]);
+    },
+    SLOW_MS,
+  );
 
-  it('pages through a filter with one row a page, and keeps the filter in the cursor', async () => {
-    const first = await store.listTasksPage({ lost: true }, { limit: 1 });
-    expect(first.items.map((r) => r.id)).toEqual(['gone']);
-    if (first.next) {
-      const rest = await store.listTasksPage({}, { limit: 1, cursor: first.next });
-      expect(rest.items).toEqual([]);
-      await expect(store.listTasksPage({ stalled: true }, { limit: 1, cursor: first.next })).rejects.toBeInstanceOf(
-        InvalidCursorError,
-      );
-    }
-  });
+  it(
+    'pages through a filter with one row a page, and keeps the filter in the cursor',
+    async () => {
+      const first = await store.listTasksPage({ lost: true }, { limit: 1 });
+      expect(first.items.map((r) => r.id)).toEqual(['gone']);
+      if (first.next) {
+        const rest = await store.listTasksPage({}, { limit: 1, cursor: first.next });
+        expect(rest.items).toEqual([]);
+        await expect(store.listTasksPage({ stalled: true }, { limit: 1, cursor: first.next })).rejects.toBeInstanceOf(
+          InvalidCursorError,
+        );
+      }
+    },
+    SLOW_MS,
+  );
 });
