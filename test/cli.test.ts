@@ -434,6 +434,25 @@ describe('tasks list', () => {
     });
   });
 
+  test('--updated-since and --ended-since list by time of change and of end; --lost finds none here', async () => {
+    const changed = await cli(['tasks', 'list', '--updated-since', '45m', '--json']);
+    expect(changed.code).toBe(0);
+    const recentIds = ids(JSON.parse(changed.stdout));
+    expect(recentIds).toEqual(expect.arrayContaining(['img-new-4', 'rec-new-3']));
+    for (const older of ['rec-new-1', 'rec-new-2', '7nQ2f0vB-rec-001']) expect(recentIds).not.toContain(older);
+    const ended = await cli(['tasks', 'list', '--ended-since', '3h', '--app-key', 'app-x', '--no-color']);
+    expect(ended.code).toBe(0);
+    const lines = ended.stdout.trimEnd().split('\n');
+    expect(lines[1]!.split(/\s{2,}/).slice(0, 3)).toEqual(['rec-new-1', 'recording', 'completed']);
+    expect(lines.at(-1)).toBe('1 task, newest end hour first.');
+    expect((await cli(['tasks', 'list', '--lost', '--stalled'])).stdout).toBe(
+      'No task matches in the last 30 days (--since reaches further back).\n',
+    );
+    const bad = await cli(['tasks', 'list', '--ended-since', 'soon']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^callbacks: --ended-since: /);
+  });
+
   test('the human table and the streamed JSON lines', async () => {
     const run = await cli(['tasks', 'list', '--room', 'room-1024', '--app-key', 'demo-app', '--no-color']);
     expect(run.code).toBe(0);
