@@ -119,7 +119,8 @@ export async function listByTimePage(
     if (items.length >= limit || bytes >= maxBytes) return { items, next: next() };
     if (examined >= ctx.budget.headersPerPage || queries >= ctx.budget.queriesPerPage) return { items, next: next() };
     queries += 1;
-    const read = await readBucketPage(ctx.table, kind, bucket, after, ENTRIES_PER_READ, cap);
+    const want = Math.min(ENTRIES_PER_READ, ctx.budget.headersPerPage - examined);
+    const read = await readBucketPage(ctx.table, kind, bucket, after, want, cap);
     const named = read.items.map((item) => tasksOfEntry(item, bucket));
     const keys = named.flat().map((t) => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) }));
     const headers = keys.length ? await ctx.table.getMany(keys, cap, false) : [];

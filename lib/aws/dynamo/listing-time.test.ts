@@ -254,3 +254,30 @@ describe('listings by the facts of time', () => {
     SLOW_MS,
   );
 });
+
+describe('a page bounded in headers read', () => {
+  it(
+    'a budget of 2 headers a page still adds up to the whole listing, each task once',
+    async () => {
+      const tight = new DynamoTaskStore({
+        client: dynamo.client,
+        tableName: dynamo.tableName,
+        now: () => clock,
+        readBudget: { headersPerPage: 2 },
+      });
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await tight.listTasksPage({ updatedSince: H0 }, { limit: 50, cursor });
+        seen.push(...page.items.map((r) => r.id));
+        cursor = page.next ?? undefined;
+        pages += 1;
+      } while (cursor && pages < 50);
+      expect(seen.sort()).toEqual(['gone', 'mover', 'new', 'old', 'soon', 'stuck']);
+      // Seven entries read two at a time.
+      expect(pages).toBeGreaterThanOrEqual(4);
+    },
+    SLOW_MS,
+  );
+});
