@@ -257,7 +257,8 @@ describe('no read of a task for its events', () => {
     expect(updates).toBe(1);
     const uploaded = published.filter((e) => e.type === 'file.uploaded');
     expect(uploaded.map((e) => e.file!.fileName).sort()).toEqual(images.map((b) => b.output.fileName).sort());
-    for (const e of published) expect(e.task.files).toEqual({ total: 12, pending: 0, uploaded: 12, failed: 0 });
+    for (const e of published)
+      expect(e.task.files).toEqual({ total: 12, pending: 0, uploaded: 12, failed: 0, lost: 0 });
     // Each event once: the ids of one batch are not published twice.
     expect(new Set(published.map((e) => e.id)).size).toBe(published.length);
   });
