@@ -20,7 +20,7 @@ import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, typ
 import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import type { KnownItems } from './known-items.ts';
-import { changeHourUpdate, ListingHours } from './listing-hours.ts';
+import { ListingHours, listingHoursUpdate } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 
@@ -72,10 +72,12 @@ export class HeaderCounts {
     // joined with the header as found, on condition of its version.
     let found: Item | null = null;
     // Listings by time of change (`CHG`): the entry of this hour first, then the update records it.
-    const hour = w.callbacks.length ? await this.hours.changeHour(w.appKey, w.id, this.headers.get(key), cap) : null;
+    const known = this.headers.get(key);
+    const hour = w.callbacks.length ? await this.hours.changeHour(w.appKey, w.id, known, cap) : null;
+    const endHour = await this.hours.endHour(w.appKey, w.id, known, cap);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, hour), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, hour, endHour), cap);
       if (res.ok) {
         const done = await this.markDone(key, res.item, w.files, cap);
         const ended = await this.hours.recordEnd(key, w.appKey, w.id, done, cap);
@@ -229,16 +231,19 @@ function completionTime(parts: TaskParts): number | null {
 }
 
 /** The update of one batch: `found`, the header as found when the first attempt's condition failed. */
-function countUpdate(change: TaskCounts, seq: string | null, tally: Tally, found: Item | null, hour: number | null) {
-  const values: Record<string, unknown> = { ':one': 1 };
-  const sets = ['ver = ver + :one'];
-  const names: Record<string, string> = {};
-  if (hour !== null) {
-    const h = changeHourUpdate(hour);
-    sets.push(h.set);
-    Object.assign(names, h.names);
-    Object.assign(values, h.values);
-  }
+function countUpdate(
+  change: TaskCounts,
+  seq: string | null,
+  tally: Tally,
+  found: Item | null,
+  hour: number | null,
+  endHour: number | null,
+) {
+  // The hours of the listings by time of change and end (./listing-hours.ts), in the same write.
+  const hours = listingHoursUpdate(hour, endHour);
+  const values: Record<string, unknown> = { ':one': 1, ...hours.values };
+  const sets = ['ver = ver + :one', ...hours.sets];
+  const names: Record<string, string> = { ...hours.names };
   if (!isZero(change)) {
     for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
       if (change[k] === 0) continue;

@@ -2,7 +2,8 @@
 // entries), kept by the count update. A task's `CHG` entry is written before the update that records its hour
 // in `uh`, only when the header as last known is in another hour: at most one entry per task and hour (and one
 // more after a worker starts cold). Its `END` entry is written once its `endedAt` is known, or when its hour
-// moves, and `eh` recorded after it: so a header's `uh` and `eh` always name a bucket that holds its entry.
+// moves, and `eh` recorded after it, in the same update when the worker knows the end (it wrote it), else in an
+// update of its own: so a header's `uh` and `eh` always name a bucket that holds its entry.
 import type { Capacity } from '../../domain/task-store.ts';
 import { appKeyOf, TIME_ATTRS } from './items.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
@@ -27,6 +28,19 @@ export class ListingHours {
     const hour = bucketStart('CHG', this.now());
     if (known?.[TIME_ATTRS.changeHour] !== hourNumber(hour))
       await writeBucketEntry(this.table, 'CHG', hour, [{ appKey, id }], '', cap);
+    return hour;
+  }
+
+  /**
+   * Before a count update: when the header as known has ended in another hour than its `eh`, that hour's `END`
+   * entry, and the hour for the update to set (null: nothing to set). What the known copy missed, the check
+   * after the update (`recordEnd`) catches.
+   */
+  async endHour(appKey: string, id: string, known: Item | undefined, cap: Capacity): Promise<number | null> {
+    if (typeof known?.endedAt !== 'number') return null;
+    const hour = bucketStart('END', known.endedAt);
+    if (known[TIME_ATTRS.endHour] === hourNumber(hour)) return null;
+    await writeBucketEntry(this.table, 'END', hour, [{ appKey, id }], '', cap);
     return hour;
   }
 
@@ -106,7 +120,21 @@ export async function giveListingEntries(
   return res.ok;
 }
 
-/** The part of a count update that records the hour of the change. */
-export function changeHourUpdate(hour: number): { set: string; names: Record<string, string>; values: Item } {
-  return { set: '#uh = :uh', names: { '#uh': TIME_ATTRS.changeHour }, values: { ':uh': hourNumber(hour) } };
+/** The part of a count update that records the hour of the change and, when known, of the end. */
+export function listingHoursUpdate(
+  change: number | null,
+  end: number | null,
+): { sets: string[]; names: Record<string, string>; values: Item } {
+  const out = { sets: [] as string[], names: {} as Record<string, string>, values: {} as Item };
+  if (change !== null) {
+    out.sets.push('#uh = :uh');
+    out.names['#uh'] = TIME_ATTRS.changeHour;
+    out.values[':uh'] = hourNumber(change);
+  }
+  if (end !== null) {
+    out.sets.push('#eh = :eh');
+    out.names['#eh'] = TIME_ATTRS.endHour;
+    out.values[':eh'] = hourNumber(end);
+  }
+  return out;
 }

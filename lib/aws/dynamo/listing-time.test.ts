@@ -281,3 +281,38 @@ describe('a page bounded in headers read', () => {
     SLOW_MS,
   );
 });
+
+describe('what the hour entries cost the worker', () => {
+  it(
+    'one CHG entry per task and hour, one END entry per end, and no write of its own for the end hour',
+    async () => {
+      const sent: { name: string; input: any }[] = [];
+      const client = new Proxy(dynamo.client, {
+        get(target, prop, receiver) {
+          if (prop !== 'send') return Reflect.get(target, prop, receiver);
+          return (command: any) => {
+            sent.push({ name: command.constructor.name, input: command.input });
+            return target.send(command);
+          };
+        },
+      });
+      let now = H0 + 30 * HOUR + 60_000;
+      const counted = new DynamoTaskStore({ client, tableName: dynamo.tableName, now: () => now });
+      const entries = (kind: string) =>
+        sent.filter((c) => c.name === 'PutItemCommand' && String(c.input.Item.pk.S).startsWith(`${kind}#`)).length;
+      const endHourWrites = () =>
+        sent.filter((c) => c.name === 'UpdateItemCommand' && /^SET #eh = :h\b/.test(c.input.UpdateExpression)).length;
+      await applyTasks(counted, [rec('costly', H0 + 30 * HOUR, 'completed')], now);
+      expect([entries('CHG'), entries('END'), endHourWrites()]).toEqual([1, 1, 0]);
+      // Later callbacks of the same hour: nothing more; of another hour: one more CHG entry.
+      const more = rec('costly', H0 + 30 * HOUR + 5 * 60_000, 'running');
+      await applyTasks(counted, [more], now + 10 * 60_000);
+      expect([entries('CHG'), entries('END')]).toEqual([1, 1]);
+      now += 2 * HOUR;
+      const again = rec('costly', H0 + 30 * HOUR + 10 * 60_000, 'running');
+      await applyTasks(counted, [again], now);
+      expect([entries('CHG'), entries('END'), endHourWrites()]).toEqual([2, 1, 0]);
+    },
+    SLOW_MS,
+  );
+});
