@@ -1,7 +1,7 @@
 // `GET /tasks` with the filters of the facts of time (`lost`, `stalled`, `purgeBefore`) and of time of change
 // and end (`updatedSince`, `endedSince`), through the handler against the store on dynalite: the answers are
 // the ones docs/openapi.yaml documents (test/support/openapi.ts), the rows the tasks the plan below says.
-import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { applyTasks, recordingTask, type SeedTask } from '../../bench/seed-tasks.ts';
 import { conformance } from '../../test/support/openapi.ts';
@@ -38,26 +38,36 @@ async function setNumbers(pk: string, sk: string, values: Record<string, number>
   );
 }
 
+/** The sort key of a task's one file item, read off the table. */
+async function fileSkOf(id: string): Promise<string> {
+  const res = await dynamo.client.send(
+    new QueryCommand({
+      TableName: dynamo.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :f)',
+      ExpressionAttributeValues: { ':pk': { S: Keys.taskPk(id) }, ':f': { S: `${Keys.partsPrefix('app-q')}F#` } },
+    }),
+  );
+  return res.Items![0]!.sk!.S!;
+}
+
 beforeAll(async () => {
   dynamo = await startDynamo();
   store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName, now: () => clock });
-  await applyTasks(store, [
-    rec('done', H0, 'completed'),
-    rec('stuck', H0, 'running'),
-    rec('gone', H0, 'upload_failed'),
-  ]);
+  await applyTasks(
+    store,
+    [rec('done', H0, 'completed'), rec('stuck', H0, 'running'), rec('gone', H0, 'upload_failed')],
+    clock,
+  );
   clock = H0 + 26 * HOUR;
-  await applyTasks(store, [rec('fresh', H0 + 26 * HOUR - 60_000, 'upload_failed')]);
-  const gone = (await store.getTask('gone', 'app-q'))!;
-  const file = gone.files[0]!;
+  // Received at another time than the first batch: the same nonces with another timestamp, not a replay.
+  await applyTasks(store, [rec('fresh', H0 + 26 * HOUR - 60_000, 'upload_failed')], clock);
+  // A seeded recording's upload comes 2 s after its start: its purgeAt is 24 h after that.
+  const purgeAtOf = (at: number) => at + 2000 + 24 * HOUR;
   await setNumbers(Keys.taskPk('gone'), Keys.headerSk('app-q'), { [TIME_ATTRS.lost]: 1 });
-  await setNumbers(Keys.taskPk('gone'), Keys.fileSk('app-q', file.fileName), {
-    [FILE_MARK_ATTRS.lostAt]: file.purgeAt!,
-  });
+  await setNumbers(Keys.taskPk('gone'), await fileSkOf('gone'), { [FILE_MARK_ATTRS.lostAt]: purgeAtOf(H0) });
   await setNumbers(Keys.taskPk('stuck'), Keys.headerSk('app-q'), { [TIME_ATTRS.stalledSince]: H0 + 6 * HOUR });
-  const fresh = (await store.getTask('fresh', 'app-q'))!;
   await setNumbers(Keys.taskPk('fresh'), Keys.headerSk('app-q'), {
-    [TIME_ATTRS.earliestPurge]: fresh.files[0]!.purgeAt!,
+    [TIME_ATTRS.earliestPurge]: purgeAtOf(H0 + 26 * HOUR - 60_000),
   });
 }, 60_000);
 afterAll(() => dynamo.stop());
