@@ -313,7 +313,7 @@ describe('terminal escape injection: values are printed with their control and f
     for (const enabled of [false, true]) {
       const c = colors(enabled);
       const outputs = [
-        renderList([summary], c),
+        renderList([summary], c, NOW),
         renderTask(task, c, NOW),
         renderTask(task, c, NOW, { wide: true }),
         renderTaskEvents([event], c),

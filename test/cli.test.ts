@@ -435,6 +435,25 @@ describe('tasks list', () => {
     });
   });
 
+  test('--updated-since and --ended-since list by time of change and of end; --lost finds none here', async () => {
+    const changed = await cli(['tasks', 'list', '--updated-since', '45m', '--json']);
+    expect(changed.code).toBe(0);
+    const recentIds = ids(JSON.parse(changed.stdout));
+    expect(recentIds).toEqual(expect.arrayContaining(['img-new-4', 'rec-new-3']));
+    for (const older of ['rec-new-1', 'rec-new-2', '7nQ2f0vB-rec-001']) expect(recentIds).not.toContain(older);
+    const ended = await cli(['tasks', 'list', '--ended-since', '3h', '--app-key', 'app-x', '--no-color']);
+    expect(ended.code).toBe(0);
+    const lines = ended.stdout.trimEnd().split('\n');
+    expect(lines[1]!.split(/\s{2,}/).slice(0, 3)).toEqual(['rec-new-1', 'recording', 'completed']);
+    expect(lines.at(-1)).toBe('1 task, newest end hour first.');
+    expect((await cli(['tasks', 'list', '--lost', '--stalled'])).stdout).toBe(
+      'No task matches in the last 30 days (--since reaches further back).\n',
+    );
+    const bad = await cli(['tasks', 'list', '--ended-since', 'soon']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^callbacks: --ended-since: /);
+  });
+
   test('the human table and the streamed JSON lines', async () => {
     const run = await cli(['tasks', 'list', '--room', 'room-1024', '--app-key', 'demo-app', '--no-color']);
     expect(run.code).toBe(0);
@@ -445,7 +464,10 @@ describe('tasks list', () => {
       'STATUS',
       'ROOM',
       'SESSION',
+      'USER',
       'STARTED',
+      'ENDED',
+      'DURATION',
       'UPLOADED',
       'FAILED',
       'PENDING',
@@ -457,7 +479,10 @@ describe('tasks list', () => {
       'recording',
       'room-1024',
       'sN3kL9xQ2aT7',
+      'user-alice',
       '2025-11-22T08:01:00Z',
+      '-',
+      '-',
       '0',
       '0',
       '0',
@@ -469,7 +494,10 @@ describe('tasks list', () => {
       'upload_failed',
       'room-1024',
       'sN3kL9xQ2aT7',
+      '-',
       '2025-11-22T08:00:00.500Z',
+      '2025-11-22T08:05:00Z',
+      '4 min',
       '1',
       '1',
       '0',
@@ -481,7 +509,10 @@ describe('tasks list', () => {
       'upload_failed',
       'room-1024',
       'sN3kL9xQ2aT7',
+      '-',
       '2025-11-22T08:00:00Z',
+      '2025-11-22T09:30:00Z',
+      '1 h 30 min',
       '1',
       '1',
       '0',
@@ -532,7 +563,7 @@ describe('tasks list', () => {
     const started = shanghai.stdout
       .split('\n')
       .slice(1, 4)
-      .map((l) => l.split(/\s{2,}/)[5]);
+      .map((l) => l.split(/\s{2,}/)[6]);
     expect(started).toEqual([
       '2025-11-22T16:01:00+08:00',
       '2025-11-22T16:00:00.500+08:00',

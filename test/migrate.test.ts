@@ -102,6 +102,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     carried: 0,
     counted: 0,
     indexed: 0,
+    listed: 0,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -113,6 +114,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     carried: 0,
     counted: 0,
     indexed: 0,
+    listed: 0,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -314,6 +316,7 @@ test('room and session index keys without the appKey: listings miss the task unt
     carried: 0,
     counted: 0,
     indexed: 0,
+    listed: 0,
     failed: [],
   });
   const [a, b] = tasks.map((t) => [t.id]);
@@ -322,6 +325,41 @@ test('room and session index keys without the appKey: listings miss the task unt
   // Without an appKey, the room covers both appKeys' tasks.
   const both = (await store.listTasksPage({ roomId: 'room-earlier' }, { limit: 10 })).items.map((s) => s.id);
   expect(both.sort()).toEqual(tasks.map((t) => t.id).sort());
+  await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
+});
+
+test('headers written before the listings by time: listed once migrate gives them their entries', async () => {
+  const tableName = await legacyTable(() => true);
+  const store = new DynamoTaskStore({ client: local.db.client, tableName });
+  const at = Date.now() - 3 * 3_600_000;
+  const task = recordingTask({
+    id: 'rec-unlisted',
+    appKey: 'app-u',
+    roomId: 'room-u',
+    sessionId: 's-u',
+    userId: 'u',
+    at,
+    outcome: 'completed',
+  });
+  await applyTasks(store, [task]);
+  // As a header written before these listings: no hour recorded, no entry.
+  await local.db.client.send(
+    new UpdateItemCommand({
+      TableName: tableName,
+      Key: { pk: { S: Keys.taskPk(task.id) }, sk: { S: Keys.headerSk(task.appKey) } },
+      UpdateExpression: 'REMOVE uh, eh',
+    }),
+  );
+  const byTime = async () =>
+    Promise.all([
+      store.listTasksPage({ updatedSince: at - 60_000 }, { limit: 10 }),
+      store.listTasksPage({ endedSince: at - 60_000 }, { limit: 10 }),
+    ]).then((pages) => pages.map((p) => p.items.map((s) => s.id)));
+  expect(await byTime()).toEqual([[], []]);
+  expect(await migrateTable({ client: local.db.client, tableName, dryRun: true })).toMatchObject({ listed: 1 });
+  expect(await migrateTable({ client: local.db.client, tableName })).toMatchObject({ listed: 1, failed: [] });
+  expect(await byTime()).toEqual([[task.id], [task.id]]);
+  expect((await migrateTable({ client: local.db.client, tableName })).listed).toBe(0);
   await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
 });
 
@@ -364,6 +402,7 @@ describe('callbacks migrate, as a user runs it', () => {
       carried: 0,
       counted: 0,
       indexed: 0,
+      listed: 0,
       failed: [],
     });
     const refused = await cli(['migrate']);
@@ -378,8 +417,8 @@ describe('callbacks migrate, as a user runs it', () => {
     );
     expect((await cli(['migrate', '--yes'])).stdout).toMatch(
       new RegExp(
-        '^No task of the earlier layout, no index key to rewrite, no header to count and no callback to key by ' +
-          'time in .*: nothing to do\\.\n$',
+        '^No task of the earlier layout, no index key to rewrite, no header to count, no callback to key by ' +
+          'time and no task to list by time in .*: nothing to do\\.\n$',
       ),
     );
     const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);

@@ -29,6 +29,8 @@ interface EmulateOptions {
   outage?: true | number;
   giveUp: number;
   failedStarts: number;
+  lose: number;
+  stall: number;
   appKey: string;
   secret: string;
   sign: SignPlacement;
@@ -83,6 +85,13 @@ export function register(program: Command): void {
       0.3,
     )
     .option('--failed-starts <rate>', 'probability that a task fails to start', rate, 0)
+    .option(
+      '--lose <rate>',
+      "probability that a task's uploads fail for good: the platform gives up 24 h later and the files are lost",
+      rate,
+      0,
+    )
+    .option('--stall <rate>', 'probability that a task stops mid-way: no callback after some point, no end', rate, 0)
     .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
     .option('--secret <secret>', 'secret the callbacks are signed with', 'demo-secret')
     .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
@@ -131,6 +140,8 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     outage,
     giveUp: opts.giveUp,
     failedStarts: opts.failedStarts,
+    lose: opts.lose,
+    stall: opts.stall,
   });
 
   const showBar = opts.progress && !opts.json && Boolean(cliIo().stderr.isTTY) && run.sends.length > 0;
@@ -191,6 +202,8 @@ async function emulate(opts: EmulateOptions): Promise<void> {
             outage,
             giveUp: outage > 0 ? opts.giveUp : 0,
             failedStarts: opts.failedStarts,
+            lose: opts.lose,
+            stall: opts.stall,
           },
           sign: opts.sign,
           summary,

@@ -22,13 +22,15 @@ export function register(program: Command): void {
       const { dynamo: client, tableName } = ctx.target;
       const found = await findMigrationWork(client, tableName);
       const waiting = found.legacy.length;
-      const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed].every((w) => w.length === 0);
+      const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed, found.unlisted].every(
+        (w) => w.length === 0,
+      );
       if (idle) {
         if (opts.json) printJson(noMigration());
         else
           ctx.out(
-            `No task of the earlier layout, no index key to rewrite, no header to count and no callback to key by ` +
-              `time in ${ctx.where}: nothing to do.`,
+            `No task of the earlier layout, no index key to rewrite, no header to count, no callback to key by ` +
+              `time and no task to list by time in ${ctx.where}: nothing to do.`,
           );
         return;
       }
@@ -40,6 +42,7 @@ export function register(program: Command): void {
           found.rekey.length > 0 ? `rewrite the index keys of ${plural(found.rekey.length, 'task header')}` : '',
           found.uncounted.length > 0 ? `count ${plural(found.uncounted.length, 'task')} into their headers` : '',
           found.unindexed.length > 0 ? `key the callbacks of ${plural(found.unindexed.length, 'task')} by time` : '',
+          found.unlisted.length > 0 ? `list ${plural(found.unlisted.length, 'task')} by time of change and end` : '',
         ]
           .filter(Boolean)
           .join(' and ');
@@ -88,6 +91,11 @@ export function register(program: Command): void {
           ctx.out(
             `${opts.dryRun ? 'Would key' : 'Keyed'} the raw callbacks of ${plural(result.indexed, 'task')} by time ` +
               '(written before they were).',
+          );
+        if (result.listed > 0)
+          ctx.out(
+            `${opts.dryRun ? 'Would list' : 'Listed'} ${plural(result.listed, 'task')} by time of change and end ` +
+              '(written before those listings).',
           );
         if (result.rekeyed > 0)
           ctx.out(

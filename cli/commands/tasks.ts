@@ -11,6 +11,7 @@ import {
 } from '../../lib/domain/task-store.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
+import { STORAGE_CHANGE_DELAY_MS } from '../../lib/domain/deadlines.ts';
 import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
@@ -28,7 +29,8 @@ import {
   type Colors,
 } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
-import { positiveInt, timeRange } from '../option-parsers.ts';
+import { durationOption, positiveInt, timeRange } from '../option-parsers.ts';
+import { parseTimePoint } from '../format.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
@@ -79,7 +81,7 @@ export function register(program: Command): void {
       const task = found.task;
       if (opts.json) {
         // The contract's object; --failed and an explicit --limit narrow its files.
-        const files = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
+        const files = opts.failed ? task.files.filter(isFailed) : task.files;
         printJson({ ...task, files: opts.limit ? files.slice(0, opts.limit) : files });
         return;
       }
@@ -104,22 +106,24 @@ export function register(program: Command): void {
           '(default without --app-key: last 30 days)',
       )
       .option('--until <time>', 'first callback at or before (same forms as --since)')
+      .option('--lost', 'only tasks with lost files (failed uploads the platform has deleted)')
+      .option('--stalled', 'only stalled tasks (no end, and no callback for longer than their stall time)')
+      .option(
+        '--purge-before <duration>',
+        'only tasks with a failed file the platform deletes within this time (6h, 90m)',
+        durationOption,
+      )
+      .option(
+        '--updated-since <time>',
+        'latest callback at or after (30m, 2h, an ISO time, epoch ms): by hour of change, newest hour first',
+      )
+      .option('--ended-since <time>', 'ended at or after (same forms): by hour of end, newest hour first')
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
       .option('--jsonl', 'one JSON object per line, streamed (for large outputs)'),
   ).action(async (opts: CommonOptions & ListOptions) => {
-    const { since, until } = timeRange(opts);
+    const query = listQueryOf(opts, Date.now());
+    const since = query.since;
     await withTarget(opts, async (ctx) => {
-      const query: TaskQuery = {
-        roomId: opts.room,
-        sessionId: opts.session,
-        status: opts.status,
-        appKey: opts.appKey,
-        service: opts.service,
-        userId: opts.user,
-        since,
-        until,
-        limit: opts.limit,
-      };
       const found = ctx.target.tasks.listTasks(query);
       if (opts.jsonl) {
         for await (const summary of found) ctx.out(jsonText(summary));
@@ -133,15 +137,18 @@ export function register(program: Command): void {
       }
       if (summaries.length === 0) {
         ctx.out(
-          since === undefined && listsDayByDay(query)
+          since === undefined && !byTime(query) && listsDayByDay(query)
             ? `No task matches in the last ${DEFAULT_LISTING_DAYS} days (--since reaches further back).`
             : 'No task matches.',
         );
         return;
       }
-      ctx.out(renderList(summaries, ctx.c));
+      ctx.out(renderList(summaries, ctx.c, ctx.now));
       const more = summaries.length === opts.limit ? `; there may be more: raise --limit (now ${opts.limit})` : '';
-      ctx.out(ctx.c.dim(`${plural(summaries.length, 'task')}, newest first${more}.`));
+      const order = byTime(query)
+        ? `newest ${query.endedSince !== undefined ? 'end' : 'change'} hour first`
+        : 'newest first';
+      ctx.out(ctx.c.dim(`${plural(summaries.length, 'task')}, ${order}${more}.`));
     });
   });
 
@@ -170,6 +177,44 @@ export function register(program: Command): void {
   });
 }
 
+/** The listing `tasks list` asks for, its times read at `now`; a time that does not parse is one sentence. */
+export function listQueryOf(opts: ListOptions, now: number): TaskQuery {
+  const { since, until } = timeRange(opts, now);
+  const point = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    try {
+      return parseTimePoint(text, now);
+    } catch (err) {
+      throw new CliError(`${name}: ${(err as Error).message}`);
+    }
+  };
+  const query: TaskQuery = {
+    roomId: opts.room,
+    sessionId: opts.session,
+    status: opts.status,
+    appKey: opts.appKey,
+    service: opts.service,
+    userId: opts.user,
+    since,
+    until,
+    limit: opts.limit,
+  };
+  if (opts.lost) query.lost = true;
+  if (opts.stalled) query.stalled = true;
+  if (opts.purgeBefore !== undefined) query.purgeWithinMs = opts.purgeBefore;
+  const updatedSince = point('--updated-since', opts.updatedSince);
+  const endedSince = point('--ended-since', opts.endedSince);
+  if (updatedSince !== undefined) query.updatedSince = updatedSince;
+  if (endedSince !== undefined) query.endedSince = endedSince;
+  return query;
+}
+
+/** Whether a listing goes by hour of change or of end rather than by first callback. */
+const byTime = (q: TaskQuery): boolean => q.updatedSince !== undefined || q.endedSince !== undefined;
+
+/** A lost file is a failed one whose purge time has passed: `--failed` shows both. */
+const isFailed = (f: FileView): boolean => f.upload === 'failed' || f.upload === 'lost';
+
 function describeRef(ref: TaskRef): string {
   return ref.appKey === undefined ? `task ${ref.id}` : `task ${ref.id} of appKey ${ref.appKey}`;
 }
@@ -190,6 +235,12 @@ interface ListOptions {
   user?: string;
   since?: string;
   until?: string;
+  lost?: boolean;
+  stalled?: boolean;
+  /** ms, parsed as the option is read. */
+  purgeBefore?: number;
+  updatedSince?: string;
+  endedSince?: string;
   limit: number;
   jsonl?: boolean;
 }
@@ -226,6 +277,9 @@ export function renderTask(
   );
   if (task.service === 'recording' && task.startFileName) pairs.push(['start file', task.startFileName]);
   pairs.push(['events', String(task.eventCount)]);
+  if (typeof task.stalledSince === 'number')
+    pairs.push(['stalled', c.yellow(`since ${timeWithRelative(task.stalledSince, now)}`)]);
+  if (typeof task.settledAt === 'number') pairs.push(['settled', c.green(timeWithRelative(task.settledAt, now))]);
   if (task.lastError) {
     const e = task.lastError;
     pairs.push([
@@ -238,10 +292,12 @@ export function renderTask(
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
   if (task.files.length === 0) return `${header}\n\nNo files yet.`;
   const counts = countFiles(task.files);
+  const lost = counts.lost > 0 ? ` (${counts.lost} lost)` : '';
+  const failed = counts.failed + counts.lost;
   const summary =
-    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed, ` +
+    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${failed} failed${lost}, ` +
     `${counts.pending} pending`;
-  const selected = opts.failed ? task.files.filter((f) => f.upload === 'failed') : task.files;
+  const selected = opts.failed ? task.files.filter(isFailed) : task.files;
   const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
   const shown = selected.slice(0, limit);
   const lines = [header, '', c.bold(summary)];
@@ -262,11 +318,43 @@ function countFiles(files: FileView[]) {
     uploaded: files.filter((f) => f.upload === 'uploaded').length,
     failed: files.filter((f) => f.upload === 'failed').length,
     pending: files.filter((f) => f.upload === 'pending').length,
+    lost: files.filter((f) => f.upload === 'lost').length,
   };
 }
 
 function uploadState(f: FileView, c: Colors): string {
+  if (f.upload === 'lost') return styled`${c.red('lost')} ${f.code ?? '?'}`;
   return f.upload === 'failed' ? styled`${colorStatus('failed', c)} ${f.code ?? '?'}` : colorStatus(f.upload, c);
+}
+
+/**
+ * What the platform does with a failed file: the countdown to its purge, or that it has deleted it. A new
+ * storage configuration takes up to 30 minutes to apply, so a file purged sooner is past saving that way.
+ */
+export function purgeNote(f: FileView, now: number): string {
+  if (f.purgeAt === null) return '';
+  return `; ${f.upload === 'lost' ? 'deleted' : 'purged'} by the platform at ${purgeTime(f, now)}`;
+}
+
+/** When the platform deletes a failed file: with the countdown, or `(lost)` once it has. */
+function purgeTime(f: FileView, now: number): string {
+  if (f.purgeAt === null) return '-';
+  if (f.upload === 'lost') return `${isoTime(f.purgeAt)} (lost)`;
+  const left = f.purgeAt - now;
+  if (left <= 0) return timeWithRelative(f.purgeAt, now);
+  const late = left < STORAGE_CHANGE_DELAY_MS ? ', sooner than a storage change applies' : '';
+  return `${isoTime(f.purgeAt)} (in ${durationText(left)}${late})`;
+}
+
+/** A duration in its two largest units: `45 s`, `12 min`, `3 h 05 min`, `2 d 4 h`. */
+export function durationText(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const min = Math.floor(s / 60);
+  if (min < 60) return `${min} min`;
+  const h = Math.floor(min / 60);
+  if (h < 48) return `${h} h ${String(min % 60).padStart(2, '0')} min`;
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
 /**
@@ -283,9 +371,9 @@ function renderFiles(files: FileView[], c: Colors, now: number): string {
   files.forEach((f, i) => {
     out.push(lines[i + 1]!);
     if (f.url) out.push(`  ${c.dim(f.url)}`);
-    if (f.upload === 'failed') {
-      const purge = f.purgeAt === null ? '' : `; purged by the platform at ${timeWithRelative(f.purgeAt, now)}`;
-      out.push(`  ${c.yellow(`${f.message ?? 'upload failed'}${purge}`)}`);
+    if (isFailed(f)) {
+      const note = `${f.message ?? 'upload failed'}${purgeNote(f, now)}`;
+      out.push(`  ${f.upload === 'lost' ? c.red(note) : c.yellow(note)}`);
     }
   });
   return out.join('\n');
@@ -300,30 +388,58 @@ function renderFilesWide(files: FileView[], c: Colors, now: number): string {
       uploadState(f, c),
       String(f.attempts),
       f.url ?? '-',
-      f.upload === 'failed' ? (f.message ?? '-') : '-',
-      f.purgeAt === null ? '-' : c.yellow(timeWithRelative(f.purgeAt, now)),
+      isFailed(f) ? (f.message ?? '-') : '-',
+      f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
     ]),
     c,
   );
 }
 
-export function renderList(summaries: TaskSummary[], c: Colors): string {
+export function renderList(summaries: TaskSummary[], c: Colors, now: number): string {
   return table(
-    ['ID', 'SERVICE', 'STATUS', 'ROOM', 'SESSION', 'STARTED', 'UPLOADED', 'FAILED', 'PENDING', 'EVENTS'],
+    [
+      'ID',
+      'SERVICE',
+      'STATUS',
+      'ROOM',
+      'SESSION',
+      'USER',
+      'STARTED',
+      'ENDED',
+      'DURATION',
+      'UPLOADED',
+      'FAILED',
+      'PENDING',
+      'EVENTS',
+    ],
     summaries.map((s) => [
       s.id,
       s.service,
-      colorStatus(s.status, c),
+      statusCell(s, c, now),
       s.roomId ?? '-',
       s.sessionId ?? '-',
+      s.userId || '-',
       isoTime(s.startedAt),
+      isoTime(s.endedAt),
+      typeof s.durationMs === 'number' ? durationText(s.durationMs) : '-',
       String(s.fileCount - s.failedFiles - s.pendingFiles),
-      s.failedFiles > 0 ? c.red(String(s.failedFiles)) : '0',
+      s.failedFiles > 0
+        ? c.red(s.lostFiles > 0 ? `${s.failedFiles} (${s.lostFiles} lost)` : String(s.failedFiles))
+        : '0',
       String(s.pendingFiles),
       String(s.eventCount),
     ]),
     c,
   );
+}
+
+/** The status, and whether the task is stalled (for how long) or settled. */
+function statusCell(s: TaskSummary, c: Colors, now: number): string {
+  const status = colorStatus(s.status, c);
+  if (typeof s.stalledSince === 'number')
+    return `${status} ${c.yellow(`stalled ${durationText(now - s.stalledSince)}`)}`;
+  if (typeof s.settledAt === 'number') return `${status} ${c.dim('settled')}`;
+  return status;
 }
 
 /** The callback's code as sent (the platform sends some numbers as strings). */

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { durationOption } from '../option-parsers.ts';
 import { colorsFor, jsonText, printable } from '../format.ts';
@@ -6,8 +6,14 @@ import { openTarget } from '../../lib/local/target.ts';
 import { readExpectFile } from '../../lib/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
-import type { EventCheck } from '../../lib/domain/task-events.ts';
-import { verifyEvents } from '../../lib/verify/events.ts';
+import { verifyEvents, type EventsResult } from '../../lib/verify/events.ts';
+import {
+  atClock,
+  checkTimeEvents,
+  DEFAULT_CLOCK_SETTINGS,
+  type ClockExpectation,
+} from '../../lib/verify/time-facts.ts';
+import { parseTimePoint } from '../format.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
@@ -19,6 +25,8 @@ interface VerifyCommandOptions {
   queueUrl?: string;
   json?: boolean;
   progress: boolean;
+  now?: number;
+  sweepLag: number;
 }
 
 /** Time left for the events once the tasks match: at least this much. */
@@ -46,6 +54,20 @@ export function register(program: Command): void {
       '--queue-url <url>',
       "an SQS queue subscribed to the task-events topic (default: the local stack's; env TASK_EVENTS_QUEUE_URL)",
     )
+    .option(
+      '--now <time>',
+      "the receiver's clock, for the facts of time (lost files, stalled tasks): an ISO time or epoch ms " +
+        '(default: now)',
+      clockOption,
+    )
+    .addOption(
+      new Option(
+        '--sweep-lag <duration>',
+        'how late the receiver may find a fact of time (its sweep interval, a 5-minute bucket, slack)',
+      )
+        .argParser(durationOption)
+        .default(DEFAULT_CLOCK_SETTINGS.lagMs, '10m'),
+    )
     .option('--json', 'machine-readable result on stdout')
     .option('--no-progress', 'no progress bar')
     .action(async (opts: VerifyCommandOptions) => {
@@ -53,8 +75,22 @@ export function register(program: Command): void {
     });
 }
 
+/** --now: a time as typed (an ISO time, epoch ms, or a duration back from now). */
+function clockOption(text: string): number {
+  try {
+    return parseTimePoint(text, Date.now());
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
 async function verify(opts: VerifyCommandOptions): Promise<void> {
   const started = Date.now();
+  const clock: ClockExpectation = {
+    ...DEFAULT_CLOCK_SETTINGS,
+    lagMs: opts.sweepLag,
+    nowMs: opts.now ?? started,
+  };
   const file = await readExpectFile(pathFromCwd(opts.expect));
   const target = await openTarget({
     stage: opts.stage,
@@ -96,13 +132,14 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       waitForDrain,
       timeoutMs: opts.timeout,
+      expectAt: (expected, actual) => atClock(expected, actual, clock),
       onRound: (r) =>
         bar?.update(r.matched, { queue: r.drained === null ? 'unknown' : r.drained ? 'drained' : 'draining' }),
     });
     bar?.stop();
 
     // Task events: every expected one published at least once, none that could not have been.
-    let events: (EventCheck & { timedOut: boolean }) | null = null;
+    let events: EventsResult | null = null;
     let eventsNote: string | null = null;
     if (!file.events) eventsNote = 'the expect file holds no task events: events not checked';
     else if (!target.eventsQueueUrl)
@@ -112,6 +149,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       events = await verifyEvents({
         expected: file.events,
         poll: async () => (await reader.poll()).map((m) => m.body),
+        time: (published) => checkTimeEvents(file.tasks, published, clock),
         timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
       });
     }
@@ -157,7 +195,7 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   else if (result.timedOut) out('Timed out while waiting for the tasks to match.');
 }
 
-function printEvents(events: (EventCheck & { timedOut: boolean }) | null, note: string | null): void {
+function printEvents(events: EventsResult | null, note: string | null): void {
   // Coloured on the run's terminal only, as every other output (cli/format.ts).
   const pc = colorsFor({});
   const out = (line: string) => cliIo().stdout.write(`${line}\n`);
@@ -174,5 +212,9 @@ function printEvents(events: (EventCheck & { timedOut: boolean }) | null, note: 
     out(printable(`missing ${m.type} of ${m.service} ${m.taskId}${m.fileName ? ` file ${m.fileName}` : ''} (${m.id})`));
   for (const u of events.unexpected.slice(0, MAX_PRINTED_LINES))
     out(printable(`unexpected ${u.type} of task ${u.taskId} (${u.id})`));
-  out(pc.red(`${events.missing.length} task event(s) missing, ${events.unexpected.length} unexpected; ${counts}.`));
+  for (const m of events.time?.missing.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`missing ${m}`));
+  for (const u of events.time?.unexpected.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`unexpected ${u}`));
+  const missing = events.missing.length + (events.time?.missing.length ?? 0);
+  const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
+  out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
 }

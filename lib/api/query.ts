@@ -5,7 +5,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { TASK_STATUSES, type TaskStatus } from '../domain/task.ts';
 import type { TaskQuery } from '../domain/task-store.ts';
 import { SERVICES, type Service } from '../platform/services.ts';
-import { parseTimePoint, TimeOutOfRangeError } from '../time-point.ts';
+import { parseDuration, parseTimePoint, TimeOutOfRangeError } from '../time-point.ts';
 import { ApiRoutes, type ApiRouteKey } from './routes.ts';
 import { clip as clipText } from '../text.ts';
 
@@ -26,12 +26,31 @@ export const PAGE_LIMITS = {
  */
 export const PAGE_MAX_BYTES = 2 * 1024 * 1024;
 
+/** The longest window ahead of now a parameter may give (a purge is at most 24 hours away). */
+const MAX_WINDOW_MS = 366 * 86_400_000;
+
 /** Longest identifier accepted in a query or path, in UTF-8 bytes (DynamoDB keys hold 2048 with their prefix). */
 export const MAX_IDENTIFIER_BYTES = 1024;
 
 export const QUERY_PARAMETERS: Record<ApiRouteKey, readonly string[]> = {
   [ApiRoutes.task]: ['appKey', 'filesLimit', 'filesCursor'],
-  [ApiRoutes.tasks]: ['room', 'session', 'status', 'appKey', 'service', 'user', 'since', 'until', 'limit', 'cursor'],
+  [ApiRoutes.tasks]: [
+    'room',
+    'session',
+    'status',
+    'appKey',
+    'service',
+    'user',
+    'since',
+    'until',
+    'lost',
+    'stalled',
+    'purgeBefore',
+    'updatedSince',
+    'endedSince',
+    'limit',
+    'cursor',
+  ],
   [ApiRoutes.events]: ['appKey', 'limit', 'cursor'],
 };
 
@@ -139,6 +158,27 @@ class Reader {
     return n;
   }
 
+  /** `true` turns a filter on; absent leaves it off (`false` is refused: it filters nothing). */
+  flag(name: string): true | undefined {
+    const value = this.text(name);
+    if (value === undefined) return undefined;
+    if (value !== 'true') throw new QueryError(name, `Query parameter "${name}" must be "true", not "${clip(value)}".`);
+    return true;
+  }
+
+  /** A duration ahead of now, as `30m`, `6h`, `2d`: at most a year. */
+  duration(name: string): number | undefined {
+    const value = this.text(name);
+    if (value === undefined) return undefined;
+    const ms = parseDuration(value);
+    if (ms === null || ms > MAX_WINDOW_MS)
+      throw new QueryError(
+        name,
+        `Query parameter "${name}" must be a duration of at most a year (30m, 6h, 2d), not "${clip(value)}".`,
+      );
+    return ms;
+  }
+
   time(name: string, now: number): number | undefined {
     const value = this.text(name);
     if (value === undefined) return undefined;
@@ -184,6 +224,11 @@ export function parseListParams(event: APIGatewayProxyEventV2, now: number): Par
       userId: p.identifier('user'),
       since: p.time('since', now),
       until: p.time('until', now),
+      lost: p.flag('lost'),
+      stalled: p.flag('stalled'),
+      purgeWithinMs: p.duration('purgeBefore'),
+      updatedSince: p.time('updatedSince', now),
+      endedSince: p.time('endedSince', now),
     };
     if (query.since !== undefined && query.until !== undefined && query.since > query.until)
       throw new QueryError('since', 'Query parameter "since" is later than "until".');

@@ -46,7 +46,13 @@ export const TASK_EVENT_TYPES = [
   'file.upload_recovered',
 ] as const;
 /** Events of the facts of time (docs/events.md): published by the sweeper, `task.resumed` by the worker. */
-const TIME_EVENT_TYPES = ['file.purge_warning', 'file.lost', 'task.stalled', 'task.resumed', 'task.settled'] as const;
+export const TIME_EVENT_TYPES = [
+  'file.purge_warning',
+  'file.lost',
+  'task.stalled',
+  'task.resumed',
+  'task.settled',
+] as const;
 export type TimeEventType = (typeof TIME_EVENT_TYPES)[number];
 export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType;
 /** Every type an event can have. */

@@ -114,6 +114,11 @@ function lostOf(parts: TaskParts): number {
   return lostFiles(parts.files);
 }
 
+/** How long a task ran (platform time), when both its start and its end are known. */
+function durationOf(h: TaskHeader): number | null {
+  return h.startedAt !== null && h.endedAt !== null && h.endedAt >= h.startedAt ? h.endedAt - h.startedAt : null;
+}
+
 /** The fields a task and a task's summary share, in the order both print them. */
 type TaskHead = Pick<
   Task,
@@ -147,6 +152,7 @@ export function toSummary(parts: TaskParts): TaskSummary {
     lostFiles: lostOf(parts),
     stalledSince: parts.time?.stalledSince ?? null,
     settledAt: parts.time?.settledAt ?? null,
+    durationMs: durationOf(parts.header),
   };
 }
 

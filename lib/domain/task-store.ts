@@ -212,6 +212,16 @@ export interface TaskQuery {
   since?: number;
   until?: number;
   limit?: number;
+  /** Only tasks with lost files (docs/contract.md §4, facts of time). */
+  lost?: boolean;
+  /** Only stalled tasks. */
+  stalled?: boolean;
+  /** Only tasks with a failed file, not lost yet, that the platform deletes within this many ms of now. */
+  purgeWithinMs?: number;
+  /** Epoch ms, inclusive: only tasks whose latest callback (`updatedAt`) is this late or later. */
+  updatedSince?: number;
+  /** Epoch ms, inclusive: only tasks that ended (`endedAt`) this late or later. */
+  endedSince?: number;
 }
 
 /** Which task: its id, and its appKey where the id alone may name tasks of several appKeys. */

@@ -23,4 +23,6 @@ export interface TaskSummary {
   lostFiles: number;
   stalledSince: number | null;
   settledAt: number | null;
+  /** endedAt − startedAt (platform time), when the task has both. */
+  durationMs: number | null;
 }

@@ -26,7 +26,7 @@ import {
 import { recordingFileName, screenshotFileName } from '../platform/file-names.ts';
 import { knownMode } from '../platform/modes.ts';
 import type { Service } from '../platform/services.ts';
-import type { Random } from './random.ts';
+import { chanceIfGiven, type Random } from './random.ts';
 
 /** Faults that shape a task's own lifecycle (the delivery faults are the run's). */
 export interface TaskFaults {
@@ -36,6 +36,13 @@ export interface TaskFaults {
   giveUp?: number;
   /** Probability that a task fails to start (start with a code other than 200, then nothing or an end). */
   failedStarts?: number;
+  /**
+   * Probability that a task's uploads fail for good: every file's attempts fail until the platform gives up
+   * 24 h after the first, and deletes the file then (the receiver finds it lost once that time has passed).
+   */
+  lose?: number;
+  /** Probability that a task stops mid-way: no callback after a moment drawn within it, and no end. */
+  stall?: number;
 }
 
 /**
@@ -149,7 +156,10 @@ function uploadChain(first: number, outage: Outage | null): { at: number; ok: bo
 }
 
 function planOutage(rng: Random, firstAttempts: number[], opts: TaskFaults): Outage | null {
-  if (firstAttempts.length === 0 || !rng.chance(opts.outage ?? 0)) return null;
+  if (firstAttempts.length === 0) return null;
+  // Lost for good: an outage from before the first attempt that outlasts the hold.
+  if (chanceIfGiven(rng, opts.lose)) return { start: Math.min(...firstAttempts) - 1, end: Infinity };
+  if (!rng.chance(opts.outage ?? 0)) return null;
   const start = rng.pick(firstAttempts) - rng.int(0, 5 * SECOND);
   const end = rng.chance(opts.giveUp ?? 0) ? Infinity : start + rng.int(15 * SECOND, 2 * MINUTE);
   return { start, end };
@@ -249,6 +259,7 @@ export function planRecording(rng: Random, index: number, mode: number, session:
   closes.push(durationMs);
   const firstAttempts = closes.map((c) => c + rng.int(3 * SECOND, 40 * SECOND));
   planUploads(clock, events, firstAttempts, planOutage(rng, firstAttempts, opts), RECORDING_UPLOAD_FAILURE);
+  planStall(rng, plan, durationMs, opts);
   return plan;
 }
 
@@ -303,7 +314,15 @@ export function planScreenshot(rng: Random, index: number, session: Session, opt
   events.push({ type: 3, rel: clock.take(durationMs), ...SUCCESS });
   const failure = { code: fileStateCode(SCREENSHOT_UPLOAD_FAILURE.state), message: SCREENSHOT_UPLOAD_FAILURE.message };
   planUploads(clock, events, firstAttempts, planOutage(rng, firstAttempts, opts), failure);
+  planStall(rng, plan, durationMs, opts);
   return plan;
+}
+
+/** A task that stops mid-way (`stall`): nothing after a moment drawn within its run, and no end. */
+function planStall(rng: Random, plan: TaskPlan, durationMs: number, opts: TaskFaults): void {
+  if (!chanceIfGiven(rng, opts.stall)) return;
+  const cut = rng.int(1, Math.max(1, durationMs - 1));
+  plan.events = plan.events.filter((ev) => ev.type === 1 || (ev.type !== 3 && ev.rel < cut));
 }
 
 export function makeSessions(rng: Random, count: number): Session[] {

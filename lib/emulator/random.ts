@@ -66,3 +66,6 @@ export function createRandom(seed: number | string): Random {
     },
   };
 }
+
+/** A chance drawn only when its probability is given: runs without it keep the draws (and plans) they had. */
+export const chanceIfGiven = (rng: Random, p: number | undefined): boolean => (p ?? 0) > 0 && rng.chance(p!);

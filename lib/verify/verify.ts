@@ -31,6 +31,8 @@ export interface VerifyOptions {
   settleMs?: number;
   /** Reads in flight at once. */
   concurrency?: number;
+  /** The expected task as a given moment makes it (lib/verify/time-facts.ts), given what the receiver holds. */
+  expectAt?: (expected: Task, actual: Task | null) => Task;
   onRound?: (round: VerifyRound) => void;
 }
 
@@ -77,7 +79,8 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
     }
     const verdicts = await inParallel(pending, concurrency, async (task) => {
       try {
-        return diffTask(task, await opts.getTask(task.id, task.appKey));
+        const actual = await opts.getTask(task.id, task.appKey);
+        return diffTask(opts.expectAt ? opts.expectAt(task, actual) : task, actual);
       } catch (err) {
         return [`${task.id}: could not be read (${errorSentence(err)})`];
       }

@@ -4,6 +4,7 @@ import type { TaskSummary } from '../../domain/task-summary.ts';
 import { toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
 import { joinTallies, type FileRecord, type Task } from '../../domain/task.ts';
 import { appKeyOf, fileFromItem, headerFromItem, keysOf, readRecorded, tallyOf, type BodyRef } from './items.ts';
+import { timeOf } from './time-items.ts';
 import type { Item } from './table-client.ts';
 import { Keys, SORT_AT } from './table.ts';
 
@@ -74,6 +75,7 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
       tally,
       eventCount: recorded.length + carried,
       version: header.ver ?? 0,
+      time: timeOf(header),
     },
     recorded,
     sortAt: header[SORT_AT],

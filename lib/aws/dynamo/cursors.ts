@@ -32,6 +32,13 @@ export const ResolvedQuery = v.object({
   st: v.optional(v.picklist(TASK_STATUSES)),
   sv: v.optional(v.picklist(SERVICES)),
   u: Filter,
+  /** Only tasks with lost files; only stalled tasks; a failed file purged at or before this time. */
+  lo: v.optional(v.literal(true)),
+  sd: v.optional(v.literal(true)),
+  pb: v.optional(Time),
+  /** Listings by time of change or of end (./listing-by-time.ts): the earliest `updatedAt` or `endedAt`. */
+  us: v.optional(Time),
+  es: v.optional(Time),
   from: Time,
   to: Time,
 });
@@ -59,6 +66,13 @@ export const Position = v.nullable(
 export type Position = v.InferOutput<typeof Position>;
 export const TasksCursor = v.object({ q: ResolvedQuery, p: v.array(Position) });
 export type TasksCursor = v.InferOutput<typeof TasksCursor>;
+
+/**
+ * Where a listing by time of change or of end stands: the hour bucket it reads (newest first) and the sort key
+ * of the last entry item taken in it (null: none yet).
+ */
+export const ByTimeCursor = v.object({ q: ResolvedQuery, b: Time, k: v.nullable(SortKeyPart) });
+export type ByTimeCursor = v.InferOutput<typeof ByTimeCursor>;
 
 export function encodeCursor(value: object): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');

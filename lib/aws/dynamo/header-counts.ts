@@ -21,6 +21,7 @@ import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
+import { ListingHours, listingHoursUpdate } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 import { TIME_ATTRS } from './time-items.ts';
@@ -47,14 +48,18 @@ export interface TaskWrites {
 export class HeaderCounts {
   private readonly table: TableClient;
   private readonly headers: KnownItems;
-
   private readonly held: HeldPuts;
+  private readonly hours: ListingHours;
 
-  /** `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts). */
-  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts()) {
+  /**
+   * `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts); `now`, the clock of
+   * the listings by time of change (./listing-hours.ts).
+   */
+  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts(), now: () => number = Date.now) {
     this.table = table;
     this.headers = headers;
     this.held = held;
+    this.hours = new ListingHours(table, now);
   }
 
   /** Drops the header put held for a task, if its batch's count did not write it (its records failed). */
@@ -79,24 +84,35 @@ export class HeaderCounts {
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
+    // Listings by time of change (`CHG`) and of end (`END`): their entries first, then the count records their
+    // hours (./listing-hours.ts), with the deadlines' clauses (./deadline-arming.ts).
+    const known = this.headers.get(key);
+    const hour = w.callbacks.length ? await this.hours.changeHour(w.appKey, w.id, known, cap) : null;
+    const endHour = await this.hours.endHour(w.appKey, w.id, known, cap);
+    const extra = withListingHours(w.extra, hour, endHour);
     // A header put the batch's starts or ends held (or the one that created the task): one put writes it
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
-    if (held) return this.putHeld(key, held, change, seq!, tally, w.files, cap, w.extra);
+    if (held) {
+      const written = await this.putHeld(key, held, change, seq!, tally, w.files, cap, extra);
+      return this.recordEnd(key, w, written, cap);
+    }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
     // before it goes out (one write). Without a copy, or without sequence numbers (several workers may count
     // one task at once), first as if the batch's tally were the newest (callbacks mostly come in time order).
     // Either way, when the condition fails, once more from the header as found.
-    const copy = seq === null ? undefined : this.headers.get(key);
+    const copy = seq === null ? undefined : known;
     let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
       const done = found ? completionAfter(found, change, joined, w.files) : null;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, extra), cap);
       if (res.ok) {
-        this.headers.remember(key, res.item);
-        return this.markDone(key, res.item, w.files, cap);
+        const done = await this.markDone(key, res.item, w.files, cap);
+        const ended = await this.hours.recordEnd(key, w.appKey, w.id, done, cap);
+        this.headers.remember(key, ended);
+        return ended;
       }
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -109,6 +125,13 @@ export class HeaderCounts {
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  /** After the count: the task's `END` entry and `eh` when its end is in another hour than `eh` says. */
+  private async recordEnd(key: Key, w: TaskWrites, header: Item, cap: Capacity): Promise<Item> {
+    const ended = await this.hours.recordEnd(key, w.appKey, w.id, header, cap);
+    if (ended !== header) this.headers.remember(key, ended);
+    return ended;
   }
 
   /**
@@ -354,6 +377,21 @@ function countUpdate(
     condition: conditions.join(' AND '),
     ...(Object.keys(names).length ? { names } : {}),
     values: toItem(values),
+  };
+}
+
+/** A count's clauses for the deadlines (`extra`) with those recording the hours of the listings by time. */
+function withListingHours(
+  extra: TaskWrites['extra'],
+  hour: number | null,
+  endHour: number | null,
+): TaskWrites['extra'] {
+  const hours = listingHoursUpdate(hour, endHour);
+  if (hours.sets.length === 0) return extra;
+  return {
+    sets: [...(extra?.sets ?? []), ...hours.sets],
+    removes: extra?.removes ?? [],
+    values: { ...extra?.values, ...hours.values },
   };
 }
 

@@ -11,7 +11,16 @@ import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type Resol
 import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
 import { toSummary } from '../../domain/task-parts.ts';
 import { summaryFromParts } from './assembled-task.ts';
-import { appKeyOf, headerFactsOf, headerParts } from './items.ts';
+import { headerParts } from './items.ts';
+import {
+  checkResumedFilters,
+  filtersOf,
+  hasTimeFilter,
+  headerMatches,
+  purgeWithin,
+  matches,
+  timeFiltersOf,
+} from './listing-filters.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';
@@ -82,7 +91,12 @@ export async function listTasksPage(
   // left for the next page.
   let cut: Position[] | null = null;
   const filtered =
-    q.st !== undefined || q.a !== undefined || q.r !== undefined || q.sv !== undefined || q.u !== undefined;
+    q.st !== undefined ||
+    q.a !== undefined ||
+    q.r !== undefined ||
+    q.sv !== undefined ||
+    q.u !== undefined ||
+    hasTimeFilter(q);
   fill: while (items.length < limit && examined < ctx.budget.headersPerPage) {
     const before = readers.map((r) => r.position());
     const want = Math.min(100, ctx.budget.headersPerPage - examined, filtered ? 100 : limit - items.length);
@@ -93,7 +107,7 @@ export async function listTasksPage(
       noCapacity(),
       false,
     );
-    const summaries = await summariesOf(ctx.tasks, headers, q);
+    const summaries = await summariesOf(ctx.tasks, ctx.table, headers, q);
     const working = before;
     for (let j = 0; j < batch.length; j++) {
       const entry = batch[j]!;
@@ -132,11 +146,12 @@ export async function listTasksPage(
  */
 async function summariesOf(
   tasks: TaskQueries,
+  table: TableReader,
   headers: (Item | null)[],
   q: ResolvedQuery,
 ): Promise<(TaskSummary | null)[]> {
   return inParallel(headers, TASK_READS_IN_PARALLEL, async (header) => {
-    if (!header || !headerMatches(header, q)) return null;
+    if (!header || !headerMatches(header, q) || !(await purgeWithin(table, header, q))) return null;
     // The header keeps the task's counts; one written before it did is added up from the task's items.
     const counted = headerParts(header);
     if (!counted) return summaryFromParts(await tasks.assembled(header));
@@ -153,7 +168,7 @@ export function listsDayByDay(query: Pick<TaskQuery, 'appKey'>): boolean {
 }
 
 function resolveQuery(query: TaskQuery, now: number): ResolvedQuery {
-  const filters = filtersOf(query);
+  const filters = { ...filtersOf(query), ...timeFiltersOf(query, now) };
   const byDay = listsDayByDay(query);
   let to = Math.max(0, Math.trunc(query.until ?? now + FUTURE_MS));
   // No task sorts after the day partition of tomorrow: the day stream starts there.
@@ -162,34 +177,10 @@ function resolveQuery(query: TaskQuery, now: number): ResolvedQuery {
   return { ...filters, from, to };
 }
 
-function filtersOf(query: TaskQuery): Omit<ResolvedQuery, 'from' | 'to'> {
-  const f: Omit<ResolvedQuery, 'from' | 'to'> = {};
-  if (query.roomId) f.r = query.roomId;
-  if (query.sessionId) f.s = query.sessionId;
-  if (query.appKey) f.a = query.appKey;
-  if (query.status) f.st = query.status;
-  if (query.service) f.sv = query.service;
-  if (query.userId) f.u = query.userId;
-  return f;
-}
-
-const FILTER_NAMES: Record<keyof Omit<ResolvedQuery, 'from' | 'to'>, string> = {
-  r: 'roomId',
-  s: 'sessionId',
-  a: 'appKey',
-  st: 'status',
-  sv: 'service',
-  u: 'userId',
-};
-
 /** The query a cursor carries, after checking that the filters given agree with it. */
 function resumeQuery(query: TaskQuery, cursor: string): { q: ResolvedQuery; positions: Position[] } {
   const { q, p } = decodeCursor(cursor, TasksCursor);
-  const given = filtersOf(query);
-  for (const [short, value] of Object.entries(given) as [keyof typeof FILTER_NAMES, string][]) {
-    if (q[short] !== value)
-      throw new InvalidCursorError(`the cursor belongs to a listing with another ${FILTER_NAMES[short]} filter`);
-  }
+  checkResumedFilters(query, q);
   const plan = planStreams(q);
   if (q.from > q.to || p.length !== plan.length)
     throw new InvalidCursorError('the cursor is not one this listing gave out');
@@ -230,27 +221,4 @@ function planStreams(q: ResolvedQuery): StreamPlan[] {
       partition: (i) => Keys.dayGsi(dayOf(newest - i * DAY_MS)),
     },
   ];
-}
-
-/** The filters a task header answers by itself: all but the status, which is added up from the task's items. */
-function headerMatches(header: Item, q: ResolvedQuery): boolean {
-  const facts = headerFactsOf(header);
-  return (
-    (q.a === undefined || appKeyOf(header) === q.a) &&
-    (q.r === undefined || facts.roomId === q.r) &&
-    (q.s === undefined || facts.sessionId === q.s) &&
-    (q.sv === undefined || facts.service === q.sv) &&
-    (q.u === undefined || facts.userId === q.u)
-  );
-}
-
-function matches(s: TaskSummary, q: ResolvedQuery): boolean {
-  return (
-    (q.a === undefined || s.appKey === q.a) &&
-    (q.st === undefined || s.status === q.st) &&
-    (q.r === undefined || s.roomId === q.r) &&
-    (q.s === undefined || s.sessionId === q.s) &&
-    (q.sv === undefined || s.service === q.sv) &&
-    (q.u === undefined || s.userId === q.u)
-  );
 }

@@ -54,12 +54,14 @@ import {
   keysOf,
   tallyOf,
 } from './items.ts';
+import { TIME_ATTRS } from './time-items.ts';
 import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
 import { indexEvents, setIfPresent } from './index-events.ts';
 import { errorSentence } from '../../text.ts';
 import { inParallel } from '../../in-parallel.ts';
+import { giveListingEntries, lacksListingEntries } from './listing-hours.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -76,6 +78,8 @@ export interface MigrationResult {
   counted: number;
   /** Tasks of this layout whose raw bodies were keyed in the byTaskTime index (`tasks events` by time). */
   indexed: number;
+  /** Headers given their entries of the listings by time of change and of end. */
+  listed: number;
   failed: { taskId: string; error: string }[];
 }
 
@@ -102,6 +106,8 @@ export interface MigrationWork {
   uncounted: Key[];
   /** Headers of this layout whose raw bodies are not all keyed in the byTaskTime index. */
   unindexed: Key[];
+  /** Headers of this layout without their entries of the listings by time (`uh`, `eh`), as read. */
+  unlisted: Item[];
 }
 
 interface RekeyedHeader {
@@ -113,7 +119,7 @@ interface RekeyedHeader {
 
 /** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
 export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
-  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [] };
+  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [], unlisted: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
@@ -125,7 +131,9 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression: `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}`,
+        ProjectionExpression:
+          `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, ` +
+          `${TIME_ATTRS.changeHour}, ${TIME_ATTRS.endHour}`,
         ExclusiveStartKey: start,
       }),
     );
@@ -137,6 +145,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
       }
       if (item.nEvents === undefined) work.uncounted.push({ pk: item.pk, sk: item.sk });
       if (item[EVENTS_INDEXED] !== 1) work.unindexed.push({ pk: item.pk, sk: item.sk });
+      if (lacksListingEntries(item, Date.now())) work.unlisted.push(item);
       const held = { g1pk: item.g1pk, g2pk: item.g2pk };
       const wanted = identityIndexKeys({
         appKey: appKeyOf(item),
@@ -191,9 +200,11 @@ async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean
   }
 }
 
+const NOTHING_DONE = { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, listed: 0 };
+
 /** A migration that found nothing to do. */
 export function noMigration(): MigrationResult {
-  return { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, failed: [] };
+  return { ...NOTHING_DONE, failed: [] };
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
@@ -201,7 +212,7 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
   const { legacy: pks, rekey: headers, uncounted } = found;
   const result: MigrationResult = { ...noMigration(), tasks: pks.length };
   const table = new TableClient(opts.client, opts.tableName);
-  const counts = new HeaderCounts(table, new KnownItems(0));
+  const counts = new HeaderCounts(table, new KnownItems(1000)); // a change hour recorded once per task
   const write = new WritePath(table, new Deliveries(table, DEFAULT_RAW_EVENT_TTL_DAYS, Date.now), new KnownItems(0), {
     maxAttempts: MAX_ATTEMPTS,
     inlineKeys: 4,
@@ -237,6 +248,14 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
       result.indexed += 1;
     } catch (err) {
       result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
+    }
+  }
+  // Entries of the listings by time, for headers written before them (one a worker wrote since has its own).
+  for (const header of found.unlisted) {
+    try {
+      if (opts.dryRun || (await giveListingEntries(table, header, Date.now(), noCapacity()))) result.listed += 1;
+    } catch (err) {
+      result.failed.push({ taskId: header.pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
     }
   }
   // After the tasks brought over, whose new headers were written with the right keys already.
@@ -324,8 +343,10 @@ async function migrateTask(
   // Every header the task's callbacks went to counts them, before the old items go (a run stopped here
   // is run again whole).
   const id = pk.slice(Keys.taskPk('').length);
-  for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)]))
-    await counts.recount(key, id, null, noCapacity());
+  for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)])) {
+    const header = await counts.recount(key, id, null, noCapacity());
+    if (header) await giveListingEntries(table, header, Date.now(), noCapacity());
+  }
 
   for (const item of [...oldFiles, old]) {
     await table.client.send(

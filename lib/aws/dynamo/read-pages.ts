@@ -21,6 +21,7 @@ import { toTask } from '../../domain/task-parts.ts';
 import { taskFromParts } from './assembled-task.ts';
 import { EVENTS_INDEXED, appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
+import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity, type Item } from './table-client.ts';
 import { EventsIndex, Keys } from './table.ts';
@@ -166,7 +167,11 @@ export class DynamoTaskReader implements TaskReader {
   }
 
   listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>> {
-    return listTasksPage({ table: this.table, tasks: this.tasks, now: this.now(), budget: this.budget }, query, page);
+    const ctx = { table: this.table, tasks: this.tasks, now: this.now(), budget: this.budget };
+    // By time of change or of end: through the hour buckets (listing-by-time.ts), not an index.
+    if (query.updatedSince !== undefined || query.endedSince !== undefined || isByTimeCursor(page.cursor))
+      return listByTimePage(ctx, query, page);
+    return listTasksPage(ctx, query, page);
   }
 }
 

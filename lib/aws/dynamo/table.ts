@@ -27,7 +27,7 @@ export const EventsIndex = { name: 'byTaskTime', pk: 'g5pk', sk: 'g5sk' } as con
  * The part of a key that names an appKey: its length, then the appKey, so that no appKey's keys can run
  * into another's whatever characters they hold (`3:abc#…` can only be appKey `abc`).
  */
-const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
+export const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
 
 /** The appKey and the rest of a sort key that starts with `<prefix><scope>` (`H#`, `P#`). */
 export function readScope(sk: string, prefix: string): { appKey: string; rest: string } {

@@ -1,24 +1,26 @@
-// Time bucket entries (docs/task-store.md): a small index in plain items, `<kind>#<bucket>` / `<scope>#<id>` (one
-// task) or `~<token>` (several, in `t`), that says which tasks something happened to or is due of in a time bucket.
-// Written only when a task's bucket changes (its header records the bucket it last wrote), never moved or deleted:
-// a reader checks each task's header, and TTL removes old entries. No GSI, no stream, no transaction: it runs on
-// dynalite as on DynamoDB.
+// Time bucket entries (docs/task-store.md, Time bucket entries): a small index in plain items, `<kind>#<bucket>` /
+// `<scope>#<id>` (one task) or `~<token>` (several, in `t`), that names the tasks something happened to or is due
+// of in a bucket of time. `DUE` (5 minutes) serves the sweeper, `CHG` and `END` (1 hour) the listings by time of
+// change and of end. Written only when a task's bucket changes (its header records the bucket it last wrote:
+// `db`, `uh`, `eh`), never moved or deleted: a reader checks each task's header, and TTL removes old entries. No
+// GSI, no stream, no transaction: it runs on dynalite as on DynamoDB.
+import { DUE_BUCKET_MS } from '../../domain/deadlines.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { noCapacity, type Item, type TableClient, type TableReader } from './table-client.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, readScope, scopeOf } from './table.ts';
 
-/** The kinds of entries, each with its bucket width. */
-const BUCKET_KINDS = {
-  /** The sweeper's deadlines: header attribute `db`. */
-  DUE: 5 * 60_000,
-  /** A task's latest change (receiver's time): header attribute `uh`. */
-  CHG: 3_600_000,
-  /** A task's end (platform time of `endedAt`): header attribute `eh`. */
-  END: 3_600_000,
+const HOUR_MS = 3_600_000;
+
+/**
+ * Each kind's bucket width, and how long an entry outlives its bucket before TTL may remove it: a `DUE` entry is
+ * read within minutes; `CHG` and `END` entries serve listings by time as far back as raw callbacks are kept.
+ */
+export const BUCKET_KINDS = {
+  DUE: { width: DUE_BUCKET_MS, ttlMs: 2 * 86_400_000 },
+  CHG: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
+  END: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
 } as const;
 export type BucketKind = keyof typeof BUCKET_KINDS;
-
-/** Days an entry is kept after its bucket begins. */
-const ENTRY_TTL_DAYS = 2;
 
 /** At most this many tasks in one shared entry (it stays under the 1 KB of a write unit). */
 const MAX_TASKS_PER_ENTRY = 25;
@@ -35,31 +37,27 @@ export interface BucketEntry extends TaskRef {
 
 /** The start of the bucket of kind `kind` that `ms` falls in. */
 export function bucketStart(kind: BucketKind, ms: number): number {
-  const width = BUCKET_KINDS[kind];
+  const width = BUCKET_KINDS[kind].width;
   return Math.floor(ms / width) * width;
 }
 
-/** `<kind>#YYYY-MM-DDTHH:MM` (UTC): the partition of a bucket. */
-function bucketPk(kind: BucketKind, bucket: number): string {
-  return `${kind}#${new Date(bucket).toISOString().slice(0, 16)}`;
-}
+/**
+ * An hour bucket as a header keeps it in `uh` and `eh`: its number of hours since the epoch (6 digits, where its
+ * start in ms takes 13), for the header's bytes are paid at every write of it.
+ */
+export const hourNumber = (bucket: number): number => Math.floor(bucket / HOUR_MS);
 
-const scopeOf = (appKey: string) => `${appKey.length}:${appKey}`;
+/** `<kind>#YYYY-MM-DDTHH:MM` (UTC): the partition of a bucket. */
+export const bucketPk = (kind: BucketKind, bucket: number): string =>
+  `${kind}#${new Date(bucket).toISOString().slice(0, 16)}`;
 
 /** The sort key of one task's entry. */
 const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
 
-/** The task a one-task entry's sort key names. */
-function readTaskSk(sk: string): TaskRef {
-  const colon = sk.indexOf(':');
-  const length = Number(sk.slice(0, colon));
-  const appKey = sk.slice(colon + 1, colon + 1 + length);
-  return { appKey, id: sk.slice(colon + 1 + length + 1) };
-}
-
 /** The entry items that name `tasks` in a bucket: one per task, or shared ones (`~<token>`) for several. */
 function entryItems(kind: BucketKind, bucket: number, tasks: readonly TaskRef[], token?: string): Item[] {
-  const base = { pk: bucketPk(kind, bucket), expiresAt: Math.floor(bucket / 1000) + ENTRY_TTL_DAYS * 86_400 };
+  const { width, ttlMs } = BUCKET_KINDS[kind];
+  const base = { pk: bucketPk(kind, bucket), expiresAt: Math.floor((bucket + width + ttlMs) / 1000) };
   if (tasks.length === 1 || token === undefined) return tasks.map((t) => ({ ...base, sk: taskEntrySk(t) }));
   const items: Item[] = [];
   for (let i = 0; i < tasks.length; i += MAX_TASKS_PER_ENTRY) {
@@ -83,11 +81,45 @@ export async function putBucketEntries(
   return bucket;
 }
 
-/** The tasks an entry item names. */
-function tasksOfEntry(item: Item): TaskRef[] {
-  if (typeof item.sk === 'string' && item.sk.startsWith('~'))
-    return (item.t as [string, string][]).map(([appKey, id]) => ({ appKey, id }));
-  return [readTaskSk(item.sk)];
+/** The tasks an entry item names (one, or several in a `~` entry), in the bucket it is in. */
+export function tasksOfEntry(item: Item, bucket: number): BucketEntry[] {
+  if (typeof item.sk !== 'string') return [];
+  if (item.sk.startsWith('~')) {
+    const named: unknown = item.t;
+    if (!Array.isArray(named)) return [];
+    return named
+      .filter((t): t is [string, string] => Array.isArray(t) && typeof t[0] === 'string' && typeof t[1] === 'string')
+      .map(([appKey, id]) => ({ bucket, appKey, id }));
+  }
+  const { appKey, rest } = readScope(item.sk, '');
+  return rest.startsWith('#') ? [{ bucket, appKey, id: rest.slice(1) }] : [];
+}
+
+/** One page of a bucket's entry items, in sort-key order after `after` (null: from the first). */
+export async function readBucketPage(
+  table: TableReader,
+  kind: BucketKind,
+  bucket: number,
+  after: string | null,
+  limit: number,
+  cap: Capacity = noCapacity(),
+): Promise<{ items: Item[]; last: string | null; more: boolean }> {
+  const items: Item[] = [];
+  const pk = bucketPk(kind, bucket);
+  for await (const item of table.queryAll(
+    {
+      KeyConditionExpression: after === null ? 'pk = :pk' : 'pk = :pk AND sk > :after',
+      ExpressionAttributeValues: { ':pk': { S: pk }, ...(after === null ? {} : { ':after': { S: after } }) },
+      Limit: limit + 1,
+    },
+    cap,
+  )) {
+    items.push(item);
+    if (items.length > limit) break;
+  }
+  const more = items.length > limit;
+  if (more) items.pop();
+  return { items, last: items.at(-1)?.sk ?? after, more };
 }
 
 /**
@@ -101,16 +133,13 @@ export async function* readBucketEntries(
   to: number,
   cap: Capacity = noCapacity(),
 ): AsyncIterable<BucketEntry> {
-  const width = BUCKET_KINDS[kind];
+  const width = BUCKET_KINDS[kind].width;
   for (let bucket = bucketStart(kind, from); bucket <= to; bucket += width) {
     for await (const item of table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': { S: bucketPk(kind, bucket) } },
-      },
+      { KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': { S: bucketPk(kind, bucket) } } },
       cap,
     ))
-      for (const t of tasksOfEntry(item)) yield { bucket, ...t };
+      yield* tasksOfEntry(item, bucket);
   }
 }
 

@@ -7,7 +7,7 @@ import type { Item } from './table-client.ts';
 
 /**
  * Header attributes of time, by what they hold. A header is written at every count update and kept under the
- * 1 KB of a write unit: the ones every header has are whole minutes (`ca`, `db`, `uh`, `eh`), the others ms.
+ * 1 KB of a write unit: the ones every header has are whole minutes (`ca`, `db`) or hours (`uh`, `eh`), the others ms.
  */
 export const TIME_ATTRS = {
   /** Minutes (rounded up) of the task's last change. */
@@ -19,7 +19,7 @@ export const TIME_ATTRS = {
   armed: 'db',
   /** A sweep's lease on the task (its expiry). */
   lease: 'sl',
-  /** Minutes of the hour buckets of the task's CHG and END entries (listings by time). */
+  /** The hour buckets of the task's CHG and END entries (listings by time), as hours since the epoch. */
   changeHour: 'uh',
   endHour: 'eh',
 } as const;
@@ -52,18 +52,23 @@ export function timeOf(header: Item): TaskTime {
   };
 }
 
+/** A file item's marks of the facts of time: when it was warned about, and its purgeAt once lost. */
+export const FILE_MARK_ATTRS = { warnedAt: 'pw', lostAt: 'lo' } as const;
+
 /** A file record's marks as item attributes (`pw`, `lo`). */
 export function fileMarksToItem(f: Pick<FileRecord, 'warnedAt' | 'lostAt'>): Item {
   const out: Item = {};
-  if (f.warnedAt !== undefined) out.pw = f.warnedAt;
-  if (f.lostAt !== undefined) out.lo = f.lostAt;
+  if (f.warnedAt !== undefined) out[FILE_MARK_ATTRS.warnedAt] = f.warnedAt;
+  if (f.lostAt !== undefined) out[FILE_MARK_ATTRS.lostAt] = f.lostAt;
   return out;
 }
 
 /** A file item's marks, as its record keeps them. */
 export function fileMarksOf(item: Item): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
+  const warned = item[FILE_MARK_ATTRS.warnedAt];
+  const lost = item[FILE_MARK_ATTRS.lostAt];
   return {
-    ...(typeof item.pw === 'number' ? { warnedAt: item.pw } : {}),
-    ...(typeof item.lo === 'number' ? { lostAt: item.lo } : {}),
+    ...(typeof warned === 'number' ? { warnedAt: warned } : {}),
+    ...(typeof lost === 'number' ? { lostAt: lost } : {}),
   };
 }
