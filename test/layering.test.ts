@@ -162,13 +162,15 @@ test('the import reader sees the imports it is meant to police', () => {
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['lib/text.ts', 'lib/in-parallel.ts'],
-  ['lib/log.ts', 'lib/time-point.ts', 'lib/fifo-ids.ts', 'lib/http-responses.ts', 'lib/config'],
+  ['lib/log.ts', 'lib/time-point.ts', 'lib/fifo-ids.ts', 'lib/http-responses.ts'],
   // What the platform is: its services, modes, file names, failures, bodies and signing.
   ['lib/platform'],
   // Signature modes and verdicts, held signatures, verification, replay keys, secrets, source allow-list.
   ['lib/signature'],
   // The pure domain and its ports (TaskStore, EventPublisher).
   ['lib/domain'],
+  // How a function reads its environment: durations as the domain's time settings take them.
+  ['lib/config'],
   ['lib/queue-message.ts'],
   // The adapters: DynamoDB, SQS, SNS.
   ['lib/aws'],

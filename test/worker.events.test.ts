@@ -12,7 +12,8 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import type { EventPublisher } from '../lib/domain/event-publisher.ts';
 import { EventQueueReader, ensureEventsTopicAndQueue, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';
-import { checkPublished, expectedEvents, type ExpectedEvents, type TaskEvent } from '../lib/domain/task-events.ts';
+import type { TaskEvent } from '../lib/domain/task-events.ts';
+import { checkPublished, expectedEvents, type ExpectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
 import {
   anyLifecycles,

@@ -3,10 +3,9 @@
 // redeliveries after lost publishes) against MUST ⊆ published ⊆ MAY.
 import fc from 'fast-check';
 import type { Callback } from './callback.ts';
+import { checkPublished, expectedTaskEvents } from './expected-events.ts';
 import {
-  checkPublished,
   eventsOfWrite,
-  expectedTaskEvents,
   taskEventId,
   TASK_EVENT_TYPES,
   type TaskEvent,

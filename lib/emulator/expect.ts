@@ -6,7 +6,7 @@ import type { Service } from '../platform/services.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { reduceTasks } from '../domain/reduce-task.ts';
 import type { Task } from '../domain/task.ts';
-import { expectedEvents, type ExpectedEvents } from '../domain/task-events.ts';
+import { expectedEvents, type ExpectedEvents } from '../domain/expected-events.ts';
 
 export interface DeliveryOutcome {
   service: Service;

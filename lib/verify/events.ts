@@ -1,7 +1,7 @@
 // Checks the task events a receiver published against an expectation (lib/domain/task-events.ts):
 // every MUST event at least once, nothing outside MAY, duplicates allowed. Publishing follows the worker,
 // so missing events are only final at the time-out; `poll` returns the events read since the last call.
-import { checkPublished, type EventCheck, type ExpectedEvents } from '../domain/task-events.ts';
+import { checkPublished, type EventCheck, type ExpectedEvents } from '../domain/expected-events.ts';
 import { isTimeEvent, type PublishedTimeEvent, type TimeEventCheck } from './time-facts.ts';
 
 export type PublishedEvent = PublishedTimeEvent;

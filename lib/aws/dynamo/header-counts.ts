@@ -8,7 +8,6 @@ import {
   addCounts,
   batchChange,
   changeOf,
-  isZero,
   lastSequence,
   type TaskCounts,
   type WriteCharge,
@@ -21,7 +20,8 @@ import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
-import { ListingHours, listingHoursUpdate } from './listing-hours.ts';
+import { countUpdate, setTally, withClauses, withListingHours, type CountClauses } from './count-update.ts';
+import { ListingHours } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 import { TIME_ATTRS } from './time-items.ts';
@@ -42,7 +42,7 @@ export interface TaskWrites {
   /** The last sequence number the header had absorbed as the batch began; null without sequence numbers. */
   absorbed: string | null;
   /** More for the update to set and remove (the deadlines: ./deadline-arming.ts). */
-  extra?: { sets: readonly string[]; removes: readonly string[]; values: Record<string, unknown> };
+  extra?: CountClauses;
 }
 
 export class HeaderCounts {
@@ -325,97 +325,4 @@ function completionAfter(found: Item, change: TaskCounts, tally: Tally, files: r
   if (!parts || found.doneAt !== undefined) return null;
   const counts = addCounts(parts.counts!, change);
   return completionTime({ ...parts, counts, eventCount: counts.events, tally, files });
-}
-
-/**
- * The update of one batch: `found`, the header as known (remembered, or as found when an attempt's condition
- * failed), on whose version it is made; `done`, the time the task completes with it.
- */
-function countUpdate(
-  change: TaskCounts,
-  seq: string | null,
-  tally: Tally,
-  found: Item | null,
-  done: number | null,
-  extra: TaskWrites['extra'],
-) {
-  const values: Record<string, unknown> = { ':one': 1, ...extra?.values };
-  const sets = ['ver = ver + :one', ...(extra?.sets ?? [])];
-  const removes = extra?.removes.length ? ` REMOVE ${extra.removes.join(', ')}` : '';
-  if (!isZero(change)) {
-    for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
-      if (change[k] === 0) continue;
-      sets.push(`${attr} = ${attr} + :${attr}`);
-      values[`:${attr}`] = change[k];
-    }
-  }
-  const conditions = ['attribute_exists(nEvents)'];
-  if (seq !== null) {
-    sets.push('seq = :s');
-    values[':s'] = seq;
-    conditions.push('(attribute_not_exists(seq) OR seq < :s)');
-  }
-  setTally(sets, values, tally);
-  if (done !== null) {
-    sets.push('doneAt = :d');
-    values[':d'] = done;
-  }
-  const names: Record<string, string> = {};
-  if (found) {
-    conditions.push(found.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v');
-    values[':v'] = found.ver;
-  } else {
-    if (tally.updatedAt !== null) conditions.push('(attribute_not_exists(updatedAt) OR updatedAt <= :u)');
-    if (tally.lastError) {
-      conditions.push('(attribute_not_exists(lastError) OR lastError.#rank <= :r)');
-      names['#rank'] = 'rank';
-      values[':r'] = tally.lastError.rank;
-    }
-  }
-  return {
-    update: `SET ${sets.join(', ')}${removes}`,
-    condition: conditions.join(' AND '),
-    ...(Object.keys(names).length ? { names } : {}),
-    values: toItem(values),
-  };
-}
-
-/** A count's clauses for the deadlines (`extra`) with those recording the hours of the listings by time. */
-function withListingHours(
-  extra: TaskWrites['extra'],
-  hour: number | null,
-  endHour: number | null,
-): TaskWrites['extra'] {
-  const hours = listingHoursUpdate(hour, endHour);
-  if (hours.sets.length === 0) return extra;
-  return {
-    sets: [...(extra?.sets ?? []), ...hours.sets],
-    removes: extra?.removes ?? [],
-    values: { ...extra?.values, ...hours.values },
-  };
-}
-
-/**
- * An item with the plain clauses of `extra` (`attr = :value` sets, removes) applied, as the update would apply
- * them: a held header put writes them with the counts.
- */
-function withClauses(item: Item, extra: TaskWrites['extra']): Item {
-  for (const clause of extra?.sets ?? []) {
-    const m = /^(\w+) = (:\w+)$/.exec(clause);
-    if (!m) throw new Error(`a held header put cannot apply the clause "${clause}"`);
-    item[m[1]!] = extra!.values[m[2]!];
-  }
-  for (const attr of extra?.removes ?? []) delete item[attr];
-  return item;
-}
-
-function setTally(sets: string[], values: Record<string, unknown>, tally: Tally): void {
-  if (tally.updatedAt !== null) {
-    sets.push('updatedAt = :u');
-    values[':u'] = tally.updatedAt;
-  }
-  if (tally.lastError) {
-    sets.push('lastError = :e');
-    values[':e'] = tally.lastError;
-  }
 }

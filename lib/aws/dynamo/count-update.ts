@@ -1,0 +1,108 @@
+// The expressions of a count update (./header-counts.ts): the counts added, the sequence number absorbed, the
+// tally joined, the completion, and the clauses others add to the same write (the deadlines, the listings by
+// time), which a held header put applies to its item instead.
+import { COUNT_ATTRS } from './items.ts';
+import { isZero, type TaskCounts } from '../../domain/task-counts.ts';
+import type { Tally } from '../../domain/task.ts';
+import { listingHoursUpdate } from './listing-hours.ts';
+import { toItem, type Item } from './table-client.ts';
+
+/** More for a count update to set and remove: `attr = :value` sets, removed attributes, their values. */
+export interface CountClauses {
+  sets: readonly string[];
+  removes: readonly string[];
+  values: Record<string, unknown>;
+}
+
+/**
+ * The update of one batch: `found`, the header as known (remembered, or as found when an attempt's condition
+ * failed), on whose version it is made; `done`, the time the task completes with it.
+ */
+export function countUpdate(
+  change: TaskCounts,
+  seq: string | null,
+  tally: Tally,
+  found: Item | null,
+  done: number | null,
+  extra: CountClauses | undefined,
+) {
+  const values: Record<string, unknown> = { ':one': 1, ...extra?.values };
+  const sets = ['ver = ver + :one', ...(extra?.sets ?? [])];
+  const removes = extra?.removes.length ? ` REMOVE ${extra.removes.join(', ')}` : '';
+  if (!isZero(change)) {
+    for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
+      if (change[k] === 0) continue;
+      sets.push(`${attr} = ${attr} + :${attr}`);
+      values[`:${attr}`] = change[k];
+    }
+  }
+  const conditions = ['attribute_exists(nEvents)'];
+  if (seq !== null) {
+    sets.push('seq = :s');
+    values[':s'] = seq;
+    conditions.push('(attribute_not_exists(seq) OR seq < :s)');
+  }
+  setTally(sets, values, tally);
+  if (done !== null) {
+    sets.push('doneAt = :d');
+    values[':d'] = done;
+  }
+  const names: Record<string, string> = {};
+  if (found) {
+    conditions.push(found.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v');
+    values[':v'] = found.ver;
+  } else {
+    if (tally.updatedAt !== null) conditions.push('(attribute_not_exists(updatedAt) OR updatedAt <= :u)');
+    if (tally.lastError) {
+      conditions.push('(attribute_not_exists(lastError) OR lastError.#rank <= :r)');
+      names['#rank'] = 'rank';
+      values[':r'] = tally.lastError.rank;
+    }
+  }
+  return {
+    update: `SET ${sets.join(', ')}${removes}`,
+    condition: conditions.join(' AND '),
+    ...(Object.keys(names).length ? { names } : {}),
+    values: toItem(values),
+  };
+}
+
+/** A count's clauses for the deadlines (`extra`) with those recording the hours of the listings by time. */
+export function withListingHours(
+  extra: CountClauses | undefined,
+  hour: number | null,
+  endHour: number | null,
+): CountClauses | undefined {
+  const hours = listingHoursUpdate(hour, endHour);
+  if (hours.sets.length === 0) return extra;
+  return {
+    sets: [...(extra?.sets ?? []), ...hours.sets],
+    removes: extra?.removes ?? [],
+    values: { ...extra?.values, ...hours.values },
+  };
+}
+
+/**
+ * An item with the plain clauses of `extra` (`attr = :value` sets, removes) applied, as the update would apply
+ * them: a held header put writes them with the counts.
+ */
+export function withClauses(item: Item, extra: CountClauses | undefined): Item {
+  for (const clause of extra?.sets ?? []) {
+    const m = /^(\w+) = (:\w+)$/.exec(clause);
+    if (!m) throw new Error(`a held header put cannot apply the clause "${clause}"`);
+    item[m[1]!] = extra!.values[m[2]!];
+  }
+  for (const attr of extra?.removes ?? []) delete item[attr];
+  return item;
+}
+
+export function setTally(sets: string[], values: Record<string, unknown>, tally: Tally): void {
+  if (tally.updatedAt !== null) {
+    sets.push('updatedAt = :u');
+    values[':u'] = tally.updatedAt;
+  }
+  if (tally.lastError) {
+    sets.push('lastError = :e');
+    values[':e'] = tally.lastError;
+  }
+}
