@@ -5,15 +5,8 @@
 // factor, so a whole run is sent in seconds.
 import { RECORDING_MODES } from '../platform/modes.ts';
 import type { Service } from '../platform/services.ts';
-import {
-  bodyOf,
-  MINUTE,
-  makeSessions,
-  planRecording,
-  planScreenshot,
-  type TaskFaults,
-  type TaskPlan,
-} from './plans.ts';
+import { bodyOf } from './plan-bodies.ts';
+import { MINUTE, makeSessions, planRecording, planScreenshot, type TaskFaults, type TaskPlan } from './plans.ts';
 import { createRandom } from './random.ts';
 import { reorderKeys } from './reorder-keys.ts';
 

@@ -1,4 +1,5 @@
-import { bodiesOf, type TaskPlan } from './plans.ts';
+import { bodiesOf } from './plan-bodies.ts';
+import type { TaskPlan } from './plans.ts';
 
 const T0 = 1_763_798_400_000;
 

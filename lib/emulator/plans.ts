@@ -1,18 +1,3 @@
-// What happens in each task of a run, in platform time from the task's start (a plan), and the bodies the
-// platform sends for it once the run's base time is known (file names embed absolute timestamps). Seeded:
-// the same draws from the same Random give the same plans. The one generator of lifecycles: the emulator
-// draws plans here, the property tests (fast-check), the bench's seeds and the soak build their own plans and
-// turn them into bodies with bodiesOf; each works out what a receiver must hold on its own.
-import {
-  type Body,
-  type RecordingTask,
-  recordingFileClosed,
-  recordingStart,
-  recordingUpload,
-  type ScreenshotTask,
-  screenshotStartOrEnd,
-  screenshotUpload,
-} from '../platform/bodies.ts';
 import { FILE_HOLD_MS, UPLOAD_RETRY_MS } from '../platform/delivery.ts';
 import {
   type FileStateFailure,
@@ -23,7 +8,6 @@ import {
   START_FAILURES,
   SUCCESS,
 } from '../platform/failures.ts';
-import { recordingFileName, screenshotFileName } from '../platform/file-names.ts';
 import { knownMode } from '../platform/modes.ts';
 import type { Service } from '../platform/services.ts';
 import { chanceIfGiven, type Random } from './random.ts';
@@ -103,7 +87,8 @@ const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi
 const RESOLUTIONS = ['640x360', '1280x720', '1920x1080'];
 /** Every upload failure carries the values of the platform's sample bodies. */
 const RECORDING_UPLOAD_FAILURE = RECORDING_UPLOAD_FAILURES[0]!;
-const SCREENSHOT_UPLOAD_FAILURE = SCREENSHOT_UPLOAD_FAILURES[0]!;
+/** The failure a screenshot upload reports when its plan names none. */
+export const SCREENSHOT_UPLOAD_FAILURE = SCREENSHOT_UPLOAD_FAILURES[0]!;
 
 /** Rough bytes per second of a recording, for believable file sizes. */
 const bytesPerSecond = (m: { audio: boolean; video: boolean }) => (m.video ? (m.audio ? 200_000 : 185_000) : 16_000);
@@ -335,76 +320,4 @@ export function makeSessions(rng: Random, count: number): Session[] {
     sessions.push({ sessionId: rng.string(12), roomId: `room-${rng.int(1000, 9999)}`, users });
   }
   return sessions;
-}
-
-function recordingFile(plan: TaskPlan, t0: number, file: number): string {
-  const r = plan.recording!;
-  const { sessionId, roomId } = plan.session;
-  const timestamp = t0 + plan.fileStarts[file]!;
-  return recordingFileName({
-    sessionId,
-    roomId,
-    userId: plan.userId,
-    streamTag: r.streamTag,
-    mode: r.mode,
-    timestamp,
-    format: r.ext,
-  });
-}
-
-function screenshotFile(plan: TaskPlan, t0: number, file: number): string {
-  const { sessionId, roomId } = plan.session;
-  const { streamId } = plan.screenshot!;
-  return screenshotFileName({
-    sessionId,
-    roomId,
-    userId: plan.userId,
-    streamId,
-    timestamp: t0 + plan.fileStarts[file]!,
-  });
-}
-
-function recordingBody(plan: TaskPlan, ev: PlannedEvent, t0: number, appKey: string, taskId: string): Body {
-  const r = plan.recording!;
-  const { sessionId, roomId } = plan.session;
-  const task: RecordingTask = {
-    appKey,
-    recordId: taskId,
-    roomId,
-    sessionId,
-    userId: plan.userId,
-    mode: r.mode,
-    extra: plan.extra,
-  };
-  const at = t0 + ev.rel;
-  if (ev.type === 1) {
-    const output = { fileName: recordingFile(plan, t0, 0), audioSample: r.audioSample, videoResoulation: r.resolution };
-    return recordingStart(task, at, ev, { ...r.config }, output);
-  }
-  const fileName = recordingFile(plan, t0, ev.file!);
-  if (ev.type === 4) return recordingUpload(task, at, ev, fileName);
-  return recordingFileClosed(task, ev.type, at, ev, { fileName, fileSize: ev.size! });
-}
-
-function screenshotBody(plan: TaskPlan, ev: PlannedEvent, t0: number, appKey: string, taskId: string): Body {
-  const s = plan.screenshot!;
-  const { sessionId, roomId } = plan.session;
-  const task: ScreenshotTask = { appKey, sessionId, roomId, imageId: taskId, extra: plan.extra };
-  const at = t0 + ev.rel;
-  if (ev.type === 1) return screenshotStartOrEnd(task, 1, at, ev, { ...s.config });
-  if (ev.type === 3) return screenshotStartOrEnd(task, 3, at, ev, { ...s.endConfig });
-  const failure = ev.ok ? null : (ev.fileState ?? SCREENSHOT_UPLOAD_FAILURE);
-  return screenshotUpload(task, at, screenshotFile(plan, t0, ev.file!), failure);
-}
-
-/** The body the platform sends for one planned event of a task that started at `t0`. */
-export function bodyOf(plan: TaskPlan, ev: PlannedEvent, t0: number, appKey: string, taskId: string): Body {
-  return plan.service === 'recording'
-    ? recordingBody(plan, ev, t0, appKey, taskId)
-    : screenshotBody(plan, ev, t0, appKey, taskId);
-}
-
-/** Every body of a task that started at `t0`, in the order of its planned events. */
-export function bodiesOf(plan: TaskPlan, t0: number, appKey: string, taskId: string): Body[] {
-  return plan.events.map((ev) => bodyOf(plan, ev, t0, appKey, taskId));
 }

@@ -30,3 +30,14 @@ export function closeServer(server: Server, graceMs: number): Promise<void> {
     server.closeIdleConnections();
   });
 }
+
+/** A step of the stop that fails is passed over: the rest must still be stopped. */
+export const quietly =
+  (step: () => unknown): (() => Promise<void>) =>
+  async () => {
+    try {
+      await step();
+    } catch {
+      // Keep stopping the rest.
+    }
+  };

@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
-import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { ensureEventsTopicAndQueue } from '../aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../ingest/config.ts';
@@ -34,15 +34,15 @@ import {
   resourceNames,
 } from './deployed-settings.ts';
 import { createDynalite } from './dynamo.ts';
-import { createFaultSession, setFaultSession, withCrashes } from './faults.ts';
+import { createFaultSession, setFaultSession } from './faults.ts';
 import type { FaultKind, FaultRates } from './fault-spec.ts';
 import { startLocalSqs } from './fauxqs.ts';
 import { createGateway, type GatewayRoute } from './http-gateway.ts';
-import { enforceIam, type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
-import { eventSourceMappingKey } from './iam/principals.ts';
+import { type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
-import { closeServer, listen } from './server-lifecycle.ts';
-import { startSqsPoller, type PollerStats, type SqsPoller } from './sqs-poller.ts';
+import { closeServer, listen, quietly } from './server-lifecycle.ts';
+import type { PollerStats } from './sqs-poller.ts';
+import { type LocalPoller, startPollers } from './stack-pollers.ts';
 import { startLocalFunctions } from './stack-functions.ts';
 import { startLocalSchedules } from './schedules.ts';
 import { assertMappingCanConsume, iamSessionOf, readApiCallAllowed } from './stack-iam.ts';
@@ -66,13 +66,6 @@ import {
   stackFilePath,
   writeStackFile,
 } from './stack-file.ts';
-
-/** The stand-in of one event source mapping: the queue it reads, what it did, the batches in hand. */
-export interface LocalPoller {
-  queueName: string;
-  stats: Readonly<PollerStats>;
-  busy(): number;
-}
 
 /** The IAM checks of a running stack. */
 export interface LocalIam {
@@ -126,17 +119,6 @@ export interface LocalStack {
   faults: LocalFaults | null;
   stop(): Promise<void>;
 }
-
-/** A step of the stop that fails is passed over: the rest must still be stopped. */
-const quietly =
-  (step: () => unknown): (() => Promise<void>) =>
-  async () => {
-    try {
-      await step();
-    } catch {
-      // Keep stopping the rest.
-    }
-  };
 
 /** The emulators, each stopped by `resources` when it is disposed (the clients before the servers they talk to). */
 async function startEmulators(resources: AsyncDisposableStack, dataDir: string | null, opts: LocalStackOptions) {
@@ -311,34 +293,15 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // Without a $default route, API Gateway answers what no route takes with its own 404.
     defaultRoute ??= async () => ({ statusCode: 404, body: JSON.stringify({ message: 'Not Found' }) });
 
-    let poller: SqsPoller | undefined;
-    const pollers: LocalPoller[] = [];
-    for (const { mapping, queue: mappedQueue, fn } of mapped) {
-      const client = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
-      resources.defer(() => client.destroy());
-      if (iamSession) enforceIam(client, eventSourceMappingKey(fn.key), iamSession);
-      const invoke = withCrashes(invokers[mapping.functionKey]!, mapping.functionKey);
-      const started = startSqsPoller({
-        sqs: client,
-        queueUrl: mappedQueue.url,
-        queueArn: mappedQueue.arn,
-        region: LOCAL_REGION,
-        handler: async (event: SQSEvent) => {
-          const response = (await invoke(event)) as SQSBatchResponse | undefined;
-          // Without ReportBatchItemFailures the mapping ignores what the function answers.
-          return mapping.reportBatchItemFailures ? response : undefined;
-        },
-        batchSize: mapping.batchSize,
-        batchingWindowMs: mapping.batchingWindowS * 1000,
-        concurrency: mapping.maximumConcurrency,
-        retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
-        ...(mappedQueue.maxReceiveCount !== undefined ? { maxReceiveCount: mappedQueue.maxReceiveCount } : {}),
-        log: createLogger('poller'),
-      });
-      resources.defer(quietly(() => started.stop()));
-      pollers.push({ queueName: mappedQueue.name, stats: started.stats, busy: () => started.busy() });
-      if (mappedQueue === queue) poller = started;
-    }
+    const { pollers, poller } = startPollers({
+      mapped,
+      queue,
+      invokers,
+      sqsEndpoint,
+      iamSession,
+      retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
+      resources,
+    });
     resources.defer(closeGateway);
 
     const schedules = startLocalSchedules(
@@ -378,7 +341,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     // From here on the stack's, undone by stop().
     const started = resources.move();
     let stopping: Promise<void> | undefined;
-    const mainPoller = poller!;
+    const mainPoller = poller;
     return {
       url,
       info,

@@ -3,7 +3,8 @@
 // small and its counts exact however many images it holds. The bodies come from the lifecycle generator
 // (lib/emulator/plans.ts, bodiesOf).
 import type { ScheduledSend } from '../../lib/emulator/lifecycles.ts';
-import { bodiesOf, type PlannedEvent, type TaskPlan } from '../../lib/emulator/plans.ts';
+import { bodiesOf } from '../../lib/emulator/plan-bodies.ts';
+import type { PlannedEvent, TaskPlan } from '../../lib/emulator/plans.ts';
 import type { Random } from '../../lib/emulator/random.ts';
 import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
 import { SUCCESS } from '../../lib/platform/failures.ts';

@@ -9,7 +9,8 @@ import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { FileUpload, TaskStatus } from '../../lib/domain/task.ts';
 import { createRandom } from '../../lib/emulator/random.ts';
 import { reorderKeys } from '../../lib/emulator/reorder-keys.ts';
-import { bodiesOf, type PlannedEvent, type TaskPlan } from '../../lib/emulator/plans.ts';
+import { bodiesOf } from '../../lib/emulator/plan-bodies.ts';
+import type { PlannedEvent, TaskPlan } from '../../lib/emulator/plans.ts';
 import type { Body } from '../../lib/platform/bodies.ts';
 import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
 import {
