@@ -76,7 +76,7 @@ test('the names the CLI uses for a stage are those of the template', () => {
   expect(settings.queues.map((q) => q.name)).toEqual([names.deadLetterQueue, names.queue]);
   expect(settings.topics.map((t) => t.name)).toContain(names.eventsTopic);
   expect(settings.functions.map((f) => f.functionName).sort()).toEqual(
-    ['api', 'ingest', 'worker'].map((key) => `${SERVICE}-${LOCAL_STAGE}-${key}`),
+    ['api', 'ingest', 'sweeper', 'worker'].map((key) => `${SERVICE}-${LOCAL_STAGE}-${key}`),
   );
 });
 

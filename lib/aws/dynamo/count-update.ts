@@ -1,10 +1,9 @@
 // The expressions of a count update (./header-counts.ts): the counts added, the sequence number absorbed, the
-// tally joined, the completion, and the clauses others add to the same write (the deadlines, the listings by
-// time), which a held header put applies to its item instead.
+// tally joined, the completion, and the clauses others add to the same write (the deadlines), which a held
+// header put applies to its item instead.
 import { COUNT_ATTRS } from './items.ts';
 import { isZero, type TaskCounts } from '../../domain/task-counts.ts';
 import type { Tally } from '../../domain/task.ts';
-import { listingHoursUpdate } from './listing-hours.ts';
 import { toItem, type Item } from './table-client.ts';
 
 /** More for a count update to set and remove: `attr = :value` sets, removed attributes, their values. */
@@ -64,21 +63,6 @@ export function countUpdate(
     condition: conditions.join(' AND '),
     ...(Object.keys(names).length ? { names } : {}),
     values: toItem(values),
-  };
-}
-
-/** A count's clauses for the deadlines (`extra`) with those recording the hours of the listings by time. */
-export function withListingHours(
-  extra: CountClauses | undefined,
-  hour: number | null,
-  endHour: number | null,
-): CountClauses | undefined {
-  const hours = listingHoursUpdate(hour, endHour);
-  if (hours.sets.length === 0) return extra;
-  return {
-    sets: [...(extra?.sets ?? []), ...hours.sets],
-    removes: extra?.removes ?? [],
-    values: { ...extra?.values, ...hours.values },
   };
 }
 

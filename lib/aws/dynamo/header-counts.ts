@@ -20,7 +20,7 @@ import { assemble } from './assembled-task.ts';
 import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
-import { countUpdate, setTally, withClauses, withListingHours, type CountClauses } from './count-update.ts';
+import { countUpdate, setTally, withClauses, type CountClauses } from './count-update.ts';
 import { ListingHours } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
@@ -43,6 +43,8 @@ export interface TaskWrites {
   absorbed: string | null;
   /** More for the update to set and remove (the deadlines: ./deadline-arming.ts). */
   extra?: CountClauses;
+  /** The time of the change the update records in `ca` (null: the batch changed nothing): ./listing-hours.ts. */
+  changedAt?: number | null;
 }
 
 export class HeaderCounts {
@@ -52,14 +54,13 @@ export class HeaderCounts {
   private readonly hours: ListingHours;
 
   /**
-   * `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts); `now`, the clock of
-   * the listings by time of change (./listing-hours.ts).
+   * `held`: the header puts the batch's writes held for its count to carry (./held-puts.ts).
    */
-  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts(), now: () => number = Date.now) {
+  constructor(table: TableClient, headers: KnownItems, held = new HeldPuts()) {
     this.table = table;
     this.headers = headers;
     this.held = held;
-    this.hours = new ListingHours(table, now);
+    this.hours = new ListingHours(table);
   }
 
   /** Drops the header put held for a task, if its batch's count did not write it (its records failed). */
@@ -84,18 +85,17 @@ export class HeaderCounts {
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
-    // Listings by time of change (`CHG`) and of end (`END`): their entries first, then the count records their
-    // hours (./listing-hours.ts), with the deadlines' clauses (./deadline-arming.ts).
+    // Listings by time of change and of end (`CHG`): its entry first, at the hour of the `ca` the count then
+    // records with the deadlines' clauses (./listing-hours.ts, ./deadline-arming.ts).
     const known = this.headers.get(key);
-    const hour = w.callbacks.length ? await this.hours.changeHour(w.appKey, w.id, known, cap) : null;
-    const endHour = await this.hours.endHour(w.appKey, w.id, known, cap);
-    const extra = withListingHours(w.extra, hour, endHour);
+    if (w.changedAt !== undefined && w.changedAt !== null)
+      await this.hours.recordChange(w.appKey, w.id, known, w.changedAt, cap);
+    const extra = w.extra;
     // A header put the batch's starts or ends held (or the one that created the task): one put writes it
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
     if (held) {
-      const written = await this.putHeld(key, held, change, seq!, tally, w.files, cap, extra);
-      return this.recordEnd(key, w, written, cap);
+      return this.putHeld(key, held, change, seq!, tally, w.files, cap, extra);
     }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
@@ -109,10 +109,8 @@ export class HeaderCounts {
       const done = found ? completionAfter(found, change, joined, w.files) : null;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, extra), cap);
       if (res.ok) {
-        const done = await this.markDone(key, res.item, w.files, cap);
-        const ended = await this.hours.recordEnd(key, w.appKey, w.id, done, cap);
-        this.headers.remember(key, ended);
-        return ended;
+        this.headers.remember(key, res.item);
+        return this.markDone(key, res.item, w.files, cap);
       }
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -125,13 +123,6 @@ export class HeaderCounts {
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
-  }
-
-  /** After the count: the task's `END` entry and `eh` when its end is in another hour than `eh` says. */
-  private async recordEnd(key: Key, w: TaskWrites, header: Item, cap: Capacity): Promise<Item> {
-    const ended = await this.hours.recordEnd(key, w.appKey, w.id, header, cap);
-    if (ended !== header) this.headers.remember(key, ended);
-    return ended;
   }
 
   /**

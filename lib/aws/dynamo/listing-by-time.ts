@@ -10,7 +10,7 @@ import type { TaskSummary } from '../../domain/task-summary.ts';
 import { toSummary } from '../../domain/task-parts.ts';
 import { ByTimeCursor, decodeCursor, encodeCursor, type ResolvedQuery } from './cursors.ts';
 import { headerParts } from './items.ts';
-import { TIME_ATTRS } from './time-items.ts';
+import { headerChangeBucket } from './listing-hours.ts';
 import {
   checkResumedFilters,
   filtersOf,
@@ -21,23 +21,18 @@ import {
 } from './listing-filters.ts';
 import type { ListingContext } from './listing.ts';
 import { noCapacity } from './table-client.ts';
-import {
-  BUCKET_KINDS,
-  bucketStart,
-  hourNumber,
-  readBucketPage,
-  tasksOfEntry,
-  type BucketKind,
-} from './time-buckets.ts';
+import { BUCKET_KINDS, bucketStart, readBucketPage, tasksOfEntry, type BucketKind } from './time-buckets.ts';
 import { Keys } from './table.ts';
 
 /**
  * How far before the time asked a change may have been received: the platform's clock and the receiver's
- * differ by a few seconds, and a `CHG` bucket is the receiver's hour of the change.
+ * differ by a few seconds, and a `CHG` bucket is the receiver's hour of the change. A task that ended at or
+ * after a time changed (its end arrived) no earlier than this before it, so `CHG` buckets serve `endedSince`
+ * too: its header's `uh` names its latest change, at or after that.
  */
 const CHANGE_REORDER_MS = 5 * 60_000;
-/** An end is platform time, which may run ahead of the receiver's: `END` buckets are read this far ahead. */
-const END_AHEAD_MS = 3_600_000;
+/** Listings by time read the buckets of the task's latest change (`uh`). */
+const KIND: BucketKind = 'CHG';
 /** Without `until`, the sort-time window reaches this far ahead of now. */
 const FUTURE_MS = 366 * 86_400_000;
 /** Entry items one request reads. */
@@ -56,13 +51,10 @@ export function isByTimeCursor(cursor: string | undefined): boolean {
   }
 }
 
-const kindOf = (q: ResolvedQuery): BucketKind => (q.es !== undefined ? 'END' : 'CHG');
-
 /** The oldest bucket a listing reads: the hour asked, no older than entries are kept (TTL). */
 function firstBucket(q: ResolvedQuery, now: number): number {
-  const kind = kindOf(q);
-  const asked = q.es !== undefined ? q.es : q.us! - CHANGE_REORDER_MS;
-  return bucketStart(kind, Math.max(0, asked, now - BUCKET_KINDS[kind].ttlMs));
+  const asked = (q.es ?? q.us!) - CHANGE_REORDER_MS;
+  return bucketStart(KIND, Math.max(0, asked, now - BUCKET_KINDS[KIND].ttlMs));
 }
 
 function resolve(query: TaskQuery, now: number): { q: ResolvedQuery; bucket: number } {
@@ -74,8 +66,7 @@ function resolve(query: TaskQuery, now: number): { q: ResolvedQuery; bucket: num
   };
   if (query.endedSince !== undefined) q.es = Math.max(0, Math.trunc(query.endedSince));
   if (query.updatedSince !== undefined) q.us = Math.max(0, Math.trunc(query.updatedSince));
-  const kind = kindOf(q);
-  return { q, bucket: bucketStart(kind, kind === 'END' ? now + END_AHEAD_MS : now) };
+  return { q, bucket: bucketStart(KIND, now) };
 }
 
 /** Whether a task's row answers a listing by time: its times, then the listing's other filters. */
@@ -106,8 +97,7 @@ export async function listByTimePage(
       throw new InvalidCursorError('the cursor is not one this listing gave out');
     ({ q, b: bucket, k: after } = c);
   }
-  const kind = kindOf(q);
-  const hourAttr = kind === 'END' ? TIME_ATTRS.endHour : TIME_ATTRS.changeHour;
+  const kind = KIND;
   const oldest = firstBucket(q, ctx.now);
   const width = BUCKET_KINDS[kind].width;
   const limit = Math.max(1, page.limit);
@@ -133,7 +123,7 @@ export async function listByTimePage(
         const header = headers[h++];
         examined += 1;
         // Listed at the bucket its header names only: once, however many hours hold an entry of it.
-        if (!header || header[hourAttr] !== hourNumber(bucket) || !headerMatches(header, q)) continue;
+        if (!header || headerChangeBucket(header) !== bucket || !headerMatches(header, q)) continue;
         if (!(await purgeWithin(ctx.table, header, q, cap))) continue;
         const parts = headerParts(header);
         if (!parts || parts.eventCount === 0) continue;

@@ -133,7 +133,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
         }),
         ProjectionExpression:
           `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, ` +
-          `${TIME_ATTRS.changeHour}, ${TIME_ATTRS.endHour}`,
+          `${TIME_ATTRS.changedAt}`,
         ExclusiveStartKey: start,
       }),
     );

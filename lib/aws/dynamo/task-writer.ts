@@ -76,7 +76,7 @@ export class DynamoTaskWriter implements TaskWriter {
     const headers = new KnownItems(opts.knownHeaders ?? 10_000);
     this.headers = headers;
     const held = new HeldPuts();
-    this.counts = new HeaderCounts(table, headers, held, opts.now ?? Date.now);
+    this.counts = new HeaderCounts(table, headers, held);
     this.writes = new WritePath(
       table,
       this.deliveries,
@@ -153,6 +153,7 @@ export class DynamoTaskWriter implements TaskWriter {
         files,
         absorbed: batch.absorbed,
         extra: arming,
+        changedAt: (batch.changed ?? true) ? now : null,
       },
       capacity,
     );

@@ -1,9 +1,9 @@
 // Time bucket entries (docs/task-store.md, Time bucket entries): a small index in plain items, `<kind>#<bucket>` /
 // `<scope>#<id>` (one task) or `~<token>` (several, in `t`), that names the tasks something happened to or is due
-// of in a bucket of time. `DUE` (5 minutes) serves the sweeper, `CHG` and `END` (1 hour) the listings by time of
-// change and of end. Written only when a task's bucket changes (its header records the bucket it last wrote:
-// `db`, `uh`, `eh`), never moved or deleted: a reader checks each task's header, and TTL removes old entries. No
-// GSI, no stream, no transaction: it runs on dynalite as on DynamoDB.
+// of in a bucket of time. `DUE` (5 minutes) serves the sweeper, `CHG` (1 hour) the listings by time of change and
+// of end. Written only when a task's bucket changes (its header records the bucket it last wrote, `db`, or the
+// time that names it, `ca`), never moved or deleted: a reader checks each task's header, and TTL removes old
+// entries. No GSI, no stream, no transaction: it runs on dynalite as on DynamoDB.
 import { DUE_BUCKET_MS } from '../../domain/deadlines.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { noCapacity, type Item, type TableClient, type TableReader } from './table-client.ts';
@@ -13,12 +13,11 @@ const HOUR_MS = 3_600_000;
 
 /**
  * Each kind's bucket width, and how long an entry outlives its bucket before TTL may remove it: a `DUE` entry is
- * read within minutes; `CHG` and `END` entries serve listings by time as far back as raw callbacks are kept.
+ * read within minutes; `CHG` entries serve listings by time as far back as raw callbacks are kept.
  */
 export const BUCKET_KINDS = {
   DUE: { width: DUE_BUCKET_MS, ttlMs: 2 * 86_400_000 },
   CHG: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
-  END: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
 } as const;
 export type BucketKind = keyof typeof BUCKET_KINDS;
 
@@ -40,12 +39,6 @@ export function bucketStart(kind: BucketKind, ms: number): number {
   const width = BUCKET_KINDS[kind].width;
   return Math.floor(ms / width) * width;
 }
-
-/**
- * An hour bucket as a header keeps it in `uh` and `eh`: its number of hours since the epoch (6 digits, where its
- * start in ms takes 13), for the header's bytes are paid at every write of it.
- */
-export const hourNumber = (bucket: number): number => Math.floor(bucket / HOUR_MS);
 
 /** `<kind>#YYYY-MM-DDTHH:MM` (UTC): the partition of a bucket. */
 export const bucketPk = (kind: BucketKind, bucket: number): string =>

@@ -1,5 +1,5 @@
 // The facts of time as items keep them (docs/task-store.md): a header's `ca`, `st`, `sa`, `nLost`, `db`, `sl`,
-// `uh`, `eh`, carried over by every put of the header as its counts are; a file's `pw` and `lo`,
+// carried over by every put of the header as its counts are; a file's `pw` and `lo`,
 // carried by the record (lib/domain/task.ts FileRecord) through every put of the file.
 import type { TaskTime } from '../../domain/deadlines.ts';
 import type { FileRecord } from '../../domain/task.ts';
@@ -7,10 +7,10 @@ import type { Item } from './table-client.ts';
 
 /**
  * Header attributes of time, by what they hold. A header is written at every count update and kept under the
- * 1 KB of a write unit: the ones every header has are whole minutes (`ca`, `db`) or hours (`uh`, `eh`), the others ms.
+ * 1 KB of a write unit: the ones every header has are whole minutes (`ca`, `db`), the others ms.
  */
 export const TIME_ATTRS = {
-  /** Minutes (rounded up) of the task's last change. */
+  /** Minutes (rounded up) of the task's last change; its hour is that of its `CHG` entry (./listing-hours.ts). */
   changedAt: 'ca',
   stalledSince: 'st',
   settledAt: 'sa',
@@ -19,9 +19,6 @@ export const TIME_ATTRS = {
   armed: 'db',
   /** A sweep's lease on the task (its expiry). */
   lease: 'sl',
-  /** The hour buckets of the task's CHG and END entries (listings by time), as hours since the epoch. */
-  changeHour: 'uh',
-  endHour: 'eh',
 } as const;
 
 const MINUTE = 60_000;

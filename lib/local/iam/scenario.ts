@@ -99,6 +99,19 @@ export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
         const [a, b] = await Promise.all([read(`/tasks/${id}`), read(`/tasks/${id}-end?appKey=${APP_KEY}`)]);
         return a !== null && b !== null;
       });
+      // A slice of a task the worker knows: its count is an update of the header (a start's is its put).
+      const { config: _none, ...sliceBase } = body;
+      await post(`slice-${id}`, {
+        ...sliceBase,
+        type: 2,
+        timestamp: body.timestamp + 60_000,
+        output: { fileName: `s-${id}_${room}_1763798400000.mp4`, fileSize: 1000 },
+      });
+      await within('the task counts its slice', async () => {
+        const page = await read(`/tasks/${id}`);
+        const task = page?.task as { files?: unknown[] } | undefined;
+        return task?.files?.length === 1;
+      });
       await within('the task is listed by its room (an index)', async () => {
         const page = await read(`/tasks?room=${room}`);
         return ((page?.tasks ?? []) as Array<{ id: string }>).some((t) => t.id === id);
