@@ -1,7 +1,9 @@
 import {
   NONE_ABSORBED,
   batchChange,
+  addCounts,
   changeOf,
+  laterMarksChange,
   lastSequence,
   markAfterWrite,
   sequenceBefore,
@@ -71,6 +73,21 @@ describe('what a batch charges its header', () => {
     const m = markAfterWrite(markAfterWrite(null, null, seq(10), absorbed, 1), 'failed', seq(11), absorbed, 1);
     expect(batchChange([write(seq(10), 'f', 'failed', m)], absorbed)).toEqual(zeroCounts());
     expect(batchChange([write(seq(11), 'f', 'failed', m)], seq(10))).toEqual(changeOf(null, 'failed', 2));
+  });
+
+  test('what a piece leaves to a later message, added to what it charges, counts the file as it stands', () => {
+    // As above: 10 (an end naming the file) comes back alone. The header then counts no file at all although
+    // the end's file stands failed; the task's status is read off the two together.
+    const absorbed = seq(9);
+    const m = markAfterWrite(markAfterWrite(null, null, seq(10), absorbed, 1), 'failed', seq(11), absorbed, 1);
+    const piece = [write(seq(10), 'f', 'failed', m)];
+    expect(laterMarksChange(piece, absorbed)).toEqual(changeOf(null, 'failed'));
+    expect(addCounts(batchChange(piece, absorbed), laterMarksChange(piece, absorbed))).toEqual(
+      changeOf(null, 'failed'),
+    );
+    // The piece holding the mark's writer charges it: nothing is left behind; nor without sequence numbers.
+    expect(laterMarksChange([write(seq(11), 'f', 'failed', m)], seq(10))).toEqual(zeroCounts());
+    expect(laterMarksChange(piece, null)).toEqual(zeroCounts());
   });
 
   test('a batch that comes again after its header update charges nothing: every mark is absorbed', () => {

@@ -155,6 +155,29 @@ export function batchChange(charges: readonly WriteCharge[], absorbed: string | 
   return total;
 }
 
+/**
+ * What the header still counts differently from how the batch's files stand once the batch is absorbed: the
+ * files whose mark is a later message's (an earlier delivery of it wrote them before this batch came apart and
+ * came back in pieces) stay counted as their marks say until that message's batch charges them (see
+ * `batchChange`). The header's counts plus this are the counts of the files as they stand, and only those may
+ * say the task's status: the header alone may hold an end whose file it does not count yet, a task that no
+ * subset of the callbacks makes (an end with its file pending or failed, counted as no file: completed).
+ */
+export function laterMarksChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
+  const last = lastSequence(charges);
+  if (absorbed === null || last === null) return zeroCounts();
+  const later = new Map<string, { state: FileState; mark: FileMark }>();
+  for (const c of charges) {
+    const f = c.file;
+    if (!f?.mark || f.mark.seq <= absorbed || f.mark.seq <= last) continue;
+    const seen = later.get(f.name);
+    if (!seen || seen.mark.seq <= f.mark.seq) later.set(f.name, { state: f.state, mark: f.mark });
+  }
+  let total = zeroCounts();
+  for (const { state, mark } of later.values()) total = addCounts(total, changeOf(mark.counted, state));
+  return total;
+}
+
 /** The largest sequence number among the charges (null when none carries one). */
 export function lastSequence(charges: readonly WriteCharge[]): string | null {
   let last: string | null = null;

@@ -8,6 +8,7 @@ import {
   addCounts,
   batchChange,
   changeOf,
+  laterMarksChange,
   lastSequence,
   type TaskCounts,
   type WriteCharge,
@@ -83,6 +84,8 @@ export class HeaderCounts {
     const key = headerKey(w.appKey, w.id);
     const change = batchChange(w.charges, w.absorbed);
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
+    // The files the header leaves to later messages' batches, as they stand: the completion is read off them.
+    const behind = laterMarksChange(w.charges, w.absorbed);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
     // Listings by time of change and of end (`CHG`): its entry first, at the hour of the `ca` the count then
@@ -95,7 +98,7 @@ export class HeaderCounts {
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
     if (held) {
-      return this.putHeld(key, held, change, seq!, tally, w.files, cap, extra);
+      return this.putHeld(key, held, { change, behind }, seq!, tally, w.files, cap, extra);
     }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
@@ -106,11 +109,11 @@ export class HeaderCounts {
     let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const done = found ? completionAfter(found, change, joined, w.files) : null;
+      const done = found ? completionAfter(found, addCounts(change, behind), joined, w.files) : null;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
-        return this.markDone(key, res.item, w.files, cap);
+        return this.markDone(key, res.item, behind, w.files, cap);
       }
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -128,12 +131,12 @@ export class HeaderCounts {
   /**
    * The held header put, written with the batch's counts, tally, sequence number and completion, on condition
    * of the version it replaces. Failing, it loses what was held (another writer came in between): it throws,
-   * and the task's records come again.
+   * and the task's records come again. `behind`: the files left to later messages (laterMarksChange).
    */
   private async putHeld(
     key: Key,
     held: HeldPut,
-    change: TaskCounts,
+    { change, behind }: { change: TaskCounts; behind: TaskCounts },
     seq: string,
     tally: Tally,
     files: readonly FileRecord[],
@@ -150,7 +153,8 @@ export class HeaderCounts {
       item.lastError = joined.lastError ?? undefined;
       item.updatedAt = joined.updatedAt ?? undefined;
       const parts = headerParts(item);
-      const done = item.doneAt === undefined && parts ? completionTime({ ...parts, files }) : null;
+      const standing = parts && { ...parts, counts: addCounts(parts.counts!, behind), files };
+      const done = item.doneAt === undefined && standing ? completionTime(standing) : null;
       if (done !== null) item.doneAt = done;
       if (await this.table.putVersioned(item, base?.ver, cap)) {
         const written = { ...item, ver: (base?.ver ?? 0) + 1 };
@@ -183,7 +187,8 @@ export class HeaderCounts {
       const absorbed = through !== null && through > stored ? through : stored;
       const whole = assemble(header, parts);
       const counts = zeroSafe(countedItems(whole.parts, parts, absorbed));
-      const done = header.doneAt ?? completionTime({ ...whole.parts, counts });
+      // The completion off the files as they stand (no items: no marks), not as counted for later messages.
+      const done = header.doneAt ?? completionTime({ ...whole.parts, counts: countedItems(whole.parts, [], absorbed) });
       const values: Record<string, unknown> = { ':v': header.ver ?? 0, ':one': 1 };
       const sets = ['ver = ver + :one'];
       for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
@@ -246,11 +251,20 @@ export class HeaderCounts {
     return { header, parts };
   }
 
-  /** Once the task completes, the header keeps when (the time `task.completed` reports, every time). */
-  private async markDone(key: Key, header: Item, files: readonly FileRecord[], cap: Capacity): Promise<Item> {
+  /**
+   * Once the task completes, the header keeps when (the time `task.completed` reports, every time); `behind`,
+   * the files left to later messages (laterMarksChange), as they stand.
+   */
+  private async markDone(
+    key: Key,
+    header: Item,
+    behind: TaskCounts,
+    files: readonly FileRecord[],
+    cap: Capacity,
+  ): Promise<Item> {
     const parts = headerParts(header);
-    if (!parts || header.doneAt !== undefined || toSummary(parts).status !== 'completed') return header;
-    const at = completionTime({ ...parts, files });
+    if (!parts || header.doneAt !== undefined) return header;
+    const at = completionTime({ ...parts, counts: addCounts(parts.counts!, behind), files });
     if (at === null) return header;
     const res = await this.table.update(
       key,

@@ -14,6 +14,7 @@ import type {
   TaskBatch,
   TaskWriter,
 } from '../../domain/task-store.ts';
+import { addCounts, laterMarksChange } from '../../domain/task-counts.ts';
 import { noCapacity as zeroCapacity } from './table-client.ts';
 import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
@@ -163,7 +164,11 @@ export class DynamoTaskWriter implements TaskWriter {
     if (header && batch.redelivered) this.arms.again(header);
     if (header) header = await this.arm(batch, header, [...changes.values()], now, capacity);
     const parts = header ? headerParts(header) : null;
-    return parts ? { ...parts, files } : null;
+    if (!parts) return null;
+    // The files left to later messages' batches (lib/domain/task-counts.ts) as they stand: the task's status
+    // and the events read off it are those of the files, not of what the header counts for now.
+    const counts = parts.counts && addCounts(parts.counts, laterMarksChange(charges, batch.absorbed));
+    return { ...parts, ...(counts ? { counts } : {}), files };
   }
 
   /** The DUE entry of an arm the count update made, or of a deadline before the armed one (./deadline-arming.ts). */
