@@ -71,7 +71,13 @@ export type TasksCursor = v.InferOutput<typeof TasksCursor>;
  * Where a listing by time of change or of end stands: the hour bucket it reads (newest first) and the sort key
  * of the last entry item taken in it (null: none yet).
  */
-export const ByTimeCursor = v.object({ q: ResolvedQuery, b: Time, k: v.nullable(SortKeyPart) });
+/** `n`: the tasks of the entry after `k` already listed (a page that stopped within a shared entry). */
+export const ByTimeCursor = v.object({
+  q: ResolvedQuery,
+  b: Time,
+  k: v.nullable(SortKeyPart),
+  n: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
+});
 export type ByTimeCursor = v.InferOutput<typeof ByTimeCursor>;
 
 export function encodeCursor(value: object): string {

@@ -21,6 +21,7 @@ import { appKeyOf, headerParts } from './items.ts';
 import { Keys } from './table.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
+import { changeBucketOf, headerChangeBucket } from './listing-hours.ts';
 import { TIME_ATTRS, minutesAfter, timeOf, toMinutes } from './time-items.ts';
 
 const A = TIME_ATTRS;
@@ -51,11 +52,13 @@ export interface NewTaskArming {
 /**
  * The arms of the tasks a batch creates: each header is created with `db` (a new task's bucket), and their DUE
  * entries are written together once the batch's writes are done (`flush`), one shared entry for every task armed
- * in one bucket: a batch that creates several tasks pays one write. A batch stopped before its flush comes again
- * (its records fail); its tasks, found created, have their arms written again then (`again`).
+ * in one bucket: a batch that creates several tasks pays one write. Their first `CHG` entries (./listing-hours.ts)
+ * go the same way (`deferChange`). A batch stopped before its flush comes again (its records fail); its tasks,
+ * found created, have their entries written again then (`again`).
  */
 export class NewTaskArms implements NewTaskArming {
   private readonly pending = new Map<string, { task: TaskRef; bucket: number; puts: Set<Item> | null }>();
+  private readonly changes = new Map<string, { task: TaskRef; bucket: number }>();
   private readonly now: () => number;
   private readonly s: TimeSettings;
 
@@ -84,22 +87,42 @@ export class NewTaskArms implements NewTaskArming {
     if (entry.puts.size === 0) this.pending.delete(key);
   }
 
-  /** A task of a batch that comes again: its arm's entry, which the earlier delivery may not have written. */
-  again(header: Item): void {
-    const armed = timeOf(header).armed;
-    if (armed === null) return;
-    const task = taskOfHeader(header);
-    const bucket = Math.max(armed, bucketOf(this.now()));
-    this.pending.set(`${task.appKey.length}:${task.appKey}#${task.id}`, { task, bucket, puts: null });
+  /**
+   * The `CHG` entry of a change at `changedAt` of a task this batch creates, written with the batch's arms (true);
+   * false for any other task, whose count writes its own.
+   */
+  deferChange(appKey: string, id: string, changedAt: number): boolean {
+    const key = `${appKey.length}:${appKey}#${id}`;
+    const entry = this.pending.get(key);
+    if (!entry?.puts) return false;
+    this.changes.set(key, { task: entry.task, bucket: changeBucketOf(minutesAfter(changedAt)) });
+    return true;
   }
 
-  /** Writes the entries of the arms made since the last flush: one shared entry per bucket. */
+  /** A task of a batch that comes again: its entries, which the earlier delivery may not have written. */
+  again(header: Item): void {
+    const task = taskOfHeader(header);
+    const key = `${task.appKey.length}:${task.appKey}#${task.id}`;
+    const changed = headerChangeBucket(header);
+    if (changed !== null) this.changes.set(key, { task, bucket: changed });
+    const armed = timeOf(header).armed;
+    if (armed === null) return;
+    const bucket = Math.max(armed, bucketOf(this.now()));
+    this.pending.set(key, { task, bucket, puts: null });
+  }
+
+  /** Writes the entries of the arms and changes made since the last flush: one shared entry per bucket. */
   async flush(table: TableClient, cap: Capacity): Promise<void> {
-    const byBucket = new Map<number, TaskRef[]>();
-    for (const { task, bucket } of this.pending.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
-    this.pending.clear();
     const token = randomUUID().slice(0, 8);
-    for (const [bucket, tasks] of byBucket) await putBucketEntries(table, 'DUE', bucket, tasks, cap, token);
+    for (const [kind, entries] of [
+      ['DUE', this.pending],
+      ['CHG', this.changes],
+    ] as const) {
+      const byBucket = new Map<number, TaskRef[]>();
+      for (const { task, bucket } of entries.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
+      entries.clear();
+      for (const [bucket, tasks] of byBucket) await putBucketEntries(table, kind, bucket, tasks, cap, token);
+    }
   }
 }
 

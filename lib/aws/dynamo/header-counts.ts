@@ -46,6 +46,8 @@ export interface TaskWrites {
   extra?: CountClauses;
   /** The time of the change the update records in `ca` (null: the batch changed nothing): ./listing-hours.ts. */
   changedAt?: number | null;
+  /** Its `CHG` entry is written with the batch's arms (a task the batch creates), not before the update. */
+  changeDeferred?: boolean;
 }
 
 export class HeaderCounts {
@@ -91,7 +93,7 @@ export class HeaderCounts {
     // Listings by time of change and of end (`CHG`): its entry first, at the hour of the `ca` the count then
     // records with the deadlines' clauses (./listing-hours.ts, ./deadline-arming.ts).
     const known = this.headers.get(key);
-    if (w.changedAt !== undefined && w.changedAt !== null)
+    if (w.changedAt !== undefined && w.changedAt !== null && !w.changeDeferred)
       await this.hours.recordChange(w.appKey, w.id, known, w.changedAt, cap);
     const extra = w.extra;
     // A header put the batch's starts or ends held (or the one that created the task): one put writes it

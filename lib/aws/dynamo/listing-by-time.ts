@@ -107,21 +107,36 @@ export async function listByTimePage(
   let examined = 0;
   let queries = 0;
   const cap = noCapacity();
-  const next = () => encodeCursor({ q, b: bucket, k: after } satisfies ByTimeCursor);
+  // A shared entry (`~`: the tasks one batch created) names several tasks: a page may stop within it, after
+  // `done` of its tasks, so that pages keep their limit and their budget of headers.
+  let done = 0;
+  const next = (within = 0) =>
+    encodeCursor({ q, b: bucket, k: after, ...(within > 0 ? { n: within } : {}) } satisfies ByTimeCursor);
+  if (page.cursor !== undefined) done = decodeCursor(page.cursor, ByTimeCursor).n ?? 0;
   while (bucket >= oldest) {
-    if (items.length >= limit || bytes >= maxBytes) return { items, next: next() };
-    if (examined >= ctx.budget.headersPerPage || queries >= ctx.budget.queriesPerPage) return { items, next: next() };
+    if (items.length >= limit || bytes >= maxBytes) return { items, next: next(done) };
+    if (examined >= ctx.budget.headersPerPage || queries >= ctx.budget.queriesPerPage)
+      return { items, next: next(done) };
     queries += 1;
     const want = Math.min(ENTRIES_PER_READ, ctx.budget.headersPerPage - examined);
     const read = await readBucketPage(ctx.table, kind, bucket, after, want, cap);
-    const named = read.items.map((item) => tasksOfEntry(item, bucket));
-    const keys = named.flat().map((t) => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) }));
+    // The tasks this read examines, entry by entry, within the page's budget of headers.
+    const named = read.items.map((item, i) => tasksOfEntry(item, bucket).slice(i === 0 ? done : 0));
+    let room = ctx.budget.headersPerPage - examined;
+    const taken = named.map((tasks) => {
+      const t = tasks.slice(0, Math.max(0, room));
+      room -= t.length;
+      return t;
+    });
+    const keys = taken.flat().map((t) => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) }));
     const headers = keys.length ? await ctx.table.getMany(keys, cap, false) : [];
     let h = 0;
     for (let i = 0; i < read.items.length; i++) {
-      for (const _task of named[i]!) {
+      const before = i === 0 ? done : 0;
+      for (let j = 0; j < taken[i]!.length; j++) {
         const header = headers[h++];
         examined += 1;
+        done = before + j + 1;
         // Listed at the bucket its header names only: once, however many hours hold an entry of it.
         if (!header || headerChangeBucket(header) !== bucket || !headerMatches(header, q)) continue;
         if (!(await purgeWithin(ctx.table, header, q, cap))) continue;
@@ -131,8 +146,13 @@ export async function listByTimePage(
         if (!rowMatches(summary, q)) continue;
         items.push(summary);
         bytes += jsonBytes(summary);
+        const full = items.length >= limit || bytes >= maxBytes;
+        if (full && j < named[i]!.length - 1) return { items, next: next(done) };
       }
+      // The budget ran out within this entry: the next page goes on from its next task.
+      if (taken[i]!.length < named[i]!.length) return { items, next: next(before + taken[i]!.length) };
       after = read.items[i]!.sk;
+      done = 0;
       const full = items.length >= limit || bytes >= maxBytes;
       if (full && (i < read.items.length - 1 || read.more)) return { items, next: next() };
       if (full) break;

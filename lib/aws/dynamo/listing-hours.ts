@@ -14,7 +14,7 @@ import { TIME_ATTRS, minutesAfter } from './time-items.ts';
 const MINUTE = 60_000;
 
 /** The `CHG` bucket of a change whose `ca` is `minutes`: the hour of the last millisecond it covers. */
-const changeBucketOf = (minutes: number): number => bucketStart('CHG', minutes * MINUTE - 1);
+export const changeBucketOf = (minutes: number): number => bucketStart('CHG', minutes * MINUTE - 1);
 
 /** The `CHG` bucket a header is listed in (null: it records no change). */
 export function headerChangeBucket(header: Item): number | null {
@@ -32,7 +32,8 @@ export class ListingHours {
   /**
    * Before a count update that changes a task at `changedAt` (the time its `ca` records): its `CHG` entry,
    * unless the header as known (`known`, possibly stale: an hour it names has its entry all the same) changed
-   * in the same hour.
+   * in the same hour. (A task the batch creates has its first one written with the batch's arms, shared with the
+   * batch's other new tasks: ./deadline-arming.ts.)
    */
   async recordChange(appKey: string, id: string, known: Item | undefined, changedAt: number, cap: Capacity) {
     const bucket = changeBucketOf(minutesAfter(changedAt));

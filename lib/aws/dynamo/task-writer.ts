@@ -144,7 +144,8 @@ export class DynamoTaskWriter implements TaskWriter {
     const files = [...byFile.values()];
     const charges = batch.writes.map((w) => w.write.charge);
     const now = this.now();
-    const arming = armingClauses(batch.changed ?? true, now);
+    const changed = batch.changed ?? true;
+    const arming = armingClauses(changed, now);
     let header = await this.counts.count(
       {
         appKey: batch.appKey,
@@ -154,7 +155,8 @@ export class DynamoTaskWriter implements TaskWriter {
         files,
         absorbed: batch.absorbed,
         extra: arming,
-        changedAt: (batch.changed ?? true) ? now : null,
+        changedAt: changed ? now : null,
+        changeDeferred: changed && this.arms.deferChange(batch.appKey, batch.id, now),
       },
       capacity,
     );
