@@ -9,8 +9,8 @@ import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-reques
 import { ApiRoutes } from '../lib/api/routes.ts';
 import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { startDynamo } from '../lib/local/dynamo.ts';
-import { applyTasks, recordingTask, screenshotTask, type SeedTask } from './seed-tasks.ts';
+import { startDynamo } from '../devkit/local/dynamo.ts';
+import { applyTasks, recordingTask, screenshotTask, type SeedTask } from '../devkit/seeds/seed-tasks.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 import { event, silent } from './api-event.ts';
 import { benchTaskSize, taskSizeSizes, type TaskSizeResult, type TaskSizeSizes } from './task-size.ts';

@@ -4,12 +4,12 @@
 import { Buffer } from 'node:buffer';
 import { readFileSync, readdirSync } from 'node:fs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { generateRun, type ScheduledSend } from '../lib/emulator/lifecycles.ts';
-import { toApiGatewayEvent } from '../lib/local/apigw-event.ts';
+import { generateRun, type ScheduledSend } from '../devkit/emulator/lifecycles.ts';
+import { toApiGatewayEvent } from '../devkit/local/apigw-event.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { FILE_STATE_OK } from '../lib/platform/failures.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
-import { BENCH_SECRET } from './sqs-record.ts';
+import { BENCH_SECRET } from '../devkit/seeds/sqs-record.ts';
 
 export const BENCH_APP_KEY = 'demo-app';
 

@@ -6,12 +6,12 @@
 // on the same server, idle before the run and sampled during it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openLocal } from '../lib/local/target.ts';
-import { expectedTasks } from '../lib/emulator/expect.ts';
-import { createRandom } from '../lib/emulator/random.ts';
-import { SENDER_DEFAULTS, sendAll, type SendSummary } from '../lib/emulator/sender.ts';
-import { startLocalStack } from '../lib/local/stack.ts';
-import { verifyTasks } from '../lib/verify/verify.ts';
+import { openLocal } from '../devkit/local/target.ts';
+import { expectedTasks } from '../devkit/emulator/expect.ts';
+import { createRandom } from '../devkit/emulator/random.ts';
+import { SENDER_DEFAULTS, sendAll, type SendSummary } from '../devkit/emulator/sender.ts';
+import { startLocalStack } from '../devkit/local/stack.ts';
+import { verifyTasks } from '../devkit/verify/verify.ts';
 import { BENCH_APP_KEY, STRESS_FAULTS, generateMix } from './callbacks.ts';
 import { percentile } from './stats.ts';
 

@@ -17,12 +17,12 @@ import {
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
 import { fromItem, type Item } from '../lib/aws/dynamo/table-client.ts';
-import { dynamoClient } from '../lib/local/dynamo.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import type { Logger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { generateMix, type MixFaults } from './callbacks.ts';
-import { toSqsRecord } from './sqs-record.ts';
+import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
 
 /** Units of the batch run, per callback: where they go, by item and request. */
 export interface BatchCapacityResult {

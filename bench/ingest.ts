@@ -12,7 +12,7 @@ import { createSqsClient } from '../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { BENCH_APP_KEY, loadFixtures, signedEvent, type Fixture } from './callbacks.ts';
-import { BENCH_SECRET } from './sqs-record.ts';
+import { BENCH_SECRET } from '../devkit/seeds/sqs-record.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 
 export interface IngestSizes {

@@ -14,12 +14,12 @@ import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
 import { toItem, type Item } from '../lib/aws/dynamo/table-client.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { applyToFile, applyToHeader, tallyCallback, type Tally } from '../lib/domain/task.ts';
-import { startDynamo } from '../lib/local/dynamo.ts';
+import { startDynamo } from '../devkit/local/dynamo.ts';
 import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { event, silent } from './api-event.ts';
-import { toSqsRecord } from './sqs-record.ts';
-import { callbacksOf, screenshotTask } from './seed-tasks.ts';
+import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
+import { callbacksOf, screenshotTask } from '../devkit/seeds/seed-tasks.ts';
 import { chunks } from '../lib/in-parallel.ts';
 import { summarize, type Summary } from './stats.ts';
 

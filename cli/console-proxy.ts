@@ -8,8 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { signGet, type Credentials } from '../examples/signed-fetch.ts';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
-import { CONSOLE_HEADERS, isConsolePath, loadConsoleFiles } from '../lib/console/static.ts';
-import { isLoopbackAddress, matchRoute } from '../lib/local/http-gateway.ts';
+import { CONSOLE_HEADERS, isConsolePath, loadConsoleFiles } from '../devkit/console/static.ts';
+import { isLoopbackAddress, matchRoute } from '../devkit/local/http-gateway.ts';
 import { createLogger } from '../lib/log.ts';
 import { errorSentence } from '../lib/text.ts';
 

@@ -5,11 +5,11 @@
 import { SNSClient } from '@aws-sdk/client-sns';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import type { EventPublisher } from '../lib/domain/event-publisher.ts';
-import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { LOCAL_CREDENTIALS, SERVICE, resourceNames } from '../devkit/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { enforceIam } from '../lib/local/iam/enforce.ts';
-import { OPERATOR } from '../lib/local/iam/operator-policy.ts';
-import { localOperatorSession, TargetError, type Target } from '../lib/local/target.ts';
+import { enforceIam } from '../devkit/local/iam/enforce.ts';
+import { OPERATOR } from '../devkit/local/iam/operator-policy.ts';
+import { localOperatorSession, TargetError, type Target } from '../devkit/local/target.ts';
 import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
 import { cliIo } from './io.ts';
 

@@ -3,7 +3,7 @@
 import { createInterface } from 'node:readline/promises';
 import { Option, type Command } from 'commander';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, openTarget, type Target } from '../lib/local/target.ts';
+import { TargetError, openTarget, type Target } from '../devkit/local/target.ts';
 import { colorsFor, jsonText, setTimeZone, type Colors } from './format.ts';
 import { cliIo } from './io.ts';
 

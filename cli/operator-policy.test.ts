@@ -7,9 +7,9 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultSecretsParam } from './secrets.ts';
 import { stageAlarmPrefix, stageFunctionName } from './stage-insight.ts';
-import { resourceNames } from '../lib/local/deployed-settings.ts';
-import { operatorStatements } from '../lib/local/iam/operator-policy.ts';
-import type { PolicyStatement } from '../lib/local/iam/policy.ts';
+import { resourceNames } from '../devkit/local/deployed-settings.ts';
+import { operatorStatements } from '../devkit/local/iam/operator-policy.ts';
+import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
 import { bundleRequests, functionBuildOptions, iamAction } from '../test/support/sdk-requests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -4,7 +4,7 @@
 import { InvalidArgumentError } from 'commander';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
 import { AllowListError, parseAllowList } from '../lib/signature/source-ip.ts';
-import { type FaultRates, FaultSpecError, parseFaults } from '../lib/local/fault-spec.ts';
+import { type FaultRates, FaultSpecError, parseFaults } from '../devkit/local/fault-spec.ts';
 import { errorSentence } from '../lib/text.ts';
 import { parseDuration, parseTimePoint } from './format.ts';
 import { CliError } from './inspect.ts';
@@ -115,7 +115,7 @@ export function cidrList(option: string): (text: string, previous?: string[]) =>
   };
 }
 
-/** `--faults dynamo=0.05,crash=0.02,sns=0.1`, as lib/local/faults.ts reads it. */
+/** `--faults dynamo=0.05,crash=0.02,sns=0.1`, as devkit/local/faults.ts reads it. */
 export function faultRates(text: string): FaultRates {
   try {
     return parseFaults(text);

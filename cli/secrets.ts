@@ -3,10 +3,10 @@
 // loaded only then); the local stack's demo key is known, other local secrets must be given the same way
 // the stack was given them. No secret is ever printed.
 import { parseSecrets, type SecretsByAppKey } from '../lib/signature/secrets.ts';
-import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
-import { SERVICE } from '../lib/local/deployed-settings.ts';
+import { DEFAULT_SECRETS } from '../devkit/local/demo-secrets.ts';
+import { SERVICE } from '../devkit/local/deployed-settings.ts';
 import { errorSentence } from '../lib/text.ts';
-import { TargetError, type Target } from '../lib/local/target.ts';
+import { TargetError, type Target } from '../devkit/local/target.ts';
 import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
 import { cliIo } from './io.ts';
 

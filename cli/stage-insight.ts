@@ -1,7 +1,7 @@
 // What `callbacks status` reads of a deployed stage beyond its table and queues: the age of the queue's
 // oldest message (CloudWatch), the ingest's signature settings (its function configuration) and the stage's
 // alarms in alarm. The CloudWatch and Lambda clients are loaded only here, only for a stage.
-import { SERVICE, resourceNames } from '../lib/local/deployed-settings.ts';
+import { SERVICE, resourceNames } from '../devkit/local/deployed-settings.ts';
 import { awsClientSettings } from '../lib/aws/env-client-settings.ts';
 import { cliIo } from './io.ts';
 

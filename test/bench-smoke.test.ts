@@ -4,9 +4,9 @@
 // never timings.
 import { readRecord } from '../lib/queue-message.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
-import { localStageSettings } from '../lib/local/stack-template.ts';
+import { localStageSettings } from '../devkit/local/stack-template.ts';
 import { generateMix, kindOf } from '../bench/callbacks.ts';
-import { toSqsRecord } from '../bench/sqs-record.ts';
+import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
 import { PRICES, billedMs, costPerMillion, loadDeployedSettings, readDeployedSettings } from '../bench/cost.ts';
 import { benchApi } from '../bench/api.ts';
 import { benchTaskSize } from '../bench/task-size.ts';

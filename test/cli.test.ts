@@ -1,6 +1,6 @@
 // The inspection CLI as a user runs it: `callbacks ...` (cli/main.ts's run, in this process with an
 // environment, folder and streams of its own; `--follow` and its Ctrl-C in child processes), in a folder
-// where the local stack (lib/local/stack.ts, in this process) left its `.data/stack.json`; the data is
+// where the local stack (devkit/local/stack.ts, in this process) left its `.data/stack.json`; the data is
 // written by the real worker logic.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,12 +21,12 @@ import { messageAttributes } from '../lib/queue-message.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { dynamoClient } from '../lib/local/dynamo.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { childEnv, cliBin, nodeBin, runCliHere } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
-import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
-import { DEFAULT_SECRETS } from '../lib/local/demo-secrets.ts';
+import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
+import { DEFAULT_SECRETS } from '../devkit/local/demo-secrets.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
 const root = new URL('..', import.meta.url).pathname;

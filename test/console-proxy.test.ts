@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ensureConsoleBuilt } from '../cli/console-assets.ts';
 import { type ConsoleProxy, startConsoleProxy } from '../cli/console-proxy.ts';
 import { outputsOf, stackOutput } from '../cli/stack-outputs.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { recordingStart } from '../lib/platform/bodies.ts';
 import { spawn } from 'node:child_process';
 import { childEnv, cliBin, nodeBin, runCli, startDev } from './support/cli-process.ts';

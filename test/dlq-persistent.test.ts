@@ -8,11 +8,11 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
-import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
+import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
 import { runCliHere as runCli } from './support/cli-process.ts';
-import { dynamoClient } from '../lib/local/dynamo.ts';
-import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
+import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 
 let dir: string;
 

@@ -3,9 +3,9 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CFN_LINT_INSTALL, runCfnLint, runDoctor } from '../lib/local/doctor.ts';
-import type { PolicyStatement } from '../lib/local/iam/policy.ts';
-import { loadTemplate } from '../lib/local/template.ts';
+import { CFN_LINT_INSTALL, runCfnLint, runDoctor } from '../devkit/local/doctor.ts';
+import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
+import { loadTemplate } from '../devkit/local/template.ts';
 import { runCli } from './support/cli-process.ts';
 
 let bin: string;

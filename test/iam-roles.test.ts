@@ -1,5 +1,5 @@
 // The roles of the template, held to what the functions really call, on the local stack with IAM enforced.
-// One small end-to-end scenario exercises every function (lib/local/iam/scenario.ts). Then:
+// One small end-to-end scenario exercises every function (devkit/local/iam/scenario.ts). Then:
 // - each statement of each role is removed in turn, and the scenario must fail with AccessDeniedException
 //   for an action of that statement (a mutation test of the roles: a statement nothing needs would pass);
 // - with the roles as they are, the scenario passes with nothing refused, and every action every statement
@@ -8,11 +8,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Denial } from '../lib/local/iam/enforce.ts';
-import type { PolicyStatement } from '../lib/local/iam/policy.ts';
-import { type IamScenario, iamScenario } from '../lib/local/iam/scenario.ts';
-import { type LocalStack, startLocalStack } from '../lib/local/stack.ts';
-import { loadTemplate, type Template } from '../lib/local/template.ts';
+import type { Denial } from '../devkit/local/iam/enforce.ts';
+import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
+import { type IamScenario, iamScenario } from '../devkit/local/iam/scenario.ts';
+import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
+import { loadTemplate, type Template } from '../devkit/local/template.ts';
 
 let cwd: string;
 let stack: LocalStack;

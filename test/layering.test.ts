@@ -130,7 +130,7 @@ test('the import reader sees the imports it is meant to police', () => {
   const seen = (path: string) => sources.find((f) => f.path === path)!.imports;
   expect(seen('lib/ingest/handler.ts')).toContainEqual({ target: 'aws-lambda', kind: 'package', typeOnly: true });
   // The local stack builds each handler with the factory its entry in functions/ calls.
-  expect(seen('lib/local/handlers.ts')).toContainEqual({
+  expect(seen('devkit/local/handlers.ts')).toContainEqual({
     target: 'lib/ingest/handler.ts',
     kind: 'file',
     typeOnly: false,
@@ -178,9 +178,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lib/ingest', 'lib/worker', 'lib/api', 'lib/sweeper'],
   ['functions'],
   // The developer kit (DEVKIT): what runs the stack on a laptop, sends and checks callbacks, seeds tasks.
-  ['lib/console', 'lib/emulator', 'lib/verify'],
-  ['lib/local', 'bench/sqs-record.ts'],
-  ['bench/seed-tasks.ts'],
+  ['devkit/console', 'devkit/emulator', 'devkit/verify'],
+  ['devkit/local', 'devkit/seeds/sqs-record.ts'],
+  ['devkit/seeds/seed-tasks.ts'],
   ['bench', 'cli'],
   ['bin'],
 ];
@@ -235,7 +235,7 @@ test.each([
   ['the platform owns the services; it imports nothing of the domain', 'lib/platform', 'lib/domain'],
   ['the worker checks signatures again with lib/signature, not the ingest', 'lib/worker', 'lib/ingest'],
   ['the read API answers with lib/http-responses.ts, not the ingest', 'lib/api', 'lib/ingest'],
-  ['the bench opens a stack with lib/local/target.ts, not the CLI', 'bench', 'cli'],
+  ['the bench opens a stack with devkit/local/target.ts, not the CLI', 'bench', 'cli'],
   ['the signature module is below the domain', 'lib/signature', 'lib/domain'],
   ['the signature module is below the queue message', 'lib/signature', 'lib/queue-message.ts'],
 ])('%s', (_why, from, to) => {
@@ -302,7 +302,7 @@ test('no files import one another in a loop (type-only imports count: they tie t
 });
 
 /** The developer kit: what a laptop, the tests and the bench use and a Lambda function never loads. */
-const DEVKIT = ['lib/local', 'lib/emulator', 'lib/verify', 'lib/console', 'bench/seed-tasks.ts', 'bench/sqs-record.ts'];
+const DEVKIT = ['devkit'];
 
 test('what Lambda loads (lib/ and functions/) never imports the developer kit', () => {
   const loaded = nonTests.filter((f) => under(f.path, 'lib', 'functions') && !under(f.path, ...DEVKIT));

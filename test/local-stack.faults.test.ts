@@ -5,16 +5,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openTarget, type Target } from '../lib/local/target.ts';
+import { openTarget, type Target } from '../devkit/local/target.ts';
 import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
-import { expectedTaskEventsOf, expectedTasks } from '../lib/emulator/expect.ts';
-import { generateRun } from '../lib/emulator/lifecycles.ts';
-import { createRandom } from '../lib/emulator/random.ts';
-import { sendAll } from '../lib/emulator/sender.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { expectedTaskEventsOf, expectedTasks } from '../devkit/emulator/expect.ts';
+import { generateRun } from '../devkit/emulator/lifecycles.ts';
+import { createRandom } from '../devkit/emulator/random.ts';
+import { sendAll } from '../devkit/emulator/sender.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
-import { verifyEvents } from '../lib/verify/events.ts';
-import { verifyTasks } from '../lib/verify/verify.ts';
+import { verifyEvents } from '../devkit/verify/events.ts';
+import { verifyTasks } from '../devkit/verify/verify.ts';
 import { runCli } from './support/cli-process.ts';
 
 let cwd: string;

@@ -3,10 +3,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PolicyStatement } from '../lib/local/iam/policy.ts';
-import { iamScenario } from '../lib/local/iam/scenario.ts';
-import { startLocalStack } from '../lib/local/stack.ts';
-import { loadTemplate, type Template } from '../lib/local/template.ts';
+import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
+import { iamScenario } from '../devkit/local/iam/scenario.ts';
+import { startLocalStack } from '../devkit/local/stack.ts';
+import { loadTemplate, type Template } from '../devkit/local/template.ts';
 
 let cwd: string;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startLocalStack } from '../lib/local/stack.ts';
+import { startLocalStack } from '../devkit/local/stack.ts';
 
 const procTables = ['/proc/net/tcp', '/proc/net/tcp6'];
 const linux = procTables.every((f) => existsSync(f));

@@ -6,12 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFaultSession } from '../lib/local/faults.ts';
-import { setIamSession } from '../lib/local/iam/enforce.ts';
-import type { PolicyStatement } from '../lib/local/iam/policy.ts';
-import { startLocalStack } from '../lib/local/stack.ts';
-import { stackFilePath } from '../lib/local/stack-file.ts';
-import { loadTemplate, type Template } from '../lib/local/template.ts';
+import { setFaultSession } from '../devkit/local/faults.ts';
+import { setIamSession } from '../devkit/local/iam/enforce.ts';
+import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
+import { startLocalStack } from '../devkit/local/stack.ts';
+import { stackFilePath } from '../devkit/local/stack-file.ts';
+import { loadTemplate, type Template } from '../devkit/local/template.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 
 let cwd: string;

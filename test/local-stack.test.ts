@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
-import { openTarget } from '../lib/local/target.ts';
+import { openTarget } from '../devkit/local/target.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
-import { LOCAL_CREDENTIALS } from '../lib/local/deployed-settings.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
+import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 
 let cwd: string;

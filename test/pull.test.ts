@@ -5,13 +5,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pullTask, type PullOptions } from '../cli/commands/pull.ts';
-import { openTarget, type Target } from '../lib/local/target.ts';
+import { openTarget, type Target } from '../devkit/local/target.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { generateRun } from '../lib/emulator/lifecycles.ts';
+import { generateRun } from '../devkit/emulator/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
-import { LOCAL_CREDENTIALS, resourceNames } from '../lib/local/deployed-settings.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startDynamo, type LocalDynamo } from '../devkit/local/dynamo.ts';
+import { LOCAL_CREDENTIALS, resourceNames } from '../devkit/local/deployed-settings.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readApi, signGet } from '../examples/signed-fetch.ts';
 import { setLogSink } from '../lib/log.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };

@@ -17,10 +17,10 @@ import type { Task, TaskStatus } from '../lib/domain/task.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { errorStatus } from '../lib/http-responses.ts';
 import { setLogSink } from '../lib/log.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
-import { dynamoClient } from '../lib/local/dynamo.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
 import {
   compileAllSchemas,
   conformance,
@@ -35,7 +35,7 @@ import {
   screenshotTask,
   type Outcome,
   type SeedTask,
-} from '../bench/seed-tasks.ts';
+} from '../devkit/seeds/seed-tasks.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;

@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postLifecycle, type LifecycleOptions } from '../cli/commands/send.ts';
-import { openTarget, type Target } from '../lib/local/target.ts';
+import { openTarget, type Target } from '../devkit/local/target.ts';
 import type { Task } from '../lib/domain/task.ts';
 import { setLogSink } from '../lib/log.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 
 let dir: string;
 let stack: LocalStack;

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { readStatus, statusLines, type StatusReport } from '../cli/commands/status.ts';
 import { colors } from '../cli/format.ts';
 import type { StageInsight } from '../cli/stage-insight.ts';
-import { openTarget, type Target } from '../lib/local/target.ts';
+import { openTarget, type Target } from '../devkit/local/target.ts';
 import { setLogSink } from '../lib/log.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { postSigned } from './support/cli-process.ts';
 
 let dir: string;

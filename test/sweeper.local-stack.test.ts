@@ -6,9 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { openTarget, type Target } from '../lib/local/target.ts';
+import { openTarget, type Target } from '../devkit/local/target.ts';
 import { EventQueueReader, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { postSigned } from './support/cli-process.ts';
 
 type Body = Record<string, unknown>;

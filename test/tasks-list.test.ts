@@ -6,7 +6,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import type { DeliveredCallback } from '../lib/domain/task-store.ts';
-import { type LocalDynamo, startDynamo } from '../lib/local/dynamo.ts';
+import { type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
 
 let db: LocalDynamo;
 beforeAll(async () => {

@@ -27,7 +27,7 @@ import {
 } from './support/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../devkit/local/dynamo.ts';
 import { dyingClient, faultyClient } from './support/faulty-client.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { sized, writePositions } from './support/size.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TaskWriter } from '../lib/domain/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
-import { startLocalStack, type LocalStack } from '../lib/local/stack.ts';
+import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { Attr } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { postSigned } from './support/cli-process.ts';

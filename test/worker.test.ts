@@ -10,7 +10,7 @@ import { failedInGroupOrder, processBatch } from '../lib/worker/process-batch.ts
 import { replayKeyOf } from '../lib/signature/verify.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import type { Service } from '../lib/platform/services.ts';
-import { startDynamo, type LocalDynamo } from '../lib/local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../devkit/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const fixturesDir = new URL('./fixtures/', import.meta.url).pathname;

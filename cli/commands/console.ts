@@ -3,7 +3,7 @@
 // local stack serves the console itself (`callbacks dev`, /console/).
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { Command } from 'commander';
-import { SERVICE } from '../../lib/local/deployed-settings.ts';
+import { SERVICE } from '../../devkit/local/deployed-settings.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { startConsoleProxy } from '../console-proxy.ts';

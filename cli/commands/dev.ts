@@ -1,9 +1,9 @@
-// `callbacks dev` (and `npm start`): the whole receiver in this process (lib/local/stack.ts), until Ctrl-C.
+// `callbacks dev` (and `npm start`): the whole receiver in this process (devkit/local/stack.ts), until Ctrl-C.
 import { relative } from 'node:path';
 import { Option, type Command } from 'commander';
-import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
-import { DEFAULT_RETRY_DELAY_S, DEFAULT_SCHEDULE_EVERY_MS } from '../../lib/local/stack-options.ts';
-import { describeFaults, type FaultRates } from '../../lib/local/fault-spec.ts';
+import { startLocalStack, type LocalStack } from '../../devkit/local/stack.ts';
+import { DEFAULT_RETRY_DELAY_S, DEFAULT_SCHEDULE_EVERY_MS } from '../../devkit/local/stack-options.ts';
+import { describeFaults, type FaultRates } from '../../devkit/local/fault-spec.ts';
 import { type LogSink, setLogSink } from '../../lib/log.ts';
 import { type SignatureMode, SIGNATURE_MODES } from '../../lib/signature/verdicts.ts';
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';

@@ -3,7 +3,7 @@
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
-import { TargetError, type Target } from '../../lib/local/target.ts';
+import { TargetError, type Target } from '../../devkit/local/target.ts';
 import { callbackTypeName, isoTime, plural, table } from '../format.ts';
 import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { positiveInt } from '../option-parsers.ts';

@@ -1,7 +1,7 @@
 // `callbacks doctor`: the template packaged and linted, and every function's calls on the local stack held
-// to its role (lib/local/doctor.ts). Exit code 0 only when no call lacks a grant and cfn-lint found no error.
+// to its role (devkit/local/doctor.ts). Exit code 0 only when no call lacks a grant and cfn-lint found no error.
 import type { Command } from 'commander';
-import { CFN_LINT_INSTALL, type DoctorReport, runDoctor } from '../../lib/local/doctor.ts';
+import { CFN_LINT_INSTALL, type DoctorReport, runDoctor } from '../../devkit/local/doctor.ts';
 import { colorsFor, type Colors } from '../format.ts';
 import { cliIo, setExitCode } from '../io.ts';
 

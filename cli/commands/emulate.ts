@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
-import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
+import { DEFAULT_COMPRESS, generateRun } from '../../devkit/emulator/lifecycles.ts';
 import {
   checkReachable,
   sendAll,
@@ -10,9 +10,9 @@ import {
   type SendResult,
   type SendSummary,
   type SignPlacement,
-} from '../../lib/emulator/sender.ts';
-import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../lib/emulator/expect.ts';
-import { createRandom } from '../../lib/emulator/random.ts';
+} from '../../devkit/emulator/sender.ts';
+import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../devkit/emulator/expect.ts';
+import { createRandom } from '../../devkit/emulator/random.ts';
 import { decimalNumber, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';

@@ -6,11 +6,11 @@
 import { Option, type Command } from 'commander';
 import { allEvents, type StoredEvent, type TaskRef } from '../../lib/domain/task-store.ts';
 import type { Service } from '../../lib/platform/services.ts';
-import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
+import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { callbackTypeName, isoTime, printable } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { durationOption } from '../option-parsers.ts';
-import type { Target } from '../../lib/local/target.ts';
+import type { Target } from '../../devkit/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
 import { cliIo, setExitCode } from '../io.ts';

@@ -5,21 +5,21 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import { DEFAULT_COMPRESS, generateRun } from '../../lib/emulator/lifecycles.ts';
+import { DEFAULT_COMPRESS, generateRun } from '../../devkit/emulator/lifecycles.ts';
 import {
   callbackUrl,
   SIGN_PLACEMENTS,
   signRequest,
   unreachable,
   type SignPlacement,
-} from '../../lib/emulator/sender.ts';
+} from '../../devkit/emulator/sender.ts';
 import { parseSecrets } from '../../lib/signature/secrets.ts';
-import { DEFAULT_SECRETS } from '../../lib/local/demo-secrets.ts';
+import { DEFAULT_SECRETS } from '../../devkit/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, printJson } from '../inspect.ts';
 import { durationOption } from '../option-parsers.ts';
 import { callbackTypeName, printable } from '../format.ts';
-import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
+import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
@@ -213,7 +213,7 @@ export interface LifecycleAnswer extends Answer {
 }
 
 /**
- * The callbacks of one task as the sender emulator generates them (lib/emulator/lifecycles.ts), in the
+ * The callbacks of one task as the sender emulator generates them (devkit/emulator/lifecycles.ts), in the
  * platform's order, each posted once its predecessor is answered. `write` gets each answer's line.
  */
 export async function postLifecycle(

@@ -11,7 +11,7 @@ import { fields, plural, printable, timeWithRelative, type Colors } from '../for
 import { printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { quarantineDays } from '../option-parsers.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
-import type { Target } from '../../lib/local/target.ts';
+import type { Target } from '../../devkit/local/target.ts';
 
 /** The most quarantine entries read for the counts: beyond, the counts say "at least". */
 export const QUARANTINE_READ_LIMIT = 1000;

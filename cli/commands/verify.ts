@@ -2,17 +2,17 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { durationOption } from '../option-parsers.ts';
 import { colorsFor, jsonText, printable } from '../format.ts';
-import { openTarget } from '../../lib/local/target.ts';
-import { readExpectFile } from '../../lib/emulator/expect.ts';
-import { verifyTasks, type VerifyResult } from '../../lib/verify/verify.ts';
+import { openTarget } from '../../devkit/local/target.ts';
+import { readExpectFile } from '../../devkit/emulator/expect.ts';
+import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
-import { verifyEvents, type EventsResult } from '../../lib/verify/events.ts';
+import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
 import {
   atClock,
   checkTimeEvents,
   DEFAULT_CLOCK_SETTINGS,
   type ClockExpectation,
-} from '../../lib/verify/time-facts.ts';
+} from '../../devkit/verify/time-facts.ts';
 import { parseTimePoint } from '../format.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';

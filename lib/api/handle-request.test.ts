@@ -9,8 +9,8 @@ import fc from 'fast-check';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
-import { applyTasks, recordingTask } from '../../bench/seed-tasks.ts';
-import { dynamoClient, startDynamo, type LocalDynamo } from '../local/dynamo.ts';
+import { applyTasks, recordingTask } from '../../devkit/seeds/seed-tasks.ts';
+import { dynamoClient, startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';
 

@@ -3,12 +3,12 @@
 // the ones docs/openapi.yaml documents (test/support/openapi.ts), the rows the tasks the plan below says.
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { applyTasks, recordingTask, type SeedTask } from '../../bench/seed-tasks.ts';
+import { applyTasks, recordingTask, type SeedTask } from '../../devkit/seeds/seed-tasks.ts';
 import { conformance } from '../../test/support/openapi.ts';
 import { FILE_MARK_ATTRS, TIME_ATTRS } from '../aws/dynamo/time-items.ts';
 import { Keys } from '../aws/dynamo/table.ts';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
-import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
 import type { Logger } from '../log.ts';
 import { handleApiRequest } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';

@@ -1,6 +1,6 @@
 // Every AWS SDK client a function builds passes through `functionClient`: deployed it returns the client as
 // it is; the local stack sets a hook here while it loads a function's module, which adds to each of that
-// function's clients the check of its calls against the function's role (lib/local/iam/enforce.ts).
+// function's clients the check of its calls against the function's role (devkit/local/iam/enforce.ts).
 export type ClientHook = (client: object) => void;
 
 let hook: ClientHook | undefined;

@@ -10,7 +10,7 @@ import { createLogger, setLogSink } from '../log.ts';
 import type { HeldSignature } from '../signature/held.ts';
 import type { Service } from '../platform/services.ts';
 import { computeSignature } from '../platform/signing.ts';
-import { startDynamo, type LocalDynamo } from '../local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../../test/support/sqs-events.ts';
 import { processBatch } from './process-batch.ts';
 import { parseAllowList } from '../signature/source-ip.ts';

@@ -32,7 +32,7 @@ import {
   routeOf,
   type Expected,
 } from './support/oracle.ts';
-import { LOCAL_CREDENTIALS } from '../../lib/local/deployed-settings.ts';
+import { LOCAL_CREDENTIALS } from '../../devkit/local/deployed-settings.ts';
 import { sized } from '../support/size.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');

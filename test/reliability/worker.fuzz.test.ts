@@ -23,7 +23,7 @@ import { Attr } from '../../lib/queue-message.ts';
 import type { SignatureVerdict } from '../../lib/signature/verdicts.ts';
 import { ID_FIELD_OF, type Service } from '../../lib/platform/services.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../../lib/local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { captureLogs, type LogCapture } from './support/log-capture.ts';
 

@@ -1,7 +1,7 @@
 // The soak's chaos part: the header counts' chaos run (test/reliability/support/counts-chaos.ts) over thousands
 // of seeds, several at a time, on a DynamoDB emulator of its own. Every seed's problems are kept (the first
 // ones printed); the part passes when no seed has any.
-import { startDynamo } from '../../lib/local/dynamo.ts';
+import { startDynamo } from '../../devkit/local/dynamo.ts';
 import { setLogSink } from '../../lib/log.ts';
 import { type ChaosOptions, type ChaosOutcome, runCountsChaos } from '../reliability/support/counts-chaos.ts';
 

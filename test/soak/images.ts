@@ -1,11 +1,11 @@
 // One screenshot task with a great many images: a start, an upload callback per image (some fail while the
 // storage is out and succeed 10 s later, some are delivered twice), and an end. Its header item must stay
 // small and its counts exact however many images it holds. The bodies come from the lifecycle generator
-// (lib/emulator/plans.ts, bodiesOf).
-import type { ScheduledSend } from '../../lib/emulator/lifecycles.ts';
-import { bodiesOf } from '../../lib/emulator/plan-bodies.ts';
-import type { PlannedEvent, TaskPlan } from '../../lib/emulator/plans.ts';
-import type { Random } from '../../lib/emulator/random.ts';
+// (devkit/emulator/plans.ts, bodiesOf).
+import type { ScheduledSend } from '../../devkit/emulator/lifecycles.ts';
+import { bodiesOf } from '../../devkit/emulator/plan-bodies.ts';
+import type { PlannedEvent, TaskPlan } from '../../devkit/emulator/plans.ts';
+import type { Random } from '../../devkit/emulator/random.ts';
 import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
 import { SUCCESS } from '../../lib/platform/failures.ts';
 

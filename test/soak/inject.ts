@@ -7,7 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { Random } from '../../lib/emulator/random.ts';
+import type { Random } from '../../devkit/emulator/random.ts';
 
 export interface FaultCounts {
   dynamoCalls: number;

@@ -25,7 +25,7 @@ import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import type { TaskEvent } from '../../lib/domain/task-events.ts';
 import { checkPublished, expectedEvents } from '../../lib/domain/expected-events.ts';
 import { countFiles } from '../../lib/domain/task-parts.ts';
-import { createRandom, type Random } from '../../lib/emulator/random.ts';
+import { createRandom, type Random } from '../../devkit/emulator/random.ts';
 import { createLogger, setLogSink } from '../../lib/log.ts';
 import {
   type Body,

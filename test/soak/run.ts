@@ -1,4 +1,4 @@
-// `npm run soak`: a long run of the whole receiver as `callbacks dev` runs it (lib/local/stack.ts in this
+// `npm run soak`: a long run of the whole receiver as `callbacks dev` runs it (devkit/local/stack.ts in this
 // process: HTTP gateway, the deployed ingest and worker handlers, fauxqs, dynalite), fed by the sender
 // emulator with duplicates, reordering and storage outages, while faults are injected: random DynamoDB
 // errors, DynamoDB outages, SQS outages at ingest. Then the dead-letter queue is redriven (as an operator
@@ -19,18 +19,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openLocal, type Target } from '../../lib/local/target.ts';
+import { openLocal, type Target } from '../../devkit/local/target.ts';
 import { redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import { eventKey } from '../../lib/domain/canonical.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
-import { expectedTaskEventsOf, expectedTasks } from '../../lib/emulator/expect.ts';
-import { verifyEvents } from '../../lib/verify/events.ts';
-import { generateRun, type ScheduledSend } from '../../lib/emulator/lifecycles.ts';
-import { createRandom } from '../../lib/emulator/random.ts';
-import { sendAll, type SendResult, type SendSummary } from '../../lib/emulator/sender.ts';
-import { startLocalStack, type LocalStack } from '../../lib/local/stack.ts';
+import { expectedTaskEventsOf, expectedTasks } from '../../devkit/emulator/expect.ts';
+import { verifyEvents } from '../../devkit/verify/events.ts';
+import { generateRun, type ScheduledSend } from '../../devkit/emulator/lifecycles.ts';
+import { createRandom } from '../../devkit/emulator/random.ts';
+import { sendAll, type SendResult, type SendSummary } from '../../devkit/emulator/sender.ts';
+import { startLocalStack, type LocalStack } from '../../devkit/local/stack.ts';
 import { setLogSink } from '../../lib/log.ts';
-import { verifyTasks } from '../../lib/verify/verify.ts';
+import { verifyTasks } from '../../devkit/verify/verify.ts';
 import { chaosMarkdown, runChaosSeeds } from './chaos.ts';
 import { imageTaskSends } from './images.ts';
 import { runSizedTests } from './sized-tests.ts';

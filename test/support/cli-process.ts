@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import type { CliIo } from '../../cli/io.ts';
 import { run as runCallbacks } from '../../cli/main.ts';
-import { readLocalStack, type LocalStackInfo } from '../../lib/local/stack-file.ts';
+import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 
 const root = new URL('../..', import.meta.url).pathname;

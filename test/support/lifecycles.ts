@@ -2,15 +2,15 @@
 // of the recording and screenshot services, with the platform's inconsistencies (numeric strings, "" for
 // absent values, unknown fields). Each lifecycle also says what a receiver should end up holding for its
 // files and status, worked out from the draws rather than from the callbacks. Shared by the domain, store
-// and worker tests. The bodies come from the one generator of lifecycles (lib/emulator/plans.ts, bodiesOf)
+// and worker tests. The bodies come from the one generator of lifecycles (devkit/emulator/plans.ts, bodiesOf)
 // given a plan drawn here; what is drawn, and what a receiver should make of it, is decided here.
 import fc from 'fast-check';
 import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { FileUpload, TaskStatus } from '../../lib/domain/task.ts';
-import { createRandom } from '../../lib/emulator/random.ts';
-import { reorderKeys } from '../../lib/emulator/reorder-keys.ts';
-import { bodiesOf } from '../../lib/emulator/plan-bodies.ts';
-import type { PlannedEvent, TaskPlan } from '../../lib/emulator/plans.ts';
+import { createRandom } from '../../devkit/emulator/random.ts';
+import { reorderKeys } from '../../devkit/emulator/reorder-keys.ts';
+import { bodiesOf } from '../../devkit/emulator/plan-bodies.ts';
+import type { PlannedEvent, TaskPlan } from '../../devkit/emulator/plans.ts';
 import type { Body } from '../../lib/platform/bodies.ts';
 import { UPLOAD_RETRY_MS } from '../../lib/platform/delivery.ts';
 import {
@@ -175,7 +175,7 @@ export function recordingLifecycle(): fc.Arbitrary<Lifecycle> {
       const format = mode.video ? 'mp4' : 'aac';
       const { sessionId, roomId, userId, streamTag } = p;
       // What the receiver must hold is worked out here from the draws; the bodies come from the emulator's
-      // generator (lib/emulator/plans.ts) given the same plan.
+      // generator (devkit/emulator/plans.ts) given the same plan.
       const fileNameAt = (timestamp: number) =>
         recordingFileName({ sessionId, roomId, userId, streamTag, mode: p.mode, timestamp, format });
       const files: ExpectedFile[] = [];

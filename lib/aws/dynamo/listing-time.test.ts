@@ -3,12 +3,12 @@
 // and the facts the sweeper writes are set on the items in the designed shapes (docs/task-store.md). What each
 // listing must hold is stated from the plan below, not read back from the store.
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { applyTasks, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
+import { applyTasks, recordingTask, screenshotTask, type SeedTask } from '../../../devkit/seeds/seed-tasks.ts';
 import { InvalidCursorError, type TaskQuery } from '../../domain/task-store.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
 import { screenshotStartOrEnd, screenshotUpload } from '../../platform/bodies.ts';
 import { SUCCESS } from '../../platform/failures.ts';
-import { startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../../../devkit/local/dynamo.ts';
 import { FILE_MARK_ATTRS, TIME_ATTRS } from './time-items.ts';
 import { Keys } from './table.ts';
 import { DynamoTaskStore } from './task-store.ts';

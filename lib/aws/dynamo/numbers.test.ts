@@ -1,5 +1,5 @@
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { type LocalDynamo, startDynamo } from '../../local/dynamo.ts';
+import { type LocalDynamo, startDynamo } from '../../../devkit/local/dynamo.ts';
 import { parseCallback } from '../../domain/callback.ts';
 import { findUnstorableNumber, numberProblem, unstorableNumberIn } from './numbers.ts';
 

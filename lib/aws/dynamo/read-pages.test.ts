@@ -13,9 +13,15 @@ import {
 import type { Page, PageRequest, TaskQuery, TaskStore } from '../../domain/task-store.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
 import { InvalidCursorError } from '../../domain/task-store.ts';
-import { applyTasks, expectedTask, recordingTask, screenshotTask, type SeedTask } from '../../../bench/seed-tasks.ts';
+import {
+  applyTasks,
+  expectedTask,
+  recordingTask,
+  screenshotTask,
+  type SeedTask,
+} from '../../../devkit/seeds/seed-tasks.ts';
 import { meter, writeTask } from '../../../bench/task-size.ts';
-import { dynamoClient, startDynamo, type LocalDynamo } from '../../local/dynamo.ts';
+import { dynamoClient, startDynamo, type LocalDynamo } from '../../../devkit/local/dynamo.ts';
 import { EVENTS_INDEXED } from './items.ts';
 import { Keys } from './table.ts';
 import { DynamoTaskStore } from './task-store.ts';

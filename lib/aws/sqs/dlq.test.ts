@@ -8,7 +8,7 @@ import {
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { taskGroupId } from '../../fifo-ids.ts';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from './dlq.ts';
-import { LOCAL_CREDENTIALS } from '../../local/deployed-settings.ts';
+import { LOCAL_CREDENTIALS } from '../../../devkit/local/deployed-settings.ts';
 
 let server: FauxqsServer;
 let sqs: SQSClient;

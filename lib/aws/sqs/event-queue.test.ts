@@ -1,7 +1,7 @@
 import { CreateQueueCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
-import { LOCAL_CREDENTIALS } from '../../local/deployed-settings.ts';
-import { startLocalSqs } from '../../local/fauxqs.ts';
+import { LOCAL_CREDENTIALS } from '../../../devkit/local/deployed-settings.ts';
+import { startLocalSqs } from '../../../devkit/local/fauxqs.ts';
 import { EventQueueReader } from './event-queue.ts';
 
 let server: FauxqsServer;

@@ -1,7 +1,7 @@
 import { SNSClient, CreateTopicCommand, ListSubscriptionsByTopicCommand, PublishCommand } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
-import { LOCAL_CREDENTIALS } from '../../local/deployed-settings.ts';
+import { LOCAL_CREDENTIALS } from '../../../devkit/local/deployed-settings.ts';
 import {
   FollowQueue,
   STALE_AFTER_MS,

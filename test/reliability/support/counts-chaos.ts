@@ -19,7 +19,7 @@ import { ID_FIELD_OF } from '../../../lib/platform/services.ts';
 import type { TaskEvent } from '../../../lib/domain/task-events.ts';
 import { checkPublished, expectedEvents } from '../../../lib/domain/expected-events.ts';
 import { countFiles } from '../../../lib/domain/task-parts.ts';
-import { createRandom, type Random } from '../../../lib/emulator/random.ts';
+import { createRandom, type Random } from '../../../devkit/emulator/random.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { dyingClient } from '../../support/faulty-client.ts';

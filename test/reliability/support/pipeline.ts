@@ -1,9 +1,9 @@
-// The whole receiver in this process, assembled from the same parts as the local stack (lib/local/) but
+// The whole receiver in this process, assembled from the same parts as the local stack (devkit/local/) but
 // with the seams a fault test needs: the ingest's secrets and dependencies, the worker's store (to wrap
 // it), and the SQS emulator, which can be stopped and started again on the same port with its data.
 // HTTP gateway -> ingest handler -> fauxqs queue (+ dead-letter queue) -> poller -> processBatch -> dynalite.
 // The resources carry the local stage's names, and the ingest's, the poller's and the worker's calls are
-// checked against their roles in the packaged template, as on the local stack (lib/local/iam/).
+// checked against their roles in the packaged template, as on the local stack (devkit/local/iam/).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
-import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../lib/local/stack-file.ts';
+import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../devkit/local/stack-file.ts';
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
@@ -20,25 +20,25 @@ import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/http-responses.ts';
 import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
-import { startLocalSqs } from '../../../lib/local/fauxqs.ts';
-import { createGateway } from '../../../lib/local/http-gateway.ts';
-import { startSqsPoller, type SqsPoller } from '../../../lib/local/sqs-poller.ts';
+import { startLocalSqs } from '../../../devkit/local/fauxqs.ts';
+import { createGateway } from '../../../devkit/local/http-gateway.ts';
+import { startSqsPoller, type SqsPoller } from '../../../devkit/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
 import type { SignatureMode } from '../../../lib/signature/verdicts.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
-import { startDynamo, type LocalDynamo } from '../../../lib/local/dynamo.ts';
+import { startDynamo, type LocalDynamo } from '../../../devkit/local/dynamo.ts';
 import {
   LOCAL_ACCOUNT_ID,
   LOCAL_CREDENTIALS,
   LOCAL_STAGE,
   SERVICE,
   resourceNames,
-} from '../../../lib/local/deployed-settings.ts';
-import { type Denial, enforceIam, IamSession, setIamSession } from '../../../lib/local/iam/enforce.ts';
-import { eventSourceMappingKey, setPrincipals } from '../../../lib/local/iam/principals.ts';
-import { ResolvedTemplate } from '../../../lib/local/resolved-template.ts';
-import { stackSettings } from '../../../lib/local/stack-template.ts';
-import { loadTemplate } from '../../../lib/local/template.ts';
+} from '../../../devkit/local/deployed-settings.ts';
+import { type Denial, enforceIam, IamSession, setIamSession } from '../../../devkit/local/iam/enforce.ts';
+import { eventSourceMappingKey, setPrincipals } from '../../../devkit/local/iam/principals.ts';
+import { ResolvedTemplate } from '../../../devkit/local/resolved-template.ts';
+import { stackSettings } from '../../../devkit/local/stack-template.ts';
+import { loadTemplate } from '../../../devkit/local/template.ts';
 
 const REGION = 'us-east-1';
 

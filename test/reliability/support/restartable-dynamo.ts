@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../../lib/aws/dynamo/table.ts';
-import { dynamoClient } from '../../../lib/local/dynamo.ts';
+import { dynamoClient } from '../../../devkit/local/dynamo.ts';
 
 const root = new URL('../../..', import.meta.url).pathname;
 

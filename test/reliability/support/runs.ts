@@ -16,7 +16,7 @@ import {
   type Delivery,
   type Lifecycle,
 } from '../../support/lifecycles.ts';
-import type { SendResult } from '../../../lib/emulator/sender.ts';
+import type { SendResult } from '../../../devkit/emulator/sender.ts';
 import type { Logger } from '../../../lib/log.ts';
 import { ID_FIELD_OF, type Service } from '../../../lib/platform/services.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';

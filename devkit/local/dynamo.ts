@@ -1,0 +1,48 @@
+// DynamoDB in-process (dynalite): for the local stack (kept on disk or in memory), and a throw-away one on a
+// free port with the project's table, for tests and benchmarks.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import dynalite from 'dynalite';
+import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
+import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
+
+/** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
+export function createDynalite(path?: string): Server {
+  return dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, ...(path ? { path } : {}) });
+}
+
+export interface LocalDynamo {
+  endpoint: string;
+  client: DynamoDBClient;
+  tableName: string;
+  stop(): Promise<void>;
+}
+
+export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts,
+  });
+}
+
+/** A DynamoDB in memory on a free port, with the project's table created. */
+export async function startDynamo(tableName = 'tasks-test'): Promise<LocalDynamo> {
+  const server = createDynalite();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = dynamoClient(endpoint);
+  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  return {
+    endpoint,
+    client,
+    tableName,
+    async stop() {
+      client.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,144 @@
+// One small end-to-end run that makes every function of the local stack call what it calls in service: a
+// signed callback through the ingest (its secrets read through the extension, its SendMessage), the event
+// source mapping's receive and delete, the worker's reads, writes and task event, and the read API's reads
+// by key, by index and of a task's callbacks, and the sweeper's reads, writes and event of a stalled task. The
+// stack must arm new tasks at once and sweep only when asked (`settleAfter: '1ms'`, `scheduleEveryMs: 0`).
+// The role mutation test (test/iam-roles.test.ts) and
+// `callbacks doctor` run it against a stack with IAM enforced.
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
+import { computeSignature } from '../../../lib/platform/signing.ts';
+import { DEFAULT_SECRETS } from '../demo-secrets.ts';
+import { LOCAL_CREDENTIALS } from '../deployed-settings.ts';
+import type { LocalStack } from '../stack.ts';
+import type { Denial } from './enforce.ts';
+import { errorSentence } from '../../../lib/text.ts';
+
+const [APP_KEY, [SECRET]] = Object.entries(DEFAULT_SECRETS)[0]! as [string, readonly string[]];
+
+/** A run that did not reach every outcome, with the calls refused meanwhile. */
+class ScenarioError extends Error {
+  override name = 'ScenarioError';
+  readonly denials: Denial[];
+  constructor(message: string, denials: Denial[]) {
+    super(denials.length > 0 ? `${message}; refused: ${denials.map((d) => d.message).join(' | ')}` : message);
+    this.denials = denials;
+  }
+}
+
+export interface IamScenario {
+  /** Resolves when every outcome is there and no call was refused; rejects with a ScenarioError otherwise. */
+  run(): Promise<void>;
+  close(): void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The scenario against `stack` (which must run with the demo secrets). `waitMs` bounds each outcome: a
+ * run that fails waits that long once.
+ */
+export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
+  if (!SECRET) throw new Error('the demo secrets have no secret');
+  const sqs = new SQSClient({
+    endpoint: stack.info.sqsEndpoint,
+    region: stack.info.region,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
+  let runs = 0;
+
+  const within = async (what: string, attempt: () => Promise<boolean>) => {
+    const deadline = Date.now() + waitMs;
+    while (!(await attempt())) {
+      if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
+      await sleep(50);
+    }
+  };
+
+  const run = async () => {
+    const first = stack.iam.denials.length;
+    const denied = () => stack.iam.denials.slice(first);
+    const n = ++runs;
+    const id = `rec-iam-${Date.now().toString(36)}-${n}`;
+    const room = `room-${id}`;
+    const body = {
+      timestamp: Date.now(),
+      type: 1,
+      appKey: APP_KEY,
+      recordId: id,
+      roomId: room,
+      sessionId: `s-${id}`,
+      userId: '',
+      mode: 3,
+      code: 200,
+      errorMessage: 'success',
+      config: {},
+      output: { fileName: `s-${id}_${room}_1763798400000.mp4` },
+    };
+    const ts = String(Math.floor(Date.now() / 1000));
+    // Each callback its own nonce: the same signature with another body is a replay.
+    const post = async (nonce: string, callback: object) => {
+      const query = `nonce=${nonce}&timestamp=${ts}&signature=${computeSignature(SECRET, nonce, ts)}`;
+      const res = await fetch(`${stack.url}/callbacks/recording?${query}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(callback),
+      });
+      if (res.status !== 200) throw new Error(`the ingest answered ${res.status}: ${await res.text()}`);
+    };
+    const read = async (path: string) => {
+      const res = await fetch(`${stack.url}${path}`);
+      return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : null;
+    };
+    try {
+      await post(`start-${id}`, body);
+      // A task's end with no start before it: the worker reads the header it cannot guess.
+      await post(`end-${id}`, { ...body, type: 3, recordId: `${id}-end` });
+      await within('the read API finds the tasks, by id and by id and appKey', async () => {
+        const [a, b] = await Promise.all([read(`/tasks/${id}`), read(`/tasks/${id}-end?appKey=${APP_KEY}`)]);
+        return a !== null && b !== null;
+      });
+      // A slice of a task the worker knows: its count is an update of the header (a start's is its put).
+      const { config: _none, ...sliceBase } = body;
+      await post(`slice-${id}`, {
+        ...sliceBase,
+        type: 2,
+        timestamp: body.timestamp + 60_000,
+        output: { fileName: `s-${id}_${room}_1763798400000.mp4`, fileSize: 1000 },
+      });
+      await within('the task counts its slice', async () => {
+        const page = await read(`/tasks/${id}`);
+        const task = page?.task as { files?: unknown[] } | undefined;
+        return task?.files?.length === 1;
+      });
+      await within('the task is listed by its room (an index)', async () => {
+        const page = await read(`/tasks?room=${room}`);
+        return ((page?.tasks ?? []) as Array<{ id: string }>).some((t) => t.id === id);
+      });
+      await within("the task's callbacks are read back", async () => {
+        const page = await read(`/tasks/${id}/events`);
+        return ((page?.events ?? []) as unknown[]).length > 0;
+      });
+      await within('a task event was published', async () => (await events.poll()).some((e) => e.body.task?.id === id));
+      // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
+      // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
+      const stalled = `${id}-stall`;
+      await post(`stall-${id}`, { ...body, recordId: stalled, timestamp: Date.now() - 7 * 3_600_000 });
+      await within('the sweeper published the stalled task', async () => {
+        const results = (await stack.runSchedules()) as Array<{ failed?: number } | null>;
+        if (results.some((r) => r === null || (r.failed ?? 0) > 0)) return false;
+        return (await events.poll()).some((e) => e.body.task?.id === stalled && e.body.type === 'task.stalled');
+      });
+      if (denied().length > 0) throw new Error('calls were refused');
+      // Every record handled: the next run starts from an empty queue.
+      await within('the queue is drained', async () => stack.poller.busy() === 0);
+    } catch (err) {
+      throw new ScenarioError(
+        errorSentence(err, { bare: true, allLines: true, max: Number.POSITIVE_INFINITY }),
+        denied(),
+      );
+    }
+  };
+  return { run, close: () => sqs.destroy() };
+}

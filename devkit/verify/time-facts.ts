@@ -1,0 +1,150 @@
+// The facts of time a receiver must hold at a given moment (docs/contract.md §4), worked out here from the
+// expected tasks (the fold of the callbacks a run sent) and the clock, on the contract's own terms and not by
+// the code under test: a file whose upload failed for good is lost once its purgeAt has passed, and warned
+// about PURGE_WARNING_BEFORE earlier; a task without an end (and no failed start) is stalled once its latest
+// callback is older than its stall time. The receiver finds each at most a sweep and a bucket after its moment
+// (`lagMs`): a fact whose moment is at least that old must be held, one whose moment is still to come must not
+// be, and one in between may be either.
+import { TIME_EVENT_TYPES } from '../../lib/domain/task-events.ts';
+import type { Task } from '../../lib/domain/task.ts';
+
+export interface ClockExpectation {
+  /** The receiver's clock (epoch ms). */
+  nowMs: number;
+  /** How late the receiver may find a fact: its sweep interval, a bucket, and some slack. */
+  lagMs: number;
+  /** The stage's settings (docs/configuration.md): the defaults unless the stage was given others. */
+  purgeWarningBeforeMs: number;
+  stallFactor: number;
+  stallMinMs: number;
+  stallUnknownMs: number;
+}
+
+export const DEFAULT_CLOCK_SETTINGS: Omit<ClockExpectation, 'nowMs'> = {
+  lagMs: 10 * 60_000,
+  purgeWarningBeforeMs: 2 * 3_600_000,
+  stallFactor: 3,
+  stallMinMs: 15 * 60_000,
+  stallUnknownMs: 6 * 3_600_000,
+};
+
+/** Whether a fact whose moment is `at` must be held (`held`), must not be (`not`), or may be either. */
+type Certainty = 'held' | 'not' | 'either';
+
+function certaintyOf(at: number, c: ClockExpectation): Certainty {
+  if (at > c.nowMs) return 'not';
+  return at <= c.nowMs - c.lagMs ? 'held' : 'either';
+}
+
+/** The expected interval between a task's callbacks, from its start's config; null when it says none. */
+function intervalMs(task: Task): number | null {
+  const [key, unit] = task.service === 'recording' ? ['slicesMin', 60_000] : ['slicesSec', 1000];
+  const raw = task.config?.[key as string];
+  const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value * (unit as number) : null;
+}
+
+/** When the task stalls, if it can: its latest callback + 3 × its interval (at least 15 min; 6 h unknown). */
+function stallMomentOf(task: Task, c: ClockExpectation): number | null {
+  if (task.endedAt !== null || task.status === 'failed' || task.updatedAt === null) return null;
+  const interval = intervalMs(task);
+  const stall = interval === null ? c.stallUnknownMs : Math.max(c.stallMinMs, c.stallFactor * interval);
+  return task.updatedAt + stall;
+}
+
+/**
+ * The expected task as the clock makes it: its failed files lost and its stall where they must be; where the
+ * receiver may not have found a fact yet, as the receiver holds it (`actual`). `settledAt` depends on the
+ * receiver's own time of the task's last change, which a run does not know: as held, on a completed task only.
+ */
+export function atClock(expected: Task, actual: Task | null, c: ClockExpectation): Task {
+  const held = new Map((actual?.files ?? []).map((f) => [f.fileName, f]));
+  const files = expected.files.map((f) => {
+    if (f.upload !== 'failed' || f.purgeAt === null) return f;
+    const certainty = certaintyOf(f.purgeAt, c);
+    if (certainty === 'held') return { ...f, upload: 'lost' as const };
+    const theirs = held.get(f.fileName)?.upload;
+    return certainty === 'either' && theirs === 'lost' ? { ...f, upload: 'lost' as const } : f;
+  });
+  const moment = stallMomentOf(expected, c);
+  let stalledSince: number | null = null;
+  if (moment !== null) {
+    const certainty = certaintyOf(moment, c);
+    if (certainty === 'held' || (certainty === 'either' && actual?.stalledSince === moment)) stalledSince = moment;
+  }
+  const settledAt = expected.status === 'completed' ? (actual?.settledAt ?? null) : null;
+  return { ...expected, files, stalledSince, settledAt };
+}
+
+/** A task event as read off the topic, with what the facts of time name. */
+export interface PublishedTimeEvent {
+  id: string;
+  type: string;
+  occurredAt?: number;
+  task?: { id?: string };
+  file?: { fileName?: string; purgeAt?: number | null };
+  stall?: { stalledSince?: number };
+}
+
+export interface TimeEventCheck {
+  ok: boolean;
+  /** `<type> of <task>[ file <name>]`: a fact that must have been published and was not. */
+  missing: string[];
+  /** Events of a fact the clock says cannot be true yet, or of a file or task the run does not have. */
+  unexpected: string[];
+}
+
+const LOST = 'file.lost';
+const WARNED = 'file.purge_warning';
+const STALLED = 'task.stalled';
+
+/**
+ * Checks the facts-of-time events among `published` (other types are left to the event check of the
+ * callbacks): each fact that must be held by now published at least once, none before its moment.
+ */
+export function checkTimeEvents(
+  tasks: readonly Task[],
+  published: readonly PublishedTimeEvent[],
+  c: ClockExpectation,
+): TimeEventCheck {
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  const seen = new Set<string>();
+  const unexpected: string[] = [];
+  for (const e of published) {
+    const task = e.task?.id === undefined ? undefined : byId.get(e.task.id);
+    if (!task || ![LOST, WARNED, STALLED].includes(e.type)) continue;
+    if (e.type === STALLED) {
+      const since = e.stall?.stalledSince;
+      // A task may stall while its callbacks are still on the way (then resume): any moment up to now.
+      if (typeof since !== 'number' || since > c.nowMs) unexpected.push(`${e.type} of ${task.id} (${e.id})`);
+      else seen.add(`${e.type} of ${task.id} at ${since}`);
+      continue;
+    }
+    const name = e.file?.fileName;
+    const file = task.files.find((f) => f.fileName === name);
+    const purgeAt = e.file?.purgeAt ?? null;
+    const moment = purgeAt === null ? null : e.type === LOST ? purgeAt : purgeAt - c.purgeWarningBeforeMs;
+    if (!file || moment === null || moment > c.nowMs) unexpected.push(`${e.type} of ${task.id} file ${name} (${e.id})`);
+    else seen.add(`${e.type} of ${task.id} file ${name}`);
+  }
+  const missing: string[] = [];
+  for (const task of tasks) {
+    for (const f of task.files) {
+      if (f.upload !== 'failed' || f.purgeAt === null) continue;
+      for (const [type, at] of [
+        [WARNED, f.purgeAt - c.purgeWarningBeforeMs],
+        [LOST, f.purgeAt],
+      ] as const) {
+        const key = `${type} of ${task.id} file ${f.fileName}`;
+        if (certaintyOf(at, c) === 'held' && !seen.has(key)) missing.push(key);
+      }
+    }
+    const moment = stallMomentOf(task, c);
+    if (moment !== null && certaintyOf(moment, c) === 'held' && !seen.has(`${STALLED} of ${task.id} at ${moment}`))
+      missing.push(`${STALLED} of ${task.id} at ${moment}`);
+  }
+  return { ok: missing.length === 0 && unexpected.length === 0, missing, unexpected };
+}
+
+/** Whether an event is one of the facts of time (checked by checkTimeEvents, not by the callbacks' check). */
+export const isTimeEvent = (type: string): boolean => (TIME_EVENT_TYPES as readonly string[]).includes(type);
