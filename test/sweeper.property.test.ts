@@ -191,7 +191,8 @@ test('stored facts of time equal a brute force of the callbacks and the clock, w
         }
       },
     ),
-    { numRuns: 12 },
+    // A fixed seed, so that npm test is repeatable: a failure another seed finds is replayed with that seed.
+    { numRuns: 12, seed: 20261126 },
   );
   for (const [fact, n] of Object.entries(found)) expect([fact, n > 0]).toEqual([fact, true]);
 }, 600_000);

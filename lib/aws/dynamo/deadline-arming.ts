@@ -133,10 +133,10 @@ const taskOfHeader = (header: Item): TaskRef => ({
 });
 
 /**
- * After a count update: the bucket to move the arm to, when a deadline of the batch (a settle, a file's warning
- * or loss, a lost file recovered) is before the armed bucket and the armed one lies beyond a new task's (a
- * deadline that close is found that late at most), or when the task has no arm at all (written before tasks
- * were armed, or disarmed by a sweep with nothing left, then changed).
+ * After a count update: the bucket to move the arm to, when a deadline of the batch (a settle, a stall made
+ * shorter by a late start, a file's warning or loss, a lost file recovered) is before the armed bucket and the
+ * armed one lies beyond a new task's (a deadline that close is found that late at most), or when the task has no
+ * arm at all (written before tasks were armed, or disarmed by a sweep with nothing left, then changed).
  */
 export function armingMove(
   header: Item,
@@ -151,6 +151,9 @@ export function armingMove(
   const needs = [settleDeadline(toSummary(parts).status, updatedAt, time, s)];
   // A stalled task that changed is resuming (its stall is removed once the resume is out): it can stall again.
   if (time.armed === null) needs.push(stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s));
+  // Callbacks only push a stall later, except a start arriving late with the task's interval, which shortens its
+  // stall time (6 hours unknown, 15 minutes for a screenshot every 30 s) to before the armed bucket.
+  else if (time.stalledSince === null) needs.push(stallDeadline(parts.header, updatedAt, time, s));
   for (const { before, after } of files) {
     needs.push(fileDeadline(after, { warnedAt: after.warnedAt ?? null, lostAt: after.lostAt ?? null }, s));
     // A lost file whose success won: the sweeper counts the task's lost files again.
