@@ -7,7 +7,7 @@ import type { ResolvedQuery } from './cursors.ts';
 import { appKeyOf, countsOf, headerFactsOf } from './items.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';
 import { Keys } from './table.ts';
-import { FILE_MARK_ATTRS, timeOf } from './time-items.ts';
+import { failedFilesQuery, timeOf } from './time-items.ts';
 
 /** The filters on the header's facts of time, the purge window made absolute (from the first page's now). */
 export function timeFiltersOf(query: TaskQuery, now: number): Pick<ResolvedQuery, 'lo' | 'sd' | 'pb'> {
@@ -99,20 +99,8 @@ export async function purgeWithin(
   if (q.pb === undefined) return true;
   const appKey = appKeyOf(header);
   const id = String(header.pk).slice(Keys.taskPk('').length);
-  for await (const item of table.queryAll(
-    {
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :f)',
-      FilterExpression: '#u.#ok = :no AND attribute_not_exists(#lo)',
-      ProjectionExpression: 'firstFailureAt',
-      ExpressionAttributeNames: { '#u': 'upload', '#ok': 'ok', '#lo': FILE_MARK_ATTRS.lostAt },
-      ExpressionAttributeValues: {
-        ':pk': { S: Keys.taskPk(id) },
-        ':f': { S: Keys.fileSk(appKey, '') },
-        ':no': { BOOL: false },
-      },
-    },
-    cap,
-  )) {
+  const query = failedFilesQuery(appKey, id, { notLost: true, projection: 'firstFailureAt' });
+  for await (const item of table.queryAll(query, cap)) {
     if (typeof item.firstFailureAt === 'number' && item.firstFailureAt + FILE_HOLD_MS <= q.pb) return true;
   }
   return false;

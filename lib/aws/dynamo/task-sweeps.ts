@@ -10,7 +10,7 @@ import { filesWithAttempts } from './file-attempts.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
-import { TIME_ATTRS, toMinutes } from './time-items.ts';
+import { TIME_ATTRS, failedFilesQuery, toMinutes } from './time-items.ts';
 
 const A = TIME_ATTRS;
 
@@ -42,20 +42,7 @@ export class TaskSweeps {
    */
   async failedFiles(t: TaskRef, cap: Capacity): Promise<SweptFile[]> {
     const items: Item[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :f)',
-        FilterExpression: '#u.#ok = :no',
-        ExpressionAttributeNames: { '#u': 'upload', '#ok': 'ok' },
-        ExpressionAttributeValues: {
-          ':pk': { S: Keys.taskPk(t.id) },
-          ':f': { S: Keys.fileSk(t.appKey, '') },
-          ':no': { BOOL: false },
-        },
-        ConsistentRead: true,
-      },
-      cap,
-    ))
+    for await (const item of this.table.queryAll(failedFilesQuery(t.appKey, t.id, { consistent: true }), cap))
       items.push(item);
     const records = await filesWithAttempts(this.table, t.appKey, t.id, items, false, cap);
     return records.map((record, i) => ({

@@ -3,7 +3,9 @@
 // carried by the record (lib/domain/task.ts FileRecord) through every put of the file.
 import type { TaskTime } from '../../domain/deadlines.ts';
 import type { FileRecord } from '../../domain/task.ts';
+import type { QueryCommandInput } from '@aws-sdk/client-dynamodb';
 import type { Item } from './table-client.ts';
+import { Keys } from './table.ts';
 
 /**
  * Header attributes of time, by what they hold. A header is written at every count update and kept under the
@@ -67,5 +69,32 @@ export function fileMarksOf(item: Item): Pick<FileRecord, 'warnedAt' | 'lostAt'>
   return {
     ...(typeof warned === 'number' ? { warnedAt: warned } : {}),
     ...(typeof lost === 'number' ? { lostAt: lost } : {}),
+  };
+}
+
+/**
+ * The Query of a task's files whose winning upload failed (the others filtered out); `notLost`: those not lost
+ * yet only. The sweeper reads them whole, a listing by purge window only their first failure.
+ */
+export function failedFilesQuery(
+  appKey: string,
+  id: string,
+  opts: { notLost?: boolean; projection?: string; consistent?: boolean } = {},
+): Omit<QueryCommandInput, 'TableName'> {
+  return {
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :f)',
+    FilterExpression: opts.notLost ? '#u.#ok = :no AND attribute_not_exists(#lo)' : '#u.#ok = :no',
+    ExpressionAttributeNames: {
+      '#u': 'upload',
+      '#ok': 'ok',
+      ...(opts.notLost ? { '#lo': FILE_MARK_ATTRS.lostAt } : {}),
+    },
+    ExpressionAttributeValues: {
+      ':pk': { S: Keys.taskPk(id) },
+      ':f': { S: Keys.fileSk(appKey, '') },
+      ':no': { BOOL: false },
+    },
+    ...(opts.projection ? { ProjectionExpression: opts.projection } : {}),
+    ...(opts.consistent ? { ConsistentRead: true } : {}),
   };
 }
