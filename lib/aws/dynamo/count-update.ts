@@ -6,11 +6,10 @@ import { isZero, type TaskCounts } from '../../domain/task-counts.ts';
 import type { Tally } from '../../domain/task.ts';
 import { toItem, type Item } from './table-client.ts';
 
-/** More for a count update to set and remove: `attr = :value` sets, removed attributes, their values. */
+/** More for a count update to set (attribute to value) and to remove (attributes). */
 export interface CountClauses {
-  sets: readonly string[];
-  removes: readonly string[];
-  values: Record<string, unknown>;
+  set: Readonly<Record<string, unknown>>;
+  remove: readonly string[];
 }
 
 /**
@@ -25,9 +24,13 @@ export function countUpdate(
   done: number | null,
   extra: CountClauses | undefined,
 ) {
-  const values: Record<string, unknown> = { ':one': 1, ...extra?.values };
-  const sets = ['ver = ver + :one', ...(extra?.sets ?? [])];
-  const removes = extra?.removes.length ? ` REMOVE ${extra.removes.join(', ')}` : '';
+  const values: Record<string, unknown> = { ':one': 1 };
+  const sets = ['ver = ver + :one'];
+  for (const [attr, value] of Object.entries(extra?.set ?? {})) {
+    sets.push(`${attr} = :x_${attr}`);
+    values[`:x_${attr}`] = value;
+  }
+  const removes = extra?.remove.length ? ` REMOVE ${extra.remove.join(', ')}` : '';
   if (!isZero(change)) {
     for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
       if (change[k] === 0) continue;
@@ -66,17 +69,10 @@ export function countUpdate(
   };
 }
 
-/**
- * An item with the plain clauses of `extra` (`attr = :value` sets, removes) applied, as the update would apply
- * them: a held header put writes them with the counts.
- */
+/** An item with `extra` applied, as the update would apply it: a held header put writes it with the counts. */
 export function withClauses(item: Item, extra: CountClauses | undefined): Item {
-  for (const clause of extra?.sets ?? []) {
-    const m = /^(\w+) = (:\w+)$/.exec(clause);
-    if (!m) throw new Error(`a held header put cannot apply the clause "${clause}"`);
-    item[m[1]!] = extra!.values[m[2]!];
-  }
-  for (const attr of extra?.removes ?? []) delete item[attr];
+  Object.assign(item, extra?.set);
+  for (const attr of extra?.remove ?? []) delete item[attr];
   return item;
 }
 

@@ -21,23 +21,17 @@ import { appKeyOf, headerParts } from './items.ts';
 import { Keys } from './table.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
+import type { CountClauses } from './count-update.ts';
 import { changeBucketOf, headerChangeBucket } from './listing-hours.ts';
 import { TIME_ATTRS, minutesAfter, timeOf, toMinutes } from './time-items.ts';
 
 const A = TIME_ATTRS;
 
-/** What a count update adds for the deadlines: SET and REMOVE clauses and their values. */
-export interface ArmingClauses {
-  sets: string[];
-  removes: string[];
-  values: Record<string, unknown>;
-}
-
-/** The clauses of a count update: a batch that applied a callback (not only duplicates) changed its task. */
-export function armingClauses(changed: boolean, now: number): ArmingClauses {
-  if (!changed) return { sets: [], removes: [], values: {} };
+/** What a count update adds for the deadlines: a batch that applied a callback (not just duplicates) changed it. */
+export function armingClauses(changed: boolean, now: number): CountClauses {
+  if (!changed) return { set: {}, remove: [] };
   // In whole minutes, rounded up: a settle is never early, and the header stays small.
-  return { sets: [`${A.changedAt} = :ca`], removes: [A.settledAt], values: { ':ca': minutesAfter(now) } };
+  return { set: { [A.changedAt]: minutesAfter(now) }, remove: [A.settledAt] };
 }
 
 /** The bucket a new task is armed at: no deadline of it can be earlier (a stall takes longer than that). */

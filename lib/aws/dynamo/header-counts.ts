@@ -95,12 +95,11 @@ export class HeaderCounts {
     const known = this.headers.get(key);
     if (w.changedAt !== undefined && w.changedAt !== null && !w.changeDeferred)
       await this.hours.recordChange(w.appKey, w.id, known, w.changedAt, cap);
-    const extra = w.extra;
     // A header put the batch's starts or ends held (or the one that created the task): one put writes it
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
     if (held) {
-      return this.putHeld(key, held, { change, behind }, seq!, tally, w.files, cap, extra);
+      return this.putHeld(key, held, { change, behind }, seq!, tally, w.files, cap, w.extra);
     }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
@@ -112,7 +111,7 @@ export class HeaderCounts {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
       const done = found ? completionAfter(found, addCounts(change, behind), joined, w.files) : null;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, extra), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
         return this.markDone(key, res.item, behind, w.files, cap);
