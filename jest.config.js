@@ -15,6 +15,9 @@ export default {
   testMatch: ['<rootDir>/{lib,devkit,functions,cli,test,infra}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/.serverless/'],
   testTimeout: 60000,
+  // Every core: most files spend much of their time waiting on emulators and sockets, so one worker per core
+  // keeps both busy (jest's default leaves one core out).
+  maxWorkers: '100%',
   // The packaged CloudFormation template the local stack is built from, packaged once for the whole run.
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
 };
