@@ -13,7 +13,7 @@ import { filesWithAttempts } from './file-attempts.ts';
 import { assemble, type AssembledTask } from './assembled-task.ts';
 import { appKeyOf } from './items.ts';
 import { noCapacity, type Item, type Key, type TableReader } from './table-client.ts';
-import { Index, Keys, SORT_AT, dayOf } from './table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS, Index, Keys, SORT_AT, dayOf } from './table.ts';
 
 /**
  * The task read strongly consistent, as it stands right after a write: its header and its parts in one
@@ -53,10 +53,13 @@ export async function readAfterWrite(
 export class TaskQueries {
   private readonly table: TableReader;
   private readonly now: () => number;
+  /** Days a quarantined callback is kept: a listing never looks further back. */
+  private readonly retentionDays: number;
 
-  constructor(table: TableReader, now: () => number) {
+  constructor(table: TableReader, now: () => number, retentionDays = DEFAULT_RAW_EVENT_TTL_DAYS) {
     this.table = table;
     this.now = now;
+    this.retentionDays = retentionDays;
   }
 
   /**
@@ -184,9 +187,12 @@ export class TaskQueries {
       if (keys.length > 0) yield* emit(await flush());
       return;
     }
-    // One partition per day, in the order asked; the other filters are applied to what each day holds.
+    // One partition per day, in the order asked; the other filters are applied to what each day holds. An entry
+    // is kept for the retention from its write, which comes at most SQS's longest retention (14 days) after
+    // its receipt: the walk never looks further back than that before `until`, whatever `since` is given.
+    const oldest = until - (this.retentionDays + 14) * 86400_000;
     const days: number[] = [];
-    for (let t = until; dayOf(t) >= dayOf(since); t -= 86400_000) days.push(t);
+    for (let t = until; dayOf(t) >= dayOf(Math.max(since, oldest)); t -= 86400_000) days.push(t);
     if (forward) days.reverse();
     for (const t of days) {
       for await (const item of this.table.queryAll({

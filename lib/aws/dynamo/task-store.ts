@@ -49,7 +49,7 @@ export class DynamoTaskStore implements TaskStore {
     this.writer = new DynamoTaskWriter(opts);
     this.settings = this.writer.settings;
     const now = opts.now ?? Date.now;
-    this.queries = new TaskQueries(new TableReader(opts.client, opts.tableName), now);
+    this.queries = new TaskQueries(new TableReader(opts.client, opts.tableName), now, this.settings.rawEventTtlDays);
     this.reader = new DynamoTaskReader({
       client: opts.client,
       tableName: opts.tableName,
