@@ -14,7 +14,7 @@ import { outputsOf, stackOutput } from '../cli/stack-outputs.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { recordingStart } from '../lib/platform/bodies.ts';
 import { spawn } from 'node:child_process';
-import { childEnv, cliBin, nodeBin, runCli, runCliHere, startDev } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCli, runCliHere, startDevHere } from './support/cli-process.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
@@ -292,7 +292,7 @@ describe('the command', () => {
   }, 60_000);
 
   test('callbacks dev serves the console at /console/ and says where', async () => {
-    const dev = await startDev(['--memory', '--quiet'], {
+    const dev = await startDevHere(['--memory', '--quiet'], {
       cwd: await mkdtemp(join(tmpdir(), 'callbacks-dev-console-')),
     });
     try {
