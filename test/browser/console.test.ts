@@ -3,7 +3,8 @@
 // with the sender emulator's recording and screenshot lifecycles (storage outages included), applied by the
 // worker to the stack's table (the path through the ingest and the queue is test/e2e.test.ts's; the live
 // task's callbacks here take it), and with a task whose ids and room are markup and control characters. One
-// browser for the whole file, a context of its own for each test. Screenshots of each page go to
+// browser and one page for the whole file (a context of its own costs a test about a second of CPU), but for
+// the live test, which moves its page's clock: a context of its own. Screenshots of each page go to
 // test/browser/screenshots/ (not committed). Without Chromium the suite is skipped, and says so.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -41,6 +42,7 @@ if (!haveChromium) {
   );
 }
 const suite = haveChromium ? describe : describe.skip;
+const CONTEXT_OPTIONS = { viewport: { width: 1400, height: 900 } } as const;
 const screenshots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 
 /** Markup, a C0 control and a right-to-left override: what an attacker may put in the ids. */
@@ -128,8 +130,9 @@ suite('the console in Chromium', () => {
   let stack: LocalStack;
   let target: Target;
   let browser: Browser;
-  let context: BrowserContext;
+  /** The page of the file's tests, and the live test's own while it runs. */
   let page: Page;
+  let shared: Page;
   let base: string;
   const api = async <T>(path: string): Promise<T> => (await (await fetch(`${stack.url}${path}`)).json()) as T;
   const allTasks = async (): Promise<TaskSummary[]> => {
@@ -196,16 +199,24 @@ suite('the console in Chromium', () => {
         '--disable-sync',
       ],
     });
+    shared = page = await newPage(await browser.newContext(CONTEXT_OPTIONS));
   }, 120_000);
 
-  beforeEach(async () => {
-    context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    page = await context.newPage();
-    page.on('dialog', (d) => void d.dismiss());
-  });
-
+  const newPage = async (context: BrowserContext) => {
+    const opened = await context.newPage();
+    opened.on('dialog', (d) => void d.dismiss());
+    return opened;
+  };
+  /** A test that changes what outlives it (its clock) runs in a context of its own, closed after it. */
+  let own: BrowserContext | undefined;
+  const ownContext = async () => {
+    own = await browser.newContext(CONTEXT_OPTIONS);
+    page = await newPage(own);
+  };
   afterEach(async () => {
-    await context?.close();
+    await own?.close();
+    own = undefined;
+    page = shared;
   });
 
   afterAll(async () => {
@@ -417,6 +428,7 @@ suite('the console in Chromium', () => {
     };
     await waitFor('/tasks/rec-live-1', () => true);
     // The page's clock runs as the wall clock does, and is moved on to the next reading rather than waited for.
+    await ownContext();
     await page.clock.install();
     await openTask({ id: task.recordId, appKey: task.appKey });
     await expect(page.locator('#main > p.status-line').textContent()).resolves.toMatch(/^Live: read again/);
