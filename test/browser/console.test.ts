@@ -3,9 +3,10 @@
 // with the sender emulator's recording and screenshot lifecycles (storage outages included), applied by the
 // worker to the stack's table (the path through the ingest and the queue is test/e2e.test.ts's; the live
 // task's callbacks here take it), and with a task whose ids and room are markup and control characters. One
-// browser and one page for the whole file (a context of its own costs a test about a second of CPU), but for
-// the live test, which moves its page's clock: a context of its own. Screenshots of each page go to
-// test/browser/screenshots/ (not committed). Without Chromium the suite is skipped, and says so.
+// browser and one page for the whole file (a context of its own for each test would start the browser's page
+// processes again each time), but for the live test, which moves its page's clock: a context of its own.
+// Screenshots of each page go to test/browser/screenshots/ (not committed). Without Chromium the suite is
+// skipped, and says so.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
