@@ -10,7 +10,7 @@ import { stageAlarmPrefix, stageFunctionName } from './stage-insight.ts';
 import { resourceNames } from '../devkit/local/deployed-settings.ts';
 import { operatorStatements } from '../devkit/local/iam/operator-policy.ts';
 import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
-import { bundleRequests, functionBuildOptions, iamAction } from '../test/support/sdk-requests.ts';
+import { bundleRequestsOfEach, functionBuildOptions, iamAction } from '../test/support/sdk-requests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -39,8 +39,8 @@ beforeAll(async () => {
   const options = await functionBuildOptions();
   sent = new Set();
   namesIndex = false;
-  for (const command of stageCommands) {
-    const requests = await bundleRequests(join(root, 'cli/commands', `${command}.ts`), options, root);
+  const entries = stageCommands.map((command) => join(root, 'cli/commands', `${command}.ts`));
+  for (const requests of await bundleRequestsOfEach(entries, options, root)) {
     for (const c of requests.sent) {
       const action = iamAction(c);
       if (action !== null) sent.add(action);

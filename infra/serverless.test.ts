@@ -2,7 +2,9 @@
 // without AWS credentials, and checks the CloudFormation template it produces: every resource the
 // deployment relies on, its key settings, each function's IAM statements, the routes, and that the code
 // osls uploads is the esbuild bundle.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -10,9 +12,15 @@ import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
-import { bundleRequests, functionBuildOptions, iamAction, type BundleRequests } from '../test/support/sdk-requests.ts';
+import {
+  bundleRequestsOfEach,
+  functionBuildOptions,
+  iamAction,
+  type BundleRequests,
+} from '../test/support/sdk-requests.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const execFileAsync = promisify(execFile);
 const service = 'rtc-callbacks-receiver';
 const stage = 'ci';
 const region = 'eu-west-1';
@@ -55,13 +63,24 @@ let template: Template;
 let state: Json;
 let packageDir: string;
 let networkAttempts: string;
+/**
+ * The packagings with other stage parameters, queued after the main one while the tests of the main template
+ * run: each test awaits its own. `variant` sets every parameter of a kind the main packaging leaves at its default (a
+ * development stage with signatureMode off, throttling limits, the legacy queue): they change different
+ * resources, so that one packaging holds each of their outcomes.
+ */
+let variant: Promise<Template>;
+let refusals: Record<'signatureOff' | 'throttle' | 'legacyQueue', Promise<string>>;
 
-/** Runs with no AWS credentials or configuration at all, and records any attempt to open a network connection. */
-function offlineEnv(networkLog: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('AWS_') && !key.startsWith('SLS_') && !key.startsWith('SERVERLESS_')) env[key] = value;
-  }
+/** The stage parameters of the variant packaging. */
+const VARIANT_PARAMS = {
+  development: ['signatureMode=off', 'development=true'],
+  throttling: ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ', 'readRateLimit=0.5', 'readBurstLimit=3'],
+  legacy: ['legacyQueue=true'],
+};
+
+/** Records any attempt to open a network connection of the process that imports it, in its NETWORK_LOG. */
+function writeDenyNetworkPreload(): string {
   const preload = join(packageDir, 'deny-network.mjs');
   writeFileSync(
     preload,
@@ -70,25 +89,44 @@ const connect = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (...args) {
   const first = Array.isArray(args[0]) ? args[0][0] : args[0];
   const o = typeof first === 'object' && first !== null ? first : { port: first, host: args[1] };
-  if (!o.path) appendFileSync(${JSON.stringify(networkLog)}, (o.host ?? 'localhost') + ':' + o.port + '\\n');
+  if (!o.path) appendFileSync(process.env.NETWORK_LOG, (o.host ?? 'localhost') + ':' + o.port + '\\n');
   return connect.apply(this, args);
 };\n`,
   );
+  return preload;
+}
+
+/** Runs with no AWS credentials or configuration at all, and records any attempt to open a network connection. */
+function offlineEnv(networkLog: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('AWS_') && !key.startsWith('SLS_') && !key.startsWith('SERVERLESS_')) env[key] = value;
+  }
   return {
     ...env,
     AWS_SHARED_CREDENTIALS_FILE: join(packageDir, 'no-credentials'),
     AWS_CONFIG_FILE: join(packageDir, 'no-config'),
     AWS_EC2_METADATA_DISABLED: 'true',
-    NODE_OPTIONS: `--import=${preload}`,
+    NODE_OPTIONS: `--import=${join(packageDir, 'deny-network.mjs')}`,
+    NETWORK_LOG: networkLog,
   };
 }
 
+/** The packagings one after the other: osls keeps its work in the service's folder, whatever `--package` says. */
+let packagings: Promise<unknown> = Promise.resolve();
+
 /** `serverless package` with these stage parameters into `<packageDir>/<name>`, offline; the template. */
-function packageService(name: string, params: string[]): Template {
+function packageService(name: string, params: string[]): Promise<Template> {
+  const packaged = packagings.then(() => packageNow(name, params));
+  packagings = packaged.catch(() => undefined);
+  return packaged;
+}
+
+async function packageNow(name: string, params: string[]): Promise<Template> {
   const networkLog = join(packageDir, `${name}-network.log`);
   writeFileSync(networkLog, '');
   const out = join(packageDir, name);
-  execFileSync(
+  await execFileAsync(
     process.execPath,
     [
       join(root, 'node_modules/osls/bin/serverless.js'),
@@ -101,35 +139,74 @@ function packageService(name: string, params: string[]): Template {
       out,
       ...params.flatMap((p) => ['--param', p]),
     ],
-    { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: root, env: offlineEnv(networkLog), encoding: 'utf8' },
   );
   networkAttempts += readFileSync(networkLog, 'utf8');
   return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8'));
 }
 
 /** What packaging with these stage parameters prints when it fails (it must fail). */
-function packagingError(name: string, params: string[]): string {
+async function packagingError(name: string, params: string[]): Promise<string> {
   try {
-    packageService(name, params);
+    await packageService(name, params);
   } catch (err) {
     return `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}`;
   }
   throw new Error(`packaging with ${params.join(' ')} succeeded`);
 }
 
-beforeAll(() => {
+/** A packaging whose test may be left out (jest -t): its failure is that test's, never an unhandled rejection. */
+function started<T>(packaging: Promise<T>): Promise<T> {
+  packaging.catch(() => undefined);
+  return packaging;
+}
+
+/**
+ * The stage parameters as infra/stage-params.cjs resolves them for osls (`${file(...)}`), called here with
+ * the defaults of serverless.yml and `params` over them: its refusals, without packaging once for each.
+ */
+async function resolveStageParams(params: Record<string, string>): Promise<Record<string, unknown>> {
+  const resolver = createRequire(import.meta.url)('./stage-params.cjs') as (ctx: {
+    resolveVariable: (name: string) => Promise<unknown>;
+  }) => Promise<Record<string, unknown>>;
+  const values: Record<string, string> = {
+    development: 'false',
+    signatureMode: 'enforce',
+    callbackRateLimit: '100',
+    callbackBurstLimit: '200',
+    readRateLimit: '20',
+    readBurstLimit: '40',
+    ...params,
+  };
+  return resolver({ resolveVariable: async (name) => values[name.replace(/^param:/, '')] });
+}
+
+beforeAll(async () => {
   packageDir = mkdtempSync(join(tmpdir(), 'sls-package-'));
-  execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { cwd: root, stdio: 'pipe' });
+  writeDenyNetworkPreload();
+  const { buildAll } = (await import(new URL('../scripts/build.mjs', import.meta.url).href)) as {
+    buildAll: (o: { quiet: boolean }) => Promise<unknown>;
+  };
+  await buildAll({ quiet: true });
   networkAttempts = '';
-  template = packageService('out', [
+  const main = packageService('out', [
     'signatureMode=report',
     'alarmEmail=ops@example.com',
     'allowedSourceCidrs=203.0.113.0/24,2001:db8::/32',
   ]);
+  variant = started(packageService('variant', Object.values(VARIANT_PARAMS).flat()));
+  refusals = {
+    signatureOff: started(packagingError('refused', ['signatureMode=off'])),
+    throttle: started(packagingError('refused-throttle', ['callbackBurstLimit=1.5'])),
+    legacyQueue: started(packagingError('legacy-bad', ['legacyQueue=yes'])),
+  };
+  template = await main;
   state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
 }, 180_000);
 
-afterAll(() => {
+afterAll(async () => {
+  // The packagings still running end before their folder goes.
+  await Promise.allSettled([variant, ...Object.values(refusals ?? {})]);
   if (packageDir) rmSync(packageDir, { recursive: true, force: true });
 });
 
@@ -309,16 +386,16 @@ describe('functions', () => {
     });
   });
 
-  test('packaging refuses signatureMode=off on a stage not marked as development, in one sentence', () => {
-    for (const params of [['signatureMode=off'], ['signatureMode=off', 'development=false']]) {
-      const stderr = packagingError('refused', params);
-      expect(stderr).toContain(
-        'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
-          'mark the stage with --param development=true, or use enforce or report.',
-      );
-      expect(stderr).not.toMatch(/\n\s+at /);
-    }
-    const development = packageService('development', ['signatureMode=off', 'development=true']);
+  test('packaging refuses signatureMode=off on a stage not marked as development, in one sentence', async () => {
+    const sentence =
+      'Stage parameter signatureMode=off accepts unsigned callbacks and is for development stages only: ' +
+      'mark the stage with --param development=true, or use enforce or report.';
+    // Packaged with development left at its default; marked false, the resolver osls calls refuses the same.
+    const stderr = await refusals.signatureOff;
+    expect(stderr).toContain(sentence);
+    expect(stderr).not.toMatch(/\n\s+at /);
+    await expect(resolveStageParams({ signatureMode: 'off', development: 'false' })).rejects.toThrow(sentence);
+    const development = await variant;
     expect(development.Parameters.SignatureMode.Default).toBe('off');
     expect(development.Parameters.Development.Default).toBe('true');
   });
@@ -499,8 +576,13 @@ describe('IAM: each role grants exactly what its function does, and nothing more
 
   beforeAll(async () => {
     const options = await functionBuildOptions();
-    for (const name of functionNames) {
-      const requests = await bundleRequests(join(root, 'functions', `${name}.ts`), options, root);
+    const built = await bundleRequestsOfEach(
+      functionNames.map((name) => join(root, 'functions', `${name}.ts`)),
+      options,
+      root,
+    );
+    for (const [i, name] of functionNames.entries()) {
+      const requests = built[i]!;
       // What is read here is the very bundle osls uploads.
       expect(requests.code).toBe(readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8'));
       bundles.set(name, requests);
@@ -890,25 +972,26 @@ describe('HTTP API', () => {
     },
   );
 
-  test('the throttling stage parameters, strings on the command line, become numbers; others are refused', () => {
-    const custom = packageService('throttled', [
-      'callbackRateLimit=2.5',
-      'callbackBurstLimit= 7 ',
-      'readRateLimit=0.5',
-      'readBurstLimit=3',
-    ]);
+  test('the throttling stage parameters, strings on the command line, become numbers; others are refused', async () => {
+    // VARIANT_PARAMS.throttling
+    const custom = await variant;
     const routes = custom.Resources.HttpApiStage!.Properties.RouteSettings;
     for (const key of ['POST /callbacks/recording', 'POST /callbacks/screenshot'])
       expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 2.5, ThrottlingBurstLimit: 7 });
     for (const key of API_ROUTE_KEYS)
       expect(routes[key]).toStrictEqual({ ThrottlingRateLimit: 0.5, ThrottlingBurstLimit: 3 });
-    const refusals: [string, string][] = [
+    const refused: [string, string][] = [
       ['callbackRateLimit=0', 'Stage parameter callbackRateLimit must be a positive number, not "0".'],
       ['callbackRateLimit=fast', 'Stage parameter callbackRateLimit must be a positive number, not "fast".'],
       ['callbackBurstLimit=1.5', 'Stage parameter callbackBurstLimit must be a positive whole number, not "1.5".'],
       ['readRateLimit=-1', 'Stage parameter readRateLimit must be a positive number, not "-1".'],
     ];
-    for (const [param, sentence] of refusals) expect(packagingError('refused-throttle', [param])).toContain(sentence);
+    // Packaging prints the resolver's sentence (callbackBurstLimit=1.5); the resolver osls calls refuses each.
+    expect(await refusals.throttle).toContain(refused[2]![1]);
+    for (const [param, sentence] of refused) {
+      const [name, value] = param.split('=') as [string, string];
+      await expect(resolveStageParams({ [name]: value })).rejects.toThrow(sentence);
+    }
   });
 
   test('access logs: one JSON object per request, numeric status', () => {
@@ -991,8 +1074,9 @@ describe('queues', () => {
   });
 
   test('legacyQueue=true keeps the standard queues under their earlier ids and settings, draining into the ' +
-    'worker through the mapping osls made for them', () => {
-    const legacy = packageService('legacy', ['legacyQueue=true']);
+    'worker through the mapping osls made for them', async () => {
+    // VARIANT_PARAMS.legacy
+    const legacy = await variant;
     const of = (id: string, type: string) => {
       const r = legacy.Resources[id];
       expect(r?.Type).toBe(type);
@@ -1040,10 +1124,8 @@ describe('queues', () => {
     );
   }, 180_000);
 
-  test('packaging refuses a legacyQueue that is not true or false', () => {
-    expect(packagingError('legacy-bad', ['legacyQueue=yes'])).toContain(
-      'Stage parameter legacyQueue must be true or false, not "yes".',
-    );
+  test('packaging refuses a legacyQueue that is not true or false', async () => {
+    expect(await refusals.legacyQueue).toContain('Stage parameter legacyQueue must be true or false, not "yes".');
   });
 });
 

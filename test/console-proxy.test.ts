@@ -14,7 +14,7 @@ import { outputsOf, stackOutput } from '../cli/stack-outputs.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { recordingStart } from '../lib/platform/bodies.ts';
 import { spawn } from 'node:child_process';
-import { childEnv, cliBin, nodeBin, runCli, startDev } from './support/cli-process.ts';
+import { childEnv, cliBin, nodeBin, runCli, runCliHere, startDevHere } from './support/cli-process.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
@@ -253,9 +253,10 @@ describe('the command', () => {
   });
 
   test('without a region, or without credentials, it says so in one sentence', async () => {
-    const noRegion = await runCli(['console', '--stage', 'prod'], { cwd, env: { HOME: cwd } });
+    const noRegion = await runCliHere(['console', '--stage', 'prod'], { cwd, env: { HOME: cwd } });
     expect(noRegion).toMatchObject({ code: 1, stdout: '' });
     expect(noRegion.stderr).toBe('callbacks: stage prod needs a region: pass --region or set AWS_REGION\n');
+    // A child process: the SDK's credential chain reads the process's own environment and home.
     const noCredentials = await runCli(['console', '--stage', 'prod', '--region', region], { cwd, env: { HOME: cwd } });
     expect(noCredentials.code).toBe(1);
     expect(noCredentials.stderr).toMatch(
@@ -291,7 +292,7 @@ describe('the command', () => {
   }, 60_000);
 
   test('callbacks dev serves the console at /console/ and says where', async () => {
-    const dev = await startDev(['--memory', '--quiet'], {
+    const dev = await startDevHere(['--memory', '--quiet'], {
       cwd: await mkdtemp(join(tmpdir(), 'callbacks-dev-console-')),
     });
     try {

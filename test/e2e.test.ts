@@ -76,13 +76,18 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
 
   const expected = expectedTasks(report.results);
   expect(expected).toHaveLength(20);
+  const drained = async () => {
+    const queue = await target.queue.depth();
+    return queue.visible + queue.inFlight + queue.delayed === 0;
+  };
+  // The tasks are read once the queue has drained (one cheap read a poll until then): read while the worker
+  // applies them, they would only take from it.
+  for (const deadline = Date.now() + 60_000; !(await drained()) && Date.now() < deadline; )
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const result = await verifyTasks({
     expected,
     getTask: (id, appKey) => target.tasks.getTask(id, appKey),
-    waitForDrain: async () => {
-      const queue = await target.queue.depth();
-      return queue.visible + queue.inFlight + queue.delayed === 0;
-    },
+    waitForDrain: drained,
     // About 10 s on an idle 2-core machine; the margin is for a busy one.
     timeoutMs: 60_000,
     pollIntervalMs: 250,

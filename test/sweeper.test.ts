@@ -38,7 +38,8 @@ async function world() {
     events,
     time: defaultTimeSettings,
     log,
-    lookBackMs: 3 * 86_400_000,
+    // A world's first sweep reads back this far, a Query a bucket: its tasks' deadlines are all ahead of it.
+    lookBackMs: 60 * MIN,
   });
   let seq = 10n ** 19n;
   const deliver = async (service: 'recording' | 'screenshot', bodies: Body[]) => {
@@ -209,8 +210,9 @@ test('two sweepers at once publish each fact once, and leave every task re-armed
     await w.deliver('screenshot', bodies);
   }
   await sweep(w.clock.now, w.sweeper());
-  // Two days on, swept by two sweepers at once, twice.
-  const later = t0 + 2 * 86_400_000;
+  // Past every deadline of the tasks (the failed images' purge, a day after them), swept by two sweepers at
+  // once, twice. Each of them reads every bucket from the first sweep's on: no further than needed.
+  const later = t0 + FILE_HOLD_MS + 60 * MIN;
   for (let round = 0; round < 2; round++)
     await Promise.all([sweep(later + round * MIN, w.sweeper()), sweep(later + round * MIN, w.sweeper())]);
   const ids = w.published.map((e) => e.id);

@@ -6,7 +6,7 @@
 // clients, which Lambda never uses since its credentials are in the environment, and DynamoDB's endpoint
 // discovery, sent only when enabled).
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 
 export interface SdkCommand {
@@ -61,18 +61,38 @@ function importedCommands(source: string): Set<string> {
   return names;
 }
 
-/** Bundles `entry` with `options` in memory and reads what AWS requests the output can send. */
-export async function bundleRequests(entry: string, options: BuildOptions, cwd: string): Promise<BundleRequests> {
+/**
+ * Bundles each entry with `options` in memory and reads what AWS requests each output can send, in the order
+ * given. One esbuild build (the modules the entries share, the SDK's above all, are read once), each entry an
+ * output of its own, as built alone (no code splitting).
+ */
+export async function bundleRequestsOfEach(
+  entries: readonly string[],
+  options: BuildOptions,
+  cwd: string,
+): Promise<BundleRequests[]> {
+  const outdir = join(cwd, 'out');
   const result = await build({
     ...options,
-    entryPoints: [entry],
-    outfile: join(cwd, 'out.mjs'),
+    entryPoints: entries.map((entry, i) => ({ in: entry, out: `${i}` })),
+    outdir,
+    outExtension: { '.js': '.mjs' },
     absWorkingDir: cwd,
     write: false,
     metafile: true,
   });
-  const [output] = Object.values(result.metafile.outputs);
-  const inOutput = Object.entries(output!.inputs)
+  return entries.map((_, i) => {
+    const outPath = join(outdir, `${i}.mjs`);
+    const output = result.metafile.outputs[relative(cwd, outPath)];
+    const file = result.outputFiles.find((f) => f.path === outPath);
+    if (!output || !file) throw new Error(`esbuild wrote no output for ${entries[i]}`);
+    return requestsOf(output.inputs, file.text, cwd);
+  });
+}
+
+/** What requests an output can send, from the bytes each input module contributes to it. */
+function requestsOf(inputs: Record<string, { bytesInOutput: number }>, code: string, cwd: string): BundleRequests {
+  const inOutput = Object.entries(inputs)
     .filter(([, input]) => input.bytesInOutput > 0)
     .map(([path]) => path);
   const bundled: SdkCommand[] = [];
@@ -86,7 +106,6 @@ export async function bundleRequests(entry: string, options: BuildOptions, cwd: 
       for (const name of importedCommands(readFileSync(join(cwd, path), 'utf8'))) imported.add(name);
     }
   }
-  const code = result.outputFiles[0]!.text;
   return {
     code,
     sent: bundled.filter((c) => imported.has(key(c))).sort(byKey),
