@@ -39,6 +39,11 @@ export interface LocalStackOptions {
   scheduleEveryMs?: number;
   /** The stage's SETTLE_AFTER (a duration such as 30s, 10m): the template's parameter for this stack. */
   settleAfter?: string;
+  /**
+   * The sweeper's SWEEP_LOOK_BACK (a duration such as 2h): how far back the first sweep of the fresh table reads
+   * its DUE buckets, one query each (default the function's, a day: 288 buckets of 5 minutes).
+   */
+  sweepLookBack?: string;
   /** Emulator ports (default: free ones). A restart in the same process must reuse them: see handlers.ts. */
   dynamoPort?: number;
   sqsPort?: number;

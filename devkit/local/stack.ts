@@ -275,6 +275,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const functions = await startLocalFunctions({
       functions: settings.functions,
       env,
+      ...(opts.sweepLookBack ? { extraEnvironment: { SWEEP_LOOK_BACK: opts.sweepLookBack } } : {}),
       secretsJson: secrets.json,
       sqsEndpoint,
       dynamoEndpoint,
