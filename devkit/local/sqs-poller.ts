@@ -49,7 +49,10 @@ export interface SqsPollerOptions {
   retryDelaySeconds?: number;
   /** The queue's maxReceiveCount, only to say in the log that a failed record goes to the DLQ next. */
   maxReceiveCount?: number;
-  /** Long-poll wait of an idle poller, seconds; it also bounds how long stop() waits for an idle poller. */
+  /**
+   * Long-poll wait of an idle poller, seconds (default 1; SQS takes whole seconds, fauxqs fractions too); it also
+   * bounds how long stop() waits for an idle poller.
+   */
   waitTimeSeconds?: number;
   log: Logger;
 }
