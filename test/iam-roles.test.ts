@@ -56,18 +56,14 @@ async function stopScenarioStack(s: ScenarioStack): Promise<void> {
   await rm(s.cwd, { recursive: true, force: true });
 }
 
-/** Stacks started so far, stopped at the end (a stop waits for the pollers' long polls: all at once). */
-const started: Promise<ScenarioStack>[] = [];
-const startStack = () => {
-  const s = startScenarioStack();
-  started.push(s);
-  return s;
-};
+/** The stops under way: a stop waits for the pollers' long polls, so none is waited for before the end. */
+const stopping: Promise<void>[] = [];
 /** The stack of the tests with the roles as they are. */
 let whole: ScenarioStack;
 
 afterAll(async () => {
-  await Promise.all(started.map((s) => s.then(stopScenarioStack, () => undefined)));
+  if (whole !== undefined) stopping.push(stopScenarioStack(whole));
+  await Promise.all(stopping);
 });
 
 async function scenario(): Promise<{ denials: Denial[] }> {
@@ -132,13 +128,15 @@ const label = (s: RoleStatement) => `${s.role} ${s.statement.Sid ?? `#${s.index}
 
 /** Runs the scenario on a stack of its own under a role without one statement; the failure it must end in. */
 async function failureWithout(s: RoleStatement): Promise<{ denials?: Denial[] } | undefined> {
-  const { stack, scenario: withoutIt } = await startStack();
-  stack.iam.useRolesOf(without(original, s.role, s.index));
+  const own = await startScenarioStack();
+  own.stack.iam.useRolesOf(without(original, s.role, s.index));
   try {
-    await withoutIt.run();
+    await own.scenario.run();
     return undefined;
   } catch (err) {
     return err as { denials?: Denial[] };
+  } finally {
+    stopping.push(stopScenarioStack(own));
   }
 }
 
@@ -164,7 +162,7 @@ beforeAll(async () => {
     const outcome = failures.get(label(s))!;
     await failureWithout(s).then(outcome.resolve, outcome.reject);
   });
-  whole = await startStack();
+  whole = await startScenarioStack();
 });
 
 test('the scenario passes with the roles as they are, nothing refused', async () => {
