@@ -53,7 +53,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(200);
+    await sleep(50);
   }
 }
 
@@ -124,7 +124,7 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     getTask: (id, appKey) => target.tasks.getTask(id, appKey),
     waitForDrain: drained,
     timeoutMs: 60_000,
-    pollIntervalMs: 250,
+    pollIntervalMs: 100,
     settleMs: 1000,
   });
   expect({ timedOut: result.timedOut, diffs: result.diffs }).toEqual({ timedOut: false, diffs: [] });
@@ -134,6 +134,7 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     expected: expectedTaskEventsOf(report.results),
     poll: async () => (await reader.poll()).map((m) => m.body),
     timeoutMs: 30_000,
+    pollIntervalMs: 100,
   });
   expect({ missing: events.missing, unexpected: events.unexpected }).toEqual({ missing: [], unexpected: [] });
   expect(await target.dlq.depth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
