@@ -60,8 +60,11 @@ async function stopScenarioStack(s: ScenarioStack): Promise<void> {
 const stopping: Promise<void>[] = [];
 /** The stack of the tests with the roles as they are. */
 let whole: ScenarioStack;
+/** Every removal's run, each on its own stack. */
+let removals: Promise<unknown> = Promise.resolve();
 
 afterAll(async () => {
+  await removals.catch(() => undefined);
   if (whole !== undefined) stopping.push(stopScenarioStack(whole));
   await Promise.all(stopping);
 });
@@ -158,7 +161,7 @@ const failures = new Map(
 
 beforeAll(async () => {
   for (const { promise } of failures.values()) promise.catch(() => undefined);
-  void inParallel(exercised, REMOVALS_AT_ONCE, async (s) => {
+  removals = inParallel(exercised, REMOVALS_AT_ONCE, async (s) => {
     const outcome = failures.get(label(s))!;
     await failureWithout(s).then(outcome.resolve, outcome.reject);
   });
