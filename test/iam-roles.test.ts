@@ -41,6 +41,8 @@ async function startScenarioStack(): Promise<ScenarioStack> {
       scheduleEveryMs: 0,
       // The scenario's stalled task fell due an hour ago: the first sweep reads back that far, not a whole day.
       sweepLookBack: '2h',
+      // fauxqs takes a fraction of a second: a stop waits no longer for the worker's idle poller.
+      pollWaitSeconds: 0.1,
     });
     // A refused call fails the run whatever follows: the run ends there rather than wait for an outcome.
     return { stack, scenario: iamScenario(stack, { pollMs: 10, stopAtFirstDenial: true }), cwd };
