@@ -53,7 +53,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(50);
+    await sleep(100);
   }
 }
 
