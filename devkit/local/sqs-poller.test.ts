@@ -467,6 +467,43 @@ test('after stop() nothing more is received', async () => {
   client.destroy();
 });
 
+test('idle pollers take turns: one long poll waits at a time, and a message still comes through', async () => {
+  const q = queues(5);
+  // The poller's own client, counting the receives in flight at once.
+  const client = new SQSClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+  let inFlight = 0;
+  let mostAtOnce = 0;
+  let receives = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'ReceiveMessageCommand') return next(args);
+      receives += 1;
+      mostAtOnce = Math.max(mostAtOnce, ++inFlight);
+      try {
+        return await next(args);
+      } finally {
+        inFlight -= 1;
+      }
+    },
+    { step: 'initialize' },
+  );
+  const handled: string[] = [];
+  const p = poller(
+    q,
+    async (event) => {
+      handled.push(...event.Records.map((r) => r.body));
+      return { batchItemFailures: [] };
+    },
+    { sqs: client, concurrency: 5, batchingWindowMs: 0 },
+  );
+  await eventually(() => receives >= 10, 'ten idle receives');
+  expect(mostAtOnce).toBe(1);
+  await send(q.main, ['wake']);
+  await eventually(() => handled.includes('wake'), 'the message handled');
+  await p.stop();
+  client.destroy();
+});
+
 describe('failedMessageIds reads a partial batch response as Lambda does', () => {
   const event = { Records: [{ messageId: 'm1' }, { messageId: 'm2' }] } as SQSEvent;
   test('no response or an empty list: everything succeeded', () => {
