@@ -4,46 +4,77 @@
 //   for an action of that statement (a mutation test of the roles: a statement nothing needs would pass);
 // - with the roles as they are, the scenario passes with nothing refused, and every action every statement
 //   grants was needed by some call: a role that grants more than the code calls fails here.
-// One stack serves every run: the roles are swapped in place (LocalStack.iam.useRolesOf).
+// Each removal runs on a stack of its own, started for it (the roles swapped in place once it runs:
+// LocalStack.iam.useRolesOf), a few at a time, while the tests with the roles as they are run on one more. A run
+// ends at the first refused call. A stack of its own is a cold one: the ingest reads its secrets once per
+// container (then every SECRETS_REFRESH_S, keeping the last good ones when a read fails), as deployed, so a role
+// without ReadCallbackSecrets shows only on a cold container, where the first callback gets 503.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inParallel } from '../lib/in-parallel.ts';
 import type { Denial } from '../devkit/local/iam/enforce.ts';
 import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
 import { type IamScenario, iamScenario } from '../devkit/local/iam/scenario.ts';
 import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
 import { loadTemplate, type Template } from '../devkit/local/template.ts';
 
-let cwd: string;
-let stack: LocalStack;
-let runScenario: IamScenario;
 const original = loadTemplate().template;
 
-beforeAll(async () => {
-  cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
-  stack = await startLocalStack({
-    port: 0,
-    memory: true,
-    cwd,
-    quiet: true,
-    retryDelaySeconds: 1,
-    settleAfter: '1ms',
-    scheduleEveryMs: 0,
-  });
-  runScenario = iamScenario(stack);
-});
-afterAll(async () => {
-  runScenario?.close();
-  await stack?.stop();
-  await rm(cwd, { recursive: true, force: true });
-});
+/** A local stack with IAM enforced, the scenario against it, and the folder that announces it. */
+interface ScenarioStack {
+  stack: LocalStack;
+  scenario: IamScenario;
+  cwd: string;
+}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function startScenarioStack(): Promise<ScenarioStack> {
+  const cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
+  try {
+    const stack = await startLocalStack({
+      port: 0,
+      memory: true,
+      cwd,
+      quiet: true,
+      retryDelaySeconds: 1,
+      settleAfter: '1ms',
+      scheduleEveryMs: 0,
+      // The scenario's stalled task fell due an hour ago: the first sweep reads back that far, not a whole day.
+      sweepLookBack: '2h',
+      // fauxqs takes a fraction of a second: a stop waits no longer for the worker's idle poller.
+      pollWaitSeconds: 0.1,
+    });
+    // A refused call fails the run whatever follows: the run ends there rather than wait for an outcome.
+    return { stack, scenario: iamScenario(stack, { pollMs: 10, stopAtFirstDenial: true }), cwd };
+  } catch (err) {
+    await rm(cwd, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function stopScenarioStack(s: ScenarioStack): Promise<void> {
+  s.scenario.close();
+  await s.stack.stop();
+  await rm(s.cwd, { recursive: true, force: true });
+}
+
+/** The stops under way: a stop waits for the pollers' long polls, so none is waited for before the end. */
+const stopping: Promise<void>[] = [];
+/** The stack of the tests with the roles as they are. */
+let whole: ScenarioStack;
+/** Every removal's run, each on its own stack. */
+let removals: Promise<unknown> = Promise.resolve();
+
+afterAll(async () => {
+  await removals.catch(() => undefined);
+  if (whole !== undefined) stopping.push(stopScenarioStack(whole));
+  await Promise.all(stopping);
+});
 
 async function scenario(): Promise<{ denials: Denial[] }> {
-  const first = stack.iam.denials.length;
-  await runScenario.run();
-  return { denials: stack.iam.denials.slice(first) };
+  const first = whole.stack.iam.denials.length;
+  await whole.scenario.run();
+  return { denials: whole.stack.iam.denials.slice(first) };
 }
 
 interface RoleStatement {
@@ -100,16 +131,17 @@ const notExercisedLocally = (s: PolicyStatement) => actionsOf(s).every((a) => a.
 
 const label = (s: RoleStatement) => `${s.role} ${s.statement.Sid ?? `#${s.index}`}`;
 
-/** Runs the scenario under a role without one statement; the failure it must end in. */
+/** Runs the scenario on a stack of its own under a role without one statement; the failure it must end in. */
 async function failureWithout(s: RoleStatement): Promise<{ denials?: Denial[] } | undefined> {
-  stack.iam.useRolesOf(without(original, s.role, s.index));
+  const own = await startScenarioStack();
+  own.stack.iam.useRolesOf(without(original, s.role, s.index));
   try {
-    await scenario();
+    await own.scenario.run();
     return undefined;
   } catch (err) {
     return err as { denials?: Denial[] };
   } finally {
-    stack.iam.useRolesOf(original);
+    stopping.push(stopScenarioStack(own));
   }
 }
 
@@ -121,40 +153,46 @@ function expectRefusedFor(s: RoleStatement, failure: { denials?: Denial[] } | un
   expect(failure?.denials?.[0]?.message).toMatch(/^User: arn:aws:sts::\d{12}:assumed-role\/\S+ is not authorized/);
 }
 
-const bySid = (sid: string) => statementsOf(original).find((s) => s.statement.Sid === sid)!;
+/** Removals run at once: each stack is mostly waiting on its emulators. */
+const REMOVALS_AT_ONCE = 4;
+const exercised = statementsOf(original).filter((s) => !notExercisedLocally(s.statement));
+/** The failure each removal ended in, by label; the removals start before the first test. */
+const failures = new Map(
+  exercised.map((s) => [label(s), Promise.withResolvers<{ denials?: Denial[] } | undefined>()] as const),
+);
 
-// First, on the cold container: the ingest reads its secrets once per container (then every
-// SECRETS_REFRESH_S, keeping the last good ones when a read fails), as deployed.
-test('IngestRole ReadCallbackSecrets: without it the first callback gets 503, ssm:GetParameter refused', async () => {
-  const s = bySid('ReadCallbackSecrets');
-  expectRefusedFor(s, await failureWithout(s));
-  await sleep(200);
+beforeAll(async () => {
+  for (const { promise } of failures.values()) promise.catch(() => undefined);
+  removals = inParallel(exercised, REMOVALS_AT_ONCE, async (s) => {
+    const outcome = failures.get(label(s))!;
+    await failureWithout(s).then(outcome.resolve, outcome.reject);
+  });
+  whole = await startScenarioStack();
 });
 
 test('the scenario passes with the roles as they are, nothing refused', async () => {
   const { denials } = await scenario();
   expect(denials).toEqual([]);
-  expect(stack.iam.enforced).toBe(true);
+  expect(whole.stack.iam.enforced).toBe(true);
 });
 
 describe('each statement of each role is needed: without it the scenario fails with AccessDeniedException', () => {
-  const statements = statementsOf(original);
-  // ReadCallbackSecrets: shown above, on the cold container.
-  const exercised = statements.filter(
-    (s) => !notExercisedLocally(s.statement) && s.statement.Sid !== 'ReadCallbackSecrets',
-  );
+  test.each(exercised.map((s) => [label(s), s] as const))('%s', async (name, s) => {
+    expectRefusedFor(s, await failures.get(name)!.promise);
+  });
 
-  test.each(exercised.map((s) => [label(s), s] as const))('%s', async (_, s) => {
-    expectRefusedFor(s, await failureWithout(s));
-    // The records the run left behind are applied once the role is whole again.
-    await sleep(1500);
+  test('IngestRole ReadCallbackSecrets is among them: without it the first callback gets 503', async () => {
+    const failure = (await failures.get('IngestRole ReadCallbackSecrets')!.promise) as Error | undefined;
+    expect(failure?.message).toMatch(/^the ingest answered 503/);
   });
 });
 
 /** `<role> <sid>: <action>` of every action a statement of `template` grants that no call so far needed. */
 function unusedGrants(template: Template): string[] {
   // `<function> <action> <resource>` -> `<role>/<policy>#<sid>` of the statement that allowed it.
-  const used = new Set([...stack.iam.grants].map(([key, source]) => `${source} ${key.split(' ')[1]!.toLowerCase()}`));
+  const used = new Set(
+    [...whole.stack.iam.grants].map(([key, source]) => `${source} ${key.split(' ')[1]!.toLowerCase()}`),
+  );
   const needed = (s: RoleStatement, action: string) =>
     [...used].some(
       (u) =>
@@ -197,11 +235,11 @@ test('a role that grants more than the code calls is caught', async () => {
     Action: 'dynamodb:DeleteItem',
     Resource: 'arn:aws:dynamodb:*:*:table/*',
   });
-  stack.iam.useRolesOf(wider);
+  whole.stack.iam.useRolesOf(wider);
   try {
     await scenario();
   } finally {
-    stack.iam.useRolesOf(original);
+    whole.stack.iam.useRolesOf(original);
   }
   expect(unusedGrants(wider).sort()).toEqual(
     [...GRANTED_BUT_NEVER_CALLED, 'WorkerRole DeleteTasks: dynamodb:DeleteItem'].sort(),

@@ -15,7 +15,7 @@ import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
 import { verifyEvents } from '../devkit/verify/events.ts';
 import { verifyTasks } from '../devkit/verify/verify.ts';
-import { runCli } from './support/cli-process.ts';
+import { runCliHere as runCli } from './support/cli-process.ts';
 
 let cwd: string;
 let stack: LocalStack;
@@ -32,6 +32,10 @@ beforeAll(async () => {
     memory: true,
     cwd,
     retryDelaySeconds: 0,
+    // The sweeper's facts of time are not what is checked here (verifyEvents leaves them out): it runs on demand.
+    scheduleEveryMs: 0,
+    // fauxqs takes a fraction of a second: the stop waits no longer for the worker's idle pollers.
+    pollWaitSeconds: 0.1,
     faults: { rates: { crash: 1 }, seed: 'practice' },
   });
   target = await openTarget({ cwd, env: {} });
@@ -49,7 +53,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(200);
+    await sleep(100);
   }
 }
 
@@ -85,6 +89,8 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     random: createRandom(seed),
     secret: 'demo-secret',
     sign: 'header',
+    // What is checked is where each callback ends up, not when it came: sent as fast as they are taken.
+    followSchedule: false,
   });
   expect(report.summary.undelivered).toBe(0);
   expect(report.summary.status4xx).toBe(0);
@@ -118,7 +124,7 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     getTask: (id, appKey) => target.tasks.getTask(id, appKey),
     waitForDrain: drained,
     timeoutMs: 60_000,
-    pollIntervalMs: 250,
+    pollIntervalMs: 100,
     settleMs: 1000,
   });
   expect({ timedOut: result.timedOut, diffs: result.diffs }).toEqual({ timedOut: false, diffs: [] });
@@ -128,6 +134,7 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     expected: expectedTaskEventsOf(report.results),
     poll: async () => (await reader.poll()).map((m) => m.body),
     timeoutMs: 30_000,
+    pollIntervalMs: 100,
   });
   expect({ missing: events.missing, unexpected: events.unexpected }).toEqual({ missing: [], unexpected: [] });
   expect(await target.dlq.depth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });

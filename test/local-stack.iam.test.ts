@@ -47,6 +47,10 @@ test('with IAM off, a worker without its table grants still applies callbacks, a
     iam: false,
     settleAfter: '1ms',
     scheduleEveryMs: 0,
+    // The scenario's stalled task fell due an hour ago: the first sweep reads back that far, not a whole day.
+    sweepLookBack: '2h',
+    // fauxqs takes a fraction of a second: the stop waits no longer for the worker's idle pollers.
+    pollWaitSeconds: 0.1,
     template: withoutWorkerStatement('ApplyCallbacksToTasks'),
   });
   const scenario = iamScenario(stack);

@@ -142,9 +142,15 @@ test('two stacks with other secrets run side by side in one process, each on its
     memory: true,
     quiet: true,
     secrets: { 'demo-app': ['other-secret'] },
+    sweepLookBack: '2h',
   });
   try {
     expect(beside.info.dynamoEndpoint).not.toBe(demo.info.dynamoEndpoint);
+    // Its sweeper's first sweep reads back as far as it was told (a day by default).
+    const sweptAt = Date.now();
+    const [sweep] = (await beside.runSchedules()) as Array<{ from: number; to: number }>;
+    expect(sweptAt - sweep!.from).toBeGreaterThan(2 * 3_600_000 - 1);
+    expect(sweptAt - sweep!.from).toBeLessThanOrEqual(2 * 3_600_000 + 5 * 60_000);
     // Each ingest holds its own stack's secret (read through its own secrets extension): the other's is refused.
     expect((await postSigned(demo.url, startBody('rec-side-1'), 'other-secret')).status).toBe(401);
     expect((await postSigned(beside.url, startBody('rec-side-1'), 'demo-secret')).status).toBe(401);

@@ -21,6 +21,8 @@ let sqs: SQSClient;
 let endpoint: string;
 let n = 0;
 const pollers: SqsPoller[] = [];
+/** The long-poll wait of the pollers here. */
+const SHORT_POLL_S = 0.05;
 
 beforeAll(async () => {
   server = await startFauxqs({ port: 0, logger: false });
@@ -104,6 +106,8 @@ function poller(
     batchingWindowMs: 5000,
     concurrency: 1,
     retryDelaySeconds: 0,
+    // fauxqs takes a fraction of a second (SQS whole seconds): an idle poller, and so stop(), waits 50 ms.
+    waitTimeSeconds: SHORT_POLL_S,
     log: silent,
     ...over,
   });
@@ -197,7 +201,8 @@ test('a handler that throws fails the whole batch: every record comes back', asy
       if (calls.length === 1) throw new Error('worker crashed');
       return { batchItemFailures: [] };
     },
-    { batchingWindowMs: 300 },
+    // The batch is full at once: no window to wait out, the first time or the second.
+    { batchSize: 3, batchingWindowMs: 300 },
   );
   await eventually(() => p.stats.succeeded === 3, 'the three records handled after the failure');
   await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
@@ -274,7 +279,8 @@ describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
           }
           return { batchItemFailures: failures };
         },
-        { batchSize: 10, batchingWindowMs: 0, concurrency: 3, retryDelaySeconds: 1 },
+        // Long enough for h to go on meanwhile (fauxqs takes a fraction of a second).
+        { batchSize: 10, batchingWindowMs: 0, concurrency: 3, retryDelaySeconds: 0.5 },
       );
       await eventually(() => p.stats.succeeded === 22, 'every record handled', 800);
       await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
@@ -438,13 +444,64 @@ test(
 
 test('after stop() nothing more is received', async () => {
   const q = queues(5);
-  const p = poller(q, async () => ({ batchItemFailures: [] }));
+  // The poller's own client, counting its receives.
+  const client = new SQSClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+  let receives = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'ReceiveMessageCommand') receives += 1;
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  const p = poller(q, async () => ({ batchItemFailures: [] }), { sqs: client });
+  await eventually(() => receives > 0, 'a first receive');
   await p.stop();
+  const receivesAtStop = receives;
   await sqs.send(new SendMessageCommand({ QueueUrl: q.main, MessageBody: 'late' }));
   // Give a poller that wrongly kept running the time of a few long polls to take it.
-  await new Promise((r) => setTimeout(r, 1500));
+  await new Promise((r) => setTimeout(r, 5 * SHORT_POLL_S * 1000));
+  expect(receives).toBe(receivesAtStop);
   expect(await depth(q.main)).toEqual({ visible: 1, inFlight: 0 });
   expect(p.stats.records).toBe(0);
+  client.destroy();
+});
+
+test('idle pollers take turns: one long poll waits at a time, and a message still comes through', async () => {
+  const q = queues(5);
+  // The poller's own client, counting the receives in flight at once.
+  const client = new SQSClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+  let inFlight = 0;
+  let mostAtOnce = 0;
+  let receives = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== 'ReceiveMessageCommand') return next(args);
+      receives += 1;
+      mostAtOnce = Math.max(mostAtOnce, ++inFlight);
+      try {
+        return await next(args);
+      } finally {
+        inFlight -= 1;
+      }
+    },
+    { step: 'initialize' },
+  );
+  const handled: string[] = [];
+  const p = poller(
+    q,
+    async (event) => {
+      handled.push(...event.Records.map((r) => r.body));
+      return { batchItemFailures: [] };
+    },
+    { sqs: client, concurrency: 5, batchingWindowMs: 0 },
+  );
+  await eventually(() => receives >= 10, 'ten idle receives');
+  expect(mostAtOnce).toBe(1);
+  await send(q.main, ['wake']);
+  await eventually(() => handled.includes('wake'), 'the message handled');
+  await p.stop();
+  client.destroy();
 });
 
 describe('failedMessageIds reads a partial batch response as Lambda does', () => {

@@ -6,7 +6,7 @@
 //
 // As on AWS: a handler that throws, or that names an item that is not in the batch, fails the whole
 // batch. Not emulated: the function time-out (a batch runs to its end) and the scaling of pollers (all
-// `concurrency` pollers run from the start).
+// `concurrency` pollers run from the start, and take turns to wait for a batch's first messages).
 //
 // On a FIFO queue the queue itself keeps the mapping's promises: a message group with a message in flight
 // gives no other, so a group is in one batch at a time, and a failed record left in the queue holds back
@@ -49,7 +49,10 @@ export interface SqsPollerOptions {
   retryDelaySeconds?: number;
   /** The queue's maxReceiveCount, only to say in the log that a failed record goes to the DLQ next. */
   maxReceiveCount?: number;
-  /** Long-poll wait of an idle poller, seconds; it also bounds how long stop() waits for an idle poller. */
+  /**
+   * Long-poll wait of an idle poller, seconds (default 1; SQS takes whole seconds, fauxqs fractions too); it also
+   * bounds how long stop() waits for an idle poller.
+   */
   waitTimeSeconds?: number;
   log: Logger;
 }
@@ -170,8 +173,20 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
    * Waits for a first message, then gathers more until the batch is full or the window has passed. Only
    * the first receive may throw: once messages are in hand they are invoked.
    */
+  /**
+   * The first receive of a batch, one poller at a time: the others wait their turn rather than each hold a long
+   * poll of its own. Every message, or group made free, wakes every long poll of the queue, and all but one came
+   * back empty, at once, to poll again; the batches in hand still run side by side.
+   */
+  let turn: Promise<unknown> = Promise.resolve();
+  const firstReceive = (): Promise<Message[]> => {
+    const mine = turn.then(() => (stopping ? [] : receive(opts.batchSize, waitTimeSeconds)));
+    turn = mine.catch(() => undefined);
+    return mine;
+  };
+
   const gather = async (): Promise<Message[]> => {
-    const batch = await receive(opts.batchSize, waitTimeSeconds);
+    const batch = await firstReceive();
     if (batch.length === 0) return batch;
     busy += 1;
     const deadline = Date.now() + opts.batchingWindowMs;

@@ -15,6 +15,8 @@ export interface LocalFunctionsOptions {
   functions: readonly FunctionSettings[];
   /** Where the plain values of the template may be overridden from (the shell's environment). */
   env: NodeJS.ProcessEnv;
+  /** Variables set on every function beside the template's (each function reads only its own). */
+  extraEnvironment?: Readonly<Record<string, string>>;
   /** The secrets, as CALLBACK_SECRETS holds them. */
   secretsJson: string;
   sqsEndpoint: string;
@@ -49,7 +51,7 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
       AWS_SESSION_TOKEN: LOCAL_SESSION_TOKEN,
     },
     opts.functions.map((fn) => {
-      const environment = { ...fn.environment };
+      const environment = { ...fn.environment, ...opts.extraEnvironment };
       // A plain value of the template may be tried out from the shell; references are the stack's own.
       for (const name of fn.literalVariables) {
         const own = env[name];

@@ -33,12 +33,22 @@ export interface LocalStackOptions {
   allowedSourceCidrs?: readonly string[];
   /** Silences the JSON log lines of the handlers and the poller while the stack runs. */
   quiet?: boolean;
+  /**
+   * The long-poll wait of the event source mappings' pollers (SqsPollerOptions.waitTimeSeconds, default 1 s): it
+   * bounds how long a stop waits for an idle poller. fauxqs takes a fraction of a second, as tests do.
+   */
+  pollWaitSeconds?: number;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
   retryDelaySeconds?: number;
   /** How often the scheduled functions (the sweeper) run; default DEFAULT_SCHEDULE_EVERY_MS, 0: only on demand. */
   scheduleEveryMs?: number;
   /** The stage's SETTLE_AFTER (a duration such as 30s, 10m): the template's parameter for this stack. */
   settleAfter?: string;
+  /**
+   * The sweeper's SWEEP_LOOK_BACK (a duration such as 2h): how far back the first sweep of the fresh table reads
+   * its DUE buckets, one query each (default the function's, a day: 288 buckets of 5 minutes).
+   */
+  sweepLookBack?: string;
   /** Emulator ports (default: free ones). A restart in the same process must reuse them: see handlers.ts. */
   dynamoPort?: number;
   sqsPort?: number;

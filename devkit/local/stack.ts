@@ -275,6 +275,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     const functions = await startLocalFunctions({
       functions: settings.functions,
       env,
+      ...(opts.sweepLookBack ? { extraEnvironment: { SWEEP_LOOK_BACK: opts.sweepLookBack } } : {}),
       secretsJson: secrets.json,
       sqsEndpoint,
       dynamoEndpoint,
@@ -300,6 +301,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       sqsEndpoint,
       iamSession,
       retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
+      ...(opts.pollWaitSeconds === undefined ? {} : { waitTimeSeconds: opts.pollWaitSeconds }),
       resources,
     });
     resources.defer(closeGateway);

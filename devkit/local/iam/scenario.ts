@@ -32,13 +32,23 @@ export interface IamScenario {
   close(): void;
 }
 
+export interface IamScenarioOptions {
+  /** How long each outcome is waited for at most: a run that fails waits that long once (default 4,000 ms). */
+  waitMs?: number;
+  /** How often an outcome is looked for while it is awaited (default 50 ms). */
+  pollMs?: number;
+  /**
+   * Ends the run as soon as a call is refused, rather than when an outcome is missing (a refused call fails
+   * the run in any case): a mutation test of the roles learns what it needs without waiting for `waitMs`.
+   */
+  stopAtFirstDenial?: boolean;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * The scenario against `stack` (which must run with the demo secrets). `waitMs` bounds each outcome: a
- * run that fails waits that long once.
- */
-export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
+/** The scenario against `stack` (which must run with the demo secrets). */
+export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {}): IamScenario {
+  const { waitMs = 4000, pollMs = 50, stopAtFirstDenial = false } = options;
   if (!SECRET) throw new Error('the demo secrets have no secret');
   const sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
@@ -48,17 +58,17 @@ export function iamScenario(stack: LocalStack, waitMs = 4000): IamScenario {
   const events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
   let runs = 0;
 
-  const within = async (what: string, attempt: () => Promise<boolean>) => {
-    const deadline = Date.now() + waitMs;
-    while (!(await attempt())) {
-      if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
-      await sleep(50);
-    }
-  };
-
   const run = async () => {
     const first = stack.iam.denials.length;
     const denied = () => stack.iam.denials.slice(first);
+    const within = async (what: string, attempt: () => Promise<boolean>) => {
+      const deadline = Date.now() + waitMs;
+      while (!(await attempt())) {
+        if (stopAtFirstDenial && denied().length > 0) throw new Error(`calls were refused before ${what}`);
+        if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
+        await sleep(pollMs);
+      }
+    };
     const n = ++runs;
     const id = `rec-iam-${Date.now().toString(36)}-${n}`;
     const room = `room-${id}`;

@@ -37,6 +37,10 @@ export interface EventQueueReaderOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The first back-off of a pass that finds other readers' passes in its way, and the most it grows to. */
+const CONTENDED_BACK_OFF_MS = 100;
+const MAX_CONTENDED_BACK_OFF_MS = 1600;
+
 export class EventQueueReader {
   private readonly seen = new Set<string>();
   /** Messages that were not a task event (not JSON, no id). */
@@ -66,6 +70,7 @@ export class EventQueueReader {
 
   private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
     const waitUntil = Date.now() + (this.opts.contendedWaitMs ?? 15_000);
+    let contended = 0;
     for (let first = true; ; first = false) {
       const res = await this.sqs.send(
         new ReceiveMessageCommand({
@@ -81,7 +86,8 @@ export class EventQueueReader {
         if (Date.now() >= waitUntil || !(await this.heldByOthers(handles.length))) return;
         // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
         await this.release(handles.splice(0));
-        await sleep(100);
+        // Then a random while, longer each time: readers that came back together would meet again and again.
+        await sleep(Math.random() * Math.min(CONTENDED_BACK_OFF_MS * 2 ** contended++, MAX_CONTENDED_BACK_OFF_MS));
         continue;
       }
       for (const m of messages) {

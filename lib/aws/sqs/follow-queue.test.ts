@@ -77,12 +77,29 @@ describe('follow queues', () => {
 
   test('an idle receive waits in a long poll, and stops at once when aborted', async () => {
     const q = await FollowQueue.open(clients, topicArn, followQueueName(topicArn, { host: 'h', pid: 3 }, 'ccc'));
+    // The wait each receive asks SQS for.
+    const waits: unknown[] = [];
+    clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'ReceiveMessageCommand')
+          waits.push((args.input as { WaitTimeSeconds?: number }).WaitTimeSeconds);
+        return next(args);
+      },
+      { step: 'initialize', name: 'receiveWaits' },
+    );
     const stop = new AbortController();
     const started = Date.now();
-    setTimeout(() => stop.abort(), 1500);
-    await expect(q.receive(stop.signal)).rejects.toThrow();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
-    expect(Date.now() - started).toBeLessThan(5000);
+    // A receive that did not wait would resolve (with nothing) long before the abort.
+    setTimeout(() => stop.abort(), 300);
+    try {
+      await expect(q.receive(stop.signal)).rejects.toThrow();
+    } finally {
+      clients.sqs.middlewareStack.remove('receiveWaits');
+    }
+    expect(Date.now() - started).toBeGreaterThanOrEqual(280);
+    expect(Date.now() - started).toBeLessThan(3300);
+    // The longest long poll SQS allows.
+    expect(waits).toEqual([20]);
     await q.close();
   });
 
