@@ -9,6 +9,7 @@ import {
   bucketOf,
   fileDeadline,
   purgeAtOf,
+  resumesStall,
   settleDeadline,
   stallDeadline,
   type TimeSettings,
@@ -143,8 +144,11 @@ export function armingMove(
   const time = timeOf(header);
   const updatedAt = parts.tally.updatedAt;
   const needs = [settleDeadline(toSummary(parts).status, updatedAt, time, s)];
-  // A stalled task that changed is resuming (its stall is removed once the resume is out): it can stall again.
-  if (time.armed === null) needs.push(stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s));
+  // A stalled task that a later callback reached is resuming (its stall is removed once the resume is out): it can
+  // stall again. One reached by an older callback stays stalled.
+  const resuming = resumesStall(parts.header, updatedAt, time, s);
+  if (time.armed === null)
+    needs.push(stallDeadline(parts.header, updatedAt, resuming ? { ...time, stalledSince: null } : time, s));
   // Callbacks only push a stall later, except a start arriving late with the task's interval, which shortens its
   // stall time (6 hours unknown, 15 minutes for a screenshot every 30 s) to before the armed bucket.
   else if (time.stalledSince === null) needs.push(stallDeadline(parts.header, updatedAt, time, s));
