@@ -84,12 +84,8 @@ export function stallDeadline(h: TaskHeader, updatedAt: number | null, t: TaskTi
   return updatedAt + stallTimeOf(h, s);
 }
 
-/** The latest callback (platform time) a stall was measured from: stored with it, or its stalledSince − stall time. */
-function stallMeasuredFrom(
-  h: Pick<TaskHeader, 'service' | 'config'>,
-  t: TaskTime,
-  s: TimeSettings,
-): number | null {
+/** The latest callback (platform time) a stall was measured from: stored with it, else stalledSince − stall time. */
+function stallMeasuredFrom(h: Pick<TaskHeader, 'service' | 'config'>, t: TaskTime, s: TimeSettings): number | null {
   if (t.stalledSince === null) return null;
   return t.stalledFrom ?? t.stalledSince - stallTimeOf(h, s);
 }
