@@ -186,6 +186,28 @@ test('an older callback leaves a stalled task stalled: no resume, and its stall 
   expect((await w.store.getTask(id))!.stalledSince).toBeNull();
 }, 120_000);
 
+test('a resumed task whose arm waits for a far deadline (a failed file) is armed for its next stall', async () => {
+  const w = await world();
+  const id = 'img-sweep-restall';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const failed: Body = { ...fixture('screenshot-4-upload-failed'), imageId: id, timestamp: t0 + 1_000 };
+  w.clock.now = t0 + 2_000;
+  await w.deliver('screenshot', [start, failed]);
+  // Stalled 15 minutes after its latest callback; then armed at its file's warning, 22 hours on.
+  w.clock.now = t0 + 21 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const stalls = () => w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id);
+  expect(stalls()).toHaveLength(1);
+  const image: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: t0 + 25 * MIN };
+  await w.deliver('screenshot', [image]);
+  expect(w.typesOf(id)).toContain('task.resumed');
+  // Its next stall, 15 minutes after that image, is found by the first sweep after it.
+  for (w.clock.now = t0 + 30 * MIN; w.clock.now <= t0 + 50 * MIN; w.clock.now += 5 * MIN)
+    await sweep(w.clock.now, w.sweeper());
+  expect(stalls().map((e) => e.stall!.stalledSince)).toEqual([t0 + 1_000 + 15 * MIN, t0 + 40 * MIN]);
+}, 120_000);
+
 test('a completed task settles after SETTLE_AFTER unchanged; a change unsettles it, and it settles again', async () => {
   const w = await world();
   const id = 'img-sweep-settle';
