@@ -32,6 +32,14 @@ import { faultyClient } from './support/faulty-client.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { writePositions } from './support/size.ts';
+import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { TableClient } from '../lib/aws/dynamo/table-client.ts';
+import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
+import { defaultTimeSettings } from '../lib/domain/deadlines.ts';
+import type { TaskEvent } from '../lib/domain/task-events.ts';
+import { createLogger } from '../lib/log.ts';
+import { sweep } from '../lib/sweeper/sweep.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
 
 type Raw = Record<string, AttributeValue>;
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/legacy-layout/table.json', import.meta.url), 'utf8')) as {
@@ -103,6 +111,8 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     counted: 0,
     indexed: 0,
     listed: 0,
+    // Brought over unarmed: each is armed at its next deadline (its settle, a stall, a file's warning).
+    armed: 3,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -115,6 +125,7 @@ test('every task equal to the oracle of its callbacks, counts exact; a second ru
     counted: 0,
     indexed: 0,
     listed: 0,
+    armed: 0,
     failed: [],
   });
   await expectMigrated(tableName, distinct);
@@ -317,6 +328,7 @@ test('room and session index keys without the appKey: listings miss the task unt
     counted: 0,
     indexed: 0,
     listed: 0,
+    armed: 0,
     failed: [],
   });
   const [a, b] = tasks.map((t) => [t.id]);
@@ -363,6 +375,65 @@ test('headers written before the listings by time: listed once migrate gives the
   await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
 });
 
+test('tasks written before tasks were armed: the sweeper finds them once migrate arms them, not before', async () => {
+  const tableName = await legacyTable(() => true);
+  const clock = { now: 0 };
+  const store = new DynamoTaskStore({ client: local.db.client, tableName, now: () => clock.now });
+  const log = createLogger('test');
+  const published: TaskEvent[] = [];
+  const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
+  const sweeper = {
+    sweeps: new TaskSweeps(new TableClient(local.db.client, tableName)),
+    events,
+    time: defaultTimeSettings,
+    log,
+    lookBackMs: 3 * 86_400_000,
+  };
+  const start = JSON.parse(readFileSync(new URL('./fixtures/screenshot-1-start.json', import.meta.url), 'utf8'));
+  const open = { ...start, imageId: 'img-unarmed' };
+  // A start that failed: nothing of it can become due, so nothing to arm.
+  const failed = { ...start, imageId: 'img-unarmed-failed', code: 1001, errorMessage: 'start failed' };
+  const t0 = Number(start.timestamp);
+  clock.now = t0 + 2_000;
+  const records = [open, failed].map((b, i) =>
+    sqsRecord('screenshot', b, { groupId: b.imageId, sequenceNumber: String(10n ** 19n + BigInt(i)) }),
+  );
+  expect(
+    (await processBatch(sqsEvent(records), { store, log, events, now: () => clock.now })).batchItemFailures,
+  ).toEqual([]);
+  // As headers written before tasks were armed: no `db`.
+  for (const id of [open.imageId, failed.imageId])
+    await local.db.client.send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { pk: { S: Keys.taskPk(id) }, sk: { S: Keys.headerSk(start.appKey) } },
+        UpdateExpression: 'REMOVE db',
+      }),
+    );
+  const stalls = () => published.filter((e) => e.type === 'task.stalled').map((e) => e.task.id);
+  // slicesSec 10: stalled 15 minutes after its start. Unarmed, no sweep finds it.
+  clock.now = t0 + 30 * 60_000;
+  await sweep(clock.now, sweeper);
+  expect(stalls()).toEqual([]);
+  expect((await store.getTask(open.imageId))!.stalledSince).toBeNull();
+
+  const migrate = (dryRun = false) =>
+    migrateTable({ client: local.db.client, tableName, now: () => clock.now, dryRun });
+  expect(await migrate(true)).toMatchObject({ armed: 1, failed: [] });
+  clock.now += 5 * 60_000;
+  await sweep(clock.now, sweeper);
+  expect(stalls()).toEqual([]);
+  expect(await migrate()).toMatchObject({ armed: 1, failed: [] });
+  clock.now += 5 * 60_000;
+  await sweep(clock.now, sweeper);
+  expect(stalls()).toEqual([open.imageId]);
+  expect((await store.getTask(open.imageId))!.stalledSince).toBe(t0 + 15 * 60_000);
+  expect((await store.getTask(failed.imageId))!.stalledSince).toBeNull();
+  // Armed once: a second run finds nothing to arm (the stalled task has nothing left due, the failed one never had).
+  expect(await migrate()).toMatchObject({ armed: 0, failed: [] });
+  await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
+}, 120_000);
+
 describe('callbacks migrate, as a user runs it', () => {
   let dir: string;
   let stack: LocalStack;
@@ -403,6 +474,7 @@ describe('callbacks migrate, as a user runs it', () => {
       counted: 0,
       indexed: 0,
       listed: 0,
+      armed: 0,
       failed: [],
     });
     const refused = await cli(['migrate']);
@@ -413,12 +485,13 @@ describe('callbacks migrate, as a user runs it', () => {
     const run = await cli(['migrate', '--yes']);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toBe(
-      'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n',
+      'Brought over 3 tasks of 3: 48 callbacks with their raw bodies, 0 counted without (past their retention).\n' +
+        'Armed 3 tasks at their next deadline, for the sweeper (written before tasks were armed).\n',
     );
     expect((await cli(['migrate', '--yes'])).stdout).toMatch(
       new RegExp(
         '^No task of the earlier layout, no index key to rewrite, no header to count, no callback to key by ' +
-          'time and no task to list by time in .*: nothing to do\\.\n$',
+          'time, no task to list by time and no task to arm in .*: nothing to do\\.\n$',
       ),
     );
     const task = JSON.parse((await cli(['tasks', 'get', expected[0]!.id, '--json'])).stdout);

@@ -150,6 +150,65 @@ test('a task without callbacks for its stall time is stalled once, and resumed b
   expect(new Set(again.map((e) => e.id)).size).toBe(2);
 }, 120_000);
 
+test('an older callback leaves a stalled task stalled: no resume, and its stall is published once', async () => {
+  const w = await world();
+  const id = 'img-sweep-stall-old';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const image = (at: number, name: string): Body => {
+    const body: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: at };
+    (body.output as Body) = { ...(body.output as Body), fileName: name };
+    return body;
+  };
+  w.clock.now = t0 + 2_000;
+  // The latest callback first: the stall is measured from it (15 minutes: slicesSec 10).
+  await w.deliver('screenshot', [start, image(t0 + 5 * MIN, 'latest.jpg')]);
+  const stalledSince = t0 + 20 * MIN;
+  w.clock.now = stalledSince + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const stallEvents = () =>
+    w.published.filter((e) => e.task.id === id && (e.type === 'task.stalled' || e.type === 'task.resumed'));
+  expect(stallEvents().map((e) => e.type)).toEqual(['task.stalled']);
+
+  // Older than the latest, then as old as it: applied, yet the task stays stalled, and nothing about the stall.
+  await w.deliver('screenshot', [image(t0 + MIN, 'older.jpg')]);
+  await w.deliver('screenshot', [image(t0 + 5 * MIN, 'same-time.jpg')]);
+  const task = (await w.store.getTask(id))!;
+  expect(task.files.map((f) => f.fileName).sort()).toEqual(['latest.jpg', 'older.jpg', 'same-time.jpg']);
+  expect(task.stalledSince).toBe(stalledSince);
+  for (let i = 1; i <= 3; i++) await sweep(w.clock.now + i * 10 * MIN, w.sweeper());
+  expect(stallEvents().map((e) => e.type)).toEqual(['task.stalled']);
+  expect((await w.store.getTask(id))!.stalledSince).toBe(stalledSince);
+
+  // A later callback resumes it: the resume names the stall, and the stall measured from the latest one.
+  await w.deliver('screenshot', [image(t0 + 30 * MIN, 'later.jpg')]);
+  expect(stallEvents().map((e) => e.type)).toEqual(['task.stalled', 'task.resumed']);
+  expect(stallEvents()[1]!.stall).toEqual({ stalledSince, stallMs: 15 * MIN, lastCallbackAt: t0 + 30 * MIN });
+  expect((await w.store.getTask(id))!.stalledSince).toBeNull();
+}, 120_000);
+
+test('a resumed task whose arm waits for a far deadline (a failed file) is armed for its next stall', async () => {
+  const w = await world();
+  const id = 'img-sweep-restall';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const failed: Body = { ...fixture('screenshot-4-upload-failed'), imageId: id, timestamp: t0 + 1_000 };
+  w.clock.now = t0 + 2_000;
+  await w.deliver('screenshot', [start, failed]);
+  // Stalled 15 minutes after its latest callback; then armed at its file's warning, 22 hours on.
+  w.clock.now = t0 + 21 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const stalls = () => w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id);
+  expect(stalls()).toHaveLength(1);
+  const image: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: t0 + 25 * MIN };
+  await w.deliver('screenshot', [image]);
+  expect(w.typesOf(id)).toContain('task.resumed');
+  // Its next stall, 15 minutes after that image, is found by the first sweep after it.
+  for (w.clock.now = t0 + 30 * MIN; w.clock.now <= t0 + 50 * MIN; w.clock.now += 5 * MIN)
+    await sweep(w.clock.now, w.sweeper());
+  expect(stalls().map((e) => e.stall!.stalledSince)).toEqual([t0 + 1_000 + 15 * MIN, t0 + 40 * MIN]);
+}, 120_000);
+
 test('a completed task settles after SETTLE_AFTER unchanged; a change unsettles it, and it settles again', async () => {
   const w = await world();
   const id = 'img-sweep-settle';

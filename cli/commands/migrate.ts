@@ -1,8 +1,9 @@
 // `callbacks migrate`: brings a table written by the earlier layout (one task per id, with a ledger entry
 // per callback) over to the current one, and gives headers written before room and session index keys
 // held the appKey the keys this version writes, and headers that keep no counts yet their task's counts
-// (docs/task-store.md). Idempotent and resumable: a task is done once its old header is gone, a header once
-// its keys are right and it keeps its counts, so an interrupted run is run again.
+// (docs/task-store.md), and arms the tasks written before tasks were armed at their next deadline. Idempotent
+// and resumable: a task is done once its old header is gone, a header once its keys are right, it keeps its
+// counts and it is armed, so an interrupted run is run again.
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { findMigrationWork, migrateTable, noMigration } from '../../lib/aws/dynamo/migrate.ts';
@@ -22,7 +23,7 @@ export function register(program: Command): void {
       const { dynamo: client, tableName } = ctx.target;
       const found = await findMigrationWork(client, tableName);
       const waiting = found.legacy.length;
-      const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed, found.unlisted].every(
+      const idle = [found.legacy, found.rekey, found.uncounted, found.unindexed, found.unlisted, found.unarmed].every(
         (w) => w.length === 0,
       );
       if (idle) {
@@ -30,7 +31,7 @@ export function register(program: Command): void {
         else
           ctx.out(
             `No task of the earlier layout, no index key to rewrite, no header to count, no callback to key by ` +
-              `time and no task to list by time in ${ctx.where}: nothing to do.`,
+              `time, no task to list by time and no task to arm in ${ctx.where}: nothing to do.`,
           );
         return;
       }
@@ -43,6 +44,7 @@ export function register(program: Command): void {
           found.uncounted.length > 0 ? `count ${plural(found.uncounted.length, 'task')} into their headers` : '',
           found.unindexed.length > 0 ? `key the callbacks of ${plural(found.unindexed.length, 'task')} by time` : '',
           found.unlisted.length > 0 ? `list ${plural(found.unlisted.length, 'task')} by time of change and end` : '',
+          found.unarmed.length > 0 ? `arm ${plural(found.unarmed.length, 'task')} at their next deadline` : '',
         ]
           .filter(Boolean)
           .join(' and ');
@@ -96,6 +98,11 @@ export function register(program: Command): void {
           ctx.out(
             `${opts.dryRun ? 'Would list' : 'Listed'} ${plural(result.listed, 'task')} by time of change and end ` +
               '(written before those listings).',
+          );
+        if (result.armed > 0)
+          ctx.out(
+            `${opts.dryRun ? 'Would arm' : 'Armed'} ${plural(result.armed, 'task')} at their next deadline, for the ` +
+              'sweeper (written before tasks were armed).',
           );
         if (result.rekeyed > 0)
           ctx.out(

@@ -86,12 +86,15 @@ function clockOption(text: string): number {
 
 async function verify(opts: VerifyCommandOptions): Promise<void> {
   const started = Date.now();
+  const file = await readExpectFile(pathFromCwd(opts.expect));
+  const runEndedAt = Date.parse(file.generatedAt);
   const clock: ClockExpectation = {
     ...DEFAULT_CLOCK_SETTINGS,
     lagMs: opts.sweepLag,
     nowMs: opts.now ?? started,
+    // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there.
+    ...(Number.isFinite(runEndedAt) ? { runEndedAt } : {}),
   };
-  const file = await readExpectFile(pathFromCwd(opts.expect));
   const target = await openTarget({
     stage: opts.stage,
     region: opts.region,
@@ -214,7 +217,10 @@ function printEvents(events: EventsResult | null, note: string | null): void {
     out(printable(`unexpected ${u.type} of task ${u.taskId} (${u.id})`));
   for (const m of events.time?.missing.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`missing ${m}`));
   for (const u of events.time?.unexpected.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`unexpected ${u}`));
+  for (const d of events.time?.doubled.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`published twice: ${d}`));
   const missing = events.missing.length + (events.time?.missing.length ?? 0);
   const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
-  out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
+  const doubled = events.time?.doubled.length ?? 0;
+  const twice = doubled > 0 ? `, ${doubled} fact(s) of time published more than once` : '';
+  out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected${twice}; ${counts}.`));
 }

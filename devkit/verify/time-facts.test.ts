@@ -11,6 +11,7 @@ import {
   type ClockExpectation,
   type PublishedTimeEvent,
 } from './time-facts.ts';
+import { verifyEvents } from './events.ts';
 import { verifyTasks } from './verify.ts';
 
 const BASE = 1_763_798_400_000;
@@ -119,7 +120,12 @@ function sweptEvents(): PublishedTimeEvent[] {
 }
 
 test('events: each fact that must be held published, none before its moment', () => {
-  expect(checkTimeEvents(expected, sweptEvents(), later)).toEqual({ ok: true, missing: [], unexpected: [] });
+  expect(checkTimeEvents(expected, sweptEvents(), later)).toEqual({
+    ok: true,
+    missing: [],
+    unexpected: [],
+    doubled: [],
+  });
   const withoutOne = sweptEvents().filter((e) => e.type !== 'task.stalled' || e.task!.id !== open[0]!.id);
   expect(checkTimeEvents(expected, withoutOne, later)).toMatchObject({
     ok: false,
@@ -128,11 +134,132 @@ test('events: each fact that must be held published, none before its moment', ()
   const early = checkTimeEvents(expected, sweptEvents(), clockAt(BASE));
   expect(early.ok).toBe(false);
   expect(early.unexpected.length).toBe(sweptEvents().length);
-  // A stall at a moment other than the one that must be held does not stand for it.
+  // A stall at a moment other than the one that must be held does not stand for it (and, ended, wants a resume).
   const moved = sweptEvents().map((e) =>
     e.type === 'task.stalled' && e.task!.id === open[0]!.id ? { ...e, stall: { stalledSince: BASE } } : e,
   );
   expect(checkTimeEvents(expected, moved, later).missing).toEqual([
     `task.stalled of ${open[0]!.id} at ${stallByHand(open[0]!)}`,
+    `task.resumed of ${open[0]!.id} at ${BASE}`,
   ]);
+});
+
+// Settles and resumes: the run ended a day after BASE; ten days later every completed task must be settled.
+const runEnd = BASE + DAY;
+const settledClock: ClockExpectation = { ...later, runEndedAt: runEnd };
+const completed = expected.filter((t) => t.status === 'completed');
+
+/** A settle event as the receiver publishes it: its id, and the settledAt it carries. */
+const settledEvent = (t: Task, id = `settled-${t.id}`): PublishedTimeEvent => ({
+  id,
+  type: 'task.settled',
+  task: { id: t.id },
+  settledAt: runEnd + 10 * MIN,
+});
+
+test('events: each completed task settled once, with its settledAt, once the run is SETTLE_AFTER past', async () => {
+  expect(completed.length).toBeGreaterThan(2);
+  const all = [...sweptEvents(), ...completed.map((t) => settledEvent(t))];
+  expect(checkTimeEvents(expected, all, settledClock)).toEqual({ ok: true, missing: [], unexpected: [], doubled: [] });
+  // A settle missing.
+  const t = completed[0]!;
+  const without = all.filter((e) => !(e.type === 'task.settled' && e.task!.id === t.id));
+  expect(checkTimeEvents(expected, without, settledClock)).toMatchObject({
+    ok: false,
+    missing: [`task.settled of ${t.id}`],
+  });
+  // One settle published twice.
+  const twice = checkTimeEvents(expected, [...all, settledEvent(t)], settledClock);
+  expect(twice).toMatchObject({
+    ok: false,
+    missing: [],
+    unexpected: [],
+    doubled: [`task.settled of ${t.id} (settled-${t.id}) ×2`],
+  });
+  // Without settledAt, or of a task that is not completed: not a settle.
+  const bare = all.map((e) => (e.type === 'task.settled' && e.task!.id === t.id ? { ...e, settledAt: undefined } : e));
+  expect(checkTimeEvents(expected, bare, settledClock)).toMatchObject({
+    ok: false,
+    missing: [`task.settled of ${t.id}`],
+    unexpected: [`task.settled of ${t.id} (settled-${t.id})`],
+  });
+  const notCompleted = open[0]!;
+  const wrong = checkTimeEvents(expected, [...all, settledEvent(notCompleted)], settledClock);
+  expect(wrong.unexpected).toEqual([`task.settled of ${notCompleted.id} (settled-${notCompleted.id})`]);
+  // Within SETTLE_AFTER and the sweep lag of the run's end a settle may be out or not; without the run's end, too.
+  const soon = { ...settledClock, nowMs: runEnd + 15 * MIN };
+  expect(checkTimeEvents(expected, sweptEvents(), { ...later, runEndedAt: undefined }).ok).toBe(true);
+  expect(checkTimeEvents(expected, [], soon).missing.filter((m) => m.startsWith('task.settled'))).toEqual([]);
+  // The stored task too: a completed task that must be settled by now without settledAt differs.
+  const tasks = expected.map(swept);
+  const unsettled = await check(tasks, settledClock);
+  expect(unsettled.diffs.map((d) => d.id).sort()).toEqual(completed.map((x) => x.id).sort());
+  const settledTasks = tasks.map((x) => (x.status === 'completed' ? { ...x, settledAt: runEnd + 10 * MIN + 7 } : x));
+  expect((await check(settledTasks, settledClock)).ok).toBe(true);
+});
+
+test('events: a stall the later callbacks ended is resumed once, and only a stall published is', () => {
+  const t = open[0]!;
+  const earlier = stallByHand(t) - 3_600_000;
+  const stall = (since: number, id = `stalled-${t.id}-${since}`): PublishedTimeEvent => ({
+    id,
+    type: 'task.stalled',
+    task: { id: t.id },
+    stall: { stalledSince: since },
+  });
+  const resume = (since: number, id = `resumed-${t.id}-${since}`): PublishedTimeEvent => ({
+    id,
+    type: 'task.resumed',
+    task: { id: t.id },
+    stall: { stalledSince: since, lastCallbackAt: t.updatedAt! },
+  });
+  const all = [...sweptEvents(), stall(earlier), resume(earlier)];
+  expect(checkTimeEvents(expected, all, later)).toEqual({ ok: true, missing: [], unexpected: [], doubled: [] });
+  // The stall's resume missing.
+  expect(checkTimeEvents(expected, all.slice(0, -1), later)).toMatchObject({
+    ok: false,
+    missing: [`task.resumed of ${t.id} at ${earlier}`],
+  });
+  // Published twice: the resume, or the stall.
+  expect(checkTimeEvents(expected, [...all, resume(earlier)], later)).toMatchObject({
+    ok: false,
+    doubled: [`task.resumed of ${t.id} (resumed-${t.id}-${earlier}) ×2`],
+  });
+  expect(checkTimeEvents(expected, [...all, stall(earlier)], later).doubled).toEqual([
+    `task.stalled of ${t.id} (stalled-${t.id}-${earlier}) ×2`,
+  ]);
+  // A resume of a stall never published, or of the stall the task is still in.
+  const orphan = checkTimeEvents(expected, [...sweptEvents(), resume(earlier)], later);
+  expect(orphan.unexpected).toEqual([`task.resumed of ${t.id} (resumed-${t.id}-${earlier})`]);
+  const current = checkTimeEvents(expected, [...sweptEvents(), resume(stallByHand(t))], later);
+  expect(current.unexpected).toEqual([`task.resumed of ${t.id} (resumed-${t.id}-${stallByHand(t)})`]);
+});
+
+test('a verify run of the events fails on a settle or a resume missing or doubled, and passes otherwise', async () => {
+  const t = open[0]!;
+  const earlier = stallByHand(t) - 3_600_000;
+  const stall = { stalledSince: earlier, lastCallbackAt: t.updatedAt! };
+  const good: PublishedTimeEvent[] = [
+    ...sweptEvents(),
+    ...completed.map((x) => settledEvent(x)),
+    { id: 'stalled-earlier', type: 'task.stalled', task: { id: t.id }, stall },
+    { id: 'resumed-earlier', type: 'task.resumed', task: { id: t.id }, stall },
+  ];
+  const run = (events: PublishedTimeEvent[]) => {
+    const batches = [events];
+    return verifyEvents({
+      expected: { tasks: [], must: [], may: [] },
+      poll: async () => batches.shift() ?? [],
+      time: (published) => checkTimeEvents(expected, published, settledClock),
+      timeoutMs: 0,
+    });
+  };
+  expect(await run(good)).toMatchObject({ ok: true });
+  for (const type of ['task.settled', 'task.resumed']) {
+    const first = good.findIndex((e) => e.type === type);
+    const without = await run(good.filter((_, i) => i !== first));
+    expect([type, without.ok, without.time!.missing.length]).toEqual([type, false, 1]);
+    const twice = await run([...good, good[first]!]);
+    expect([type, twice.ok, twice.time!.doubled.length]).toEqual([type, false, 1]);
+  }
 });

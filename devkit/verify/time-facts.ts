@@ -2,9 +2,11 @@
 // expected tasks (the fold of the callbacks a run sent) and the clock, on the contract's own terms and not by
 // the code under test: a file whose upload failed for good is lost once its purgeAt has passed, and warned
 // about PURGE_WARNING_BEFORE earlier; a task without an end (and no failed start) is stalled once its latest
-// callback is older than its stall time. The receiver finds each at most a sweep and a bucket after its moment
-// (`lagMs`): a fact whose moment is at least that old must be held, one whose moment is still to come must not
-// be, and one in between may be either.
+// callback is older than its stall time; a completed task is settled SETTLE_AFTER after its last change, which
+// is no later than the end of the run; a stall the task's later callbacks ended is resumed. The receiver finds
+// each at most a sweep and a bucket after its moment (`lagMs`): a fact whose moment is at least that old must be
+// held, one whose moment is still to come must not be, and one in between may be either. Each fact is published
+// once: its id twice is a fault of its own.
 import { TIME_EVENT_TYPES } from '../../lib/domain/task-events.ts';
 import type { Task } from '../../lib/domain/task.ts';
 
@@ -18,10 +20,14 @@ export interface ClockExpectation {
   stallFactor: number;
   stallMinMs: number;
   stallUnknownMs: number;
+  settleAfterMs: number;
+  /** When the run's last callback was acknowledged (the expect file's `generatedAt`): no change is later. */
+  runEndedAt?: number;
 }
 
 export const DEFAULT_CLOCK_SETTINGS: Omit<ClockExpectation, 'nowMs'> = {
   lagMs: 10 * 60_000,
+  settleAfterMs: 10 * 60_000,
   purgeWarningBeforeMs: 2 * 3_600_000,
   stallFactor: 3,
   stallMinMs: 15 * 60_000,
@@ -72,8 +78,17 @@ export function atClock(expected: Task, actual: Task | null, c: ClockExpectation
     const certainty = certaintyOf(moment, c);
     if (certainty === 'held' || (certainty === 'either' && actual?.stalledSince === moment)) stalledSince = moment;
   }
-  const settledAt = expected.status === 'completed' ? (actual?.settledAt ?? null) : null;
+  // Its value is the receiver's own (its time of the task's last change); when it must be settled, it must be there.
+  const settle = settleMomentOf(expected, c);
+  const mustSettle = settle !== null && certaintyOf(settle, c) === 'held';
+  const settledAt = expected.status === 'completed' ? (actual?.settledAt ?? (mustSettle ? settle : null)) : null;
   return { ...expected, files, stalledSince, settledAt };
+}
+
+/** The latest a completed task settles: the end of the run (its last change is no later) + SETTLE_AFTER. */
+function settleMomentOf(task: Task, c: ClockExpectation): number | null {
+  if (task.status !== 'completed' || c.runEndedAt === undefined) return null;
+  return c.runEndedAt + c.settleAfterMs;
 }
 
 /** A task event as read off the topic, with what the facts of time name. */
@@ -83,24 +98,30 @@ export interface PublishedTimeEvent {
   occurredAt?: number;
   task?: { id?: string };
   file?: { fileName?: string; purgeAt?: number | null };
-  stall?: { stalledSince?: number };
+  stall?: { stalledSince?: number; lastCallbackAt?: number };
+  settledAt?: number;
 }
 
 export interface TimeEventCheck {
   ok: boolean;
-  /** `<type> of <task>[ file <name>]`: a fact that must have been published and was not. */
+  /** `<type> of <task>[ file <name>| at <moment>]`: a fact that must have been published and was not. */
   missing: string[];
   /** Events of a fact the clock says cannot be true yet, or of a file or task the run does not have. */
   unexpected: string[];
+  /** Facts published more than once: `<type> of <task> (<id>) ×<n>`. */
+  doubled: string[];
 }
 
 const LOST = 'file.lost';
 const WARNED = 'file.purge_warning';
 const STALLED = 'task.stalled';
+const RESUMED = 'task.resumed';
+const SETTLED = 'task.settled';
 
 /**
  * Checks the facts-of-time events among `published` (other types are left to the event check of the
- * callbacks): each fact that must be held by now published at least once, none before its moment.
+ * callbacks): each fact that must be held by now published once, none before its moment; a resume for each
+ * stall the task's later callbacks ended, of a stall published; a settle carrying its `settledAt`.
  */
 export function checkTimeEvents(
   tasks: readonly Task[],
@@ -110,14 +131,33 @@ export function checkTimeEvents(
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const seen = new Set<string>();
   const unexpected: string[] = [];
+  const times = new Map<string, { what: string; n: number }>();
+  const stalls = new Map<string, Set<number>>();
+  const resumes: PublishedTimeEvent[] = [];
   for (const e of published) {
     const task = e.task?.id === undefined ? undefined : byId.get(e.task.id);
-    if (!task || ![LOST, WARNED, STALLED].includes(e.type)) continue;
+    if (!task || !isTimeEvent(e.type)) continue;
+    const what = `${e.type} of ${task.id} (${e.id})`;
+    times.set(e.id, { what, n: (times.get(e.id)?.n ?? 0) + 1 });
+    if (e.type === RESUMED) {
+      resumes.push(e);
+      continue;
+    }
+    if (e.type === SETTLED) {
+      // Only a completed task settles, at a moment that has come.
+      const at = e.settledAt;
+      if (task.status !== 'completed' || typeof at !== 'number' || at > c.nowMs) unexpected.push(what);
+      else seen.add(`${e.type} of ${task.id}`);
+      continue;
+    }
     if (e.type === STALLED) {
       const since = e.stall?.stalledSince;
       // A task may stall while its callbacks are still on the way (then resume): any moment up to now.
-      if (typeof since !== 'number' || since > c.nowMs) unexpected.push(`${e.type} of ${task.id} (${e.id})`);
-      else seen.add(`${e.type} of ${task.id} at ${since}`);
+      if (typeof since !== 'number' || since > c.nowMs) unexpected.push(what);
+      else {
+        seen.add(`${e.type} of ${task.id} at ${since}`);
+        stalls.set(task.id, (stalls.get(task.id) ?? new Set()).add(since));
+      }
       continue;
     }
     const name = e.file?.fileName;
@@ -126,6 +166,15 @@ export function checkTimeEvents(
     const moment = purgeAt === null ? null : e.type === LOST ? purgeAt : purgeAt - c.purgeWarningBeforeMs;
     if (!file || moment === null || moment > c.nowMs) unexpected.push(`${e.type} of ${task.id} file ${name} (${e.id})`);
     else seen.add(`${e.type} of ${task.id} file ${name}`);
+  }
+  // A resume names a stall published, which the task's later callbacks ended: not the one it is in.
+  for (const e of resumes) {
+    const task = byId.get(e.task!.id!)!;
+    const since = e.stall?.stalledSince;
+    const current = stallMomentOf(task, c);
+    if (typeof since !== 'number' || !stalls.get(task.id)?.has(since) || since === current)
+      unexpected.push(`${e.type} of ${task.id} (${e.id})`);
+    else seen.add(`${e.type} of ${task.id} at ${since}`);
   }
   const missing: string[] = [];
   for (const task of tasks) {
@@ -142,8 +191,18 @@ export function checkTimeEvents(
     const moment = stallMomentOf(task, c);
     if (moment !== null && certaintyOf(moment, c) === 'held' && !seen.has(`${STALLED} of ${task.id} at ${moment}`))
       missing.push(`${STALLED} of ${task.id} at ${moment}`);
+    // Every stall published other than the one the task is in was ended by a later callback.
+    for (const since of stalls.get(task.id) ?? []) {
+      const key = `${RESUMED} of ${task.id} at ${since}`;
+      if (since !== moment && !seen.has(key)) missing.push(key);
+    }
+    const settle = settleMomentOf(task, c);
+    if (settle !== null && certaintyOf(settle, c) === 'held' && !seen.has(`${SETTLED} of ${task.id}`))
+      missing.push(`${SETTLED} of ${task.id}`);
   }
-  return { ok: missing.length === 0 && unexpected.length === 0, missing, unexpected };
+  const doubled = [...times.values()].filter((t) => t.n > 1).map((t) => `${t.what} ×${t.n}`);
+  const ok = missing.length === 0 && unexpected.length === 0 && doubled.length === 0;
+  return { ok, missing, unexpected, doubled };
 }
 
 /** Whether an event is one of the facts of time (checked by checkTimeEvents, not by the callbacks' check). */

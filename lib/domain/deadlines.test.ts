@@ -6,6 +6,7 @@ import {
   fileDeadline,
   fileDue,
   nextDeadline,
+  resumesStall,
   settleDeadline,
   stallDeadline,
   stallTimeOf,
@@ -19,6 +20,7 @@ const MIN = 60_000;
 const time = (t: Partial<TaskTime> = {}): TaskTime => ({
   changedAt: null,
   stalledSince: null,
+  stalledFrom: null,
   settledAt: null,
   lost: 0,
   armed: null,
@@ -52,6 +54,23 @@ test('the stall time: 3 intervals, at least 15 minutes, 6 hours when the interva
   expect(stallTimeOf(shot(0), S)).toBe(6 * 60 * MIN);
   expect(stallTimeOf(header('screenshot', { type: 1, imageId: 'x', timestamp: 1 }), S)).toBe(6 * 60 * MIN);
   expect(stallTimeOf(shot(10), { ...S, stallFactor: 200 })).toBe(2000 * 1000);
+});
+
+test('only a callback later than the one a stall was measured from resumes it', () => {
+  const started = header('screenshot', { type: 1, imageId: 'x', timestamp: 1000, config: { slicesSec: 10 } });
+  const stalled = time({ stalledSince: 5000 + 15 * MIN, stalledFrom: 5000 });
+  expect(resumesStall(started, 5001, stalled, S)).toBe(true);
+  expect(resumesStall(started, 5000, stalled, S)).toBe(false);
+  expect(resumesStall(started, 4000, stalled, S)).toBe(false);
+  expect(resumesStall(started, 9000, time(), S)).toBe(false);
+  // A stall stored without the callback it was measured from: its stalledSince − the stall time.
+  const unmarked = time({ stalledSince: 5000 + 15 * MIN });
+  expect(resumesStall(started, 5000, unmarked, S)).toBe(false);
+  expect(resumesStall(started, 5001, unmarked, S)).toBe(true);
+  // Measured with 6 hours, then a late start gave 15 minutes: the stored callback still says which are later.
+  const measuredUnknown = time({ stalledSince: 5000 + 6 * 60 * MIN, stalledFrom: 5000 });
+  expect(resumesStall(started, 5000 + MIN, measuredUnknown, S)).toBe(true);
+  expect(resumesStall(started, 5000, measuredUnknown, S)).toBe(false);
 });
 
 test('a task stalls only before its end and without a failed start, once', () => {

@@ -33,11 +33,13 @@ export const defaultTimeSettings: Readonly<TimeSettings> = {
   stallUnknownMs: 6 * 3_600_000,
 };
 
-/** What a task's header keeps about time (attributes `ca`, `st`, `sa`, `nLost`, `db`). */
+/** What a task's header keeps about time (attributes `ca`, `st`, `sf`, `sa`, `nLost`, `db`). */
 export interface TaskTime {
   /** Receiver's time of the task's last change (a count update that applied a callback). */
   changedAt: number | null;
   stalledSince: number | null;
+  /** The latest callback (`updatedAt`) the stall was measured from; null for a stall stored without it. */
+  stalledFrom: number | null;
   settledAt: number | null;
   /** Lost files: a part of the failed ones. */
   lost: number;
@@ -80,6 +82,21 @@ const canStall = (h: Pick<TaskHeader, 'endRank' | 'startOrEndFailed'>): boolean 
 export function stallDeadline(h: TaskHeader, updatedAt: number | null, t: TaskTime, s: TimeSettings): number | null {
   if (!canStall(h) || updatedAt === null || t.stalledSince !== null) return null;
   return updatedAt + stallTimeOf(h, s);
+}
+
+/** The latest callback (platform time) a stall was measured from: stored with it, else stalledSince − stall time. */
+function stallMeasuredFrom(h: Pick<TaskHeader, 'service' | 'config'>, t: TaskTime, s: TimeSettings): number | null {
+  if (t.stalledSince === null) return null;
+  return t.stalledFrom ?? t.stalledSince - stallTimeOf(h, s);
+}
+
+/**
+ * Whether a stalled task is resumed: its latest callback (`updatedAt`) is later than the one its stall was measured
+ * from. A callback older than that one, or as old, leaves the task stalled (the stall, and its id, stand).
+ */
+export function resumesStall(h: TaskHeader, updatedAt: number | null, t: TaskTime, s: TimeSettings): boolean {
+  const from = stallMeasuredFrom(h, t, s);
+  return from !== null && updatedAt !== null && updatedAt > from;
 }
 
 /** When a completed task settles (its last change + SETTLE_AFTER); null when it is not completed, or settled. */

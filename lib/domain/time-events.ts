@@ -39,9 +39,21 @@ function timeEvent(
   };
 }
 
+/** A stall's time: from the callback it was measured from (stored with it), else the task's stall time now. */
+function stallMsOf(t: TimedTask, stall: StallTime, s: TimeSettings): number {
+  return stall.stalledFrom === null ? stallTimeOf(t.header, s) : stall.stalledSince - stall.stalledFrom;
+}
+
+/** A stored stall: when it began, and the latest callback it was measured from (null: stored without it). */
+export interface StallTime {
+  stalledSince: number;
+  stalledFrom: number | null;
+}
+
 /** `task.stalled`: the task's latest callback was `stalledSince` − its stall time ago. */
-export function stalledEvent(t: TimedTask, stalledSince: number, s: TimeSettings): TaskEvent {
-  const stallMs = stallTimeOf(t.header, s);
+export function stalledEvent(t: TimedTask, stall: StallTime, s: TimeSettings): TaskEvent {
+  const { stalledSince } = stall;
+  const stallMs = stallMsOf(t, stall, s);
   return {
     ...timeEvent(t, 'task.stalled', stalledSince, null, String(stalledSince)),
     stall: { stalledSince, stallMs, lastCallbackAt: stalledSince - stallMs },
@@ -49,11 +61,11 @@ export function stalledEvent(t: TimedTask, stalledSince: number, s: TimeSettings
 }
 
 /** `task.resumed`: a callback (the task's latest, `updatedAt`) came after the stall that began at `stalledSince`. */
-export function resumedEvent(t: TimedTask, stalledSince: number, s: TimeSettings): TaskEvent {
+export function resumedEvent(t: TimedTask, stall: StallTime, s: TimeSettings): TaskEvent {
   const at = t.summary.updatedAt;
   return {
-    ...timeEvent(t, 'task.resumed', at, null, String(stalledSince)),
-    stall: { stalledSince, stallMs: stallTimeOf(t.header, s), lastCallbackAt: at },
+    ...timeEvent(t, 'task.resumed', at, null, String(stall.stalledSince)),
+    stall: { stalledSince: stall.stalledSince, stallMs: stallMsOf(t, stall, s), lastCallbackAt: at },
   };
 }
 

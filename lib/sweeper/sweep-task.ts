@@ -81,7 +81,9 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
     const anyDue = due.stall !== null || due.settle !== null || filesDue.some((d) => d.warn || d.lose);
     let version = header.ver as number;
     if (anyDue || crashed) {
-      const set = { stalledSince: due.stall, settledAt: due.settle };
+      // The stall keeps the callback it is measured from: only a later one resumes the task (lib/worker/resume.ts).
+      const stalledFrom = due.stall === null ? null : view.updatedAt;
+      const set = { stalledSince: due.stall, stalledFrom, settledAt: due.settle };
       const claimed = await deps.sweeps.claim(t, version, set, lease, now, cap);
       if (!claimed) continue;
       header = claimed;
@@ -89,7 +91,7 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
       const after = timeOf(claimed);
       const timed = timedTask(claimed, lostCount(files));
       if (after.stalledSince !== null && (due.stall !== null || crashed)) {
-        const e = stalledEvent(timed, after.stalledSince, deps.time);
+        const e = stalledEvent(timed, { stalledSince: after.stalledSince, stalledFrom: after.stalledFrom }, deps.time);
         owed.set(e.id, e);
         if (due.stall !== null) result.stalled += 1;
       }

@@ -1,7 +1,10 @@
-// A stalled task that a callback reaches again is resumed (docs/contract.md §4, facts of time): the header the
-// count update returned still says `st`; `task.resumed` goes out with the batch's events, and only then is `st`
-// removed, on condition that it is the stall published. A crash in between publishes it again (same id).
-import { defaultTimeSettings } from '../domain/deadlines.ts';
+// A stalled task that a later callback reaches is resumed (docs/contract.md §4, facts of time): the header the
+// count update returned still says `st`, and its latest callback (`updatedAt`) is later than the one the stall was
+// measured from; `task.resumed` goes out with the batch's events, and only then is `st` removed, on condition that
+// it is the stall published. A crash in between publishes it again (same id). A callback older than the stall's
+// (a shuffled or late delivery) leaves the task stalled: removing the stall would only have the sweeper find the
+// very same stall again, and publish it twice.
+import { defaultTimeSettings, resumesStall } from '../domain/deadlines.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import { toSummary } from '../domain/task-parts.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
@@ -17,13 +20,19 @@ export interface Resume {
   event: TaskEvent;
 }
 
-/** The resume of a task whose batch applied a callback while its header says it is stalled (null: none). */
+/**
+ * The resume of a task whose batch applied a callback while its header says it is stalled, and whose latest
+ * callback is later than the stall's (null: none).
+ */
 export function resumeOf(parts: TaskParts | null, changed: boolean, deps: WorkerDeps): Resume | null {
-  const stalledSince = parts?.time?.stalledSince ?? null;
-  if (!parts || !changed || stalledSince === null || parts.eventCount === 0) return null;
+  const time = parts?.time;
+  const settings = deps.time ?? defaultTimeSettings;
+  if (!parts || !time || !changed || time.stalledSince === null || parts.eventCount === 0) return null;
+  if (!resumesStall(parts.header, parts.tally.updatedAt, time, settings)) return null;
   const summary = toSummary(parts);
   const timed = { summary, header: parts.header, version: parts.version ?? 0 };
-  const event = resumedEvent(timed, stalledSince, deps.time ?? defaultTimeSettings);
+  const stalledSince = time.stalledSince;
+  const event = resumedEvent(timed, { stalledSince, stalledFrom: time.stalledFrom }, settings);
   return { appKey: summary.appKey, id: summary.id, stalledSince, event };
 }
 

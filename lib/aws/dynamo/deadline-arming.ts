@@ -9,6 +9,7 @@ import {
   bucketOf,
   fileDeadline,
   purgeAtOf,
+  resumesStall,
   settleDeadline,
   stallDeadline,
   type TimeSettings,
@@ -128,9 +129,10 @@ const taskOfHeader = (header: Item): TaskRef => ({
 
 /**
  * After a count update: the bucket to move the arm to, when a deadline of the batch (a settle, a stall made
- * shorter by a late start, a file's warning or loss, a lost file recovered) is before the armed bucket and the
- * armed one lies beyond a new task's (a deadline that close is found that late at most), or when the task has no
- * arm at all (written before tasks were armed, or disarmed by a sweep with nothing left, then changed).
+ * shorter by a late start, a resumed task's next stall, a file's warning or loss, a lost file recovered) is before
+ * the armed bucket and the armed one lies beyond a new task's (a deadline that close is found that late at most), or
+ * when the task has no arm at all (written before tasks were armed, or disarmed by a sweep with nothing left, then
+ * changed).
  */
 export function armingMove(
   header: Item,
@@ -143,11 +145,13 @@ export function armingMove(
   const time = timeOf(header);
   const updatedAt = parts.tally.updatedAt;
   const needs = [settleDeadline(toSummary(parts).status, updatedAt, time, s)];
-  // A stalled task that changed is resuming (its stall is removed once the resume is out): it can stall again.
-  if (time.armed === null) needs.push(stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s));
-  // Callbacks only push a stall later, except a start arriving late with the task's interval, which shortens its
-  // stall time (6 hours unknown, 15 minutes for a screenshot every 30 s) to before the armed bucket.
-  else if (time.stalledSince === null) needs.push(stallDeadline(parts.header, updatedAt, time, s));
+  // A stalled task that a later callback reached is resuming (its stall is removed once the resume is out): it can
+  // stall again, and its arm, left at its other deadlines while it was stalled, may lie well after that. One reached
+  // by an older callback stays stalled. Otherwise callbacks only push a stall later, except a start arriving late
+  // with the task's interval, which shortens its stall time (6 hours unknown, 15 minutes for a screenshot every
+  // 30 s) to before the armed bucket.
+  const resuming = resumesStall(parts.header, updatedAt, time, s);
+  needs.push(stallDeadline(parts.header, updatedAt, resuming ? { ...time, stalledSince: null } : time, s));
   for (const { before, after } of files) {
     needs.push(fileDeadline(after, { warnedAt: after.warnedAt ?? null, lostAt: after.lostAt ?? null }, s));
     // A lost file whose success won: the sweeper counts the task's lost files again.
@@ -162,9 +166,10 @@ export function armingMove(
 }
 
 /**
- * Moves the arm: the entry first, then `db` on condition that it is still later (or absent), the header's
- * version grown so that a put over an older copy reads it again. A crash in between leaves an entry that the
- * sweeper finds nothing in. Returns the header as written (null: unchanged).
+ * Moves the arm: the entry first, then `db` on condition that it is still later (or absent; `onlyUnarmed`: absent,
+ * so that an arm a worker wrote meanwhile stands), the header's version grown so that a put over an older copy
+ * reads it again. A crash in between leaves an entry that the sweeper finds nothing in. Returns the header as
+ * written (null: unchanged).
  */
 export async function moveArm(
   table: TableClient,
@@ -172,13 +177,15 @@ export async function moveArm(
   task: TaskRef,
   bucket: number,
   cap: Capacity,
+  opts: { onlyUnarmed?: boolean } = {},
 ): Promise<Item | null> {
   await putBucketEntries(table, 'DUE', bucket, [task], cap);
+  const later = opts.onlyUnarmed ? '' : ` OR ${A.armed} > :b`;
   const res = await table.update(
     key,
     {
       update: `SET ${A.armed} = :b, ver = ver + :one`,
-      condition: `attribute_exists(pk) AND (attribute_not_exists(${A.armed}) OR ${A.armed} > :b)`,
+      condition: `attribute_exists(pk) AND (attribute_not_exists(${A.armed})${later})`,
       values: toItem({ ':b': toMinutes(bucket), ':one': 1 }),
     },
     cap,

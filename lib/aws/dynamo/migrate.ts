@@ -13,15 +13,9 @@
 //
 // Headers of this layout written before room and session index keys held the appKey get those keys
 // rewritten (re-keyed), so that the listings of a room or session of one appKey find them. Tasks written
-// before deliveries were keyed in the byTaskTime index get their raw bodies keyed there (indexed).
-import {
-  ConditionalCheckFailedException,
-  DeleteItemCommand,
-  ScanCommand,
-  UpdateItemCommand,
-  type DynamoDBClient,
-  type ScanCommandOutput,
-} from '@aws-sdk/client-dynamodb';
+// before deliveries were keyed in the byTaskTime index get their raw bodies keyed there (indexed). Tasks written
+// before tasks were armed are armed at their next deadline (./arm-unarmed.ts).
+import { DeleteItemCommand, ScanCommand, type DynamoDBClient, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseCallback } from '../../domain/callback.ts';
 import {
@@ -54,7 +48,6 @@ import {
   keysOf,
   tallyOf,
 } from './items.ts';
-import { TIME_ATTRS } from './time-items.ts';
 import { ContentionError, TableClient, backoff, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS, Keys, LegacyKeys } from './table.ts';
 import { TaskQueries } from './queries.ts';
@@ -62,6 +55,9 @@ import { indexEvents, setIfPresent } from './index-events.ts';
 import { errorSentence } from '../../text.ts';
 import { inParallel } from '../../in-parallel.ts';
 import { giveListingEntries, lacksListingEntries } from './listing-hours.ts';
+import { armUnarmed, mayNeedArm } from './arm-unarmed.ts';
+import { rekey, type RekeyedHeader } from './identity-rekey.ts';
+import { defaultTimeSettings, type TimeSettings } from '../../domain/deadlines.ts';
 
 export interface MigrationResult {
   /** Tasks of the earlier layout found. */
@@ -80,6 +76,8 @@ export interface MigrationResult {
   indexed: number;
   /** Headers given their entries of the listings by time of change and of end. */
   listed: number;
+  /** Headers without an arm whose facts of time can still become due, armed at their next deadline. */
+  armed: number;
   failed: { taskId: string; error: string }[];
 }
 
@@ -92,6 +90,10 @@ export interface MigrationOptions {
   onTask?: (done: number, total: number) => void;
   /** Tasks brought over at the same time (default 4). */
   concurrency?: number;
+  /** The clock the arms start from (default Date.now). */
+  now?: () => number;
+  /** The stage's durations the deadlines are worked out with (default lib/domain/deadlines.ts). */
+  time?: TimeSettings;
 }
 
 const MAX_ATTEMPTS = 16;
@@ -108,18 +110,17 @@ export interface MigrationWork {
   unindexed: Key[];
   /** Headers of this layout without their entries of the listings by time (`uh`, `eh`), as read. */
   unlisted: Item[];
+  /** Headers of this layout without an arm (`db`) whose facts of time can still become due. */
+  unarmed: Key[];
 }
 
-interface RekeyedHeader {
-  key: Key;
-  /** The index keys it holds, and those it should. */
-  held: { g1pk?: string; g2pk?: string };
-  wanted: { g1pk?: string; g2pk?: string };
-}
-
-/** The work `migrateTable` would do: one Scan of the table, reading the headers' keys and identity only. */
-export async function findMigrationWork(client: DynamoDBClient, tableName: string): Promise<MigrationWork> {
-  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [], unlisted: [] };
+/** The work `migrateTable` would do: one Scan of the table's headers (read whole: a header is under 1 KB). */
+export async function findMigrationWork(
+  client: DynamoDBClient,
+  tableName: string,
+  time: TimeSettings = defaultTimeSettings,
+): Promise<MigrationWork> {
+  const work: MigrationWork = { legacy: [], rekey: [], uncounted: [], unindexed: [], unlisted: [], unarmed: [] };
   let start: Record<string, any> | undefined;
   do {
     const page: ScanCommandOutput = await client.send(
@@ -131,9 +132,6 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
           ':t': Keys.taskPk(''),
           ':hp': Keys.headerPrefix,
         }),
-        ProjectionExpression:
-          `pk, sk, roomId, sessionId, g1pk, g2pk, nEvents, ${EVENTS_INDEXED}, updatedAt, endedAt, ` +
-          `${TIME_ATTRS.changedAt}`,
         ExclusiveStartKey: start,
       }),
     );
@@ -146,6 +144,7 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
       if (item.nEvents === undefined) work.uncounted.push({ pk: item.pk, sk: item.sk });
       if (item[EVENTS_INDEXED] !== 1) work.unindexed.push({ pk: item.pk, sk: item.sk });
       if (lacksListingEntries(item, Date.now())) work.unlisted.push(item);
+      if (mayNeedArm(item, time)) work.unarmed.push({ pk: item.pk, sk: item.sk });
       const held = { g1pk: item.g1pk, g2pk: item.g2pk };
       const wanted = identityIndexKeys({
         appKey: appKeyOf(item),
@@ -160,47 +159,17 @@ export async function findMigrationWork(client: DynamoDBClient, tableName: strin
   return work;
 }
 
-/**
- * A header's room and session index keys set to those it should hold, provided it still holds those it
- * was found with (a worker that wrote the header since wrote the right ones). True when rewritten.
- */
-async function rekey(table: TableClient, header: RekeyedHeader): Promise<boolean> {
-  const set: string[] = [];
-  const remove: string[] = [];
-  const conditions: string[] = [];
-  const values: Record<string, string> = {};
-  for (const attr of ['g1pk', 'g2pk'] as const) {
-    const held = header.held[attr];
-    const wanted = header.wanted[attr];
-    conditions.push(held === undefined ? `attribute_not_exists(${attr})` : `${attr} = :held_${attr}`);
-    if (held !== undefined) values[`:held_${attr}`] = held;
-    if (wanted === undefined) remove.push(attr);
-    else {
-      set.push(`${attr} = :wanted_${attr}`);
-      values[`:wanted_${attr}`] = wanted;
-    }
-  }
-  const update = [set.length ? `SET ${set.join(', ')}` : '', remove.length ? `REMOVE ${remove.join(', ')}` : '']
-    .filter(Boolean)
-    .join(' ');
-  try {
-    await table.client.send(
-      new UpdateItemCommand({
-        TableName: table.table,
-        Key: marshall(header.key),
-        UpdateExpression: update,
-        ConditionExpression: `attribute_exists(pk) AND ${conditions.join(' AND ')}`,
-        ExpressionAttributeValues: marshall(values),
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (err instanceof ConditionalCheckFailedException) return false;
-    throw err;
-  }
-}
-
-const NOTHING_DONE = { tasks: 0, rekeyed: 0, migrated: 0, callbacks: 0, carried: 0, counted: 0, indexed: 0, listed: 0 };
+const NOTHING_DONE = {
+  tasks: 0,
+  rekeyed: 0,
+  migrated: 0,
+  callbacks: 0,
+  carried: 0,
+  counted: 0,
+  indexed: 0,
+  listed: 0,
+  armed: 0,
+};
 
 /** A migration that found nothing to do. */
 export function noMigration(): MigrationResult {
@@ -208,7 +177,8 @@ export function noMigration(): MigrationResult {
 }
 
 export async function migrateTable(opts: MigrationOptions): Promise<MigrationResult> {
-  const found = await findMigrationWork(opts.client, opts.tableName);
+  const time = opts.time ?? defaultTimeSettings;
+  const found = await findMigrationWork(opts.client, opts.tableName, time);
   const { legacy: pks, rekey: headers, uncounted } = found;
   const result: MigrationResult = { ...noMigration(), tasks: pks.length };
   const table = new TableClient(opts.client, opts.tableName);
@@ -220,9 +190,12 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     readAfterWrite: async () => null,
   });
   let done = 0;
+  // The headers to arm: those found, and those of the tasks brought over.
+  const unarmed = [...found.unarmed];
   await inParallel(pks, opts.concurrency ?? 4, async (pk) => {
     try {
       const brought = await migrateTask(table, write, counts, pk, opts.dryRun ?? false);
+      unarmed.push(...brought.headers);
       result.migrated += 1;
       result.callbacks += brought.callbacks;
       result.carried += brought.carried;
@@ -263,6 +236,15 @@ export async function migrateTable(opts: MigrationOptions): Promise<MigrationRes
     if (opts.dryRun) result.rekeyed += 1;
     else if (await rekey(table, header)) result.rekeyed += 1;
   }
+  // Last, once every header keeps its counts: the unarmed ones armed at their next deadline.
+  const now = (opts.now ?? Date.now)();
+  for (const key of unarmed) {
+    try {
+      if (await armUnarmed(table, key, now, time, opts.dryRun ?? false)) result.armed += 1;
+    } catch (err) {
+      result.failed.push({ taskId: key.pk.slice(Keys.taskPk('').length), error: errorSentence(err) });
+    }
+  }
   return result;
 }
 
@@ -272,7 +254,7 @@ async function migrateTask(
   counts: HeaderCounts,
   pk: string,
   dryRun: boolean,
-): Promise<{ callbacks: number; carried: number }> {
+): Promise<{ callbacks: number; carried: number; headers: Key[] }> {
   const items: Item[] = [];
   for await (const item of table.queryAll({
     KeyConditionExpression: 'pk = :pk',
@@ -282,7 +264,7 @@ async function migrateTask(
     items.push(item);
   }
   const old = items.find((i) => i.sk === LegacyKeys.headerSk);
-  if (!old) return { callbacks: 0, carried: 0 };
+  if (!old) return { callbacks: 0, carried: 0, headers: [] };
   const oldFiles = items.filter((i) => i.sk.startsWith(LegacyKeys.filePrefix));
   const ledger = items.filter((i) => i.sk.startsWith(LegacyKeys.eventPrefix));
   const appKey: string = old.appKey;
@@ -301,7 +283,7 @@ async function migrateTask(
     if (name) uploads.set(name, (uploads.get(name) ?? 0) + 1);
   }
   const carried = Math.max(0, (old.eventCount ?? 0) - callbacks.length);
-  if (dryRun) return { callbacks: callbacks.length, carried };
+  if (dryRun) return { callbacks: callbacks.length, carried, headers: [] };
 
   await joinInto(table, { pk, sk: Keys.headerSk(appKey) }, (current) => {
     if (current && current.service !== service)
@@ -343,9 +325,11 @@ async function migrateTask(
   // Every header the task's callbacks went to counts them, before the old items go (a run stopped here
   // is run again whole).
   const id = pk.slice(Keys.taskPk('').length);
+  const headers: Key[] = [];
   for (const key of new Set([appKey, ...callbacks.map(({ cb }) => cb.appKey)])) {
     const header = await counts.recount(key, id, null, noCapacity());
     if (header) await giveListingEntries(table, header, Date.now(), noCapacity());
+    headers.push({ pk, sk: Keys.headerSk(key) });
   }
 
   for (const item of [...oldFiles, old]) {
@@ -353,7 +337,7 @@ async function migrateTask(
       new DeleteItemCommand({ TableName: table.table, Key: marshall({ pk: item.pk, sk: item.sk }) }),
     );
   }
-  return { callbacks: callbacks.length, carried };
+  return { callbacks: callbacks.length, carried, headers };
 }
 
 /** A versioned read-join-put of one item; `join` gives the item to put, or null when nothing changes. */

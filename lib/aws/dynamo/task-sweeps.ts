@@ -54,14 +54,14 @@ export class TaskSweeps {
   }
 
   /**
-   * The sweep's claim on the task: its transitions (`st`, `sa`) and its lease (`sl` = `lease`), on condition
+   * The sweep's claim on the task: its transitions (`st` with `sf`, `sa`) and its lease (`sl` = `lease`), on condition
    * that the header is the version read and no other sweep holds a live lease. Returns the header as written
    * (null: the condition failed).
    */
   async claim(
     t: TaskRef,
     version: number,
-    set: { stalledSince: number | null; settledAt: number | null },
+    set: { stalledSince: number | null; stalledFrom: number | null; settledAt: number | null },
     lease: number,
     now: number,
     cap: Capacity,
@@ -71,6 +71,10 @@ export class TaskSweeps {
     if (set.stalledSince !== null) {
       sets.push(`${A.stalledSince} = :st`);
       values[':st'] = set.stalledSince;
+      if (set.stalledFrom !== null) {
+        sets.push(`${A.stalledFrom} = :sf`);
+        values[':sf'] = set.stalledFrom;
+      }
     }
     if (set.settledAt !== null) {
       sets.push(`${A.settledAt} = :sa`);

@@ -200,7 +200,7 @@ export class DynamoTaskWriter implements TaskWriter {
     const res = await this.table.update(
       key,
       {
-        update: `REMOVE ${TIME_ATTRS.stalledSince} SET ver = ver + :one`,
+        update: `REMOVE ${TIME_ATTRS.stalledSince}, ${TIME_ATTRS.stalledFrom} SET ver = ver + :one`,
         condition: `${TIME_ATTRS.stalledSince} = :st`,
         values: toItem({ ':st': stalledSince, ':one': 1 }),
       },

@@ -1,4 +1,4 @@
-// The facts of time as items keep them (docs/task-store.md): a header's `ca`, `st`, `sa`, `nLost`, `db`, `sl`,
+// The facts of time as items keep them (docs/task-store.md): a header's `ca`, `st`, `sf`, `sa`, `nLost`, `db`, `sl`,
 // carried over by every put of the header as its counts are; a file's `pw` and `lo`,
 // carried by the record (lib/domain/task.ts FileRecord) through every put of the file.
 import type { TaskTime } from '../../domain/deadlines.ts';
@@ -15,6 +15,8 @@ export const TIME_ATTRS = {
   /** Minutes (rounded up) of the task's last change; its hour is that of its `CHG` entry (./listing-hours.ts). */
   changedAt: 'ca',
   stalledSince: 'st',
+  /** The latest callback (`updatedAt`, ms) the stall was measured from: a callback later than it resumes the task. */
+  stalledFrom: 'sf',
   settledAt: 'sa',
   lost: 'nLost',
   /** Minutes of the start of the bucket of the task's armed DUE entry. */
@@ -45,6 +47,7 @@ export function timeOf(header: Item): TaskTime {
   return {
     changedAt: minutesOrNull(header[TIME_ATTRS.changedAt]),
     stalledSince: numberOrNull(header[TIME_ATTRS.stalledSince]),
+    stalledFrom: numberOrNull(header[TIME_ATTRS.stalledFrom]),
     settledAt: numberOrNull(header[TIME_ATTRS.settledAt]),
     lost: numberOrNull(header[TIME_ATTRS.lost]) ?? 0,
     armed: minutesOrNull(header[TIME_ATTRS.armed]),
