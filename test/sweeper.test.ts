@@ -149,6 +149,38 @@ test('a task without callbacks for its stall time is stalled once, and resumed b
   expect(new Set(again.map((e) => e.id)).size).toBe(2);
 }, 120_000);
 
+test('a late callback older than the latest leaves a stalled task stalled: no resume, no second stall of one id', async () => {
+  const w = await world();
+  const id = 'img-sweep-stall-late';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const upload = (at: number, n: number): Body => {
+    const body: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: at };
+    body.output = { ...(body.output as Body), fileName: `late-${n}.jpg` };
+    return body;
+  };
+  w.clock.now = t0 + 2_000;
+  await w.deliver('screenshot', [start, upload(t0 + 60_000, 1)]);
+  const stalledSince = t0 + 60_000 + 15 * MIN;
+  w.clock.now = stalledSince + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  expect((await w.store.getTask(id))!.stalledSince).toBe(stalledSince);
+  // An image taken before the latest callback, delivered late: the task's latest callback is as old as it was.
+  w.clock.now += MIN;
+  await w.deliver('screenshot', [upload(t0 + 30_000, 2)]);
+  for (let i = 1; i <= 3; i++) await sweep(w.clock.now + i * 5 * MIN, w.sweeper());
+  expect(w.typesOf(id).filter((t) => t === 'task.stalled' || t === 'task.resumed')).toEqual(['task.stalled']);
+  expect((await w.store.getTask(id))!.stalledSince).toBe(stalledSince);
+  // A callback after the latest resumes it, once.
+  w.clock.now += 20 * MIN;
+  await w.deliver('screenshot', [upload(w.clock.now - 1000, 3)]);
+  expect(w.typesOf(id).filter((t) => t === 'task.stalled' || t === 'task.resumed')).toEqual([
+    'task.stalled',
+    'task.resumed',
+  ]);
+  expect((await w.store.getTask(id))!.stalledSince).toBeNull();
+}, 120_000);
+
 test('a completed task settles after SETTLE_AFTER unchanged; a change unsettles it, and it settles again', async () => {
   const w = await world();
   const id = 'img-sweep-settle';

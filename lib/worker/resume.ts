@@ -1,7 +1,9 @@
 // A stalled task that a callback reaches again is resumed (docs/contract.md §4, facts of time): the header the
 // count update returned still says `st`; `task.resumed` goes out with the batch's events, and only then is `st`
 // removed, on condition that it is the stall published. A crash in between publishes it again (same id).
-import { defaultTimeSettings } from '../domain/deadlines.ts';
+// A callback that leaves the stall's moment where it was (one older than the task's latest, delivered late) does
+// not resume it: the task is as stalled as before, and resumed it would stall again under the same ids.
+import { defaultTimeSettings, stallDeadline } from '../domain/deadlines.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import { toSummary } from '../domain/task-parts.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
@@ -22,8 +24,11 @@ export function resumeOf(parts: TaskParts | null, changed: boolean, deps: Worker
   const stalledSince = parts?.time?.stalledSince ?? null;
   if (!parts || !changed || stalledSince === null || parts.eventCount === 0) return null;
   const summary = toSummary(parts);
+  const time = deps.time ?? defaultTimeSettings;
+  const unstalled = { ...parts.time!, stalledSince: null };
+  if (stallDeadline(parts.header, summary.updatedAt, unstalled, time) === stalledSince) return null;
   const timed = { summary, header: parts.header, version: parts.version ?? 0 };
-  const event = resumedEvent(timed, stalledSince, deps.time ?? defaultTimeSettings);
+  const event = resumedEvent(timed, stalledSince, time);
   return { appKey: summary.appKey, id: summary.id, stalledSince, event };
 }
 
