@@ -149,7 +149,7 @@ test('a task without callbacks for its stall time is stalled once, and resumed b
   expect(new Set(again.map((e) => e.id)).size).toBe(2);
 }, 120_000);
 
-test('a late callback older than the latest leaves a stalled task stalled: no resume, no second stall of one id', async () => {
+test('a late callback older than the latest leaves a stalled task stalled, under one pair of ids', async () => {
   const w = await world();
   const id = 'img-sweep-stall-late';
   const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
