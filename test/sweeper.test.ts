@@ -98,6 +98,8 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   expect(lost).toHaveLength(1);
   expect(lost[0]!.file!.upload).toBe('lost');
   expect(lost[0]!.task.files).toMatchObject({ failed: 1, lost: 1 });
+  // The loss comes alone: the warning was published before, and no sweep crashed since.
+  expect(w.published.filter((e) => e.type === 'file.purge_warning' && e.task.id === id)).toHaveLength(1);
   const task = (await w.store.getTask(id))!;
   expect(task.status).toBe('upload_failed');
   expect(task.files.map((f) => f.upload).sort()).toEqual(['lost', 'uploaded']);
