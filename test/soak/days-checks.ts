@@ -111,7 +111,11 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       if (w.to === null || w.to > now) expect(`task.resumed ${moment}`, resumed, 'not');
       else {
         if (n(resumed) > 0) facts.resumed += 1;
-        expect(`task.resumed ${moment}`, resumed, c === 'must' ? 'must' : n(eventId('task.stalled', null, String(moment))) ? 'may' : 'not');
+        expect(
+          `task.resumed ${moment}`,
+          resumed,
+          c === 'must' ? 'must' : n(eventId('task.stalled', null, String(moment))) ? 'may' : 'not',
+        );
       }
       if (c !== 'not' && (w.to === null || w.to > now)) raise(expectedLists.stalled, id, c);
     }
@@ -123,7 +127,8 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       const published = [...ids].reduce((sum, eid) => sum + n(eid), 0);
       const p = countProblem(`task.settled ${settledAt} of ${id}`, c, ids.size, 0);
       if (p) problems.push(p);
-      if (published > ids.size * (1 + allowance)) problems.push(`task.settled ${settledAt} of ${id}: published ${published} times`);
+      if (published > ids.size * (1 + allowance))
+        problems.push(`task.settled ${settledAt} of ${id}: published ${published} times`);
     }
     const fileNames = new Set([...f.warnings.keys(), ...f.losses.keys(), ...f.task.files.map((x) => x.fileName)]);
     for (const name of fileNames) {
@@ -139,10 +144,15 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       if (lostNow !== 'not') raise(expectedLists.lost, id, lostNow);
       // Listed by the purge window while failed and not lost: certain while purgeAt is ahead of now.
       if (file.purgeAt <= now + 6 * HOUR && lostNow !== 'must')
-        raise(expectedLists.purge, id, file.purgeAt > now && Math.abs(file.purgeAt - now - 6 * HOUR) > 60_000 ? 'must' : 'may');
+        raise(
+          expectedLists.purge,
+          id,
+          file.purgeAt > now && Math.abs(file.purgeAt - now - 6 * HOUR) > 60_000 ? 'must' : 'may',
+        );
     }
     for (const e of mine)
-      if (!known.has(e.id)) problems.push(`${e.type} of ${id} that no fact explains (${JSON.stringify(e).slice(0, 300)})`);
+      if (!known.has(e.id))
+        problems.push(`${e.type} of ${id} that no fact explains (${JSON.stringify(e).slice(0, 300)})`);
   }
 
   // No fact of time published twice, but a crashed sweep's facts once more. (The worker's events of callbacks are
@@ -162,7 +172,8 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
   ] as const) {
     const listed = await listAll(input, query);
     const want = expectedLists[name];
-    for (const [id, c] of want) if (c === 'must' && !listed.has(id)) problems.push(`GET /tasks?${query}: ${id} missing`);
+    for (const [id, c] of want)
+      if (c === 'must' && !listed.has(id)) problems.push(`GET /tasks?${query}: ${id} missing`);
     for (const id of listed) if (!want.has(id)) problems.push(`GET /tasks?${query}: ${id} listed, expected not`);
   }
 

@@ -88,7 +88,13 @@ function addWindow(windows: Map<string, FactWindow[]>, name: string, w: FactWind
 export function taskFactsAt(applied: readonly AppliedCallback[], now: number, s: OracleSettings): TaskFactsAt {
   const upTo = applied.filter((a) => a.at <= now);
   const changes = [...new Set(upTo.map((a) => a.at))].sort((a, b) => a - b);
-  const facts: TaskFactsAt = { task: null, stalls: new Map(), settles: new Map(), warnings: new Map(), losses: new Map() };
+  const facts: TaskFactsAt = {
+    task: null,
+    stalls: new Map(),
+    settles: new Map(),
+    warnings: new Map(),
+    losses: new Map(),
+  };
   const callbacks: Callback[] = [];
   let next = 0;
   const byTime = [...upTo].sort((a, b) => a.at - b.at);

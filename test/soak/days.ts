@@ -84,7 +84,7 @@ function sweepKindOf(rng: Random, previous: SweepKind): SweepKind {
   return 'one';
 }
 
-/** A client that notes the task items its writes touch. */
+/** A client that notes the partitions its writes touch (reads pass through). */
 function notingClient(client: DynamoDBClient, touched: Set<string>): DynamoDBClient {
   const send = client.send.bind(client) as (command: any) => Promise<any>;
   return new Proxy(client, {
@@ -92,7 +92,7 @@ function notingClient(client: DynamoDBClient, touched: Set<string>): DynamoDBCli
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       return (command: any) => {
         const pk = command?.input?.Key?.pk?.S ?? command?.input?.Item?.pk?.S;
-        if (typeof pk === 'string' && pk.startsWith('TASK#')) touched.add(pk.slice('TASK#'.length));
+        if (typeof pk === 'string') touched.add(pk);
         return send(command);
       };
     },
@@ -103,12 +103,15 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
   const say = o.say ?? (() => undefined);
   const started = Date.now();
   const db = shared ?? (await startDynamo('tasks-days'));
+  // Every partition a request names by key, so that TTL's deletions read only the buckets that hold entries.
+  const written = new Set<string>();
+  const client = notingClient(db.client, written);
   const restoreLog = setLogSink(() => undefined);
   const log = createLogger('soak-days');
   const settings: OracleSettings = { ...defaultTimeSettings, lagMs: 3 * TICK_MS + 60_000 };
   const clock = { now: START };
-  const store = new DynamoTaskStore({ client: db.client, tableName: db.tableName, now: () => clock.now });
-  const table = new TableClient(db.client, db.tableName);
+  const store = new DynamoTaskStore({ client, tableName: db.tableName, now: () => clock.now });
+  const table = new TableClient(client, db.tableName);
   const sweeps = new TaskSweeps(table);
   const published: TaskEvent[] = [];
   const iso = (ms: number) => new Date(ms).toISOString().slice(5, 19);
@@ -174,7 +177,7 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
   const crashingSweep = async (now: number) => {
     const touched = new Set<string>();
     const plan = { failWrite: rng.int(1, 6), when: rng.chance(0.5) ? ('before' as const) : ('after' as const) };
-    const dying = dyingClient(notingClient(db.client, touched), plan);
+    const dying = dyingClient(notingClient(client, touched), plan);
     const events: EventPublisher = {
       publish: async (batch: readonly TaskEvent[]) => {
         if (dying.died()) throw Object.assign(new Error('the sweeper died'), { name: 'SweeperDied' });
@@ -184,7 +187,9 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
     await sweep(now, sweeperDeps(dying.client, events)).catch(() => undefined);
     if (!dying.died()) return;
     f.sweeps.crashed += 1;
-    for (const id of touched) {
+    for (const pk of touched) {
+      if (!pk.startsWith('TASK#')) continue;
+      const id = pk.slice('TASK#'.length);
       const header = await sweeps.header({ appKey: APP_KEY, id }, { read: 0, write: 0 });
       if (header?.[TIME_ATTRS.lease] === undefined) continue;
       crashLeases.set(id, (crashLeases.get(id) ?? 0) + 1);
@@ -203,7 +208,11 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
       const { width, ttlMs } = BUCKET_KINDS[kind];
       for (; nextToExpire[kind] + width + ttlMs <= now; nextToExpire[kind] += width) {
         const pk = bucketPk(kind, nextToExpire[kind]);
-        const items = table.queryAll({ KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': { S: pk } } });
+        if (!written.has(pk)) continue;
+        const items = table.queryAll({
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': { S: pk } },
+        });
         for await (const item of items) {
           if (typeof item.expiresAt !== 'number' || item.expiresAt * 1000 > now) {
             problem(`${pk} ${String(item.sk)}: expiresAt ${String(item.expiresAt)} later than its bucket's TTL`);
@@ -283,14 +292,14 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
       previous = kind;
       f.sweeps.ticks += 1;
       if (o.trace) trace(o.trace, `sweep ${kind}`);
-      if (kind === 'one') await sweep(tick, sweeperDeps(db.client, publisher));
+      if (kind === 'one') await sweep(tick, sweeperDeps(client, publisher));
       if (kind === 'two') {
         f.sweeps.twoAtOnce += 1;
-        await Promise.all([sweep(tick, sweeperDeps(db.client, publisher)), sweep(tick, sweeperDeps(db.client, publisher))]);
+        await Promise.all([sweep(tick, sweeperDeps(client, publisher)), sweep(tick, sweeperDeps(client, publisher))]);
       }
       if (kind === 'crash') await crashingSweep(tick);
       if (kind === 'one-and-crash')
-        await Promise.all([sweep(tick, sweeperDeps(db.client, publisher)), crashingSweep(tick)]);
+        await Promise.all([sweep(tick, sweeperDeps(client, publisher)), crashingSweep(tick)]);
       f.sweeps.runs += kind === 'one' || kind === 'crash' ? 1 : 2;
       if ((tick - START) % DAY_MS === 0) await check(tick);
     }
@@ -320,7 +329,10 @@ export function daysMarkdown(f: DaysFigures): string[] {
     .map(([t, c]) => `${t} ${n(c)}`)
     .join(', ');
   const rows: [string, string][] = [
-    ['days simulated / checks (each midnight and the end) / real time', `${f.days} / ${f.checks} / ${f.realS.toFixed(0)} s`],
+    [
+      'days simulated / checks (each midnight and the end) / real time',
+      `${f.days} / ${f.checks} / ${f.realS.toFixed(0)} s`,
+    ],
     ['tasks: recordings / screenshots', `${n(f.tasks.recording)} / ${n(f.tasks.screenshot)}`],
     [
       'callbacks delivered / distinct / duplicates / late (a minute to 12 hours) / worker batches',
@@ -350,7 +362,7 @@ export function daysMarkdown(f: DaysFigures): string[] {
     'Each midnight and at the end: every task equal to the brute force of its callbacks and the clock (lost files, ' +
       'stalls, settles), every fact that held a sweep and a bucket long published exactly once (a briefer one at ' +
       'most once, one that never held never), `task.resumed` once per stall ended, nothing published twice but ' +
-      "after a crashed sweep held its task, the listings `lost`, `stalled` and `purgeBefore=6h` as the facts say, " +
+      'after a crashed sweep held its task, the listings `lost`, `stalled` and `purgeBefore=6h` as the facts say, ' +
       "every armed task's DUE entry still there once entries past their TTL are deleted.",
     '',
     '| Figure | Value |',
