@@ -183,6 +183,31 @@ test('a late callback older than the latest leaves a stalled task stalled, under
   expect((await w.store.getTask(id))!.stalledSince).toBeNull();
 }, 120_000);
 
+test('a resumed task armed a day ahead (for a failed file) is stalled again at its next stall, not a day late', async () => {
+  const w = await world();
+  const id = 'img-sweep-restall';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const failed: Body = { ...fixture('screenshot-4-upload-failed'), imageId: id, timestamp: t0 + 20_000 };
+  w.clock.now = t0 + 25_000;
+  await w.deliver('screenshot', [start, failed]);
+  const stalledSince = t0 + 20_000 + 15 * MIN;
+  w.clock.now = stalledSince + 6 * MIN;
+  // Stalled; the next deadline left is the failed file's warning, 22 hours on: the task is armed there.
+  await sweep(w.clock.now, w.sweeper());
+  expect((await w.store.getTask(id))!.stalledSince).toBe(stalledSince);
+  w.clock.now += 4 * MIN;
+  const image: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: w.clock.now - 1000 };
+  (image.output as Body) = { ...(image.output as Body), fileName: 'restall-2.jpg' };
+  await w.deliver('screenshot', [image]);
+  expect(w.typesOf(id)).toContain('task.resumed');
+  const again = (image.timestamp as number) + 15 * MIN;
+  for (w.clock.now += 5 * MIN; w.clock.now < again + 6 * MIN; w.clock.now += 5 * MIN)
+    await sweep(w.clock.now, w.sweeper());
+  expect((await w.store.getTask(id))!.stalledSince).toBe(again);
+  expect(w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id)).toHaveLength(2);
+}, 120_000);
+
 test('a completed task settles after SETTLE_AFTER unchanged; a change unsettles it, and it settles again', async () => {
   const w = await world();
   const id = 'img-sweep-settle';

@@ -143,11 +143,15 @@ export function armingMove(
   const time = timeOf(header);
   const updatedAt = parts.tally.updatedAt;
   const needs = [settleDeadline(toSummary(parts).status, updatedAt, time, s)];
+  const unstalled = stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s);
   // A stalled task that changed is resuming (its stall is removed once the resume is out): it can stall again.
-  if (time.armed === null) needs.push(stallDeadline(parts.header, updatedAt, { ...time, stalledSince: null }, s));
+  if (time.armed === null) needs.push(unstalled);
+  // Its next stall may come long before the bucket the sweep armed it at when it stalled (a failed file's warning,
+  // hours on). A late callback that leaves the stall's moment where it was does not resume it (lib/worker/resume.ts).
+  else if (time.stalledSince !== null) needs.push(unstalled === time.stalledSince ? null : unstalled);
   // Callbacks only push a stall later, except a start arriving late with the task's interval, which shortens its
   // stall time (6 hours unknown, 15 minutes for a screenshot every 30 s) to before the armed bucket.
-  else if (time.stalledSince === null) needs.push(stallDeadline(parts.header, updatedAt, time, s));
+  else needs.push(stallDeadline(parts.header, updatedAt, time, s));
   for (const { before, after } of files) {
     needs.push(fileDeadline(after, { warnedAt: after.warnedAt ?? null, lostAt: after.lostAt ?? null }, s));
     // A lost file whose success won: the sweeper counts the task's lost files again.
