@@ -183,7 +183,7 @@ test('a late callback older than the latest leaves a stalled task stalled, under
   expect((await w.store.getTask(id))!.stalledSince).toBeNull();
 }, 120_000);
 
-test('a resumed task armed a day ahead (for a failed file) is stalled again at its next stall, not a day late', async () => {
+test('a resumed task armed a day ahead (for a failed file) is stalled again at its next stall', async () => {
   const w = await world();
   const id = 'img-sweep-restall';
   const start: Body = { ...fixture('screenshot-1-start'), imageId: id };

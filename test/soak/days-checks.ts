@@ -110,7 +110,7 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       // Resumed when the change that ended the stall found it stored: after a stall found, at most one after.
       if (w.to === null || w.to > now) expect(`task.resumed ${moment}`, resumed, 'not');
       else {
-        if (n(resumed) > 0) facts.resumed += 1;
+        if (c !== 'not') facts.resumed += 1;
         expect(
           `task.resumed ${moment}`,
           resumed,
@@ -139,7 +139,7 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       expect(`file.purge_warning ${name}`, eventId('file.purge_warning', name), warned);
       expect(`file.lost ${name}`, eventId('file.lost', name), lost);
       const file = f.task.files.find((x) => x.fileName === name);
-      if (!file || file.upload !== 'failed' || file.purgeAt === null) continue;
+      if (file?.upload !== 'failed' || file.purgeAt === null) continue;
       const lostNow = certaintyOf(holdingAt(f.losses.get(name), now), now, lag);
       if (lostNow !== 'not') raise(expectedLists.lost, id, lostNow);
       // Listed by the purge window while failed and not lost: certain while purgeAt is ahead of now.

@@ -346,7 +346,8 @@ export function daysMarkdown(f: DaysFigures): string[] {
     ],
     [
       'facts of time (brute force): lost files / purge warnings / stalls / resumes / settles',
-      `${n(f.facts.lost)} / ${n(f.facts.warned)} / ${n(f.facts.stalled)} / ${n(f.facts.resumed)} / ${n(f.facts.settled)}`,
+      `${n(f.facts.lost)} / ${n(f.facts.warned)} / ${n(f.facts.stalled)} / ${n(f.facts.resumed)} / ` +
+        n(f.facts.settled),
     ],
     [
       'events published / distinct ids / facts of time published again after a crashed sweep / events of ' +
