@@ -15,7 +15,7 @@
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
 //                         [--parts receiver,chaos,large,days] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
-//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1]
+//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1] [--days-trace <task id>]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -72,6 +72,7 @@ const { values: args } = parseArgs({
     'tasks-per-day': { type: 'string', default: '96' },
     lose: { type: 'string', default: '0.1' },
     stall: { type: 'string', default: '0.1' },
+    'days-trace': { type: 'string' },
   },
 });
 
@@ -524,7 +525,16 @@ async function largePart(): Promise<{ code: number; section: string[] }> {
 }
 
 async function daysPart(): Promise<{ code: number; section: string[] }> {
-  const f = await runDays({ days: DAYS, tasksPerDay: TASKS_PER_DAY, seed: SEED, lose: LOSE, stall: STALL, say });
+  const trace = args['days-trace'];
+  const f = await runDays({
+    days: DAYS,
+    tasksPerDay: TASKS_PER_DAY,
+    seed: SEED,
+    lose: LOSE,
+    stall: STALL,
+    say,
+    ...(trace ? { trace } : {}),
+  });
   for (const p of f.firstProblems) say(`DAYS ${p.slice(0, 400)}`);
   say(`${f.ok ? 'PASS' : 'FAIL'}: days, ${f.days} simulated in ${f.realS.toFixed(0)} s, ${f.problems} problems`);
   return {
