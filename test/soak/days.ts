@@ -52,6 +52,8 @@ export interface DaysFigures {
   days: number;
   tasks: { recording: number; screenshot: number };
   callbacks: { delivered: number; distinct: number; duplicates: number; late: number; batches: number };
+  /** Failed files that succeeded hours later: after their purge warning, after their purgeAt. */
+  lateSuccesses: { afterWarning: number; afterPurge: number };
   sweeps: { ticks: number; runs: number; twoAtOnce: number; crashed: number; crashedHolding: number };
   /** The facts of time the brute force counts at the end, those held too briefly to be found included. */
   facts: CheckResult['facts'];
@@ -151,6 +153,7 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
       late: deliveries.filter((d) => d.late).length,
       batches: 0,
     },
+    lateSuccesses: traffic.lateSuccesses,
     sweeps: { ticks: 0, runs: 0, twoAtOnce: 0, crashed: 0, crashedHolding: 0 },
     facts: { lost: 0, warned: 0, stalled: 0, resumed: 0, settled: 0 },
     events: { published: 0, distinct: 0, byType: {}, republishedAfterCrash: 0, republishedByWorker: 0 },
@@ -338,6 +341,10 @@ export function daysMarkdown(f: DaysFigures): string[] {
       'callbacks delivered / distinct / duplicates / late (a minute to 12 hours) / worker batches',
       `${n(f.callbacks.delivered)} / ${n(f.callbacks.distinct)} / ${n(f.callbacks.duplicates)} / ` +
         `${n(f.callbacks.late)} / ${n(f.callbacks.batches)}`,
+    ],
+    [
+      'failed files that succeeded hours later: after their purge warning / after their purgeAt',
+      `${n(f.lateSuccesses.afterWarning)} / ${n(f.lateSuccesses.afterPurge)}`,
     ],
     [
       'sweeper ticks / sweeps / two at once / crashed (holding a task)',
