@@ -62,7 +62,7 @@ function countProblem(what: string, c: Certainty, n: number, allowance: number):
 
 export async function checkAt(input: CheckInput): Promise<CheckResult> {
   const { now, settings: s, applied, appKey } = input;
-  const lag = s.lagMs;
+  const lag = s;
   const problems: string[] = [];
   const facts = { lost: 0, warned: 0, stalled: 0, resumed: 0, settled: 0 };
   const count = new Map<string, number>();

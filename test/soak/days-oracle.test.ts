@@ -11,8 +11,9 @@ const fixture = (name: string): Body =>
   JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8')) as Body;
 const MIN = 60_000;
 const HOUR = 60 * MIN;
-const LAG = 16 * MIN;
-const S = { ...defaultTimeSettings, lagMs: LAG };
+const LAG_MS = 16 * MIN;
+const LAG = { lagMs: LAG_MS };
+const S = { ...defaultTimeSettings, ...LAG };
 const T0 = fixture('screenshot-1-start').timestamp as number;
 
 const at = (body: Body, receivedAt: number): AppliedCallback => ({ cb: mustParse('screenshot', body), at: receivedAt });
@@ -24,12 +25,24 @@ const upload = (ts: number, n: number, ok: boolean): Body => {
 };
 
 test('a fact is certain once it held a lag long, possible before, impossible when it never held', () => {
-  expect(certaintyOf({ from: 100, to: null }, 100 + LAG, LAG)).toBe('must');
-  expect(certaintyOf({ from: 100, to: null }, 100 + LAG - 1, LAG)).toBe('may');
-  expect(certaintyOf({ from: 100, to: 100 + LAG - 1 }, 10 * LAG, LAG)).toBe('may');
-  expect(certaintyOf({ from: 100, to: 100 + LAG }, 10 * LAG, LAG)).toBe('must');
+  expect(certaintyOf({ from: 100, to: null }, 100 + LAG_MS, LAG)).toBe('must');
+  expect(certaintyOf({ from: 100, to: null }, 100 + LAG_MS - 1, LAG)).toBe('may');
+  expect(certaintyOf({ from: 100, to: 100 + LAG_MS - 1 }, 10 * LAG_MS, LAG)).toBe('may');
+  expect(certaintyOf({ from: 100, to: 100 + LAG_MS }, 10 * LAG_MS, LAG)).toBe('must');
   expect(certaintyOf({ from: 100, to: null }, 99, LAG)).toBe('not');
   expect(certaintyOf(undefined, 99, LAG)).toBe('not');
+});
+
+test('a fact whose moment falls in a sweeper outage, or a lag before it, is certain a lag after the outage', () => {
+  const outage = { from: 10 * HOUR, to: 16 * HOUR };
+  const lag = { lagMs: LAG_MS, outages: [outage] };
+  expect(certaintyOf({ from: 11 * HOUR, to: 15 * HOUR }, 20 * HOUR, lag)).toBe('may');
+  expect(certaintyOf({ from: 11 * HOUR, to: null }, 16 * HOUR + LAG_MS - 1, lag)).toBe('may');
+  expect(certaintyOf({ from: 11 * HOUR, to: null }, 16 * HOUR + LAG_MS, lag)).toBe('must');
+  expect(certaintyOf({ from: 10 * HOUR - LAG_MS, to: 16 * HOUR + MIN }, 20 * HOUR, lag)).toBe('may');
+  // Before the outage by more than a lag, or after it: found as ever.
+  expect(certaintyOf({ from: 9 * HOUR, to: 10 * HOUR }, 20 * HOUR, lag)).toBe('must');
+  expect(certaintyOf({ from: 16 * HOUR, to: 16 * HOUR + LAG_MS }, 20 * HOUR, lag)).toBe('must');
 });
 
 test('a late callback older than the latest leaves a stall as it was; a newer one ends it', () => {

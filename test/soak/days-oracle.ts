@@ -8,8 +8,9 @@
 // - a file's purge warning is due from purgeAt − PURGE_WARNING_BEFORE, its loss from purgeAt, while it is failed.
 //
 // The receiver finds a fact at the first sweep after its moment, a sweep later if a sweep crashed: a fact that
-// held at least `lagMs` must have been found (its event published exactly once), one that held less may have
-// been (at most once), and one that never held must not have been. Nothing here reads the code under test but
+// held at least `lagMs` (counted from the end of a sweeper outage, if it began in one) must have been found (its
+// event published exactly once), one that held less may have been (at most once), and one that never held must
+// not have been. Nothing here reads the code under test but
 // the fold of the callbacks into a task (`reduceTask`, the contract's fold) and the ids of the events.
 import type { Callback } from '../../lib/domain/callback.ts';
 import { reduceTask } from '../../lib/domain/reduce-task.ts';
@@ -23,14 +24,19 @@ export interface AppliedCallback {
   at: number;
 }
 
-export interface OracleSettings {
+/** How late the receiver may find a fact: `lagMs` after its moment, or after the end of a sweeper outage. */
+export interface Lag {
+  lagMs: number;
+  /** Spans of time with no sweep: a fact whose moment falls in one (or a lag before it) is found after it. */
+  outages?: readonly FactWindow[];
+}
+
+export interface OracleSettings extends Lag {
   settleAfterMs: number;
   purgeWarningBeforeMs: number;
   stallFactor: number;
   stallMinMs: number;
   stallUnknownMs: number;
-  /** How late the receiver may find a fact. */
-  lagMs: number;
 }
 
 /** A fact that held from `from` until `to` (null: still at the clock). */
@@ -42,10 +48,11 @@ export interface FactWindow {
 /** Whether a fact must have been found by `now`, may have been, or cannot have been. */
 export type Certainty = 'must' | 'may' | 'not';
 
-export function certaintyOf(w: FactWindow | undefined, now: number, lagMs: number): Certainty {
+export function certaintyOf(w: FactWindow | undefined, now: number, lag: Lag): Certainty {
   if (!w || w.from > now) return 'not';
   const end = Math.min(w.to ?? now, now);
-  if (end - w.from >= lagMs) return 'must';
+  const outage = lag.outages?.find((o) => w.from >= o.from - lag.lagMs && o.to !== null && w.from < o.to);
+  if (end - Math.max(w.from, outage?.to ?? w.from) >= lag.lagMs) return 'must';
   return w.to !== null && w.to <= w.from ? 'not' : 'may';
 }
 
@@ -131,10 +138,10 @@ export function taskFactsAt(applied: readonly AppliedCallback[], now: number, s:
 }
 
 /** The strongest certainty among windows. */
-export function strongest(windows: readonly FactWindow[] | undefined, now: number, lagMs: number): Certainty {
+export function strongest(windows: readonly FactWindow[] | undefined, now: number, lag: Lag): Certainty {
   let best: Certainty = 'not';
   for (const w of windows ?? []) {
-    const c = certaintyOf(w, now, lagMs);
+    const c = certaintyOf(w, now, lag);
     if (c === 'must') return 'must';
     if (c === 'may') best = 'may';
   }
@@ -151,20 +158,20 @@ export function holdingAt(windows: Iterable<FactWindow> | undefined, now: number
  * The expected task at `now` where the facts of time are certain; where one may or may not have been found, as
  * the receiver holds it if that is one of the two. Null when the callbacks make no task.
  */
-export function expectedTaskAt(facts: TaskFactsAt, actual: Task | null, now: number, lagMs: number): Task | null {
+export function expectedTaskAt(facts: TaskFactsAt, actual: Task | null, now: number, lag: Lag): Task | null {
   const task = facts.task;
   if (!task) return null;
   const held = new Map((actual?.files ?? []).map((f) => [f.fileName, f.upload]));
   const files = task.files.map((f) => {
     if (f.upload !== 'failed') return f;
-    const c = certaintyOf(holdingAt(facts.losses.get(f.fileName), now), now, lagMs);
+    const c = certaintyOf(holdingAt(facts.losses.get(f.fileName), now), now, lag);
     if (c === 'must' || (c === 'may' && held.get(f.fileName) === 'lost')) return { ...f, upload: 'lost' as const };
     return f;
   });
   const pick = (windows: Map<number, FactWindow>, theirs: number | null | undefined): number | null => {
     for (const [moment, w] of windows) {
       if (w.to !== null) continue;
-      const c = certaintyOf(w, now, lagMs);
+      const c = certaintyOf(w, now, lag);
       if (c === 'must' || (c === 'may' && theirs === moment)) return moment;
     }
     return null;

@@ -43,6 +43,8 @@ export interface DaysOptions {
   /** The emulator's `--lose` and `--stall` rates. */
   lose?: number;
   stall?: number;
+  /** Hours without any sweep on the third day from 03:00 (when there is one): the sweeper catches up after. */
+  outageHours?: number;
   say?: (line: string) => void;
   /** A task id whose deliveries, sweeps and events are told to `say`, to follow a problem. */
   trace?: string;
@@ -54,7 +56,15 @@ export interface DaysFigures {
   callbacks: { delivered: number; distinct: number; duplicates: number; late: number; batches: number };
   /** Failed files that succeeded hours later: after their purge warning, after their purgeAt. */
   lateSuccesses: { afterWarning: number; afterPurge: number };
-  sweeps: { ticks: number; runs: number; twoAtOnce: number; crashed: number; crashedHolding: number };
+  sweeps: {
+    ticks: number;
+    runs: number;
+    twoAtOnce: number;
+    crashed: number;
+    crashedHolding: number;
+    /** Ticks without a sweep (the outage). */
+    skipped: number;
+  };
   /** The facts of time the brute force counts at the end, those held too briefly to be found included. */
   facts: CheckResult['facts'];
   events: {
@@ -110,7 +120,12 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
   const client = notingClient(db.client, written);
   const restoreLog = setLogSink(() => undefined);
   const log = createLogger('soak-days');
-  const settings: OracleSettings = { ...defaultTimeSettings, lagMs: 3 * TICK_MS + 60_000 };
+  const outageFrom = START + 2 * DAY_MS + 3 * 3_600_000;
+  const outage = { from: outageFrom, to: outageFrom + (o.outageHours ?? 6) * 3_600_000 };
+  const outages = o.days >= 3 && outage.to > outage.from ? [outage] : [];
+  // The first sweep after a fact's moment, a bucket more for a deadline armed that close, a sweep more after a
+  // crashed one, and a minute.
+  const settings: OracleSettings = { ...defaultTimeSettings, lagMs: 3 * TICK_MS + 60_000, outages };
   const clock = { now: START };
   const store = new DynamoTaskStore({ client, tableName: db.tableName, now: () => clock.now });
   const table = new TableClient(client, db.tableName);
@@ -154,7 +169,7 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
       batches: 0,
     },
     lateSuccesses: traffic.lateSuccesses,
-    sweeps: { ticks: 0, runs: 0, twoAtOnce: 0, crashed: 0, crashedHolding: 0 },
+    sweeps: { ticks: 0, runs: 0, twoAtOnce: 0, crashed: 0, crashedHolding: 0, skipped: 0 },
     facts: { lost: 0, warned: 0, stalled: 0, resumed: 0, settled: 0 },
     events: { published: 0, distinct: 0, byType: {}, republishedAfterCrash: 0, republishedByWorker: 0 },
     ttl: { DUE: 0, CHG: 0 },
@@ -291,9 +306,14 @@ export async function runDays(o: DaysOptions, shared?: LocalDynamo): Promise<Day
       }
       clock.now = tick;
       await expire(tick);
+      f.sweeps.ticks += 1;
+      if (outages.some((w) => tick >= w.from && tick < w.to!)) {
+        f.sweeps.skipped += 1;
+        if ((tick - START) % DAY_MS === 0) await check(tick);
+        continue;
+      }
       const kind = sweepKindOf(rng, previous);
       previous = kind;
-      f.sweeps.ticks += 1;
       if (o.trace) trace(o.trace, `sweep ${kind}`);
       if (kind === 'one') await sweep(tick, sweeperDeps(client, publisher));
       if (kind === 'two') {
@@ -347,9 +367,9 @@ export function daysMarkdown(f: DaysFigures): string[] {
       `${n(f.lateSuccesses.afterWarning)} / ${n(f.lateSuccesses.afterPurge)}`,
     ],
     [
-      'sweeper ticks / sweeps / two at once / crashed (holding a task)',
+      'sweeper ticks / sweeps / two at once / crashed (holding a task) / ticks of the outage, without a sweep',
       `${n(f.sweeps.ticks)} / ${n(f.sweeps.runs)} / ${n(f.sweeps.twoAtOnce)} / ${n(f.sweeps.crashed)} ` +
-        `(${n(f.sweeps.crashedHolding)})`,
+        `(${n(f.sweeps.crashedHolding)}) / ${n(f.sweeps.skipped)}`,
     ],
     [
       'facts of time (brute force): lost files / purge warnings / stalls / resumes / settles',

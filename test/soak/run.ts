@@ -15,7 +15,8 @@
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
 //                         [--parts receiver,chaos,large,days] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
-//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1] [--days-trace <task id>]
+//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1] [--outage-hours 6]
+//                         [--days-trace <task id>]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -72,6 +73,7 @@ const { values: args } = parseArgs({
     'tasks-per-day': { type: 'string', default: '96' },
     lose: { type: 'string', default: '0.1' },
     stall: { type: 'string', default: '0.1' },
+    'outage-hours': { type: 'string', default: '6' },
     'days-trace': { type: 'string' },
   },
 });
@@ -100,6 +102,7 @@ const rate = (name: 'lose' | 'stall'): number => {
   if (!(r >= 0 && r <= 1)) throw new Error(`--${name} must be a probability between 0 and 1, got ${args[name]}`);
   return r;
 };
+const OUTAGE_HOURS = count('outage-hours', args['outage-hours']);
 const LOSE = rate('lose');
 const STALL = rate('stall');
 const parts = args.parts!.split(',').map((p) => p.trim());
@@ -532,6 +535,7 @@ async function daysPart(): Promise<{ code: number; section: string[] }> {
     seed: SEED,
     lose: LOSE,
     stall: STALL,
+    outageHours: OUTAGE_HOURS,
     say,
     ...(trace ? { trace } : {}),
   });
@@ -541,7 +545,8 @@ async function daysPart(): Promise<{ code: number; section: string[] }> {
     code: f.ok ? 0 : 1,
     section: [
       ...ranWith(
-        `--parts days --days ${DAYS} --tasks-per-day ${TASKS_PER_DAY} --lose ${LOSE} --stall ${STALL} --seed ${SEED}`,
+        `--parts days --days ${DAYS} --tasks-per-day ${TASKS_PER_DAY} --lose ${LOSE} --stall ${STALL} ` +
+          `--outage-hours ${OUTAGE_HOURS} --seed ${SEED}`,
       ),
       `Verification: ${f.ok ? 'every check as the brute force says' : 'FAILED'}.`,
       '',
