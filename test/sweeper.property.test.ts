@@ -3,9 +3,9 @@
 // shuffled and duplicated in chunks with the clock moving between them, swept between chunks by one sweeper, two
 // at once, or one that crashes before it publishes; then, once the last change is older than a new task's arm, a
 // last sweep. The brute force follows each task's stalls delivery after delivery and sweep after sweep (a callback
-// later than a stall's resumes it, an older one leaves it). Whatever the order and timing, the stored facts are
-// those the brute force finds at each sweep, every one published, every resume once, and none twice unless a sweep
-// crashed.
+// later than a stall's, or an end, resumes it; an older one leaves it). Whatever the order and timing, the stored
+// facts are those the brute force finds at each sweep, every one published, every resume once, and none twice
+// unless a sweep crashed.
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { TableClient } from '../lib/aws/dynamo/table-client.ts';
@@ -65,7 +65,8 @@ const ARM_LATENESS = 20 * MIN;
 /**
  * The brute force of one task's stalls, written from docs/contract.md §4 (facts of time): a sweep at `now` stalls a
  * task with no end and no failed start whose latest callback + stall time has passed, measured from that callback;
- * a callback later than it resumes the task, an older one (or one as old) leaves it stalled.
+ * a callback later than it, or one that ends the task (or fails its start) whatever its timestamp, resumes the task;
+ * another older one (or one as old) leaves it stalled.
  */
 class StallModel {
   private readonly delivered = new Map<string, Callback>();
@@ -82,10 +83,16 @@ class StallModel {
     for (const cb of cbs) this.delivered.set(cb.key, cb);
     this.lastDelivery = now;
     const { updatedAt } = this.task();
-    if (this.stall !== null && updatedAt !== null && updatedAt > this.stall.from) {
+    const later = updatedAt !== null && this.stall !== null && updatedAt > this.stall.from;
+    if (this.stall !== null && (later || this.ended())) {
       this.resumes.push(this.stall.since);
       this.stall = null;
     }
+  }
+
+  /** An end, or a failed start: the task can no longer stall. */
+  private ended(): boolean {
+    return [...this.delivered.values()].some((cb) => cb.type === 3 || (cb.type === 1 && cb.code !== 200));
   }
 
   task(): Task {
@@ -97,7 +104,7 @@ class StallModel {
     const callbacks = [...this.delivered.values()];
     if (this.stall !== null || callbacks.length === 0) return null;
     const task = this.task();
-    if (callbacks.some((cb) => cb.type === 3 || (cb.type === 1 && cb.code !== 200))) return null;
+    if (this.ended()) return null;
     if (task.updatedAt === null) return null;
     const since = task.updatedAt + stallTimeOf({ service: task.service, config: task.config }, S);
     return since <= now ? { since, from: task.updatedAt } : null;

@@ -99,6 +99,8 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   expect(lost).toHaveLength(1);
   expect(lost[0]!.file!.upload).toBe('lost');
   expect(lost[0]!.task.files).toMatchObject({ failed: 1, lost: 1 });
+  // The loss comes alone: the warning was published before, and no sweep crashed since.
+  expect(w.published.filter((e) => e.type === 'file.purge_warning' && e.task.id === id)).toHaveLength(1);
   const task = (await w.store.getTask(id))!;
   expect(task.status).toBe('upload_failed');
   expect(task.files.map((f) => f.upload).sort()).toEqual(['lost', 'uploaded']);
@@ -185,6 +187,30 @@ test('an older callback leaves a stalled task stalled: no resume, and its stall 
   expect(stallEvents().map((e) => e.type)).toEqual(['task.stalled', 'task.resumed']);
   expect(stallEvents()[1]!.stall).toEqual({ stalledSince, stallMs: 15 * MIN, lastCallbackAt: t0 + 30 * MIN });
   expect((await w.store.getTask(id))!.stalledSince).toBeNull();
+}, 120_000);
+
+test('an end delivered late resumes a stalled task, though it is older than the uploads after it', async () => {
+  const w = await world();
+  const id = 'img-sweep-stall-end';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const t0 = start.timestamp as number;
+  const upload: Body = { ...fixture('screenshot-4-upload-ok'), imageId: id, timestamp: t0 + 5 * MIN };
+  w.clock.now = t0 + 6 * MIN;
+  await w.deliver('screenshot', [start, upload]);
+  w.clock.now = t0 + 26 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  expect((await w.store.getTask(id))!.stalledSince).toBe(t0 + 20 * MIN);
+  // The end came before that upload, and reaches the receiver only now.
+  await w.deliver('screenshot', [{ ...fixture('screenshot-3-end'), imageId: id, timestamp: t0 + 4 * MIN }]);
+  const task = (await w.store.getTask(id))!;
+  expect(task.stalledSince).toBeNull();
+  expect(task.status).not.toBe('capturing');
+  expect(w.typesOf(id).filter((t) => t === 'task.stalled' || t === 'task.resumed')).toEqual([
+    'task.stalled',
+    'task.resumed',
+  ]);
+  for (let i = 1; i <= 3; i++) await sweep(w.clock.now + i * 10 * MIN, w.sweeper());
+  expect(w.typesOf(id).filter((t) => t === 'task.stalled')).toHaveLength(1);
 }, 120_000);
 
 test('a resumed task whose arm waits for a far deadline (a failed file) is armed for its next stall', async () => {

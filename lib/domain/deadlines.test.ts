@@ -56,7 +56,7 @@ test('the stall time: 3 intervals, at least 15 minutes, 6 hours when the interva
   expect(stallTimeOf(shot(10), { ...S, stallFactor: 200 })).toBe(2000 * 1000);
 });
 
-test('only a callback later than the one a stall was measured from resumes it', () => {
+test('only a callback later than the one a stall was measured from, or an end, resumes it', () => {
   const started = header('screenshot', { type: 1, imageId: 'x', timestamp: 1000, config: { slicesSec: 10 } });
   const stalled = time({ stalledSince: 5000 + 15 * MIN, stalledFrom: 5000 });
   expect(resumesStall(started, 5001, stalled, S)).toBe(true);
@@ -71,6 +71,10 @@ test('only a callback later than the one a stall was measured from resumes it', 
   const measuredUnknown = time({ stalledSince: 5000 + 6 * 60 * MIN, stalledFrom: 5000 });
   expect(resumesStall(started, 5000 + MIN, measuredUnknown, S)).toBe(true);
   expect(resumesStall(started, 5000, measuredUnknown, S)).toBe(false);
+  // An end delivered late is older than the uploads that followed it: the task can no longer stall, so it resumes.
+  const ended = { ...started, endRank: '1|k', endedAt: 4000 };
+  expect(resumesStall(ended, 5000, stalled, S)).toBe(true);
+  expect(resumesStall(ended, 5000, time(), S)).toBe(false);
 });
 
 test('a task stalls only before its end and without a failed start, once', () => {

@@ -92,11 +92,14 @@ function stallMeasuredFrom(h: Pick<TaskHeader, 'service' | 'config'>, t: TaskTim
 
 /**
  * Whether a stalled task is resumed: its latest callback (`updatedAt`) is later than the one its stall was measured
- * from. A callback older than that one, or as old, leaves the task stalled (the stall, and its id, stand).
+ * from, or it can no longer stall (its end, or a failed start, came late, whatever its timestamp: uploads follow an
+ * end, so an end delivered hours late is older than the task's latest callback). Any other callback older than the
+ * stall's, or as old, leaves the task stalled (the stall, and its id, stand).
  */
 export function resumesStall(h: TaskHeader, updatedAt: number | null, t: TaskTime, s: TimeSettings): boolean {
   const from = stallMeasuredFrom(h, t, s);
-  return from !== null && updatedAt !== null && updatedAt > from;
+  if (from === null) return false;
+  return !canStall(h) || (updatedAt !== null && updatedAt > from);
 }
 
 /** When a completed task settles (its last change + SETTLE_AFTER); null when it is not completed, or settled. */

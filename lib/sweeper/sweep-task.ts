@@ -103,10 +103,12 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
       const marked = await markFiles(filesDue, deps, cap);
       if (marked === null) continue;
       const counted = timedTask(claimed, lostCount(files));
-      for (const f of files) {
+      // Each mark's event as this sweep makes it (a loss does not bring its file's warning out again); after a
+      // crash, every mark the task holds.
+      for (const { f, warn, lose } of filesDue) {
         if (!marked.has(f) && !crashed) continue;
-        if (f.marks.warnedAt !== null) owe(owed, purgeWarningEvent(counted, f.record, deps.time));
-        if (f.marks.lostAt !== null) owe(owed, lostEvent(counted, f.record));
+        if (f.marks.warnedAt !== null && (warn || crashed)) owe(owed, purgeWarningEvent(counted, f.record, deps.time));
+        if (f.marks.lostAt !== null && (lose || crashed)) owe(owed, lostEvent(counted, f.record));
       }
       result.warned += filesDue.filter((d) => d.warn && marked.has(d.f)).length;
       result.lost += filesDue.filter((d) => d.lose && marked.has(d.f)).length;

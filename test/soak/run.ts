@@ -8,12 +8,15 @@
 //
 // Two more parts run after it, each in a module of its own: the header counts' chaos run over thousands of
 // seeds (chaos.ts), and a screenshot task of 100,000 images with a day-long recording of 1,440 slices fed
-// through the worker's batch path (large-tasks.ts). `--parts` picks among them; RESULTS.md keeps one section
-// per part, and a run rewrites the sections of the parts it ran only.
+// through the worker's batch path (large-tasks.ts), and the receiver over several simulated days on a fake clock,
+// its facts of time checked against a brute force at each midnight (days.ts). `--parts` picks among them;
+// RESULTS.md keeps one section per part, and a run rewrites the sections of the parts it ran only.
 //
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
-//                         [--parts receiver,chaos,large] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
+//                         [--parts receiver,chaos,large,days] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
+//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1] [--outage-hours 6]
+//                         [--days-trace <task id>]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -35,17 +38,19 @@ import { chaosMarkdown, runChaosSeeds } from './chaos.ts';
 import { imageTaskSends } from './images.ts';
 import { runSizedTests } from './sized-tests.ts';
 import { largeTasksMarkdown, runLargeTasks } from './large-tasks.ts';
+import { daysMarkdown, runDays } from './days.ts';
 import { writeSections } from './results-file.ts';
 import { installFaults, type FaultCounts } from './inject.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
 
 /** The parts of the soak, in the order they run and RESULTS.md lists them. */
-const PARTS = ['receiver', 'chaos', 'large'] as const;
+const PARTS = ['receiver', 'chaos', 'large', 'days'] as const;
 type Part = (typeof PARTS)[number];
 const SECTION: Record<Part, string> = {
   receiver: 'The whole receiver under faults',
   chaos: 'Header counts under chaos',
   large: 'Large tasks',
+  days: 'Days on a fake clock',
 };
 
 const { values: args } = parseArgs({
@@ -64,6 +69,12 @@ const { values: args } = parseArgs({
     'chaos-seeds': { type: 'string', default: '2000' },
     'large-images': { type: 'string', default: '100000' },
     hours: { type: 'string', default: '24' },
+    days: { type: 'string', default: '5' },
+    'tasks-per-day': { type: 'string', default: '96' },
+    lose: { type: 'string', default: '0.1' },
+    stall: { type: 'string', default: '0.1' },
+    'outage-hours': { type: 'string', default: '6' },
+    'days-trace': { type: 'string' },
   },
 });
 
@@ -84,6 +95,16 @@ const RETRY_DELAY_S = count('retry-delay', args['retry-delay']);
 const CHAOS_SEEDS = count('chaos-seeds', args['chaos-seeds'], 1);
 const LARGE_IMAGES = count('large-images', args['large-images'], 1);
 const HOURS = count('hours', args.hours, 1);
+const DAYS = count('days', args.days, 1);
+const TASKS_PER_DAY = count('tasks-per-day', args['tasks-per-day'], 1);
+const rate = (name: 'lose' | 'stall'): number => {
+  const r = Number(args[name]);
+  if (!(r >= 0 && r <= 1)) throw new Error(`--${name} must be a probability between 0 and 1, got ${args[name]}`);
+  return r;
+};
+const OUTAGE_HOURS = count('outage-hours', args['outage-hours']);
+const LOSE = rate('lose');
+const STALL = rate('stall');
 const parts = args.parts!.split(',').map((p) => p.trim());
 for (const p of parts)
   if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts takes ${PARTS.join(', ')}; got ${p}`);
@@ -506,6 +527,34 @@ async function largePart(): Promise<{ code: number; section: string[] }> {
   };
 }
 
+async function daysPart(): Promise<{ code: number; section: string[] }> {
+  const trace = args['days-trace'];
+  const f = await runDays({
+    days: DAYS,
+    tasksPerDay: TASKS_PER_DAY,
+    seed: SEED,
+    lose: LOSE,
+    stall: STALL,
+    outageHours: OUTAGE_HOURS,
+    say,
+    ...(trace ? { trace } : {}),
+  });
+  for (const p of f.firstProblems) say(`DAYS ${p.slice(0, 400)}`);
+  say(`${f.ok ? 'PASS' : 'FAIL'}: days, ${f.days} simulated in ${f.realS.toFixed(0)} s, ${f.problems} problems`);
+  return {
+    code: f.ok ? 0 : 1,
+    section: [
+      ...ranWith(
+        `--parts days --days ${DAYS} --tasks-per-day ${TASKS_PER_DAY} --lose ${LOSE} --stall ${STALL} ` +
+          `--outage-hours ${OUTAGE_HOURS} --seed ${SEED}`,
+      ),
+      `Verification: ${f.ok ? 'every check as the brute force says' : 'FAILED'}.`,
+      '',
+      ...daysMarkdown(f),
+    ],
+  };
+}
+
 async function main(): Promise<number> {
   const sections = new Map<string, string[]>();
   let code = 0;
@@ -513,6 +562,7 @@ async function main(): Promise<number> {
     ['receiver', receiverPart],
     ['chaos', chaosPart],
     ['large', largePart],
+    ['days', daysPart],
   ];
   for (const [part, run] of chosen) {
     if (!runs(part)) continue;
