@@ -207,6 +207,8 @@ function printEvents(events: EventsResult | null, note: string | null): void {
     return;
   }
   const counts = `${events.distinct} distinct, ${events.received} received (duplicates allowed)`;
+  const doubled = events.time?.doubled ?? [];
+  for (const d of doubled.slice(0, MAX_PRINTED_LINES)) out(pc.yellow(printable(`received more than once: ${d}`)));
   if (events.ok) {
     out(pc.green(`Every expected task event was published, and none that could not have been: ${counts}.`));
     return;
@@ -217,10 +219,7 @@ function printEvents(events: EventsResult | null, note: string | null): void {
     out(printable(`unexpected ${u.type} of task ${u.taskId} (${u.id})`));
   for (const m of events.time?.missing.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`missing ${m}`));
   for (const u of events.time?.unexpected.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`unexpected ${u}`));
-  for (const d of events.time?.doubled.slice(0, MAX_PRINTED_LINES) ?? []) out(printable(`published twice: ${d}`));
   const missing = events.missing.length + (events.time?.missing.length ?? 0);
   const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
-  const doubled = events.time?.doubled.length ?? 0;
-  const twice = doubled > 0 ? `, ${doubled} fact(s) of time published more than once` : '';
-  out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected${twice}; ${counts}.`));
+  out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
 }

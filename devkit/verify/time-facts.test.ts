@@ -168,10 +168,10 @@ test('events: each completed task settled once, with its settledAt, once the run
     ok: false,
     missing: [`task.settled of ${t.id}`],
   });
-  // One settle published twice.
+  // One settle received twice: listed, and allowed (delivery is at least once).
   const twice = checkTimeEvents(expected, [...all, settledEvent(t)], settledClock);
   expect(twice).toMatchObject({
-    ok: false,
+    ok: true,
     missing: [],
     unexpected: [],
     doubled: [`task.settled of ${t.id} (settled-${t.id}) ×2`],
@@ -220,9 +220,9 @@ test('events: a stall the later callbacks ended is resumed once, and only a stal
     ok: false,
     missing: [`task.resumed of ${t.id} at ${earlier}`],
   });
-  // Published twice: the resume, or the stall.
+  // Received twice, the resume or the stall: listed, and allowed.
   expect(checkTimeEvents(expected, [...all, resume(earlier)], later)).toMatchObject({
-    ok: false,
+    ok: true,
     doubled: [`task.resumed of ${t.id} (resumed-${t.id}-${earlier}) ×2`],
   });
   expect(checkTimeEvents(expected, [...all, stall(earlier)], later).doubled).toEqual([
@@ -260,6 +260,6 @@ test('a verify run of the events fails on a settle or a resume missing or double
     const without = await run(good.filter((_, i) => i !== first));
     expect([type, without.ok, without.time!.missing.length]).toEqual([type, false, 1]);
     const twice = await run([...good, good[first]!]);
-    expect([type, twice.ok, twice.time!.doubled.length]).toEqual([type, false, 1]);
+    expect([type, twice.ok, twice.time!.doubled.length]).toEqual([type, true, 1]);
   }
 });
