@@ -1247,6 +1247,11 @@ describe('operations', () => {
         dimensions: { FunctionName: ref('WorkerLambdaFunction') },
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
+      SweeperErrorsAlarm: {
+        metric: 'AWS/Lambda Errors',
+        dimensions: { FunctionName: ref('SweeperLambdaFunction') },
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
       IngestThrottlesAlarm: {
         metric: 'AWS/Lambda Throttles',
         dimensions: { FunctionName: ref('IngestLambdaFunction') },
