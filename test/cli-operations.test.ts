@@ -318,9 +318,11 @@ describe('the command line itself', () => {
     const cwd = freshDir();
     // Three processes at once: each is a run of its own.
     const [bogus, unknown, missing] = await Promise.all(
-      [['tasks', 'list', '--bogus'], ['taks', 'list'], ['quarantine', 'list', '--limit']].map((args) =>
-        runCli(args, { cwd }),
-      ),
+      [
+        ['tasks', 'list', '--bogus'],
+        ['taks', 'list'],
+        ['quarantine', 'list', '--limit'],
+      ].map((args) => runCli(args, { cwd })),
     );
     expect(bogus).toEqual({
       code: 1,
