@@ -66,7 +66,8 @@ afterEach(() => {
 describe('DynamoDB unreachable for a while during a run', () => {
   const sample = sampleRun(7, { recordings: 2, screenshots: 2, maxExtra: 6 });
 
-  test.each([2, 25, 60])(
+  // Each k with a dynalite of its own (its own port and files): the three run at once.
+  test.concurrent.each([2, 25, 60])(
     'stopped after %i writes, restarted on the same port and files: failed records redelivered, state equals the fold',
     async (k) => {
       const db = await startRestartableDynamo(join(dir, `dynamo-${k}`));

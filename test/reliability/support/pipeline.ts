@@ -187,6 +187,8 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     batchingWindowMs: 20,
     concurrency: 2,
     retryDelaySeconds: opts.retryDelaySeconds ?? 0,
+    // Back within a moment of the queue's return after an outage (stopSqs, startSqs).
+    maxReceiveBackoffMs: 200,
     maxReceiveCount,
     log: createLogger('poller'),
   });
