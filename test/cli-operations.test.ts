@@ -317,13 +317,11 @@ describe('the command line itself', () => {
   test.concurrent('a bad flag or command: one error line and a hint to --help, not the whole help', async () => {
     const cwd = freshDir();
     // Three processes at once: each is a run of its own.
-    const [bogus, unknown, missing] = await Promise.all(
-      [
-        ['tasks', 'list', '--bogus'],
-        ['taks', 'list'],
-        ['quarantine', 'list', '--limit'],
-      ].map((args) => runCli(args, { cwd })),
-    );
+    const [bogus, unknown, missing] = await Promise.all([
+      runCli(['tasks', 'list', '--bogus'], { cwd }),
+      runCli(['taks', 'list'], { cwd }),
+      runCli(['quarantine', 'list', '--limit'], { cwd }),
+    ]);
     expect(bogus).toEqual({
       code: 1,
       stdout: '',
