@@ -2,16 +2,11 @@
 // free port with the project's table, for tests and benchmarks.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
-
-// No `info`: the SDK's logger middleware then skips filtering every request and response for the log line
-// it would hand a no-op logger (a tenth of a test's CPU on dynalite); warnings and errors still have a place.
-const QUIET_SDK_LOGGER = { debug() {}, warn() {}, error() {} } as unknown as NonNullable<
-  DynamoDBClientConfig['logger']
->;
+import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
 
 /** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
 export function createDynalite(path?: string): Server {
