@@ -3,7 +3,6 @@
 // its callbacks with exact counts, also when part of its ledger has expired, when a run is interrupted at
 // any write and run again, and when run twice; then the worker goes on applying callbacks to it.
 import { readFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,6 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   GetItemCommand,
-  PutItemCommand,
   ScanCommand,
   UpdateItemCommand,
   type AttributeValue,
@@ -29,7 +27,10 @@ import type { Service } from '../lib/platform/services.ts';
 import type { Task } from '../lib/domain/task.ts';
 import { applyTasks, recordingTask, screenshotTask } from '../devkit/seeds/seed-tasks.ts';
 import { faultyClient } from './support/faulty-client.ts';
+import { inParallel } from '../lib/in-parallel.ts';
 import { mustParse } from './support/lifecycles.ts';
+import { putItems } from './support/put-items.ts';
+import { runCliHere } from './support/cli-process.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { writePositions } from './support/size.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
@@ -58,9 +59,11 @@ let tables = 0;
 async function legacyTable(drop: (item: Raw, i: number) => boolean = () => false): Promise<string> {
   const tableName = `legacy-${++tables}`;
   await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
-  for (const [i, item] of fixture.items.entries()) {
-    if (!drop(item, i)) await local.db.client.send(new PutItemCommand({ TableName: tableName, Item: item }));
-  }
+  await putItems(
+    local.db.client,
+    tableName,
+    fixture.items.filter((item, i) => !drop(item, i)),
+  );
   return tableName;
 }
 
@@ -159,7 +162,8 @@ test('interrupted at writes across the run and run again: the same tasks, counts
   await migrateTable({ client: counter.client, tableName: probe, concurrency: 1 });
   const writes = counter.writes();
   expect(writes).toBeGreaterThan(50);
-  for (const k of writePositions(writes, 21)) {
+  // Each position on a table of its own, all at once: the runs share nothing but the emulator.
+  await inParallel(writePositions(writes, 21), 8, async (k) => {
     const tableName = await legacyTable();
     const faulty = faultyClient(local.db.client, { failWrite: k, when: k % 2 ? 'after' : 'before' });
     const first = await migrateTable({ client: faulty.client, tableName, concurrency: 1 });
@@ -169,7 +173,7 @@ test('interrupted at writes across the run and run again: the same tasks, counts
     expect(second.failed).toEqual([]);
     await expectMigrated(tableName, distinct);
     await local.db.client.send(new DeleteTableCommand({ TableName: tableName }));
-  }
+  });
 }, 1_800_000);
 
 test('the worker goes on with a migrated task: a redelivered callback is a duplicate, a new one counts', async () => {
@@ -441,8 +445,7 @@ describe('callbacks migrate, as a user runs it', () => {
     dir = mkdtempSync(join(tmpdir(), 'callbacks-migrate-'));
     stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
     const client = dynamoClient(stack.info.dynamoEndpoint);
-    for (const item of fixture.items)
-      await client.send(new PutItemCommand({ TableName: stack.info.tableName, Item: item }));
+    await putItems(client, stack.info.tableName, fixture.items);
     client.destroy();
   });
   afterAll(async () => {
@@ -450,19 +453,8 @@ describe('callbacks migrate, as a user runs it', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const cli = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      const root = new URL('..', import.meta.url).pathname;
-      const env: Record<string, string> = { AWS_EC2_METADATA_DISABLED: 'true', NO_COLOR: '1' };
-      for (const [k, v] of Object.entries(process.env))
-        if (v !== undefined && !/^(AWS_|TASKS_TABLE)/.test(k)) env[k] = v;
-      execFile(
-        join(root, 'node_modules/.bin/node'),
-        [join(root, 'bin/callbacks.js'), ...args],
-        { cwd: dir, env, timeout: 60_000 },
-        (err, stdout, stderr) => resolve({ code: err ? Number(err.code) || 1 : 0, stdout, stderr }),
-      );
-    });
+  // cli/main.ts's run in this process, as bin/callbacks.js runs it, without the AWS settings of this shell.
+  const cli = (args: string[]) => runCliHere(args, { cwd: dir, env: { NO_COLOR: '1' } });
 
   test('--dry-run counts, asks for --yes when not at a terminal, then brings everything over once', async () => {
     expect(JSON.parse((await cli(['migrate', '--dry-run', '--json'])).stdout)).toEqual({

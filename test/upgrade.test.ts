@@ -73,7 +73,7 @@ async function drained(s: LocalStack, sqs: SQSClient, queueUrls: string[], timeo
     const idle = depths.every((d) => d.visible + d.inFlight === 0) && s.pollers.every((p) => p.busy() === 0);
     quiet = idle ? quiet + 1 : 0;
     if (quiet >= 4) return;
-    await sleep(250);
+    await sleep(50);
   }
   throw new Error('the queues did not drain');
 }

@@ -6,6 +6,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
+import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
 
 /** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
 export function createDynalite(path?: string): Server {
@@ -25,6 +26,7 @@ export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient 
     region: 'us-east-1',
     credentials: LOCAL_CREDENTIALS,
     maxAttempts,
+    logger: QUIET_SDK_LOGGER,
   });
 }
 

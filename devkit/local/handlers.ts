@@ -18,6 +18,7 @@ import { createIngestHandler } from '../../lib/ingest/handler.ts';
 import { createSweeperHandler } from '../../lib/sweeper/handler.ts';
 import { createWorkerHandler } from '../../lib/worker/handler.ts';
 import { injectFaults } from './faults.ts';
+import { quietSdkLogging } from './sdk-logger.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { enforceServiceLimits } from './service-limits.ts';
 /** An invocation as Lambda makes it: the event, and a context with the request id and time left. */
@@ -75,6 +76,7 @@ export function buildDeployedHandlers(
       enforceServiceLimits(client);
       // Idle unless the stack runs with faults (devkit/local/faults.ts).
       injectFaults(client, fn.key);
+      quietSdkLogging(client);
     });
     try {
       handlers[fn.key] = factory({ ...base, ...fn.environment }, clients);

@@ -54,6 +54,11 @@ export interface SqsPollerOptions {
    * bounds how long stop() waits for an idle poller.
    */
   waitTimeSeconds?: number;
+  /**
+   * Longest pause between receives that fail (the queue unreachable), doubling from 100 ms (default 5000):
+   * a test that brings the queue back wants the poller back within a moment of it.
+   */
+  maxReceiveBackoffMs?: number;
   log: Logger;
 }
 
@@ -292,8 +297,9 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     await settle(records, failed.ids);
   };
 
+  const maxBackoffMs = opts.maxReceiveBackoffMs ?? 5000;
   const loop = async () => {
-    let backoffMs = 100;
+    let backoffMs = Math.min(100, maxBackoffMs);
     while (!stopping) {
       let batch: Message[];
       try {
@@ -307,7 +313,7 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
           retryInMs: backoffMs,
         });
         await sleep(backoffMs);
-        backoffMs = Math.min(backoffMs * 2, 5000);
+        backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
         continue;
       }
       if (batch.length === 0) continue;

@@ -9,6 +9,7 @@ import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE, resourceNames } from './deployed-settings.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { OPERATOR, operatorSession } from './iam/operator-policy.ts';
+import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
 import { type LocalStackInfo, readLocalStack } from './stack-file.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { awsClientSettings } from '../../lib/aws/env-client-settings.ts';
@@ -106,12 +107,14 @@ export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null =
     region: local.region,
     credentials: LOCAL_CREDENTIALS,
     maxAttempts: 2,
+    logger: QUIET_SDK_LOGGER,
   });
   const sqs = new SQSClient({
     endpoint: local.sqsEndpoint,
     region: local.region,
     credentials: LOCAL_CREDENTIALS,
     maxAttempts: 2,
+    logger: QUIET_SDK_LOGGER,
   });
   return assemble({
     kind: 'local',

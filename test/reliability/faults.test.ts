@@ -66,7 +66,8 @@ afterEach(() => {
 describe('DynamoDB unreachable for a while during a run', () => {
   const sample = sampleRun(7, { recordings: 2, screenshots: 2, maxExtra: 6 });
 
-  test.each([2, 25, 60])(
+  // Each k with a dynalite of its own (its own port and files): the three run at once.
+  test.concurrent.each([2, 25, 60])(
     'stopped after %i writes, restarted on the same port and files: failed records redelivered, state equals the fold',
     async (k) => {
       const db = await startRestartableDynamo(join(dir, `dynamo-${k}`));
@@ -176,7 +177,8 @@ describe('SQS unreachable at ingest', () => {
   let restart: Promise<void> | null = null;
   const OUTAGE_503S = 8;
 
-  beforeAll(async () => {
+  // Started by the test, which runs alongside the file's others (test.concurrent starts before beforeAll).
+  const start = async () => {
     pipeline = await startPipeline({
       secretsJson: { 'demo-app': [SECRET] },
       sqsDataDir: join(dir, 'sqs'),
@@ -193,14 +195,15 @@ describe('SQS unreachable at ingest', () => {
           return res;
         },
     });
-  });
+  };
   afterAll(async () => {
-    await pipeline.stop();
+    await pipeline?.stop();
   });
 
-  test(
+  test.concurrent(
     '503 queue_unavailable while it is down, then the sender retries get every callback through; verify ' + 'passes',
     async () => {
+      await start();
       const run = generateRun({
         seed: 'sqs-outage',
         recordings: 4,
@@ -280,7 +283,8 @@ describe('a poison message', () => {
   let pipeline: Pipeline;
   let cwd: string;
 
-  beforeAll(async () => {
+  // Started by the test, which runs alongside the file's others (test.concurrent starts before beforeAll).
+  const start = async () => {
     pipeline = await startPipeline({
       secretsJson: { 'demo-app': [SECRET] },
       maxReceiveCount: MAX_RECEIVES,
@@ -296,15 +300,16 @@ describe('a poison message', () => {
     });
     cwd = join(dir, 'poison');
     pipeline.announceTo(cwd);
-  });
+  };
   afterAll(async () => {
-    await pipeline.stop();
+    await pipeline?.stop();
   });
 
-  test(
+  test.concurrent(
     'reaches the dead-letter queue after maxReceiveCount receives; fixed, `callbacks dlq redrive`, then ' +
       '`callbacks verify` passes with exact counts',
     async () => {
+      await start();
       const report = await sendAll({
         url: pipeline.url,
         sends: run.sends,

@@ -21,6 +21,7 @@ import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/http-responses.ts';
 import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
 import { startLocalSqs } from '../../../devkit/local/fauxqs.ts';
+import { QUIET_SDK_LOGGER } from '../../../devkit/local/sdk-logger.ts';
 import { createGateway } from '../../../devkit/local/http-gateway.ts';
 import { startSqsPoller, type SqsPoller } from '../../../devkit/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
@@ -129,7 +130,13 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   });
   const queueUrl = localUrl(queue.queueUrl);
   const dlqUrl = localUrl(dlq.queueUrl);
-  const sqsConfig = { endpoint: sqsEndpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 };
+  const sqsConfig = {
+    endpoint: sqsEndpoint,
+    region: REGION,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 2,
+    logger: QUIET_SDK_LOGGER,
+  };
   const sqs = new SQSClient(sqsConfig);
 
   // The roles of the template, for the ingest, the event source mapping and the worker.
@@ -145,6 +152,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     region: REGION,
     credentials: LOCAL_CREDENTIALS,
     maxAttempts: 3,
+    logger: QUIET_SDK_LOGGER,
   });
   enforceIam(workerDynamo, 'worker');
 
@@ -187,6 +195,8 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     batchingWindowMs: 20,
     concurrency: 2,
     retryDelaySeconds: opts.retryDelaySeconds ?? 0,
+    // Back within a moment of the queue's return after an outage (stopSqs, startSqs).
+    maxReceiveBackoffMs: 200,
     maxReceiveCount,
     log: createLogger('poller'),
   });
