@@ -267,7 +267,7 @@ function workerSection(
       `as SQS records of a valid signature, in batches of ${r.batchSize} (the event source mapping's batch size) ` +
       `through \`processBatch\` ` +
       `with the DynamoDB task store, ${r.concurrency} records at a time (the worker's default), against dynalite in ` +
-      `the same process. ` +
+      `the same process, with the worker's own DynamoDB and SNS clients (\`lib/worker/config.ts\`). ` +
       `Baseline: one bare \`PutItem\` of each raw body, same client, table, batches and concurrency. ${r.rounds} ` +
       `rounds of ${r.callbacksPerRound} callbacks per side, alternating.`,
     '',

@@ -1,7 +1,7 @@
 // Part 3, worker cost, against dynalite in-process. (a) Throughput: batches (the mapping's size) of SQS records of a
 // realistic mix through `processBatch` with the DynamoDB task store, with task events and without, over
-// bare PutItem calls of the same raw bodies (same client, same table, same batches and concurrency),
-// taking turns round by round.
+// bare PutItem calls of the same raw bodies (same client, the worker's own as lib/worker/config.ts builds it, same
+// table, same batches and concurrency), taking turns round by round.
 // (b) Capacity: every callback of another mix applied one at a time through `store.applyCallback`,
 // summing the write and read units DynamoDB reports, per kind of callback and for the mix, over one bare
 // PutItem of the same body. dynalite reports the table's units only: the writes to the four keys-only
@@ -20,7 +20,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
+import { eventPublisherTo } from '../lib/aws/sns/task-events.ts';
+import { clientConfigOf } from '../lib/aws/clients.ts';
+import { workerDynamoClient } from '../lib/worker/config.ts';
 import { ensureEventsTopicAndQueue } from '../lib/aws/sqs/event-queue.ts';
 import { startLocalSqs } from '../devkit/local/fauxqs.ts';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -410,16 +412,22 @@ export async function benchWorker(
   const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } };
   const sns = new SNSClient(config);
   const sqs = new SQSClient(config);
+  let workerClient: DynamoDBClient | undefined;
   try {
     const topic = await ensureEventsTopicAndQueue(sns, sqs, endpoint, {
       topic: 'bench-events',
       queue: 'bench-events-q',
     });
-    const events = snsEventPublisher(sns, topic.topicArn);
-    const counts = countRequests(dynamo.client);
+    // The worker's own clients, built as it builds them (lib/worker/config.ts); the bare baseline shares its
+    // DynamoDB one.
+    const clients = { ...config, endpoints: { dynamodb: dynamo.endpoint, sns: endpoint } };
+    workerClient = workerDynamoClient(clients);
+    const client = workerClient;
+    const events = eventPublisherTo(topic.topicArn, clientConfigOf('sns', clients))!;
+    const counts = countRequests(client);
     const { log, totals } = capacityLogger();
     const plainLog: Logger = { debug: noop, info: noop, warn: noop, error: noop };
-    const store = new DynamoTaskStore({ client: dynamo.client, tableName: dynamo.tableName });
+    const store = new DynamoTaskStore({ client, tableName: dynamo.tableName });
     const receivedAt = Date.now();
     const sends = generateMix(sizes.rounds * perRound, 'bench-worker');
     // As the FIFO queue holds them: each with its task's message group and a sequence number.
@@ -433,7 +441,7 @@ export async function benchWorker(
     await inParallel(
       warm.slice(batchSize),
       RECORD_CONCURRENCY,
-      async (r) => void (await barePut(dynamo.client, dynamo.tableName, `warm-${r.messageId}`, r.body)),
+      async (r) => void (await barePut(client, dynamo.tableName, `warm-${r.messageId}`, r.body)),
     );
     counts.clear();
     totals.wcu = 0;
@@ -485,7 +493,7 @@ export async function benchWorker(
         await inParallel(
           event.Records,
           RECORD_CONCURRENCY,
-          async (r) => void (await barePut(dynamo.client, dynamo.tableName, r.messageId, r.body)),
+          async (r) => void (await barePut(client, dynamo.tableName, r.messageId, r.body)),
         );
         const ms = performance.now() - started;
         bareBatchMs.push(ms);
@@ -567,6 +575,7 @@ export async function benchWorker(
       batchCapacity,
     };
   } finally {
+    workerClient?.destroy();
     sns.destroy();
     sqs.destroy();
     await fauxqs.stop();

@@ -1,7 +1,19 @@
-// Every AWS SDK client a function builds passes through `functionClient`: deployed it returns the client as
-// it is; the local stack sets a hook here while it loads a function's module, which adds to each of that
-// function's clients the check of its calls against the function's role (devkit/local/iam/enforce.ts).
+// Every AWS SDK client a function builds passes through `functionClient`: deployed it returns the client without
+// the SDK's request logging; the local stack sets a hook here while it loads a function's module, which adds to
+// each of that function's clients the check of its calls against the function's role (devkit/local/iam/enforce.ts).
 export type ClientHook = (client: object) => void;
+
+/** The part of an SDK client `functionClient` changes: its middleware stack. */
+interface SdkClient {
+  middlewareStack: { remove(name: string): boolean };
+}
+
+/**
+ * The setting of a client that a function calls many times an invocation (the worker: a few calls a record):
+ * the SDK resolves each command's middleware stack once, not on every call. No middleware may then be added
+ * after the client's first call; the local stack adds its checks as the client is built (the hook below).
+ */
+export const MANY_CALLS = { cacheMiddleware: true } as const;
 
 let hook: ClientHook | undefined;
 
@@ -12,7 +24,10 @@ export function setClientHook(next: ClientHook | undefined): ClientHook | undefi
   return previous;
 }
 
-export function functionClient<T extends object>(client: T): T {
+export function functionClient<T extends SdkClient>(client: T): T {
+  // The functions log their own lines and give the SDK no logger; its logging middleware would still copy every
+  // request and response through the service's filter of sensitive fields, for a logger that drops them.
+  client.middlewareStack.remove('loggerMiddleware');
   hook?.(client);
   return client;
 }

@@ -1,7 +1,7 @@
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/read-env.ts';
-import { buildWorkerDependencies, readWorkerSettings, workerDefaults } from './config.ts';
+import { buildWorkerDependencies, readWorkerSettings, workerDefaults, workerDynamoClient } from './config.ts';
 import { defaultTimeSettings } from '../domain/deadlines.ts';
 
 describe('readWorkerSettings', () => {
@@ -92,4 +92,14 @@ describe('buildWorkerDependencies', () => {
     // The settings reach the store.
     expect((deps.store as DynamoTaskWriter).settings).toEqual({ tableName: 'tasks-x', rawEventTtlDays: 90 });
   });
+});
+
+test("the worker's DynamoDB client: a command's middleware resolved once, no SDK request logging", () => {
+  const client = workerDynamoClient({ region: 'eu-west-1' });
+  try {
+    expect(client.config.cacheMiddleware).toBe(true);
+    expect(client.middlewareStack.identify().some((m) => m.startsWith('loggerMiddleware'))).toBe(false);
+  } finally {
+    client.destroy();
+  }
 });

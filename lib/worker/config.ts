@@ -2,7 +2,7 @@
 // Every value is checked here, at load: a bad one stops the function with one sentence (in the log and as
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
+import { MANY_CALLS, type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
@@ -65,6 +65,24 @@ export function readWorkerSettings(env: Env): WorkerSettings {
 }
 
 /**
+ * Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of holding the
+ * whole batch until the function's 30 s time-out.
+ */
+const CALL_TIMEOUTS = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
+
+/** The worker's DynamoDB client (the bench measures the worker with the very same). */
+export function workerDynamoClient(clients: ClientSettings = {}): DynamoDBClient {
+  return functionClient(
+    new DynamoDBClient({
+      ...clientConfigOf('dynamodb', clients),
+      ...MANY_CALLS,
+      maxAttempts: 3,
+      requestHandler: CALL_TIMEOUTS,
+    }),
+  );
+}
+
+/**
  * The store, logger and concurrency of the handler, built once at module load. Throws on a bad setting
  * (the function then fails to start), after logging the same sentence.
  */
@@ -80,21 +98,15 @@ export function buildWorkerDependencies(
     logger.error('worker_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
     throw err;
   }
-  // Short per-call time-outs: a stuck call fails that record (retried later through SQS) instead of
-  // holding the whole batch until the function's 30 s time-out.
-  const timeouts = { connectionTimeout: 1000, requestTimeout: 5000, throwOnRequestTimeout: true };
-  const client = functionClient(
-    new DynamoDBClient({ ...clientConfigOf('dynamodb', clients), maxAttempts: 3, requestHandler: timeouts }),
-  );
   const store = new DynamoTaskWriter({
-    client,
+    client: workerDynamoClient(clients),
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
     time: settings.time,
   });
   const events = eventPublisherTo(settings.eventsTopicArn, {
     ...clientConfigOf('sns', clients),
-    requestHandler: timeouts,
+    requestHandler: CALL_TIMEOUTS,
   });
   return {
     store,

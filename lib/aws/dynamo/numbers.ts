@@ -16,6 +16,8 @@ const dynamoNumberLimits = {
  * number text sent to DynamoDB, exactly (what the SDK writes for a JS number is `String(n)`).
  */
 export function numberProblem(value: number | string): string | null {
+  // Most numbers are: a whole number JavaScript holds exactly has at most 16 digits, well within the limits.
+  if (Number.isSafeInteger(value)) return null;
   const parts = /^[+-]?(\d*)(?:\.(\d*))?(?:e([+-]?\d+))?$/i.exec(String(value).trim());
   if (!parts || (parts[1] === '' && !parts[2])) return 'not a finite number';
   const digits = `${parts[1]}${parts[2] ?? ''}`;

@@ -1,7 +1,7 @@
 // Publishes task events (lib/domain/task-events.ts) to the stack's SNS topic. A publish either succeeds
 // for every event or throws: the worker then fails the record, and its redelivery publishes again.
 import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
-import { functionClient } from '../clients.ts';
+import { MANY_CALLS, functionClient } from '../clients.ts';
 import type { EventPublisher } from '../../domain/event-publisher.ts';
 import type { TaskEvent } from '../../domain/task-events.ts';
 import { chunks } from '../../in-parallel.ts';
@@ -62,7 +62,7 @@ export function snsEventPublisher(client: SNSClient, topicArn: string): EventPub
 export function eventPublisherTo(
   topicArn: string,
   config: Pick<SNSClientConfig, 'requestHandler' | 'region' | 'endpoint' | 'credentials'> = {},
-): EventPublisher | undefined {
+): ReturnType<typeof snsEventPublisher> | undefined {
   if (!topicArn) return undefined;
-  return snsEventPublisher(functionClient(new SNSClient({ ...config, maxAttempts: 3 })), topicArn);
+  return snsEventPublisher(functionClient(new SNSClient({ ...config, ...MANY_CALLS, maxAttempts: 3 })), topicArn);
 }
