@@ -6,7 +6,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
-import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
+import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 
 /** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
 export function createDynalite(path?: string): Server {
@@ -21,13 +21,9 @@ export interface LocalDynamo {
 }
 
 export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient {
-  return new DynamoDBClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts,
-    logger: QUIET_SDK_LOGGER,
-  });
+  return withoutSdkLogging(
+    new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts }),
+  );
 }
 
 /** A DynamoDB in memory on a free port, with the project's table created. */

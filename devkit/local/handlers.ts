@@ -18,7 +18,6 @@ import { createIngestHandler } from '../../lib/ingest/handler.ts';
 import { createSweeperHandler } from '../../lib/sweeper/handler.ts';
 import { createWorkerHandler } from '../../lib/worker/handler.ts';
 import { injectFaults } from './faults.ts';
-import { quietSdkLogging } from './sdk-logger.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { enforceServiceLimits } from './service-limits.ts';
 /** An invocation as Lambda makes it: the event, and a context with the request id and time left. */
@@ -76,7 +75,6 @@ export function buildDeployedHandlers(
       enforceServiceLimits(client);
       // Idle unless the stack runs with faults (devkit/local/faults.ts).
       injectFaults(client, fn.key);
-      quietSdkLogging(client);
     });
     try {
       handlers[fn.key] = factory({ ...base, ...fn.environment }, clients);

@@ -33,7 +33,7 @@ import {
   SERVICE,
   resourceNames,
 } from './deployed-settings.ts';
-import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
+import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 import { createDynalite } from './dynamo.ts';
 import { createFaultSession, setFaultSession } from './faults.ts';
 import type { FaultKind, FaultRates } from './fault-spec.ts';
@@ -138,11 +138,11 @@ async function startEmulators(resources: AsyncDisposableStack, dataDir: string |
   resources.defer(quietly(() => fauxqs.stop()));
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
 
-  const client = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, logger: QUIET_SDK_LOGGER };
-  const dynamo = new DynamoDBClient({ endpoint: dynamoEndpoint, ...client });
-  const sqs = new SQSClient({ endpoint: sqsEndpoint, ...client });
+  const client = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
+  const dynamo = withoutSdkLogging(new DynamoDBClient({ endpoint: dynamoEndpoint, ...client }));
+  const sqs = withoutSdkLogging(new SQSClient({ endpoint: sqsEndpoint, ...client }));
   // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
-  const sns = new SNSClient({ endpoint: sqsEndpoint, ...client });
+  const sns = withoutSdkLogging(new SNSClient({ endpoint: sqsEndpoint, ...client }));
   resources.defer(() => {
     dynamo.destroy();
     sqs.destroy();

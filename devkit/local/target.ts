@@ -9,7 +9,7 @@ import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE, resourceNames } from './deployed-settings.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { OPERATOR, operatorSession } from './iam/operator-policy.ts';
-import { QUIET_SDK_LOGGER } from './sdk-logger.ts';
+import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 import { type LocalStackInfo, readLocalStack } from './stack-file.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { awsClientSettings } from '../../lib/aws/env-client-settings.ts';
@@ -102,20 +102,9 @@ export function localOperatorSession(local: LocalStackInfo, eventsQueueUrl: stri
 export function openLocal(local: LocalStackInfo, eventsQueueUrl: string | null = null): Target {
   const eventsQueue = eventsQueueUrl ?? local.eventsQueueUrl ?? null;
   const operator = localOperatorSession(local, eventsQueue);
-  const dynamo = new DynamoDBClient({
-    endpoint: local.dynamoEndpoint,
-    region: local.region,
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 2,
-    logger: QUIET_SDK_LOGGER,
-  });
-  const sqs = new SQSClient({
-    endpoint: local.sqsEndpoint,
-    region: local.region,
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 2,
-    logger: QUIET_SDK_LOGGER,
-  });
+  const settings = { region: local.region, credentials: LOCAL_CREDENTIALS, maxAttempts: 2 };
+  const dynamo = withoutSdkLogging(new DynamoDBClient({ endpoint: local.dynamoEndpoint, ...settings }));
+  const sqs = withoutSdkLogging(new SQSClient({ endpoint: local.sqsEndpoint, ...settings }));
   return assemble({
     kind: 'local',
     local,

@@ -21,7 +21,7 @@ import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/http-responses.ts';
 import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
 import { startLocalSqs } from '../../../devkit/local/fauxqs.ts';
-import { QUIET_SDK_LOGGER } from '../../../devkit/local/sdk-logger.ts';
+import { withoutSdkLogging } from '../../../lib/aws/clients.ts';
 import { createGateway } from '../../../devkit/local/http-gateway.ts';
 import { startSqsPoller, type SqsPoller } from '../../../devkit/local/sqs-poller.ts';
 import { createLogger } from '../../../lib/log.ts';
@@ -135,9 +135,8 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
     region: REGION,
     credentials: LOCAL_CREDENTIALS,
     maxAttempts: 2,
-    logger: QUIET_SDK_LOGGER,
   };
-  const sqs = new SQSClient(sqsConfig);
+  const sqs = withoutSdkLogging(new SQSClient(sqsConfig));
 
   // The roles of the template, for the ingest, the event source mapping and the worker.
   const iam = new IamSession({ region: REGION, accountId: LOCAL_ACCOUNT_ID });
@@ -145,15 +144,11 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const previousIam = setIamSession(iam);
   const ingestSqs = createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS });
   enforceIam(ingestSqs, 'ingest');
-  const pollerSqs = new SQSClient(sqsConfig);
+  const pollerSqs = withoutSdkLogging(new SQSClient(sqsConfig));
   enforceIam(pollerSqs, eventSourceMappingKey('worker'));
-  const workerDynamo = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: REGION,
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 3,
-    logger: QUIET_SDK_LOGGER,
-  });
+  const workerDynamo = withoutSdkLogging(
+    new DynamoDBClient({ endpoint: dynamo.endpoint, region: REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 }),
+  );
   enforceIam(workerDynamo, 'worker');
 
   const ingest = buildIngestDependencies(
