@@ -52,17 +52,21 @@ describe('enqueueCallback against an endpoint that accepts connections and never
     sockets.length = 0;
   });
 
+  // The deployed limits but a tenth of the request time-out, so that two attempts time out in 0.4 s, not 4 s.
   const client = () =>
-    createSqsClient({
-      region: 'us-east-1',
-      endpoint: `http://127.0.0.1:${port}`,
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    });
+    createSqsClient(
+      {
+        region: 'us-east-1',
+        endpoint: `http://127.0.0.1:${port}`,
+        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      },
+      { ...sqsLimits, requestTimeoutMs: sqsLimits.requestTimeoutMs / 10 },
+    );
 
   test('the overall deadline aborts the call', async () => {
     const sqs = client();
     await expect(
-      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, ids, 300),
+      enqueueCallback(sqs, `http://127.0.0.1:${port}/000000000000/q`, message, ids, 100),
     ).rejects.toMatchObject({
       name: 'AbortError',
     });

@@ -20,14 +20,20 @@ export const sqsLimits = {
   deadlineMs: 3000,
 } as const;
 
-/** The SQS client of the ingest, with the short time-outs above; `overrides` serve tests and emulators. */
-export function createSqsClient(overrides: SQSClientConfig = {}): SQSClient {
+/**
+ * The SQS client of the ingest, with the short time-outs above; `overrides` serve tests and emulators, `limits`
+ * tests that wait for a time-out.
+ */
+export function createSqsClient(
+  overrides: SQSClientConfig = {},
+  limits: Record<keyof typeof sqsLimits, number> = sqsLimits,
+): SQSClient {
   return functionClient(
     new SQSClient({
-      maxAttempts: sqsLimits.maxAttempts,
+      maxAttempts: limits.maxAttempts,
       requestHandler: {
-        connectionTimeout: sqsLimits.connectionTimeoutMs,
-        requestTimeout: sqsLimits.requestTimeoutMs,
+        connectionTimeout: limits.connectionTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
         // Without this the request time-out only logs a warning and the call keeps waiting.
         throwOnRequestTimeout: true,
       },
