@@ -2,7 +2,7 @@
 // and end (`updatedSince`, `endedSince`), through the handler against the store on dynalite: the answers are
 // the ones docs/openapi.yaml documents (test/support/openapi.ts), the rows the tasks the plan below says.
 import { QueryCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { listTasksEvent } from '../../test/support/api-events.ts';
 import { applyTasks, recordingTask, type SeedTask } from '../../devkit/seeds/seed-tasks.ts';
 import { conformance } from '../../test/support/openapi.ts';
 import { FILE_MARK_ATTRS, TIME_ATTRS } from '../aws/dynamo/time-items.ts';
@@ -69,24 +69,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => dynamo.stop());
 
-function listEvent(rawQueryString: string): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: ApiRoutes.tasks,
-    rawPath: '/tasks',
-    rawQueryString,
-    headers: {},
-    requestContext: {
-      http: { method: 'GET', path: '/tasks', protocol: 'HTTP/1.1', sourceIp: '10.0.0.1', userAgent: 'test' },
-      requestId: 'req-1',
-      routeKey: ApiRoutes.tasks,
-    } as APIGatewayProxyEventV2['requestContext'],
-    isBase64Encoded: false,
-  };
-}
-
 async function list(query: string): Promise<{ status: number; body: any }> {
-  const res = await handleApiRequest(listEvent(query), { store, log: silent, now: () => clock });
+  const res = await handleApiRequest(listTasksEvent(query), { store, log: silent, now: () => clock });
   const body = JSON.parse(res.body);
   expect({ query, errors: conformance(ApiRoutes.tasks, res.statusCode, body) }).toEqual({ query, errors: [] });
   return { status: res.statusCode, body };

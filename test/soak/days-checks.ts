@@ -4,10 +4,9 @@
 // sweep that crashed holding the task), no event published twice otherwise, the listings `GET /tasks?lost=true`,
 // `?stalled=true` and `?purgeBefore=6h` through the read API's handler, and every armed task's DUE entry still in
 // the table (entries past their TTL are deleted, as DynamoDB would).
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { listTasksEvent } from '../support/api-events.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { handleApiRequest } from '../../lib/api/handle-request.ts';
-import { ApiRoutes } from '../../lib/api/routes.ts';
 import type { TableClient } from '../../lib/aws/dynamo/table-client.ts';
 import type { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import type { TaskSweeps } from '../../lib/aws/dynamo/task-sweeps.ts';
@@ -202,27 +201,15 @@ async function listAll(input: CheckInput, query: string): Promise<Set<string>> {
   let cursor: string | null = null;
   do {
     const q: string = `${query}&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const res = await handleApiRequest(listEvent(q), { store: input.store, log: input.log, now: () => input.now });
+    const res = await handleApiRequest(listTasksEvent(q, 'soak'), {
+      store: input.store,
+      log: input.log,
+      now: () => input.now,
+    });
     const body = JSON.parse(typeof res.body === 'string' ? res.body : '{}');
     if (res.statusCode !== 200) throw new Error(`GET /tasks?${query}: ${res.statusCode} ${JSON.stringify(body)}`);
     for (const t of body.tasks as { id: string }[]) ids.add(t.id);
     cursor = body.nextCursor;
   } while (cursor);
   return ids;
-}
-
-function listEvent(rawQueryString: string): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: ApiRoutes.tasks,
-    rawPath: '/tasks',
-    rawQueryString,
-    headers: {},
-    requestContext: {
-      http: { method: 'GET', path: '/tasks', protocol: 'HTTP/1.1', sourceIp: '10.0.0.1', userAgent: 'soak' },
-      requestId: 'soak-days',
-      routeKey: ApiRoutes.tasks,
-    } as APIGatewayProxyEventV2['requestContext'],
-    isBase64Encoded: false,
-  };
 }
