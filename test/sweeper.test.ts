@@ -11,7 +11,7 @@ import { FILE_HOLD_MS } from '../lib/platform/delivery.ts';
 import { defaultTimeSettings } from '../lib/domain/deadlines.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
-import { sweep, type SweeperDeps } from '../lib/sweeper/sweep.ts';
+import { SWEEP_RESERVE_MS, sweep, type SweeperDeps } from '../lib/sweeper/sweep.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
@@ -150,6 +150,37 @@ test('a task without callbacks for its stall time is stalled once, and resumed b
   const again = w.published.filter((e) => e.type === 'task.stalled' && e.task.id === id);
   expect(again).toHaveLength(2);
   expect(new Set(again.map((e) => e.id)).size).toBe(2);
+}, 120_000);
+
+test("a sweep out of time stops at a bucket's start; the next goes on from there", async () => {
+  const w = await world();
+  const start = fixture('screenshot-1-start');
+  const t0 = start.timestamp as number;
+  const ids = ['img-cut-a', 'img-cut-b', 'img-cut-c'];
+  w.clock.now = t0;
+  await sweep(w.clock.now, w.sweeper());
+  // Three tasks half an hour apart: their deadlines lie in three buckets.
+  for (const [i, id] of ids.entries()) {
+    w.clock.now = t0 + i * 30 * MIN;
+    await w.deliver('screenshot', [{ ...start, imageId: id, timestamp: w.clock.now }]);
+  }
+  const stalled = async () => {
+    const found: string[] = [];
+    for (const id of ids) if ((await w.store.getTask(id))!.stalledSince !== null) found.push(id);
+    return found;
+  };
+  // Time for the first bucket with entries only: the second one's first entry finds the invocation nearly over.
+  let asked = 0;
+  const timeLeft = () => (++asked === 1 ? 60_000 : SWEEP_RESERVE_MS - 1);
+  w.clock.now = t0 + 3 * 60 * MIN;
+  const cut = await sweep(w.clock.now, w.sweeper(), timeLeft);
+  expect(cut).toMatchObject({ cutShort: true, swept: 1, stalled: 1 });
+  expect(await stalled()).toEqual(['img-cut-a']);
+  const next = await sweep(w.clock.now + 1000, w.sweeper(), () => 60_000);
+  expect(next).toMatchObject({ cutShort: false, swept: 2, stalled: 2 });
+  expect(next.from).toBeGreaterThan(cut.from);
+  expect(await stalled()).toEqual(ids);
+  expect(w.published.filter((e) => e.type === 'task.stalled').map((e) => e.task.id)).toEqual(ids);
 }, 120_000);
 
 test('an older callback leaves a stalled task stalled: no resume, and its stall is published once', async () => {

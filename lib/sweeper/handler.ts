@@ -6,7 +6,10 @@ import { invocationRunner } from '../log.ts';
 import { buildSweeperDependencies } from './config.ts';
 import { sweep, type SweepSummary } from './sweep.ts';
 
-export type SweeperHandler = (event: unknown, context?: Pick<Context, 'awsRequestId'>) => Promise<SweepSummary>;
+export type SweeperHandler = (
+  event: unknown,
+  context?: Pick<Context, 'awsRequestId'> & Partial<Pick<Context, 'getRemainingTimeInMillis'>>,
+) => Promise<SweepSummary>;
 
 /** The settings and clients are built here, once: a bad setting throws (the function does not start). */
 export function createSweeperHandler(
@@ -17,7 +20,8 @@ export function createSweeperHandler(
   const invocation = invocationRunner();
   return (_event, context) =>
     invocation(context, async () => {
-      const summary = await sweep(Date.now(), dependencies);
+      const timeLeft = context?.getRemainingTimeInMillis?.bind(context);
+      const summary = await sweep(Date.now(), dependencies, timeLeft);
       // One line per sweep: the metrics of the facts found are read off it (infra/alarms.yml).
       dependencies.log.info('sweep_done', { ...summary });
       return summary;

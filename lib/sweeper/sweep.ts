@@ -35,10 +35,23 @@ export interface SweepSummary {
   published: number;
   readUnits: number;
   writeUnits: number;
+  /** Stopped before the current bucket for want of time: the next sweep goes on from its position. */
+  cutShort: boolean;
 }
 
-/** The sweep of `now`: every DUE bucket up to now, each task named in one swept. */
-export async function sweep(now: number, deps: SweeperDeps): Promise<SweepSummary> {
+/**
+ * Time a sweep keeps in hand when it stops reading buckets: for the tasks it has read and its position. A sweep
+ * that has more to do than one invocation can (a backlog after an outage) stops at a bucket's start, moves its
+ * position through the buckets before it, and the next sweep goes on from there: never the same buckets again and
+ * again until each times out.
+ */
+export const SWEEP_RESERVE_MS = 20_000;
+
+/**
+ * The sweep of `now`: every DUE bucket up to now, each task named in one swept; `timeLeftMs` (the invocation's
+ * time left) stops it early, at a bucket's start.
+ */
+export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => number): Promise<SweepSummary> {
   const cap: Capacity = { read: 0, write: 0 };
   const table = deps.sweeps.table;
   const position = await readSweepPosition(table, 'DUE', cap);
@@ -60,6 +73,7 @@ export async function sweep(now: number, deps: SweeperDeps): Promise<SweepSummar
     published: 0,
     readUnits: 0,
     writeUnits: 0,
+    cutShort: false,
   };
   // Tasks of one bucket are swept in parallel; a task named twice (in two buckets, or twice in one) once.
   const seen = new Set<string>();
@@ -89,7 +103,15 @@ export async function sweep(now: number, deps: SweeperDeps): Promise<SweepSummar
   const unfinished = (bucket: number) => {
     if (firstUnfinished === null || bucket < firstUnfinished) firstUnfinished = bucket;
   };
+  let lastBucket: number | null = null;
   for await (const entry of readBucketEntries(table, 'DUE', from, current, cap)) {
+    if (entry.bucket !== lastBucket && timeLeftMs !== undefined && timeLeftMs() < SWEEP_RESERVE_MS) {
+      // At a bucket's start: the buckets before it are read whole, their tasks are swept by the flush below.
+      unfinished(entry.bucket);
+      summary.cutShort = true;
+      break;
+    }
+    lastBucket = entry.bucket;
     summary.entries += 1;
     const key = `${entry.appKey.length}:${entry.appKey}#${entry.id}`;
     if (seen.has(key)) continue;
