@@ -15,7 +15,7 @@
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
 //                         [--parts receiver,chaos,large,days] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
-//                         [--days 5] [--tasks-per-day 96] [--lose 0.1] [--stall 0.1] [--outage-hours 6]
+//                         [--days 16] [--tasks-per-day 48] [--lose 0.1] [--stall 0.1] [--outage-hours 6]
 //                         [--days-trace <task id>]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -69,8 +69,8 @@ const { values: args } = parseArgs({
     'chaos-seeds': { type: 'string', default: '2000' },
     'large-images': { type: 'string', default: '100000' },
     hours: { type: 'string', default: '24' },
-    days: { type: 'string', default: '5' },
-    'tasks-per-day': { type: 'string', default: '96' },
+    days: { type: 'string', default: '16' },
+    'tasks-per-day': { type: 'string', default: '48' },
     lose: { type: 'string', default: '0.1' },
     stall: { type: 'string', default: '0.1' },
     'outage-hours': { type: 'string', default: '6' },
