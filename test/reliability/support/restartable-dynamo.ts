@@ -2,7 +2,7 @@
 // of a run, as a crashed or unreachable database would be, and started again as a new server on the same
 // port over the same files. (Closed in-process, dynalite throws from requests still in flight.)
 import { spawn, type ChildProcess } from 'node:child_process';
-import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../../lib/aws/dynamo/table.ts';
 import { dynamoClient } from '../../../devkit/local/dynamo.ts';
 
@@ -66,8 +66,26 @@ export async function startRestartableDynamo(path: string, tableName = 'callback
     stop,
     async start() {
       if (current) return;
-      ({ child } = await spawnServer(path, port));
-      current = child;
+      // Listening is not serving: the new server opens the files after it listens. The outage ends when it
+      // answers; one that does not within a few seconds is started again, so that the run's outage is the one
+      // the test makes.
+      let lastError: unknown;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        ({ child } = await spawnServer(path, port));
+        current = child;
+        const until = Date.now() + 5_000;
+        while (Date.now() < until) {
+          try {
+            await client.send(new DescribeTableCommand({ TableName: tableName }));
+            return;
+          } catch (err) {
+            lastError = err;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+        await stop();
+      }
+      throw new Error(`dynalite over ${path} did not answer after three starts: ${String(lastError)}`);
     },
     async close() {
       await stop();
