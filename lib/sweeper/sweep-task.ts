@@ -5,19 +5,10 @@
 // (same ids). A callback in between fails the conditional writes, and the task is read again.
 import { headerParts } from '../aws/dynamo/items.ts';
 import { TIME_ATTRS, timeOf } from '../aws/dynamo/time-items.ts';
-import type { SweptFile, TaskSweeps } from '../aws/dynamo/task-sweeps.ts';
+import { clockViewOf, nextArmBucket, type SweptFile, type TaskSweeps } from '../aws/dynamo/task-sweeps.ts';
 import type { TaskRef } from '../aws/dynamo/time-buckets.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
-import {
-  bucketOf,
-  fileDue,
-  lostFiles,
-  nextDeadline,
-  purgeAtOf,
-  taskDue,
-  type TaskClockView,
-  type TimeSettings,
-} from '../domain/deadlines.ts';
+import { bucketOf, fileDue, lostFiles, purgeAtOf, taskDue, type TimeSettings } from '../domain/deadlines.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
 import { toSummary } from '../domain/task-parts.ts';
 import type { Capacity } from '../domain/task-store.ts';
@@ -73,8 +64,7 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
     if (held !== undefined && held >= now && held !== lease) return { ...result, outcome: 'leased' };
     // A sweep that stopped after its claim: what it claimed may not be out.
     const crashed = held !== undefined && held < now;
-    const status = toSummary(parts).status;
-    const view: TaskClockView = { header: parts.header, status, updatedAt: parts.tally.updatedAt, time };
+    const view = clockViewOf(header, parts);
     const due = taskDue(view, now, deps.time);
     const files = (parts.counts?.failed ?? 0) > 0 ? await deps.sweeps.failedFiles(t, cap) : [];
     const filesDue = files.map((f) => ({ f, ...fileDue(f.record, f.marks, now, deps.time) }));
@@ -117,7 +107,7 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
     if (owed.size > 0 && deps.events) await deps.events.publish([...owed.values()]);
     result.published += owed.size;
     owed.clear();
-    const next = nextAfter(header, files, now, deps.time);
+    const next = nextArmBucket(header, files, now, deps.time);
     const lost = lostCount(files);
     // Nothing claimed and nothing to change: the arm stands (a deadline later in the current bucket).
     if (!anyDue && !crashed && next === time.armed && lost === time.lost) return { ...result, outcome: 'not_due' };
@@ -164,21 +154,4 @@ function timedTask(header: Item, lost: number): TimedTask {
   const parts = headerParts(header)!;
   const summary = toSummary({ ...parts, time: { ...timeOf(header), lost } });
   return { summary, header: parts.header, version: header.ver as number };
-}
-
-/** The bucket of the task's next deadline, not before the current one; null: none left. */
-function nextAfter(header: Item, files: readonly SweptFile[], now: number, s: TimeSettings): number | null {
-  const parts = headerParts(header)!;
-  const view = {
-    header: parts.header,
-    status: toSummary(parts).status,
-    updatedAt: parts.tally.updatedAt,
-    time: timeOf(header),
-  };
-  const next = nextDeadline(
-    view,
-    files.map((f) => ({ file: f.record, marks: f.marks })),
-    s,
-  );
-  return next === null ? null : Math.max(bucketOf(next), bucketOf(now));
 }

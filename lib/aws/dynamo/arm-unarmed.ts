@@ -4,22 +4,16 @@
 // its next deadline as the worker arms one (./deadline-arming.ts moveArm: the DUE entry, then `db`), on condition
 // that it is still unarmed: a worker that armed the task meanwhile wins. Idempotent: an armed header is not found
 // again.
-import { bucketOf, nextDeadline, type TaskClockView, type TimeSettings } from '../../domain/deadlines.ts';
-import { toSummary } from '../../domain/task-parts.ts';
+import { nextDeadline, type TimeSettings } from '../../domain/deadlines.ts';
 import { noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
-import { moveArm } from './deadline-arming.ts';
-import { appKeyOf, headerParts } from './items.ts';
-import { Keys } from './table.ts';
-import { TaskSweeps } from './task-sweeps.ts';
+import { moveArm, taskOfHeader } from './deadline-arming.ts';
+import { headerParts } from './items.ts';
+import { TaskSweeps, clockViewOf, nextArmBucket } from './task-sweeps.ts';
 import { TIME_ATTRS, timeOf } from './time-items.ts';
 
-/** The task's clock view as its header alone says it (null: a header without counts). */
-function clockViewOf(header: Item): { view: TaskClockView; failedOpen: number } | null {
-  const parts = headerParts(header);
-  if (!parts) return null;
-  const time = timeOf(header);
-  const view = { header: parts.header, status: toSummary(parts).status, updatedAt: parts.tally.updatedAt, time };
-  return { view, failedOpen: (parts.counts?.failed ?? 0) - time.lost };
+/** Failed files not lost yet, by the header's counts: their warnings and losses are still to come. */
+function failedOpen(header: Item): number {
+  return (headerParts(header)?.counts?.failed ?? 0) - timeOf(header).lost;
 }
 
 /**
@@ -29,8 +23,9 @@ function clockViewOf(header: Item): { view: TaskClockView; failedOpen: number } 
  */
 export function mayNeedArm(header: Item, s: TimeSettings): boolean {
   if (header[TIME_ATTRS.armed] !== undefined) return false;
-  const clock = clockViewOf(header);
-  return clock === null || clock.failedOpen > 0 || nextDeadline(clock.view, [], s) !== null;
+  const parts = headerParts(header);
+  if (!parts) return true;
+  return failedOpen(header) > 0 || nextDeadline(clockViewOf(header, parts), [], s) !== null;
 }
 
 /**
@@ -48,18 +43,10 @@ export async function armUnarmed(
   const cap = noCapacity();
   const header = await table.get(key, cap);
   if (!header || header[TIME_ATTRS.armed] !== undefined) return false;
-  const clock = clockViewOf(header);
-  if (!clock) return false;
-  const task = { appKey: appKeyOf(header), id: String(header.pk).slice(Keys.taskPk('').length) };
-  const files = clock.failedOpen > 0 ? await new TaskSweeps(table).failedFiles(task, cap) : [];
-  const next = nextDeadline(
-    clock.view,
-    files.map((f) => ({ file: f.record, marks: f.marks })),
-    s,
-  );
-  if (next === null) return false;
+  const task = taskOfHeader(header);
+  const files = failedOpen(header) > 0 ? await new TaskSweeps(table).failedFiles(task, cap) : [];
+  const bucket = nextArmBucket(header, files, now, s);
+  if (bucket === null) return false;
   if (dryRun) return true;
-  return (
-    (await moveArm(table, key, task, Math.max(bucketOf(next), bucketOf(now)), cap, { onlyUnarmed: true })) !== null
-  );
+  return (await moveArm(table, key, task, bucket, cap, { onlyUnarmed: true })) !== null;
 }

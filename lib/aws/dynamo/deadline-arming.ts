@@ -122,7 +122,8 @@ export class NewTaskArms implements NewTaskArming {
 }
 
 /** The task a header item belongs to. */
-const taskOfHeader = (header: Item): TaskRef => ({
+/** The task a header is of. */
+export const taskOfHeader = (header: Item): TaskRef => ({
   appKey: appKeyOf(header),
   id: String(header.pk).slice(Keys.taskPk('').length),
 });

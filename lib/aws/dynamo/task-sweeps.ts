@@ -3,14 +3,23 @@
 // the version read and of no live lease), a file's mark (on condition that its winning upload is the one read),
 // and the re-arm that ends the sweep of the task. Every write grows the item's version, so that a worker's put
 // over an older copy fails and reads it again.
-import type { FileMarks } from '../../domain/deadlines.ts';
+import {
+  bucketOf,
+  nextDeadline,
+  type FileMarks,
+  type TaskClockView,
+  type TimeSettings,
+} from '../../domain/deadlines.ts';
+import type { TaskParts } from '../../domain/task-parts.ts';
+import { toSummary } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { filesWithAttempts } from './file-attempts.ts';
+import { headerParts } from './items.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
-import { TIME_ATTRS, failedFilesQuery, toMinutes } from './time-items.ts';
+import { TIME_ATTRS, failedFilesQuery, timeOf, toMinutes } from './time-items.ts';
 
 const A = TIME_ATTRS;
 
@@ -23,6 +32,36 @@ export interface SweptFile {
 }
 
 const headerKeyOf = (t: TaskRef): Key => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) });
+
+/** What the rules of lib/domain/deadlines.ts read of a task: its header's parts, status, latest callback, time. */
+export function clockViewOf(header: Item, parts: TaskParts): TaskClockView {
+  return {
+    header: parts.header,
+    status: toSummary(parts).status,
+    updatedAt: parts.tally.updatedAt,
+    time: timeOf(header),
+  };
+}
+
+/**
+ * The bucket to arm a task at: its next deadline's, not before the current one (its header and failed files as
+ * read); null when nothing of it can become due, or the header has no counts.
+ */
+export function nextArmBucket(
+  header: Item,
+  files: readonly Pick<SweptFile, 'record' | 'marks'>[],
+  now: number,
+  s: TimeSettings,
+): number | null {
+  const parts = headerParts(header);
+  if (!parts) return null;
+  const next = nextDeadline(
+    clockViewOf(header, parts),
+    files.map((f) => ({ file: f.record, marks: f.marks })),
+    s,
+  );
+  return next === null ? null : Math.max(bucketOf(next), bucketOf(now));
+}
 
 export class TaskSweeps {
   readonly table: TableClient;
