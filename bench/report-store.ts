@@ -138,69 +138,73 @@ export function comparisonSection(
   const before = previousLayout();
   if (!before) return [];
   const mix = r.capacity.mix;
-  const change = (now: number, then: number) => x(now / then);
+  // A figure of this run beside the token layout's, each written as `fmt` writes it, and their ratio.
+  const compared = (label: string, now: number, then: number, fmt: (n: number) => string = (n) => num(n)): Cells => [
+    label,
+    fmt(now),
+    fmt(then),
+    x(now / then),
+  ];
   const full = r.batchCapacity;
+  const stress = r.stressCapacity.mix;
   const rows: Cells[] = [
     ...(full
       ? [
-          [
+          compared(
             'write units per callback, index writes included, at full FIFO batches',
-            num(full.tableWcu + full.indexWcu),
-            num(before.writeUnits),
-            change(full.tableWcu + full.indexWcu, before.writeUnits),
-          ],
-          [
-            'read units per callback at full FIFO batches (task events included)',
-            num(full.rcu),
-            num(before.readUnits),
-            change(full.rcu, before.readUnits),
-          ],
+            full.tableWcu + full.indexWcu,
+            before.writeUnits,
+          ),
+          compared('read units per callback at full FIFO batches (task events included)', full.rcu, before.readUnits),
         ]
       : []),
-    [
+    compared(
       'write units per callback, index writes included, a batch of one (low traffic)',
-      num(mix.tableWcu + mix.indexWcu),
-      num(before.writeUnits),
-      change(mix.tableWcu + mix.indexWcu, before.writeUnits),
-    ],
-    [
-      'read units per callback (write path), a batch of one',
-      num(mix.rcu),
-      num(before.readUnits),
-      change(mix.rcu, before.readUnits),
-    ],
-    [
+      mix.tableWcu + mix.indexWcu,
+      before.writeUnits,
+    ),
+    compared('read units per callback (write path), a batch of one', mix.rcu, before.readUnits),
+    compared(
       'write units per callback on the stress mix (the mix the token layout was measured on)',
-      num(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu),
-      num(before.writeUnits),
-      change(r.stressCapacity.mix.tableWcu + r.stressCapacity.mix.indexWcu, before.writeUnits),
-    ],
+      stress.tableWcu + stress.indexWcu,
+      before.writeUnits,
+    ),
     // The token layout published no task events: the figures to compare are those without.
     ...(r.withoutEvents
       ? [
-          [
+          compared(
             'worker throughput over bare PutItem, without task events (as the token layout ran)',
-            x(r.withoutEvents.ratio.median),
-            x(before.throughputRatio),
-            change(r.withoutEvents.ratio.median, before.throughputRatio),
-          ],
+            r.withoutEvents.ratio.median,
+            before.throughputRatio,
+            x,
+          ),
         ]
       : []),
-    [
-      'worker throughput over bare PutItem, with task events',
-      x(r.ratio.median),
-      x(before.throughputRatio),
-      change(r.ratio.median, before.throughputRatio),
-    ],
+    compared('worker throughput over bare PutItem, with task events', r.ratio.median, before.throughputRatio, x),
   ];
-  const costRow = (label: string, usd: number) =>
-    rows.push([label, `$${num(usd, 3)}`, `$${num(before.costUsd!, 3)}`, change(usd, before.costUsd!)]);
+  const usd = (n: number) => `$${num(n, 3)}`;
   if (cost && before.costUsd !== null) {
     if (cost.withoutEvents !== null)
-      costRow('cost per million callbacks without task events (part 6)', cost.withoutEvents);
-    costRow('cost per million callbacks with task events (part 6, full FIFO batches)', cost.withEvents);
+      rows.push(
+        compared('cost per million callbacks without task events (part 6)', cost.withoutEvents, before.costUsd, usd),
+      );
+    rows.push(
+      compared(
+        'cost per million callbacks with task events (part 6, full FIFO batches)',
+        cost.withEvents,
+        before.costUsd,
+        usd,
+      ),
+    );
     if (cost.lowTraffic !== null)
-      costRow('cost per million callbacks with task events, a batch of one (low traffic)', cost.lowTraffic);
+      rows.push(
+        compared(
+          'cost per million callbacks with task events, a batch of one (low traffic)',
+          cost.lowTraffic,
+          before.costUsd,
+          usd,
+        ),
+      );
   }
   return [
     `**Beside the layout this one replaced** (its last full run, ${before.date}, ` +
