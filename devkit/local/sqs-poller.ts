@@ -175,10 +175,6 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
   };
 
   /**
-   * Waits for a first message, then gathers more until the batch is full or the window has passed. Only
-   * the first receive may throw: once messages are in hand they are invoked.
-   */
-  /**
    * The first receive of a batch, one poller at a time: the others wait their turn rather than each hold a long
    * poll of its own. Every message, or group made free, wakes every long poll of the queue, and all but one came
    * back empty, at once, to poll again; the batches in hand still run side by side.
@@ -190,6 +186,10 @@ export function startSqsPoller(opts: SqsPollerOptions): SqsPoller {
     return mine;
   };
 
+  /**
+   * Waits for a first message, then gathers more until the batch is full or the window has passed. Only
+   * the first receive may throw: once messages are in hand they are invoked.
+   */
   const gather = async (): Promise<Message[]> => {
     const batch = await firstReceive();
     if (batch.length === 0) return batch;
