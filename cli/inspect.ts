@@ -44,16 +44,21 @@ export interface Context {
   out(text: string): void;
 }
 
-/** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
-export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
-  guardStdout();
-  const target = await openTarget({
+/** The target the options name (`--stage`, `--region`, `--queue-url`), as the CLI's environment and folder find it. */
+export function openTargetOf(opts: Pick<CommonOptions, 'stage' | 'region' | 'queueUrl'>): Promise<Target> {
+  return openTarget({
     stage: opts.stage,
     region: opts.region,
     eventsQueueUrl: opts.queueUrl,
     env: cliIo().env,
     cwd: cliIo().cwd,
   });
+}
+
+/** Opens the target, runs `fn`, closes the target; any error becomes one sentence. */
+export async function withTarget(opts: CommonOptions, fn: (ctx: Context) => Promise<void>): Promise<void> {
+  guardStdout();
+  const target = await openTargetOf(opts);
   const where = target.describe;
   const ctx: Context = {
     target,

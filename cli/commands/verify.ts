@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { durationOption } from '../option-parsers.ts';
 import { colorsFor, jsonText, printable } from '../format.ts';
-import { openTarget } from '../../devkit/local/target.ts';
+import { openTargetOf } from '../inspect.ts';
 import { readExpectFile } from '../../devkit/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
@@ -95,13 +95,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there.
     ...(Number.isFinite(runEndedAt) ? { runEndedAt } : {}),
   };
-  const target = await openTarget({
-    stage: opts.stage,
-    region: opts.region,
-    eventsQueueUrl: opts.queueUrl,
-    env: cliIo().env,
-    cwd: cliIo().cwd,
-  });
+  const target = await openTargetOf(opts);
   try {
     const isDrained = async () => {
       const d = await target.queue.depth();
