@@ -460,7 +460,14 @@ describe('IAM', () => {
         [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
         [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackFifoQueue')],
         [
-          ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+          [
+            'dynamodb:BatchGetItem',
+            'dynamodb:BatchWriteItem',
+            'dynamodb:GetItem',
+            'dynamodb:PutItem',
+            'dynamodb:Query',
+            'dynamodb:UpdateItem',
+          ],
           getAtt('TasksTable'),
         ],
         [['sns:Publish'], ref('TaskEventsTopic')],
@@ -678,6 +685,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
       const worker = bundles.get('worker')!;
       expect(worker.sent.map((c) => `${c.service}:${c.operation}`)).toEqual([
         'dynamodb:BatchGetItem',
+        'dynamodb:BatchWriteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',

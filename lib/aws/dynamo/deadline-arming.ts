@@ -20,8 +20,8 @@ import type { FileRecord } from '../../domain/task.ts';
 import { randomUUID } from 'node:crypto';
 import { appKeyOf, headerParts } from './items.ts';
 import { Keys } from './table.ts';
-import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
-import { putBucketEntries, type TaskRef } from './time-buckets.ts';
+import { putAll, toItem, type Item, type Key, type TableClient } from './table-client.ts';
+import { bucketEntryItems, putBucketEntries, type TaskRef } from './time-buckets.ts';
 import type { CountClauses } from './count-update.ts';
 import { changeBucketOf, headerChangeBucket } from './listing-hours.ts';
 import { TIME_ATTRS, minutesAfter, timeOf, toMinutes } from './time-items.ts';
@@ -106,9 +106,13 @@ export class NewTaskArms implements NewTaskArming {
     this.pending.set(key, { task, bucket, puts: null });
   }
 
-  /** Writes the entries of the arms and changes made since the last flush: one shared entry per bucket. */
+  /**
+   * Writes the entries of the arms and changes made since the last flush: one shared entry per bucket, all of them
+   * in one request.
+   */
   async flush(table: TableClient, cap: Capacity): Promise<void> {
     const token = randomUUID().slice(0, 8);
+    const items: Item[] = [];
     for (const [kind, entries] of [
       ['DUE', this.pending],
       ['CHG', this.changes],
@@ -116,8 +120,9 @@ export class NewTaskArms implements NewTaskArming {
       const byBucket = new Map<number, TaskRef[]>();
       for (const { task, bucket } of entries.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
       entries.clear();
-      for (const [bucket, tasks] of byBucket) await putBucketEntries(table, kind, bucket, tasks, cap, token);
+      for (const [bucket, tasks] of byBucket) items.push(...bucketEntryItems(kind, bucket, tasks, token));
     }
+    await putAll(table, items, cap);
   }
 }
 

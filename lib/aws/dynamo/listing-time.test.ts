@@ -306,8 +306,16 @@ describe('what the hour entries cost the worker', () => {
       });
       let now = H0 + 30 * HOUR + 60_000;
       const counted = new DynamoTaskStore({ client, tableName: dynamo.tableName, now: () => now });
-      const entries = (kind: string) =>
-        sent.filter((c) => c.name === 'PutItemCommand' && String(c.input.Item.pk.S).startsWith(`${kind}#`)).length;
+      // Entries written alone (PutItem) or with the batch's others (BatchWriteItem).
+      const written = () =>
+        sent.flatMap((c): { pk: { S: string } }[] => {
+          if (c.name === 'PutItemCommand') return [c.input.Item];
+          if (c.name !== 'BatchWriteItemCommand') return [];
+          return Object.values(c.input.RequestItems as Record<string, { PutRequest: { Item: any } }[]>)
+            .flat()
+            .map((w) => w.PutRequest.Item);
+        });
+      const entries = (kind: string) => written().filter((item) => String(item.pk.S).startsWith(`${kind}#`)).length;
       // The hour is recorded by the count update itself, never by an update of its own.
       const hourWrites = () =>
         sent.filter((c) => c.name === 'UpdateItemCommand' && /#ca = :ca, ver/.test(c.input.UpdateExpression)).length;

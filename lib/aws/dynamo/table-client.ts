@@ -3,6 +3,9 @@
 import {
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
+  BatchWriteItemCommand,
+  type BatchWriteItemCommandOutput,
+  type WriteRequest,
   ConditionalCheckFailedException,
   GetItemCommand,
   PutItemCommand,
@@ -224,5 +227,31 @@ export class TableClient extends TableReader {
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'write');
+  }
+}
+
+/**
+ * Unconditional puts of several items (written again, each is the same): one BatchWriteItem per 25, what DynamoDB
+ * leaves unprocessed sent again after a back-off; a single item goes as a plain PutItem. A function, not a method:
+ * only the bundles that call it carry BatchWriteItem (each role grants what its bundle sends).
+ */
+export async function putAll(table: TableClient, items: readonly Item[], cap: Capacity): Promise<void> {
+  if (items.length <= 1) {
+    for (const item of items) await table.put(item, cap);
+    return;
+  }
+  for (const chunk of chunks(items, 25)) {
+    let request: Record<string, WriteRequest[]> | undefined = {
+      [table.table]: chunk.map((item) => ({ PutRequest: { Item: toItem(item) } })),
+    };
+    for (let round = 0; request && Object.keys(request).length; round++) {
+      if (round > 0) await backoff(round + 1);
+      const res: BatchWriteItemCommandOutput = await table.client.send(
+        new BatchWriteItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
+      );
+      for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'write');
+      request = res.UnprocessedItems && Object.keys(res.UnprocessedItems).length ? res.UnprocessedItems : undefined;
+      if (round > 20) throw new ContentionError('BatchWriteItem left items unprocessed after 20 rounds');
+    }
   }
 }

@@ -49,8 +49,12 @@ export const bucketPk = (kind: BucketKind, bucket: number): string =>
 /** The sort key of one task's entry. */
 const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
 
-/** The entry items that name `tasks` in a bucket: one per task, or shared ones (`~<token>`) for several. */
-function entryItems(kind: BucketKind, bucket: number, tasks: readonly TaskRef[], token?: string): Item[] {
+/**
+ * The entry items that name `tasks` in the bucket `ms` falls in: one per task, or shared ones (`~<token>`) for
+ * several.
+ */
+export function bucketEntryItems(kind: BucketKind, ms: number, tasks: readonly TaskRef[], token?: string): Item[] {
+  const bucket = bucketStart(kind, ms);
   const { width, ttlMs } = BUCKET_KINDS[kind];
   const base = { pk: bucketPk(kind, bucket), expiresAt: Math.floor((bucket + width + ttlMs) / 1000) };
   if (tasks.length === 1 || token === undefined) return tasks.map((t) => ({ ...base, sk: taskEntrySk(t) }));
@@ -69,10 +73,9 @@ export async function putBucketEntries(
   ms: number,
   tasks: readonly TaskRef[],
   cap: Capacity,
-  token?: string,
 ): Promise<number> {
   const bucket = bucketStart(kind, ms);
-  for (const item of entryItems(kind, bucket, tasks, token)) await table.put(item, cap);
+  for (const item of bucketEntryItems(kind, bucket, tasks)) await table.put(item, cap);
   return bucket;
 }
 
