@@ -34,8 +34,8 @@ export interface LocalStackOptions {
   /** Silences the JSON log lines of the handlers and the poller while the stack runs. */
   quiet?: boolean;
   /**
-   * The long-poll wait of the event source mappings' pollers (SqsPollerOptions.waitTimeSeconds, default 1 s): it
-   * bounds how long a stop waits for an idle poller. fauxqs takes a fraction of a second, as tests do.
+   * The long-poll wait of the event source mappings' pollers (SqsPollerOptions.waitTimeSeconds, default 0.2 s): it
+   * bounds how long a stop waits for an idle poller.
    */
   pollWaitSeconds?: number;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
