@@ -249,6 +249,21 @@ function taskSizeTable(t: NonNullable<ApiResult['taskSize']>): string {
 const ratio1 = (x: number) => `${num(x)}×`;
 const kib = (s: Summary): Summary => ({ ...s, median: s.median / 1024, min: s.min / 1024, max: s.max / 1024 });
 
+/** Where the worker's time goes: its DynamoDB requests alone against all of it (./worker.ts replayRequests). */
+function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, concurrency: number): string {
+  const share = a.msPerCallback / a.workerMsPerCallback;
+  return (
+    `**Where the worker's time goes.** The ${a.requests.toLocaleString('en-US')} DynamoDB requests the worker ` +
+    `with task events sent in that run, sent again alone (in the same order, ${concurrency} at a time, same ` +
+    `client, a fresh table): ${num(a.msPerCallback)} ms per callback, ${num(share * 100, 2)}% of the worker's ` +
+    `${num(a.workerMsPerCallback)} ms per callback (means over the run); the rest is its own code, its task ` +
+    `events through SNS (fauxqs, in the same process) and garbage collection. Bare \`PutItem\`: ` +
+    `${num(a.bareMsPerCallback)} ms per callback. With no time of its own at all, the worker would reach ` +
+    `${x(a.bareMsPerCallback / a.msPerCallback)} bare \`PutItem\` here: the requests it makes per callback, ` +
+    `each dearer than a bare put (a condition, a larger item), set that bound.`
+  );
+}
+
 function workerSection(
   r: WorkerResult,
   cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
@@ -310,6 +325,7 @@ function workerSection(
       `${num(r.loggedWcuPerCallback)} write and ${num(r.loggedRcuPerCallback)} read units per callback; ` +
       `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
     '',
+    ...(r.requestsAlone ? [requestsAloneParagraph(r.requestsAlone, r.concurrency), ''] : []),
     `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a ` +
       `time through ` +
       '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write ' +

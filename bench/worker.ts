@@ -18,6 +18,7 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import * as dynamodbCommands from '@aws-sdk/client-dynamodb';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { eventPublisherTo } from '../lib/aws/sns/task-events.ts';
@@ -113,6 +114,8 @@ export interface WorkerResult {
   barePutBatchMs: Summary;
   /** DynamoDB requests per callback in the throughput run, by operation (bare PutItem: exactly 1). */
   requestsPerCallback: Record<string, number>;
+  /** Where the worker's time goes: its DynamoDB requests sent again alone (`replayRequests`), means per callback. */
+  requestsAlone?: RequestsAlone;
   /** Units the worker logged (wcu/rcu per callback) in the throughput run, conflicts and retries included. */
   loggedWcuPerCallback: number;
   loggedRcuPerCallback: number;
@@ -127,6 +130,16 @@ export interface WorkerResult {
   stressCapacity: CapacityResult;
   /** The realistic mix through `processBatch` in full FIFO batches (./fifo-batches.ts). */
   batchCapacity?: BatchCapacityResult;
+}
+
+export interface RequestsAlone {
+  /** The requests the worker (with task events) sent in the throughput run. */
+  requests: number;
+  /** Those requests sent again alone, in order, at the worker's concurrency, to a fresh table: ms per callback. */
+  msPerCallback: number;
+  /** The worker's own time per callback in that run (all its batches over all its callbacks), and the baseline's. */
+  workerMsPerCallback: number;
+  bareMsPerCallback: number;
 }
 
 const noop = () => {};
@@ -206,6 +219,45 @@ export function countRequests(client: DynamoDBClient): Map<string, number> {
     { step: 'initialize', name: 'benchRequestCounter' },
   );
   return counts;
+}
+
+/** Keeps a copy of each request the client sends while `on` (a middleware, before retries). */
+function captureRequests(client: DynamoDBClient): { on: boolean; sent: { command: string; input: any }[] } {
+  const capture = { on: false, sent: [] as { command: string; input: any }[] };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (capture.on) capture.sent.push({ command: String(context.commandName), input: structuredClone(args.input) });
+      return next(args);
+    },
+    { step: 'initialize', name: 'benchRequestCapture' },
+  );
+  return capture;
+}
+
+/**
+ * Sends `sent` again, in order, `concurrency` at a time, to the table `tableName` (created here), with the same
+ * client: the time the requests alone take, without the code that decided them. A condition that failed then fails
+ * again (the items are written in the same order); every error is ignored. Returns milliseconds.
+ */
+async function replayRequests(
+  client: DynamoDBClient,
+  sent: readonly { command: string; input: any }[],
+  tableName: string,
+  concurrency: number,
+): Promise<number> {
+  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  const commands = dynamodbCommands as unknown as Record<string, new (input: unknown) => PutItemCommand>;
+  const retarget = (input: any) => {
+    const out = { ...input };
+    if (out.TableName) out.TableName = tableName;
+    if (out.RequestItems) out.RequestItems = { [tableName]: Object.values(out.RequestItems)[0] };
+    return out;
+  };
+  const started = performance.now();
+  await inParallel(sent, concurrency, async ({ command, input }) => {
+    await client.send(new commands[command]!(retarget(input))).catch(() => undefined);
+  });
+  return performance.now() - started;
 }
 
 function barePut(client: DynamoDBClient, tableName: string, id: string, raw: string) {
@@ -425,6 +477,7 @@ export async function benchWorker(
     const client = workerClient;
     const events = eventPublisherTo(topic.topicArn, clientConfigOf('sns', clients))!;
     const counts = countRequests(client);
+    const capture = captureRequests(client);
     const { log, totals } = capacityLogger();
     const plainLog: Logger = { debug: noop, info: noop, warn: noop, error: noop };
     const store = new DynamoTaskStore({ client, tableName: dynamo.tableName });
@@ -461,7 +514,9 @@ export async function benchWorker(
       let total = 0;
       for (const event of batches) {
         const started = performance.now();
+        capture.on = true;
         const result = await processBatch(event, { store, log, concurrency: RECORD_CONCURRENCY, events });
+        capture.on = false;
         const ms = performance.now() - started;
         workerBatchMs.push(ms);
         total += ms;
@@ -528,6 +583,16 @@ export async function benchWorker(
       if (own > 0) requestsPerCallback[name] = own / applied;
     }
 
+    const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+    const requestsAlone: RequestsAlone = {
+      requests: capture.sent.length,
+      msPerCallback: (await replayRequests(client, capture.sent, 'bench-replay', RECORD_CONCURRENCY)) / applied,
+      workerMsPerCallback: sum(workerBatchMs) / applied,
+      bareMsPerCallback: sum(bareBatchMs) / applied,
+    };
+    capture.sent.length = 0;
+    progress(`worker: its ${requestsAlone.requests} DynamoDB requests sent again alone`);
+
     const logBytesPerCallback = totals.bytes / applied;
     const capacity = await measureCapacity(dynamo.client, sizes.capacityCallbacks, MIX_FAULTS, 'bench-capacity');
     const stressCapacity = await measureCapacity(
@@ -565,6 +630,7 @@ export async function benchWorker(
       workerBatchMs: summarize(workerBatchMs),
       barePutBatchMs: summarize(bareBatchMs),
       requestsPerCallback,
+      requestsAlone,
       loggedWcuPerCallback: totals.wcu / applied,
       loggedRcuPerCallback: totals.rcu / applied,
       publishedPerCallback: (events.published() - publishedBefore) / applied,
