@@ -179,6 +179,7 @@ function itemKind(item: Record<string, AttributeValue>): string {
   if (pk.startsWith('BARE#')) return 'bare';
   if (pk.startsWith('DLV#')) return 'delivery (claim and raw body)';
   if (pk.startsWith('QUARANTINE#')) return 'quarantined callback';
+  if (/^(DUE|CHG)#/.test(pk)) return 'time bucket entry';
   if (sk.startsWith('H#')) return 'task header';
   if (/^P#\d+:/.test(sk)) return /#K#[0-9a-f]{32}$/.test(sk) ? 'recorded key (overflow)' : 'file';
   return 'other';
