@@ -230,6 +230,15 @@ function statementsOf(roleId: string): Statement[] {
 const actions = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]).slice().sort();
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 const ref = (id: string) => ({ Ref: id });
+/** What the worker does on the table: by key, a task partition's query, the header update, bucket entries at once. */
+const WORKER_TABLE_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:BatchWriteItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+];
 
 describe('packaging', () => {
   test('runs offline, without AWS credentials', () => {
@@ -459,17 +468,7 @@ describe('IAM', () => {
       expect(statements.map((s) => [actions(s), s.Resource])).toEqual([
         [['logs:CreateLogStream', 'logs:PutLogEvents'], getAtt('WorkerLogGroup')],
         [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackFifoQueue')],
-        [
-          [
-            'dynamodb:BatchGetItem',
-            'dynamodb:BatchWriteItem',
-            'dynamodb:GetItem',
-            'dynamodb:PutItem',
-            'dynamodb:Query',
-            'dynamodb:UpdateItem',
-          ],
-          getAtt('TasksTable'),
-        ],
+        [WORKER_TABLE_ACTIONS, getAtt('TasksTable')],
         [['sns:Publish'], ref('TaskEventsTopic')],
         [['kms:Decrypt', 'kms:GenerateDataKey'], getAtt('TopicsKey')],
       ]);
@@ -684,12 +683,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
     () => {
       const worker = bundles.get('worker')!;
       expect(worker.sent.map((c) => `${c.service}:${c.operation}`)).toEqual([
-        'dynamodb:BatchGetItem',
-        'dynamodb:BatchWriteItem',
-        'dynamodb:GetItem',
-        'dynamodb:PutItem',
-        'dynamodb:Query',
-        'dynamodb:UpdateItem',
+        ...WORKER_TABLE_ACTIONS,
         'sns:PublishBatch',
       ]);
       expect(granted('WorkerRole')).toContain(grant('dynamodb:UpdateItem', getAtt('TasksTable')));
