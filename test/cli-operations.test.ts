@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postSigned, runCli, runCliHere, type RunningDev, startDev, startDevHere } from './support/cli-process.ts';
+import { eventually } from './support/eventually.ts';
 
 const STACK_FRAME = /\n\s+at /;
 const running: RunningDev[] = [];
@@ -37,14 +38,13 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function waitForTask(cwd: string, id: string, timeoutMs = 15_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await runCliHere(['tasks', 'get', id, '--json'], { cwd });
-    if (run.code === 0) return JSON.parse(run.stdout);
-    if (Date.now() > deadline) throw new Error(`task ${id} never appeared: ${run.stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+async function waitForTask(cwd: string, id: string): Promise<any> {
+  const run = await eventually(
+    `task ${id}`,
+    () => runCliHere(['tasks', 'get', id, '--json'], { cwd }),
+    (r) => r.code === 0,
+  );
+  return JSON.parse(run.stdout);
 }
 
 const startBody = (recordId: string) => ({
@@ -141,16 +141,6 @@ describe('callbacks quarantine apply', () => {
     return JSON.parse(run.stdout);
   }
 
-  async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   test('report mode under a wrong secret sets the run aside; with the right one, apply brings it back', async () => {
     const cwd = freshDir();
     // 1. The receiver runs in report mode with a secret that is not the platform's.
@@ -176,10 +166,12 @@ describe('callbacks quarantine apply', () => {
     expect(emulated.code).toBe(0);
     const sent = JSON.parse(emulated.stdout).summary;
     expect(sent.delivered).toBe(sent.callbacks);
-    const held = await waitFor('the worker to quarantine every callback', async () => {
-      const entries = await quarantined(cwd, { CALLBACK_SECRETS: wrongSecrets });
-      return entries.length === sent.delivered ? entries : undefined;
-    });
+    const held = await eventually(
+      'the worker to quarantine every callback',
+      () => quarantined(cwd, { CALLBACK_SECRETS: wrongSecrets }),
+      (entries) => entries.length === sent.delivered,
+      { timeoutMs: 30_000 },
+    );
     expect(new Set(held.map((e) => e.reason))).toEqual(new Set(['invalid_signature']));
     expect(held.every((e) => e.taskId && e.signature?.signature && e.mode === 'report')).toBe(true);
     // Nothing stored: verify fails and says so. Every callback is already quarantined (the worker is done), so
@@ -259,10 +251,14 @@ describe('callbacks quarantine apply', () => {
     const noOutput = { timestamp: Date.now(), type: 2, appKey: 'demo-app', recordId: 'rec-no-output' };
     expect((await postSigned(stack.info.url, 'recording', noOutput)).status).toBe(200);
     expect((await postSigned(stack.info.url, 'recording', startBody('rec-fine'))).status).toBe(200);
-    const entries = await waitFor('the quarantine entry', async () => {
-      const listed = await quarantined(cwd);
-      return listed.length === 1 ? listed : undefined;
-    });
+    const entries = await eventually(
+      'the quarantine entry',
+      () => quarantined(cwd),
+      (listed) => listed.length === 1,
+      {
+        timeoutMs: 30_000,
+      },
+    );
     expect(entries[0]).toMatchObject({ reason: 'invalid_callback', taskId: 'rec-no-output', appKey: 'demo-app' });
 
     const get = await runCliHere(['tasks', 'get', 'rec-no-output'], { cwd });

@@ -28,6 +28,7 @@ import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { DEFAULT_SECRETS } from '../devkit/local/demo-secrets.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
+import { eventually } from './support/eventually.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const fixturesDir = join(root, 'test/fixtures');
@@ -818,9 +819,7 @@ describe('dlq', () => {
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
 
     // Back in the main queue, the stack's worker applies them: their tasks appear.
-    for (const id of ['rec-dlq-1', 'img-dlq-2', 'rec-dlq-3']) {
-      while (!(await store.getTask(id))) await new Promise((r) => setTimeout(r, 50));
-    }
+    for (const id of ['rec-dlq-1', 'img-dlq-2', 'rec-dlq-3']) await eventually(id, () => store.getTask(id));
     const redriven = await cliJson<any>(['tasks', 'get', 'img-dlq-2']);
     expect(redriven).toMatchObject({ service: 'screenshot', appKey: 'demo-app', eventCount: 1 });
     const events = await cliJson<any[]>(['tasks', 'events', 'rec-dlq-1']);
@@ -859,7 +858,7 @@ describe('dlq', () => {
     // The three of the group, after any the test before left.
     expect(moved.moved).toBeGreaterThanOrEqual(3);
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
-    while (!(await store.getTask('rec-dlq-4'))) await new Promise((r) => setTimeout(r, 50));
+    await eventually('rec-dlq-4', () => store.getTask('rec-dlq-4'));
   });
 });
 
@@ -1043,13 +1042,13 @@ describe('events tail', () => {
     const prefix = `${stack.info.eventsTopicArn!.split(':').pop()}-follow-`;
     const followQueues = async () =>
       ((await sqs.send(new ListQueuesCommand({ QueueNamePrefix: prefix }))).QueueUrls ?? []).length;
-    const until = async (what: () => Promise<boolean> | boolean, label: string) => {
-      for (const deadline = Date.now() + 20_000; !(await what()); ) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out waiting for ${label}: ${JSON.stringify(followers.map((f) => f.out))}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
+    // What the followers printed, should one not get there.
+    const until = (what: () => Promise<boolean> | boolean, label: string) =>
+      eventually(
+        label,
+        async () => ((await what()) ? true : followers.map((f) => f.out)),
+        (v) => v === true,
+      );
     try {
       // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
       await until(async () => (await followQueues()) === 2, 'two follow queues');

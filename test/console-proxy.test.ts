@@ -16,6 +16,7 @@ import { recordingStart } from '../lib/platform/bodies.ts';
 import { spawn } from 'node:child_process';
 import { childEnv, cliBin, nodeBin, runCli, runCliHere, startDevHere } from './support/cli-process.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
+import { eventually } from './support/eventually.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const region = 'eu-west-1';
@@ -74,10 +75,11 @@ beforeAll(async () => {
   expect((await fetch(`${stack.url}/callbacks/recording`, { method: 'POST', body: JSON.stringify(body) })).status).toBe(
     200,
   );
-  for (let i = 0; i < 100; i++) {
-    if (((await (await fetch(`${stack.url}/tasks`)).json()) as { tasks: unknown[] }).tasks.length > 0) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await eventually(
+    'the task listed',
+    async () => ((await (await fetch(`${stack.url}/tasks`)).json()) as { tasks: unknown[] }).tasks.length,
+    (listed) => listed > 0,
+  );
   stage = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://stage');
     const valid = validSignature(req.method ?? 'GET', url, req.headers, 'execute-api');

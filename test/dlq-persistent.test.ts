@@ -13,6 +13,7 @@ import { setLogSink } from '../lib/log.ts';
 import { runCliHere as runCli } from './support/cli-process.ts';
 import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
+import { eventually } from './support/eventually.ts';
 
 let dir: string;
 
@@ -104,8 +105,6 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
   });
   expect(await runCliJson(dir, ['dlq', 'list'])).toEqual([]);
   const store = new DynamoTaskStore({ client: dynamoClient(info.dynamoEndpoint), tableName: info.tableName });
-  for (const id of ids) {
-    while (!(await store.getTask(id))) await new Promise((r) => setTimeout(r, 50));
-  }
+  for (const id of ids) await eventually(id, () => store.getTask(id));
   expect((await store.getTask('rec-dead-2'))?.eventCount).toBe(1);
 });

@@ -16,6 +16,7 @@ import { setLogSink } from '../lib/log.ts';
 import { verifyEvents } from '../devkit/verify/events.ts';
 import { verifyTasks } from '../devkit/verify/verify.ts';
 import { runCliHere as runCli } from './support/cli-process.ts';
+import { eventually } from './support/eventually.ts';
 
 let cwd: string;
 let stack: LocalStack;
@@ -47,15 +48,8 @@ afterAll(async () => {
   await rm(cwd, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(100);
-  }
-}
+const until = (what: string, check: () => Promise<boolean>) =>
+  eventually(what, check, undefined, { timeoutMs: 60_000, everyMs: 100 });
 
 const drained = async () => {
   const q = await target.queue.depth();

@@ -12,6 +12,7 @@ import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
+import { eventually } from './support/eventually.ts';
 
 let cwd: string;
 const stacks: LocalStack[] = [];
@@ -68,12 +69,7 @@ async function postSigned(url: string, body: unknown, secret = 'demo-secret'): P
 async function waitForTask(id: string, folder = cwd) {
   const target = await openTarget({ cwd: folder, env: {} });
   try {
-    for (let i = 0; i < 200; i++) {
-      const task = await target.tasks.getTask(id);
-      if (task) return task;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return null;
+    return await eventually(`task ${id}`, () => target.tasks.getTask(id), undefined, { timeoutMs: 10_000 });
   } finally {
     await target.close();
   }

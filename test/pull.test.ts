@@ -14,6 +14,7 @@ import { LOCAL_CREDENTIALS, resourceNames } from '../devkit/local/deployed-setti
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { eventually } from './support/eventually.ts';
 
 const STAGE = 'prod';
 let dir: string;
@@ -45,14 +46,11 @@ async function stageTask(appKey: string, seed: string, failUploads = false): Pro
 
 /** The local task once the worker applied `events` callbacks to it. */
 async function localTask(id: string, events: number) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const task = await local.tasks.getTask(id);
-    if (task?.eventCount === events) return task;
-    if (Date.now() > deadline)
-      throw new Error(`local task ${id} has ${task?.eventCount ?? 'no'} events, not ${events}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return (await eventually(
+    `local task ${id} with ${events} events`,
+    () => local.tasks.getTask(id),
+    (task) => task?.eventCount === events,
+  ))!;
 }
 
 function restoreEnv(): void {

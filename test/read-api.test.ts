@@ -36,6 +36,7 @@ import {
   type Outcome,
   type SeedTask,
 } from '../devkit/seeds/seed-tasks.ts';
+import { eventually } from './support/eventually.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -136,11 +137,11 @@ beforeAll(async () => {
   // The fixtures go the whole way: signed POST, queue, worker.
   for (const f of fixtureNames) expect((await postSigned(serviceOf(f), fixture(f))).status).toBe(200);
   await applyTasks(store, seeded);
-  for (let i = 0; i < 400; i++) {
-    const held = await Promise.all(fixtureTasks.map((t) => store.getTask(t.id)));
-    if (held.every((t, k) => t?.eventCount === fixtureTasks[k]!.eventCount)) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(
+    'the fixtures applied',
+    () => Promise.all(fixtureTasks.map((t) => store.getTask(t.id))),
+    (held) => held.every((t, k) => t?.eventCount === fixtureTasks[k]!.eventCount),
+  );
 }, 180_000);
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { openTarget, type Target } from '../devkit/local/target.ts';
 import type { Task } from '../lib/domain/task.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
+import { eventually } from './support/eventually.ts';
 
 let dir: string;
 let stack: LocalStack;
@@ -18,14 +19,15 @@ const base: Omit<LifecycleOptions, 'lifecycle'> = { sign: 'header', timeout: 10_
 
 /** The task once the queue is drained (every callback applied and counted) and it has this status. */
 async function settled(id: string, status: string): Promise<Task> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const q = await target.queue.depth();
-    const task = q.visible + q.inFlight + q.delayed === 0 ? await target.tasks.getTask(id) : null;
-    if (task?.status === status) return task;
-    if (Date.now() > deadline) throw new Error(`task ${id} is ${task?.status ?? 'absent'}, never ${status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const task = await eventually(
+    `task ${id} ${status}, its queue drained`,
+    async () => {
+      const q = await target.queue.depth();
+      return q.visible + q.inFlight + q.delayed === 0 ? await target.tasks.getTask(id) : null;
+    },
+    (t) => t?.status === status,
+  );
+  return task!;
 }
 
 beforeAll(async () => {

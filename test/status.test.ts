@@ -10,6 +10,7 @@ import { openTarget, type Target } from '../devkit/local/target.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { postSigned } from './support/cli-process.ts';
+import { eventually } from './support/eventually.ts';
 
 let dir: string;
 let stack: LocalStack;
@@ -31,16 +32,6 @@ const start = (recordId: string, timestamp: number) => ({
   output: { fileName: 'session-status_room-status.mp4' },
 });
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: never happened (last ${JSON.stringify(value)})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-status-'));
   restoreSink = setLogSink(() => {});
@@ -59,7 +50,7 @@ beforeAll(async () => {
   // Signed with a wrong secret: accepted in mode report, then set aside.
   const forged = await postSigned(stack.url, 'recording', start('rec-status-3', now), 'not-the-secret');
   expect(forged.status).toBe(200);
-  await until(
+  await eventually(
     'the worker applied both and set one aside',
     () => readStatus(target, { days: 7, insight: null }),
     (r) => r.quarantine?.total === 1 && r.lastCallback?.id !== undefined && r.queue?.inFlight === 0,
@@ -75,7 +66,7 @@ afterAll(async () => {
 
 describe('callbacks status on the local stack', () => {
   test('the queue, dead letters, quarantine by reason, signature settings and the last callback', async () => {
-    const report = await until(
+    const report = await eventually(
       'both tasks applied',
       () => readStatus(target, { days: 7, insight: null }),
       (r) => r.queue?.visible === 0 && r.queue.inFlight === 0,

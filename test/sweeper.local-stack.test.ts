@@ -10,6 +10,7 @@ import { openTarget, type Target } from '../devkit/local/target.ts';
 import { EventQueueReader, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { postSigned } from './support/cli-process.ts';
+import { eventually } from './support/eventually.ts';
 
 type Body = Record<string, unknown>;
 const fixture = (name: string): Body =>
@@ -30,16 +31,6 @@ afterAll(async () => {
   await stack?.stop();
   await rm(cwd, { recursive: true, force: true });
 });
-
-async function until<T>(what: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await what();
-    if (value !== null) return value;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 test('a failed upload past purgeAt is lost, a silent task stalled, with their events, roles enforced', async () => {
   const now = Date.now();
@@ -63,8 +54,12 @@ test('a failed upload past purgeAt is lost, a silent task stalled, with their ev
     ).status,
   ).toBe(200);
   // Applied by the worker first.
-  await until(async () => ((await target.tasks.getTask(rec))?.eventCount === 3 ? true : null));
-  await until(async () => ((await target.tasks.getTask(img)) ? true : null));
+  await eventually(
+    `${rec} with its 3 callbacks`,
+    () => target.tasks.getTask(rec),
+    (t) => t?.eventCount === 3,
+  );
+  await eventually(img, () => target.tasks.getTask(img));
 
   const [summary] = (await stack.runSchedules()) as Array<Record<string, number>>;
   expect(summary).toMatchObject({ lost: 1, warned: 1, stalled: 1, failed: 0 });
@@ -92,13 +87,15 @@ test('a failed upload past purgeAt is lost, a silent task stalled, with their ev
   const reader = new EventQueueReader(target.sqs, target.eventsQueueUrl!);
   const seen: ReceivedEvent[] = [];
   const types = () => new Set(seen.map((e) => `${e.body.task?.id} ${e.body.type}`));
-  await until(async () => {
-    seen.push(...(await reader.poll()));
-    const t = types();
-    return t.has(`${rec} file.lost`) && t.has(`${rec} file.purge_warning`) && t.has(`${img} task.stalled`)
-      ? true
-      : null;
-  });
+  await eventually(
+    "the sweep's events",
+    async () => {
+      seen.push(...(await reader.poll()));
+      return types();
+    },
+    (t) => t.has(`${rec} file.lost`) && t.has(`${rec} file.purge_warning`) && t.has(`${img} task.stalled`),
+    { timeoutMs: 30_000 },
+  );
   // A second sweep finds nothing more to publish.
   const [again] = (await stack.runSchedules()) as Array<Record<string, number>>;
   expect(again).toMatchObject({ lost: 0, warned: 0, stalled: 0, published: 0 });

@@ -11,6 +11,7 @@ import { Attr } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { postSigned } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { eventually } from './support/eventually.ts';
 
 type Line = Record<string, unknown>;
 
@@ -48,13 +49,11 @@ describe('the local stack: worker lines carry the request id of the ingest that 
   });
 
   async function workerLinesOf(messageId: string, event: string): Promise<Line[]> {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const found = lines.filter((l) => l.function === 'worker' && l.messageId === messageId);
-      if (found.some((l) => l.event === event)) return found;
-      if (Date.now() > deadline) throw new Error(`no ${event} line for message ${messageId}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    return eventually(
+      `a ${event} line for message ${messageId}`,
+      () => lines.filter((l) => l.function === 'worker' && l.messageId === messageId),
+      (found) => found.some((l) => l.event === event),
+    );
   }
 
   test.each([

@@ -14,6 +14,7 @@ import type { Logger } from '../../lib/log.ts';
 import { failedMessageIds, startSqsPoller, type SqsPoller, type SqsPollerOptions } from './sqs-poller.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
 import { failedInGroupOrder } from '../../lib/worker/process-batch.ts';
+import { eventually } from '../../test/support/eventually.ts';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 let server: FauxqsServer;
@@ -82,15 +83,6 @@ async function depth(queueUrl: string) {
   return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
 }
 
-/** Polls a condition a bounded number of times (no assertion on how long it takes). */
-async function eventually(condition: () => boolean | Promise<boolean>, what: string, tries = 400) {
-  for (let i = 0; i < tries; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`never happened: ${what}`);
-}
-
 function poller(
   q: ReturnType<typeof queues>,
   handler: SqsPollerOptions['handler'],
@@ -127,8 +119,8 @@ test(
       events.push(event);
       return { batchItemFailures: [] };
     });
-    await eventually(() => p.stats.succeeded === 25, 'all 25 records handled');
-    await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+    await eventually('all 25 records handled', () => p.stats.succeeded === 25);
+    await eventually('deletes done', async () => (await depth(q.main)).inFlight === 0);
 
     // The batch was full before the window ended: one invocation with all of them.
     expect(events).toHaveLength(1);
@@ -172,7 +164,7 @@ test(
       { batchingWindowMs: 0 },
     );
 
-    await eventually(async () => (await depth(q.dlq)).visible === 1, 'the poison message in the dead-letter queue');
+    await eventually('the poison message in the dead-letter queue', async () => (await depth(q.dlq)).visible === 1);
     await p.stop();
 
     expect(seen.filter((s) => s.body === 'poison').map((s) => s.receiveCount)).toEqual(['1', '2', '3']);
@@ -204,8 +196,8 @@ test('a handler that throws fails the whole batch: every record comes back', asy
     // The batch is full at once: no window to wait out, the first time or the second.
     { batchSize: 3, batchingWindowMs: 300 },
   );
-  await eventually(() => p.stats.succeeded === 3, 'the three records handled after the failure');
-  await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+  await eventually('the three records handled after the failure', () => p.stats.succeeded === 3);
+  await eventually('deletes done', async () => (await depth(q.main)).inFlight === 0);
 
   expect(calls[0]!.Records.map((r) => r.body).sort()).toEqual(['a', 'b', 'c']);
   const retried = calls.slice(1).flatMap((e) => e.Records);
@@ -282,8 +274,8 @@ describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
         // Long enough for h to go on meanwhile (fauxqs takes a fraction of a second).
         { batchSize: 10, batchingWindowMs: 0, concurrency: 3, retryDelaySeconds: 0.5 },
       );
-      await eventually(() => p.stats.succeeded === 22, 'every record handled', 800);
-      await eventually(async () => (await depth(q.main)).inFlight === 0, 'deletes done');
+      await eventually('every record handled', () => p.stats.succeeded === 22);
+      await eventually('deletes done', async () => (await depth(q.main)).inFlight === 0);
 
       const ofGroup = (prefix: string) => handled.filter((b) => b.startsWith(prefix));
       // g-3 and g-4 waited for g-2's retry: the group's order held.
@@ -310,7 +302,7 @@ describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
       },
       { batchSize: 10, batchingWindowMs: 0 },
     );
-    await eventually(() => p.stats.succeeded === 1, 'the record handled');
+    await eventually('the record handled', () => p.stats.succeeded === 1);
     expect(records[0]!.attributes).toMatchObject({
       MessageGroupId: 'task-group',
       MessageDeduplicationId: 'only',
@@ -334,7 +326,7 @@ describe('a FIFO queue, as the FIFO event source mapping sees it', () => {
       },
       { batchSize: 10, batchingWindowMs: 0 },
     );
-    await eventually(() => seen.includes('after'), 'the next record of the group handled');
+    await eventually('the next record of the group handled', () => seen.includes('after'));
     await p.stop();
     expect(seen).toEqual(['poison', 'poison', 'after']);
     const dead = await sqs.send(
@@ -433,7 +425,7 @@ test(
       log: silent,
     });
     pollers.push(p);
-    await eventually(() => double.idle() && p.busy() === 0, 'every record applied');
+    await eventually('every record applied', () => double.idle() && p.busy() === 0);
     // The first batch held the whole of both groups; g-2 failed, so g-3 and g-4 stayed with it.
     expect(batches[0]).toEqual(['g-1', 'g-2', 'g-3', 'g-4', 'h-1', 'h-2']);
     expect(batches.slice(1)).toEqual([['g-2', 'g-3', 'g-4']]);
@@ -455,7 +447,7 @@ test('after stop() nothing more is received', async () => {
     { step: 'initialize' },
   );
   const p = poller(q, async () => ({ batchItemFailures: [] }), { sqs: client });
-  await eventually(() => receives > 0, 'a first receive');
+  await eventually('a first receive', () => receives > 0);
   await p.stop();
   const receivesAtStop = receives;
   await sqs.send(new SendMessageCommand({ QueueUrl: q.main, MessageBody: 'late' }));
@@ -496,10 +488,10 @@ test('idle pollers take turns: one long poll waits at a time, and a message stil
     },
     { sqs: client, concurrency: 5, batchingWindowMs: 0 },
   );
-  await eventually(() => receives >= 10, 'ten idle receives');
+  await eventually('ten idle receives', () => receives >= 10);
   expect(mostAtOnce).toBe(1);
   await send(q.main, ['wake']);
-  await eventually(() => handled.includes('wake'), 'the message handled');
+  await eventually('the message handled', () => handled.includes('wake'));
   await p.stop();
   client.destroy();
 });

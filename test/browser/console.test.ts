@@ -33,6 +33,7 @@ import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { storedBeforeTheNameRule } from '../support/names-before-the-rule.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
+import { eventually } from '../support/eventually.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -419,14 +420,16 @@ suite('the console in Chromium', () => {
     const now = Date.now();
     const output = { fileName: 'live-0.mp4', audioSample: 48000, videoResoulation: '1280x720' };
     await send(recordingStart(task, now - 5000, { code: 200, message: 'success' }, { trigger: 0 }, output));
-    const waitFor = async (path: string, ok: (body: { task: Task }) => boolean) => {
-      for (let i = 0; i < 100; i++) {
-        const res = await fetch(`${stack.url}${path}`);
-        if (res.ok && ok((await res.json()) as { task: Task })) return;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`${path} never got there`);
-    };
+    const waitFor = (path: string, ok: (body: { task: Task }) => boolean) =>
+      eventually(
+        path,
+        async () => {
+          const res = await fetch(`${stack.url}${path}`);
+          return res.ok ? ((await res.json()) as { task: Task }) : null;
+        },
+        (body) => body !== null && ok(body),
+        { timeoutMs: 10_000 },
+      );
     await waitFor('/tasks/rec-live-1', () => true);
     // The page's clock runs as the wall clock does, and is moved on to the next reading rather than waited for.
     await ownContext();
