@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { inParallel } from '../lib/in-parallel.ts';
 import type { Denial } from '../devkit/local/iam/enforce.ts';
 import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
-import { type IamScenario, iamScenario } from '../devkit/local/iam/scenario.ts';
+import { type IamScenario, SCENARIO_STACK, iamScenario } from '../devkit/local/iam/scenario.ts';
 import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
 import { loadTemplate, type Template } from '../devkit/local/template.ts';
 
@@ -31,19 +31,7 @@ interface ScenarioStack {
 async function startScenarioStack(): Promise<ScenarioStack> {
   const cwd = await mkdtemp(join(tmpdir(), 'callbacks-iam-'));
   try {
-    const stack = await startLocalStack({
-      port: 0,
-      memory: true,
-      cwd,
-      quiet: true,
-      retryDelaySeconds: 1,
-      settleAfter: '1ms',
-      scheduleEveryMs: 0,
-      // The scenario's stalled task fell due an hour ago: the first sweep reads back that far, not a whole day.
-      sweepLookBack: '2h',
-      // fauxqs takes a fraction of a second: a stop waits no longer for the worker's idle poller.
-      pollWaitSeconds: 0.1,
-    });
+    const stack = await startLocalStack({ ...SCENARIO_STACK, cwd });
     // A refused call fails the run whatever follows: the run ends there rather than wait for an outcome.
     return { stack, scenario: iamScenario(stack, { pollMs: 10, stopAtFirstDenial: true }), cwd };
   } catch (err) {

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { iamScenario } from './iam/scenario.ts';
+import { SCENARIO_STACK, iamScenario } from './iam/scenario.ts';
 import { startLocalStack } from './stack.ts';
 import { loadTemplate, type Template } from './template.ts';
 import { errorSentence } from '../../lib/text.ts';
@@ -66,17 +66,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   const cfnLint = runCfnLint(loaded.path, opts.env);
   const cwd = await mkdtemp(join(tmpdir(), 'callbacks-doctor-'));
   // The demo secrets and the defaults of the stage parameters, whatever this shell sets.
-  const stack = await startLocalStack({
-    port: 0,
-    memory: true,
-    cwd,
-    quiet: true,
-    retryDelaySeconds: 1,
-    env: {},
-    // The scenario sweeps when it needs to, and needs its new tasks armed at once.
-    settleAfter: '1ms',
-    scheduleEveryMs: 0,
-  });
+  const stack = await startLocalStack({ ...SCENARIO_STACK, cwd, env: {} });
   const scenario = iamScenario(stack);
   let scenarioError: string | null = null;
   try {

@@ -2,15 +2,15 @@
 // signed callback through the ingest (its secrets read through the extension, its SendMessage), the event
 // source mapping's receive and delete, the worker's reads, writes and task event, and the read API's reads
 // by key, by index and of a task's callbacks, and the sweeper's reads, writes and event of a stalled task. The
-// stack must arm new tasks at once and sweep only when asked (`settleAfter: '1ms'`, `scheduleEveryMs: 0`).
-// The role mutation test (test/iam-roles.test.ts) and
-// `callbacks doctor` run it against a stack with IAM enforced.
+// stack must run as `SCENARIO_STACK` says. The role mutation test (test/iam-roles.test.ts) and `callbacks doctor`
+// run it against a stack with IAM enforced.
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
 import { computeSignature } from '../../../lib/platform/signing.ts';
 import { DEFAULT_SECRETS } from '../demo-secrets.ts';
 import { LOCAL_CREDENTIALS } from '../deployed-settings.ts';
 import type { LocalStack } from '../stack.ts';
+import type { LocalStackOptions } from '../stack-options.ts';
 import type { Denial } from './enforce.ts';
 import { errorSentence } from '../../../lib/text.ts';
 
@@ -45,6 +45,21 @@ export interface IamScenarioOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * What the scenario needs of its stack, beside its folder: kept in memory, new tasks armed at once, sweeps only
+ * when the scenario asks, and a first sweep that reads back an hour (its stalled task fell due an hour ago), not
+ * a whole day.
+ */
+export const SCENARIO_STACK = {
+  port: 0,
+  memory: true,
+  quiet: true,
+  retryDelaySeconds: 1,
+  settleAfter: '1ms',
+  scheduleEveryMs: 0,
+  sweepLookBack: '2h',
+} as const satisfies LocalStackOptions;
 
 /** The scenario against `stack` (which must run with the demo secrets). */
 export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {}): IamScenario {
