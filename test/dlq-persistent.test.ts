@@ -36,8 +36,6 @@ afterAll(async () => {
 });
 
 const port = (url: string) => Number(new URL(url).port);
-/** The worker's pollers wait this long for a message (fauxqs takes fractions): a stop waits no longer. */
-const POLL_WAIT_S = 0.1;
 const ids = ['rec-dead-1', 'rec-dead-2', 'rec-dead-3'];
 const body = (id: string, i: number) =>
   JSON.stringify({ timestamp: Date.now() - 60_000 + i, type: 1, appKey: 'demo-app', recordId: id, code: 200 });
@@ -49,7 +47,7 @@ interface Listed {
 }
 
 test('list leaves messages and receive counts, across a restart; redrive hands them to the worker', async () => {
-  stack = await startLocalStack({ port: 0, cwd: dir, dataDir: 'data', quiet: true, pollWaitSeconds: POLL_WAIT_S });
+  stack = await startLocalStack({ port: 0, cwd: dir, dataDir: 'data', quiet: true });
   expect(stack.info.dataDir).toBe(join(dir, 'data'));
   const sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
@@ -90,7 +88,6 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
     cwd: dir,
     dataDir: 'data',
     quiet: true,
-    pollWaitSeconds: POLL_WAIT_S,
     dynamoPort: port(info.dynamoEndpoint),
     sqsPort: port(info.sqsEndpoint),
   });

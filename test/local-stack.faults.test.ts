@@ -35,8 +35,6 @@ beforeAll(async () => {
     retryDelaySeconds: 0,
     // The sweeper's facts of time are not what is checked here (verifyEvents leaves them out): it runs on demand.
     scheduleEveryMs: 0,
-    // fauxqs takes a fraction of a second: the stop waits no longer for the worker's idle pollers.
-    pollWaitSeconds: 0.1,
     faults: { rates: { crash: 1 }, seed: 'practice' },
   });
   target = await openTarget({ cwd, env: {} });

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
-import { iamScenario } from '../devkit/local/iam/scenario.ts';
+import { SCENARIO_STACK, iamScenario } from '../devkit/local/iam/scenario.ts';
 import { startLocalStack } from '../devkit/local/stack.ts';
 import { loadTemplate, type Template } from '../devkit/local/template.ts';
 
@@ -40,17 +40,9 @@ test('a worker role that cannot consume the queue: the stack does not start, as 
 
 test('with IAM off, a worker without its table grants still applies callbacks, and nothing is refused', async () => {
   const stack = await startLocalStack({
-    port: 0,
-    memory: true,
+    ...SCENARIO_STACK,
     cwd,
-    quiet: true,
     iam: false,
-    settleAfter: '1ms',
-    scheduleEveryMs: 0,
-    // The scenario's stalled task fell due an hour ago: the first sweep reads back that far, not a whole day.
-    sweepLookBack: '2h',
-    // fauxqs takes a fraction of a second: the stop waits no longer for the worker's idle pollers.
-    pollWaitSeconds: 0.1,
     template: withoutWorkerStatement('ApplyCallbacksToTasks'),
   });
   const scenario = iamScenario(stack);

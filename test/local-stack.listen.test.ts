@@ -38,8 +38,6 @@ function decodeAddress(hex: string): string {
 }
 
 const port = (url: string) => Number(new URL(url).port);
-/** The worker's pollers wait this long for a message (fauxqs takes fractions): a stop waits no longer. */
-const POLL_WAIT_S = 0.1;
 let cwd: string;
 beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'callbacks-listen-'));
@@ -56,7 +54,7 @@ afterAll(() => rm(cwd, { recursive: true, force: true }));
 (linux ? test : test.skip)(
   'HTTP routes, DynamoDB and SQS listen on 127.0.0.1 alone; --host moves the routes and nothing else',
   async () => {
-    const stack = await startLocalStack({ port: 0, cwd, memory: true, quiet: true, pollWaitSeconds: POLL_WAIT_S });
+    const stack = await startLocalStack({ port: 0, cwd, memory: true, quiet: true });
     const ports = {
       http: port(stack.url),
       dynamodb: port(stack.info.dynamoEndpoint),
@@ -77,7 +75,6 @@ afterAll(() => rm(cwd, { recursive: true, force: true }));
       cwd,
       memory: true,
       quiet: true,
-      pollWaitSeconds: POLL_WAIT_S,
       dynamoPort: ports.dynamodb,
       sqsPort: ports.sqs,
     });

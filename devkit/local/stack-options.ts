@@ -33,11 +33,6 @@ export interface LocalStackOptions {
   allowedSourceCidrs?: readonly string[];
   /** Silences the JSON log lines of the handlers and the poller while the stack runs. */
   quiet?: boolean;
-  /**
-   * The long-poll wait of the event source mappings' pollers (SqsPollerOptions.waitTimeSeconds, default 0.2 s): it
-   * bounds how long a stop waits for an idle poller.
-   */
-  pollWaitSeconds?: number;
   /** See SqsPollerOptions.retryDelaySeconds; default DEFAULT_RETRY_DELAY_S. */
   retryDelaySeconds?: number;
   /** How often the scheduled functions (the sweeper) run; default DEFAULT_SCHEDULE_EVERY_MS, 0: only on demand. */

@@ -27,8 +27,6 @@ export interface PollersOptions {
   sqsEndpoint: string;
   iamSession: IamSession | undefined;
   retryDelaySeconds: number;
-  /** The pollers' long-poll wait; default SqsPollerOptions'. */
-  waitTimeSeconds?: number;
   /** Where each poller's stop and client's release are registered, undone with the stack. */
   resources: AsyncDisposableStack;
 }
@@ -55,7 +53,6 @@ export function startPollers(o: PollersOptions): { pollers: LocalPoller[]; polle
       batchingWindowMs: mapping.batchingWindowS * 1000,
       concurrency: mapping.maximumConcurrency,
       retryDelaySeconds: o.retryDelaySeconds,
-      ...(o.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: o.waitTimeSeconds }),
       ...(mappedQueue.maxReceiveCount !== undefined ? { maxReceiveCount: mappedQueue.maxReceiveCount } : {}),
       log: createLogger('poller'),
     });

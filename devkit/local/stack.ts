@@ -302,7 +302,6 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       sqsEndpoint,
       iamSession,
       retryDelaySeconds: opts.retryDelaySeconds ?? DEFAULT_RETRY_DELAY_S,
-      ...(opts.pollWaitSeconds === undefined ? {} : { waitTimeSeconds: opts.pollWaitSeconds }),
       resources,
     });
     resources.defer(closeGateway);
