@@ -2,7 +2,7 @@
 // free port with the project's table, for tests and benchmarks.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
 import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
@@ -20,9 +20,35 @@ export interface LocalDynamo {
   stop(): Promise<void>;
 }
 
+const REGION = 'us-east-1';
+
+/**
+ * dynalite requires a request to carry a SigV4 Authorization header and never checks its signature: this
+ * client's requests carry a well-formed one with a signature of zeros, rather than compute each (the canonical
+ * request, its hash and four HMACs: a sixth of the CPU of each of the hundreds of thousands of requests the tests
+ * send). The functions' own clients, in the local stack as deployed, sign as the SDK does.
+ */
+const unverifiedSignature: NonNullable<DynamoDBClientConfig['signer']> = {
+  async sign(request) {
+    const at = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+    request.headers['x-amz-date'] = at;
+    request.headers.authorization =
+      `AWS4-HMAC-SHA256 Credential=${LOCAL_CREDENTIALS.accessKeyId}/${at.slice(0, 8)}/${REGION}/dynamodb/aws4_request, ` +
+      `SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`;
+    return request;
+  },
+};
+
+/** A client of a local dynalite (whose table the tests, the benchmarks and the local stack's tools read). */
 export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient {
   return withoutSdkLogging(
-    new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts }),
+    new DynamoDBClient({
+      endpoint,
+      region: REGION,
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts,
+      signer: unverifiedSignature,
+    }),
   );
 }
 
