@@ -32,8 +32,9 @@ const unverifiedSignature: NonNullable<DynamoDBClientConfig['signer']> = {
   async sign(request) {
     const at = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
     request.headers['x-amz-date'] = at;
+    const scope = `${at.slice(0, 8)}/${REGION}/dynamodb/aws4_request`;
     request.headers.authorization =
-      `AWS4-HMAC-SHA256 Credential=${LOCAL_CREDENTIALS.accessKeyId}/${at.slice(0, 8)}/${REGION}/dynamodb/aws4_request, ` +
+      `AWS4-HMAC-SHA256 Credential=${LOCAL_CREDENTIALS.accessKeyId}/${scope}, ` +
       `SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`;
     return request;
   },
