@@ -117,7 +117,10 @@ export function billedMs(ms: number): number {
   return Math.max(1, Math.ceil(ms));
 }
 
-export function costPerMillion(input: CostInputs): CostBreakdown {
+/** The prices `costPerMillion` applies: these, or those an earlier run recorded (a standard queue's SQS price). */
+export type Prices = { [K in keyof typeof PRICES]: K extends 'statedAs' ? string : number };
+
+export function costPerMillion(input: CostInputs, prices: Prices = PRICES): CostBreakdown {
   for (const [name, value] of Object.entries(input)) {
     if (!Number.isFinite(value) || value < 0)
       throw new Error(`cost input ${name} must be a non-negative number, got ${value}`);
@@ -136,49 +139,49 @@ export function costPerMillion(input: CostInputs): CostBreakdown {
     {
       item: 'API Gateway HTTP API requests',
       quantity: `${fmt(MILLION)} requests`,
-      usd: PRICES.httpApiPerMillionRequests,
+      usd: prices.httpApiPerMillionRequests,
     },
-    { item: 'ingest Lambda requests', quantity: `${fmt(MILLION)} invocations`, usd: PRICES.lambdaPerMillionRequests },
+    { item: 'ingest Lambda requests', quantity: `${fmt(MILLION)} invocations`, usd: prices.lambdaPerMillionRequests },
     {
       item: 'ingest Lambda duration',
       quantity:
         `${fmt(MILLION)} x ${billedMs(input.ingestMsPerCallback)} ms at ${input.ingestMemoryMb} MB = ` +
         `${fmt(ingestGbS)} GB-s`,
-      usd: ingestGbS * PRICES.lambdaPerGbSecond,
+      usd: ingestGbS * prices.lambdaPerGbSecond,
     },
     {
       item: 'SQS FIFO requests',
       quantity:
         `${fmt(MILLION)} SendMessage + ${fmt(callsPerBatch * batches)} ReceiveMessage + ` +
         `${fmt(callsPerBatch * batches)} DeleteMessageBatch`,
-      usd: (sqsRequests / MILLION) * PRICES.sqsPerMillionRequests,
+      usd: (sqsRequests / MILLION) * prices.sqsPerMillionRequests,
     },
     {
       item: 'worker Lambda requests',
       quantity: `${fmt(batches)} batches of ${input.batchSize}`,
-      usd: (batches / MILLION) * PRICES.lambdaPerMillionRequests,
+      usd: (batches / MILLION) * prices.lambdaPerMillionRequests,
     },
     {
       item: 'worker Lambda duration',
       quantity:
         `${fmt(batches)} x ${billedMs(input.workerMsPerBatch)} ms at ${input.workerMemoryMb} MB = ` +
         `${fmt(workerGbS)} GB-s`,
-      usd: workerGbS * PRICES.lambdaPerGbSecond,
+      usd: workerGbS * prices.lambdaPerGbSecond,
     },
     {
       item: 'DynamoDB write request units',
       quantity: `${fmt(writes)} units`,
-      usd: (writes / MILLION) * PRICES.dynamoPerMillionWriteUnits,
+      usd: (writes / MILLION) * prices.dynamoPerMillionWriteUnits,
     },
     {
       item: 'DynamoDB read request units',
       quantity: `${fmt(reads)} units`,
-      usd: (reads / MILLION) * PRICES.dynamoPerMillionReadUnits,
+      usd: (reads / MILLION) * prices.dynamoPerMillionReadUnits,
     },
     {
       item: 'SNS publishes (task events)',
       quantity: `${fmt(publishes)} messages (deliveries to SQS subscribers are free)`,
-      usd: (publishes / MILLION) * PRICES.snsPerMillionPublishes,
+      usd: (publishes / MILLION) * prices.snsPerMillionPublishes,
     },
   ];
   return { lines, totalUsd: lines.reduce((sum, l) => sum + l.usd, 0) };

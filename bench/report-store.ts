@@ -2,7 +2,7 @@
 // it leaves, what it costs beyond the request units (logs, the raw archive), and its figures beside those
 // of the layout it replaced (bench/results-token-layout.json, the last full run of that layout).
 import { existsSync, readFileSync } from 'node:fs';
-import { STORAGE_PRICES } from './cost.ts';
+import { STORAGE_PRICES, type CostInputs, type Prices } from './cost.ts';
 import type { CapacityResult, WorkerResult } from './worker.ts';
 
 type Cells = string[];
@@ -15,6 +15,8 @@ export interface PreviousLayout {
   readUnits: number;
   throughputRatio: number;
   costUsd: number | null;
+  /** What its cost was computed from, and at what prices (its queue was a standard one). */
+  cost: { inputs: CostInputs; prices: Prices } | null;
 }
 
 /** The figures of the layout this one replaced, when its results are in the repository. */
@@ -29,6 +31,7 @@ export function previousLayout(path = new URL('./results-token-layout.json', imp
     readUnits: mix.rcu,
     throughputRatio: r.worker.ratio.median,
     costUsd: r.cost?.breakdown?.totalUsd ?? null,
+    cost: r.cost?.inputs && r.cost?.prices ? { inputs: r.cost.inputs, prices: r.cost.prices } : null,
   };
 }
 

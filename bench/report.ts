@@ -50,6 +50,11 @@ export interface CostResult {
   withoutEventsUsd?: number;
   /** The total at a batch of one (the low-traffic case: part 3's one-at-a-time units). */
   lowTraffic?: { inputs: CostInputs; totalUsd: number };
+  /**
+   * Low traffic, 1 to 3 callbacks a batch: the total of this design and of the layout it replaced at the same
+   * traffic (its units, its time per record and its prices, at that batch size).
+   */
+  lowTrafficBatches?: { batchSize: number; inputs: CostInputs; totalUsd: number; replacedUsd: number | null }[];
   /** The total with the units seen when records of a batch are applied concurrently (part 3's throughput run). */
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
@@ -262,6 +267,28 @@ function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, c
     `${x(a.bareMsPerCallback / a.msPerCallback)} bare \`PutItem\` here: the requests it makes per callback, ` +
     `each dearer than a bare put (a condition, a larger item), set that bound.`
   );
+}
+
+/** The totals at 1 to 3 callbacks a batch, beside the layout this one replaced at the same traffic. */
+function lowTrafficTable(rows: NonNullable<CostResult['lowTrafficBatches']>): string {
+  return [
+    'From one to three callbacks a batch (the mix of part 3 through `processBatch` in FIFO batches of at most 1, ' +
+      "2 and 3, metered as at full batches; the worker's time per record as at full batches), beside the layout " +
+      'this one replaced at the same batch size (its units, time per record and prices, a standard queue, from ' +
+      '`bench/results-token-layout.json`): the price of reads bounded by the task header, stated.',
+    '',
+    table(
+      ['callbacks a batch', 'write units', 'read units', 'total', 'the replaced layout', 'ratio'],
+      rows.map((row) => [
+        String(row.batchSize),
+        num(row.inputs.writeUnitsPerCallback),
+        num(row.inputs.readUnitsPerCallback),
+        `**${usd(row.totalUsd)}**`,
+        row.replacedUsd === null ? '—' : usd(row.replacedUsd),
+        row.replacedUsd === null ? '—' : x(row.totalUsd / row.replacedUsd),
+      ]),
+    ),
+  ].join('\n');
 }
 
 function workerSection(
@@ -498,6 +525,7 @@ function costSection(r: CostResult): string {
           '',
         ]
       : []),
+    ...(r.lowTrafficBatches && r.lowTrafficBatches.length > 0 ? [lowTrafficTable(r.lowTrafficBatches), ''] : []),
     `With the units seen in part 3's throughput run, where the worker applies ` +
       `${r.underContention.recordConcurrency} records of a batch at once and conflicting ` +
       `writes to one task are retried (${num(r.underContention.writeUnits)} write and ` +

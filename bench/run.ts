@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { apiSizes, benchApi } from './api.ts';
 import { benchColdStart, coldStartSizes } from './cold-start.ts';
 import { PRICES, costPerMillion, loadDeployedSettings, type CostInputs } from './cost.ts';
+import { previousLayout } from './report-store.ts';
 import { benchIngest, ingestSizes } from './ingest.ts';
 import {
   PART_NAMES,
@@ -167,6 +168,7 @@ function runCost(results: BenchResults): CostResult | string {
   });
   const lowTraffic = costPerMillion({ ...found.lowTraffic, ...memory });
   return {
+    lowTrafficBatches: lowTrafficBatches(results, { ...found.lowTraffic, ...memory }),
     settings,
     prices: PRICES,
     withoutEventsUsd: withoutEvents.totalUsd,
@@ -179,6 +181,37 @@ function runCost(results: BenchResults): CostResult | string {
     ratio: breakdown.totalUsd / baseline.totalUsd,
     underContention: { ...found.contention, totalUsd: contended.totalUsd },
   };
+}
+
+/**
+ * Low traffic, batches of 1, 2 or 3 callbacks: this design's total (the units of part 3's runs in batches of at most
+ * that many; the worker's time per record as at full batches) beside the total of the layout it replaced at the
+ * same batch size (its units, time per record and prices, from its last run).
+ */
+function lowTrafficBatches(results: BenchResults, one: CostInputs): NonNullable<CostResult['lowTrafficBatches']> {
+  const replaced = previousLayout()?.cost ?? null;
+  return (results.worker?.smallBatchCapacity ?? []).map((measured) => {
+    const inputs: CostInputs = {
+      ...one,
+      batchSize: measured.batchSize,
+      workerMsPerBatch: one.workerMsPerBatch * measured.batchSize,
+      writeUnitsPerCallback: measured.tableWcu + measured.indexWcu,
+      readUnitsPerCallback: measured.rcu,
+      publishesPerCallback: measured.publishes,
+    };
+    const replacedUsd =
+      replaced === null
+        ? null
+        : costPerMillion(
+            {
+              ...replaced.inputs,
+              batchSize: measured.batchSize,
+              workerMsPerBatch: (replaced.inputs.workerMsPerBatch / replaced.inputs.batchSize) * measured.batchSize,
+            },
+            replaced.prices,
+          ).totalUsd;
+    return { batchSize: measured.batchSize, inputs, totalUsd: costPerMillion(inputs).totalUsd, replacedUsd };
+  });
 }
 
 async function main(): Promise<void> {

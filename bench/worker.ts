@@ -62,6 +62,9 @@ export const workerSizes = {
   quick: { rounds: 2, batchesPerRound: 2, capacityCallbacks: 150 },
 } satisfies Record<string, WorkerSizes>;
 
+/** Batch sizes of the low-traffic figures (a callback or a few at a time, not a backlog). */
+export const LOW_TRAFFIC_BATCHES = [1, 2, 3] as const;
+
 /** Records applied at once within a batch: the worker's default (functions/worker.ts). */
 export const RECORD_CONCURRENCY = 5;
 
@@ -130,6 +133,8 @@ export interface WorkerResult {
   stressCapacity: CapacityResult;
   /** The realistic mix through `processBatch` in full FIFO batches (./fifo-batches.ts). */
   batchCapacity?: BatchCapacityResult;
+  /** The same mix at low traffic: batches of 1, of at most 2 and of at most 3 (`LOW_TRAFFIC_BATCHES`). */
+  smallBatchCapacity?: (BatchCapacityResult & { batchSize: number })[];
 }
 
 export interface RequestsAlone {
@@ -603,17 +608,25 @@ export async function benchWorker(
       'bench-capacity-stress',
     );
     progress(`worker: capacity of ${capacity.callbacks} callbacks of each mix applied one at a time`);
-    await dynamo.client.send(new CreateTableCommand(tableDefinition('bench-capacity-batches')));
-    const batchCapacity = await measureBatchCapacity(
-      dynamo.endpoint,
-      'bench-capacity-batches',
-      sizes.capacityCallbacks,
-      MIX_FAULTS,
-      batchSize,
-      RECORD_CONCURRENCY,
-      (before, after) => indexWrites(before, after) + eventsIndexWrites(before, after),
-    );
+    // The mix of (b) through processBatch, in FIFO batches of at most `size`, on a table of its own.
+    const atBatchesOf = async (size: number, tableName: string) => {
+      await dynamo.client.send(new CreateTableCommand(tableDefinition(tableName)));
+      return measureBatchCapacity(
+        dynamo.endpoint,
+        tableName,
+        sizes.capacityCallbacks,
+        MIX_FAULTS,
+        size,
+        RECORD_CONCURRENCY,
+        (before, after) => indexWrites(before, after) + eventsIndexWrites(before, after),
+      );
+    };
+    const batchCapacity = await atBatchesOf(batchSize, 'bench-capacity-batches');
     progress(`worker: capacity of ${batchCapacity.callbacks} callbacks in ${batchCapacity.batches} FIFO batches`);
+    const smallBatchCapacity: (BatchCapacityResult & { batchSize: number })[] = [];
+    for (const size of LOW_TRAFFIC_BATCHES)
+      smallBatchCapacity.push({ ...(await atBatchesOf(size, `bench-capacity-batches-of-${size}`)), batchSize: size });
+    progress(`worker: capacity in batches of at most ${LOW_TRAFFIC_BATCHES.join(', ')}`);
 
     return {
       batchSize,
@@ -640,6 +653,7 @@ export async function benchWorker(
       capacity,
       stressCapacity,
       batchCapacity,
+      smallBatchCapacity,
     };
   } finally {
     workerClient?.destroy();
