@@ -40,9 +40,12 @@ const unverifiedSignature: NonNullable<DynamoDBClientConfig['signer']> = {
   },
 };
 
-/** A client of a local dynalite (whose table the tests, the benchmarks and the local stack's tools read). */
+/**
+ * A client of a local dynalite (whose table the tests, the benchmarks and the local stack's tools read): it signs as
+ * above, and sends no user agent, which the SDK builds again for each request and nothing here reads.
+ */
 export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient {
-  return withoutSdkLogging(
+  const client = withoutSdkLogging(
     new DynamoDBClient({
       endpoint,
       region: REGION,
@@ -51,6 +54,8 @@ export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient 
       signer: unverifiedSignature,
     }),
   );
+  client.middlewareStack.remove('getUserAgentMiddleware');
+  return client;
 }
 
 /** A DynamoDB in memory on a free port, with the project's table created. */
