@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
-import { LOCAL_CREDENTIALS } from './deployed-settings.ts';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from './deployed-settings.ts';
 import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 
 /** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
@@ -20,8 +20,6 @@ export interface LocalDynamo {
   stop(): Promise<void>;
 }
 
-const REGION = 'us-east-1';
-
 /**
  * dynalite requires a request to carry a SigV4 Authorization header and never checks its signature: this
  * client's requests carry a well-formed one with a signature of zeros, rather than compute each (the canonical
@@ -32,7 +30,7 @@ const unverifiedSignature: NonNullable<DynamoDBClientConfig['signer']> = {
   async sign(request) {
     const at = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
     request.headers['x-amz-date'] = at;
-    const scope = `${at.slice(0, 8)}/${REGION}/dynamodb/aws4_request`;
+    const scope = `${at.slice(0, 8)}/${LOCAL_REGION}/dynamodb/aws4_request`;
     request.headers.authorization =
       `AWS4-HMAC-SHA256 Credential=${LOCAL_CREDENTIALS.accessKeyId}/${scope}, ` +
       `SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`;
@@ -48,7 +46,7 @@ export function dynamoClient(endpoint: string, maxAttempts = 3): DynamoDBClient 
   const client = withoutSdkLogging(
     new DynamoDBClient({
       endpoint,
-      region: REGION,
+      region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
       maxAttempts,
       signer: unverifiedSignature,

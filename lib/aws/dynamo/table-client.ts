@@ -70,6 +70,23 @@ export function backoff(attempt: number): Promise<void> {
 
 const keyString = (k: Key) => compositeKey(k.pk, k.sk);
 
+/**
+ * A batch request, then what DynamoDB left unprocessed, sent again after a back-off until nothing is left; `send`
+ * answers the part left unprocessed. Retryable when the table stays contended through 20 rounds.
+ */
+async function untilProcessed<R extends object>(
+  first: R,
+  what: string,
+  send: (request: R) => Promise<R | undefined>,
+): Promise<void> {
+  let request: R | undefined = first;
+  for (let round = 0; request && Object.keys(request).length; round++) {
+    if (round > 0) await backoff(round + 1);
+    request = await send(request);
+    if (round > 20) throw new ContentionError(`${what} after 20 rounds`);
+  }
+}
+
 /** The reads: all the read API and the CLI need (their bundles carry no write). */
 export class TableReader {
   readonly client: DynamoDBClient;
@@ -102,25 +119,23 @@ export class TableReader {
     const found = new Map<string, Item>();
     const distinct = [...new Map(keys.map((k) => [keyString(k), k])).values()];
     for (const chunk of chunks(distinct, 100)) {
-      let request: Record<string, any> | undefined = {
+      const request: Record<string, any> = {
         [this.table]: {
           Keys: chunk.map((k) => marshall({ pk: k.pk, sk: k.sk })),
           ConsistentRead: consistent,
         },
       };
-      for (let round = 0; request && Object.keys(request).length; round++) {
-        if (round > 0) await backoff(round + 1);
+      await untilProcessed(request, 'BatchGetItem left keys unprocessed', async (RequestItems) => {
         const res: BatchGetItemCommandOutput = await this.client.send(
-          new BatchGetItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
+          new BatchGetItemCommand({ RequestItems, ReturnConsumedCapacity: 'TOTAL' }),
         );
         for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'read');
         for (const raw of res.Responses?.[this.table] ?? []) {
           const item = fromItem(raw as Record<string, AttributeValue>);
           found.set(keyString(item as Key), item);
         }
-        request = res.UnprocessedKeys && Object.keys(res.UnprocessedKeys).length ? res.UnprocessedKeys : undefined;
-        if (round > 20) throw new ContentionError('BatchGetItem left keys unprocessed after 20 rounds');
-      }
+        return res.UnprocessedKeys;
+      });
     }
     return keys.map((k) => found.get(keyString(k)) ?? null);
   }
@@ -241,17 +256,15 @@ export async function putAll(table: TableClient, items: readonly Item[], cap: Ca
     return;
   }
   for (const chunk of chunks(items, 25)) {
-    let request: Record<string, WriteRequest[]> | undefined = {
+    const request: Record<string, WriteRequest[]> = {
       [table.table]: chunk.map((item) => ({ PutRequest: { Item: toItem(item) } })),
     };
-    for (let round = 0; request && Object.keys(request).length; round++) {
-      if (round > 0) await backoff(round + 1);
+    await untilProcessed(request, 'BatchWriteItem left items unprocessed', async (RequestItems) => {
       const res: BatchWriteItemCommandOutput = await table.client.send(
-        new BatchWriteItemCommand({ RequestItems: request, ReturnConsumedCapacity: 'TOTAL' }),
+        new BatchWriteItemCommand({ RequestItems, ReturnConsumedCapacity: 'TOTAL' }),
       );
       for (const c of res.ConsumedCapacity ?? []) addCapacity(cap, c, 'write');
-      request = res.UnprocessedItems && Object.keys(res.UnprocessedItems).length ? res.UnprocessedItems : undefined;
-      if (round > 20) throw new ContentionError('BatchWriteItem left items unprocessed after 20 rounds');
-    }
+      return res.UnprocessedItems;
+    });
   }
 }
