@@ -11,7 +11,6 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
-import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { messageAttributes } from '../lib/queue-message.ts';
 import { printable } from '../cli/format.ts';
@@ -45,7 +44,7 @@ beforeAll(async () => {
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
   const store = new DynamoTaskStore({
-    client: dynamoClient(stack.info.dynamoEndpoint),
+    client: stack.tableClient(),
     tableName: stack.info.tableName,
   });
   const client = { endpoint: stack.info.sqsEndpoint, region: stack.info.region, credentials: LOCAL_CREDENTIALS };

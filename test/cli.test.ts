@@ -22,7 +22,6 @@ import { createLogger, setLogSink } from '../lib/log.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
-import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { childEnv, cliBin, nodeBin, runCliHere } from './support/cli-process.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
@@ -142,7 +141,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-cli-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
-  store = new DynamoTaskStore({ client: dynamoClient(stack.info.dynamoEndpoint), tableName: stack.info.tableName });
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
   sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,

@@ -11,7 +11,6 @@ import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
 import { setLogSink } from '../lib/log.ts';
 import { runCliHere as runCli } from './support/cli-process.ts';
-import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -101,7 +100,7 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
     notDeleted: [],
   });
   expect(await runCliJson(dir, ['dlq', 'list'])).toEqual([]);
-  const store = new DynamoTaskStore({ client: dynamoClient(info.dynamoEndpoint), tableName: info.tableName });
+  const store = new DynamoTaskStore({ client: stack.tableClient(), tableName: info.tableName });
   for (const id of ids) await eventually(id, () => store.getTask(id));
   expect((await store.getTask('rec-dead-2'))?.eventCount).toBe(1);
 });

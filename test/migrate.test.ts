@@ -22,7 +22,6 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../lib/domain/canonical.ts';
 import { reduceTasks } from '../lib/domain/reduce-task.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
-import { dynamoClient } from '../devkit/local/dynamo.ts';
 import type { Service } from '../lib/platform/services.ts';
 import type { Task } from '../lib/domain/task.ts';
 import { applyTasks, recordingTask, screenshotTask } from '../devkit/seeds/seed-tasks.ts';
@@ -444,9 +443,8 @@ describe('callbacks migrate, as a user runs it', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'callbacks-migrate-'));
     stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
-    const client = dynamoClient(stack.info.dynamoEndpoint);
+    const client = stack.tableClient();
     await putItems(client, stack.info.tableName, fixture.items);
-    client.destroy();
   });
   afterAll(async () => {
     await stack.stop();

@@ -20,7 +20,6 @@ import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
-import { dynamoClient } from '../devkit/local/dynamo.ts';
 import {
   compileAllSchemas,
   conformance,
@@ -133,7 +132,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-read-api-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true, retryDelaySeconds: 1 });
-  store = new DynamoTaskStore({ client: dynamoClient(stack.info.dynamoEndpoint), tableName: stack.info.tableName });
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
   // The fixtures go the whole way: signed POST, queue, worker.
   for (const f of fixtureNames) expect((await postSigned(serviceOf(f), fixture(f))).status).toBe(200);
   await applyTasks(store, seeded);

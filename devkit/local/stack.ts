@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
@@ -34,7 +34,7 @@ import {
   resourceNames,
 } from './deployed-settings.ts';
 import { withoutSdkLogging } from '../../lib/aws/clients.ts';
-import { createDynalite } from './dynamo.ts';
+import { createDynalite, dynamoClient } from './dynamo.ts';
 import { createFaultSession, setFaultSession } from './faults.ts';
 import type { FaultKind, FaultRates } from './fault-spec.ts';
 import { startLocalSqs } from './fauxqs.ts';
@@ -116,6 +116,11 @@ export interface LocalStack {
   /** The cache key of the template the stack runs (see devkit/local/template.ts); `null` for a given one. */
   templateHash: string | null;
   iam: LocalIam;
+  /**
+   * A client of the stack's table for tests and tools in this process (the emulator's own, devkit/local/dynamo.ts):
+   * no socket and no signature computed. The functions reach the table over HTTP, with their roles.
+   */
+  tableClient(): DynamoDBClient;
   /** null when the stack runs without faults. */
   faults: LocalFaults | null;
   stop(): Promise<void>;
@@ -139,7 +144,8 @@ async function startEmulators(resources: AsyncDisposableStack, dataDir: string |
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
 
   const client = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS };
-  const dynamo = withoutSdkLogging(new DynamoDBClient({ endpoint: dynamoEndpoint, ...client }));
+  // The stack's own client (its table's set-up, and tableClient()): the emulator's, without a socket.
+  const dynamo = dynamoClient(dynamoEndpoint, 3, dynamoServer);
   const sqs = withoutSdkLogging(new SQSClient({ endpoint: sqsEndpoint, ...client }));
   // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
   const sns = withoutSdkLogging(new SNSClient({ endpoint: sqsEndpoint, ...client }));
@@ -357,6 +363,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       runSchedules: () => schedules.runNow(),
       settings,
       templateHash: loaded?.hash ?? null,
+      tableClient: () => dynamo,
       iam: {
         enforced: iamEnforced,
         denials: session.denials,

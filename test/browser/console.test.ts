@@ -28,7 +28,6 @@ import { startLocalStack, type LocalStack } from '../../devkit/local/stack.ts';
 import { recordingFileClosed, recordingStart, recordingUpload, type RecordingTask } from '../../lib/platform/bodies.ts';
 import { verifyTasks } from '../../devkit/verify/verify.ts';
 import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import { dynamoClient } from '../../devkit/local/dynamo.ts';
 import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { storedBeforeTheNameRule } from '../support/names-before-the-rule.ts';
@@ -93,7 +92,7 @@ async function storeHostileTask(stack: LocalStack, now: number): Promise<void> {
     },
   ];
   const store = new DynamoTaskStore({
-    client: dynamoClient(stack.info.dynamoEndpoint),
+    client: stack.tableClient(),
     tableName: stack.info.tableName,
   });
   const records = bodies.map((body) => sqsRecord('recording', JSON.stringify(body), { receivedAt: now }));
@@ -110,7 +109,7 @@ async function storeHostileTask(stack: LocalStack, now: number): Promise<void> {
  */
 async function storeRun(stack: LocalStack, sends: readonly ScheduledSend[], receivedAt: number): Promise<void> {
   const store = new DynamoTaskStore({
-    client: dynamoClient(stack.info.dynamoEndpoint),
+    client: stack.tableClient(),
     tableName: stack.info.tableName,
   });
   let sequence = 10n ** 19n;
