@@ -3,16 +3,19 @@
 // overtaken since is joined again into the header as stored. The oracle is reduceTask over the callbacks.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
 import { countsOf } from '../lib/aws/dynamo/items.ts';
 import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
 import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
+import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
-import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const local = useQuietDynamo();
 const log = createLogger('test');
@@ -106,4 +109,52 @@ test('an end held over a header another worker has written since is joined into 
     expect(res.batchItemFailures).toEqual([]);
   }
   await expectTask('held-stale', [t.start, ...t.uploads, t.end]);
+});
+
+/** A worker process that stops as soon as its first put of a file has landed: nothing it sends later arrives. */
+function diesAfterFilePut(client: DynamoDBClient): { client: DynamoDBClient; died(): boolean } {
+  let dead = false;
+  const dying = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+      return async (command: { constructor: { name: string }; input: { Item?: any } }) => {
+        if (dead) throw Object.assign(new Error('the worker died'), { name: 'WorkerDied' });
+        const out = await send.call(target, command);
+        if (command.constructor.name === 'PutItemCommand' && String(command.input.Item?.sk?.S).includes('#F#'))
+          dead = true;
+        return out;
+      };
+    },
+  });
+  return { client: dying, died: () => dead };
+}
+
+test("a failed upload carried by its end's file put, uncounted: the end, back alone, publishes the failure", async () => {
+  const recordId = 'held-unpublished';
+  const failed = { ...fixture('recording-4-upload-failed'), recordId };
+  const end = { ...fixture('recording-3-end'), recordId };
+  const [u, e] = [failed, end].map((b) =>
+    sqsRecord('recording', JSON.stringify(b), { sequenceNumber: String(++sequence) }),
+  ) as [SQSRecord, SQSRecord];
+  const published: TaskEvent[] = [];
+  const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
+  const fresh = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: local.db.tableName });
+  // The failure's put is held for the end's join of the same file, which carries it; the process stops there,
+  // before its batch is counted or its events are out.
+  const dying = diesAfterFilePut(local.db.client);
+  const first = await processBatch(sqsEvent([u, e]), { store: fresh(dying.client), log, concurrency: 2, events });
+  expect(dying.died()).toBe(true);
+  expect(first.batchItemFailures).toHaveLength(2);
+  expect(published).toEqual([]);
+  // The failure comes back alone: found recorded, a duplicate; its file is left to the end's batch to count.
+  // Then the end, alone, finds its join in place.
+  for (const record of [u, e]) {
+    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: fresh(local.db.client), log, events });
+    expect(res.batchItemFailures).toEqual([]);
+  }
+  const callbacks = [failed, end].map((b) => mustParse('recording', b));
+  const check = checkPublished(expectedEvents(callbacks), published);
+  expect(check).toMatchObject({ missing: [], unexpected: [] });
+  expect(published.map((ev) => ev.type)).toContain('file.upload_failed');
 });

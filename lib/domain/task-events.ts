@@ -244,8 +244,7 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
 
   for (const type of witnessedTypes(cb)) events.push(make(type));
 
-  // Only an upload changes what file events say; a slice or an end naming an uploaded file republishes nothing.
-  if (cb.upload && stored.file) {
+  if (stored.file && publishesFileEvents(cb, stored.file)) {
     const before = new Set(fileEventTypes(stored.file.before));
     const after = stored.file.after;
     for (const type of fileEventTypes(after)) {
@@ -259,6 +258,15 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
 }
 
 /**
+ * Whether a write publishes its file's events: an upload's (only an upload changes what they say), and any
+ * write that cannot know its file before it (a duplicate; a file left by a delivery that stopped before its
+ * events were out), which may be the last delivery to come back of a put that carried an upload's join.
+ */
+export function publishesFileEvents(cb: Callback, file: NonNullable<StoredWrite['file']>): boolean {
+  return !!cb.upload || file.before === null;
+}
+
+/**
  * Whether `eventsOfWrite` can publish anything for a write, known before the task is read (the worker
  * then skips reading it). A start or an end witnesses events, and a duplicate publishes again whatever
  * its items hold; a slice or an upload that was applied publishes only file events its file did not
@@ -267,7 +275,7 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
 export function writeMayPublish(cb: Callback, applied: boolean, file: StoredWrite['file']): boolean {
   if (!applied || witnessedTypes(cb).length > 0 || cb.type === 3 || file === null) return true;
   const before = file.before ? fileEventTypes(file.before) : [];
-  if (cb.upload && fileEventTypes(file.after).some((type) => !before.includes(type))) return true;
+  if (publishesFileEvents(cb, file) && fileEventTypes(file.after).some((type) => !before.includes(type))) return true;
   return fileState(file.after) === 'uploaded' && fileState(file.before) !== 'uploaded';
 }
 

@@ -1,7 +1,7 @@
 // The task events of a batch: read off each task as its header update returned it, and published together
 // once every write is durable (lib/domain/task-events.ts says which events a write makes true).
 import type { EventPublisher } from '../domain/event-publisher.ts';
-import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
+import { eventsOfWrite, publishesFileEvents, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { FileRecord } from '../domain/task.ts';
 import type { Applied } from './apply-record.ts';
@@ -66,12 +66,12 @@ export async function eventsOfTask(
   return { writes: publishing.filter((a) => (a.events ?? 0) > 0), events: [...events.values()] };
 }
 
-/** The task's files that uploads publish events of, their attempts counted (a file event shows them). */
+/** The task's files that writes publish events of, their attempts counted (a file event shows them). */
 async function withAttempts(parts: TaskParts, publishing: readonly Applied[]): Promise<TaskParts> {
   const counted = new Map<string, FileRecord>();
   for (const a of publishing) {
     const write = a.result!.write!;
-    if (!a.cb!.upload || !write.file || counted.has(write.file.after.fileName)) continue;
+    if (!write.file || !publishesFileEvents(a.cb!, write.file) || counted.has(write.file.after.fileName)) continue;
     const file = await write.fileAfter();
     if (file) counted.set(file.fileName, file);
   }

@@ -57,7 +57,10 @@ const taskFailure: fc.Arbitrary<Outcome> = fc.constantFrom(...TASK_FAILURES);
 const pickFailure = <T>(catalogue: readonly T[], index: number): T => catalogue[index % catalogue.length]!;
 const okOrFailure = mostly(fc.constant(null), taskFailure);
 
-const token = (min: number, max: number) => fc.stringMatching(new RegExp(`^[A-Za-z0-9]{${min},${max}}$`));
+// Letters and digits drawn one by one: fc.stringMatching of the same class costs a tenth of a test's CPU here.
+const ALNUM = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'];
+const token = (min: number, max: number) =>
+  fc.string({ unit: fc.constantFrom(...ALNUM), minLength: min, maxLength: max });
 
 /**
  * How a body departs from the documented types, as the platform's own samples do: bit 0 sends `type` and

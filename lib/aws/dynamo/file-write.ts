@@ -15,7 +15,7 @@ import {
   tallyOf,
   type BodyRef,
 } from './items.ts';
-import { marked, type Counting, type HeaderBefore, type ItemWrites, type Outcome } from './item-writes.ts';
+import { marked, unsettled, type Counting, type HeaderBefore, type ItemWrites, type Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
 import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
@@ -51,6 +51,14 @@ export async function applyToFileItem(
       // worker's own is in its copy, or fails on its version.
       if (marked(counting) && counting.redelivered && attempt === 1 && fileRead !== null)
         file = await w.readItem(w.files, fileKey, cap);
+      // The delivery that recorded it may have stopped before its task's header was written (a header put is
+      // held for its batch's count): the header this callback would have made is made now, or its count of the
+      // task would find none.
+      if (!headerDone && headerRead === null) {
+        const { header } = await ensureHeader(w, headerKey, null, cb, counting, cap);
+        if (header.service !== cb.service) return w.serviceMismatch(cb, header);
+        headerDone = true;
+      }
       return {
         outcome: 'duplicate',
         file: { before: null, after: w.fileRecord(file!) },
@@ -62,6 +70,8 @@ export async function applyToFileItem(
     const after = applyToFile(before, cb);
     const tally = tallyCallback(tallyOf(file), cb);
     const transition = transitionOf(before, after);
+    // What events see of the file before: unknown when an uncounted writer left it (item-writes.ts, `unsettled`).
+    const seen = unsettled(counting, file) ? null : before;
     const inline = Object.keys(keys).length < w.inlineKeys;
     const mark = w.markFor(counting, file, before, inline ? 1 : 0);
     const item = fileToItem(fileKey, after, tally, inline ? { ...keys, [cb.key]: recordedValue(cb, ref) } : keys, mark);
@@ -81,7 +91,7 @@ export async function applyToFileItem(
       const charge = w.charge(counting, item, transition, 0, false, 1);
       // The next write of the file in this batch may carry this one (held): one write for both.
       if (await w.putItem(w.files, item, file, cap, counting.hold))
-        return { outcome: 'applied', transition, file: { before, after }, headerBefore, charge };
+        return { outcome: 'applied', transition, file: { before: seen, after }, headerBefore, charge };
       continue;
     }
     // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
@@ -110,7 +120,7 @@ export async function applyToFileItem(
     // the task before this callback are then unknown, and its events are published again (same ids).
     const charge = w.charge(counting, written, joined ? transition : null, 1, !joined);
     return joined
-      ? { outcome: 'applied', transition, file: { before, after }, headerBefore, charge }
+      ? { outcome: 'applied', transition, file: { before: seen, after }, headerBefore, charge }
       : { outcome: 'applied', transition: null, file: { before: null, after }, headerBefore: null, charge };
   }
 }

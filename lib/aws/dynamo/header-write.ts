@@ -2,10 +2,17 @@
 // recording end first has what can refuse it settled, then joins its file's size, then is recorded.
 import type { Callback } from '../../domain/callback.ts';
 import type { Capacity } from '../../domain/task-store.ts';
-import { applyIdentity, applyToFile, applyToHeader, emptyTally, tallyCallback } from '../../domain/task.ts';
+import {
+  applyIdentity,
+  applyToFile,
+  applyToHeader,
+  emptyTally,
+  tallyCallback,
+  type FileTransition,
+} from '../../domain/task.ts';
 import { sameFacts, transitionOf } from '../../domain/task-parts.ts';
 import { fileToItem, headerFromItem, headerToItem, keysOf, recordedValue, tallyOf, type BodyRef } from './items.ts';
-import type { Counting, FileChange, ItemWrites, Outcome } from './item-writes.ts';
+import { unsettled, type Counting, type FileChange, type ItemWrites, type Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
 import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 
@@ -24,7 +31,11 @@ export async function applyToHeaderItem(
 ): Promise<Outcome> {
   let header = headerRead;
   let fileChange: FileChange = null;
-  let fileJoin: { item: Item | null; wrote: boolean } = { item: null, wrote: false };
+  let fileJoin: { item: Item | null; wrote: boolean; transition: FileTransition | null } = {
+    item: null,
+    wrote: false,
+    transition: null,
+  };
   let fileDone = fileKey === null;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) {
@@ -64,7 +75,7 @@ export async function applyToHeaderItem(
     // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
     const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref);
     if (await w.putItem(w.headers, item, header, cap, w.holdsHeader(counting, header), rebuild)) {
-      const transition = fileChange ? transitionOf(fileChange.before, fileChange.after) : null;
+      const transition = fileJoin.transition;
       // A join found in place may be an earlier delivery's: without marks its change is not known.
       const charge = w.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);
       return { outcome: 'applied', transition, file: fileChange, headerBefore: before, charge };
@@ -98,7 +109,7 @@ async function joinFile(
   cb: Callback,
   counting: Counting,
   cap: Capacity,
-): Promise<{ change: NonNullable<FileChange>; item: Item; wrote: boolean }> {
+): Promise<{ change: NonNullable<FileChange>; item: Item; wrote: boolean; transition: FileTransition }> {
   let file = read;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) {
@@ -108,9 +119,12 @@ async function joinFile(
     const before = file ? w.fileRecord(file) : null;
     const after = applyToFile(before, cb);
     const tally = tallyOf(file);
-    if (file && sameFacts(before, after, tally, tally)) return { change: { before, after }, item: file, wrote: false };
+    const transition = transitionOf(before, after);
+    // What events see of the file before: unknown when an uncounted writer left it (item-writes.ts, `unsettled`).
+    const change = { before: unsettled(counting, file) ? null : before, after };
+    if (file && sameFacts(before, after, tally, tally)) return { change, item: file, wrote: false, transition };
     const item = fileToItem(fileKey, after, tally, keysOf(file), w.markFor(counting, file, before, 0));
     if (file?.sp) item.sp = true;
-    if (await w.putItem(w.files, item, file, cap)) return { change: { before, after }, item, wrote: true };
+    if (await w.putItem(w.files, item, file, cap)) return { change, item, wrote: true, transition };
   }
 }

@@ -53,6 +53,18 @@ export const countingOf = (d: Pick<DeliveredCallback, 'sequence' | 'absorbed' | 
   };
 };
 
+/**
+ * Whether a file item as read carries the mark of a writer its header had not absorbed as this batch began
+ * (lib/domain/task-counts.ts): in order, a delivery of this batch's messages by a process that stopped before
+ * its batch was counted and its events were out. What that put joined (a held put carries the joins of the
+ * earlier records of its file in its batch) may have made events true that no one published, and whose own
+ * deliveries may come back in a batch that does not count the file: to events, the file before is unknown.
+ */
+export const unsettled = (c: Counting, file: Item | null): boolean => {
+  const mark = markOf(file);
+  return c.absorbed !== null && mark !== null && mark.seq > c.absorbed;
+};
+
 /** Whether marks count this write: a sequence number the header has not absorbed yet. */
 export const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
 export type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
@@ -109,11 +121,10 @@ export class ItemWrites {
     inline = 0,
   ): WriteCharge {
     const record = fileItem ? this.fileRecord(fileItem) : null;
-    const mark = markOf(fileItem);
-    const byMark = c.absorbed !== null && mark !== null && mark.seq > c.absorbed;
+    const byMark = unsettled(c, fileItem);
     return {
       sequence: c.seq,
-      file: record ? { name: record.fileName, state: fileState(record), mark } : null,
+      file: record ? { name: record.fileName, state: fileState(record), mark: markOf(fileItem) } : null,
       transition,
       events: events + (byMark ? 0 : inline),
       uncertain: c.seq === null && c.redelivered && uncertain,
