@@ -130,7 +130,7 @@ function diesAfterFilePut(client: DynamoDBClient): { client: DynamoDBClient; die
   return { client: dying, died: () => dead };
 }
 
-test("a failed upload carried by its end's file put, uncounted: the end, back alone, publishes the failure", async () => {
+test("a failed upload carried by its end's file put, uncounted: the end, back alone, publishes it", async () => {
   const recordId = 'held-unpublished';
   const failed = { ...fixture('recording-4-upload-failed'), recordId };
   const end = { ...fixture('recording-3-end'), recordId };
