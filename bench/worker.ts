@@ -11,7 +11,6 @@
 // those of the FIFO queue (a message group per task, sequence numbers), in the batches it hands out.
 // (c) Capacity at full FIFO batches: the mix of (b) through `processBatch` (./fifo-batches.ts).
 import {
-  CreateTableCommand,
   GetItemCommand,
   PutItemCommand,
   ScanCommand,
@@ -30,7 +29,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 // dynalite's own item-size rule (DynamoDB's documented one), the rule its capacity units follow.
 import { itemSize } from 'dynalite/db/index.js';
 import type { SQSEvent } from 'aws-lambda';
-import { startDynamo } from '../devkit/local/dynamo.ts';
+import { createActiveTable, startDynamo } from '../devkit/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { EventsIndex, Index, Keys, SORT_AT, tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { bodyKey, bodyRefOf } from '../lib/aws/dynamo/items.ts';
@@ -251,7 +250,7 @@ async function replayRequests(
   tableName: string,
   concurrency: number,
 ): Promise<number> {
-  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await createActiveTable(client, tableDefinition(tableName));
   const commands = dynamodbCommands as unknown as Record<string, new (input: unknown) => PutItemCommand>;
   const retarget = (input: any) => {
     const out = { ...input };
@@ -353,7 +352,7 @@ async function measureCapacity(
   faults: MixFaults,
   tableName: string,
 ): Promise<CapacityResult> {
-  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await createActiveTable(client, tableDefinition(tableName));
   const store = new DynamoTaskStore({ client, tableName, knownHeaders: 0, knownFiles: 0 });
   const sends = generateMix(callbacks, 'bench-capacity', faults);
   const receivedAt = Date.now();
@@ -610,7 +609,7 @@ export async function benchWorker(
     progress(`worker: capacity of ${capacity.callbacks} callbacks of each mix applied one at a time`);
     // The mix of (b) through processBatch, in FIFO batches of at most `size`, on a table of its own.
     const atBatchesOf = async (size: number, tableName: string) => {
-      await dynamo.client.send(new CreateTableCommand(tableDefinition(tableName)));
+      await createActiveTable(dynamo.client, tableDefinition(tableName));
       return measureBatchCapacity(
         dynamo.endpoint,
         tableName,

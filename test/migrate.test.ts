@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  CreateTableCommand,
   DeleteTableCommand,
   GetItemCommand,
   ScanCommand,
@@ -40,6 +39,7 @@ import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
 import { sweep } from '../lib/sweeper/sweep.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
+import { createActiveTable } from '../devkit/local/dynamo.ts';
 
 type Raw = Record<string, AttributeValue>;
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/legacy-layout/table.json', import.meta.url), 'utf8')) as {
@@ -57,7 +57,7 @@ let tables = 0;
 /** A table of its own holding the fixture's items, less those `drop` says expired. */
 async function legacyTable(drop: (item: Raw, i: number) => boolean = () => false): Promise<string> {
   const tableName = `legacy-${++tables}`;
-  await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await createActiveTable(local.db.client, tableDefinition(tableName));
   await putItems(
     local.db.client,
     tableName,

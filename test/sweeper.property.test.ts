@@ -6,7 +6,6 @@
 // later than a stall's, or an end, resumes it; an older one leaves it). Whatever the order and timing, the stored
 // facts are those the brute force finds at each sweep, every one published, every resume once, and none twice
 // unless a sweep crashed.
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { TableClient } from '../lib/aws/dynamo/table-client.ts';
 import { tableDefinition } from '../lib/aws/dynamo/table.ts';
@@ -33,6 +32,7 @@ import {
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { fullSize, sized } from './support/size.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { createActiveTable } from '../devkit/local/dynamo.ts';
 
 const local = useQuietDynamo();
 const log = createLogger('test');
@@ -182,7 +182,7 @@ test('stored facts of time equal a brute force of the callbacks and the clock, w
         let pending: Delivery[] = rawDeliveries.map((d) => ({ service: d.service, body: rename(d.service, d.body) }));
 
         const tableName = `sweep-prop-${runs}`;
-        await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+        await createActiveTable(local.db.client, tableDefinition(tableName));
         const clock = { now: Math.min(...pending.map((d) => Number(d.body.timestamp))) + startOffset };
         const store = new DynamoTaskStore({ client: local.db.client, tableName, now: () => clock.now });
         const published: TaskEvent[] = [];

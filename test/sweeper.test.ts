@@ -2,7 +2,6 @@
 // a failed upload warned about and lost, then recovered; a stalled task resumed; a completed task settled and
 // unsettled; and two sweepers at once over many tasks, each fact published once.
 import { readFileSync } from 'node:fs';
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { TableClient } from '../lib/aws/dynamo/table-client.ts';
 import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
@@ -15,6 +14,7 @@ import { SWEEP_RESERVE_MS, sweep, type SweeperDeps } from '../lib/sweeper/sweep.
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { createActiveTable } from '../devkit/local/dynamo.ts';
 
 type Body = Record<string, any>;
 const local = useQuietDynamo();
@@ -28,7 +28,7 @@ let tables = 0;
 /** A world with its own clock and table (its sweep position its own): the worker's store and the sweepers read it. */
 async function world() {
   const tableName = `sweeper-${++tables}`;
-  await local.db.client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await createActiveTable(local.db.client, tableDefinition(tableName));
   const clock = { now: 0 };
   const published: TaskEvent[] = [];
   const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout } from 'node:timers/promises';
 import {
   CreateTableCommand,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DynamoDBClient,
   type DynamoDBClientConfig,
@@ -64,6 +65,17 @@ export function dynamoClient(endpoint: string, maxAttempts = 3, server?: Server)
   return client;
 }
 
+/** Creates a table, once it is active: dynalite answers CreateTable first (a few milliseconds before). */
+export async function createActiveTable(client: DynamoDBClient, definition: CreateTableCommandInput): Promise<void> {
+  await client.send(new CreateTableCommand(definition));
+  for (let i = 0; i < 500; i++) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: definition.TableName }));
+    if (Table?.TableStatus === 'ACTIVE') return;
+    await setTimeout(2);
+  }
+  throw new Error(`table ${definition.TableName} did not become active`);
+}
+
 /** A DynamoDB in memory on a free port, with the project's table created. */
 export async function startDynamo(tableName = 'tasks-test'): Promise<LocalDynamo> {
   const server = createDynalite();
@@ -71,10 +83,7 @@ export async function startDynamo(tableName = 'tasks-test'): Promise<LocalDynamo
   const { port } = server.address() as AddressInfo;
   const endpoint = `http://127.0.0.1:${port}`;
   const client = dynamoClient(endpoint, 3, server);
-  await client.send(new CreateTableCommand(tableDefinition(tableName)));
-  // dynalite answers CreateTable before its table is active (at most a few milliseconds later).
-  while ((await client.send(new DescribeTableCommand({ TableName: tableName }))).Table?.TableStatus !== 'ACTIVE')
-    await setTimeout(2);
+  await createActiveTable(client, tableDefinition(tableName));
   return {
     endpoint,
     client,

@@ -1,15 +1,11 @@
 // The resources the template declares, created in the local emulators when the stack starts (and brought up
 // to date when they are kept from an earlier run): the table in dynalite, the queues, the topics and their
 // SQS subscriptions in fauxqs.
-import {
-  CreateTableCommand,
-  type CreateTableCommandInput,
-  DescribeTableCommand,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { type CreateTableCommandInput, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, type SQSClient, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { CreateTopicCommand, type SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import type { Logger } from '../../lib/log.ts';
+import { createActiveTable } from './dynamo.ts';
 import type { QueueSettings, StackSettings } from './stack-template.ts';
 
 export async function ensureTable(dynamo: DynamoDBClient, definition: CreateTableCommandInput): Promise<void> {
@@ -20,13 +16,7 @@ export async function ensureTable(dynamo: DynamoDBClient, definition: CreateTabl
   } catch (err) {
     if ((err as Error).name !== 'ResourceNotFoundException') throw err;
   }
-  await dynamo.send(new CreateTableCommand(definition));
-  for (let i = 0; i < 100; i++) {
-    const { Table } = await dynamo.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === 'ACTIVE') return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`table ${tableName} did not become active`);
+  await createActiveTable(dynamo, definition);
 }
 
 /**

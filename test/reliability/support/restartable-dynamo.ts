@@ -2,9 +2,9 @@
 // of a run, as a crashed or unreachable database would be, and started again as a new server on the same
 // port over the same files. (Closed in-process, dynalite throws from requests still in flight.)
 import { spawn, type ChildProcess } from 'node:child_process';
-import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../../lib/aws/dynamo/table.ts';
-import { dynamoClient } from '../../../devkit/local/dynamo.ts';
+import { createActiveTable, dynamoClient } from '../../../devkit/local/dynamo.ts';
 
 const root = new URL('../../..', import.meta.url).pathname;
 
@@ -48,7 +48,7 @@ export async function startRestartableDynamo(path: string, tableName = 'callback
   let current: ChildProcess | null = child;
   const endpoint = `http://127.0.0.1:${port}`;
   const client = dynamoClient(endpoint, 2);
-  await client.send(new CreateTableCommand(tableDefinition(tableName)));
+  await createActiveTable(client, tableDefinition(tableName));
 
   const stop = async () => {
     const dying = current;
