@@ -48,7 +48,8 @@ const unverifiedSignature: NonNullable<DynamoDBClientConfig['signer']> = {
 
 /**
  * A client of a local dynalite (whose table the tests, the benchmarks and the local stack's tools read): it signs as
- * above, and sends no user agent, which the SDK builds again for each request and nothing here reads.
+ * above, and sends no user agent, which the SDK builds again for each request and nothing here reads. Given the
+ * dynalite `server` of this process, it reaches it without a socket (inProcessTransport).
  */
 export function dynamoClient(endpoint: string, maxAttempts = 3, server?: Server): DynamoDBClient {
   const client = withoutSdkLogging(
@@ -109,8 +110,8 @@ interface Handled {
 /**
  * Hands each request to dynalite's request listener in this process, without a socket: the same emulator and the
  * same SDK middleware (serialising, signing, retries, parsing), minus the HTTP client and server between them, whose
- * work is the largest part of a request's CPU here. For the clients of a throw-away table only: the local stack's
- * functions reach it over HTTP, as deployed.
+ * work is the largest part of a request's CPU here. For the clients of tests and tools in the emulator's own process
+ * (a throw-away table's, a local stack's `tableClient()`): the stack's functions reach it over HTTP, as deployed.
  */
 function inProcessTransport(server: Server): RequestHandler {
   const [listener] = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
