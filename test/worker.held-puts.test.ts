@@ -158,3 +158,58 @@ test("a failed upload carried by its end's file put, uncounted: the end, back al
   expect(check).toMatchObject({ missing: [], unexpected: [] });
   expect(published.map((ev) => ev.type)).toContain('file.upload_failed');
 });
+
+/** A worker process that stops as its batch's count of the task is about to go out: nothing it sends arrives. */
+function diesAtCount(client: DynamoDBClient): { client: DynamoDBClient; died(): boolean } {
+  let dead = false;
+  const dying = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+      return async (command: { constructor: { name: string }; input: { Key?: any } }) => {
+        if (command.constructor.name === 'UpdateItemCommand' && String(command.input.Key?.sk?.S).startsWith('H#'))
+          dead = true;
+        if (dead) throw Object.assign(new Error('the worker died'), { name: 'WorkerDied' });
+        return send.call(target, command);
+      };
+    },
+  });
+  return { client: dying, died: () => dead };
+}
+
+// A defect known and open: a batch received again writes its starts' and ends' header puts at once (they are held
+// for the count only on a first receive), so it can stop between them and its count. The start, back alone, then
+// reads the task completed off counts that have not charged the end's file yet, and publishes task.completed
+// outside MAY (the soak's chaos run meets it at seeds 1003709 and 1006316). Marked failing until the count stops
+// judging completion off such a header: it fails the suite the day it passes.
+test.failing('an end a redelivered batch wrote before its count: no completion as the start comes back', async () => {
+  const recordId = 'ended-uncounted';
+  const start = { ...fixture('recording-1-start-single'), recordId };
+  // The end names a file no upload follows: the task can never complete.
+  const end = { ...fixture('recording-3-end'), recordId };
+  const [s, e] = [start, end].map((b) =>
+    sqsRecord('recording', JSON.stringify(b), { sequenceNumber: String(++sequence) }),
+  ) as [SQSRecord, SQSRecord];
+  const published: TaskEvent[] = [];
+  const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
+  const fresh = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: local.db.tableName });
+  // Received again (a first receive died before writing): the start's and the end's header puts go out at once,
+  // the end's file join between them; the process stops as the count is about to go out.
+  const dying = diesAtCount(local.db.client);
+  const again = [receivedAgain(s), receivedAgain(e)];
+  const first = await processBatch(sqsEvent(again), { store: fresh(dying.client), log, concurrency: 1, events });
+  expect(dying.died()).toBe(true);
+  expect(first.batchItemFailures).toHaveLength(2);
+  // The start comes back alone, then the end.
+  for (const record of again) {
+    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: fresh(local.db.client), log, events });
+    expect(res.batchItemFailures).toEqual([]);
+  }
+  const callbacks = [start, end].map((b) => mustParse('recording', b));
+  expect(checkPublished(expectedEvents(callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
+  expect(published.map((ev) => ev.type)).not.toContain('task.completed');
+  const stored = await new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName }).getTask(
+    recordId,
+  );
+  expect(stored).toEqual(reduceTask(callbacks));
+});
