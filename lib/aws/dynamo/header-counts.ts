@@ -18,7 +18,7 @@ import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
-import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
+import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf, writtenAhead } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { countUpdate, setTally, withClauses, type CountClauses } from './count-update.ts';
@@ -110,7 +110,11 @@ export class HeaderCounts {
     let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const done = found ? completionAfter(found, addCounts(change, behind), joined, w.files) : null;
+      // A header that records an end beyond what the batch absorbs (items.ts, writtenAhead): no completion off it.
+      const done =
+        found && !(seq !== null && writtenAhead(found, seq))
+          ? completionAfter(found, addCounts(change, behind), joined, w.files)
+          : null;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
@@ -264,7 +268,7 @@ export class HeaderCounts {
     cap: Capacity,
   ): Promise<Item> {
     const parts = headerParts(header);
-    if (!parts || header.doneAt !== undefined) return header;
+    if (!parts || header.doneAt !== undefined || writtenAhead(header)) return header;
     const at = completionTime({ ...parts, counts: addCounts(parts.counts!, behind), files });
     if (at === null) return header;
     const res = await this.table.update(

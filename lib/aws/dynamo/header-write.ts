@@ -11,8 +11,17 @@ import {
   type FileTransition,
 } from '../../domain/task.ts';
 import { sameFacts, transitionOf } from '../../domain/task-parts.ts';
-import { fileToItem, headerFromItem, headerToItem, keysOf, recordedValue, tallyOf, type BodyRef } from './items.ts';
-import { unsettled, type Counting, type FileChange, type ItemWrites, type Outcome } from './item-writes.ts';
+import {
+  UNCOUNTED_END,
+  fileToItem,
+  headerFromItem,
+  headerToItem,
+  keysOf,
+  recordedValue,
+  tallyOf,
+  type BodyRef,
+} from './items.ts';
+import { marked, unsettled, type Counting, type FileChange, type ItemWrites, type Outcome } from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
 import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 
@@ -74,7 +83,11 @@ export async function applyToHeaderItem(
     }
     // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
     const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref);
-    if (await w.putItem(w.headers, item, header, cap, w.holdsHeader(counting, header), rebuild)) {
+    const hold = w.holdsHeader(counting, header);
+    // An end written at once, ahead of its batch's count, says so, should the batch stop before it (items.ts).
+    if (cb.type === 3 && !hold && marked(counting) && !(header?.[UNCOUNTED_END] >= counting.seq!))
+      item[UNCOUNTED_END] = counting.seq;
+    if (await w.putItem(w.headers, item, header, cap, hold, rebuild)) {
       const transition = fileJoin.transition;
       // A join found in place may be an earlier delivery's: without marks its change is not known.
       const charge = w.charge(counting, fileJoin.item, fileJoin.wrote ? transition : null, 0, !fileJoin.wrote);

@@ -84,6 +84,19 @@ export function eventsIndexKeys(appKey: string, taskId: string, timestamp: numbe
  */
 export const EVENTS_INDEXED = 'ev';
 
+/**
+ * The sequence number of the last message whose end a header put recorded outside its batch's count (`uw`): a
+ * batch received again writes its header puts at once, and may stop before its count. Until a count absorbs that
+ * message, the header says more than its counts: an end whose file no count has charged yet (`writtenAhead`).
+ */
+export const UNCOUNTED_END = 'uw';
+
+/** Whether a header records an end its counts have not absorbed (`through`: what they absorbed, by default `seq`). */
+export function writtenAhead(header: Item, through: string | undefined = header.seq): boolean {
+  const end = header[UNCOUNTED_END];
+  return typeof end === 'string' && (through === undefined || end > through);
+}
+
 export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: number, indexed = true): Item {
   const cb = d.callback;
   return {
@@ -179,6 +192,7 @@ function countersOf(previous: Item | null): Item {
   for (const attr of Object.values(COUNT_ATTRS)) out[attr] = previous ? (previous[attr] ?? 0) : 0;
   if (previous?.seq !== undefined) out.seq = previous.seq;
   if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
+  if (previous?.[UNCOUNTED_END] !== undefined) out[UNCOUNTED_END] = previous[UNCOUNTED_END];
   if (!previous || previous[EVENTS_INDEXED] === 1) out[EVENTS_INDEXED] = 1;
   Object.assign(out, carriedTime(previous));
   // A header of the earlier way (counts added up on read) stays one until it is counted (recount, migrate).
