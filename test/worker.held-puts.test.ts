@@ -111,18 +111,26 @@ test('an end held over a header another worker has written since is joined into 
   await expectTask('held-stale', [t.start, ...t.uploads, t.end]);
 });
 
-/** A worker process that stops as soon as its first put of a file has landed: nothing it sends later arrives. */
-function diesAfterFilePut(client: DynamoDBClient): { client: DynamoDBClient; died(): boolean } {
+/**
+ * A worker process that stops at the first request `at` matches: `before` it goes out (it never arrives), or `after`
+ * it has landed. Nothing the process sends later arrives.
+ */
+function diesAt(
+  client: DynamoDBClient,
+  when: 'before' | 'after',
+  at: (command: string, key: Record<string, any> | undefined) => boolean,
+): { client: DynamoDBClient; died(): boolean } {
   let dead = false;
   const dying = new Proxy(client, {
     get(target, prop, receiver) {
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-      return async (command: { constructor: { name: string }; input: { Item?: any } }) => {
+      return async (command: { constructor: { name: string }; input: { Item?: any; Key?: any } }) => {
+        const matched = !dead && at(command.constructor.name, command.input.Item ?? command.input.Key);
+        if (matched && when === 'before') dead = true;
         if (dead) throw Object.assign(new Error('the worker died'), { name: 'WorkerDied' });
         const out = await send.call(target, command);
-        if (command.constructor.name === 'PutItemCommand' && String(command.input.Item?.sk?.S).includes('#F#'))
-          dead = true;
+        if (matched) dead = true;
         return out;
       };
     },
@@ -130,84 +138,63 @@ function diesAfterFilePut(client: DynamoDBClient): { client: DynamoDBClient; die
   return { client: dying, died: () => dead };
 }
 
-test("a failed upload carried by its end's file put, uncounted: the end, back alone, publishes it", async () => {
-  const recordId = 'held-unpublished';
-  const failed = { ...fixture('recording-4-upload-failed'), recordId };
-  const end = { ...fixture('recording-3-end'), recordId };
-  const [u, e] = [failed, end].map((b) =>
-    sqsRecord('recording', JSON.stringify(b), { sequenceNumber: String(++sequence) }),
-  ) as [SQSRecord, SQSRecord];
+/** A recording task's bodies as records of its message group, and the events the worker publishes for them. */
+function recordingStory(recordId: string, names: string[]) {
+  const bodies = names.map((name) => ({ ...fixture(name), recordId }));
+  const records = bodies.map((b) => sqsRecord('recording', JSON.stringify(b), { sequenceNumber: String(++sequence) }));
   const published: TaskEvent[] = [];
   const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
-  const fresh = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: local.db.tableName });
+  const callbacks = bodies.map((b) => mustParse('recording', b));
+  return { records, published, events, callbacks };
+}
+
+const storeOn = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: local.db.tableName });
+
+test("a failed upload carried by its end's file put, uncounted: the end, back alone, publishes it", async () => {
+  const story = recordingStory('held-unpublished', ['recording-4-upload-failed', 'recording-3-end']);
+  const [u, e] = story.records as [SQSRecord, SQSRecord];
+  const { events, published } = story;
   // The failure's put is held for the end's join of the same file, which carries it; the process stops there,
   // before its batch is counted or its events are out.
-  const dying = diesAfterFilePut(local.db.client);
-  const first = await processBatch(sqsEvent([u, e]), { store: fresh(dying.client), log, concurrency: 2, events });
+  const dying = diesAt(
+    local.db.client,
+    'after',
+    (c, key) => c === 'PutItemCommand' && String(key?.sk?.S).includes('#F#'),
+  );
+  const first = await processBatch(sqsEvent([u, e]), { store: storeOn(dying.client), log, concurrency: 2, events });
   expect(dying.died()).toBe(true);
   expect(first.batchItemFailures).toHaveLength(2);
   expect(published).toEqual([]);
   // The failure comes back alone: found recorded, a duplicate; its file is left to the end's batch to count.
   // Then the end, alone, finds its join in place.
   for (const record of [u, e]) {
-    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: fresh(local.db.client), log, events });
+    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: storeOn(local.db.client), log, events });
     expect(res.batchItemFailures).toEqual([]);
   }
-  const callbacks = [failed, end].map((b) => mustParse('recording', b));
-  const check = checkPublished(expectedEvents(callbacks), published);
-  expect(check).toMatchObject({ missing: [], unexpected: [] });
+  expect(checkPublished(expectedEvents(story.callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
   expect(published.map((ev) => ev.type)).toContain('file.upload_failed');
 });
-
-/** A worker process that stops as its batch's count of the task is about to go out: nothing it sends arrives. */
-function diesAtCount(client: DynamoDBClient): { client: DynamoDBClient; died(): boolean } {
-  let dead = false;
-  const dying = new Proxy(client, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-      return async (command: { constructor: { name: string }; input: { Key?: any } }) => {
-        if (command.constructor.name === 'UpdateItemCommand' && String(command.input.Key?.sk?.S).startsWith('H#'))
-          dead = true;
-        if (dead) throw Object.assign(new Error('the worker died'), { name: 'WorkerDied' });
-        return send.call(target, command);
-      };
-    },
-  });
-  return { client: dying, died: () => dead };
-}
 
 // A batch received again writes its ends' header puts at once (they are held for the count only on a first
 // receive), so it can stop between them and its count. The start, back alone, must not read the task completed
 // off counts that have not charged the end's file yet (the soak's chaos run met it at seeds 1003709 and 1006316).
 test('an end a redelivered batch wrote before its count: no completion as the start comes back', async () => {
-  const recordId = 'ended-uncounted';
-  const start = { ...fixture('recording-1-start-single'), recordId };
   // The end names a file no upload follows: the task can never complete.
-  const end = { ...fixture('recording-3-end'), recordId };
-  const [s, e] = [start, end].map((b) =>
-    sqsRecord('recording', JSON.stringify(b), { sequenceNumber: String(++sequence) }),
-  ) as [SQSRecord, SQSRecord];
-  const published: TaskEvent[] = [];
-  const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
-  const fresh = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: local.db.tableName });
+  const story = recordingStory('ended-uncounted', ['recording-1-start-single', 'recording-3-end']);
+  const { events, published } = story;
   // Received again (a first receive died before writing): the start's and the end's header puts go out at once,
   // the end's file join between them; the process stops as the count is about to go out.
-  const dying = diesAtCount(local.db.client);
-  const again = [receivedAgain(s), receivedAgain(e)];
-  const first = await processBatch(sqsEvent(again), { store: fresh(dying.client), log, concurrency: 1, events });
+  const dying = diesAt(local.db.client, 'before', (c, key) => c === 'UpdateItemCommand' && /^H#/.test(key?.sk?.S));
+  const again = story.records.map(receivedAgain);
+  const first = await processBatch(sqsEvent(again), { store: storeOn(dying.client), log, concurrency: 1, events });
   expect(dying.died()).toBe(true);
   expect(first.batchItemFailures).toHaveLength(2);
   // The start comes back alone, then the end.
   for (const record of again) {
-    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: fresh(local.db.client), log, events });
+    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: storeOn(local.db.client), log, events });
     expect(res.batchItemFailures).toEqual([]);
   }
-  const callbacks = [start, end].map((b) => mustParse('recording', b));
-  expect(checkPublished(expectedEvents(callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
+  expect(checkPublished(expectedEvents(story.callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
   expect(published.map((ev) => ev.type)).not.toContain('task.completed');
-  const stored = await new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName }).getTask(
-    recordId,
-  );
-  expect(stored).toEqual(reduceTask(callbacks));
+  expect(await storeOn(local.db.client).getTask('ended-uncounted')).toEqual(reduceTask(story.callbacks));
 });
