@@ -16,7 +16,7 @@ import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './deployed-settings.ts';
 import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 
-/** A dynalite server, not yet listening. Tables are usable at once, as the project's tests expect. */
+/** A dynalite server, not yet listening. A table it creates is active within milliseconds (createActiveTable). */
 export function createDynalite(path?: string): Server {
   return dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, ...(path ? { path } : {}) });
 }
