@@ -189,10 +189,20 @@ test('an end a redelivered batch wrote before its count: no completion as the st
   const first = await processBatch(sqsEvent(again), { store: storeOn(dying.client), log, concurrency: 1, events });
   expect(dying.died()).toBe(true);
   expect(first.batchItemFailures).toHaveLength(2);
+  // Meanwhile a read of the task, or of a listing, shows it as its counts have it: ended, not completed.
+  const reads = storeOn(local.db.client);
+  const statusNow = async () => {
+    const listed = [];
+    for await (const s of reads.listTasks({ since: story.callbacks[0]!.timestamp - 60_000, limit: 10 }))
+      if (s.id === 'ended-uncounted') listed.push(s.status);
+    return { task: (await reads.getTask('ended-uncounted'))?.status, listed };
+  };
+  expect(await statusNow()).toEqual({ task: 'ended', listed: ['ended'] });
   // The start comes back alone, then the end.
-  for (const record of again) {
+  for (const [i, record] of again.entries()) {
     const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: storeOn(local.db.client), log, events });
     expect(res.batchItemFailures).toEqual([]);
+    if (i === 0) expect(await statusNow()).toEqual({ task: 'ended', listed: ['ended'] });
   }
   expect(checkPublished(expectedEvents(story.callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
   expect(published.map((ev) => ev.type)).not.toContain('task.completed');

@@ -18,7 +18,7 @@ import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
-import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf, writtenAhead } from './items.ts';
+import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { countUpdate, setTally, withClauses, type CountClauses } from './count-update.ts';
@@ -110,11 +110,7 @@ export class HeaderCounts {
     let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      // A header that records an end beyond what the batch absorbs (items.ts, writtenAhead): no completion off it.
-      const done =
-        found && !(seq !== null && writtenAhead(found, seq))
-          ? completionAfter(found, addCounts(change, behind), joined, w.files)
-          : null;
+      const done = found ? completionAfter(found, seq, addCounts(change, behind), joined, w.files) : null;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
@@ -268,7 +264,7 @@ export class HeaderCounts {
     cap: Capacity,
   ): Promise<Item> {
     const parts = headerParts(header);
-    if (!parts || header.doneAt !== undefined || writtenAhead(header)) return header;
+    if (!parts || header.doneAt !== undefined) return header;
     const at = completionTime({ ...parts, counts: addCounts(parts.counts!, behind), files });
     if (at === null) return header;
     const res = await this.table.update(
@@ -328,10 +324,17 @@ function completionTime(parts: TaskParts): number | null {
 
 /**
  * When the task completes with this update (null: it does not, or did before): from the header as found, the
- * batch's change and tally, and the files the batch wrote.
+ * batch's change and tally, and the files the batch wrote. `seq`: what the update absorbs, so that an end the
+ * header records beyond it completes nothing yet (items.ts, writtenAhead), and one within it may.
  */
-function completionAfter(found: Item, change: TaskCounts, tally: Tally, files: readonly FileRecord[]): number | null {
-  const parts = headerParts(found);
+function completionAfter(
+  found: Item,
+  seq: string | null,
+  change: TaskCounts,
+  tally: Tally,
+  files: readonly FileRecord[],
+): number | null {
+  const parts = headerParts(found, seq ?? undefined);
   if (!parts || found.doneAt !== undefined) return null;
   const counts = addCounts(parts.counts!, change);
   return completionTime({ ...parts, counts, eventCount: counts.events, tally, files });

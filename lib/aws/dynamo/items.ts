@@ -92,7 +92,7 @@ export const EVENTS_INDEXED = 'ev';
 export const UNCOUNTED_END = 'uw';
 
 /** Whether a header records an end its counts have not absorbed (`through`: what they absorbed, by default `seq`). */
-export function writtenAhead(header: Item, through: string | undefined = header.seq): boolean {
+function writtenAhead(header: Item, through: string | undefined = header.seq): boolean {
   const end = header[UNCOUNTED_END];
   return typeof end === 'string' && (through === undefined || end > through);
 }
@@ -208,12 +208,18 @@ export function countsOf(header: Item): TaskCounts | null {
   return c;
 }
 
-/** The task as its header alone says: its counts and tally, no files. Null for a header without counts. */
-export function headerParts(header: Item): TaskParts | null {
+/**
+ * The task as its header alone says: its counts and tally, no files. Null for a header without counts. An end
+ * recorded beyond what the counts absorbed (`through`, by default the header's `seq`: `writtenAhead`) may name a
+ * file they have not charged yet: until they do, the task is read as one whose end has not succeeded, never as
+ * completed off counts that miss a file (its status is then `ended`, as of its counts).
+ */
+export function headerParts(header: Item, through: string | undefined = header.seq): TaskParts | null {
   const counts = countsOf(header);
   if (!counts) return null;
+  const read = headerFromItem(header);
   return {
-    header: headerFromItem(header),
+    header: writtenAhead(header, through) ? { ...read, endOk: false } : read,
     files: [],
     tally: tallyOf(header),
     eventCount: counts.events,

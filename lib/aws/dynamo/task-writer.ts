@@ -20,7 +20,7 @@ import { WritePath } from './apply-callback.ts';
 import { Deliveries } from './deliveries.ts';
 import { HeaderCounts } from './header-counts.ts';
 import { HeldPuts } from './held-puts.ts';
-import { headerParts, writtenAhead } from './items.ts';
+import { headerParts } from './items.ts';
 import { KnownItems } from './known-items.ts';
 import { readAfterWrite } from './queries.ts';
 import { TableClient, toItem, type Item } from './table-client.ts';
@@ -165,11 +165,9 @@ export class DynamoTaskWriter implements TaskWriter {
       header = await this.counts.recount(batch.appKey, batch.id, null, capacity);
     if (header && batch.redelivered) this.arms.again(header);
     if (header) header = await this.arm(batch, header, [...changes.values()], now, capacity);
-    const read = header ? headerParts(header) : null;
-    if (!read) return null;
-    // An end recorded ahead of the counts (items.ts, writtenAhead) may name a file they have not charged: to the
-    // events, not an end that completes the task yet (its own batch counts it).
-    const parts = writtenAhead(header!) ? { ...read, header: { ...read.header, endOk: false } } : read;
+    // An end recorded ahead of the counts is, to the events too, not one that completes the task yet (headerParts).
+    const parts = header ? headerParts(header) : null;
+    if (!parts) return null;
     // The files left to later messages' batches (lib/domain/task-counts.ts) as they stand: the task's status
     // and the events read off it are those of the files, not of what the header counts for now.
     const counts = parts.counts && addCounts(parts.counts, laterMarksChange(charges, batch.absorbed));
