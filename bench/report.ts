@@ -265,7 +265,12 @@ function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, c
     `events through SNS (fauxqs, in the same process) and garbage collection. Bare \`PutItem\`: ` +
     `${num(a.bareMsPerCallback)} ms per callback. With no time of its own at all, the worker would reach ` +
     `${x(a.bareMsPerCallback / a.msPerCallback)} bare \`PutItem\` here: the requests it makes per callback, ` +
-    `each dearer than a bare put (a condition, a larger item), set that bound.`
+    `each dearer than a bare put (a condition, a larger item), set that bound.` +
+    (a.claimsMsPerCallback === undefined
+      ? ''
+      : ` Its delivery puts alone, sent again the same way (the one conditional write per callback the replay rule ` +
+        `makes: no batch request can carry its condition): ${num(a.claimsMsPerCallback)} ms per callback, ` +
+        `${x(a.bareMsPerCallback / a.claimsMsPerCallback)} bare \`PutItem\` for a worker that did nothing else.`)
   );
 }
 

@@ -141,6 +141,11 @@ export interface RequestsAlone {
   requests: number;
   /** Those requests sent again alone, in order, at the worker's concurrency, to a fresh table: ms per callback. */
   msPerCallback: number;
+  /**
+   * Its delivery puts alone, sent again the same way: the one conditional write per callback that the replay rule
+   * makes (no batch request can carry its condition), ms per callback.
+   */
+  claimsMsPerCallback?: number;
   /** The worker's own time per callback in that run (all its batches over all its callbacks), and the baseline's. */
   workerMsPerCallback: number;
   bareMsPerCallback: number;
@@ -589,9 +594,13 @@ export async function benchWorker(
     }
 
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+    const claims = capture.sent.filter(
+      (s) => s.command === 'PutItemCommand' && itemKind(s.input.Item).startsWith('delivery'),
+    );
     const requestsAlone: RequestsAlone = {
       requests: capture.sent.length,
       msPerCallback: (await replayRequests(client, capture.sent, 'bench-replay', RECORD_CONCURRENCY)) / applied,
+      claimsMsPerCallback: (await replayRequests(client, claims, 'bench-replay-claims', RECORD_CONCURRENCY)) / applied,
       workerMsPerCallback: sum(workerBatchMs) / applied,
       bareMsPerCallback: sum(bareBatchMs) / applied,
     };
