@@ -91,8 +91,8 @@ export const EVENTS_INDEXED = 'ev';
  */
 export const UNCOUNTED_END = 'uw';
 
-/** Whether a header records an end its counts have not absorbed (`through`: what they absorbed, by default `seq`). */
-function writtenAhead(header: Item, through: string | undefined = header.seq): boolean {
+/** Whether a header records an end its counts have not absorbed (`through`: what they absorbed). */
+function writtenAhead(header: Item, through: string | undefined): boolean {
   const end = header[UNCOUNTED_END];
   return typeof end === 'string' && (through === undefined || end > through);
 }
