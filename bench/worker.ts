@@ -181,12 +181,14 @@ function capacityLogger() {
   return { log, totals };
 }
 
+const DELIVERY_KIND = 'delivery (claim and raw body)';
+
 /** Which kind of item a table item is, from its keys (table.ts). */
 function itemKind(item: Record<string, AttributeValue>): string {
   const pk = item.pk?.S ?? '';
   const sk = item.sk?.S ?? '';
   if (pk.startsWith('BARE#')) return 'bare';
-  if (pk.startsWith('DLV#')) return 'delivery (claim and raw body)';
+  if (pk.startsWith('DLV#')) return DELIVERY_KIND;
   if (pk.startsWith('QUARANTINE#')) return 'quarantined callback';
   if (/^(DUE|CHG)#/.test(pk)) return 'time bucket entry';
   if (sk.startsWith('H#')) return 'task header';
@@ -595,7 +597,7 @@ export async function benchWorker(
 
     const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
     const claims = capture.sent.filter(
-      (s) => s.command === 'PutItemCommand' && itemKind(s.input.Item).startsWith('delivery'),
+      (s) => s.command === 'PutItemCommand' && itemKind(s.input.Item) === DELIVERY_KIND,
     );
     const requestsAlone: RequestsAlone = {
       requests: capture.sent.length,
