@@ -321,6 +321,12 @@ export interface BatchWrites {
    * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
    */
   dropHeld?(appKey: string, id: string): void;
+  /**
+   * Forgets all this writer remembers of a task whose records failed: its held puts and its copies of the task's
+   * items. A write that failed may have been refused, or lost on the way: the table is as it was, and a copy
+   * built on that write would answer the task's next delivery from a state the table never held.
+   */
+  forgetTask?(appKey: string, id: string): void;
   /** Whether this writer knows the task's header (wrote or read it): its callbacks need not read it. */
   knowsHeader?(appKey: string, id: string): boolean;
   /** The last sequence number the task's header absorbed (a batch that comes again reads it first). */

@@ -104,11 +104,6 @@ export async function processBatch(
       );
     if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
-  // A header put held for a count that did not write it (its task's records failed) is dropped.
-  for (const indexes of tasks.values()) {
-    const p = prepared[indexes[0]!]!;
-    if (p.kind === 'apply') deps.store.dropHeld?.(p.cb.appKey, p.cb.id);
-  }
   await flushArms(applied, deps);
   if (deps.events) await publishAll(taskEvents, deps.events);
   // Once out (a record that failed to publish comes again, and its task's header still says the stall).
@@ -117,6 +112,14 @@ export async function processBatch(
     out.map(([, r]) => r),
     deps,
   );
+  // A header put held for a count that did not write it (its task's records failed) is dropped; of a task whose
+  // records failed, nothing the batch's writes made known is kept (they come again, and must find the table).
+  for (const indexes of tasks.values()) {
+    const p = prepared[indexes[0]!]!;
+    if (p.kind !== 'apply') continue;
+    if (indexes.some((i) => applied[i]!.outcome === 'failed')) deps.store.forgetTask?.(p.cb.appKey, p.cb.id);
+    else deps.store.dropHeld?.(p.cb.appKey, p.cb.id);
+  }
   for (const a of applied) logApplied(a, deps);
   const failed = failedInGroupOrder(
     records,

@@ -120,6 +120,15 @@ export class WritePath {
   }
 
   /** Writes the put of a file held by its last callback (ItemWrites.putItem), if one is held. */
+  /** Forgets the task's held puts and every copy of its items (TaskWriter.forgetTask). */
+  forgetTask(appKey: string, id: string): void {
+    const pk = Keys.taskPk(id);
+    const prefixes = [Keys.headerSk(appKey), Keys.partsPrefix(appKey)];
+    this.items.held.forget(pk, prefixes);
+    this.items.headers.forget(pk, prefixes);
+    this.items.files.forget(pk, prefixes);
+  }
+
   writeHeld(appKey: string, id: string, fileName: string, cap: Capacity): Promise<void> {
     return this.items.writeHeld({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, cap);
   }

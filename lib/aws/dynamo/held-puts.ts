@@ -57,6 +57,14 @@ export class HeldPuts {
     return put;
   }
 
+  /** Drops every put held for items of a partition whose sort key starts with one of `prefixes`. */
+  forget(pk: string, prefixes: readonly string[]): void {
+    for (const [id, put] of [...this.held]) {
+      const key = put.item as Key;
+      if (key.pk === pk && prefixes.some((prefix) => key.sk.startsWith(prefix))) this.held.delete(id);
+    }
+  }
+
   /** Drops a held put and forgets its copy: the records that held it failed, and come again. */
   drop(key: Key): void {
     const put = this.take(key);

@@ -36,4 +36,15 @@ export class KnownItems {
     // Least recently used first out: a Map iterates in insertion order.
     if (this.known.size > this.max) this.known.delete(this.known.keys().next().value!);
   }
+
+  /**
+   * Forgets every item of a partition whose sort key starts with one of `prefixes`: what a failed write would
+   * have made known is not known (a write refused or lost leaves the table as it was, not as the copy says).
+   */
+  forget(pk: string, prefixes: readonly string[]): void {
+    for (const id of [...this.known.keys()]) {
+      const [p, sk] = JSON.parse(id) as [string, string];
+      if (p === pk && prefixes.some((prefix) => sk.startsWith(prefix))) this.known.delete(id);
+    }
+  }
 }

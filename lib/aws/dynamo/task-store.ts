@@ -74,6 +74,10 @@ export class DynamoTaskStore implements TaskStore {
     this.writer.dropHeld(appKey, id);
   }
 
+  forgetTask(appKey: string, id: string): void {
+    this.writer.forgetTask(appKey, id);
+  }
+
   writeHeld(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void> {
     return this.writer.writeHeld(appKey, id, fileName, capacity);
   }

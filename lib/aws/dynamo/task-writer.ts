@@ -122,6 +122,10 @@ export class DynamoTaskWriter implements TaskWriter {
     this.counts.dropHeld(appKey, id);
   }
 
+  forgetTask(appKey: string, id: string): void {
+    this.writes.forgetTask(appKey, id);
+  }
+
   writeHeld(appKey: string, id: string, fileName: string, capacity: Capacity = zeroCapacity()): Promise<void> {
     return this.writes.writeHeld(appKey, id, fileName, capacity);
   }
