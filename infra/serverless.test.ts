@@ -305,8 +305,12 @@ describe('functions', () => {
       RAW_EVENT_TTL_DAYS: '90',
       LOG_LEVEL: ref('LogLevel'),
       TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
+      QUEUE_MAX_RECEIVE_COUNT: '5',
       ...timeVariables,
     });
+    // The worker gives a record up at the queue's last receive: the two numbers are one.
+    const queue = resource('CallbackFifoQueue', 'AWS::SQS::Queue').Properties;
+    expect(String(queue.RedrivePolicy.maxReceiveCount)).toBe(fn.Environment.Variables.QUEUE_MAX_RECEIVE_COUNT);
   });
 
   test('sweeper: nodejs24.x on arm64, its own role, on the schedule of its stage parameter, the durations', () => {

@@ -54,6 +54,11 @@ export const Attr = {
    * worker's replay check (replayKeyOf). Opaque to the worker; never the signature itself.
    */
   replayKey: 'replayKey',
+  /**
+   * Set on a message sent again by someone other than the ingest (`callbacks dlq redrive`): it names who. A
+   * message sent again has a new sequence number, so what an earlier copy of it wrote is charged by a recount.
+   */
+  resentBy: 'resentBy',
   /** JSON HeldSignature, only when the verdict is not `valid`. */
   signatureValues: 'signatureValues',
   /**
@@ -157,7 +162,18 @@ export interface QueuedCallback extends CallbackMessage {
   sender: Sender | null;
   /** SQS ApproximateReceiveCount, when known. */
   receiveCount?: number;
+  /**
+   * Sent to the queue again after the ingest's own send: by a redrive out of the dead-letter queue (ours, which
+   * says so in `resentBy`, or SQS's, which gives the copy a new SentTimestamp long after the ingest received it).
+   */
+  resent?: boolean;
 }
+
+/**
+ * A message sent this long after the ingest received its request was sent again: the ingest sends within its own
+ * time-out (seconds), and a message reaches the dead-letter queue only after maxReceiveCount visibility time-outs.
+ */
+export const RESENT_AFTER_MS = 60_000;
 
 export type ReadRecordResult = { ok: true; message: QueuedCallback } | { ok: false; reason: string };
 
@@ -194,6 +210,9 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       heldSignature: readHeldSignature(attr(Attr.signatureValues)),
       sender: readSender(attr(Attr.sender)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
+      resent:
+        attr(Attr.resentBy) !== undefined ||
+        (Number.isFinite(receivedAtRaw) && Number.isFinite(sentAt) && sentAt - receivedAtRaw > RESENT_AFTER_MS),
     },
   };
 }

@@ -70,7 +70,7 @@ async function expectStored(service: Service, id: string, bodies: object[]) {
 
 /** A screenshot task: its start, one image uploaded, its end. */
 function screenshots(imageId: string) {
-  const start = { ...fixture('screenshot-1-start'), imageId };
+  const start: Record<string, any> = { ...fixture('screenshot-1-start'), imageId };
   const ok = fixture('screenshot-4-upload-ok');
   const upload = {
     ...ok,
@@ -148,9 +148,13 @@ describe.each(['refused', 'lost-answer'] as const)('a header write %s, retried o
 
   test('a recording end whose header put failed is applied by its retry on the same worker', async () => {
     const recordId = `warm-rec-${when}`;
-    const start = { ...fixture('recording-1-start-mix'), recordId };
-    const end = { ...fixture('recording-3-end'), recordId, timestamp: start.timestamp + 60_000 };
-    const upload = { ...fixture('recording-4-upload-ok'), recordId, timestamp: start.timestamp + 70_000 };
+    const start: Record<string, any> = { ...fixture('recording-1-start-mix'), recordId };
+    const end: Record<string, any> = { ...fixture('recording-3-end'), recordId, timestamp: start.timestamp + 60_000 };
+    const upload: Record<string, any> = {
+      ...fixture('recording-4-upload-ok'),
+      recordId,
+      timestamp: start.timestamp + 70_000,
+    };
     upload.output = { ...upload.output, fileName: end.output.fileName };
     const published = await runWarm('recording', [[start], [end, upload]], when);
     await expectStored('recording', recordId, [start, end, upload]);

@@ -304,6 +304,12 @@ export interface TaskBatch {
   changed?: boolean;
   /** A record of the batch was received before: an arm its header holds may have no entry yet. */
   redelivered?: boolean;
+  /**
+   * After the count, the task is recounted from its items through this sequence number (null: without one), and
+   * the task is read off the recounted header: a record of the batch may have written what no batch will charge
+   * (one given up at its last receive, one kept aside after a write, a copy sent again with a new sequence number).
+   */
+  recountThrough?: string | null;
 }
 
 /** The writes of a batch: applied one by one, then counted into each task's header at once. */

@@ -10,6 +10,7 @@ describe('readWorkerSettings', () => {
       tableName: 'svc-prod-tasks',
       rawEventTtlDays: 90,
       recordConcurrency: 5,
+      maxReceiveCount: 5,
       eventsTopicArn: '',
       time: defaultTimeSettings,
     });
@@ -34,6 +35,7 @@ describe('readWorkerSettings', () => {
       tableName: 't',
       rawEventTtlDays: 30,
       recordConcurrency: 8,
+      maxReceiveCount: 5,
       eventsTopicArn: '',
       time: defaultTimeSettings,
     });

@@ -8,7 +8,7 @@ import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
-import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
+import { DEFAULT_MAX_RECEIVE_COUNT, DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { errorSentence } from '../text.ts';
 import { timeSettingsOf, timeVariables } from '../config/time-settings.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
@@ -24,6 +24,8 @@ export interface WorkerSettings {
   eventsTopicArn: string;
   /** SETTLE_AFTER, PURGE_WARNING_BEFORE, STALL_*: the facts of time's durations. */
   time: TimeSettings;
+  /** QUEUE_MAX_RECEIVE_COUNT: the callback queue's maxReceiveCount. */
+  maxReceiveCount: number;
 }
 
 export const workerDefaults = {
@@ -48,6 +50,12 @@ export const workerEnvironment = envSchema('worker', {
   },
   /** Where task events go; unset, none are published. */
   TASK_EVENTS_TOPIC_ARN: { value: text, default: '', invalid: 'refuse' },
+  /** The callback queue's maxReceiveCount: a record failing at its last receive goes to the dead-letter queue. */
+  QUEUE_MAX_RECEIVE_COUNT: {
+    value: positiveWholeNumber('a whole number of receives, at least 1'),
+    default: DEFAULT_MAX_RECEIVE_COUNT,
+    invalid: 'refuse',
+  },
   // A new task's arm and a settle's move (docs/task-store.md, Deadlines): the sweeper's durations.
   ...timeVariables,
 });
@@ -61,6 +69,7 @@ export function readWorkerSettings(env: Env): WorkerSettings {
     recordConcurrency: settings.WORKER_RECORD_CONCURRENCY,
     eventsTopicArn: settings.TASK_EVENTS_TOPIC_ARN,
     time: timeSettingsOf(settings),
+    maxReceiveCount: settings.QUEUE_MAX_RECEIVE_COUNT,
   };
 }
 
@@ -112,6 +121,7 @@ export function buildWorkerDependencies(
     store,
     log: logger,
     concurrency: settings.recordConcurrency,
+    maxReceiveCount: settings.maxReceiveCount,
     time: settings.time,
     ...(events ? { events } : {}),
   };

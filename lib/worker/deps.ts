@@ -9,6 +9,9 @@ import type { Logger } from '../log.ts';
 /** Tasks of one batch in flight at once: enough to overlap DynamoDB round trips, few enough not to throttle. */
 export const DEFAULT_RECORD_CONCURRENCY = 5;
 
+/** The queue's maxReceiveCount when none is given (the template's default). */
+export const DEFAULT_MAX_RECEIVE_COUNT = 5;
+
 export interface WorkerDeps {
   store: TaskWriter;
   log: Logger;

@@ -147,6 +147,16 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     replayKey: msg.replayKey,
     heldSignature: msg.heldSignature,
     sender: msg.sender,
-    redelivered: (msg.receiveCount ?? 1) > 1,
+    redelivered: receivedBefore(msg),
   };
+}
+
+/** Whether a copy of the message may have been applied before: it was received before, or sent again. */
+export function receivedBefore(msg: QueuedCallback): boolean {
+  return (msg.receiveCount ?? 1) > 1 || msg.resent === true;
+}
+
+/** Whether this is the message's last receive: failing now, it goes to the dead-letter queue. */
+export function isLastReceive(msg: QueuedCallback, maxReceiveCount: number): boolean {
+  return (msg.receiveCount ?? 1) >= maxReceiveCount;
 }

@@ -12,11 +12,19 @@
 // brought the callback), so that one search follows a callback from the door to its task.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
-import { DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
+import { DEFAULT_MAX_RECEIVE_COUNT, DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { inParallel } from '../in-parallel.ts';
 import { errorSentence } from '../text.ts';
 import { fileNameOf, isHeaderEvent } from '../domain/task.ts';
-import { groupByItem, groupByTask, prepareRecord, taskKeyOf, type Prepared } from './prepare-record.ts';
+import {
+  groupByItem,
+  groupByTask,
+  isLastReceive,
+  prepareRecord,
+  receivedBefore,
+  taskKeyOf,
+  type Prepared,
+} from './prepare-record.ts';
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
@@ -90,7 +98,7 @@ export async function processBatch(
     // A redelivery (its callbacks now duplicates) may be of the batch whose resume did not get out.
     const changed = done.some((i) => {
       const p = prepared[i]!;
-      return applied[i]!.outcome === 'applied' || (p.kind === 'apply' && (p.msg.receiveCount ?? 1) > 1);
+      return applied[i]!.outcome === 'applied' || (p.kind === 'apply' && receivedBefore(p.msg));
     });
     const resume = parts === undefined ? null : resumeOf(parts, changed, deps);
     if (resume) resumes.push([task, resume]);
@@ -121,9 +129,16 @@ export async function processBatch(
     else deps.store.dropHeld?.(p.cb.appKey, p.cb.id);
   }
   for (const a of applied) logApplied(a, deps);
+  const max = deps.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
+  const givenUp = prepared.map(
+    (p, i) => applied[i]!.outcome === 'failed' && p.kind !== 'unreadable' && isLastReceive(p.msg, max),
+  );
+  for (const [i, up] of givenUp.entries())
+    if (up) applied[i]!.log.error('callback_given_up', { messageId: records[i]!.messageId, receiveCount: max });
   const failed = failedInGroupOrder(
     records,
     applied.map((a) => a.outcome === 'failed'),
+    givenUp,
   );
   const failures = records.filter((_, i) => failed[i]).map((r) => ({ itemIdentifier: r.messageId }));
   deps.log.info('batch_done', {
@@ -194,14 +209,21 @@ function leadGroups(prepared: readonly Prepared[]): { groups: number[][]; leadOf
  * The records to report failed on a FIFO queue: each failed record, and every later record of its message
  * group in the batch. Lambda deletes whatever the response does not name, so a later record reported done
  * would leave the queue before the failed one it follows: its group's order would be lost. On a standard
- * queue (no MessageGroupId) only the failed records themselves.
+ * queue (no MessageGroupId) only the failed records themselves. A record given up (`givenUp`: it failed at
+ * its last receive, and goes to the dead-letter queue) holds nothing back: SQS returns a group's later
+ * messages with it on every receive, so they would reach their last receive with it and be dead-lettered for
+ * its failure; the worker applied them without it, and they are reported done.
  */
-export function failedInGroupOrder(records: readonly SQSRecord[], failed: readonly boolean[]): boolean[] {
+export function failedInGroupOrder(
+  records: readonly SQSRecord[],
+  failed: readonly boolean[],
+  givenUp: readonly boolean[] = [],
+): boolean[] {
   const failedGroups = new Set<string>();
   return records.map((record, i) => {
     const group = record.attributes?.MessageGroupId;
     const fails = failed[i]! || (group !== undefined && failedGroups.has(group));
-    if (fails && group !== undefined) failedGroups.add(group);
+    if (fails && !givenUp[i] && group !== undefined) failedGroups.add(group);
     return fails;
   });
 }

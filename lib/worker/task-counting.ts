@@ -5,8 +5,8 @@ import { sequenceBefore } from '../domain/task-counts.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { Applied } from './apply-record.ts';
 import { inParallel } from '../in-parallel.ts';
-import type { WorkerDeps } from './deps.ts';
-import type { Prepared, TaskCounting } from './prepare-record.ts';
+import { DEFAULT_MAX_RECEIVE_COUNT, type WorkerDeps } from './deps.ts';
+import { isLastReceive, receivedBefore, type Prepared, type TaskCounting } from './prepare-record.ts';
 import { errorSentence } from '../text.ts';
 
 /**
@@ -49,8 +49,10 @@ export async function countingOfTasks(
 /**
  * Counts the writes of one task into its header, once all of its records are applied: the task as the
  * header then says (null: none), or undefined when its records fail (a record failed, or the update did;
- * they all come again, and that batch counts what these wrote). A record kept aside after a partial write,
- * or one given up for the dead-letter queue, has its task recounted, through the batch's last sequence number.
+ * they all come again, and that batch counts what these wrote). A record that fails at its last receive is
+ * given up alone (the dead-letter queue): the task's other records are counted and published without it.
+ * Whatever no batch will charge (a record given up or kept aside after a partial write, a copy sent again
+ * with a new sequence number) is charged by a recount of the task through the batch's last sequence number.
  */
 export async function countTask(
   records: readonly { p: Prepared; a: Applied }[],
@@ -77,18 +79,22 @@ export async function countTask(
     }
   };
   const failed = records.filter(({ a }) => a.outcome === 'failed');
-  if (failed.length > 0) {
+  const max = deps.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
+  const givenUp = failed.filter(({ p }) => p.kind === 'apply' && isLastReceive(p.msg, max));
+  if (failed.length > givenUp.length) {
+    // A failure that comes again: every record of the task comes again with it, and its batch counts them all.
     failRecords(new Error('another record of the task failed'));
-    const max = deps.maxReceiveCount ?? 5;
-    const givenUp = failed.some(({ p }) => p.kind === 'apply' && (p.msg.receiveCount ?? 1) >= max);
-    if (givenUp) await recount('dead_letter');
+    if (givenUp.length > 0) await recount('dead_letter');
     return undefined;
   }
+  const why = givenUp.length > 0 ? 'dead_letter' : counting.recount ? 'quarantined_after_write' : null;
+  const resent = records.some(({ p }) => p.kind === 'apply' && p.msg.resent === true);
+  const reason = why ?? (resent ? 'sent_again' : null);
   const writes = records.flatMap(({ a }) =>
     a.result?.write && a.cb ? [{ callback: a.cb, write: a.result.write }] : [],
   );
   if (writes.length === 0) {
-    if (counting.recount) await recount('quarantined_after_write');
+    if (reason) await recount(reason);
     return null;
   }
   try {
@@ -98,13 +104,15 @@ export async function countTask(
       writes,
       absorbed: counting.absorbed,
       changed: records.some(({ a }) => a.outcome === 'applied'),
-      redelivered: records.some(({ p }) => p.kind === 'apply' && (p.msg.receiveCount ?? 1) > 1),
+      redelivered: records.some(({ p }) => p.kind === 'apply' && receivedBefore(p.msg)),
+      ...(reason ? { recountThrough: through } : {}),
     });
-    if (counting.recount) await recount('quarantined_after_write');
+    if (reason) deps.log.warn('task_recounted', { appKey, id, reason, through: through ?? undefined });
     return parts;
   } catch (err) {
     deps.log.error('task_count_failed', { appKey, id, error: errorSentence(err) });
     failRecords(err);
+    // Those at their last receive go to the dead-letter queue; what they wrote is charged when they come back.
     return undefined;
   }
 }

@@ -73,3 +73,17 @@ export function receivedAgain(record: SQSRecord): SQSRecord {
   const count = Number(record.attributes.ApproximateReceiveCount) || 1;
   return { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(count + 1) } };
 }
+
+/**
+ * The record as `callbacks dlq redrive` sends it back: a new message (id, sequence number, first receive) with the
+ * same body and attributes, marked as sent again.
+ */
+export function redriven(record: SQSRecord, sequenceNumber: string): SQSRecord {
+  const s = (v: string) => ({ stringValue: v, dataType: 'String', stringListValues: [], binaryListValues: [] });
+  return {
+    ...record,
+    messageId: `${record.messageId}-redriven-${sequenceNumber}`,
+    attributes: { ...record.attributes, ApproximateReceiveCount: '1', SequenceNumber: sequenceNumber },
+    messageAttributes: { ...record.messageAttributes, [Attr.resentBy]: s('dlq-redrive') },
+  };
+}

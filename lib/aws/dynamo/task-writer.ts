@@ -167,6 +167,8 @@ export class DynamoTaskWriter implements TaskWriter {
     // A write without sequence number that cannot tell whether an earlier delivery was counted.
     if (header && charges.some((c) => c.uncertain))
       header = await this.counts.recount(batch.appKey, batch.id, null, capacity);
+    if (header && batch.recountThrough !== undefined)
+      header = await this.counts.recount(batch.appKey, batch.id, batch.recountThrough, capacity);
     if (header && batch.redelivered) this.arms.again(header);
     if (header) header = await this.arm(batch, header, [...changes.values()], now, capacity);
     // An end recorded ahead of the counts is, to the events too, not one that completes the task yet (headerParts).

@@ -162,7 +162,11 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
               new SendMessageCommand({
                 QueueUrl: opts.to,
                 MessageBody: m.Body ?? '',
-                MessageAttributes: resendableAttributes(m.MessageAttributes),
+                MessageAttributes: {
+                  ...resendableAttributes(m.MessageAttributes),
+                  // The copy has a new sequence number: the worker recounts its task (lib/queue-message.ts).
+                  [Attr.resentBy]: { DataType: 'String', StringValue: 'dlq-redrive' },
+                },
                 MessageGroupId: group,
                 MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
               }),
