@@ -117,3 +117,76 @@ test('listens on loopback; a server other code starts meanwhile on every interfa
     await server.stop();
   }
 });
+
+describe('a FIFO queue delivers as SQS FIFO does', () => {
+  let server: FauxqsServer;
+  let sqs: SQSClient;
+  beforeAll(async () => {
+    server = await startLocalSqs({ port: 0, logger: false });
+    sqs = client(server);
+  });
+  afterAll(async () => {
+    sqs.destroy();
+    await server.stop();
+  });
+
+  async function fifo(name: string, maxReceiveCount?: number) {
+    const dlq = server.createQueue(`${name}-dlq.fifo`, { attributes: { FifoQueue: 'true' } });
+    const attributes: Record<string, string> = { FifoQueue: 'true', VisibilityTimeout: '60' };
+    if (maxReceiveCount !== undefined)
+      attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: dlq.queueArn, maxReceiveCount });
+    const { queueUrl } = server.createQueue(`${name}.fifo`, { attributes });
+    return { queueUrl, dlqUrl: dlq.queueUrl };
+  }
+
+  async function send(queueUrl: string, sends: [group: string, body: string][]) {
+    for (const [group, body] of sends)
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          MessageGroupId: group,
+          MessageDeduplicationId: `${group}-${body}`,
+        }),
+      );
+  }
+
+  const bodies = (messages: Message[]) => messages.map((m) => m.Body);
+
+  test('a receive holds as many messages of a group as fit, in order, the oldest group first', async () => {
+    const { queueUrl } = await fifo('several-per-group');
+    await send(queueUrl, [
+      ['t1', 'a1'],
+      ['t2', 'b1'],
+      ['t1', 'a2'],
+      ['t2', 'b2'],
+      ['t1', 'a3'],
+    ]);
+    expect(bodies(await receive(sqs, queueUrl))).toEqual(['a1', 'a2', 'a3', 'b1', 'b2']);
+    // Both groups are in flight: nothing more until they are done.
+    expect(await receive(sqs, queueUrl)).toEqual([]);
+  });
+
+  test("a group's messages made visible again come back in their order, past maxReceiveCount to the DLQ", async () => {
+    const { queueUrl, dlqUrl } = await fifo('back-in-order', 2);
+    await send(queueUrl, [
+      ['t1', 'a1'],
+      ['t1', 'a2'],
+      ['t1', 'a3'],
+    ]);
+    for (let receive_ = 1; receive_ <= 2; receive_++) {
+      const got = await receive(sqs, queueUrl);
+      expect(bodies(got)).toEqual(['a1', 'a2', 'a3']);
+      expect(got.map((m) => m.Attributes?.ApproximateReceiveCount)).toEqual(['1', '1', '1'].map(() => `${receive_}`));
+      await sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: got.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+        }),
+      );
+    }
+    // Received twice, as many times as the policy allows: the next receive moves them, and hands out none.
+    expect(await receive(sqs, queueUrl)).toEqual([]);
+    expect(bodies(await receive(sqs, dlqUrl))).toEqual(['a1', 'a2', 'a3']);
+  });
+});

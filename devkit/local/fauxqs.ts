@@ -1,5 +1,11 @@
 // The SQS emulator (fauxqs), started the way the local stack needs it. fauxqs 2.4's startFauxqs falls short
-// in two ways this module makes up for:
+// in three ways this module makes up for:
+// - a receive from a FIFO queue hands out one message per message group, where SQS "attempts to return as many
+//   messages with the same message group ID as possible" (up to ten): a Lambda batch on AWS usually holds several
+//   callbacks of one task, and what the worker does with them (a record given up at its last receive, the later
+//   ones of its group) could not happen locally. Here a receive takes, group after group (the group whose first
+//   message is oldest first), as many of each group's messages as fit, in order; and a group's messages made
+//   visible again go back in their order (fauxqs puts each back at the front, which reverses several);
 // - it listens on every interface (0.0.0.0) whatever its `host` option says (that option only names the
 //   host in queue URLs): anyone on the network could enqueue messages marked as verified, or read and purge
 //   the queue. Here it listens on loopback, unless told otherwise;
@@ -9,6 +15,7 @@
 //   the queue, so it is gone until a restart. Made visible again, a message keeps its receive count and its
 //   first receive time, as on SQS.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import { Server } from 'node:net';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 
@@ -23,6 +30,113 @@ interface PersistenceManager {
 }
 
 let persistencePatched: Promise<void> | undefined;
+let deliveryPatched: Promise<void> | undefined;
+
+interface FifoMessage {
+  messageId: string;
+  sequenceNumber?: string;
+  approximateReceiveCount: number;
+  approximateFirstReceiveTimestamp?: number;
+  body: string;
+  md5OfBody: string;
+  md5OfMessageAttributes?: string;
+  messageAttributes: Record<string, unknown>;
+}
+interface FifoQueueState {
+  attributes: Record<string, string>;
+  fifoMessages: Map<string, FifoMessage[]>;
+  fifoLockedGroups: Map<string, number>;
+  inflightMessages: Map<string, { message: FifoMessage; receiptHandle: string; visibilityDeadline: number }>;
+  persistence?: {
+    deleteMessage(id: string): void;
+    updateMessageInflight(id: string, handle: string, deadline: number, count: number, first?: number): void;
+  };
+  processTimers(): void;
+  dequeueFifo(
+    max: number,
+    visibility: number | undefined,
+    dlqResolver?: (arn: string) => FifoDlq | undefined,
+  ): unknown[];
+}
+interface FifoDlq {
+  enqueue(message: FifoMessage): void;
+}
+
+/** A group's messages made visible again are put back at its front one by one: sorted back into their order. */
+const RESTORED_AT_MOST = 20;
+const bySequence = (a: FifoMessage, b: FifoMessage) =>
+  (a.sequenceNumber ?? '') < (b.sequenceNumber ?? '')
+    ? -1
+    : (a.sequenceNumber ?? '') > (b.sequenceNumber ?? '')
+      ? 1
+      : 0;
+
+/**
+ * Replaces fauxqs' SqsQueue.dequeueFifo (once per process) by SQS FIFO's delivery: as many messages of a group as
+ * fit, in order, the group whose first message is oldest first, then the next groups'; a locked group (a message
+ * in flight) gives none; a message past maxReceiveCount moves to the dead-letter queue as it is reached.
+ */
+function deliverAsSqsFifo(): Promise<void> {
+  deliveryPatched ??= (async () => {
+    const url = new URL('./sqs/sqsStore.js', import.meta.resolve('fauxqs')).href;
+    const { SqsQueue } = (await import(url)) as { SqsQueue?: { prototype: FifoQueueState } };
+    if (typeof SqsQueue?.prototype.dequeueFifo !== 'function') return;
+    SqsQueue.prototype.dequeueFifo = function (this: FifoQueueState, maxCount, visibilityOverride, dlqResolver) {
+      this.processTimers();
+      const visibility = visibilityOverride ?? Number.parseInt(this.attributes.VisibilityTimeout ?? '30', 10);
+      let maxReceiveCount = Number.POSITIVE_INFINITY;
+      let dlqArn: string | undefined;
+      try {
+        const policy = JSON.parse(this.attributes.RedrivePolicy ?? '{}') as Record<string, unknown>;
+        maxReceiveCount = Number(policy.maxReceiveCount ?? Number.POSITIVE_INFINITY);
+        dlqArn = policy.deadLetterTargetArn as string | undefined;
+      } catch {
+        // No usable policy: nothing moves to a dead-letter queue.
+      }
+      const count = Math.min(maxCount, 10);
+      const open = [...this.fifoMessages].filter(
+        ([group, msgs]) => msgs.length > 0 && !this.fifoLockedGroups.has(group),
+      );
+      for (const [, msgs] of open) {
+        const head = msgs.slice(0, RESTORED_AT_MOST).sort(bySequence);
+        msgs.splice(0, head.length, ...head);
+      }
+      open.sort(([, a], [, b]) => bySequence(a[0]!, b[0]!));
+      const result: unknown[] = [];
+      for (const [group, msgs] of open) {
+        while (result.length < count && msgs.length > 0) {
+          const msg = msgs.shift()!;
+          msg.approximateReceiveCount++;
+          msg.approximateFirstReceiveTimestamp ??= Date.now();
+          const dlq = dlqArn && msg.approximateReceiveCount > maxReceiveCount ? dlqResolver?.(dlqArn) : undefined;
+          if (dlq) {
+            this.persistence?.deleteMessage(msg.messageId);
+            dlq.enqueue(msg);
+            continue;
+          }
+          const receiptHandle = randomUUID();
+          const visibilityDeadline = Date.now() + visibility * 1000;
+          this.inflightMessages.set(receiptHandle, { message: msg, receiptHandle, visibilityDeadline });
+          const { approximateReceiveCount: n, approximateFirstReceiveTimestamp: first } = msg;
+          this.persistence?.updateMessageInflight(msg.messageId, receiptHandle, visibilityDeadline, n, first);
+          result.push({
+            MessageId: msg.messageId,
+            ReceiptHandle: receiptHandle,
+            MD5OfBody: msg.md5OfBody,
+            Body: msg.body,
+            ...(msg.md5OfMessageAttributes ? { MD5OfMessageAttributes: msg.md5OfMessageAttributes } : {}),
+            ...(Object.keys(msg.messageAttributes).length > 0 ? { MessageAttributes: msg.messageAttributes } : {}),
+          });
+          this.fifoLockedGroups.set(group, (this.fifoLockedGroups.get(group) ?? 0) + 1);
+        }
+        if (msgs.length === 0) this.fifoMessages.delete(group);
+        if (result.length >= count) break;
+      }
+      return result;
+    };
+  })();
+  return deliveryPatched;
+}
 
 /**
  * Replaces fauxqs' PersistenceManager.updateMessageReady (once per process) by one that only clears the
@@ -86,5 +200,6 @@ async function listeningOn<T>(address: string, start: () => Promise<T>): Promise
 export async function startLocalSqs(options: FauxqsOptions & { listenOn?: string }): Promise<FauxqsServer> {
   const { listenOn = '127.0.0.1', ...fauxqsOptions } = options;
   if (fauxqsOptions.dataDir) await keepReceiveCounts();
+  await deliverAsSqsFifo();
   return listeningOn(listenOn, () => startFauxqs(fauxqsOptions));
 }

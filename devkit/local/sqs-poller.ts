@@ -11,9 +11,9 @@
 // On a FIFO queue the queue itself keeps the mapping's promises: a message group with a message in flight
 // gives no other, so a group is in one batch at a time, and a failed record left in the queue holds back
 // the rest of its group until it is retried. As on AWS the response is taken as it is: records it does not
-// name are deleted, so the handler names the later records of a failed group too. One difference: fauxqs
-// hands out one message of a group per receive (SQS may hand out several), so a local batch holds at most
-// one record of each group.
+// name are deleted, so the handler names the later records of a failed group too. A receive hands out as many
+// messages of a group as fit, as SQS does (fauxqs hands out one; ./fauxqs.ts makes it deliver as SQS), so a local
+// batch holds several callbacks of a task, as on AWS.
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
