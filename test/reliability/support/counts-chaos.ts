@@ -1,11 +1,17 @@
 // One seed of the header counts' chaos run, shared by `counts.chaos.test.ts` (hundreds of seeds in `npm test`)
 // and the soak's chaos part (thousands): the callbacks of a few random tasks, with duplicates, in a FIFO queue
-// simulated one group per task, applied by three workers at once through `processBatch` and the DynamoDB store,
-// with random latency on every DynamoDB call, stale answers to eventually consistent reads, and workers dying
-// before or after a random write (their whole batch comes back to a fresh worker, received once more).
-// It answers what it found wrong rather than throwing, so that a run of thousands can report and go on:
-// every task must equal `reduceTask`, every header's counts a recount of its items, the distinct events
-// published must lie between MUST and MAY, and each task's event sequence numbers must only grow.
+// simulated one group per task and delivered as SQS FIFO delivers (a receive takes the group whose first message
+// is oldest first and as many of each group's messages as fit, up to ten; every receive counts for each message
+// received, and one received more than maxReceiveCount times goes to the dead-letter queue, failed or only held
+// back), applied by three workers at once through `processBatch` and the DynamoDB store, with random latency on
+// every DynamoDB call, stale answers to eventually consistent reads, writes refused now and then on warm workers
+// (throttled before they land, or landed with the answer lost: the batch comes back, often to the same worker),
+// and workers dying before or after a random write at any receive, the last included (their batch comes back to
+// a fresh worker). Once the queue is empty the dead letters are redriven, as `callbacks dlq redrive` does, and
+// nothing else: no recount. It answers what it found wrong rather than throwing, so that a run of thousands can
+// report and go on: every task must equal `reduceTask`, every header's counts a recount of its items, the
+// distinct events published must lie between MUST and MAY, each task's event sequence numbers must only grow,
+// the events of one sequence number must show one task, and every fact an event reports must be in the stored task.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
@@ -24,7 +30,7 @@ import { createLogger } from '../../../lib/log.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { dyingClient } from '../../support/faulty-client.ts';
 import { anyLifecycles, callbacksOf, interleavedDeliveries, type Lifecycle } from '../../support/lifecycles.ts';
-import { receivedAgain, sqsEvent, sqsRecord } from '../../support/sqs-events.ts';
+import { receivedAgain, redriven, sqsEvent, sqsRecord } from '../../support/sqs-events.ts';
 import { staleReads } from '../../support/stale-client.ts';
 
 export interface ChaosTable {
@@ -43,6 +49,10 @@ export interface ChaosOptions {
   deathRate: number;
   /** Chance that an eventually consistent read of an item written before answers an older version. */
   staleRate: number;
+  /** Chance that a write of a warm worker is refused (throttled) or lands with its answer lost. */
+  throttleRate: number;
+  /** The queue's maxReceiveCount: a message received more often goes to the dead-letter queue. */
+  maxReceiveCount: number;
   /** Told what each batch held and how it ended (a failing seed run again, to see why). */
   trace?: (line: string) => void;
 }
@@ -54,6 +64,8 @@ export const CHAOS_DEFAULTS: ChaosOptions = {
   maxLatencyMs: 2,
   deathRate: 0.35,
   staleRate: 0.2,
+  throttleRate: 0.03,
+  maxReceiveCount: 3,
 };
 
 export interface ChaosOutcome {
@@ -64,15 +76,21 @@ export interface ChaosOutcome {
   batches: number;
   deaths: number;
   staleAnswers: number;
+  /** Writes refused or whose answer was lost on warm workers. */
+  throttles: number;
+  /** Messages that went to the dead-letter queue (and were redriven). */
+  deadLetters: number;
   /** Everything found wrong, each a sentence naming the task; empty when the seed passed. */
   problems: string[];
 }
 
 const log = createLogger('chaos');
 const WORKERS = 3;
-/** Records one worker takes at a time (the heads of idle groups, 1 to 4 of each). */
-const TAKE = 6;
-const MAX_ROUNDS = 2000;
+/** Records a receive takes at most (Lambda's batch size on a FIFO queue). */
+const TAKE = 10;
+const MAX_ROUNDS = 3000;
+/** Redrives of the dead-letter queue before the run gives up. */
+const MAX_REDRIVES = 20;
 
 /** Every DynamoDB call of a client delayed by 0 to `maxMs`, drawn from the run's generator. */
 function withLatency(client: DynamoDBClient, random: Random, maxMs: number): DynamoDBClient {
@@ -89,10 +107,40 @@ function withLatency(client: DynamoDBClient, random: Random, maxMs: number): Dyn
   });
 }
 
-/** A FIFO queue of the records, one group per task: a group is handed out only when none of it is in flight. */
+/** A write of a warm worker refused now and then: throttled before it lands, or landed with its answer lost. */
+function withThrottles(client: DynamoDBClient, random: Random, rate: number, counted: () => void): DynamoDBClient {
+  const writes = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand']);
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
+      return async (command: { constructor: { name: string } }) => {
+        if (!writes.has(command.constructor.name) || !random.chance(rate)) return send.call(target, command);
+        counted();
+        if (random.chance(0.5)) await send.call(target, command).catch(() => undefined);
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ProvisionedThroughputExceededException',
+        });
+      };
+    },
+  });
+}
+
+/**
+ * A FIFO queue of the records, one group per task, delivered as SQS FIFO delivers: a group is handed out only when
+ * none of it is in flight; a receive takes the idle groups, the one whose first message is oldest first, as many of
+ * each group's messages as fit, in order; each message taken counts a receive, and one past maxReceiveCount moves
+ * to the dead-letter queue instead.
+ */
 class FifoQueue {
   private readonly groups = new Map<string, SQSRecord[]>();
   private readonly busy = new Set<string>();
+  readonly deadLetters: SQSRecord[] = [];
+  private readonly maxReceiveCount: number;
+
+  constructor(maxReceiveCount: number) {
+    this.maxReceiveCount = maxReceiveCount;
+  }
 
   push(group: string, record: SQSRecord): void {
     const g = this.groups.get(group) ?? [];
@@ -104,25 +152,34 @@ class FifoQueue {
     return this.busy.size === 0 && [...this.groups.values()].every((g) => g.length === 0);
   }
 
-  /** Up to `size` records, the heads of idle groups in order; their groups are busy until `settle`. */
-  take(size: number, random: Random): { group: string; records: SQSRecord[] }[] {
+  /** Up to `size` records, as many of each idle group's as fit; their groups are busy until `settle`. */
+  take(size: number): { group: string; records: SQSRecord[] }[] {
+    const seq = (r: SQSRecord) => BigInt(r.attributes.SequenceNumber!);
+    const idle = [...this.groups].filter(([group, records]) => !this.busy.has(group) && records.length > 0);
+    idle.sort(([, a], [, b]) => (seq(a[0]!) < seq(b[0]!) ? -1 : 1));
     const out: { group: string; records: SQSRecord[] }[] = [];
     let left = size;
-    for (const [group, records] of this.groups) {
+    for (const [group, records] of idle) {
       if (left === 0) break;
-      if (this.busy.has(group) || records.length === 0) continue;
-      const n = Math.min(left, random.int(1, 4), records.length);
-      out.push({ group, records: records.splice(0, n) });
+      const taken: SQSRecord[] = [];
+      while (left > 0 && records.length > 0) {
+        const record = receivedAgain(records.shift()!);
+        if (Number(record.attributes.ApproximateReceiveCount) > this.maxReceiveCount) this.deadLetters.push(record);
+        else {
+          taken.push(record);
+          left -= 1;
+        }
+      }
+      if (taken.length === 0) continue;
+      out.push({ group, records: taken });
       this.busy.add(group);
-      left -= n;
     }
     return out;
   }
 
   /** A group's records back: those failed, and every one after the first failure, at the head, in order. */
   settle(group: string, records: SQSRecord[], failed: Set<string>): void {
-    const first = records.findIndex((r) => failed.has(r.messageId));
-    if (first >= 0) this.groups.get(group)!.unshift(...records.slice(first).map(receivedAgain));
+    this.groups.get(group)!.unshift(...records.filter((r) => failed.has(r.messageId)));
     this.busy.delete(group);
   }
 }
@@ -152,12 +209,13 @@ export async function runCountsChaos(
   const opts = { ...CHAOS_DEFAULTS, ...options };
   const random = createRandom(seed);
   const { tasks, deliveries } = seedTraffic(seed, opts);
-  const queue = new FifoQueue();
+  const queue = new FifoQueue(opts.maxReceiveCount);
   // Sequence numbers beyond 2^53, growing within each group as SQS's do.
   let sequence = 10n ** 19n + 7n;
   for (const { service, body } of deliveries) {
     const group = `${body.appKey}/${body[ID_FIELD_OF[service]]}`;
-    queue.push(group, sqsRecord(service, body, { sequenceNumber: String(sequence) }));
+    // Not received yet: the queue counts a receive as it hands the record out.
+    queue.push(group, sqsRecord(service, body, { sequenceNumber: String(sequence), receiveCount: 0 }));
     sequence += BigInt(random.int(1, 3));
   }
 
@@ -166,13 +224,20 @@ export async function runCountsChaos(
   const storeOn = (client: DynamoDBClient) => new DynamoTaskStore({ client, tableName: table.tableName });
   const published: TaskEvent[] = [];
   const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
-  const warm = Array.from({ length: WORKERS }, () => storeOn(withLatency(stale.client, random, opts.maxLatencyMs)));
+  let throttles = 0;
+  const warm = Array.from({ length: WORKERS }, () =>
+    storeOn(
+      withThrottles(withLatency(stale.client, random, opts.maxLatencyMs), random, opts.throttleRate, () => {
+        throttles += 1;
+      }),
+    ),
+  );
   let batches = 0;
   let deaths = 0;
   const worker = async (w: number) => {
     while (!queue.done()) {
       if (batches > MAX_ROUNDS) return;
-      const taken = queue.take(TAKE, random);
+      const taken = queue.take(random.int(1, TAKE));
       if (taken.length === 0) {
         await new Promise((r) => setTimeout(r, 1));
         continue;
@@ -186,7 +251,13 @@ export async function runCountsChaos(
         : null;
       const dying = plan ? dyingClient(withLatency(stale.client, random, opts.maxLatencyMs), plan) : null;
       const store = dying ? storeOn(dying.client) : warm[w]!;
-      const res = await processBatch(sqsEvent(records), { store, log, concurrency: 3, events, maxReceiveCount: 1000 });
+      const res = await processBatch(sqsEvent(records), {
+        store,
+        log,
+        concurrency: 3,
+        events,
+        maxReceiveCount: opts.maxReceiveCount,
+      });
       const died = dying?.died() ?? false;
       if (died) deaths += 1;
       // A dead process answers nothing: the whole batch comes back.
@@ -203,10 +274,29 @@ export async function runCountsChaos(
       for (const b of taken) queue.settle(b.group, b.records, failed);
     }
   };
-  await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+  let deadLetters = 0;
+  for (let redrive = 0; redrive <= MAX_REDRIVES; redrive++) {
+    await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    if (queue.deadLetters.length === 0) break;
+    // `callbacks dlq redrive`: each dead letter back to its group as a new message, in order, nothing else.
+    const letters = queue.deadLetters.splice(0);
+    deadLetters += letters.length;
+    opts.trace?.(`redrive ${letters.map((r) => r.messageId).join(' ')}`);
+    for (const record of letters) {
+      const body = JSON.parse(record.body) as Record<string, unknown>;
+      const service = record.messageAttributes.service!.stringValue as 'recording' | 'screenshot';
+      const copy = redriven(record, String(sequence));
+      sequence += BigInt(random.int(1, 3));
+      queue.push(`${body.appKey}/${body[ID_FIELD_OF[service]]}`, {
+        ...copy,
+        attributes: { ...copy.attributes, ApproximateReceiveCount: '0' },
+      });
+    }
+  }
 
   const problems = await judge(tasks, published, table);
   if (batches > MAX_ROUNDS) problems.unshift(`the run did not settle in ${MAX_ROUNDS} batches`);
+  if (queue.deadLetters.length > 0) problems.unshift(`dead letters left after ${MAX_REDRIVES} redrives`);
   return {
     seed,
     tasks: tasks.length,
@@ -214,6 +304,8 @@ export async function runCountsChaos(
     batches,
     deaths,
     staleAnswers: stale.staleAnswers(),
+    throttles,
+    deadLetters,
     problems,
   };
 }
@@ -246,12 +338,42 @@ async function judge(tasks: readonly Lifecycle[], published: readonly TaskEvent[
     const counts = countsOf(header);
     if (!isDeepStrictEqual(counts, recount))
       problems.push(`task ${l.id}: header counts ${show(counts)}, a recount of its items ${show(recount)}`);
-    const sequences = published.filter((e) => e.task.id === l.id).map((e) => e.sequence);
+    const own = published.filter((e) => e.task.id === l.id);
+    const sequences = own.map((e) => e.sequence);
     if (sequences.some((s, i) => i > 0 && s < sequences[i - 1]!))
       problems.push(`task ${l.id}: event sequence numbers went back: ${sequences.join(', ')}`);
+    problems.push(...factsNotStored(l.id, own, oracle));
   }
   const check = checkPublished(expectedEvents(tasks.flatMap(callbacksOf)), published);
   for (const m of check.missing) problems.push(`event missing (MUST, not published): ${show(m)}`);
   for (const u of check.unexpected) problems.push(`event published outside MAY: ${show(u)}`);
+  return problems;
+}
+
+/**
+ * What the events of a task report that the stored task (as the contract's fold of all its callbacks makes it)
+ * does not hold: one task per sequence number, an end or a start that the task never got, a file it has not, a
+ * completion with files not uploaded.
+ */
+function factsNotStored(id: string, events: readonly TaskEvent[], task: ReturnType<typeof reduceTask>): string[] {
+  const problems: string[] = [];
+  const show = (v: unknown) => JSON.stringify(v);
+  const bySequence = new Map<number, TaskEvent['task']>();
+  for (const e of events) {
+    const seen = bySequence.get(e.sequence);
+    if (seen && !isDeepStrictEqual(seen, e.task))
+      problems.push(`task ${id}: two tasks under sequence ${e.sequence}: ${show(seen)} and ${show(e.task)}`);
+    bySequence.set(e.sequence, e.task);
+    if (!task) continue;
+    if (e.type === 'task.ended' && task.endedAt === null) problems.push(`task ${id}: task.ended, but no end stored`);
+    if (e.type === 'task.started' && task.startedAt === null)
+      problems.push(`task ${id}: task.started, but no start stored`);
+    if (e.file && !task.files.some((f) => f.fileName === e.file!.fileName))
+      problems.push(`task ${id}: ${e.type} of file ${e.file.fileName}, which the task has not`);
+    if (e.type === 'task.completed' && (e.task.files.pending > 0 || e.task.files.failed > 0))
+      problems.push(`task ${id}: task.completed with files not uploaded: ${show(e.task.files)}`);
+    if (e.task.files.total > task.files.length)
+      problems.push(`task ${id}: ${e.type} counts ${e.task.files.total} files, the task has ${task.files.length}`);
+  }
   return problems;
 }
