@@ -14,6 +14,10 @@ export interface ChaosFigures {
   batches: number;
   deaths: number;
   staleAnswers: number;
+  /** Writes refused (or landed, their answer lost) on warm workers. */
+  throttles: number;
+  /** Messages dead-lettered, then redriven. */
+  deadLetters: number;
   wallS: number;
   /** CPU time of the whole process while the part ran (user + system), seconds. */
   cpuS: number;
@@ -62,6 +66,8 @@ export async function runChaosSeeds(opts: {
     batches: sum((o) => o.batches),
     deaths: sum((o) => o.deaths),
     staleAnswers: sum((o) => o.staleAnswers),
+    throttles: sum((o) => o.throttles),
+    deadLetters: sum((o) => o.deadLetters),
     wallS: (Date.now() - started) / 1000,
     cpuS: (cpu.user + cpu.system) / 1e6,
     problems: failed.slice(0, 5).flatMap((o) => o.problems.slice(0, 3).map((p) => `seed ${o.seed}: ${p}`)),
@@ -77,15 +83,21 @@ export function chaosMarkdown(f: ChaosFigures): string[] {
     ['batches / worker deaths mid-batch (the batch back whole)', `${n(f.batches)} / ${n(f.deaths)}`],
     ['stale answers to eventually consistent reads', n(f.staleAnswers)],
     [
+      'writes throttled on warm workers / messages dead-lettered, then redriven',
+      `${n(f.throttles)} / ${n(f.deadLetters)}`,
+    ],
+    [
       'time: wall / CPU of the process / CPU per seed',
       `${f.wallS.toFixed(0)} s / ${f.cpuS.toFixed(0)} s / ${((f.cpuS / Math.max(1, f.seeds)) * 1000).toFixed(0)} ms`,
     ],
     ['failed seeds', f.failedSeeds.length ? f.failedSeeds.slice(0, 20).join(', ') : 'none'],
   ];
   return [
-    'Each seed: up to 3 random tasks of both services with duplicates, three workers at once, random DynamoDB ' +
-      'latency, stale reads, workers dying before or after a random write; every task equal to `reduceTask`, ' +
-      "every header's counts equal to a recount, events between MUST and MAY, event sequence numbers growing.",
+    'Each seed: up to 3 random tasks of both services with duplicates, in batches shaped as SQS FIFO delivers ' +
+      'them, three workers at once, random DynamoDB latency, stale reads, writes throttled on warm workers, ' +
+      'workers dying before or after a random write at any receive (maxReceiveCount 3), dead letters redriven ' +
+      "and nothing else; every task equal to `reduceTask`, every header's counts equal to a recount, events " +
+      'between MUST and MAY, event sequence numbers growing, every fact an event reports stored.',
     '',
     '| Figure | Value |',
     '|---|---|',
