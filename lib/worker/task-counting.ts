@@ -94,7 +94,16 @@ export async function countTask(
     a.result?.write && a.cb ? [{ callback: a.cb, write: a.result.write }] : [],
   );
   if (writes.length === 0) {
-    if (reason) await recount(reason);
+    if (!reason) return null;
+    try {
+      await deps.store.recountTask(appKey, id, through);
+      deps.log.warn('task_recounted', { appKey, id, reason, through: through ?? undefined });
+    } catch (err) {
+      // Its records come again, and so does the recount.
+      deps.log.error('task_recount_failed', { appKey, id, reason, error: errorSentence(err) });
+      failRecords(err);
+      return undefined;
+    }
     return null;
   }
   try {
