@@ -18,7 +18,7 @@ import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
-import { COUNT_ATTRS, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
+import { COUNT_ATTRS, UNCOUNTED_END, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { countUpdate, setTally, withClauses, type CountClauses } from './count-update.ts';
@@ -148,6 +148,8 @@ export class HeaderCounts {
     let built = held.item;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const item: Item = withClauses({ ...built, seq }, extra);
+      // The end this put records ahead of its count is absorbed by it.
+      if (typeof item[UNCOUNTED_END] === 'string' && item[UNCOUNTED_END] <= seq) delete item[UNCOUNTED_END];
       for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
         item[attr] = (item[attr] ?? 0) + change[k];
       const joined = joinTallies(tally, tallyOf(item));

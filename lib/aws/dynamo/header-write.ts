@@ -84,8 +84,10 @@ export async function applyToHeaderItem(
     // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
     const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref);
     const hold = w.holdsHeader(counting, header);
-    // An end written at once, ahead of its batch's count, says so, should the batch stop before it (items.ts).
-    if (cb.type === 3 && !hold && marked(counting) && !(header?.[UNCOUNTED_END] >= counting.seq!))
+    // An end written ahead of its batch's count says so, should the batch stop before it (items.ts): written at
+    // once, or held and then written by a read of the header that comes first (ItemWrites.writeHeld). The count
+    // that carries a held put absorbs it, and leaves the mark out (HeaderCounts.putHeld).
+    if (cb.type === 3 && marked(counting) && !(header?.[UNCOUNTED_END] >= counting.seq!))
       item[UNCOUNTED_END] = counting.seq;
     if (await w.putItem(w.headers, item, header, cap, hold, rebuild)) {
       const transition = fileJoin.transition;

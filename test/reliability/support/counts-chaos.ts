@@ -30,7 +30,7 @@ import { createLogger } from '../../../lib/log.ts';
 import { processBatch } from '../../../lib/worker/process-batch.ts';
 import { dyingClient } from '../../support/faulty-client.ts';
 import { anyLifecycles, callbacksOf, interleavedDeliveries, type Lifecycle } from '../../support/lifecycles.ts';
-import { receivedAgain, redriven, sqsEvent, sqsRecord } from '../../support/sqs-events.ts';
+import { redriven, sqsEvent, sqsRecord } from '../../support/sqs-events.ts';
 import { staleReads } from '../../support/stale-client.ts';
 
 export interface ChaosTable {
@@ -55,6 +55,8 @@ export interface ChaosOptions {
   maxReceiveCount: number;
   /** Told what each batch held and how it ended (a failing seed run again, to see why). */
   trace?: (line: string) => void;
+  /** Added to the seed's task ids, so that one seed can run several times on one table (its timings differ). */
+  runTag?: string;
 }
 
 /** Small tasks and short latencies: hundreds of seeds in seconds, every fault still in play. */
@@ -163,7 +165,9 @@ class FifoQueue {
       if (left === 0) break;
       const taken: SQSRecord[] = [];
       while (left > 0 && records.length > 0) {
-        const record = receivedAgain(records.shift()!);
+        const waiting = records.shift()!;
+        const received = Number(waiting.attributes.ApproximateReceiveCount) + 1;
+        const record = { ...waiting, attributes: { ...waiting.attributes, ApproximateReceiveCount: String(received) } };
         if (Number(record.attributes.ApproximateReceiveCount) > this.maxReceiveCount) this.deadLetters.push(record);
         else {
           taken.push(record);
@@ -185,14 +189,14 @@ class FifoQueue {
 }
 
 /** The seed's tasks (ids made unique to the seed) and their deliveries, in queue order. */
-function seedTraffic(seed: number, opts: ChaosOptions) {
+function seedTraffic(seed: number, opts: ChaosOptions & { runTag?: string }) {
   const [lifecycles, deliveries] = fc.sample(
     anyLifecycles({ maxLength: opts.maxTasks }).chain((ls) =>
       fc.tuple(fc.constant(ls), interleavedDeliveries(ls, { maxExtra: opts.maxExtra })),
     ),
     { numRuns: 1, seed },
   )[0]!;
-  const prefix = `c${seed}-`;
+  const prefix = `c${seed}${opts.runTag ?? ''}-`;
   const rename = (l: Pick<Lifecycle, 'service'>, body: Record<string, unknown>) => ({
     ...body,
     [ID_FIELD_OF[l.service]]: prefix + String(body[ID_FIELD_OF[l.service]]),
@@ -215,7 +219,13 @@ export async function runCountsChaos(
   for (const { service, body } of deliveries) {
     const group = `${body.appKey}/${body[ID_FIELD_OF[service]]}`;
     // Not received yet: the queue counts a receive as it hands the record out.
-    queue.push(group, sqsRecord(service, body, { sequenceNumber: String(sequence), receiveCount: 0 }));
+    const record = sqsRecord(service, body, { sequenceNumber: String(sequence), receiveCount: 0 });
+    queue.push(group, record);
+    const output = body.output as Record<string, unknown> | undefined;
+    opts.trace?.(
+      `${record.messageId}#${sequence} ${group} type ${body.type} code ${body.code} ` +
+        `file ${output?.fileName ?? '-'} state ${output?.fileState ?? '-'} at ${body.timestamp}`,
+    );
     sequence += BigInt(random.int(1, 3));
   }
 
@@ -234,6 +244,7 @@ export async function runCountsChaos(
   );
   let batches = 0;
   let deaths = 0;
+  let tracedEvents = 0;
   const worker = async (w: number) => {
     while (!queue.done()) {
       if (batches > MAX_ROUNDS) return;
@@ -269,8 +280,22 @@ export async function runCountsChaos(
           records
             .map((r) => `${r.messageId}#${r.attributes.SequenceNumber}x${r.attributes.ApproximateReceiveCount}`)
             .join(' ') +
-          ` -> ${died ? 'died' : `failed ${[...failed].join(' ') || 'none'}`}`,
+          ` -> ${died ? 'died' : `failed ${[...failed].join(' ') || 'none'}`}` +
+          (died ? '' : ` outcomes ${res.outcomes.join(',')}`),
       );
+      if (opts.trace) {
+        const fresh = new TaskQueries(new TableReader(table.client, table.tableName), Date.now);
+        for (const b of taken) {
+          const id = b.group.slice(b.group.indexOf('/') + 1);
+          const h = await fresh.findHeader(id).catch(() => null);
+          opts.trace(`  header ${id}: ${h ? JSON.stringify(h) : 'none'}`);
+        }
+        for (const e of published.slice(tracedEvents))
+          opts.trace(
+            `  event ${e.type} ${e.task.id} seq ${e.sequence} ${e.task.status} ${JSON.stringify(e.task.files)}`,
+          );
+        tracedEvents = published.length;
+      }
       for (const b of taken) queue.settle(b.group, b.records, failed);
     }
   };
