@@ -208,3 +208,33 @@ test('an end a redelivered batch wrote before its count: no completion as the st
   expect(published.map((ev) => ev.type)).not.toContain('task.completed');
   expect(await storeOn(local.db.client).getTask('ended-uncounted')).toEqual(reduceTask(story.callbacks));
 });
+
+test("an end's held header put carried ahead of the count by an earlier file callback says so: no completion", async () => {
+  // The end leads and holds its header put for the count; an upload of another file, earlier than the end, improves
+  // the task's identity, and its header put carries the held one: the end is in the header before any count.
+  const story = recordingStory('held-end-carried', ['recording-4-upload-ok', 'recording-3-end']);
+  const [u, e] = story.records as [SQSRecord, SQSRecord];
+  const { events, published } = story;
+  const dying = diesAt(
+    local.db.client,
+    'after',
+    (c, key) => c === 'PutItemCommand' && String(key?.sk?.S).startsWith('H#'),
+  );
+  const first = await processBatch(sqsEvent([u, e]), { store: storeOn(dying.client), log, concurrency: 2, events });
+  expect(dying.died()).toBe(true);
+  expect(first.batchItemFailures).toHaveLength(2);
+  // The upload comes back first, alone (a batch of one): its count must not take the end for one whose file is
+  // counted, nor the task for completed: the end's own file has no upload.
+  for (const record of [u, e]) {
+    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: storeOn(local.db.client), log, events });
+    expect(res.batchItemFailures).toEqual([]);
+  }
+  expect(published.map((ev) => ev.type)).not.toContain('task.completed');
+  expect(checkPublished(expectedEvents(story.callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
+  const stored = await storeOn(local.db.client).getTask('held-end-carried');
+  expect(stored).toEqual(reduceTask(story.callbacks));
+  const header = (await new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now).findHeader(
+    'held-end-carried',
+  ))!;
+  expect(countsOf(header)).toEqual({ files: 2, pending: 1, uploaded: 1, failed: 0, events: 2 });
+});

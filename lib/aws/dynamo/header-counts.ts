@@ -83,11 +83,20 @@ export class HeaderCounts {
    * kept counts is recounted instead, its batch's writes included: from then on it keeps them.
    */
   async count(w: TaskWrites, cap: Capacity): Promise<Item | null> {
+    const header = await this.countOnce(w, cap);
+    // Counted now, or by an earlier delivery of the batch whose answer was lost: either way not confirmed yet.
+    const behind = laterMarksChange(w.charges, w.absorbed);
+    if (header && completesNow(header, behind, w.files)) {
+      const seq = w.absorbed === null ? null : lastSequence(w.charges);
+      return this.confirmCompletion(w, seq, cap);
+    }
+    return header;
+  }
+
+  private async countOnce(w: TaskWrites, cap: Capacity): Promise<Item | null> {
     const key = headerKey(w.appKey, w.id);
     const change = batchChange(w.charges, w.absorbed);
     const seq = w.absorbed === null ? null : lastSequence(w.charges);
-    // The files the header leaves to later messages' batches, as they stand: the completion is read off them.
-    const behind = laterMarksChange(w.charges, w.absorbed);
     let tally = emptyTally();
     for (const cb of w.callbacks) tally = tallyCallback(tally, cb);
     // Listings by time of change and of end (`CHG`): its entry first, at the hour of the `ca` the count then
@@ -99,7 +108,7 @@ export class HeaderCounts {
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
     if (held) {
-      return this.putHeld(key, held, { change, behind }, seq!, tally, w.files, cap, w.extra);
+      return this.putHeld(key, held, change, seq!, tally, cap, w.extra);
     }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
@@ -110,11 +119,10 @@ export class HeaderCounts {
     let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const done = found ? completionAfter(found, seq, addCounts(change, behind), joined, w.files) : null;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, done, w.extra), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, null, w.extra), cap);
       if (res.ok) {
         this.headers.remember(key, res.item);
-        return this.markDone(key, res.item, behind, w.files, cap);
+        return res.item;
       }
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -132,15 +140,14 @@ export class HeaderCounts {
   /**
    * The held header put, written with the batch's counts, tally, sequence number and completion, on condition
    * of the version it replaces. Failing, it loses what was held (another writer came in between): it throws,
-   * and the task's records come again. `behind`: the files left to later messages (laterMarksChange).
+   * and the task's records come again.
    */
   private async putHeld(
     key: Key,
     held: HeldPut,
-    { change, behind }: { change: TaskCounts; behind: TaskCounts },
+    change: TaskCounts,
     seq: string,
     tally: Tally,
-    files: readonly FileRecord[],
     cap: Capacity,
     extra: TaskWrites['extra'],
   ): Promise<Item> {
@@ -155,10 +162,6 @@ export class HeaderCounts {
       const joined = joinTallies(tally, tallyOf(item));
       item.lastError = joined.lastError ?? undefined;
       item.updatedAt = joined.updatedAt ?? undefined;
-      const parts = headerParts(item);
-      const standing = parts && { ...parts, counts: addCounts(parts.counts!, behind), files };
-      const done = item.doneAt === undefined && standing ? completionTime(standing) : null;
-      if (done !== null) item.doneAt = done;
       if (await this.table.putVersioned(item, base?.ver, cap)) {
         const written = { ...item, ver: (base?.ver ?? 0) + 1 };
         this.headers.remember(key, written);
@@ -255,33 +258,21 @@ export class HeaderCounts {
   }
 
   /**
-   * Once the task completes, the header keeps when (the time `task.completed` reports, every time); `behind`,
-   * the files left to later messages (laterMarksChange), as they stand.
+   * A task that its counts say completes now is recounted from its items before `doneAt` is set (the recount sets
+   * it, off its files as they stand): `task.completed` is a fact no later callback takes back, and counts can miss a
+   * file a message wrote before it went to the dead-letter queue with its worker, until that message is redriven.
+   * Once per task: a header with `doneAt` never comes here again.
    */
-  private async markDone(
-    key: Key,
-    header: Item,
-    behind: TaskCounts,
-    files: readonly FileRecord[],
-    cap: Capacity,
-  ): Promise<Item> {
-    const parts = headerParts(header);
-    if (!parts || header.doneAt !== undefined) return header;
-    const at = completionTime({ ...parts, counts: addCounts(parts.counts!, behind), files });
-    if (at === null) return header;
-    const res = await this.table.update(
-      key,
-      {
-        update: 'SET doneAt = if_not_exists(doneAt, :d), ver = ver + :one',
-        condition: 'attribute_exists(pk)',
-        values: toItem({ ':d': at, ':one': 1 }),
-      },
-      cap,
-    );
-    if (!res.ok) return header;
-    this.headers.remember(key, res.item);
-    return res.item;
+  private async confirmCompletion(w: TaskWrites, seq: string | null, cap: Capacity): Promise<Item | null> {
+    return this.recount(w.appKey, w.id, seq, cap);
   }
+}
+
+/** Whether a header its update left without `doneAt` completes with the batch's files (`behind`: laterMarksChange). */
+function completesNow(header: Item, behind: TaskCounts, files: readonly FileRecord[]): boolean {
+  const parts = headerParts(header, header.seq, true);
+  if (!parts || header.doneAt !== undefined) return false;
+  return completionTime({ ...parts, counts: addCounts(parts.counts!, behind), files }) !== null;
 }
 
 const headerKey = (appKey: string, id: string): Key => ({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) });
@@ -322,22 +313,4 @@ function countedItems(parts: TaskParts, items: readonly Item[], absorbed: string
 function completionTime(parts: TaskParts): number | null {
   if (toSummary(parts).status !== 'completed') return null;
   return completedAt(parts);
-}
-
-/**
- * When the task completes with this update (null: it does not, or did before): from the header as found, the
- * batch's change and tally, and the files the batch wrote. `seq`: what the update absorbs, so that an end the
- * header records beyond it completes nothing yet (items.ts, writtenAhead), and one within it may.
- */
-function completionAfter(
-  found: Item,
-  seq: string | null,
-  change: TaskCounts,
-  tally: Tally,
-  files: readonly FileRecord[],
-): number | null {
-  const parts = headerParts(found, seq ?? undefined);
-  if (!parts || found.doneAt !== undefined) return null;
-  const counts = addCounts(parts.counts!, change);
-  return completionTime({ ...parts, counts, eventCount: counts.events, tally, files });
 }

@@ -81,14 +81,15 @@ export async function applyToHeaderItem(
       fileJoin = joined;
       fileDone = true;
     }
-    // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
-    const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref);
-    const hold = w.holdsHeader(counting, header);
     // An end written ahead of its batch's count says so, should the batch stop before it (items.ts): written at
-    // once, or held and then written by a read of the header that comes first (ItemWrites.writeHeld). The count
-    // that carries a held put absorbs it, and leaves the mark out (HeaderCounts.putHeld).
-    if (cb.type === 3 && marked(counting) && !(header?.[UNCOUNTED_END] >= counting.seq!))
-      item[UNCOUNTED_END] = counting.seq;
+    // once, or held and then written by another put of the header that comes first (a read, a file callback's
+    // put, the held callbacks joined again over the header as stored). The count that carries a held put absorbs
+    // it, and leaves the mark out (HeaderCounts.putHeld).
+    const ahead = cb.type === 3 && marked(counting) ? counting.seq : null;
+    markAhead(item, ahead);
+    // The batch's count writes the header anyway: this put is held for it to carry (one write for both).
+    const rebuild = (base: Item | null) => recordInHeader(headerKey, base, cb, ref, ahead);
+    const hold = w.holdsHeader(counting, header);
     if (await w.putItem(w.headers, item, header, cap, hold, rebuild)) {
       const transition = fileJoin.transition;
       // A join found in place may be an earlier delivery's: without marks its change is not known.
@@ -102,7 +103,7 @@ export async function applyToHeaderItem(
  * A start or an end joined into a header and recorded there, counted in the same put: how a held put of it
  * is joined again into the header as stored (./held-puts.ts). A header already holding its key is left as is.
  */
-function recordInHeader(headerKey: Key, base: Item | null, cb: Callback, ref: BodyRef): Item {
+function recordInHeader(headerKey: Key, base: Item | null, cb: Callback, ref: BodyRef, ahead: string | null): Item {
   if (base && base.service !== cb.service) throw new ContentionError(`task ${cb.id} is of another service now`);
   const keys = keysOf(base);
   if (Object.hasOwn(keys, cb.key)) return base!;
@@ -110,7 +111,13 @@ function recordInHeader(headerKey: Key, base: Item | null, cb: Callback, ref: Bo
   const recorded = { ...keys, [cb.key]: recordedValue(cb, ref) };
   const item = headerToItem(headerKey, applyToHeader(before, cb), tallyCallback(tallyOf(base), cb), recorded, base);
   if (typeof item.nEvents === 'number') item.nEvents += 1;
+  markAhead(item, ahead);
   return item;
+}
+
+/** Marks a header put as recording an end ahead of its count (`ahead`: that end's sequence number; null: none). */
+function markAhead(item: Item, ahead: string | null): void {
+  if (ahead !== null && !(item[UNCOUNTED_END] >= ahead)) item[UNCOUNTED_END] = ahead;
 }
 
 /**

@@ -212,14 +212,19 @@ export function countsOf(header: Item): TaskCounts | null {
  * The task as its header alone says: its counts and tally, no files. Null for a header without counts. An end
  * recorded beyond what the counts absorbed (`through`, by default the header's `seq`: `writtenAhead`) may name a
  * file they have not charged yet: until they do, the task is read as one whose end has not succeeded, never as
- * completed off counts that miss a file (its status is then `ended`, as of its counts).
+ * completed off counts that miss a file (its status is then `ended`, as of its counts). Counts can miss files
+ * another way too, until a batch charges them: a file a later message wrote before its batch came apart. So a
+ * task is completed only once a recount of its files as they stand has said so and set `doneAt`
+ * (HeaderCounts.confirmCompletion): without `doneAt` its end reads as not succeeded yet. `judging`: the count's
+ * own view, which decides whether to confirm, without that rule.
  */
-export function headerParts(header: Item, through: string | undefined = header.seq): TaskParts | null {
+export function headerParts(header: Item, through: string | undefined = header.seq, judging = false): TaskParts | null {
   const counts = countsOf(header);
   if (!counts) return null;
   const read = headerFromItem(header);
+  const unconfirmed = !judging && header.doneAt === undefined;
   return {
-    header: writtenAhead(header, through) ? { ...read, endOk: false } : read,
+    header: writtenAhead(header, through) || unconfirmed ? { ...read, endOk: false } : read,
     files: [],
     tally: tallyOf(header),
     eventCount: counts.events,
