@@ -209,32 +209,40 @@ test('an end a redelivered batch wrote before its count: no completion as the st
   expect(await storeOn(local.db.client).getTask('ended-uncounted')).toEqual(reduceTask(story.callbacks));
 });
 
-test("an end's held header put carried ahead of the count by an earlier file callback says so: no completion", async () => {
-  // The end leads and holds its header put for the count; an upload of another file, earlier than the end, improves
-  // the task's identity, and its header put carries the held one: the end is in the header before any count.
-  const story = recordingStory('held-end-carried', ['recording-4-upload-ok', 'recording-3-end']);
-  const [u, e] = story.records as [SQSRecord, SQSRecord];
+test('a file a later message wrote before its batch came apart keeps a batch missing it from completing', async () => {
+  // The end names a file whose only upload, later in the group, fails. The first delivery stops once that upload's
+  // put of the file has landed: the file is marked by the later message, which charges it. The batch comes back in
+  // pieces: the start and the end, then another file's upload alone, whose count does not touch the end's file and
+  // does not charge it: by the counts alone the task would complete, though the end's file never uploads.
+  const story = recordingStory('later-mark-completion', [
+    'recording-1-start-mix',
+    'recording-3-end',
+    'recording-4-upload-ok',
+    'recording-4-upload-failed',
+  ]);
+  const [s0, e, ok, failed] = story.records as [SQSRecord, SQSRecord, SQSRecord, SQSRecord];
   const { events, published } = story;
+  expect(story.callbacks[3]!.upload?.fileName).toBe(story.callbacks[1]!.file?.fileName);
+  expect(story.callbacks[2]!.upload?.fileName).not.toBe(story.callbacks[1]!.file?.fileName);
+  const endFile = story.callbacks[1]!.file!.fileName;
+  // The end joins its file first; the failed upload's put of it, second, lands, and the process stops.
+  let endFilePuts = 0;
   const dying = diesAt(
     local.db.client,
     'after',
-    (c, key) => c === 'PutItemCommand' && String(key?.sk?.S).startsWith('H#'),
+    (c, key) => c === 'PutItemCommand' && String(key?.sk?.S).endsWith(endFile) && ++endFilePuts === 2,
   );
-  const first = await processBatch(sqsEvent([u, e]), { store: storeOn(dying.client), log, concurrency: 2, events });
+  await processBatch(sqsEvent([s0, e, ok, failed]), { store: storeOn(dying.client), log, concurrency: 4, events });
   expect(dying.died()).toBe(true);
-  expect(first.batchItemFailures).toHaveLength(2);
-  // The upload comes back first, alone (a batch of one): its count must not take the end for one whose file is
-  // counted, nor the task for completed: the end's own file has no upload.
-  for (const record of [u, e]) {
-    const res = await processBatch(sqsEvent([receivedAgain(record)]), { store: storeOn(local.db.client), log, events });
+  for (const batch of [[s0, e], [ok], [failed]]) {
+    const res = await processBatch(sqsEvent(batch.map(receivedAgain)), {
+      store: storeOn(local.db.client),
+      log,
+      events,
+    });
     expect(res.batchItemFailures).toEqual([]);
   }
   expect(published.map((ev) => ev.type)).not.toContain('task.completed');
   expect(checkPublished(expectedEvents(story.callbacks), published)).toMatchObject({ missing: [], unexpected: [] });
-  const stored = await storeOn(local.db.client).getTask('held-end-carried');
-  expect(stored).toEqual(reduceTask(story.callbacks));
-  const header = (await new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now).findHeader(
-    'held-end-carried',
-  ))!;
-  expect(countsOf(header)).toEqual({ files: 2, pending: 1, uploaded: 1, failed: 0, events: 2 });
+  expect(await storeOn(local.db.client).getTask('later-mark-completion')).toEqual(reduceTask(story.callbacks));
 });
