@@ -128,10 +128,7 @@ export class HeaderCounts {
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
       if (countsOf(old) === null) return this.recount(w.appKey, w.id, null, cap);
-      if (seq !== null && old.seq !== undefined && old.seq >= seq) {
-        this.headers.remember(key, old);
-        return old;
-      }
+      if (seq !== null && old.seq !== undefined && old.seq >= seq) return this.republished(key, cap);
       found = old;
     }
     throw new ContentionError(`the header of task ${w.id} stayed contended after ${MAX_ATTEMPTS} attempts`);
@@ -255,6 +252,23 @@ export class HeaderCounts {
       else if (item.sk.startsWith(prefix)) parts.push(item);
     }
     return { header, parts };
+  }
+
+  /**
+   * The header of a batch counted before (a delivery that stopped after its count): nothing to add, but the events
+   * its records publish again are read off it, with the files as this delivery finds them, which may differ from
+   * what the earlier delivery published under the header's version. A version of their own keeps one task per
+   * `sequence` (one small write, on a redelivery only).
+   */
+  private async republished(key: Key, cap: Capacity): Promise<Item | null> {
+    const res = await this.table.update(
+      key,
+      { update: 'SET ver = ver + :one', condition: 'attribute_exists(pk)', values: toItem({ ':one': 1 }) },
+      cap,
+    );
+    if (!res.ok) return null;
+    this.headers.remember(key, res.item);
+    return res.item;
   }
 
   /**
