@@ -13,7 +13,7 @@ import {
 } from '../../devkit/emulator/sender.ts';
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../devkit/emulator/expect.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
-import { decimalNumber, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
+import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 
@@ -66,11 +66,10 @@ export function register(program: Command): void {
     )
     .option('--concurrency <n>', 'requests in flight at once', wholeNumber(1), SENDER_DEFAULTS.concurrency)
     .option('--duplicates <rate>', 'probability that a callback is delivered twice or more', rate, 0)
-    .option(
-      '--reorder-window <ms>',
-      'shuffle sends scheduled within this many wall-clock ms of each other',
-      wholeNumber(0),
-      0,
+    .addOption(
+      new Option('--reorder-window <duration>', 'shuffle sends scheduled within this long of each other (wall clock)')
+        .argParser(durationBetween(0))
+        .default(0, '0'),
     )
     .option(
       '--outage [probability]',
