@@ -191,6 +191,7 @@ export function banner(
   const tailQueue = info.eventsQueueUrl?.split('/').pop() ?? '-';
   const m = stack.settings.mappings[0]!;
   const queue = stack.settings.queues.find((q) => q.logicalId === m.queue);
+  const templateName = stack.templateHash ?? 'given';
   const functions = stack.settings.functions.map((fn) => `${fn.key} ${fn.memoryMb} MB ${fn.timeoutS} s`).join(', ');
   const lines = [
     c.bold(`Local stack ready at ${info.url}`),
@@ -222,7 +223,7 @@ export function banner(
         [
           'IAM',
           stack.iam.enforced
-            ? `each function's calls checked against its role ${c.dim(`(template ${stack.templateHash ?? 'given'})`)}`
+            ? styled`each function's calls checked against its role ${c.dim(`(template ${templateName})`)}`
             : c.bold('OFF (--no-iam): for debugging only, calls the deployed roles refuse go through'),
         ],
         ...(stack.faults

@@ -437,8 +437,8 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
 function statusCell(s: TaskSummary, c: Colors, now: number): string {
   const status = colorStatus(s.status, c);
   if (typeof s.stalledSince === 'number')
-    return `${status} ${c.yellow(`stalled ${durationText(now - s.stalledSince)}`)}`;
-  if (typeof s.settledAt === 'number') return `${status} ${c.dim('settled')}`;
+    return styled`${status} ${c.yellow(`stalled ${durationText(now - s.stalledSince)}`)}`;
+  if (typeof s.settledAt === 'number') return styled`${status} ${c.dim('settled')}`;
   return status;
 }
 
