@@ -1210,6 +1210,41 @@ describe('quarantine apply', () => {
     expect(bad.stderr).toMatch(/^error: option '--source <cidr>' argument '10\.0\.0\.0\/33' is invalid\./);
     expect(bad.stderr).toContain('"10.0.0.0/33" has a prefix length outside 0 to 32');
   });
+
+  test('--accept-unverified alone accepted every unsigned entry: --source, --reason or --all-unverified', async () => {
+    const alone = await cli(['quarantine', 'apply', '--accept-unverified', '--yes']);
+    expect(alone).toMatchObject({ code: 1, stdout: '' });
+    expect(alone.stderr).toBe(
+      'callbacks: --accept-unverified applies callbacks whose signature does not verify, forgeries included: narrow ' +
+        "it with --source <cidr> (the sender's addresses) or --reason <reason>, or give --all-unverified to accept " +
+        'every one\n',
+    );
+    // Nothing was applied: the forged callback is still only in the quarantine.
+    expect(await store.getTask('rec-forged')).toBeNull();
+    expect(await cli(['quarantine', 'apply', '--all-unverified', '--dry-run'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --all-unverified goes with --accept-unverified: give both, or neither\n',
+    });
+    const forged = (run: any) => run.entries.find((e: any) => e.sourceIp === '198.51.100.23');
+    // Narrowed by the reason it was set aside for, or accepted whole on purpose: each says what it would apply.
+    for (const narrowing of [['--reason', 'invalid_signature'], ['--all-unverified']]) {
+      const dry = await cliJson<any>(['quarantine', 'apply', '--accept-unverified', ...narrowing, '--dry-run']);
+      expect({ narrowing, outcome: forged(dry)?.outcome }).toEqual({ narrowing, outcome: 'would_apply' });
+    }
+    // By the sender's address: the forgery came from elsewhere.
+    const fromSender = await cliJson<any>([
+      'quarantine',
+      'apply',
+      '--accept-unverified',
+      '--source',
+      '203.0.113.0/24',
+      '--task',
+      'rec-forged',
+      '--dry-run',
+    ]);
+    expect(fromSender).toMatchObject({ matched: 1, wouldApply: 0, stillFailing: 1 });
+  });
 });
 
 function escapeRegExp(text: string): string {
