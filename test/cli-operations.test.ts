@@ -161,7 +161,8 @@ describe('callbacks quarantine apply', () => {
         '--json',
         '--no-progress',
       ],
-      { cwd },
+      // The platform signs with its own secret, not the receiver's.
+      { cwd, env: { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['demo-secret'] }) } },
     );
     expect(emulated.code).toBe(0);
     const sent = JSON.parse(emulated.stdout).summary;
@@ -383,18 +384,33 @@ describe('callbacks send', () => {
     expect(JSON.parse(viaQuery.stdout)).toEqual({ url, status: 200, body: { ok: true } });
 
     // A wrong secret is answered as the receiver answers it, and the exit code says so.
-    const wrong = await runCliHere(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
+    const secrets = (appKey: string, ...list: string[]) => ({ CALLBACK_SECRETS: JSON.stringify({ [appKey]: list }) });
+    const wrong = await runCliHere(['send', 'a.json'], { cwd, env: secrets('demo-app', 'not-the-secret') });
     expect(wrong.code).toBe(1);
     expect(wrong.stdout).toMatch(new RegExp(`^POST ${url} -> 401 \\{"error":\\{"code":"invalid_signature"`));
     // An appKey outside the body that differs from it is refused too.
-    const mismatch = await runCliHere(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
+    const mismatch = await runCliHere(['send', 'a.json', '--app-key', 'other-app'], {
+      cwd,
+      env: secrets('other-app', 'demo-secret'),
+    });
     expect(mismatch.stdout).toContain('-> 401 {"error":{"code":"invalid_signature"');
     const screenshot = await runCliHere(['send', 'a.json', '--service', 'screenshot'], { cwd });
     expect(screenshot.stdout).toContain('/callbacks/screenshot -> 400 {"error":{"code":"invalid_body"');
     const noSecret = await runCliHere(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
     expect(noSecret.stderr).toBe(
-      'callbacks: no secret for appKey "unknown-app": pass --secret, or set CALLBACK_SECRETS\n',
+      `callbacks: no secret for appKey "unknown-app" in the local stack's demo secrets: set CALLBACK_SECRETS to sign ` +
+        'with others\n',
     );
+
+    // A secret on the command line stays in the shell's history: refused, its value never repeated.
+    const typed = await runCliHere(['send', 'a.json', '--secret', 'typed-secret-1234'], { cwd });
+    expect(typed).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'callbacks: a secret is not taken on the command line (the shell history and the process list would keep ' +
+        'it): set CALLBACK_SECRETS, or name the stage (--stage) whose parameter holds it\n',
+    });
 
     // --user narrows tasks list to that user's tasks.
     await waitForTask(cwd, 'rec-send-a');
@@ -414,6 +430,30 @@ describe('callbacks send', () => {
       /^Sent \d+ callbacks of 1 recording and 1 screenshot tasks to http:\/\/127\.0\.0\.1:\d+ in /,
     );
     expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
+    await stack.stop();
+  });
+});
+
+describe('signing during a rotation', () => {
+  test('send and emulate signed with the last secret of a rotation, which lists the new one first', async () => {
+    const cwd = freshDir();
+    // The receiver already dropped the old secret; the shell still holds the rotation, new secret first.
+    const stack = await dev(['--memory', '--quiet'], cwd, {
+      CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['new'] }),
+    });
+    const env = { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['new', 'old'] }) };
+    writeFileSync(join(cwd, 'a.json'), JSON.stringify(startBody('rec-rotation')));
+    expect(await runCliHere(['send', 'a.json'], { cwd, env })).toEqual({
+      code: 0,
+      stdout: `POST ${stack.info.url}/callbacks/recording -> 200 {"ok":true}\n`,
+      stderr: '',
+    });
+    const emulated = await runCliHere(
+      ['emulate', '--url', stack.info.url, '--recordings', '1', '--screenshots', '1', '--json', '--no-progress'],
+      { cwd, env },
+    );
+    const { summary } = JSON.parse(emulated.stdout);
+    expect({ code: emulated.code, refused: summary.status4xx }).toEqual({ code: 0, refused: 0 });
     await stack.stop();
   });
 });

@@ -114,6 +114,12 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
+/** A host name that always means this machine: `localhost`, or a loopback address (`127.0.0.1`, `[::1]`). */
+export function isLoopbackHost(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return name === 'localhost' || isLoopbackAddress(name);
+}
+
 export function createGateway(opts: GatewayOptions): Server {
   const maxPayloadBytes = opts.maxPayloadBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES;
   const keepBytes = opts.maxBodyBytes + 1;
