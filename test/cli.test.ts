@@ -460,6 +460,7 @@ describe('tasks list', () => {
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
       'ID',
+      'APP KEY',
       'SERVICE',
       'STATUS',
       'ROOM',
@@ -475,6 +476,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[1]!.split(/\s{2,}/)).toEqual([
       'Kp4e-rec-002',
+      'demo-app',
       'recording',
       'recording',
       'room-1024',

@@ -399,6 +399,7 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
   return table(
     [
       'ID',
+      'APP KEY',
       'SERVICE',
       'STATUS',
       'ROOM',
@@ -414,6 +415,7 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
     ],
     summaries.map((s) => [
       s.id,
+      s.appKey,
       s.service,
       statusCell(s, c, now),
       s.roomId ?? '-',
