@@ -1,14 +1,22 @@
 // Operating the receiver through the real CLI: `callbacks dev` with its options, and the commands run against
 // it in the same folder, each run as bin/callbacks.js runs it (cli/main.ts's run) in this process; in child
 // processes, what only a process shows: bin's wiring and exit codes, the JSON logs of a dev stopped by SIGTERM,
-// and an old Node refused.
-import { execFileSync } from 'node:child_process';
+// and the command started by an older Node, directly and through npx.
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { postSigned, runCli, runCliHere, type RunningDev, startDev, startDevHere } from './support/cli-process.ts';
+import {
+  childEnv,
+  postSigned,
+  runCli,
+  runCliHere,
+  type RunningDev,
+  startDev,
+  startDevHere,
+} from './support/cli-process.ts';
 import { eventually } from './support/eventually.ts';
 
 const STACK_FRAME = /\n\s+at /;
@@ -520,29 +528,76 @@ describe('logs of callbacks dev', () => {
   });
 });
 
-describe('bin/callbacks.js on a Node older than 24', () => {
-  // The machine's own Node (the project pins 24 for its scripts); found on the PATH or where it usually is.
+describe('the command on a machine whose Node is older than 24', () => {
+  const root = new URL('..', import.meta.url).pathname;
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  // The machine's own PATH: the one npm gave this run, without the project's node_modules/.bin (its pinned Node).
+  const machinePath = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => !dir.includes('node_modules'))
+    .join(':');
+  // The machine's own Node (the project pins 24 for its scripts); found on that PATH or where it usually is.
   const candidates = [
-    ...execFileSync('sh', ['-c', 'which -a node || true'], { encoding: 'utf8' }).split('\n'),
+    ...execFileSync('sh', ['-c', 'which -a node || true'], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: machinePath },
+    }).split('\n'),
     '/usr/local/bin/node',
     '/usr/bin/node',
   ].filter((p) => p && existsSync(p));
   const oldNode = candidates.find(
     (p) => Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24,
   );
+  const npx = execFileSync('sh', ['-c', 'command -v npx || true'], {
+    encoding: 'utf8',
+    env: { ...process.env, PATH: machinePath },
+  }).trim();
 
   (oldNode ? test.concurrent : test.concurrent.skip)(
-    `one sentence, exit code 1, no stack trace (${oldNode ?? 'no old Node here'})`,
+    `bin/callbacks.js runs itself under the pinned Node, and prints nothing more (${oldNode ?? 'no old Node here'})`,
     async () => {
-      const run = await runCli(['tasks', 'list'], { cwd: freshDir(), node: oldNode! });
-      const version = execFileSync(oldNode!, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
-      expect(run).toEqual({
-        code: 1,
-        stdout: '',
-        stderr:
-          `callbacks needs Node 24 or later and this is Node ${version}: run it as "npx callbacks ..." or through ` +
-          "the npm scripts, which use the project's pinned Node 24.\n",
+      expect(await runCli(['--version'], { cwd: freshDir(), node: oldNode! })).toEqual({
+        code: 0,
+        stdout: `${version}\n`,
+        stderr: '',
       });
+      // A command that loads the AWS SDK: no warning of the SDK about an old Node, one sentence.
+      const stage = await runCli(['tasks', 'list', '--stage', 'x', '--region', 'eu-west-1'], {
+        cwd: freshDir(),
+        node: oldNode!,
+      });
+      expect(stage.code).toBe(1);
+      expect(stage.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^callbacks: stage x in eu-west-1/)]);
     },
+  );
+
+  (oldNode && npx ? test.concurrent : test.concurrent.skip)(
+    `npx callbacks printed ten lines of EBADENGINE warnings: a README command prints nothing else (${npx || 'no npx'})`,
+    async () => {
+      const cache = freshDir();
+      // npm's settings of this run (npm_config_*, npm_package_*) are not a user's shell's.
+      const env = Object.fromEntries(
+        Object.entries(childEnv()).filter(([name]) => !name.startsWith('npm_') && name !== 'PATH'),
+      );
+      const npxRun = (args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(
+            npx,
+            ['callbacks', ...args],
+            {
+              cwd: root,
+              env: { ...env, PATH: machinePath, npm_config_cache: cache, npm_config_update_notifier: 'false' },
+            },
+            (err, stdout, stderr) =>
+              resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+          );
+        });
+      // The first run of a fresh npm cache is the one npm checked the package's engines on.
+      expect(await npxRun(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+      const help = await npxRun(['tasks', 'list', '--help']);
+      expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^Usage: callbacks tasks list/);
+    },
+    60_000,
   );
 });
