@@ -444,7 +444,7 @@ describe('tasks list', () => {
     const ended = await cli(['tasks', 'list', '--ended-since', '3h', '--app-key', 'app-x', '--no-color']);
     expect(ended.code).toBe(0);
     const lines = ended.stdout.trimEnd().split('\n');
-    expect(lines[1]!.split(/\s{2,}/).slice(0, 3)).toEqual(['rec-new-1', 'recording', 'completed']);
+    expect(lines[1]!.split(/\s{2,}/).slice(0, 4)).toEqual(['rec-new-1', 'app-x', 'recording', 'completed']);
     expect(lines.at(-1)).toBe('1 task, newest end hour first.');
     expect((await cli(['tasks', 'list', '--lost', '--stalled'])).stdout).toBe(
       'No task matches in the last 30 days (--since reaches further back).\n',
@@ -492,6 +492,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       'img-5c1d9e',
+      'demo-app',
       'screenshot',
       'upload_failed',
       'room-1024',
@@ -507,6 +508,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[3]!.split(/\s{2,}/)).toEqual([
       '7nQ2f0vB-rec-001',
+      'demo-app',
       'recording',
       'upload_failed',
       'room-1024',
@@ -565,7 +567,7 @@ describe('tasks list', () => {
     const started = shanghai.stdout
       .split('\n')
       .slice(1, 4)
-      .map((l) => l.split(/\s{2,}/)[6]);
+      .map((l) => l.split(/\s{2,}/)[7]);
     expect(started).toEqual([
       '2025-11-22T16:01:00+08:00',
       '2025-11-22T16:00:00.500+08:00',
