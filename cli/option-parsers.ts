@@ -94,13 +94,9 @@ const boundInWords = (ms: number) => (ms === 0 ? '0' : ms === MAX_TIMER_MS ? '24
 /**
  * The one parser of every duration option (`--timeout 60s`, `--sweep-every 5s`, `--retry-delay 2m`), in ms: the
  * forms of parseDuration (`500ms`, `5s`, `2m`, `1h`, `1.5h`, `7d`), a bare number being seconds; from `minMs` to
- * `maxMs`, and with `wholeSeconds` a whole number of seconds (for a setting kept in seconds).
+ * `maxMs`.
  */
-export function durationBetween(
-  minMs: number,
-  maxMs = MAX_TIMER_MS,
-  opts: { wholeSeconds?: boolean } = {},
-): (text: string) => number {
+export function durationBetween(minMs: number, maxMs = MAX_TIMER_MS): (text: string) => number {
   const range =
     minMs === 1 ? `above 0 and under ${boundInWords(maxMs)}` : `from ${boundInWords(minMs)} to ${boundInWords(maxMs)}`;
   return (text) => {
@@ -108,8 +104,6 @@ export function durationBetween(
     if (ms === null)
       throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
     if (ms < minMs || ms > maxMs) throw new InvalidArgumentError(`a duration ${range} is needed.`);
-    if (opts.wholeSeconds && ms % 1000 !== 0)
-      throw new InvalidArgumentError(`a whole number of seconds is needed (${JSON.stringify(text)} is not).`);
     return ms;
   };
 }

@@ -21,7 +21,7 @@ interface DevOptions {
   dataDir: string;
   signatureMode?: SignatureMode;
   allowCidr?: string[];
-  /** ms, whole seconds. */
+  /** ms. */
   retryDelay: number;
   /** ms; 0: never. */
   sweepEvery: number;
@@ -59,10 +59,11 @@ export function register(program: Command): void {
     .addOption(
       new Option(
         '--retry-delay <duration>',
-        "how long before a failed record is retried, in whole seconds (deployed: the queue's visibility time-out)",
+        "how long before a failed record is retried, rounded up to whole seconds (deployed: the queue's visibility " +
+          'time-out)',
       )
-        // SQS hides a message for whole seconds, at most 12 hours.
-        .argParser(durationBetween(0, 43_200_000, { wholeSeconds: true }))
+        // SQS hides a message for at most 12 hours.
+        .argParser(durationBetween(0, 43_200_000))
         .default(DEFAULT_RETRY_DELAY_S * 1000, `${DEFAULT_RETRY_DELAY_S}s`),
     )
     .option(
@@ -137,7 +138,7 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     dataDir: opts.dataDir,
     signatureMode: opts.signatureMode,
     allowedSourceCidrs: opts.allowCidr,
-    retryDelaySeconds: opts.retryDelay / 1000,
+    retryDelaySeconds: retryDelaySeconds(opts.retryDelay),
     quiet: opts.quiet ?? false,
     consoleDir,
     scheduleEveryMs: opts.sweepEvery,
@@ -158,6 +159,9 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     signal.stopListening();
   }
 }
+
+/** --retry-delay as the poller applies it: SQS hides a message for whole seconds. */
+const retryDelaySeconds = (ms: number) => Math.ceil(ms / 1000);
 
 const shown = (path: string) => {
   const rel = relative(cliIo().cwd, path);
@@ -216,7 +220,8 @@ export function banner(
           'worker',
           `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +
             `${m.maximumConcurrency} at a time${queue?.fifo ? ', each task in one at a time' : ''}; a failed record ` +
-            `is retried after ${opts.retryDelay / 1000} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
+            `is retried after ${retryDelaySeconds(opts.retryDelay)} s, dead-lettered after ${queue?.maxReceiveCount} ` +
+            'receives',
         ],
         ['functions', functions],
         ['sweeper', sweeperLine(opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS, opts.settleAfter)],
