@@ -20,4 +20,6 @@ export default {
   maxWorkers: '100%',
   // The packaged CloudFormation template the local stack is built from, packaged once for the whole run.
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  // Each test file runs without the settings of the caller's shell (CALLBACK_SECRETS, AWS_*, ...).
+  setupFiles: ['<rootDir>/test/support/clear-caller-env.ts'],
 };

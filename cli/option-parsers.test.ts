@@ -1,4 +1,5 @@
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { readdirSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
 import { errorSentence } from '../lib/text.ts';
 import { register as registerQuarantine } from './commands/quarantine.ts';
 import { register as registerStatus } from './commands/status.ts';
@@ -112,5 +113,66 @@ describe('how far back the quarantine is read', () => {
     }
     const since = await parse(['quarantine', 'list', '--since', '2000-01-01']);
     expect(errorSentence(since.error, { bare: true })).toMatch(/^--since is more than 90 days back/);
+  });
+});
+
+describe('duration options', () => {
+  /** Every option of every command, as `<command path> <long flag>`, with its parser. */
+  async function everyOption(): Promise<{ name: string; flags: string; parse: (text: string) => unknown }[]> {
+    const program = new Command();
+    const dir = new URL('./commands/', import.meta.url);
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
+      ((await import(new URL(file, dir).href)) as { register(p: Command): void }).register(program);
+    }
+    const found: { name: string; flags: string; parse: (text: string) => unknown }[] = [];
+    const walk = (cmd: Command, path: string[]) => {
+      for (const option of cmd.options as Option[]) {
+        found.push({
+          name: [...path, option.long].join(' '),
+          flags: option.flags,
+          parse: (text) => (option.parseArg ? option.parseArg(text, undefined) : text),
+        });
+      }
+      for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+    };
+    walk(program, []);
+    return found;
+  }
+
+  test('dev --sweep-every 5s was refused ("a whole number"), --settle-after 5s taken: one parser for all', async () => {
+    const options = await everyOption();
+    // No option counts a time in units of its own: each takes a duration.
+    expect(options.filter((o) => /<(seconds|s|ms|milliseconds|minutes)>/.test(o.flags)).map((o) => o.name)).toEqual([]);
+    const durations = options.filter((o) => o.flags.endsWith('<duration>'));
+    expect(durations.map((o) => o.name)).toEqual(
+      expect.arrayContaining([
+        'dev --retry-delay',
+        'dev --sweep-every',
+        'dev --settle-after',
+        'emulate --reorder-window',
+        'emulate --request-timeout',
+        'send --timeout',
+        'pull --timeout',
+        'verify --timeout',
+        'tasks list --purge-before',
+      ]),
+    );
+    const parsed = (o: (typeof durations)[number], text: string) => {
+      try {
+        return o.parse(text);
+      } catch (err) {
+        return errorSentence(err, { bare: true });
+      }
+    };
+    for (const o of durations) {
+      expect({ option: o.name, ms: ['500ms', '5s', '2m', '1h', '7'].map((text) => parsed(o, text)) }).toEqual({
+        option: o.name,
+        ms: [500, 5000, 120_000, 3_600_000, 7000],
+      });
+    }
+    expect(parsed(durations.find((o) => o.name === 'dev --sweep-every')!, '0')).toBe(0);
+    expect(parsed(durations.find((o) => o.name === 'dev --sweep-every')!, '25h')).toBe(
+      'a duration from 0 to 24h is needed.',
+    );
   });
 });

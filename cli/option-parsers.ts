@@ -77,20 +77,43 @@ export const rate = decimalNumber(0, 1);
 /** The longest time a timer can wait (setTimeout's limit, about 24.8 days). */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** A duration option (`--timeout 60s`), in ms: see parseDuration; a bare number is seconds. Above 0. */
-export function durationOption(text: string): number {
-  const ms = parseDuration(text, { bareSeconds: true });
-  if (ms === null) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
-  if (ms < 1 || ms > MAX_TIMER_MS) throw new InvalidArgumentError('a duration above 0 and under 24 days is needed.');
-  return ms;
+/** `ms` as a whole number and the largest unit that keeps it whole: `500ms`, `30s`, `10m`, `36h`. */
+function wholeDuration(ms: number): string {
+  for (const [unit, size] of [
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const)
+    if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
-/** A duration as a stage parameter takes it (`30s`, `10m`), checked here rather than by the stack's template. */
-export function stageDuration(value: string): string {
-  const ms = parseDuration(value);
-  if (ms === null || ms < 1 || !/^[0-9]+(ms|s|m|min|h|d|w)$/.test(value.trim()))
-    throw new InvalidArgumentError('a duration such as 30s, 10m or 2h');
-  return value.trim();
+/** A bound of a duration option in words: `0`, `12h`, `24 days` (a timer's limit). */
+const boundInWords = (ms: number) => (ms === 0 ? '0' : ms === MAX_TIMER_MS ? '24 days' : wholeDuration(ms));
+
+/**
+ * The one parser of every duration option (`--timeout 60s`, `--sweep-every 5s`, `--retry-delay 2m`), in ms: the
+ * forms of parseDuration (`500ms`, `5s`, `2m`, `1h`, `1.5h`, `7d`), a bare number being seconds; from `minMs` to
+ * `maxMs`.
+ */
+export function durationBetween(minMs: number, maxMs = MAX_TIMER_MS): (text: string) => number {
+  const range =
+    minMs === 1 ? `above 0 and under ${boundInWords(maxMs)}` : `from ${boundInWords(minMs)} to ${boundInWords(maxMs)}`;
+  return (text) => {
+    const ms = parseDuration(text, { bareSeconds: true });
+    if (ms === null)
+      throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)} (use e.g. 60s, 2m, 500ms).`);
+    if (ms < minMs || ms > maxMs) throw new InvalidArgumentError(`a duration ${range} is needed.`);
+    return ms;
+  };
+}
+
+/** A duration option above 0 that a timer can wait (`--timeout 60s`), in ms: see durationBetween. */
+export const durationOption = durationBetween(1);
+
+/** `ms` as a stage parameter takes a duration (`30s`, `10m`: a whole number and a unit, as the template checks). */
+export function stageDuration(ms: number): string {
+  return wholeDuration(ms);
 }
 
 /** An instant given as epoch milliseconds or an ISO date (`--start`). */

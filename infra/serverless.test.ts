@@ -11,6 +11,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
+import { wildcardMatch } from '../devkit/local/iam/policy.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
 import {
   bundleRequestsOfEach,
@@ -72,11 +73,20 @@ let networkAttempts: string;
 let variant: Promise<Template>;
 let refusals: Record<'signatureOff' | 'throttle' | 'legacyQueue', Promise<string>>;
 
+/** The extension layer pinned for the region packaged (infra/secrets-extension-layers.cjs), and a stage's own. */
+const PINNED_LAYER =
+  'arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:101';
+const STAGE_LAYER = 'arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:90';
+/** Operators' roles a stage lets send to the callback queue (to redrive dead letters). */
+const OPERATORS = ['arn:aws:iam::123456789012:role/operators', 'arn:aws:iam::123456789012:role/aws-reserved/sso/*'];
+
 /** The stage parameters of the variant packaging. */
 const VARIANT_PARAMS = {
   development: ['signatureMode=off', 'development=true'],
   throttling: ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ', 'readRateLimit=0.5', 'readBurstLimit=3'],
   legacy: ['legacyQueue=true'],
+  functions: [`paramsSecretsLayerArn=${STAGE_LAYER}`, 'ingestReservedConcurrency=20'],
+  operators: [`callbackQueueSenders=${OPERATORS.join(',')}`],
 };
 
 /** Records any attempt to open a network connection of the process that imports it, in its NETWORK_LOG. */
@@ -176,9 +186,15 @@ async function resolveStageParams(params: Record<string, string>): Promise<Recor
     callbackBurstLimit: '200',
     readRateLimit: '20',
     readBurstLimit: '40',
+    paramsSecretsLayerArn: '',
+    ingestReservedConcurrency: '',
+    callbackQueueSenders: '',
+    region,
     ...params,
   };
-  return resolver({ resolveVariable: async (name) => values[name.replace(/^param:/, '')] });
+  return resolver({
+    resolveVariable: async (name) => values[name === 'self:provider.region' ? 'region' : name.replace(/^param:/, '')],
+  });
 }
 
 beforeAll(async () => {
@@ -274,9 +290,10 @@ describe('functions', () => {
     expect(fn.MemorySize).toBe(256);
     expect(fn.Timeout).toBe(6);
     expect(fn.Role).toEqual(getAtt('IngestRole'));
-    expect(fn.Layers).toEqual([
-      { 'Fn::Sub': '{{resolve:ssm:/aws/service/aws-parameters-and-secrets-lambda-extension/arm64/latest}}' },
-    ]);
+    // Pinned for the region: a deploy never takes a newer extension by itself.
+    expect(fn.Layers).toEqual([PINNED_LAYER]);
+    // No concurrency reserved unless the stage says so: a new account's quota may leave none to reserve.
+    expect(fn.ReservedConcurrentExecutions).toEqual(ref('AWS::NoValue'));
     expect(fn.Environment.Variables).toEqual({
       QUEUE_URL: ref('CallbackFifoQueue'),
       SIGNATURE_MODE: ref('SignatureMode'),
@@ -336,6 +353,44 @@ describe('functions', () => {
       StallUnknown: '6h',
     }))
       expect(template.Parameters[name].Default).toBe(value);
+  });
+
+  test("the sweeper kept Lambda's two asynchronous retries, which overlap its next run: it gets none", () => {
+    const configs = resourcesOfType('AWS::Lambda::EventInvokeConfig');
+    expect(configs.map(([, c]) => c.Properties)).toEqual([
+      expect.objectContaining({ FunctionName: ref('SweeperLambdaFunction'), MaximumRetryAttempts: 0 }),
+    ]);
+  });
+
+  test('the extension layer followed the latest version at every deploy: pinned, per stage if it says so', async () => {
+    const stageOwn = await variant;
+    expect(stageOwn.Resources.IngestLambdaFunction!.Properties.Layers).toEqual([STAGE_LAYER]);
+    // Each pinned layer is an arm64 layer of the extension in its own region.
+    const pinned = createRequire(import.meta.url)('./secrets-extension-layers.cjs') as Record<string, string>;
+    for (const [where, arn] of Object.entries(pinned)) {
+      expect(arn).toMatch(
+        new RegExp(
+          `^arn:aws[a-z-]*:lambda:${where}:\\d{12}:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:\\d+$`,
+        ),
+      );
+    }
+    await expect(resolveStageParams({ region: 'xx-nowhere-1' })).rejects.toThrow(
+      /^No secrets extension layer is pinned for region xx-nowhere-1: give one with --param paramsSecretsLayerArn=/,
+    );
+    await expect(resolveStageParams({ paramsSecretsLayerArn: 'latest' })).rejects.toThrow(
+      /^Stage parameter paramsSecretsLayerArn must be a layer version ARN/,
+    );
+  });
+
+  test('no function had reserved concurrency: the ingest reserves what its stage parameter says', async () => {
+    const reserving = await variant;
+    expect(reserving.Resources.IngestLambdaFunction!.Properties.ReservedConcurrentExecutions).toBe(20);
+    for (const name of ['Worker', 'Sweeper', 'Api'])
+      expect(template.Resources[`${name}LambdaFunction`]!.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    for (const bad of ['0', '-5', '2.5', 'lots'])
+      await expect(resolveStageParams({ ingestReservedConcurrency: bad })).rejects.toThrow(
+        `Stage parameter ingestReservedConcurrency must be a whole number above 0, or empty for none, not "${bad}".`,
+      );
   });
 
   test('api: nodejs24.x on arm64, its own role, the table and its settings', () => {
@@ -1052,9 +1107,48 @@ describe('queues', () => {
   test('both queues refuse unencrypted transport', () => {
     const policy = resource('CallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties;
     expect(policy.Queues).toEqual([ref('CallbackFifoQueue'), ref('CallbackFifoDeadLetterQueue')]);
-    expect(policy.PolicyDocument.Statement).toEqual([
+    expect(policy.PolicyDocument.Statement[0]).toEqual(
       expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-    ]);
+    );
+  });
+
+  test("any principal of the account could inject callbacks: the ingest and the stage's senders only", async () => {
+    const INGEST = 'arn:aws:iam::123456789012:role/rtc-callbacks-receiver-ci-ingest';
+    /** Whether the queue policy of `t` refuses SendMessage on `queue` to `principal` (its Deny statements). */
+    const refuses = (t: Template, action: string, queue: string, principal: string) =>
+      (t.Resources.CallbackQueuesPolicy!.Properties.PolicyDocument.Statement as Statement[]).some((st) => {
+        if (st.Effect !== 'Deny' || !actions(st).some((a) => wildcardMatch(a, action, true))) return false;
+        if (JSON.stringify(st.Resource) !== JSON.stringify(getAtt(queue))) return false;
+        const notLike = st.Condition?.ArnNotLike?.['aws:PrincipalArn'] as Json[] | undefined;
+        if (!notLike) return false;
+        // The role's ARN as CloudFormation puts it in; the others as given.
+        const arns = notLike.map((v) => (JSON.stringify(v) === JSON.stringify(getAtt('IngestRole')) ? INGEST : v));
+        return !arns.some((arn: string) => wildcardMatch(arn, principal));
+      });
+    const someone = 'arn:aws:iam::123456789012:role/some-other-function';
+    const operator = OPERATORS[0]!;
+    const sso = 'arn:aws:iam::123456789012:role/aws-reserved/sso/AWSReservedSSO_Admin_0123';
+    expect(refuses(template, 'sqs:SendMessage', 'CallbackFifoQueue', INGEST)).toBe(false);
+    expect(refuses(template, 'sqs:SendMessage', 'CallbackFifoQueue', someone)).toBe(true);
+    expect(refuses(template, 'sqs:SendMessage', 'CallbackFifoQueue', operator)).toBe(true);
+    // The worker still receives and deletes, and the dead-letter queue still takes what the queue dead-letters.
+    expect(refuses(template, 'sqs:ReceiveMessage', 'CallbackFifoQueue', someone)).toBe(false);
+    expect(refuses(template, 'sqs:SendMessage', 'CallbackFifoDeadLetterQueue', someone)).toBe(false);
+    // A stage that names its operators lets them redrive dead letters into the queue, and them only.
+    const withOperators = await variant;
+    for (const [who, refused] of [
+      [INGEST, false],
+      [operator, false],
+      [sso, false],
+      [someone, true],
+    ] as const)
+      expect({ who, refused: refuses(withOperators, 'sqs:SendMessage', 'CallbackFifoQueue', who) }).toEqual({
+        who,
+        refused,
+      });
+    await expect(resolveStageParams({ callbackQueueSenders: 'operators' })).rejects.toThrow(
+      /^Stage parameter callbackQueueSenders must list IAM principal ARNs/,
+    );
   });
 
   test('event source mapping: partial batch failures, 10 a batch, no batching window, maximum concurrency', () => {
@@ -1209,6 +1303,8 @@ describe('operations', () => {
       ],
       SetAsideCallbacks: [ref('IngestLogGroup'), '{ $.event = "callback_request" && $.setAside IS TRUE }', namespace],
       ThrottledRequests: [ref('HttpApiLogGroup'), '{ $.status = 429 }', namespace],
+      IngestServerErrors: [ref('HttpApiLogGroup'), '{ $.status >= 500 && $.routeKey != "GET /tasks*" }', namespace],
+      ReadApiServerErrors: [ref('HttpApiLogGroup'), '{ $.status >= 500 && $.routeKey = "GET /tasks*" }', namespace],
       FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
       LostFiles: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.lost > 0 }', namespace],
       StalledTasks: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.stalled > 0 }', namespace],
@@ -1264,8 +1360,13 @@ describe('operations', () => {
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
       IngestServerErrorsAlarm: {
-        metric: 'AWS/ApiGateway 5xx',
-        dimensions: { ApiId: ref('HttpApi') },
+        metric: `${namespace} IngestServerErrors`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      ReadApiServerErrorsAlarm: {
+        metric: `${namespace} ReadApiServerErrors`,
+        dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
       ApiThrottledRequestsAlarm: {
@@ -1305,6 +1406,28 @@ describe('operations', () => {
       },
       StalledTasksAlarm: { metric: `${namespace} StalledTasks`, dimensions: {}, threshold: 'GreaterThanThreshold 10' },
     });
+  });
+
+  test("ingest-5xx counted the read API's 5xx too: each route family has its own, from the access log", () => {
+    const routes = [...API_ROUTE_KEYS, 'POST /callbacks/recording', 'POST /callbacks/screenshot', '$default'];
+    const counted = (metric: string) => {
+      const filter = resourcesOfType('AWS::Logs::MetricFilter').find(
+        ([, f]) => f.Properties.MetricTransformations[0].MetricName === metric,
+      )![1].Properties.FilterPattern as string;
+      const m = /^\{ \$\.status >= 500 && \$\.routeKey (=|!=) "([^"]+)" \}$/.exec(filter)!;
+      return routes.filter((r) => wildcardMatch(m[2]!, r) === (m[1] === '='));
+    };
+    expect(counted('IngestServerErrors')).toEqual([
+      'POST /callbacks/recording',
+      'POST /callbacks/screenshot',
+      '$default',
+    ]);
+    expect(counted('ReadApiServerErrors')).toEqual([...API_ROUTE_KEYS]);
+    const name = (id: string) => resource(id, 'AWS::CloudWatch::Alarm').Properties.AlarmName;
+    expect([name('IngestServerErrorsAlarm'), name('ReadApiServerErrorsAlarm')]).toEqual([
+      `${service}-${stage}-ingest-5xx`,
+      `${service}-${stage}-read-api-5xx`,
+    ]);
   });
 
   test('rejected callbacks alarm: not on a stray request, but on ten rejections in 15 minutes', () => {

@@ -18,11 +18,10 @@ import { messageAttributes } from '../lib/queue-message.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { SQS_MAX_MESSAGE_BYTES } from '../devkit/local/service-limits.ts';
 
 const local = useQuietDynamo();
 
-/** SQS's limit on a message, body and attributes together. */
-const SQS_MAX_MESSAGE_BYTES = 256 * 1024;
 /** DynamoDB's limit on an item. */
 const DYNAMO_MAX_ITEM_BYTES = 400 * 1024;
 const T0 = 1_763_798_400_000;

@@ -1,14 +1,22 @@
 // Operating the receiver through the real CLI: `callbacks dev` with its options, and the commands run against
 // it in the same folder, each run as bin/callbacks.js runs it (cli/main.ts's run) in this process; in child
 // processes, what only a process shows: bin's wiring and exit codes, the JSON logs of a dev stopped by SIGTERM,
-// and an old Node refused.
-import { execFileSync } from 'node:child_process';
+// and the command started by an older Node, directly and through npx.
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { postSigned, runCli, runCliHere, type RunningDev, startDev, startDevHere } from './support/cli-process.ts';
+import {
+  childEnv,
+  postSigned,
+  runCli,
+  runCliHere,
+  type RunningDev,
+  startDev,
+  startDevHere,
+} from './support/cli-process.ts';
 import { eventually } from './support/eventually.ts';
 
 const STACK_FRAME = /\n\s+at /;
@@ -161,7 +169,8 @@ describe('callbacks quarantine apply', () => {
         '--json',
         '--no-progress',
       ],
-      { cwd },
+      // The platform signs with its own secret, not the receiver's.
+      { cwd, env: { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['demo-secret'] }) } },
     );
     expect(emulated.code).toBe(0);
     const sent = JSON.parse(emulated.stdout).summary;
@@ -383,18 +392,33 @@ describe('callbacks send', () => {
     expect(JSON.parse(viaQuery.stdout)).toEqual({ url, status: 200, body: { ok: true } });
 
     // A wrong secret is answered as the receiver answers it, and the exit code says so.
-    const wrong = await runCliHere(['send', 'a.json', '--secret', 'not-the-secret'], { cwd });
+    const secrets = (appKey: string, ...list: string[]) => ({ CALLBACK_SECRETS: JSON.stringify({ [appKey]: list }) });
+    const wrong = await runCliHere(['send', 'a.json'], { cwd, env: secrets('demo-app', 'not-the-secret') });
     expect(wrong.code).toBe(1);
     expect(wrong.stdout).toMatch(new RegExp(`^POST ${url} -> 401 \\{"error":\\{"code":"invalid_signature"`));
     // An appKey outside the body that differs from it is refused too.
-    const mismatch = await runCliHere(['send', 'a.json', '--app-key', 'other-app', '--secret', 'demo-secret'], { cwd });
+    const mismatch = await runCliHere(['send', 'a.json', '--app-key', 'other-app'], {
+      cwd,
+      env: secrets('other-app', 'demo-secret'),
+    });
     expect(mismatch.stdout).toContain('-> 401 {"error":{"code":"invalid_signature"');
     const screenshot = await runCliHere(['send', 'a.json', '--service', 'screenshot'], { cwd });
     expect(screenshot.stdout).toContain('/callbacks/screenshot -> 400 {"error":{"code":"invalid_body"');
     const noSecret = await runCliHere(['send', 'a.json', '--app-key', 'unknown-app'], { cwd });
     expect(noSecret.stderr).toBe(
-      'callbacks: no secret for appKey "unknown-app": pass --secret, or set CALLBACK_SECRETS\n',
+      `callbacks: no secret for appKey "unknown-app" in the local stack's demo secrets: set CALLBACK_SECRETS to sign ` +
+        'with others\n',
     );
+
+    // A secret on the command line stays in the shell's history: refused, its value never repeated.
+    const typed = await runCliHere(['send', 'a.json', '--secret', 'typed-secret-1234'], { cwd });
+    expect(typed).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'callbacks: a secret is not taken on the command line (the shell history and the process list would keep ' +
+        'it): set CALLBACK_SECRETS, or name the stage (--stage) whose parameter holds it\n',
+    });
 
     // --user narrows tasks list to that user's tasks.
     await waitForTask(cwd, 'rec-send-a');
@@ -414,6 +438,30 @@ describe('callbacks send', () => {
       /^Sent \d+ callbacks of 1 recording and 1 screenshot tasks to http:\/\/127\.0\.0\.1:\d+ in /,
     );
     expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
+    await stack.stop();
+  });
+});
+
+describe('signing during a rotation', () => {
+  test('send and emulate signed with the last secret of a rotation, which lists the new one first', async () => {
+    const cwd = freshDir();
+    // The receiver already dropped the old secret; the shell still holds the rotation, new secret first.
+    const stack = await dev(['--memory', '--quiet'], cwd, {
+      CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['new'] }),
+    });
+    const env = { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['new', 'old'] }) };
+    writeFileSync(join(cwd, 'a.json'), JSON.stringify(startBody('rec-rotation')));
+    expect(await runCliHere(['send', 'a.json'], { cwd, env })).toEqual({
+      code: 0,
+      stdout: `POST ${stack.info.url}/callbacks/recording -> 200 {"ok":true}\n`,
+      stderr: '',
+    });
+    const emulated = await runCliHere(
+      ['emulate', '--url', stack.info.url, '--recordings', '1', '--screenshots', '1', '--json', '--no-progress'],
+      { cwd, env },
+    );
+    const { summary } = JSON.parse(emulated.stdout);
+    expect({ code: emulated.code, refused: summary.status4xx }).toEqual({ code: 0, refused: 0 });
     await stack.stop();
   });
 });
@@ -480,29 +528,76 @@ describe('logs of callbacks dev', () => {
   });
 });
 
-describe('bin/callbacks.js on a Node older than 24', () => {
-  // The machine's own Node (the project pins 24 for its scripts); found on the PATH or where it usually is.
+describe('the command on a machine whose Node is older than 24', () => {
+  const root = new URL('..', import.meta.url).pathname;
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  // The machine's own PATH: the one npm gave this run, without the project's node_modules/.bin (its pinned Node).
+  const machinePath = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => !dir.includes('node_modules'))
+    .join(':');
+  // The machine's own Node (the project pins 24 for its scripts); found on that PATH or where it usually is.
   const candidates = [
-    ...execFileSync('sh', ['-c', 'which -a node || true'], { encoding: 'utf8' }).split('\n'),
+    ...execFileSync('sh', ['-c', 'which -a node || true'], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: machinePath },
+    }).split('\n'),
     '/usr/local/bin/node',
     '/usr/bin/node',
   ].filter((p) => p && existsSync(p));
   const oldNode = candidates.find(
     (p) => Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24,
   );
+  const npx = execFileSync('sh', ['-c', 'command -v npx || true'], {
+    encoding: 'utf8',
+    env: { ...process.env, PATH: machinePath },
+  }).trim();
 
   (oldNode ? test.concurrent : test.concurrent.skip)(
-    `one sentence, exit code 1, no stack trace (${oldNode ?? 'no old Node here'})`,
+    `bin/callbacks.js runs itself under the pinned Node, and prints nothing more (${oldNode ?? 'no old Node here'})`,
     async () => {
-      const run = await runCli(['tasks', 'list'], { cwd: freshDir(), node: oldNode! });
-      const version = execFileSync(oldNode!, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
-      expect(run).toEqual({
-        code: 1,
-        stdout: '',
-        stderr:
-          `callbacks needs Node 24 or later and this is Node ${version}: run it as "npx callbacks ..." or through ` +
-          "the npm scripts, which use the project's pinned Node 24.\n",
+      expect(await runCli(['--version'], { cwd: freshDir(), node: oldNode! })).toEqual({
+        code: 0,
+        stdout: `${version}\n`,
+        stderr: '',
       });
+      // A command that loads the AWS SDK: no warning of the SDK about an old Node, one sentence.
+      const stage = await runCli(['tasks', 'list', '--stage', 'x', '--region', 'eu-west-1'], {
+        cwd: freshDir(),
+        node: oldNode!,
+      });
+      expect(stage.code).toBe(1);
+      expect(stage.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^callbacks: stage x in eu-west-1/)]);
     },
+  );
+
+  (oldNode && npx ? test.concurrent : test.concurrent.skip)(
+    `npx callbacks printed ten lines of EBADENGINE warnings: a README command prints nothing else (${npx || 'no npx'})`,
+    async () => {
+      const cache = freshDir();
+      // npm's settings of this run (npm_config_*, npm_package_*) are not a user's shell's.
+      const env = Object.fromEntries(
+        Object.entries(childEnv()).filter(([name]) => !name.startsWith('npm_') && name !== 'PATH'),
+      );
+      const npxRun = (args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          execFile(
+            npx,
+            ['callbacks', ...args],
+            {
+              cwd: root,
+              env: { ...env, PATH: machinePath, npm_config_cache: cache, npm_config_update_notifier: 'false' },
+            },
+            (err, stdout, stderr) =>
+              resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+          );
+        });
+      // The first run of a fresh npm cache is the one npm checked the package's engines on.
+      expect(await npxRun(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+      const help = await npxRun(['tasks', 'list', '--help']);
+      expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^Usage: callbacks tasks list/);
+    },
+    60_000,
   );
 });

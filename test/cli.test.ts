@@ -444,7 +444,7 @@ describe('tasks list', () => {
     const ended = await cli(['tasks', 'list', '--ended-since', '3h', '--app-key', 'app-x', '--no-color']);
     expect(ended.code).toBe(0);
     const lines = ended.stdout.trimEnd().split('\n');
-    expect(lines[1]!.split(/\s{2,}/).slice(0, 3)).toEqual(['rec-new-1', 'recording', 'completed']);
+    expect(lines[1]!.split(/\s{2,}/).slice(0, 4)).toEqual(['rec-new-1', 'app-x', 'recording', 'completed']);
     expect(lines.at(-1)).toBe('1 task, newest end hour first.');
     expect((await cli(['tasks', 'list', '--lost', '--stalled'])).stdout).toBe(
       'No task matches in the last 30 days (--since reaches further back).\n',
@@ -460,6 +460,7 @@ describe('tasks list', () => {
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
       'ID',
+      'APP KEY',
       'SERVICE',
       'STATUS',
       'ROOM',
@@ -475,6 +476,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[1]!.split(/\s{2,}/)).toEqual([
       'Kp4e-rec-002',
+      'demo-app',
       'recording',
       'recording',
       'room-1024',
@@ -490,6 +492,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[2]!.split(/\s{2,}/)).toEqual([
       'img-5c1d9e',
+      'demo-app',
       'screenshot',
       'upload_failed',
       'room-1024',
@@ -505,6 +508,7 @@ describe('tasks list', () => {
     ]);
     expect(lines[3]!.split(/\s{2,}/)).toEqual([
       '7nQ2f0vB-rec-001',
+      'demo-app',
       'recording',
       'upload_failed',
       'room-1024',
@@ -563,7 +567,7 @@ describe('tasks list', () => {
     const started = shanghai.stdout
       .split('\n')
       .slice(1, 4)
-      .map((l) => l.split(/\s{2,}/)[6]);
+      .map((l) => l.split(/\s{2,}/)[7]);
     expect(started).toEqual([
       '2025-11-22T16:01:00+08:00',
       '2025-11-22T16:00:00.500+08:00',
@@ -1209,6 +1213,41 @@ describe('quarantine apply', () => {
     // Refused as the option is read, as --allow-cidr's ranges are.
     expect(bad.stderr).toMatch(/^error: option '--source <cidr>' argument '10\.0\.0\.0\/33' is invalid\./);
     expect(bad.stderr).toContain('"10.0.0.0/33" has a prefix length outside 0 to 32');
+  });
+
+  test('--accept-unverified alone accepted every unsigned entry: --source, --reason or --all-unverified', async () => {
+    const alone = await cli(['quarantine', 'apply', '--accept-unverified', '--yes']);
+    expect(alone).toMatchObject({ code: 1, stdout: '' });
+    expect(alone.stderr).toBe(
+      'callbacks: --accept-unverified applies callbacks whose signature does not verify, forgeries included: narrow ' +
+        "it with --source <cidr> (the sender's addresses) or --reason <reason>, or give --all-unverified to accept " +
+        'every one\n',
+    );
+    // Nothing was applied: the forged callback is still only in the quarantine.
+    expect(await store.getTask('rec-forged')).toBeNull();
+    expect(await cli(['quarantine', 'apply', '--all-unverified', '--dry-run'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'callbacks: --all-unverified goes with --accept-unverified: give both, or neither\n',
+    });
+    const forged = (run: any) => run.entries.find((e: any) => e.sourceIp === '198.51.100.23');
+    // Narrowed by the reason it was set aside for, or accepted whole on purpose: each says what it would apply.
+    for (const narrowing of [['--reason', 'invalid_signature'], ['--all-unverified']]) {
+      const dry = await cliJson<any>(['quarantine', 'apply', '--accept-unverified', ...narrowing, '--dry-run']);
+      expect({ narrowing, outcome: forged(dry)?.outcome }).toEqual({ narrowing, outcome: 'would_apply' });
+    }
+    // By the sender's address: the forgery came from elsewhere.
+    const fromSender = await cliJson<any>([
+      'quarantine',
+      'apply',
+      '--accept-unverified',
+      '--source',
+      '203.0.113.0/24',
+      '--task',
+      'rec-forged',
+      '--dry-run',
+    ]);
+    expect(fromSender).toMatchObject({ matched: 1, wouldApply: 0, stillFailing: 1 });
   });
 });
 

@@ -1,8 +1,9 @@
 // `callbacks console` for a deployed stage, against stand-ins: a "stage" that checks each request's SigV4
 // signature with the reference implementation before passing it to the local stack's read API (as API
 // Gateway's AWS_IAM authorizer would), and a "CloudFormation" that answers DescribeStacks. The console's
-// server must serve the static files under its CSP, sign every read it forwards, answer only requests
-// addressed to loopback names, and turn an unreachable stage into the contract's error.
+// server must serve the static files under its CSP, sign every read it forwards, answer only the operator's
+// browser (requests addressed to loopback names, holding the run's token, from its own pages), and turn an
+// unreachable stage into the contract's error.
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -27,7 +28,20 @@ let stage: Server;
 let stageUrl: string;
 let cloudFormation: Server;
 let proxy: ConsoleProxy;
+/** The cookie the address printed sets: the run's token. */
+let cookie: string;
 const seenByStage: Array<{ path: string; valid: boolean }> = [];
+
+/** Opens the address a console printed, as the operator's browser does; the cookie it is given. */
+async function operatorCookie(openUrl: string): Promise<string> {
+  const res = await fetch(openUrl, { redirect: 'manual' });
+  expect(res.status).toBe(303);
+  return res.headers.get('set-cookie')!.split(';')[0]!;
+}
+
+/** A GET of `path` from the console's own page, with the cookie. */
+const get = (path: string, headers: Record<string, string> = {}, of: ConsoleProxy = proxy) =>
+  fetch(`${of.url}${path}`, { headers: { cookie, 'sec-fetch-site': 'same-origin', ...headers } });
 
 const listen = async (server: Server) => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -126,6 +140,7 @@ beforeAll(async () => {
     consoleDir: await ensureConsoleBuilt(),
     port: 0,
   });
+  cookie = await operatorCookie(proxy.openUrl);
 }, 60_000);
 
 afterAll(async () => {
@@ -137,17 +152,18 @@ afterAll(async () => {
 });
 
 test('the console is served under its CSP; paths outside its files are not', async () => {
-  const page = await fetch(`${proxy.url}/console/tasks/rec-proxy-1`);
+  const page = await get('/console/tasks/rec-proxy-1');
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'self'/);
   expect(await page.text()).toContain('/console/app.js');
-  const app = await fetch(`${proxy.url}/console/app.js`);
+  const app = await get('/console/app.js');
   expect(app.headers.get('content-type')).toMatch(/^text\/javascript/);
   for (const path of ['/console/build.json', '/console/%2e%2e/package.json', '/console/tasks/a/b', '/package.json']) {
-    expect({ path, status: (await fetch(`${proxy.url}${path}`)).status }).toEqual({ path, status: 404 });
+    expect({ path, status: (await get(path)).status }).toEqual({ path, status: 404 });
   }
-  expect((await fetch(`${proxy.url}/console/`, { method: 'POST', body: 'x' })).status).toBe(405);
+  const post = await fetch(`${proxy.url}/console/`, { method: 'POST', body: 'x', headers: { cookie } });
+  expect(post.status).toBe(405);
 });
 
 test('the console is small and loads nothing from elsewhere (docs/console.md gives its size)', async () => {
@@ -171,15 +187,15 @@ test('the console is small and loads nothing from elsewhere (docs/console.md giv
 
 test('each read is forwarded to the stage signed with SigV4 for execute-api, and its answer comes back', async () => {
   seenByStage.length = 0;
-  const viaProxy = await fetch(`${proxy.url}/tasks?room=room-1`);
+  const viaProxy = await get('/tasks?room=room-1');
   expect(viaProxy.status).toBe(200);
   expect(viaProxy.headers.get('content-security-policy')).toMatch(/^default-src 'self'/);
   const direct = await (await fetch(`${stack.url}/tasks?room=room-1`)).json();
   expect(await viaProxy.json()).toEqual(direct);
-  const task = await fetch(`${proxy.url}/tasks/rec-proxy-1/events?limit=5`);
+  const task = await get('/tasks/rec-proxy-1/events?limit=5');
   expect(task.status).toBe(200);
   // A refusal of the API is passed on as it is.
-  const refused = await fetch(`${proxy.url}/tasks?colour=blue`);
+  const refused = await get('/tasks?colour=blue');
   expect(refused.status).toBe(400);
   expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_query');
   expect(seenByStage).toEqual([
@@ -193,7 +209,12 @@ test('a request addressed to another host name is refused (DNS rebinding), and n
   seenByStage.length = 0;
   const port = new URL(proxy.url).port;
   const status = await new Promise<number>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/tasks', headers: { host: `attacker.example:${port}` } });
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/tasks',
+      headers: { host: `attacker.example:${port}`, cookie },
+    });
     req.on('response', (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
@@ -203,7 +224,88 @@ test('a request addressed to another host name is refused (DNS rebinding), and n
   });
   expect(status).toBe(403);
   expect(seenByStage).toEqual([]);
-  expect((await fetch(`http://localhost:${port}/console/`)).status).toBe(200);
+  expect((await fetch(`http://localhost:${port}/console/`, { headers: { cookie } })).status).toBe(200);
+});
+
+describe("it answers the operator's browser only", () => {
+  const refusal = async (res: Response) => ({
+    status: res.status,
+    code: ((await res.json()) as { error: { code: string } }).error.code,
+  });
+
+  test('it signed and forwarded for anyone on 127.0.0.1: without the token of the run, nothing is served', async () => {
+    seenByStage.length = 0;
+    const other = 'callbacks-console-0=' + 'x'.repeat(32);
+    for (const headers of [{}, { cookie: other }, { cookie: `${cookie.split('=')[0]}=${'A'.repeat(32)}` }]) {
+      for (const path of ['/tasks', '/tasks/rec-proxy-1', '/console/', '/console/app.js']) {
+        const res = await fetch(`${proxy.url}${path}`, { headers });
+        expect({ path, ...(await refusal(res)) }).toEqual({ path, status: 403, code: 'source_not_allowed' });
+      }
+    }
+    // A wrong token in the address sets nothing.
+    const guessed = await fetch(`${proxy.url}/console/?token=guess`, { redirect: 'manual' });
+    expect({ ...(await refusal(guessed)), cookie: guessed.headers.get('set-cookie') }).toEqual({
+      status: 403,
+      code: 'source_not_allowed',
+      cookie: null,
+    });
+    expect(seenByStage).toEqual([]);
+  });
+
+  test('the address printed sets the token as a cookie of this port, kept from scripts, and drops it', async () => {
+    const res = await fetch(proxy.openUrl, { redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/');
+    const port = new URL(proxy.url).port;
+    expect(res.headers.get('set-cookie')).toMatch(
+      new RegExp(`^callbacks-console-${port}=[A-Za-z0-9_-]{32}; Path=/; HttpOnly; SameSite=Strict$`),
+    );
+    expect((await get('/console/')).status).toBe(200);
+  });
+
+  test('a page of another site drove it blind with the cookie: Origin and Sec-Fetch-Site refuse it', async () => {
+    seenByStage.length = 0;
+    const port = new URL(proxy.url).port;
+    const foreign: Record<string, string>[] = [
+      { origin: 'https://attacker.example' },
+      { origin: 'http://127.0.0.1:1' },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+      // Another port of 127.0.0.1 is the same site, not the same origin.
+      { 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of foreign) {
+      const res = await get('/tasks?room=room-1', headers);
+      expect({ headers, ...(await refusal(res)) }).toEqual({ headers, status: 403, code: 'source_not_allowed' });
+    }
+    expect(seenByStage).toEqual([]);
+    // Its own pages, and an address typed in, are served.
+    expect((await get('/tasks?room=room-1', { origin: `http://127.0.0.1:${port}` })).status).toBe(200);
+    expect((await get('/tasks?room=room-1', { origin: `http://localhost:${port}` })).status).toBe(200);
+    expect((await get('/console/', { 'sec-fetch-site': 'none' })).status).toBe(200);
+  });
+
+  test('--url http:// carried the signed requests in clear: refused unless the host is loopback', async () => {
+    const clear = await runCliHere(
+      ['console', '--stage', 'prod', '--region', region, '--url', 'http://abc.execute-api.eu-west-1.amazonaws.com'],
+      { cwd },
+    );
+    expect(clear).toMatchObject({ code: 1, stdout: '' });
+    expect(clear.stderr.split('\n')[0]).toBe(
+      "error: option '--url <HttpApiUrl>' argument 'http://abc.execute-api.eu-west-1.amazonaws.com' is invalid. " +
+        'http://abc.execute-api.eu-west-1.amazonaws.com would carry the signed requests and the tasks in clear: ' +
+        "use the stage's https:// URL (http:// only to a loopback address).",
+    );
+    await expect(
+      startConsoleProxy({
+        apiUrl: 'http://192.0.2.10/',
+        region,
+        credentials: async () => credentials,
+        consoleDir: await ensureConsoleBuilt(),
+        port: 0,
+      }),
+    ).rejects.toThrow(/^http:\/\/192\.0\.2\.10 would carry the signed requests and the tasks in clear/);
+  });
 });
 
 test('an unreachable stage is a 503 internal_error with a sentence, not a crash', async () => {
@@ -218,7 +320,7 @@ test('an unreachable stage is a 503 internal_error with a sentence, not a crash'
     port: 0,
   });
   try {
-    const res = await fetch(`${lonely.url}/tasks`);
+    const res = await fetch(`${lonely.url}/tasks`, { headers: { cookie: await operatorCookie(lonely.openUrl) } });
     expect(res.status).toBe(503);
     const body = (await res.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('internal_error');
@@ -276,17 +378,23 @@ describe('the command', () => {
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => {
           out += chunk.toString('utf8');
-          const m = /^Console of stage prod \(eu-west-1\) at (http:\/\/127\.0\.0\.1:\d+)\/console\/$/m.exec(out);
+          const m = /^Console of stage prod \(eu-west-1\) at (http:\/\/127\.0\.0\.1:\d+\/console\/\?token=\S+)$/m.exec(
+            out,
+          );
           if (m) resolve(m[1]!);
         });
         child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
       });
       seenByStage.length = 0;
-      const res = await fetch(`${url}/tasks/rec-proxy-1`);
+      const origin = new URL(url).origin;
+      // Without the token of this run, nothing; with it, the reads are signed and forwarded.
+      expect((await fetch(`${origin}/tasks/rec-proxy-1`)).status).toBe(403);
+      const theirs = await operatorCookie(url);
+      const res = await fetch(`${origin}/tasks/rec-proxy-1`, { headers: { cookie: theirs } });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { task: { id: string } }).task.id).toBe('rec-proxy-1');
       expect(seenByStage).toEqual([{ path: '/tasks/rec-proxy-1', valid: true }]);
-      expect((await fetch(`${url}/console/`)).status).toBe(200);
+      expect((await fetch(`${origin}/console/`, { headers: { cookie: theirs } })).status).toBe(200);
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -13,6 +13,7 @@ import { defaultInWords, type EnvSchema, type FunctionName } from '../lib/config
 import { ingestEnvironment, MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
 import { workerEnvironment } from '../lib/worker/config.ts';
 import { sweeperEnvironment } from '../lib/sweeper/config.ts';
+import { envReads } from './support/env-reads.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -218,26 +219,6 @@ function reachableFiles(entry: string): string[] {
   return [...seen];
 }
 
-/**
- * The environment variables code reads directly, outside a schema: `env.NAME`, `process.env.NAME`, `env['NAME']`,
- * and names handed with the environment to a helper that reads them (`positiveInteger(env, 'NAME', ...)`).
- * Comment lines are left out.
- */
-function envReads(file: string): string[] {
-  const code = readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => !/^\s*(\/\/|\/\*|\*)/.test(line))
-    .join('\n');
-  if (/\{[^}]*\}\s*=\s*(process\.)?env\b/.test(code))
-    throw new Error(`${relative(root, file)} destructures the environment: read each variable as env.NAME`);
-  const patterns = [
-    /\benv\??\.([A-Z][A-Z0-9_]*)\b/g,
-    /\benv\[\s*'([A-Z][A-Z0-9_]*)'\s*\]/g,
-    /\(\s*env\s*,\s*'([A-Z][A-Z0-9_]*)'/g,
-  ];
-  return patterns.flatMap((p) => [...code.matchAll(p)].map((m) => m[1]!));
-}
-
 /** Each function's schema, and the file that declares it and reads the environment with it. */
 const schemas: Record<string, { schema: { functionName: FunctionName; variables: EnvSchema }; file: string }> = {
   ingest: { schema: ingestEnvironment, file: 'lib/ingest/config.ts' },
@@ -256,7 +237,7 @@ function schemaOf(name: string) {
 function directReadsOf(name: string): string[] {
   const files = reachableFiles(`functions/${name}.ts`);
   expect(files).toContain(join(root, schemaOf(name).file));
-  return [...new Set(files.flatMap(envReads))].sort();
+  return [...new Set(files.flatMap((file) => envReads(file)))].sort();
 }
 
 /** What a handler's code reads: its schema's variables, and what the files it reaches read directly. */

@@ -117,18 +117,28 @@ describe('callbacks pull', () => {
     expect(localEvents.every((e) => e.verdict === 'valid')).toBe(true);
   });
 
-  test('an appKey without a local secret: one sentence naming it, nothing posted; --secret signs instead', async () => {
+  test('an appKey without a local secret: one sentence naming it, nothing posted; CALLBACK_SECRETS signs', async () => {
     const id = await stageTask('prod-app', 'pull-2');
     await expect(pullTask(stage, stack.info, { id }, opts)).rejects.toThrow(
-      'no secret for appKey "prod-app": pass --secret, or set CALLBACK_SECRETS',
+      `no secret for appKey "prod-app" in the local stack's demo secrets: set CALLBACK_SECRETS to sign with others`,
     );
     expect(await local.tasks.getTask(id)).toBeNull();
     // Signed all the same, for an appKey the local stack has no secret for: refused, and said so per callback.
-    const refused = await pullTask(stage, stack.info, { id }, { ...opts, secret: 'demo-secret' });
+    const env = { CALLBACK_SECRETS: JSON.stringify({ 'prod-app': ['demo-secret'] }) };
+    const refused = await pullTask(stage, stack.info, { id }, { ...opts, env });
     expect(refused.callbacks.length).toBeGreaterThan(2);
     for (const c of refused.callbacks) {
       expect(c).toMatchObject({ status: 403, body: { error: { code: 'unknown_app_key' } } });
     }
+  });
+
+  test('pull signed with the last secret of a rotation, which lists the new one first', async () => {
+    const id = await stageTask('demo-app', 'pull-rotation');
+    // The local stack knows the demo secret alone; the shell holds it as the new one of a rotation.
+    const env = { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['demo-secret', 'retired-secret'] }) };
+    const result = await pullTask(stage, stack.info, { id }, { ...opts, env });
+    expect(result.callbacks.length).toBeGreaterThan(2);
+    expect(result.callbacks.every((c) => c.status === 200)).toBe(true);
   });
 
   test('a task the stage does not have, and a local target, are refused in one sentence', async () => {

@@ -1,12 +1,15 @@
 // Calling the read API as docs/api.md shows (examples/signed-fetch.ts): the signature the library makes is
 // the one AWS's algorithm gives, checked with an implementation written from AWS's description and
 // verified on AWS's own published example; the signed request goes through the local stack's routes.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readApi, signGet } from '../examples/signed-fetch.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
+import { loadTemplate, type Template } from '../devkit/local/template.ts';
+import { postSigned } from './support/cli-process.ts';
+import { eventually } from './support/eventually.ts';
 import { referenceSignature } from './support/sigv4-reference.ts';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
@@ -75,5 +78,98 @@ describe('against the local stack', () => {
     expect(signed).toEqual({ status: 200, body: { tasks: [], nextCursor: null } });
     const missing = await readApi(stack.url, '/tasks/rec-none', { region: 'us-east-1', credentials });
     expect(missing.status).toBe(404);
+  });
+});
+
+describe('who reads which appKey (docs/api.md, "One principal reads every appKey")', () => {
+  let dir: string;
+  let stack: LocalStack;
+  let restoreSink: ReturnType<typeof setLogSink>;
+  const original = loadTemplate().template;
+
+  /** The template with the read API callers' policy replaced by `statements`. */
+  function withCallerPolicy(statements: unknown[]): Template {
+    const variant = structuredClone(original) as Template & { Resources: Record<string, any> };
+    variant.Resources.ReadApiInvokePolicy!.Properties.PolicyDocument.Statement = statements;
+    return variant;
+  }
+
+  /** The policy docs/api.md gives to restrict a caller, its placeholders as the template writes them. */
+  function documentedRestriction(): unknown[] {
+    const text = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
+    const json = /<!-- restricted-caller-policy -->\n```json\n([\s\S]*?)\n```/.exec(text)?.[1];
+    if (!json) throw new Error('docs/api.md has no restricted-caller-policy block');
+    const sub = (arn: string) => ({
+      'Fn::Sub': arn
+        .replace('arn:aws:', 'arn:${AWS::Partition}:')
+        .replace('<region>', '${AWS::Region}')
+        .replace('<account>', '${AWS::AccountId}')
+        .replace('<api-id>', '${HttpApi}'),
+    });
+    return (JSON.parse(json).Statement as { Resource: string | string[] }[]).map((st) => ({
+      ...st,
+      Resource: Array.isArray(st.Resource) ? st.Resource.map(sub) : sub(st.Resource),
+    }));
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'callbacks-read-iam-'));
+    restoreSink = setLogSink(() => {});
+    stack = await startLocalStack({
+      port: 0,
+      memory: true,
+      cwd: dir,
+      quiet: true,
+      secrets: { 'app-a': ['secret-a'], 'app-b': ['secret-b'] },
+    });
+    const start = (appKey: string, imageId: string) => ({
+      timestamp: Date.now(),
+      type: 1,
+      appKey,
+      imageId,
+      roomId: 'room-iam',
+      sessionId: 's-iam',
+      code: 200,
+      errorMessage: 'success',
+      config: {},
+    });
+    expect((await postSigned(stack.url, 'screenshot', start('app-a', 'img-of-a'), 'secret-a')).status).toBe(200);
+    expect((await postSigned(stack.url, 'screenshot', start('app-b', 'img-of-b'), 'secret-b')).status).toBe(200);
+    await eventually(
+      'both tasks',
+      async () => [
+        (await fetch(`${stack.url}/tasks/img-of-a`)).status,
+        (await fetch(`${stack.url}/tasks/img-of-b`)).status,
+      ],
+      (statuses) => statuses.every((status) => status === 200),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await stack?.stop();
+    setLogSink(restoreSink);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const status = async (path: string) => (await fetch(`${stack.url}${path}`)).status;
+
+  test("docs/api.md did not say one principal reads every appKey: the callers' policy reads both", async () => {
+    stack.iam.useRolesOf(original);
+    expect(await status('/tasks?appKey=app-a')).toBe(200);
+    expect(await status('/tasks?appKey=app-b')).toBe(200);
+    expect([await status('/tasks/img-of-a'), await status('/tasks/img-of-b')]).toEqual([200, 200]);
+  });
+
+  test('its policy restricting a caller refuses every listing and still reads a known task of any appKey', async () => {
+    stack.iam.useRolesOf(withCallerPolicy(documentedRestriction()));
+    try {
+      const listing = await fetch(`${stack.url}/tasks?appKey=app-a`);
+      expect({ status: listing.status, body: await listing.json() }).toEqual({
+        status: 403,
+        body: { message: 'Forbidden' },
+      });
+      expect([await status('/tasks/img-of-a'), await status('/tasks/img-of-b/events')]).toEqual([200, 200]);
+    } finally {
+      stack.iam.useRolesOf(original);
+    }
   });
 });

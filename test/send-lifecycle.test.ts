@@ -78,11 +78,9 @@ describe('callbacks send --lifecycle', () => {
 
   test('a wrong secret: every answer is the refusal, returned rather than thrown', async () => {
     // A seed whose task takes images: about one task in 140 takes none (a start and an end alone).
-    const answers = await postLifecycle(
-      { ...base, lifecycle: 'screenshot', secret: 'wrong', seed: '5eed' },
-      undefined,
-      dir,
-    );
+    const answers = await postLifecycle({ ...base, lifecycle: 'screenshot', seed: '5eed' }, undefined, dir, {
+      CALLBACK_SECRETS: JSON.stringify({ 'demo-app': ['wrong'] }),
+    });
     expect(answers.length).toBeGreaterThan(2);
     expect(answers.every((a) => a.status === 401)).toBe(true);
     expect(answers[0]!.body).toMatchObject({ error: { code: 'invalid_signature' } });

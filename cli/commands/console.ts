@@ -1,12 +1,13 @@
 // `callbacks console --stage S --region R`: the console for a deployed stage, on 127.0.0.1, until Ctrl-C.
-// The read API's calls are signed here with the operator's AWS credentials (cli/console-proxy.ts). The
-// local stack serves the console itself (`callbacks dev`, /console/).
+// The read API's calls are signed here with the operator's AWS credentials (cli/console-proxy.ts), for the
+// browser that opens the address printed, with its token, only. The local stack serves the console itself
+// (`callbacks dev`, /console/).
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { SERVICE } from '../../devkit/local/deployed-settings.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
-import { startConsoleProxy } from '../console-proxy.ts';
+import { insecureApiUrl, startConsoleProxy } from '../console-proxy.ts';
 import { stackOutput } from '../stack-outputs.ts';
 import { httpUrl, portNumber } from '../option-parsers.ts';
 import { cliIo } from '../io.ts';
@@ -30,8 +31,13 @@ export function register(program: Command): void {
     .option('--region <region>', 'its AWS region (default: AWS_REGION)')
     .option(
       '--url <HttpApiUrl>',
-      "the stage's API base URL (default: the HttpApiUrl output of its CloudFormation stack, looked up)",
-      httpUrl,
+      "the stage's API base URL, https:// (default: the HttpApiUrl output of its CloudFormation stack, looked up)",
+      (text: string) => {
+        const url = httpUrl(text);
+        const insecure = insecureApiUrl(url);
+        if (insecure) throw new InvalidArgumentError(`${insecure}.`);
+        return url;
+      },
     )
     .option('--port <port>', 'port on 127.0.0.1 (0: any free port)', portNumber, DEFAULT_CONSOLE_PORT)
     .action(async (opts: ConsoleOptions) => {
@@ -54,8 +60,9 @@ export function register(program: Command): void {
         port: opts.port,
       });
       cliIo().stdout.write(
-        `Console of stage ${opts.stage} (${region}) at ${proxy.url}/console/\n` +
-          `Reading ${apiUrl} signed with your AWS credentials; loopback only. Ctrl-C stops it.\n`,
+        `Console of stage ${opts.stage} (${region}) at ${proxy.openUrl}\n` +
+          `Reading ${apiUrl} signed with your AWS credentials, for this address only (its token is this run's); ` +
+          'Ctrl-C stops it.\n',
       );
       let stopListening = () => {};
       await new Promise<void>((resolve) => {

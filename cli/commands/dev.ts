@@ -9,7 +9,7 @@ import { type SignatureMode, SIGNATURE_MODES } from '../../lib/signature/verdict
 import { prettyLogLine, type LogFormat } from '../dev-log.ts';
 import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { CliError, withTimeZone } from '../inspect.ts';
-import { cidrList, faultRates, portNumber, stageDuration, wholeNumber } from '../option-parsers.ts';
+import { cidrList, durationBetween, durationOption, faultRates, portNumber, stageDuration } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { type CliIo, cliIo } from '../io.ts';
@@ -21,9 +21,12 @@ interface DevOptions {
   dataDir: string;
   signatureMode?: SignatureMode;
   allowCidr?: string[];
+  /** ms. */
   retryDelay: number;
+  /** ms; 0: never. */
   sweepEvery: number;
-  settleAfter?: string;
+  /** ms. */
+  settleAfter?: number;
   quiet?: boolean;
   logFormat?: LogFormat;
   color?: boolean;
@@ -53,11 +56,15 @@ export function register(program: Command): void {
         '(default: ALLOWED_SOURCE_CIDRS, else any address)',
       cidrList('--allow-cidr'),
     )
-    .option(
-      '--retry-delay <seconds>',
-      "seconds before a failed record is retried (deployed: the queue's visibility time-out)",
-      wholeNumber(0, 43200),
-      DEFAULT_RETRY_DELAY_S,
+    .addOption(
+      new Option(
+        '--retry-delay <duration>',
+        "how long before a failed record is retried, rounded up to whole seconds (deployed: the queue's visibility " +
+          'time-out)',
+      )
+        // SQS hides a message for at most 12 hours.
+        .argParser(durationBetween(0, 43_200_000))
+        .default(DEFAULT_RETRY_DELAY_S * 1000, `${DEFAULT_RETRY_DELAY_S}s`),
     )
     .option(
       '--faults <rates>',
@@ -66,16 +73,18 @@ export function register(program: Command): void {
       faultRates,
     )
     .option('--seed <seed>', 'with --faults: the seed of the draws, to provoke the same faults again (default: random)')
-    .option(
-      '--sweep-every <seconds>',
-      'seconds between two runs of the sweeper (deployed: every 5 minutes); 0: never',
-      wholeNumber(0, 86400),
-      DEFAULT_SCHEDULE_EVERY_MS / 1000,
+    .addOption(
+      new Option(
+        '--sweep-every <duration>',
+        'time between two runs of the sweeper (deployed: every 5 minutes); 0: never',
+      )
+        .argParser(durationBetween(0, 86_400_000))
+        .default(DEFAULT_SCHEDULE_EVERY_MS, `${DEFAULT_SCHEDULE_EVERY_MS / 1000}s`),
     )
     .option(
       '--settle-after <duration>',
       'how long a completed task stays unchanged before it is settled, e.g. 30s (deployed: 10m)',
-      stageDuration,
+      durationOption,
     )
     .option('--quiet', 'do not print the log lines of the handlers')
     .addOption(
@@ -129,11 +138,11 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     dataDir: opts.dataDir,
     signatureMode: opts.signatureMode,
     allowedSourceCidrs: opts.allowCidr,
-    retryDelaySeconds: opts.retryDelay,
+    retryDelaySeconds: retryDelaySeconds(opts.retryDelay),
     quiet: opts.quiet ?? false,
     consoleDir,
-    scheduleEveryMs: opts.sweepEvery * 1000,
-    ...(opts.settleAfter ? { settleAfter: opts.settleAfter } : {}),
+    scheduleEveryMs: opts.sweepEvery,
+    ...(opts.settleAfter ? { settleAfter: stageDuration(opts.settleAfter) } : {}),
     iam: opts.iam,
     ...(opts.faults ? { faults: { rates: opts.faults, ...(opts.seed ? { seed: opts.seed } : {}) } } : {}),
     cwd: io.cwd,
@@ -151,15 +160,19 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
   }
 }
 
+/** --retry-delay as the poller applies it: SQS hides a message for whole seconds. */
+const retryDelaySeconds = (ms: number) => Math.ceil(ms / 1000);
+
 const shown = (path: string) => {
   const rel = relative(cliIo().cwd, path);
   return rel && !rel.startsWith('..') ? rel : path;
 };
 
 /** How often the local sweeper runs, as the banner says it. */
-function sweeperLine(everyS: number, settleAfter: string | undefined): string {
-  if (everyS === 0) return 'never (--sweep-every 0)';
-  return `every ${everyS} s${settleAfter ? `, tasks settle after ${settleAfter}` : ''}`;
+function sweeperLine(everyMs: number, settleAfterMs: number | undefined): string {
+  if (everyMs === 0) return 'never (--sweep-every 0)';
+  const settle = settleAfterMs ? `, tasks settle after ${stageDuration(settleAfterMs)}` : '';
+  return `every ${stageDuration(everyMs)}${settle}`;
 }
 
 export function banner(
@@ -182,6 +195,7 @@ export function banner(
   const tailQueue = info.eventsQueueUrl?.split('/').pop() ?? '-';
   const m = stack.settings.mappings[0]!;
   const queue = stack.settings.queues.find((q) => q.logicalId === m.queue);
+  const templateName = stack.templateHash ?? 'given';
   const functions = stack.settings.functions.map((fn) => `${fn.key} ${fn.memoryMb} MB ${fn.timeoutS} s`).join(', ');
   const lines = [
     c.bold(`Local stack ready at ${info.url}`),
@@ -206,14 +220,15 @@ export function banner(
           'worker',
           `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +
             `${m.maximumConcurrency} at a time${queue?.fifo ? ', each task in one at a time' : ''}; a failed record ` +
-            `is retried after ${opts.retryDelay} s, dead-lettered after ${queue?.maxReceiveCount} receives`,
+            `is retried after ${retryDelaySeconds(opts.retryDelay)} s, dead-lettered after ${queue?.maxReceiveCount} ` +
+            'receives',
         ],
         ['functions', functions],
-        ['sweeper', sweeperLine(opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS / 1000, opts.settleAfter)],
+        ['sweeper', sweeperLine(opts.sweepEvery ?? DEFAULT_SCHEDULE_EVERY_MS, opts.settleAfter)],
         [
           'IAM',
           stack.iam.enforced
-            ? `each function's calls checked against its role ${c.dim(`(template ${stack.templateHash ?? 'given'})`)}`
+            ? styled`each function's calls checked against its role ${c.dim(`(template ${templateName})`)}`
             : c.bold('OFF (--no-iam): for debugging only, calls the deployed roles refuse go through'),
         ],
         ...(stack.faults

@@ -13,11 +13,14 @@ import {
 } from '../../devkit/emulator/sender.ts';
 import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../devkit/emulator/expect.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
-import { decimalNumber, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
+import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import { readLocalStack } from '../../devkit/local/stack-file.ts';
+import { type SenderSecretsOptions, secretToSign, senderSecrets, withSenderSecrets } from '../secrets.ts';
+import { localReceiver } from './send.ts';
 
-interface EmulateOptions {
+interface EmulateOptions extends SenderSecretsOptions {
   url: string;
   recordings: number;
   screenshots: number;
@@ -32,7 +35,6 @@ interface EmulateOptions {
   lose: number;
   stall: number;
   appKey: string;
-  secret: string;
   sign: SignPlacement;
   compress: number;
   maxAttempts: number;
@@ -46,8 +48,7 @@ interface EmulateOptions {
 const DEFAULT_OUTAGE = 0.5;
 
 export function register(program: Command): void {
-  program
-    .command('emulate')
+  withSenderSecrets(program.command('emulate'))
     .description(
       'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it ' +
         'should end up holding',
@@ -66,11 +67,10 @@ export function register(program: Command): void {
     )
     .option('--concurrency <n>', 'requests in flight at once', wholeNumber(1), SENDER_DEFAULTS.concurrency)
     .option('--duplicates <rate>', 'probability that a callback is delivered twice or more', rate, 0)
-    .option(
-      '--reorder-window <ms>',
-      'shuffle sends scheduled within this many wall-clock ms of each other',
-      wholeNumber(0),
-      0,
+    .addOption(
+      new Option('--reorder-window <duration>', 'shuffle sends scheduled within this long of each other (wall clock)')
+        .argParser(durationBetween(0))
+        .default(0, '0'),
     )
     .option(
       '--outage [probability]',
@@ -93,7 +93,6 @@ export function register(program: Command): void {
     )
     .option('--stall <rate>', 'probability that a task stops mid-way: no callback after some point, no end', rate, 0)
     .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
-    .option('--secret <secret>', 'secret the callbacks are signed with', 'demo-secret')
     .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
     .option(
       '--compress <factor>',
@@ -127,6 +126,9 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   const seed = opts.seed ?? String(randomInt(0, 2 ** 31));
   const outage = opts.outage === undefined ? 0 : opts.outage === true ? DEFAULT_OUTAGE : opts.outage;
   await checkReachable(opts.url, opts.requestTimeout);
+  // The secret the platform signs with: CALLBACK_SECRETS, the stage's parameter, or a local stack's demo key.
+  const to = { base: opts.url, local: readLocalStack(cliIo().cwd) };
+  const secret = opts.sign === 'none' ? '' : await secretToSign(senderSecrets(opts, localReceiver(to)), opts.appKey);
 
   const run = generateRun({
     seed,
@@ -167,7 +169,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     random: createRandom(`${seed}/sender`),
     concurrency: opts.concurrency,
     sign: opts.sign,
-    secret: opts.secret,
+    secret,
     maxAttempts: opts.maxAttempts,
     timeoutMs: opts.requestTimeout,
     onProgress: bar
@@ -259,7 +261,7 @@ function printSummary(
   ];
   for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${printable(f.reason)}`));
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
-    lines.push('The receiver rejected the signature or the appKey: check --app-key, --secret and --sign.');
+    lines.push('The receiver rejected the signature or the appKey: check --app-key, the secrets and --sign.');
   }
   if (expectFile !== null) {
     lines.push(

@@ -1,8 +1,8 @@
 // `callbacks pull --stage S <task id>`: a deployed task's raw callbacks, copied into the local stack of this
 // folder so that a production story can be replayed and stepped through on a laptop. Each stored callback
-// is read with the store's events listing, signed again with the local secret of its appKey (the stage's
-// secret is never needed, nor read) and posted to the local ingest as the platform would, in timestamp
-// order: the local worker then builds the task from them as the stage's did.
+// is read with the store's events listing, signed again with the local secret of its appKey (CALLBACK_SECRETS,
+// else the local demo key; the stage's secret is never needed, nor read) and posted to the local ingest as the
+// platform would, in timestamp order: the local worker then builds the task from them as the stage's did.
 import { Option, type Command } from 'commander';
 import { allEvents, type StoredEvent, type TaskRef } from '../../lib/domain/task-store.ts';
 import type { Service } from '../../lib/platform/services.ts';
@@ -14,11 +14,12 @@ import type { Target } from '../../devkit/local/target.ts';
 import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
 import { cliIo, setExitCode } from '../io.ts';
+import { refusedSecretOption, senderSecrets } from '../secrets.ts';
 
 export interface PullOptions {
-  /** Signs instead of the local stack's secret of the task's appKey. */
-  secret?: string;
   timeout: number;
+  /** Where CALLBACK_SECRETS is read from (default: the run's environment). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface PulledCallback extends Answer {
@@ -51,7 +52,9 @@ export async function pullTask(
   if (!task) throw new CliError(`no task ${printable(ref.id)} in ${source.describe}`);
   const events: StoredEvent[] = (await allEvents(source.tasks, { id: task.id, appKey: task.appKey })) ?? [];
   const to = { base: dest.url, local: dest };
-  const sendOptions = { sign: 'header' as const, timeout: opts.timeout, secret: opts.secret };
+  // The local stack's secrets, whatever stage the task comes from.
+  const secrets = senderSecrets({}, dest, opts.env);
+  const sendOptions = { sign: 'header' as const, timeout: opts.timeout, secrets };
   const callbacks: PulledCallback[] = [];
   for (const e of events) {
     // The raw body as the stage received it, byte for byte: only the signature is new.
@@ -73,12 +76,12 @@ export async function pullTask(
 }
 
 export function register(program: Command): void {
+  const pull = program.command('pull <id>');
   withCommonOptions(
-    program
-      .command('pull <id>')
+    pull
       .description("copy a deployed task's raw callbacks into the local stack, signed with the local secrets")
       .addOption(appKeyOption())
-      .option('--secret <secret>', "sign with this secret instead of the local stack's for the task's appKey")
+      .addOption(refusedSecretOption(pull, "set CALLBACK_SECRETS to the local stack's secrets"))
       .addOption(
         new Option('--timeout <duration>', 'give up on one callback after this long (10s, 2m, 500ms)')
           .argParser(durationOption)

@@ -42,6 +42,8 @@ interface ApplyOptions extends FilterOptions {
   dryRun?: boolean;
   yes?: boolean;
   acceptUnverified?: boolean;
+  /** --all-unverified: --accept-unverified applies every unverified callback the filters select. */
+  allUnverified?: boolean;
   /** --source, the ranges of each value (a range or an address, or a comma list of them). */
   source: string[];
   secretsParam?: string;
@@ -115,12 +117,30 @@ async function around(ctx: Context, entries: QuarantineEntry[], toleranceS: numb
   return found;
 }
 
-/** --source as the allow-list it narrows --accept-unverified to, or null without it. */
-function acceptedSources(opts: Pick<ApplyOptions, 'source' | 'acceptUnverified'>): SourceAllowList | null {
-  if (opts.source.length === 0) return null;
-  if (!opts.acceptUnverified) {
+/**
+ * --source as the allow-list it narrows --accept-unverified to, or null without it. Accepting what does not verify
+ * is narrowed on purpose: by the sender's addresses (--source) or the reason it was set aside (--reason), or else
+ * said to be meant for every such callback (--all-unverified), never by leaving the filters out.
+ */
+function acceptedSources(
+  opts: Pick<ApplyOptions, 'source' | 'acceptUnverified' | 'allUnverified' | 'reason'>,
+): SourceAllowList | null {
+  if (opts.source.length > 0 && !opts.acceptUnverified) {
     throw new CliError('--source narrows --accept-unverified: give both, or neither');
   }
+  if (opts.allUnverified && !opts.acceptUnverified) {
+    throw new CliError('--all-unverified goes with --accept-unverified: give both, or neither');
+  }
+  if (opts.allUnverified && opts.source.length > 0) {
+    throw new CliError('--source narrows what --all-unverified would accept whole: give one of them');
+  }
+  if (opts.acceptUnverified && opts.source.length === 0 && !opts.reason && !opts.allUnverified) {
+    throw new CliError(
+      '--accept-unverified applies callbacks whose signature does not verify, forgeries included: narrow it with ' +
+        "--source <cidr> (the sender's addresses) or --reason <reason>, or give --all-unverified to accept every one",
+    );
+  }
+  if (opts.source.length === 0) return null;
   // Each range was checked as the option was read (cidrList).
   return parseAllowList(opts.source.join(','), '--source');
 }
@@ -203,6 +223,10 @@ export function register(program: Command): void {
         'with --accept-unverified, accept only callbacks sent from this range or address (repeatable)',
         cidrList('--source'),
         [] as string[],
+      )
+      .option(
+        '--all-unverified',
+        'with --accept-unverified, instead of --source or --reason: accept every unverified callback selected',
       )
       .option(
         '--events-topic <arn>',
@@ -345,8 +369,8 @@ function renderSummary(opts: ApplyFilters, results: RecoveredEntry[], ctx: Conte
   if (unverifiable && !opts.acceptUnverified) {
     lines.push(
       ctx.c.dim(
-        'Fix the secret (CALLBACK_SECRETS or the SSM parameter) and run this again, ' +
-          'or apply them anyway with --accept-unverified.',
+        'Fix the secret (CALLBACK_SECRETS or the SSM parameter) and run this again, or apply them anyway with ' +
+          "--accept-unverified and --source <cidr> (the sender's addresses), --reason, or --all-unverified.",
       ),
     );
   }

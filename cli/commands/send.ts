@@ -13,21 +13,27 @@ import {
   unreachable,
   type SignPlacement,
 } from '../../devkit/emulator/sender.ts';
-import { parseSecrets } from '../../lib/signature/secrets.ts';
 import { DEFAULT_SECRETS } from '../../devkit/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, printJson } from '../inspect.ts';
 import { durationOption } from '../option-parsers.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
+import { isLoopbackHost } from '../../devkit/local/http-gateway.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import {
+  type SecretsSource,
+  type SenderSecretsOptions,
+  secretToSign,
+  senderSecrets,
+  withSenderSecrets,
+} from '../secrets.ts';
 
-export interface SendOptions {
+export interface SendOptions extends SenderSecretsOptions {
   service?: Service;
   url?: string;
   appKey?: string;
-  secret?: string;
   sign: SignPlacement;
   timeout: number;
   json?: boolean;
@@ -48,8 +54,7 @@ export interface Answer {
 }
 
 export function register(program: Command): void {
-  program
-    .command('send [body]')
+  withSenderSecrets(program.command('send [body]'))
     .description(
       'sign one callback body (a JSON file, or - for stdin) as the platform does, post it, print the answer; or ' +
         "with --lifecycle a whole task's callbacks",
@@ -74,7 +79,6 @@ export function register(program: Command): void {
       "the appKey whose secret signs, also sent in the RC-App-Key header (default: the body's, no header; " +
         'with --lifecycle demo-app)',
     )
-    .option('--secret <secret>', 'the secret to sign with (default: CALLBACK_SECRETS, else the local demo key)')
     .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
     .addOption(
       new Option('--timeout <duration>', 'give up after this long (10s, 2m, 500ms; a bare number is seconds)')
@@ -112,25 +116,8 @@ function serviceOf(body: Record<string, unknown>, file: string): Service {
   throw new CliError(`${file} has neither recordId nor imageId: say which route with --service`);
 }
 
-/** The secret for `appKey`: --secret, CALLBACK_SECRETS, or the demo key of a local stack that uses it. */
-function secretFor(appKey: string, opts: SendOptions, usingLocalDemo: boolean): string {
-  if (opts.secret !== undefined) return opts.secret;
-  const fromEnv = cliIo().env.CALLBACK_SECRETS;
-  const configured = fromEnv?.trim()
-    ? parseSecrets(fromEnv, 'CALLBACK_SECRETS')
-    : usingLocalDemo
-      ? parseSecrets(JSON.stringify(DEFAULT_SECRETS), 'the demo secrets')
-      : new Map<string, readonly string[]>();
-  const secrets = configured.get(appKey);
-  if (!secrets?.length) {
-    throw new CliError(`no secret for appKey "${appKey}": pass --secret, or set CALLBACK_SECRETS`);
-  }
-  // The newest secret of a rotation is listed last.
-  return secrets[secrets.length - 1]!;
-}
-
 /** Where callbacks go: --url, or the local stack of `cwd`. */
-export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): { base: string; local: LocalStackInfo | null } {
+export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): Receiver {
   const local = readLocalStack(cwd ?? cliIo().cwd);
   if (opts.url === undefined && !local) {
     throw new CliError('no --url given and no local stack is running in this folder (start one with "npm start")');
@@ -138,21 +125,44 @@ export function receiver(opts: Pick<SendOptions, 'url'>, cwd?: string): { base: 
   return { base: opts.url ?? local!.url, local };
 }
 
+/** Where callbacks go, and the local stack of this folder, if one runs. */
+export interface Receiver {
+  base: string;
+  local: LocalStackInfo | null;
+}
+
+/**
+ * The local stack `to` posts to, when its base is that stack's (`localhost` and `127.0.0.1` alike): its secrets are
+ * the ones to sign with.
+ */
+export function localReceiver(to: Receiver): LocalStackInfo | null {
+  if (to.local === null) return null;
+  const [stack, base] = [new URL(to.local.url), new URL(to.base)];
+  const sameHost =
+    stack.hostname === base.hostname || (isLoopbackHost(stack.hostname) && isLoopbackHost(base.hostname));
+  return sameHost && stack.protocol === base.protocol && stack.port === base.port ? to.local : null;
+}
+
+/** What a post needs besides the body: where the signature goes, the secrets, how long to wait. */
+export interface PostOptions {
+  sign: SignPlacement;
+  appKey?: string | undefined;
+  timeout: number;
+  secrets: SecretsSource;
+}
+
 /** Signs (unless --sign none) and posts one body's text as it is; the receiver's answer, and its text. */
 export async function postCallback(
   service: Service,
   text: string,
   appKey: string,
-  opts: SendOptions,
-  to: { base: string; local: LocalStackInfo | null },
+  opts: PostOptions,
+  to: Receiver,
 ): Promise<{ answer: Answer; text: string }> {
   const url = callbackUrl(to.base, service);
-  const { local } = to;
-  const toLocal = local !== null && new URL(local.url).origin === url.origin;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.sign !== 'none') {
-    const usingLocalDemo = toLocal && (local!.secretsSource ?? 'default') === 'default';
-    const secret = secretFor(appKey, opts, usingLocalDemo);
+    const secret = await secretToSign(opts.secrets, appKey);
     signRequest(url, headers, opts.sign, secret, randomBytes(8).toString('hex'), Math.floor(Date.now() / 1000));
   }
   if (opts.appKey !== undefined) headers['RC-App-Key'] = opts.appKey;
@@ -200,7 +210,8 @@ async function send(file: string, opts: SendOptions): Promise<void> {
   const to = receiver(opts);
   const appKey = opts.appKey ?? (typeof fields.appKey === 'string' ? fields.appKey : '');
   if (opts.sign !== 'none' && !appKey) throw new CliError(`${file} has no appKey: pass --app-key to choose the secret`);
-  const { answer, text: said } = await postCallback(service, text, appKey, opts, to);
+  const secrets = senderSecrets(opts, localReceiver(to));
+  const { answer, text: said } = await postCallback(service, text, appKey, { ...opts, secrets }, to);
   if (opts.json) printJson(answer);
   else cliIo().stdout.write(`POST ${printable(answer.url)} -> ${answer.status} ${printable(said)}\n`);
   if (!succeeded(answer)) setExitCode(1);
@@ -220,6 +231,7 @@ export async function postLifecycle(
   opts: LifecycleOptions,
   write: (line: string) => void = () => {},
   cwd?: string,
+  env: Readonly<Record<string, string | undefined>> = cliIo().env,
 ): Promise<LifecycleAnswer[]> {
   const to = receiver(opts, cwd);
   const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
@@ -233,8 +245,9 @@ export async function postLifecycle(
     giveUp: opts.failUploads ? 1 : 0,
   });
   const answers: LifecycleAnswer[] = [];
+  const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
-    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, opts, to);
+    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
     const type = s.body.type as number;
     answers.push({ ...answer, type, taskId: s.taskId });
     write(

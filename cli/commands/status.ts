@@ -7,7 +7,7 @@ import { DEFAULT_LISTING_DAYS } from '../../lib/aws/dynamo/listing.ts';
 import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task-store.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
-import { fields, plural, printable, timeWithRelative, type Colors } from '../format.ts';
+import { fields, plural, printable, styled, timeWithRelative, type Colors } from '../format.ts';
 import { printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { quarantineDays } from '../option-parsers.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
@@ -115,15 +115,15 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
   const pairs: [string, string][] = [];
   if (r.queue) {
     const age = r.queue.oldestAgeS === null ? na('queueAge') : `${Math.round(r.queue.oldestAgeS)} s`;
-    pairs.push([
-      'queue',
-      `${r.queue.visible} waiting, ${r.queue.inFlight} in flight, ${r.queue.delayed} delayed; oldest message ${age}`,
-    ]);
+    const { visible, inFlight, delayed } = r.queue;
+    pairs.push(['queue', styled`${visible} waiting, ${inFlight} in flight, ${delayed} delayed; oldest message ${age}`]);
   } else pairs.push(['queue', na('queue')]);
   const dlq = r.deadLetters;
   pairs.push([
     'dead letters',
-    dlq ? `${count(dlq.visible, 'message')}${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}` : na('deadLetters'),
+    dlq
+      ? styled`${count(dlq.visible, 'message')}${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}`
+      : na('deadLetters'),
   ]);
   if (r.quarantine) {
     const q = r.quarantine;
@@ -133,7 +133,7 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
     const total = q.complete ? count(q.total, 'callback') : c.yellow(`at least ${plural(q.total, 'callback')}`);
     pairs.push([
       'quarantine',
-      `${total} in the last ${plural(q.days, 'day')}${reasons.length ? `: ${reasons.join(', ')}` : ''}`,
+      styled`${total} in the last ${plural(q.days, 'day')}${reasons.length ? `: ${reasons.join(', ')}` : ''}`,
     ]);
   } else pairs.push(['quarantine', na('quarantine')]);
   pairs.push([

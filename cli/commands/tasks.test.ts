@@ -81,6 +81,7 @@ describe('tasks list rows', () => {
     ).split('\n');
     expect(lines[0]!.split(/\s{2,}/)).toEqual([
       'ID',
+      'APP KEY',
       'SERVICE',
       'STATUS',
       'ROOM',
@@ -96,6 +97,7 @@ describe('tasks list rows', () => {
     ]);
     expect(lines[1]!.split(/\s{2,}/)).toEqual([
       'rec-1',
+      'app',
       'recording',
       'upload_failed',
       'room',
@@ -109,8 +111,9 @@ describe('tasks list rows', () => {
       '0',
       '4',
     ]);
-    expect(lines[2]!.split(/\s{2,}/).slice(0, 9)).toEqual([
+    expect(lines[2]!.split(/\s{2,}/).slice(0, 10)).toEqual([
       'rec-2',
+      'app',
       'recording',
       'recording stalled 25 min',
       'room',
@@ -120,7 +123,17 @@ describe('tasks list rows', () => {
       '-',
       '-',
     ]);
-    expect(lines[3]!.split(/\s{2,}/)[2]).toBe('completed settled');
+    expect(lines[3]!.split(/\s{2,}/)[3]).toBe('completed settled');
+  });
+
+  test('tasks list showed no appKey: one id under two appKeys made two rows told apart by nothing', () => {
+    const lines = renderList([row({ appKey: 'app-a' }), row({ appKey: 'app-b' })], c, NOW).split('\n');
+    const columns = lines[0]!.split(/\s{2,}/);
+    expect(columns.slice(0, 3)).toEqual(['ID', 'APP KEY', 'SERVICE']);
+    expect(lines.slice(1).map((line) => line.split(/\s{2,}/).slice(0, 2))).toEqual([
+      ['rec-1', 'app-a'],
+      ['rec-1', 'app-b'],
+    ]);
   });
 });
 

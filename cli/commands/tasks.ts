@@ -399,6 +399,7 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
   return table(
     [
       'ID',
+      'APP KEY',
       'SERVICE',
       'STATUS',
       'ROOM',
@@ -414,6 +415,7 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
     ],
     summaries.map((s) => [
       s.id,
+      s.appKey,
       s.service,
       statusCell(s, c, now),
       s.roomId ?? '-',
@@ -437,8 +439,8 @@ export function renderList(summaries: TaskSummary[], c: Colors, now: number): st
 function statusCell(s: TaskSummary, c: Colors, now: number): string {
   const status = colorStatus(s.status, c);
   if (typeof s.stalledSince === 'number')
-    return `${status} ${c.yellow(`stalled ${durationText(now - s.stalledSince)}`)}`;
-  if (typeof s.settledAt === 'number') return `${status} ${c.dim('settled')}`;
+    return styled`${status} ${c.yellow(`stalled ${durationText(now - s.stalledSince)}`)}`;
+  if (typeof s.settledAt === 'number') return styled`${status} ${c.dim('settled')}`;
   return status;
 }
 

@@ -254,3 +254,76 @@ test("an AWS_IAM route the caller's policy does not allow gets 403; other routes
     await new Promise((resolve) => gateway.close(resolve));
   }
 });
+
+test('the read API and the console answered any Host (DNS rebinding): loopback names and --host only', async () => {
+  const served: string[] = [];
+  const gateway = createGateway({
+    handler: async () => ({ statusCode: 200, body: '{"ok":true}' }),
+    routes: API_ROUTE_KEYS.map((routeKey) => ({
+      routeKey,
+      authorization: 'AWS_IAM',
+      handler: async (event: APIGatewayProxyEventV2) => {
+        served.push(event.rawPath);
+        return { statusCode: 200, body: '{}' };
+      },
+    })),
+    console: {
+      serve: (req, res) => {
+        served.push(req.url ?? '');
+        res.end('page');
+      },
+    },
+    hostNames: ['devbox.lan'],
+    maxBodyBytes: MAX_BODY,
+    isReady: () => true,
+    log: silent,
+  });
+  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+  const port = (gateway.address() as AddressInfo).port;
+  /** A request from this machine addressed to `host` (no Host header at all for null). */
+  const addressedTo = (host: string | null, path: string, method = 'GET') =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        path,
+        method,
+        setHost: host !== null,
+        headers: host === null ? {} : { host },
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString('utf8');
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  try {
+    for (const host of [`attacker.example:${port}`, 'attacker.example', `127.0.0.1.nip.io:${port}`]) {
+      for (const path of ['/tasks', '/tasks/rec-1', '/console/']) {
+        const res = await addressedTo(host, path);
+        expect({ host, path, status: res.status, code: JSON.parse(res.body).error.code }).toEqual({
+          host,
+          path,
+          status: 403,
+          code: 'source_not_allowed',
+        });
+      }
+    }
+    // Without a Host at all, Node's server refuses an HTTP/1.1 request itself.
+    expect((await addressedTo(null, '/tasks')).status).toBe(400);
+    expect(served).toEqual([]);
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, `devbox.lan:${port}`, 'LOCALHOST']) {
+      expect({ host, status: (await addressedTo(host, '/tasks')).status }).toEqual({ host, status: 200 });
+      expect({ host, status: (await addressedTo(host, '/console/')).status }).toEqual({ host, status: 200 });
+    }
+    // The callback routes are the platform's, whatever name it uses.
+    expect((await addressedTo(`attacker.example:${port}`, '/callbacks/recording', 'POST')).status).toBe(200);
+  } finally {
+    gateway.closeAllConnections();
+    await new Promise((resolve) => gateway.close(resolve));
+  }
+});

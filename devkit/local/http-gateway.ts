@@ -2,8 +2,10 @@
 // and writes back what the handler answers. Requests are matched against the HTTP API's routes as the
 // template declares them (devkit/local/stack-template.ts), each going to its function with its route key and
 // path parameters; what no route takes goes to the `$default` route's handler. Routes with the AWS_IAM
-// authorizer answer loopback clients only, whatever address the server listens on: the local stack checks
-// no caller's signature. `GET /health` is answered here: it exists on the local stack only.
+// authorizer, and the console, answer loopback clients only, whatever address the server listens on (the local
+// stack checks no caller's signature), and only requests addressed to a loopback name or the stack's own --host:
+// a web page whose host name is made to resolve to 127.0.0.1 (DNS rebinding) is a loopback client too, but it
+// addresses its own name. `GET /health` is answered here: it exists on the local stack only.
 import { Buffer } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
@@ -90,6 +92,11 @@ export interface GatewayOptions {
   /** The console's files, served under /console/ to loopback clients, like the read API it calls. */
   console?: ConsoleFiles;
   /**
+   * The names, besides `localhost` and loopback addresses, that requests to the read API and the console may be
+   * addressed to (their Host): the address the stack listens on (`--host`).
+   */
+  hostNames?: readonly string[];
+  /**
    * The IAM check of a request to an `AWS_IAM` route (its method and path): false answers 403 as API Gateway
    * does. Without it such routes are open (to loopback clients).
    */
@@ -114,9 +121,29 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return v4 === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
+/** A host name that always means this machine: `localhost`, or a loopback address (`127.0.0.1`, `[::1]`). */
+export function isLoopbackHost(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return name === 'localhost' || isLoopbackAddress(name);
+}
+
+/** The host name of a Host header (`name:port`, `[::1]:port`), lower case; '' for none. */
+function hostNameOf(host: string | undefined): string {
+  const value = (host ?? '').trim().toLowerCase();
+  const bracketed = /^\[([^\]]*)\](?::\d*)?$/.exec(value);
+  if (bracketed) return bracketed[1]!;
+  return value.replace(/:\d*$/, '');
+}
+
 export function createGateway(opts: GatewayOptions): Server {
   const maxPayloadBytes = opts.maxPayloadBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES;
   const keepBytes = opts.maxBodyBytes + 1;
+  const ownNames = new Set((opts.hostNames ?? []).map((name) => hostNameOf(name)));
+  /** Whether a request is addressed to this machine by a name a rebinding page cannot use. */
+  const addressedHere = (req: IncomingMessage) => {
+    const name = hostNameOf(req.headers.host);
+    return name !== '' && (isLoopbackHost(name) || ownNames.has(name));
+  };
 
   const send = (
     res: ServerResponse,
@@ -154,6 +181,13 @@ export function createGateway(opts: GatewayOptions): Server {
       const r = errorResponse(
         'source_not_allowed',
         'The local read API answers loopback clients only: it has no authorization.',
+      );
+      return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
+    }
+    if ((route?.authorization === 'AWS_IAM' || consolePage) && !addressedHere(req)) {
+      const r = errorResponse(
+        'source_not_allowed',
+        'The local read API answers requests addressed to localhost, a loopback address or its --host only.',
       );
       return send(res, r.statusCode, r.headers, Buffer.from(r.body, 'utf8'));
     }

@@ -1,11 +1,13 @@
 // The message limits of SQS and SNS, checked on the local stack before a call reaches the emulator, which
-// does not check them all: a message over 256 KB (body and attributes), a batch of more than 10 entries or
-// over 256 KB in all. The error is the one the service gives.
+// does not check them all: an SQS message or batch over 1 MiB (body and attributes), an SNS message or batch over
+// 256 KiB, a batch of more than 10 entries. The error is the one the service gives.
 import { Buffer } from 'node:buffer';
 import type { CommandInput, MiddlewareClient } from './sdk-middleware.ts';
 
-/** 256 KiB: the largest SQS message and SNS message, and the largest SNS or SQS batch in all. */
-export const MAX_MESSAGE_BYTES = 262_144;
+/** 1 MiB: the largest SQS message, and the largest SQS batch in all. */
+export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+/** 256 KiB: the largest SNS message, and the largest SNS batch in all. */
+export const SNS_MAX_MESSAGE_BYTES = 262_144;
 const MAX_BATCH_ENTRIES = 10;
 
 interface Attribute {
@@ -35,15 +37,22 @@ interface Entry {
   MessageAttributes?: Record<string, Attribute>;
 }
 
-function batch(input: CommandInput, tooMany: string, tooLong: string, body: (e: Entry) => string | undefined) {
+function batch(
+  input: CommandInput,
+  names: { tooMany: string; tooLong: string; maxBytes: number },
+  body: (e: Entry) => string | undefined,
+) {
   const entries = (input.PublishBatchRequestEntries ?? input.Entries ?? []) as Entry[];
   if (entries.length > MAX_BATCH_ENTRIES)
-    return { name: tooMany, message: `The batch request contains more entries than permissible (${entries.length}).` };
-  const total = entries.reduce((sum, e) => sum + messageBytes(body(e), e.MessageAttributes), 0);
-  if (total > MAX_MESSAGE_BYTES)
     return {
-      name: tooLong,
-      message: `Batch requests cannot be longer than ${MAX_MESSAGE_BYTES} bytes (this one: ${total}).`,
+      name: names.tooMany,
+      message: `The batch request contains more entries than permissible (${entries.length}).`,
+    };
+  const total = entries.reduce((sum, e) => sum + messageBytes(body(e), e.MessageAttributes), 0);
+  if (total > names.maxBytes)
+    return {
+      name: names.tooLong,
+      message: `Batch requests cannot be longer than ${names.maxBytes} bytes (this one: ${total}).`,
     };
   return null;
 }
@@ -54,25 +63,37 @@ export function limitViolation(clientName: string, commandName: string, input: C
   switch (call) {
     case 'SQSClient.SendMessageCommand': {
       const size = messageBytes(input.MessageBody as string, input.MessageAttributes as Record<string, Attribute>);
-      return size > MAX_MESSAGE_BYTES
+      return size > SQS_MAX_MESSAGE_BYTES
         ? {
             name: 'InvalidParameterValue',
             message:
               'One or more parameters are invalid. Reason: Message must be shorter than ' +
-              `${MAX_MESSAGE_BYTES} bytes.`,
+              `${SQS_MAX_MESSAGE_BYTES} bytes.`,
           }
         : null;
     }
     case 'SQSClient.SendMessageBatchCommand':
-      return batch(input, 'TooManyEntriesInBatchRequest', 'BatchRequestTooLong', (e) => e.MessageBody);
+      return batch(
+        input,
+        { tooMany: 'TooManyEntriesInBatchRequest', tooLong: 'BatchRequestTooLong', maxBytes: SQS_MAX_MESSAGE_BYTES },
+        (e) => e.MessageBody,
+      );
     case 'SNSClient.PublishCommand': {
       const size = messageBytes(input.Message as string, input.MessageAttributes as Record<string, Attribute>);
-      return size > MAX_MESSAGE_BYTES
+      return size > SNS_MAX_MESSAGE_BYTES
         ? { name: 'InvalidParameterException', message: 'Invalid parameter: Message too long' }
         : null;
     }
     case 'SNSClient.PublishBatchCommand':
-      return batch(input, 'TooManyEntriesInBatchRequestException', 'BatchRequestTooLongException', (e) => e.Message);
+      return batch(
+        input,
+        {
+          tooMany: 'TooManyEntriesInBatchRequestException',
+          tooLong: 'BatchRequestTooLongException',
+          maxBytes: SNS_MAX_MESSAGE_BYTES,
+        },
+        (e) => e.Message,
+      );
     default:
       return null;
   }

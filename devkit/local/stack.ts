@@ -200,6 +200,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       // Filled in once the handlers are loaded; the gateway reads the list at each request.
       routes,
       ...(opts.consoleDir ? { console: loadConsoleFiles(opts.consoleDir) } : {}),
+      // The read API and the console answer requests addressed to a loopback name, or to the address listened on.
+      hostNames: [host],
       // The setting the ingest reads (MAX_BODY_BYTES), so that the gateway keeps enough of a body to let it judge.
       maxBodyBytes: readIngestSettings(env).settings.maxBodyBytes,
       // The read API's callers hold the policy the stack offers them: a request it does not allow gets 403.

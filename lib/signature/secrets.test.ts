@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
-import { extensionSecrets, jsonSecrets, parseSecrets, SecretsUnavailableError } from './secrets.ts';
+import { extensionSecrets, jsonSecrets, parseSecrets, SecretsUnavailableError, signingSecret } from './secrets.ts';
 
 const SECRET = 's3cr3t-value-that-must-not-leak';
 
@@ -244,4 +244,10 @@ describe('extensionSecrets against a fake extension', () => {
     });
     await expect(secrets.get()).rejects.toThrow(/ECONNREFUSED/);
   });
+});
+
+test('a sender signs with the first secret of an appKey: a rotation lists the new one first', () => {
+  const secrets = parseSecrets('{"app":["new-secret","old-secret"],"other":"only"}', 'test');
+  expect(signingSecret(secrets.get('app')!)).toBe('new-secret');
+  expect(signingSecret(secrets.get('other')!)).toBe('only');
 });

@@ -44,6 +44,16 @@ export function parseSecrets(text: string, source: string): SecretsByAppKey {
   return secrets;
 }
 
+/**
+ * The secret a sender signs with: the newest of an appKey's, which a rotation lists first (docs/deployment.md,
+ * "Rotating a secret": `["<new>", "<old>"]`). A receiver accepts any of them.
+ */
+export function signingSecret(secrets: readonly string[]): string {
+  const newest = secrets[0];
+  if (newest === undefined) throw new SecretsUnavailableError('no secret to sign with');
+  return newest;
+}
+
 /** Secrets from a JSON text known at start-up (CALLBACK_SECRETS). A malformed text fails every get(). */
 export function jsonSecrets(text: string, source: string): SecretsProvider {
   let result: { secrets: SecretsByAppKey } | { error: unknown };

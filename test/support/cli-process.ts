@@ -1,5 +1,6 @@
 // The `callbacks` command as a user runs it: a child process on the pinned Node, in a given folder, with
-// none of the machine's AWS settings. `startDev` runs `callbacks dev` until stopped, as `npm start` would.
+// none of the caller's settings (test/support/caller-env.ts). `startDev` runs `callbacks dev` until stopped,
+// as `npm start` would.
 // `runCliHere` runs the very same command (cli/main.ts's run) in this process, with an environment, a
 // folder and streams of its own: what bin/callbacks.js does, without the half second a process takes to
 // start. The child process stays for what only a process has: bin's wiring, exit codes, signals.
@@ -10,6 +11,7 @@ import type { CliIo } from '../../cli/io.ts';
 import { run as runCallbacks } from '../../cli/main.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
+import { withoutCallerSettings } from './caller-env.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 export const nodeBin = join(root, 'node_modules/.bin/node');
@@ -21,16 +23,9 @@ export interface Run {
   stderr: string;
 }
 
-/** The environment of a child: this one without AWS, table, queue or colour settings, plus `extra`. */
+/** The environment of a child: this one without the caller's settings (test/support/caller-env.ts), plus `extra`. */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined) continue;
-    if (/^(AWS_|TASKS_TABLE|QUEUE_URL|DLQ_URL|NO_COLOR|FORCE_COLOR|CALLBACK_SECRETS|SIGNATURE_|ALLOWED_)/.test(k))
-      continue;
-    env[k] = v;
-  }
-  return { ...env, AWS_EC2_METADATA_DISABLED: 'true', ...extra };
+  return { ...withoutCallerSettings(process.env), AWS_EC2_METADATA_DISABLED: 'true', ...extra };
 }
 
 /** Runs `callbacks <args>` in `cwd` and collects its output. */
