@@ -163,8 +163,14 @@ export function batchChange(charges: readonly WriteCharge[], absorbed: string | 
  * say the task's status: the header alone may hold an end whose file it does not count yet, a task that no
  * subset of the callbacks makes (an end with its file pending or failed, counted as no file: completed).
  */
-export function laterMarksChange(charges: readonly WriteCharge[], absorbed: string | null): TaskCounts {
-  const last = lastSequence(charges);
+export function laterMarksChange(
+  charges: readonly WriteCharge[],
+  absorbed: string | null,
+  recountedThrough: string | null = null,
+): TaskCounts {
+  const charged = lastSequence(charges);
+  // A recount through a later sequence number (a record given up, a copy sent again) counted those marks already.
+  const last = charged !== null && recountedThrough !== null && recountedThrough > charged ? recountedThrough : charged;
   if (absorbed === null || last === null) return zeroCounts();
   const later = new Map<string, { state: FileState; mark: FileMark }>();
   for (const c of charges) {

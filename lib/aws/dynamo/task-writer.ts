@@ -176,7 +176,8 @@ export class DynamoTaskWriter implements TaskWriter {
     if (!parts) return null;
     // The files left to later messages' batches (lib/domain/task-counts.ts) as they stand: the task's status
     // and the events read off it are those of the files, not of what the header counts for now.
-    const counts = parts.counts && addCounts(parts.counts, laterMarksChange(charges, batch.absorbed));
+    const recounted = batch.recountThrough ?? null;
+    const counts = parts.counts && addCounts(parts.counts, laterMarksChange(charges, batch.absorbed, recounted));
     return { ...parts, ...(counts ? { counts } : {}), files };
   }
 
