@@ -235,7 +235,7 @@ describe("it answers the operator's browser only", () => {
 
   test('it signed and forwarded for anyone on 127.0.0.1: without the token of the run, nothing is served', async () => {
     seenByStage.length = 0;
-    const other = 'callbacks-console-0=' + 'x'.repeat(32);
+    const other = `callbacks-console-0=${'x'.repeat(32)}`;
     for (const headers of [{}, { cookie: other }, { cookie: `${cookie.split('=')[0]}=${'A'.repeat(32)}` }]) {
       for (const path of ['/tasks', '/tasks/rec-proxy-1', '/console/', '/console/app.js']) {
         const res = await fetch(`${proxy.url}${path}`, { headers });
