@@ -173,7 +173,7 @@ export interface QueuedCallback extends CallbackMessage {
  * A message sent this long after the ingest received its request was sent again: the ingest sends within its own
  * time-out (seconds), and a message reaches the dead-letter queue only after maxReceiveCount visibility time-outs.
  */
-export const RESENT_AFTER_MS = 60_000;
+const RESENT_AFTER_MS = 60_000;
 
 export type ReadRecordResult = { ok: true; message: QueuedCallback } | { ok: false; reason: string };
 

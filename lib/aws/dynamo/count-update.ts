@@ -5,6 +5,7 @@ import { COUNT_ATTRS } from './items.ts';
 import { isZero, type TaskCounts } from '../../domain/task-counts.ts';
 import type { Tally } from '../../domain/task.ts';
 import { toItem, type Item } from './table-client.ts';
+import { READABLE, isoOf } from './readable.ts';
 
 /** More for a count update to set (attribute to value) and to remove (attributes). */
 export interface CountClauses {
@@ -78,8 +79,9 @@ export function withClauses(item: Item, extra: CountClauses | undefined): Item {
 
 export function setTally(sets: string[], values: Record<string, unknown>, tally: Tally): void {
   if (tally.updatedAt !== null) {
-    sets.push('updatedAt = :u');
+    sets.push('updatedAt = :u', `${READABLE.updatedAtIso} = :uIso`);
     values[':u'] = tally.updatedAt;
+    values[':uIso'] = isoOf(tally.updatedAt);
   }
   if (tally.lastError) {
     sets.push('lastError = :e');

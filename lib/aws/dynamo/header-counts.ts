@@ -18,7 +18,17 @@ import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
 import { assemble } from './assembled-task.ts';
-import { COUNT_ATTRS, UNCOUNTED_END, countsOf, fileFromItem, headerParts, markOf, tallyOf } from './items.ts';
+import {
+  COUNT_ATTRS,
+  UNCOUNTED_END,
+  countsOf,
+  fileFromItem,
+  headerParts,
+  markOf,
+  tallyOf,
+  withReadable,
+} from './items.ts';
+import { READABLE } from './readable.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
 import { countUpdate, setTally, withClauses, type CountClauses } from './count-update.ts';
@@ -120,10 +130,7 @@ export class HeaderCounts {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, null, w.extra), cap);
-      if (res.ok) {
-        this.headers.remember(key, res.item);
-        return res.item;
-      }
+      if (res.ok) return this.keepStatus(key, res.item, cap);
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
@@ -159,6 +166,7 @@ export class HeaderCounts {
       const joined = joinTallies(tally, tallyOf(item));
       item.lastError = joined.lastError ?? undefined;
       item.updatedAt = joined.updatedAt ?? undefined;
+      Object.assign(item, withReadable(item));
       if (await this.table.putVersioned(item, base?.ver, cap)) {
         const written = { ...item, ver: (base?.ver ?? 0) + 1 };
         this.headers.remember(key, written);
@@ -213,10 +221,22 @@ export class HeaderCounts {
         sets.push('doneAt = :d');
         values[':d'] = done;
       }
+      // The status a person reads, as the header it writes will say it.
+      const after = withReadable({
+        ...header,
+        ...countsAsAttributes(counts),
+        ...(done !== null ? { doneAt: done } : {}),
+      });
+      if (absorbed !== NONE_ABSORBED) after.seq = absorbed;
+      if (after[READABLE.status] !== undefined) {
+        sets.push(`#status = :status`);
+        values[':status'] = after[READABLE.status];
+      }
       const res = await this.table.update(
         key,
         {
           update: `SET ${sets.join(', ')}`,
+          names: { '#status': READABLE.status },
           condition: header.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v',
           values: toItem(values),
         },
@@ -255,6 +275,33 @@ export class HeaderCounts {
   }
 
   /**
+   * The header after a count update, its `status` (what a person reads: ./readable.ts) written again when the
+   * update changed it (an update adds to counts it does not read, so the status it leaves is known only after).
+   * A status changes a few times in a task's life: one small write each time.
+   */
+  private async keepStatus(key: Key, header: Item, cap: Capacity): Promise<Item> {
+    const status = withReadable(header)[READABLE.status];
+    if (status === undefined || header[READABLE.status] === status) {
+      this.headers.remember(key, header);
+      return header;
+    }
+    const res = await this.table.update(
+      key,
+      {
+        update: 'SET #status = :status, ver = ver + :one',
+        names: { '#status': READABLE.status },
+        condition: 'ver = :v',
+        values: toItem({ ':status': status, ':one': 1, ':v': header.ver }),
+      },
+      cap,
+    );
+    // Written by another meanwhile: that writer wrote the status it left.
+    const item = res.ok ? res.item : header;
+    this.headers.remember(key, res.ok ? item : null);
+    return item;
+  }
+
+  /**
    * The header of a batch counted before (a delivery that stopped after its count): nothing to add, but the events
    * its records publish again are read off it, with the files as this delivery finds them, which may differ from
    * what the earlier delivery published under the header's version. A version of their own keeps one task per
@@ -290,6 +337,13 @@ function completesNow(header: Item, behind: TaskCounts, files: readonly FileReco
 }
 
 const headerKey = (appKey: string, id: string): Key => ({ pk: Keys.taskPk(id), sk: Keys.headerSk(appKey) });
+
+/** Counts as the header's attributes. */
+function countsAsAttributes(c: TaskCounts): Item {
+  const out: Item = {};
+  for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) out[attr] = c[k];
+  return out;
+}
 
 /** Keeps a recount from writing a negative count should items disagree with their marks. */
 function zeroSafe(c: TaskCounts): TaskCounts {

@@ -4,11 +4,13 @@
 import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
 import type { DeliveredCallback, StoredEvent } from '../../domain/task-store.ts';
-import { sortTimeOf, type TaskParts } from '../../domain/task-parts.ts';
+import { sortTimeOf, toSummary, type TaskParts } from '../../domain/task-parts.ts';
+import { readableFile, readableHeader } from './readable.ts';
 import type { FileMark, TaskCounts } from '../../domain/task-counts.ts';
 import {
   emptyTally,
   fileNameOf,
+  fileState,
   rankOf,
   type FileRecord,
   type FileState,
@@ -156,7 +158,7 @@ export type HeaderKeys = Record<string, string>;
 export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: HeaderKeys, carried: Item | null): Item {
   const sortAt = sortTimeOf(h);
   const { id: _inPk, appKey: _inSk, ...facts } = h;
-  return {
+  const item: Item = {
     ...key,
     ...countersOf(carried),
     ...compact({
@@ -172,6 +174,14 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
     g3pk: Keys.appGsi(h.appKey),
     g4pk: Keys.dayGsi(dayOf(sortAt)),
   };
+  return withReadable(item);
+}
+
+/** A header item with the plain attributes a person reads (./readable.ts), its status as the read API reports it. */
+export function withReadable(header: Item): Item {
+  const parts = headerParts(header);
+  const ids = { id: header.pk.slice(Keys.taskPk('').length), appKey: appKeyOf(header) };
+  return readableHeader(header, ids, parts ? toSummary(parts).status : null);
 }
 
 /**
@@ -313,6 +323,7 @@ export function fileToItem(
     updatedAt: tally.updatedAt ?? undefined,
     keys,
     ...markToItem(mark),
+    ...readableFile(f.fileName, fileState(f), f.lostAt != null),
   };
 }
 

@@ -20,6 +20,7 @@ import { toItem, type Item, type Key, type TableClient } from './table-client.ts
 import { Keys } from './table.ts';
 import { putBucketEntries, type TaskRef } from './time-buckets.ts';
 import { TIME_ATTRS, failedFilesQuery, timeOf, toMinutes } from './time-items.ts';
+import { READABLE } from './readable.ts';
 
 const A = TIME_ATTRS;
 
@@ -145,16 +146,17 @@ export class TaskSweeps {
       values[':pw'] = marks.warnedAt;
     }
     if (marks.lostAt != null) {
-      sets.push('lo = :lo');
+      sets.push('lo = :lo', '#state = :lost');
       conditions.push('attribute_not_exists(lo)');
       values[':lo'] = marks.lostAt;
+      values[':lost'] = 'lost';
     }
     const res = await this.table.update(
       f.key,
       {
         update: `SET ${sets.join(', ')}`,
         condition: conditions.join(' AND '),
-        names: { '#u': 'upload', '#r': 'rank' },
+        names: { '#u': 'upload', '#r': 'rank', ...(marks.lostAt != null ? { '#state': READABLE.fileState } : {}) },
         values: toItem(values),
       },
       cap,
