@@ -43,21 +43,22 @@ export interface SignedCallback
  * parse fails, or a value DynamoDB refuses) is stored unlisted, holding the claim all the same.
  */
 export function claimItem(c: SignedCallback, ttlDays: number): { item: Item } | { unclaimed: string } {
-  if (Buffer.byteLength(Keys.deliveryPk(c.appKey, bodyRefOf(c)), 'utf8') > MAX_PARTITION_KEY_BYTES)
+  const ref = bodyRefOf(c);
+  if (Buffer.byteLength(Keys.deliveryPk(c.appKey, ref), 'utf8') > MAX_PARTITION_KEY_BYTES)
     return { unclaimed: 'the appKey is too long for a key' };
   let delivery: DeliveryOf;
   let listed = false;
   try {
     const parsed = parseCallback(c.service, c.json);
     listed = parsed.ok && refusalOf(parsed.callback) === null;
-    const named = { appKey: c.appKey, id: c.id, type: c.type, service: c.service, key: eventKey(c.json) };
-    delivery = { ...c, callback: parsed.ok ? parsed.callback : named };
+    const named = () => ({ appKey: c.appKey, id: c.id, type: c.type, service: c.service, key: eventKey(c.json) });
+    delivery = { ...c, callback: parsed.ok ? parsed.callback : named() };
   } catch (err) {
     // Deeper than the parser and the event key can recurse: the worker sets such a body aside, unread.
     if (err instanceof RangeError) return { unclaimed: 'the body is nested too deeply to be read' };
     throw err;
   }
-  return { item: deliveryToItem(delivery, bodyRefOf(c), expiresAtFor(c.receivedAt, ttlDays), listed) };
+  return { item: deliveryToItem(delivery, ref, expiresAtFor(c.receivedAt, ttlDays), listed) };
 }
 
 /**
