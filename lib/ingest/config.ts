@@ -1,5 +1,5 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
-// A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
+// A bad value falls back to its default with a warning, a missing queue, table or secret shows up as a 503 with a
 // clear code, never as a failed cold start. Three settings are exceptions, each unsafe to run with, so the
 // function refuses to load: a source allow-list that is malformed or set but empty (falling back would silently
 // open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
