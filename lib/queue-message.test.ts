@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { REPLAY_CLAIMS } from './domain/task-store.ts';
+import { REPLAY_CLAIMS } from './domain/replay-claim.ts';
 import {
   Attr,
   type CallbackMessage,

@@ -6,7 +6,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isService, type Service } from './platform/services.ts';
 import { clip } from './text.ts';
 import type { HeldSignature, Sender } from './signature/held.ts';
-import { REPLAY_CLAIMS, type ReplayClaim } from './domain/task-store.ts';
+import { REPLAY_CLAIMS, type ReplayClaim } from './domain/replay-claim.ts';
 import {
   isSignatureMode,
   isSignatureVerdict,
@@ -68,7 +68,7 @@ export const Attr = {
    */
   sender: 'sender',
   /**
-   * The ingest's replay claim (ReplayClaim, lib/domain/task-store.ts), only on a callback it claimed: `stored`, its
+   * The ingest's replay claim (ReplayClaim, lib/domain/replay-claim.ts), only on a callback it claimed: `stored`, its
    * delivery is stored; `replayed`, the signature came before with another body and the worker sets it aside.
    */
   claim: 'replayClaim',

@@ -21,10 +21,7 @@ export interface DeliveredCallback {
   messageId: string;
   /** The request's replay key (a hash of nonce, timestamp and signature), when it carried all three. */
   replayKey: string | null;
-  /**
-   * The ingest stored its delivery (the replay claim and the raw body) before it enqueued it, and this body holds
-   * the claim (ReplayClaim `stored`): the store does not write the delivery again.
-   */
+  /** The ingest stored its delivery with its replay claim (lib/domain/replay-claim.ts): not written again. */
   deliveryStored?: boolean;
   /** The signature values of a callback whose signature did not verify (kept if it is quarantined). */
   heldSignature?: HeldSignature | null;
@@ -141,17 +138,6 @@ export const QUARANTINE_REASONS = [
   'app_key_mismatch',
 ] as const;
 export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
-
-/** Why a callback is `replayed_signature`, in the words its quarantine entry keeps. */
-export const REPLAYED_SIGNATURE_DETAIL = 'this signature came before with a different body';
-
-/**
- * The ingest's replay claim of a signed callback, made before it is enqueued (the first body the ingest receives
- * under a signature holds it): `stored`, the delivery of this body is stored under the claim (it holds it, or
- * the same body again); `replayed`, another body holds it, and this one is set aside as `replayed_signature`.
- */
-export type ReplayClaim = 'stored' | 'replayed';
-export const REPLAY_CLAIMS: readonly ReplayClaim[] = ['stored', 'replayed'];
 
 export interface QuarantineEntry {
   reason: QuarantineReason;

@@ -6,7 +6,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { functionClient } from '../aws/clients.ts';
 import { claimDelivery, claimItem, type SignedCallback } from '../aws/dynamo/delivery-claim.ts';
-import type { ReplayClaim } from '../domain/task-store.ts';
+import type { ReplayClaim } from '../domain/replay-claim.ts';
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import { errorSentence } from '../text.ts';
 

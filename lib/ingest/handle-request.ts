@@ -4,7 +4,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
 import { callbackDeduplicationId, setAsideGroupId, taskGroupId } from '../fifo-ids.ts';
-import type { ReplayClaim } from '../domain/task-store.ts';
+import type { ReplayClaim } from '../domain/replay-claim.ts';
 import { type Service, SERVICES } from '../platform/services.ts';
 import { isQueueSafe, senderOf } from '../queue-message.ts';
 import { isSetAside, type SignatureVerdict } from '../signature/verdicts.ts';

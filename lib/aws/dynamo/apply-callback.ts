@@ -17,7 +17,8 @@
 // Every join is in lib/domain/task.ts; docs/task-store.md gives the layout and the argument.
 import type { Callback } from '../../domain/callback.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, WriteOutcome } from '../../domain/task-store.ts';
-import { REPLAYED_SIGNATURE_DETAIL, UnstorableCallbackError } from '../../domain/task-store.ts';
+import { REPLAYED_SIGNATURE_DETAIL } from '../../domain/replay-claim.ts';
+import { UnstorableCallbackError } from '../../domain/task-store.ts';
 import { errorSentence } from '../../text.ts';
 import { fileNameOf, identRankOf, isHeaderEvent, type FileRecord } from '../../domain/task.ts';
 import { storedWriteOf, type WriteEffect } from '../../domain/stored-write.ts';

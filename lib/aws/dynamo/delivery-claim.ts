@@ -16,7 +16,8 @@ import {
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseCallback } from '../../domain/callback.ts';
 import { eventKey } from '../../domain/canonical.ts';
-import type { DeliveredCallback, ReplayClaim } from '../../domain/task-store.ts';
+import type { ReplayClaim } from '../../domain/replay-claim.ts';
+import type { DeliveredCallback } from '../../domain/task-store.ts';
 import type { Service } from '../../platform/services.ts';
 import { bodyRefOf, deliveryToItem, expiresAtFor, type DeliveryOf } from './items.ts';
 import { MAX_PARTITION_KEY_BYTES, refusalOf } from './limits.ts';

@@ -18,7 +18,7 @@ const MAX_SORT_KEY_BYTES = 1024;
  * fileName, roomId or appKey of thousands of characters), or null. The replay key is stored as a digest
  * of fixed size.
  */
-export function oversizedKey(cb: Callback): string | null {
+function oversizedKey(cb: Callback): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const idField = cb.service === 'recording' ? 'recordId' : 'imageId';
   const fileName = fileNameOf(cb);
@@ -64,7 +64,7 @@ function nestingDepth(value: unknown): number {
 }
 
 /** The config is kept as received; nested deeper than DynamoDB allows, the header could never be written. */
-export function tooDeep(cb: Callback): string | null {
+function tooDeep(cb: Callback): string | null {
   return cb.config && nestingDepth(cb.config) > MAX_NESTING
     ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores`
     : null;
