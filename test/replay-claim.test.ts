@@ -364,6 +364,42 @@ describe('the delivery the ingest stored is the one the worker would have writte
   });
 });
 
+describe('what the claim stores is set aside as the worker would set it aside', () => {
+  test('a claimed callback the task refuses (another service) is taken out of its task callbacks', async () => {
+    const deps = ingest();
+    const task = start();
+    await post(deps, task, signed());
+    await apply(...(await receiveAll()));
+    // A screenshot with the recording's id: claimed and listed by the ingest, refused by the task's service.
+    const image = {
+      timestamp: Date.now() + 1000,
+      type: 1,
+      appKey: APP,
+      imageId: task.recordId,
+      roomId: 'room-claim',
+      sessionId: 'sess-claim',
+      code: 200,
+      config: {},
+    };
+    expect((await post(deps, image, signed(), 'screenshot')).statusCode).toBe(200);
+    expect(await apply(...(await receiveAll()))).toEqual(['quarantined']);
+    expect((await quarantined()).map((e) => e.reason)).toEqual(['service_mismatch']);
+    expect((await store.listEvents(task.recordId)).map((e) => e.raw)).toEqual([JSON.stringify(task)]);
+  });
+
+  test('a signed body nested too deeply to read: 200, enqueued unclaimed, set aside as invalid_callback', async () => {
+    const deps = ingest();
+    const depth = 20_000;
+    const nested = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const body = `{"timestamp":${Date.now()},"type":1,"appKey":"${APP}","recordId":"rec-deep","extra":${nested}}`;
+    expect((await post(deps, body, signed())).statusCode).toBe(200);
+    const records = await receiveAll();
+    expect(records.map((r) => r.messageAttributes[Attr.claim])).toEqual([undefined]);
+    expect(await apply(...records)).toEqual(['quarantined']);
+    expect((await quarantined()).map((e) => e.reason)).toEqual(['invalid_callback']);
+  });
+});
+
 describe('a claim that cannot be written', () => {
   test('DynamoDB unreachable: 503 queue_unavailable, and nothing enqueued', async () => {
     const probe = createServer();
