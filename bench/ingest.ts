@@ -6,7 +6,7 @@
 // body. The sides alternate round by round (AB, BA, AB, ...) so that they share the machine's noise, and each
 // round gives one ratio.
 import type { AddressInfo } from 'node:net';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { buildApp } from 'fauxqs';
@@ -54,17 +54,22 @@ export interface IngestResult {
   ratio: Summary;
   /** The replay claim alone, milliseconds per callback, one value per round (the time it adds to the handler). */
   claimMs: Summary;
-  /** claim / bare SendMessage, per round. */
+  /** A bare PutItem of the same delivery item (no condition), on the same table client. */
+  barePutMs: Summary;
+  /** claim / bare PutItem, per round. */
   claimRatio: Summary;
   /** The claim's delivery item (what DynamoDB bills for its conditional PutItem), over the fixtures. */
   claimItem: { meanBytes: number; maxBytes: number; writeUnits: number; indexWriteUnits: number };
   cpu: {
     rounds: number;
     perRound: number;
-    /** CPU microseconds (user + system) per callback, queue call answered at once. */
+    /** CPU microseconds (user + system) per callback, queue and table calls answered at once. */
     handlerUs: Summary;
     jsonParseUs: Summary;
     ratio: Summary;
+    /** The replay claim's share of it: the claim alone, the table answering at once. */
+    claimUs: Summary;
+    claimRatio: Summary;
   };
   /** Bytes of log lines the handler wrote per callback (one JSON line each). */
   logBytesPerCallback: number;
@@ -134,6 +139,10 @@ function signedCallback(fixture: Fixture, replayKey: string, now: number): Signe
   const { appKey, id, type } = check;
   const received = { receivedAt: now, requestId: replayKey, verdict: 'valid' as const, mode: 'enforce' as const };
   return { service: fixture.service, raw: fixture.raw, json, appKey, id, type, replayKey, ...received };
+}
+
+async function runBarePuts(items: readonly Record<string, AttributeValue>[], db: LocalDynamo, dynamo: DynamoDBClient) {
+  for (const item of items) await dynamo.send(new PutItemCommand({ TableName: db.tableName, Item: item }));
 }
 
 async function runClaims(callbacks: readonly SignedCallback[], deps: IngestDependencies): Promise<void> {
@@ -220,8 +229,13 @@ export async function benchIngest(
   const table = await startTable();
   try {
     const deps = dependencies(queue.queueUrl, queue.sqs, table.db.tableName, table.dynamo, now);
-    const claimsOf = (round: number, count: number) =>
-      Array.from({ length: count }, (_, i) => signedCallback(fixtures[i % fixtures.length]!, `c${round}n${i}`, now));
+    const claimsOf = (round: number, count: number, side = 'c') =>
+      Array.from({ length: count }, (_, i) =>
+        signedCallback(fixtures[i % fixtures.length]!, `${side}${round}n${i}`, now),
+      );
+    // The very items the claims put, under keys of their own, ready to send.
+    const itemsOf = (round: number, count: number) =>
+      claimsOf(round, count, 'p').map((c) => toItem((claimItem(c, 90) as { item: Record<string, unknown> }).item));
 
     // Warm-up: connections, JIT, the emulators' first queue and table operations.
     const warm = prepareEvents(fixtures, 50, -1, now);
@@ -232,20 +246,25 @@ export async function benchIngest(
       queue.queueUrl,
     );
     await runClaims(claimsOf(-1, 50), deps);
+    await runBarePuts(itemsOf(-1, 50), table.db, table.dynamo);
 
     const handlerMs: number[] = [];
     const bareMs: number[] = [];
     const claimMs: number[] = [];
+    const barePutMs: number[] = [];
     logBytes = 0;
     logLines = 0;
     for (let round = 0; round < sizes.rounds; round++) {
       const events = prepareEvents(fixtures, sizes.perRound, round, now);
       const bodies = events.map((e) => e.body!);
       const claims = claimsOf(round, sizes.perRound);
+      const items = itemsOf(round, sizes.perRound);
+      const per = (ms: number) => ms / sizes.perRound;
       const sides = [
-        async () => handlerMs.push((await timed(() => runHandler(events, deps))) / sizes.perRound),
-        async () => bareMs.push((await timed(() => runBareSend(bodies, queue.sqs, queue.queueUrl))) / sizes.perRound),
-        async () => claimMs.push((await timed(() => runClaims(claims, deps))) / sizes.perRound),
+        async () => handlerMs.push(per(await timed(() => runHandler(events, deps)))),
+        async () => bareMs.push(per(await timed(() => runBareSend(bodies, queue.sqs, queue.queueUrl)))),
+        async () => claimMs.push(per(await timed(() => runClaims(claims, deps)))),
+        async () => barePutMs.push(per(await timed(() => runBarePuts(items, table.db, table.dynamo)))),
       ];
       for (const side of round % 2 === 0 ? sides : sides.reverse()) await side();
     }
@@ -259,30 +278,27 @@ export async function benchIngest(
     await runHandler(prepareEvents(fixtures, 500, -2, now), cpuDeps);
     const handlerUs: number[] = [];
     const parseUs: number[] = [];
+    const claimUs: number[] = [];
     let checksum = 0;
     for (let round = 0; round < sizes.cpuRounds; round++) {
       const events = prepareEvents(fixtures, sizes.cpuPerRound, 1000 + round, now);
       const bodies = events.map((e) => e.body!);
+      const claims = claimsOf(1000 + round, sizes.cpuPerRound);
       const parses = sizes.cpuPerRound * cpuBaselineFactor;
-      const a = () => cpuMicrosAsync(() => runHandler(events, cpuDeps));
-      const b = () =>
-        cpuMicros(() => {
-          for (let i = 0; i < parses; i++) {
-            const parsed = JSON.parse(bodies[i % bodies.length]!) as { type?: unknown };
-            checksum += typeof parsed.type === 'number' ? parsed.type : 1;
-          }
-        });
-      let ua: number;
-      let ub: number;
-      if (round % 2 === 0) {
-        ua = await a();
-        ub = b();
-      } else {
-        ub = b();
-        ua = await a();
-      }
-      handlerUs.push(ua / sizes.cpuPerRound);
-      parseUs.push(ub / parses);
+      const sides = [
+        async () => handlerUs.push((await cpuMicrosAsync(() => runHandler(events, cpuDeps))) / sizes.cpuPerRound),
+        async () => claimUs.push((await cpuMicrosAsync(() => runClaims(claims, cpuDeps))) / sizes.cpuPerRound),
+        async () => {
+          const used = cpuMicros(() => {
+            for (let i = 0; i < parses; i++) {
+              const parsed = JSON.parse(bodies[i % bodies.length]!) as { type?: unknown };
+              checksum += typeof parsed.type === 'number' ? parsed.type : 1;
+            }
+          });
+          parseUs.push(used / parses);
+        },
+      ];
+      for (const side of round % 2 === 0 ? sides : sides.reverse()) await side();
     }
     if (checksum === 0) throw new Error('the JSON.parse baseline parsed nothing');
     progress(`ingest: ${sizes.cpuRounds} CPU rounds of ${sizes.cpuPerRound} callbacks measured`);
@@ -297,7 +313,8 @@ export async function benchIngest(
       bareSendMs: summarize(bareMs),
       ratio: summarize(ratios(handlerMs, bareMs)),
       claimMs: summarize(claimMs),
-      claimRatio: summarize(ratios(claimMs, bareMs)),
+      barePutMs: summarize(barePutMs),
+      claimRatio: summarize(ratios(claimMs, barePutMs)),
       claimItem: claimItemSizes(fixtures, now),
       cpu: {
         rounds: sizes.cpuRounds,
@@ -305,6 +322,8 @@ export async function benchIngest(
         handlerUs: summarize(handlerUs),
         jsonParseUs: summarize(parseUs),
         ratio: summarize(ratios(handlerUs, parseUs)),
+        claimUs: summarize(claimUs),
+        claimRatio: summarize(ratios(claimUs, parseUs)),
       },
       logBytesPerCallback,
     };
