@@ -32,7 +32,7 @@ import { applyToHeaderItem } from './header-write.ts';
 import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writes.ts';
 import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
-import { refusalOf } from './limits.ts';
+import { refusalOf } from './refusal.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';

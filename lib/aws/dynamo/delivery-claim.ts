@@ -20,7 +20,8 @@ import type { ReplayClaim } from '../../domain/replay-claim.ts';
 import type { DeliveredCallback } from '../../domain/task-store.ts';
 import type { Service } from '../../platform/services.ts';
 import { bodyRefOf, deliveryToItem, expiresAtFor, type DeliveryOf } from './items.ts';
-import { MAX_PARTITION_KEY_BYTES, refusalOf } from './limits.ts';
+import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
+import { refusalOf } from './refusal.ts';
 import { type Item, toItem } from './table-client.ts';
 import { Keys } from './table.ts';
 

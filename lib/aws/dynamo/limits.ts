@@ -6,7 +6,6 @@ import { Buffer } from 'node:buffer';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Callback } from '../../domain/callback.ts';
 import { fileNameOf } from '../../domain/task.ts';
-import { unstorableNumberIn } from './numbers.ts';
 import { Keys } from './table.ts';
 
 /** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
@@ -18,7 +17,7 @@ const MAX_SORT_KEY_BYTES = 1024;
  * fileName, roomId or appKey of thousands of characters), or null. The replay key is stored as a digest
  * of fixed size.
  */
-function oversizedKey(cb: Callback): string | null {
+export function oversizedKey(cb: Callback): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   const idField = cb.service === 'recording' ? 'recordId' : 'imageId';
   const fileName = fileNameOf(cb);
@@ -64,18 +63,10 @@ function nestingDepth(value: unknown): number {
 }
 
 /** The config is kept as received; nested deeper than DynamoDB allows, the header could never be written. */
-function tooDeep(cb: Callback): string | null {
+export function tooDeep(cb: Callback): string | null {
   return cb.config && nestingDepth(cb.config) > MAX_NESTING
     ? `config is nested deeper than the ${MAX_NESTING} levels DynamoDB stores`
     : null;
-}
-
-/**
- * Why the write path refuses a parsed callback before its first write (a key too long, a config nested too
- * deep, a number DynamoDB cannot store), or null: DynamoDB would refuse it every time.
- */
-export function refusalOf(cb: Callback): string | null {
-  return oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
 }
 
 /** DynamoDB's limit on one item, names and values together. */
