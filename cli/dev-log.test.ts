@@ -50,6 +50,8 @@ describe('prettyLogLine', () => {
     expect(prettyLogLine(refused, c)).toMatch(/ 401 .* invalid_signature$/);
     const setAside = JSON.stringify({ time: at, event: 'callback_request', status: 200, setAside: true });
     expect(prettyLogLine(setAside, c)).toMatch(/set aside: callbacks quarantine apply recovers it$/);
+    const replay = JSON.stringify({ time: at, event: 'callback_request', status: 200, claim: 'replayed' });
+    expect(prettyLogLine(replay, c)).toMatch(/a replay: set aside as replayed_signature$/);
   });
 
   test('warnings and errors in short; routine lines are left to the JSON format', () => {

@@ -41,6 +41,7 @@ export function prettyLogLine(line: string, c: Colors): string | null {
     ];
     if (entry.code) parts.push(c.yellow(value(entry.code)));
     if (entry.setAside) parts.push(c.yellow('set aside: callbacks quarantine apply recovers it'));
+    if (entry.claim === 'replayed') parts.push(c.yellow('a replay: set aside as replayed_signature'));
     if (entry.reason) parts.push(c.dim(value(entry.reason)));
     return parts.join('  ');
   }

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { wildcardMatch } from '../devkit/local/iam/policy.ts';
+import { DELIVERY_PREFIX } from '../lib/aws/dynamo/table.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
 import {
   bundleRequestsOfEach,
@@ -35,6 +36,8 @@ const timeVariables = {
   STALL_UNKNOWN: { Ref: 'StallUnknown' },
 };
 const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'WorkerRole'];
+/** A condition that holds a role's table actions to delivery items (lib/aws/dynamo/table.ts DELIVERY_PREFIX). */
+const deliveryItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${DELIVERY_PREFIX}*`] } };
 
 type Json = any;
 interface Resource {
@@ -296,6 +299,8 @@ describe('functions', () => {
     expect(fn.ReservedConcurrentExecutions).toEqual(ref('AWS::NoValue'));
     expect(fn.Environment.Variables).toEqual({
       QUEUE_URL: ref('CallbackFifoQueue'),
+      TASKS_TABLE: ref('TasksTable'),
+      RAW_EVENT_TTL_DAYS: '90',
       SIGNATURE_MODE: ref('SignatureMode'),
       DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
@@ -499,7 +504,7 @@ describe('IAM', () => {
     }
   });
 
-  test('ingest: own logs, SendMessage on the main queue, its one parameter and its decryption', () => {
+  test('ingest: own logs, SendMessage on the main queue, its one parameter and its decryption, its claims', () => {
     const statements = statementsOf('IngestRole');
     const parameterArn = {
       'Fn::Sub': 'arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CallbackSecretsParamName}',
@@ -509,7 +514,10 @@ describe('IAM', () => {
       [['sqs:SendMessage'], getAtt('CallbackFifoQueue')],
       [['ssm:GetParameter'], parameterArn],
       [['kms:Decrypt'], { 'Fn::Sub': 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*' }],
+      [['dynamodb:GetItem', 'dynamodb:PutItem'], getAtt('TasksTable')],
     ]);
+    // The replay claim writes and reads delivery items, and no other: every key it may name begins with DLV#.
+    expect(statements[4]!.Condition).toEqual(deliveryItemsOnly);
     // A key is matched by its use: only through Parameter Store, only for this parameter.
     expect(statements[3]!.Condition).toEqual({
       StringEquals: {
@@ -630,6 +638,11 @@ describe('IAM', () => {
  */
 describe('IAM: each role grants exactly what its function does, and nothing more', () => {
   const bundles = new Map<string, BundleRequests>();
+  /**
+   * The items of the table a function's requests may name, when fewer than all: the ingest's are the deliveries
+   * it claims signatures with (lib/aws/dynamo/delivery-claim.ts).
+   */
+  const tableItemsOf: Record<string, Json> = { ingest: deliveryItemsOnly };
   /** The environment variable that names the resource a service's requests go to. */
   const resourceVariable: Record<string, string> = {
     dynamodb: 'TASKS_TABLE',
@@ -674,7 +687,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
       if (!named?.Ref) throw new Error(`${name} sends ${action} but its environment names no resource for it`);
       const target = template.Resources[named.Ref]!;
       if (target.Type === 'AWS::DynamoDB::Table') {
-        const table = grant(action, getAtt(named.Ref));
+        const table = grant(action, getAtt(named.Ref), tableItemsOf[name]);
         // A Query that names an index needs the grant on the table's indexes.
         const index = grant(action, { 'Fn::Sub': `\${${named.Ref}.Arn}/index/*` });
         return action === 'dynamodb:Query' && requests.namesIndex ? [table, index] : [table];

@@ -22,6 +22,15 @@ export function taskGroupId(appKey: string, taskId: string): string {
 }
 
 /**
+ * The group of the messages of a task that the worker will set aside without applying (a replay the ingest's
+ * claim found, or a callback whose signature did not verify, accepted in mode `report`): apart from the task's
+ * own group, so that a flood of them never holds back its genuine callbacks, which no longer wait behind them.
+ */
+export function setAsideGroupId(appKey: string, taskId: string): string {
+  return sha256Hex(compositeKey('aside', appKey, taskId));
+}
+
+/**
  * The group of a message that names no task (`messageKey`: what identifies that message, e.g. its id): a
  * group of its own, which no task's group can equal since the hashed parts differ in their first one.
  */

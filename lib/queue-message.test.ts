@@ -1,4 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
+import { REPLAY_CLAIMS } from './domain/replay-claim.ts';
 import {
   Attr,
   type CallbackMessage,
@@ -77,6 +78,7 @@ describe('the sender', () => {
       ...message,
       heldSignature: { nonce: 'n', timestamp: '1', signature: 's', appKey: 'a', from: { nonce: 'header' } },
       sender: { sourceIp: '2001:db8::7', userAgent: 'ua' },
+      claim: 'stored',
     });
     // All but the mark of a message sent again, which only a redrive sets.
     expect(Object.keys(attributes).sort()).toEqual(
@@ -117,11 +119,14 @@ describe('readRecord', () => {
             ? null
             : { nonce: 'n-1', timestamp: '1763798400', signature: 'AB12', from: { nonce: 'header' as const } };
         const sender = { sourceIp: '203.0.113.7', userAgent: 'platform-callback/2.1' };
-        const written = { ...message, mode, verdict, heldSignature, sender };
-        expect(readRecord(delivered(messageAttributes(written)))).toEqual({
-          ok: true,
-          message: { ...written, messageId: 'm-1', receiveCount: 2, resent: false },
-        });
+        // The ingest's replay claim, on a callback it claimed; none on any other.
+        for (const claim of [null, ...REPLAY_CLAIMS]) {
+          const written = { ...message, mode, verdict, heldSignature, sender, claim };
+          expect(readRecord(delivered(messageAttributes(written)))).toEqual({
+            ok: true,
+            message: { ...written, messageId: 'm-1', receiveCount: 2, resent: false },
+          });
+        }
       }
     }
   });
@@ -142,6 +147,7 @@ describe('readRecord', () => {
         [Attr.service]: { DataType: 'String', StringValue: 'screenshot' },
         [Attr.verdict]: { DataType: 'String', StringValue: 'trusted' },
         [Attr.mode]: { DataType: 'String', StringValue: 'lenient' },
+        [Attr.claim]: { DataType: 'String', StringValue: 'kept' },
       }),
     );
     expect(read).toEqual({
@@ -158,6 +164,8 @@ describe('readRecord', () => {
         replayKey: null,
         heldSignature: null,
         sender: null,
+        // Unknown: the worker claims the signature itself.
+        claim: null,
         receiveCount: 2,
         resent: false,
       },

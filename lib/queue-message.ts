@@ -6,6 +6,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { isService, type Service } from './platform/services.ts';
 import { clip } from './text.ts';
 import type { HeldSignature, Sender } from './signature/held.ts';
+import { REPLAY_CLAIMS, type ReplayClaim } from './domain/replay-claim.ts';
 import {
   isSignatureMode,
   isSignatureVerdict,
@@ -40,6 +41,11 @@ function readHeldSignature(text: string | undefined): HeldSignature | null {
   return held;
 }
 
+/** The replay claim of a message, or null when absent or unknown (a message the ingest did not claim). */
+function readClaim(text: string | undefined): ReplayClaim | null {
+  return REPLAY_CLAIMS.find((claim) => claim === text) ?? null;
+}
+
 /** SQS message attribute names (all String unless noted). */
 export const Attr = {
   service: 'service',
@@ -66,6 +72,11 @@ export const Attr = {
    * both, since SQS takes at most ten per message.
    */
   sender: 'sender',
+  /**
+   * The ingest's replay claim (ReplayClaim, lib/domain/replay-claim.ts), only on a callback it claimed: `stored`, its
+   * delivery is stored; `replayed`, the signature came before with another body and the worker sets it aside.
+   */
+  claim: 'replayClaim',
 } as const;
 
 /** The longest source IP kept (an IPv6 address with a zone fits); longer is not an address. */
@@ -113,6 +124,11 @@ export interface CallbackMessage {
   heldSignature?: HeldSignature | null;
   /** The request's source IP and user agent, when known. */
   sender?: Sender | null;
+  /**
+   * The ingest's replay claim, when it made one (a signed callback to be applied); without one (a message of a test,
+   * of `quarantine apply`), the worker claims the signature itself.
+   */
+  claim?: ReplayClaim | null;
 }
 
 // Characters SQS accepts in a message body or a String attribute: #x9 | #xA | #xD | #x20-#xD7FF |
@@ -151,6 +167,7 @@ export function messageAttributes(message: CallbackMessage): Record<string, Attr
     if (isQueueSafe(held)) attributes[Attr.signatureValues] = text(held);
   }
   if (message.sender) attributes[Attr.sender] = text(JSON.stringify(message.sender));
+  if (message.claim) attributes[Attr.claim] = text(message.claim);
   return attributes;
 }
 
@@ -209,6 +226,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       replayKey: attr(Attr.replayKey) ?? null,
       heldSignature: readHeldSignature(attr(Attr.signatureValues)),
       sender: readSender(attr(Attr.sender)),
+      claim: readClaim(attr(Attr.claim)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
       resent:
         attr(Attr.resentBy) !== undefined ||

@@ -167,6 +167,11 @@ describe('the ingest part, tiny', () => {
       result.handlerMs,
       result.bareSendMs,
       result.ratio,
+      result.claimMs,
+      result.barePutMs,
+      result.claimRatio,
+      result.cpu.claimUs,
+      result.cpu.claimRatio,
       result.cpu.handlerUs,
       result.cpu.jsonParseUs,
       result.cpu.ratio,
@@ -178,6 +183,9 @@ describe('the ingest part, tiny', () => {
     }
     // One JSON log line per callback, serialised by the handler.
     expect(result.logBytesPerCallback).toBeGreaterThan(100);
+    // A delivery of the fixtures is under 1 KB: one write unit, and one in byTaskTime.
+    expect(result.claimItem).toMatchObject({ writeUnits: 1, indexWriteUnits: 1 });
+    expect(result.claimItem.maxBytes).toBeGreaterThan(result.bodyBytes.max);
 
     const results: BenchResults = {
       date: '2026-01-01T00:00:00.000Z',
@@ -191,6 +199,7 @@ describe('the ingest part, tiny', () => {
     const markdown = renderMarkdown(results);
     expect(markdown).toContain('## 1. Ingest cost');
     expect(markdown).toContain('bare `SendMessage` of the same body');
+    expect(markdown).toContain('the replay claim alone (added to the handler)');
     expect(markdown).toContain('end-to-end: not measured.');
     expect(renderSummary(results)).toMatch(/ingest handler time per callback.*\*\*[\d.]+×\*\*/);
   });

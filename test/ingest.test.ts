@@ -12,6 +12,8 @@ import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import type { FauxqsServer } from 'fauxqs';
+import { createActiveTable, type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { callbackDeduplicationId, taskGroupId } from '../lib/fifo-ids.ts';
 import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import type { IngestDependencies } from '../lib/ingest/config.ts';
@@ -99,6 +101,10 @@ function signedHeaders(secret = SECRET, timestamp = String(NOW), nonce = 'nonce-
 let fauxqs: FauxqsServer;
 let queueUrl: string;
 let sqs: SQSClient;
+/** Where signatures are claimed: a table of its own for each test, as each test has the queue to itself. */
+let dynamo: LocalDynamo;
+let tableName: string;
+let tables = 0;
 let lines: Array<Record<string, unknown>> = [];
 
 const captureLogger: Logger = (() => {
@@ -128,10 +134,12 @@ function deps(
       // A development stage, where mode off may run.
       DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET, ROTATED] }),
+      TASKS_TABLE: tableName,
       ...options.env,
     },
     {
       sqs: options.sqs ?? sqs,
+      dynamo: dynamo.client,
       logger: captureLogger,
       now: options.now ?? (() => NOW),
       ...(options.secrets ? { secrets: options.secrets } : {}),
@@ -166,16 +174,20 @@ beforeAll(async () => {
   fauxqs = await startFauxqs({ port: 0, logger: false });
   queueUrl = fauxqs.createQueue('callbacks-ingest-test').queueUrl;
   sqs = sqsClientAt(`http://127.0.0.1:${fauxqs.port}`);
+  dynamo = await startDynamo('ingest-claims');
 });
 
 afterAll(async () => {
   sqs.destroy();
   await fauxqs.stop();
+  await dynamo.stop();
 });
 
-beforeEach(() => {
+beforeEach(async () => {
   lines = [];
   fauxqs.reset();
+  tableName = `ingest-claims-${++tables}`;
+  await createActiveTable(dynamo.client, tableDefinition(tableName));
 });
 
 // --- tests --------------------------------------------------------------------------------------------
@@ -201,6 +213,7 @@ describe('fixtures are enqueued byte for byte with their attributes', () => {
         DataType: 'String',
         StringValue: sha256(JSON.stringify([signature])),
       },
+      [Attr.claim]: { DataType: 'String', StringValue: 'stored' },
     });
   });
 
@@ -676,8 +689,8 @@ describe('SQS unreachable: 503 queue_unavailable, nothing claims success', () =>
 
   test('QUEUE_URL unset', async () => {
     const d = buildIngestDependencies(
-      { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET] }) },
-      { sqs, logger: captureLogger, now: () => NOW },
+      { CALLBACK_SECRETS: JSON.stringify({ 'demo-app': [SECRET] }), TASKS_TABLE: tableName },
+      { sqs, dynamo: dynamo.client, logger: captureLogger, now: () => NOW },
     );
     expect(lines).toEqual([
       expect.objectContaining({ level: 'warn', event: 'ingest_config', warning: expect.stringContaining('QUEUE_URL') }),
@@ -761,8 +774,9 @@ describe('secrets', () => {
           PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(port),
           AWS_SESSION_TOKEN: 'session-token',
           SECRETS_REFRESH_S: '120',
+          TASKS_TABLE: tableName,
         },
-        { sqs, logger: captureLogger, now: () => clock.now },
+        { sqs, dynamo: dynamo.client, logger: captureLogger, now: () => clock.now },
       );
 
     test('read once, refreshed after SECRETS_REFRESH_S: a rotation needs no redeploy', async () => {
@@ -988,6 +1002,8 @@ describe('functions/ingest.ts', () => {
     Object.assign(process.env, {
       QUEUE_URL: queueUrl,
       AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${fauxqs.port}`,
+      TASKS_TABLE: tableName,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',

@@ -58,7 +58,7 @@ async function expectReadable(id: string) {
 }
 
 test('a completed screenshot task: header and images read as the API reports them', async () => {
-  const start = { ...fixture('screenshot-1-start'), imageId: 'readable-img' };
+  const start: Record<string, any> = { ...fixture('screenshot-1-start'), imageId: 'readable-img' };
   const ok = fixture('screenshot-4-upload-ok');
   const uploads = [0, 1, 2].map((i) => ({
     ...ok,
@@ -74,7 +74,7 @@ test('a completed screenshot task: header and images read as the API reports the
 test('a recording in progress, then with a failed upload: the status a person reads follows each change', async () => {
   const id = 'readable-rec';
   const start = { ...fixture('recording-1-start-mix'), recordId: id };
-  const slice = { ...fixture('recording-2-slice'), recordId: id };
+  const slice: Record<string, any> = { ...fixture('recording-2-slice'), recordId: id };
   await apply('recording', [start]);
   expect((await expectReadable(id)).status).toBe('recording');
   await apply('recording', [slice]);

@@ -21,6 +21,8 @@ export interface DeliveredCallback {
   messageId: string;
   /** The request's replay key (a hash of nonce, timestamp and signature), when it carried all three. */
   replayKey: string | null;
+  /** The ingest stored its delivery with its replay claim (lib/domain/replay-claim.ts): not written again. */
+  deliveryStored?: boolean;
   /** The signature values of a callback whose signature did not verify (kept if it is quarantined). */
   heldSignature?: HeldSignature | null;
   /** Who sent the request (kept if it is quarantined). */

@@ -147,7 +147,7 @@ export interface Task {
 // Files
 
 /** The file a callback concerns, if any. */
-export function fileNameOf(cb: Callback): string | null {
+export function fileNameOf(cb: Partial<Pick<Callback, 'file' | 'upload'>>): string | null {
   return cb.file?.fileName ?? cb.upload?.fileName ?? null;
 }
 

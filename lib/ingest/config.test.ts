@@ -6,7 +6,10 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('readIngestSettings', () => {
   test('defaults: enforce, 300 s, 64 KiB', () => {
-    const { settings, warnings } = readIngestSettings({ QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/q' });
+    const { settings, warnings } = readIngestSettings({
+      QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/q',
+      TASKS_TABLE: 'tasks',
+    });
     expect(settings).toEqual({
       queueUrl: 'https://sqs.eu-west-1.amazonaws.com/1/q',
       mode: 'enforce',
@@ -15,6 +18,9 @@ describe('readIngestSettings', () => {
       maxBodyBytes: 65_536,
       sqsDeadlineMs: 3000,
       allowedSources: null,
+      tableName: 'tasks',
+      rawEventTtlDays: 90,
+      claimDeadlineMs: 1000,
     });
     expect(warnings).toEqual([]);
   });
@@ -42,7 +48,7 @@ describe('readIngestSettings', () => {
   });
 
   test('DEVELOPMENT_STAGE other than true or false: not development, with a warning', () => {
-    const { settings, warnings } = readIngestSettings({ QUEUE_URL: 'q', DEVELOPMENT_STAGE: 'yes' });
+    const { settings, warnings } = readIngestSettings({ QUEUE_URL: 'q', TASKS_TABLE: 't', DEVELOPMENT_STAGE: 'yes' });
     expect(settings.development).toBe(false);
     expect(warnings).toEqual([expect.stringContaining('DEVELOPMENT_STAGE="yes"')]);
   });
@@ -50,13 +56,15 @@ describe('readIngestSettings', () => {
   test('bad values fall back to the defaults with a warning; a bad mode falls back to enforce', () => {
     const { settings, warnings } = readIngestSettings({
       QUEUE_URL: 'q',
+      TASKS_TABLE: 't',
       SIGNATURE_MODE: 'lenient',
       SIGNATURE_TOLERANCE_S: '-5',
       MAX_BODY_BYTES: '64k',
+      RAW_EVENT_TTL_DAYS: '1.5',
     });
-    expect(settings).toMatchObject({ mode: 'enforce', toleranceS: 300, maxBodyBytes: 65_536 });
-    expect(warnings).toHaveLength(3);
-    expect(warnings.join(' ')).toMatch(/SIGNATURE_MODE.*SIGNATURE_TOLERANCE_S.*MAX_BODY_BYTES/);
+    expect(settings).toMatchObject({ mode: 'enforce', toleranceS: 300, maxBodyBytes: 65_536, rawEventTtlDays: 90 });
+    expect(warnings).toHaveLength(4);
+    expect(warnings.join(' ')).toMatch(/SIGNATURE_MODE.*SIGNATURE_TOLERANCE_S.*MAX_BODY_BYTES.*RAW_EVENT_TTL_DAYS/);
   });
 
   test('MAX_BODY_BYTES above the largest storable body stops the load with one sentence; up to it, it is used', () => {
@@ -74,10 +82,11 @@ describe('readIngestSettings', () => {
     }
   });
 
-  test('a missing QUEUE_URL is a warning, not a crash', () => {
+  test('a missing QUEUE_URL or TASKS_TABLE is a warning, not a crash', () => {
     const { settings, warnings } = readIngestSettings({});
     expect(settings.queueUrl).toBe('');
-    expect(warnings).toEqual([expect.stringContaining('QUEUE_URL')]);
+    expect(settings.tableName).toBe('');
+    expect(warnings).toEqual([expect.stringContaining('QUEUE_URL'), expect.stringContaining('TASKS_TABLE')]);
   });
 });
 
@@ -147,7 +156,7 @@ describe('buildIngestDependencies', () => {
         warnings.push(f?.warning);
       },
     };
-    const deps = buildIngestDependencies({ QUEUE_URL: 'q' }, { logger });
+    const deps = buildIngestDependencies({ QUEUE_URL: 'q', TASKS_TABLE: 't' }, { logger });
     expect(warnings).toEqual([expect.stringContaining('CALLBACK_SECRETS')]);
     expect((await deps.secrets.get()).size).toBe(0);
     deps.sqs.destroy();
@@ -172,7 +181,7 @@ describe('buildIngestDependencies', () => {
     const warnings: unknown[] = [];
     const logger = { ...silent, warn: (_e: string, f?: Record<string, unknown>) => void warnings.push(f?.warning) };
     const deps = buildIngestDependencies(
-      { QUEUE_URL: 'q', ALLOWED_SOURCE_CIDRS: '::/0', CALLBACK_SECRETS: '{}' },
+      { QUEUE_URL: 'q', TASKS_TABLE: 't', ALLOWED_SOURCE_CIDRS: '::/0', CALLBACK_SECRETS: '{}' },
       { logger },
     );
     expect(warnings).toEqual([expect.stringContaining('"::/0" admits IPv6 sources only')]);

@@ -1,9 +1,10 @@
 // The ingest's settings from the environment, and the dependencies built from them once per container.
-// A bad value falls back to its default with a warning, a missing queue or secret shows up as a 503 with a
+// A bad value falls back to its default with a warning, a missing queue, table or secret shows up as a 503 with a
 // clear code, never as a failed cold start. Three settings are exceptions, each unsafe to run with, so the
 // function refuses to load: a source allow-list that is malformed or set but empty (falling back would silently
 // open the endpoint to every address), a body limit above what the queue and the table can hold (callbacks would
 // be accepted with a 200 and then fail for good), and signature mode off on a stage not marked as development.
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type ClientSettings, clientConfigOf } from '../aws/clients.ts';
 import * as v from 'valibot';
@@ -21,6 +22,8 @@ import { createLogger, logLevelFrom } from '../log.ts';
 import type { Logger } from '../log.ts';
 import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
+import { claimLimits, createClaimClient } from './claim.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from '../signature/source-ip.ts';
 import { extensionSecrets, jsonSecrets } from '../signature/secrets.ts';
 import type { SecretsProvider } from '../signature/secrets.ts';
@@ -41,11 +44,19 @@ export interface IngestSettings {
   sqsDeadlineMs: number;
   /** ALLOWED_SOURCE_CIDRS: the source addresses accepted, or null (unset: every address). */
   allowedSources: SourceAllowList | null;
+  /** TASKS_TABLE: where signatures are claimed; empty when unset (every callback to claim then gets 503). */
+  tableName: string;
+  /** RAW_EVENT_TTL_DAYS: days the delivery stored with a claim is kept (90), as the worker keeps its own. */
+  rawEventTtlDays: number;
+  /** The whole claim, its read back included. */
+  claimDeadlineMs: number;
 }
 
 export interface IngestDependencies {
   settings: IngestSettings;
   sqs: SQSClient;
+  /** The tasks table's client, for the replay claim alone (lib/ingest/claim.ts). */
+  dynamo: DynamoDBClient;
   secrets: SecretsProvider;
   /** Epoch milliseconds. */
   now: () => number;
@@ -127,6 +138,19 @@ export const ingestEnvironment = envSchema('ingest', {
     default: defaults.extensionPort,
     invalid: 'fall back',
   },
+  TASKS_TABLE: {
+    value: text,
+    default: '',
+    invalid: 'fall back',
+    unsetWarning:
+      'TASKS_TABLE is not set: every signed callback to be applied will be answered 503 queue_unavailable (its ' +
+      'replay claim cannot be made)',
+  },
+  RAW_EVENT_TTL_DAYS: {
+    value: positiveWholeNumber('a whole number of days'),
+    default: DEFAULT_RAW_EVENT_TTL_DAYS,
+    invalid: 'fall back',
+  },
   AWS_SESSION_TOKEN: { value: text, default: '', invalid: 'fall back' },
   AWS_ENDPOINT_URL_SQS: { value: text, default: '', invalid: 'fall back' },
   AWS_ENDPOINT_URL: { value: text, default: '', invalid: 'fall back' },
@@ -145,6 +169,9 @@ function ingestSettingsOf(environment: IngestEnvironment, warnings: string[]): I
     maxBodyBytes: environment.MAX_BODY_BYTES,
     sqsDeadlineMs: sqsLimits.deadlineMs,
     allowedSources: environment.ALLOWED_SOURCE_CIDRS,
+    tableName: environment.TASKS_TABLE,
+    rawEventTtlDays: environment.RAW_EVENT_TTL_DAYS,
+    claimDeadlineMs: claimLimits.deadlineMs,
   };
 }
 
@@ -224,6 +251,7 @@ export function buildIngestDependencies(
   return {
     settings: { ...settings, ...overrides.settings },
     sqs: overrides.sqs ?? createSqsClient({ ...(endpoint ? { endpoint } : {}), ...clientConfigOf('sqs', clients) }),
+    dynamo: overrides.dynamo ?? createClaimClient(clientConfigOf('dynamodb', clients)),
     secrets,
     now,
     logger,

@@ -1,9 +1,10 @@
 // The receiving endpoint (docs/contract.md §1 and §2) as a plain function of an API Gateway v2 event and
-// its dependencies: route, body, minimal check, signature, SendMessage, one log line. It answers every
-// path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
+// its dependencies: route, body, minimal check, signature, replay claim, SendMessage, one log line. It answers
+// every path and method, so it can sit behind a `$default` route, and it never throws: the worst answer is a 503.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { minimalCheck } from '../domain/minimal-check.ts';
-import { callbackDeduplicationId, taskGroupId } from '../fifo-ids.ts';
+import { callbackDeduplicationId, setAsideGroupId, taskGroupId } from '../fifo-ids.ts';
+import type { ReplayClaim } from '../domain/replay-claim.ts';
 import { type Service, SERVICES } from '../platform/services.ts';
 import { isQueueSafe, senderOf } from '../queue-message.ts';
 import { isSetAside, type SignatureVerdict } from '../signature/verdicts.ts';
@@ -11,6 +12,7 @@ import { clip, errorSentence } from '../text.ts';
 import { decodeBody } from './body.ts';
 import type { IngestDependencies } from './config.ts';
 import { enqueueCallback } from './enqueue.ts';
+import { claimSignature } from './claim.ts';
 import { errorResponse, okResponse } from '../http-responses.ts';
 import type { ErrorCode, IngestResponse } from '../http-responses.ts';
 import { SecretsUnavailableError } from '../signature/secrets.ts';
@@ -47,6 +49,8 @@ interface RequestLog {
   sourceIp?: string;
   /** Signature mode `report`: accepted, but the worker will keep it in the quarantine (a metric counts these). */
   setAside?: true;
+  /** The replay claim of a signed callback to be applied: `replayed`, accepted and set aside as a replay. */
+  claim?: ReplayClaim;
   note?: string;
 }
 
@@ -123,7 +127,7 @@ const isRefusal = (value: unknown): value is Refusal =>
 
 /**
  * The contract's steps in their order (docs/contract.md §1): source allow-list, route, body, minimal check,
- * secrets and signature, SendMessage. The first that refuses gives the answer.
+ * secrets and signature, replay claim, SendMessage. The first that refuses gives the answer.
  */
 async function answer(
   event: APIGatewayProxyEventV2,
@@ -156,12 +160,8 @@ async function answer(
   const values = readSignatureValues(event.headers, event.rawQueryString, event.queryStringParameters);
   const verdict = await signatureVerdict(req, callback.appKey, values);
   if (isRefusal(verdict)) return refuse(verdict);
-  const sent = await enqueue(
-    req,
-    { service, raw: body.raw, appKey: callback.appKey, id: callback.id },
-    values,
-    verdict,
-  );
+  const { appKey, id, type } = callback;
+  const sent = await enqueue(req, { service, raw: body.raw, json: body.json, appKey, id, type }, values, verdict);
   return sent ? refuse(sent) : okResponse();
 }
 
@@ -214,7 +214,7 @@ function checkCallback(
   service: Service,
   raw: string,
   json: unknown,
-): { appKey: string; id: string } | Refusal {
+): { appKey: string; id: string; type: number } | Refusal {
   const check = minimalCheck(service, json);
   if (!check.ok) return { refused: check.code, message: check.message };
   log.appKey = clip(check.appKey, LOGGED_VALUE_CHARS);
@@ -288,10 +288,10 @@ async function signatureVerdict(
   return verdict;
 }
 
-/** SendMessage (503 queue_unavailable); null once the queue holds the callback. */
+/** The replay claim, then SendMessage (503 queue_unavailable); null once the queue holds the callback. */
 async function enqueue(
   { event, deps, receivedAt, log, outcome }: Request,
-  callback: { service: Service; raw: string; appKey: string; id: string },
+  callback: { service: Service; raw: string; json: unknown; appKey: string; id: string; type: number },
   values: ReturnType<typeof readSignatureValues>,
   verdict: SignatureVerdict,
 ): Promise<Refusal | null> {
@@ -302,6 +302,23 @@ async function enqueue(
   };
   if (!settings.queueUrl) return unavailable('QUEUE_URL is not set', 'error');
   const { service, raw, appKey, id } = callback;
+  const replayKey = replayKeyOf(values);
+  const requestId = log.requestId ?? null;
+  let claim: ReplayClaim | null = null;
+  // A callback to be applied claims its signature before it is enqueued; one set aside for its verdict never does.
+  if (replayKey && !isSetAside(settings.mode, verdict)) {
+    if (!settings.tableName) return unavailable('TASKS_TABLE is not set', 'error');
+    try {
+      const signed = { ...callback, receivedAt, requestId, verdict, mode: settings.mode, replayKey };
+      const claimed = await claimSignature(deps, signed);
+      if ('claim' in claimed) claim = log.claim = claimed.claim;
+      else log.note = `not claimed, the worker sets it aside: ${claimed.unclaimed}`;
+    } catch (error) {
+      return unavailable(`the replay claim could not be written: ${errorSentence(error)}`, 'warn');
+    }
+  }
+  // Never applied: kept out of the task's group, so that however many there are, they hold none of its callbacks back.
+  const setAside = isSetAside(settings.mode, verdict) || claim === 'replayed';
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
@@ -311,18 +328,23 @@ async function enqueue(
         service,
         appKey,
         receivedAt,
-        requestId: log.requestId ?? null,
+        requestId,
         verdict,
         mode: settings.mode,
-        replayKey: replayKeyOf(values),
+        replayKey,
+        claim,
         // A verified signature is never stored: only what a later check of a failed one needs.
         heldSignature: verdict === 'valid' ? null : heldSignatureOf(values),
         // Any callback may end up in the quarantine (a body the full parse refuses, a replay), so every
         // message says who sent it.
         sender: senderOf(event.requestContext?.http?.sourceIp, event.requestContext?.http?.userAgent),
       },
-      // The task id the minimal check read: one group per task, whichever service names it.
-      { groupId: taskGroupId(appKey, id), deduplicationId: callbackDeduplicationId(service, values, raw) },
+      // The task id the minimal check read: one group per task, whichever service names it, and one beside it for
+      // what the worker will set aside.
+      {
+        groupId: setAside ? setAsideGroupId(appKey, id) : taskGroupId(appKey, id),
+        deduplicationId: callbackDeduplicationId(service, values, raw),
+      },
       settings.sqsDeadlineMs,
     );
   } catch (error) {
@@ -334,6 +356,10 @@ async function enqueue(
     log.note =
       `report mode: accepted with verdict ${verdict}, set aside in the quarantine; ` +
       'once the secret is fixed, callbacks quarantine apply recovers it';
+  }
+  if (claim === 'replayed') {
+    outcome.level = 'warn';
+    log.note = 'a replay: this signature came before with another body; set aside as replayed_signature';
   }
   return null;
 }

@@ -4,6 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { namedTask } from '../domain/minimal-check.ts';
 import type { Service } from '../platform/services.ts';
+import { REPLAYED_SIGNATURE_DETAIL } from '../domain/replay-claim.ts';
 import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
 import { fileNameOf } from '../domain/task.ts';
 import { sequenceOf } from '../domain/task-counts.ts';
@@ -44,6 +45,11 @@ export function prepareRecord(record: SQSRecord): Prepared {
   if (isSetAside(msg.mode, msg.verdict)) {
     const [reason, detail] = setAsideReason(msg.verdict, msg.mode);
     return { kind: 'aside', msg, reason, detail, named: { appKey: cb.appKey, id: cb.id } };
+  }
+  // The ingest received another body under this signature first (its claim): whichever the worker meets first.
+  if (msg.claim === 'replayed') {
+    const named = { appKey: cb.appKey, id: cb.id };
+    return { kind: 'aside', msg, reason: 'replayed_signature', detail: REPLAYED_SIGNATURE_DETAIL, named };
   }
   return { kind: 'apply', msg, cb, sequence: sequenceOf(record.attributes?.SequenceNumber) };
 }
@@ -145,6 +151,7 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
     requestId: msg.requestId,
     messageId: msg.messageId,
     replayKey: msg.replayKey,
+    deliveryStored: msg.claim === 'stored',
     heldSignature: msg.heldSignature,
     sender: msg.sender,
     redelivered: receivedBefore(msg),

@@ -33,6 +33,7 @@ import {
   type Expected,
 } from './support/oracle.ts';
 import { LOCAL_CREDENTIALS } from '../../devkit/local/deployed-settings.ts';
+import { type LocalDynamo, startDynamo } from '../../devkit/local/dynamo.ts';
 import { sized } from '../support/size.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -49,20 +50,31 @@ let logs: LogCapture;
 let runs = 0;
 const prototypeNames = Object.getOwnPropertyNames(Object.prototype).sort();
 
-beforeAll(() => {
+/** Where the signatures of the callbacks to be applied are claimed. */
+let db: LocalDynamo;
+
+beforeAll(async () => {
   logs = captureLogs();
   for (const list of Object.values(SECRETS)) for (const s of list) logs.secret(s);
+  db = await startDynamo('fuzz-claims');
 });
 
-afterAll(() => {
+afterAll(async () => {
   logs.restore();
+  await db.stop();
 });
 
 function depsFor(mode: SignatureMode, sqs: SQSClient, queueUrl = QUEUE_URL): IngestDependencies {
   return buildIngestDependencies(
-    // A development stage, where mode off may run.
-    { QUEUE_URL: queueUrl, SIGNATURE_MODE: mode, CALLBACK_SECRETS: JSON.stringify(SECRETS), DEVELOPMENT_STAGE: 'true' },
-    { sqs, now: () => NOW },
+    {
+      QUEUE_URL: queueUrl,
+      TASKS_TABLE: db.tableName,
+      SIGNATURE_MODE: mode,
+      CALLBACK_SECRETS: JSON.stringify(SECRETS),
+      // A development stage, where mode off may run.
+      DEVELOPMENT_STAGE: 'true',
+    },
+    { sqs, dynamo: db.client, now: () => NOW },
   );
 }
 

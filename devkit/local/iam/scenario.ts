@@ -1,9 +1,9 @@
 // One small end-to-end run that makes every function of the local stack call what it calls in service: a
-// signed callback through the ingest (its secrets read through the extension, its SendMessage), the event
-// source mapping's receive and delete, the worker's reads, writes and task event, and the read API's reads
-// by key, by index and of a task's callbacks, and the sweeper's reads, writes and event of a stalled task. The
-// stack must run as `SCENARIO_STACK` says. The role mutation test (test/iam-roles.test.ts) and `callbacks doctor`
-// run it against a stack with IAM enforced.
+// signed callback through the ingest (its secrets read through the extension, its replay claim written and, for
+// a resend, read back, its SendMessage), the event source mapping's receive and delete, the worker's reads,
+// writes and task event, and the read API's reads by key, by index and of a task's callbacks, and the sweeper's
+// reads, writes and event of a stalled task. The stack must run as `SCENARIO_STACK` says. The role mutation test
+// (test/iam-roles.test.ts) and `callbacks doctor` run it against a stack with IAM enforced.
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
 import { computeSignature } from '../../../lib/platform/signing.ts';
@@ -117,6 +117,8 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
       return res.status === 200 ? ((await res.json()) as Record<string, unknown>) : null;
     };
     try {
+      await post(`start-${id}`, body);
+      // The same request again, as a sender resends it: the ingest finds its replay claim taken and reads it back.
       await post(`start-${id}`, body);
       // A task's end with no start before it: the worker reads the header it cannot guess.
       await post(`end-${id}`, { ...body, type: 3, recordId: `${id}-end` });

@@ -17,6 +17,7 @@
 // Every join is in lib/domain/task.ts; docs/task-store.md gives the layout and the argument.
 import type { Callback } from '../../domain/callback.ts';
 import type { ApplyResult, Capacity, DeliveredCallback, WriteOutcome } from '../../domain/task-store.ts';
+import { REPLAYED_SIGNATURE_DETAIL } from '../../domain/replay-claim.ts';
 import { UnstorableCallbackError } from '../../domain/task-store.ts';
 import { errorSentence } from '../../text.ts';
 import { fileNameOf, identRankOf, isHeaderEvent, type FileRecord } from '../../domain/task.ts';
@@ -31,8 +32,7 @@ import { applyToHeaderItem } from './header-write.ts';
 import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writes.ts';
 import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
-import { oversizedKey, tooDeep } from './limits.ts';
-import { unstorableNumberIn } from './numbers.ts';
+import { refusalOf } from './refusal.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
@@ -74,7 +74,9 @@ export class WritePath {
     const cap = noCapacity();
     const ref = bodyRefOf(d);
     let claimed = false;
-    const claim = async (indexed: boolean) => (claimed = await this.deliveries.claim(d, ref, cap, indexed));
+    // A delivery the ingest stored with its claim is not written again: that write was the claim.
+    const claim = async (indexed: boolean) =>
+      (claimed = d.deliveryStored === true || (await this.deliveries.claim(d, ref, cap, indexed)));
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
@@ -164,7 +166,7 @@ export class WritePath {
     claim: (indexed: boolean) => Promise<boolean>,
     cap: Capacity,
   ): Promise<Outcome> {
-    const refused = oversizedKey(cb) ?? tooDeep(cb) ?? unstorableNumberIn(cb);
+    const refused = refusalOf(cb);
     // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
     if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
 
@@ -205,7 +207,7 @@ export class WritePath {
       return {
         outcome: 'quarantined',
         reason: 'replayed_signature',
-        detail: 'this signature came before with a different body',
+        detail: REPLAYED_SIGNATURE_DETAIL,
       };
     }
     if (header && header.service !== cb.service) return this.items.serviceMismatch(cb, header);

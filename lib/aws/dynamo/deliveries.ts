@@ -3,7 +3,7 @@
 import { Buffer } from 'node:buffer';
 import type { Capacity, DeliveredCallback, QuarantineApplied, QuarantineEntry } from '../../domain/task-store.ts';
 import type { SignatureVerdict } from '../../signature/verdicts.ts';
-import { deliveryToItem, type BodyRef } from './items.ts';
+import { deliveryToItem, expiresAtFor, type BodyRef } from './items.ts';
 import { noCapacity, type TableClient } from './table-client.ts';
 import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import { EventsIndex, Index, Keys, SORT_AT, dayOf } from './table.ts';
@@ -113,6 +113,6 @@ export class Deliveries {
 
   /** When the raw body may go (epoch seconds, the TTL attribute). */
   expiry(): number {
-    return Math.floor(this.now() / 1000) + this.ttlDays * 86400;
+    return expiresAtFor(this.now(), this.ttlDays);
   }
 }

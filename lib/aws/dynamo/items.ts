@@ -63,7 +63,7 @@ function replayDigest(replayKey: string): string {
   return createHash('sha256').update(replayKey, 'utf8').digest('base64url').slice(0, 22);
 }
 
-export function bodyRefOf(d: DeliveredCallback): BodyRef {
+export function bodyRefOf(d: Pick<DeliveredCallback, 'replayKey'>): BodyRef {
   return d.replayKey ? `S${replayDigest(d.replayKey)}` : 'E';
 }
 
@@ -99,11 +99,28 @@ function writtenAhead(header: Item, through: string | undefined): boolean {
   return typeof end === 'string' && (through === undefined || end > through);
 }
 
-export function deliveryToItem(d: DeliveredCallback, ref: BodyRef, expiresAt: number, indexed = true): Item {
+/**
+ * What a delivery says of its callback: the full parse's callback, or, for a body the write path will not apply
+ * (the ingest claims its signature all the same), what the minimal check read, without a timestamp and so never
+ * listed among its task's callbacks.
+ */
+type DeliveryFacts = Pick<Callback, 'appKey' | 'id' | 'key' | 'service'> &
+  Partial<Pick<Callback, 'timestamp' | 'file' | 'upload'>> & { type: number };
+
+/** A delivery as stored; the message id is known once the worker has the message, not when the ingest claims. */
+export type DeliveryOf = Omit<DeliveredCallback, 'callback' | 'messageId'> & {
+  callback: DeliveryFacts;
+  messageId?: string;
+};
+
+/** Epoch seconds when an item kept `ttlDays` from `fromMs` may go (the TTL attribute, `expiresAt`). */
+export const expiresAtFor = (fromMs: number, ttlDays: number): number => Math.floor(fromMs / 1000) + ttlDays * 86400;
+
+export function deliveryToItem(d: DeliveryOf, ref: BodyRef, expiresAt: number, indexed = true): Item {
   const cb = d.callback;
   return {
     ...bodyKey(cb.appKey, cb.id, cb.key, ref),
-    ...(indexed ? eventsIndexKeys(cb.appKey, cb.id, cb.timestamp, cb.key) : {}),
+    ...(indexed && cb.timestamp !== undefined ? eventsIndexKeys(cb.appKey, cb.id, cb.timestamp, cb.key) : {}),
     eventKey: cb.key,
     service: cb.service,
     taskId: cb.id,

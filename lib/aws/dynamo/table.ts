@@ -38,6 +38,12 @@ export function readScope(sk: string, prefix: string): { appKey: string; rest: s
 }
 
 /**
+ * How every delivery's partition key begins, and no other item's: the ingest's role may name no other
+ * (infra/roles.yml, `dynamodb:LeadingKeys`).
+ */
+export const DELIVERY_PREFIX = 'DLV#';
+
+/**
  * Item keys. Every item of a task shares the partition `TASK#<id>`, whatever its appKey: one Query of
  * the `H#` sort keys finds every appKey that has a task with this id, another reads one task's parts.
  */
@@ -62,7 +68,7 @@ export const Keys = {
   legacySk: (appKey: string) => `P#${scopeOf(appKey)}#L`,
   legacyFileSk: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#L#${fileName.length}:${fileName}`,
   /** A delivery: the replay claim and the raw body, keyed by the replay key's digest, or the event key. */
-  deliveryPk: (appKey: string, ref: string) => `DLV#${scopeOf(appKey)}#${ref}`,
+  deliveryPk: (appKey: string, ref: string) => `${DELIVERY_PREFIX}${scopeOf(appKey)}#${ref}`,
   deliverySk: '#',
   quarantinePk: (day: string) => `QUARANTINE#${day}`,
   quarantineSk: (receivedAt: number, messageId: string) => `${String(receivedAt).padStart(16, '0')}#${messageId}`,

@@ -162,11 +162,7 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
               new SendMessageCommand({
                 QueueUrl: opts.to,
                 MessageBody: m.Body ?? '',
-                MessageAttributes: {
-                  ...resendableAttributes(m.MessageAttributes),
-                  // The copy has a new sequence number: the worker recounts its task (lib/queue-message.ts).
-                  [Attr.resentBy]: { DataType: 'String', StringValue: 'dlq-redrive' },
-                },
+                MessageAttributes: markedSentAgain(resendableAttributes(m.MessageAttributes)),
                 MessageGroupId: group,
                 MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
               }),
@@ -219,6 +215,18 @@ async function release(sqs: SQSClient, queueUrl: string, receiptHandles: string[
       }),
     );
   }
+}
+
+/**
+ * The copy's attributes, marked as sent again: it has a new sequence number, so the worker recounts its task
+ * (lib/queue-message.ts). SQS takes ten attributes: a message that carries ten already (signature mode `off` with
+ * its signature values and its replay claim) goes without the mark, and is known as sent again by its send time.
+ */
+function markedSentAgain(
+  attributes: Record<string, MessageAttributeValue> = {},
+): Record<string, MessageAttributeValue> {
+  if (Object.keys(attributes).length >= 10) return attributes;
+  return { ...attributes, [Attr.resentBy]: { DataType: 'String', StringValue: 'dlq-redrive' } };
 }
 
 /** Attributes as SendMessage accepts them: received ones carry empty list fields SendMessage refuses. */

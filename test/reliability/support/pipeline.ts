@@ -17,6 +17,7 @@ import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../../lib/ingest/config.ts';
 import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
+import { createClaimClient } from '../../../lib/ingest/claim.ts';
 import { handleCallbackRequest } from '../../../lib/ingest/handle-request.ts';
 import type { IngestResponse } from '../../../lib/http-responses.ts';
 import type { SecretsProvider } from '../../../lib/signature/secrets.ts';
@@ -144,6 +145,9 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
   const previousIam = setIamSession(iam);
   const ingestSqs = createSqsClient({ region: REGION, endpoint: sqsEndpoint, credentials: LOCAL_CREDENTIALS });
   enforceIam(ingestSqs, 'ingest');
+  // The replay claim's client, as the ingest builds it (its short time-outs), under the ingest's role.
+  const ingestDynamo = createClaimClient({ region: REGION, endpoint: dynamo.endpoint, credentials: LOCAL_CREDENTIALS });
+  enforceIam(ingestDynamo, 'ingest');
   const pollerSqs = withoutSdkLogging(new SQSClient(sqsConfig));
   enforceIam(pollerSqs, eventSourceMappingKey('worker'));
   const workerDynamo = withoutSdkLogging(
@@ -158,9 +162,11 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       // Like the local stack: a development stage, where mode off may run.
       DEVELOPMENT_STAGE: 'true',
       CALLBACK_SECRETS: JSON.stringify(opts.secretsJson ?? { 'demo-app': ['demo-secret'] }),
+      TASKS_TABLE: dynamo.tableName,
     },
     {
       sqs: ingestSqs,
+      dynamo: ingestDynamo,
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     },
   );
@@ -248,6 +254,7 @@ export async function startPipeline(opts: PipelineOptions = {}): Promise<Pipelin
       pollerSqs.destroy();
       workerDynamo.destroy();
       ingest.sqs.destroy();
+      ingestDynamo.destroy();
       // Another pipeline's checks, started meanwhile, stay in force (they are the same roles).
       const current = setIamSession(previousIam);
       if (current !== iam) setIamSession(current);
