@@ -50,6 +50,10 @@ test(TITLE, async () => {
   expect(outcomes).toHaveLength(SEEDS.length);
   if (SEEDS.length < 100) return;
   expect(sum((o) => o.deaths)).toBeGreaterThan(SEEDS.length / 2);
+  // Forgeries under genuine signatures, dead letters redriven, writes throttled on warm workers: all struck.
+  expect(sum((o) => o.forgeries)).toBeGreaterThan(SEEDS.length / 2);
+  expect(sum((o) => o.deadLetters)).toBeGreaterThan(SEEDS.length / 10);
+  expect(sum((o) => o.throttles)).toBeGreaterThan(SEEDS.length / 10);
   // Stale answers come only from eventually consistent reads of items put before: the write path reads so only
   // a task's header, for a slice or an upload on a worker that holds no copy of it (a fresh worker after a
   // death, a task new to the worker); its other reads are strong, or skipped (copies, held puts). Measured

@@ -18,6 +18,8 @@ export interface ChaosFigures {
   throttles: number;
   /** Messages dead-lettered, then redriven. */
   deadLetters: number;
+  /** Forged bodies under genuine signatures. */
+  forgeries: number;
   wallS: number;
   /** CPU time of the whole process while the part ran (user + system), seconds. */
   cpuS: number;
@@ -68,6 +70,7 @@ export async function runChaosSeeds(opts: {
     staleAnswers: sum((o) => o.staleAnswers),
     throttles: sum((o) => o.throttles),
     deadLetters: sum((o) => o.deadLetters),
+    forgeries: sum((o) => o.forgeries),
     wallS: (Date.now() - started) / 1000,
     cpuS: (cpu.user + cpu.system) / 1e6,
     problems: failed.slice(0, 5).flatMap((o) => o.problems.slice(0, 3).map((p) => `seed ${o.seed}: ${p}`)),
@@ -86,6 +89,7 @@ export function chaosMarkdown(f: ChaosFigures): string[] {
       'writes throttled on warm workers / messages dead-lettered, then redriven',
       `${n(f.throttles)} / ${n(f.deadLetters)}`,
     ],
+    ['forged bodies under genuine signatures (applied to no task)', n(f.forgeries)],
     [
       'time: wall / CPU of the process / CPU per seed',
       `${f.wallS.toFixed(0)} s / ${f.cpuS.toFixed(0)} s / ${((f.cpuS / Math.max(1, f.seeds)) * 1000).toFixed(0)} ms`,
@@ -95,7 +99,8 @@ export function chaosMarkdown(f: ChaosFigures): string[] {
   return [
     'Each seed: up to 3 random tasks of both services with duplicates, in batches shaped as SQS FIFO delivers ' +
       'them, three workers at once, random DynamoDB latency, stale reads, writes throttled on warm workers, ' +
-      'workers dying before or after a random write at any receive (maxReceiveCount 3), dead letters redriven ' +
+      'workers dying before or after a random write at any receive (maxReceiveCount 3), forged bodies under ' +
+      'genuine signatures claimed at the ingest and met by the worker in any order, dead letters redriven ' +
       "and nothing else; every task equal to `reduceTask`, every header's counts equal to a recount, events " +
       'between MUST and MAY, event sequence numbers growing, every fact an event reports stored.',
     '',

@@ -1,6 +1,7 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Service } from '../../lib/platform/services.ts';
+import type { ReplayClaim } from '../../lib/domain/replay-claim.ts';
 import { Attr } from '../../lib/queue-message.ts';
 import type { HeldSignature, Sender } from '../../lib/signature/held.ts';
 import type { SignatureMode, SignatureVerdict } from '../../lib/signature/verdicts.ts';
@@ -22,6 +23,8 @@ export interface RecordOptions {
   groupId?: string;
   /** The SQS SequenceNumber of a FIFO queue's message (a decimal string of up to 20+ digits). */
   sequenceNumber?: string;
+  /** The ingest's replay claim of the message (with `replayKey`). */
+  claim?: ReplayClaim;
 }
 
 export function sqsRecord(service: Service, body: string | object, opts: RecordOptions = {}): SQSRecord {
@@ -40,6 +43,7 @@ export function sqsRecord(service: Service, body: string | object, opts: RecordO
     [Attr.requestId]: s(`req-${counter}`),
   };
   if (opts.replayKey) attrs[Attr.replayKey] = s(opts.replayKey);
+  if (opts.claim) attrs[Attr.claim] = s(opts.claim);
   if (opts.heldSignature) attrs[Attr.signatureValues] = s(JSON.stringify(opts.heldSignature));
   if (opts.sender) attrs[Attr.sender] = s(JSON.stringify(opts.sender));
   return {

@@ -21,7 +21,8 @@ import { TaskQueries } from '../../../lib/aws/dynamo/queries.ts';
 import { TableReader } from '../../../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../../../lib/domain/reduce-task.ts';
-import { ID_FIELD_OF } from '../../../lib/platform/services.ts';
+import { ID_FIELD_OF, type Service } from '../../../lib/platform/services.ts';
+import { claimSignature } from '../../../lib/ingest/claim.ts';
 import type { TaskEvent } from '../../../lib/domain/task-events.ts';
 import { checkPublished, expectedEvents } from '../../../lib/domain/expected-events.ts';
 import { countFiles } from '../../../lib/domain/task-parts.ts';
@@ -57,6 +58,12 @@ export interface ChaosOptions {
   trace?: (line: string) => void;
   /** Added to the seed's task ids, so that one seed can run several times on one table (its timings differ). */
   runTag?: string;
+  /**
+   * Chance that a callback is signed and its signature sent again by a forger with another body (a failed start of
+   * its task): the ingest claims both, in the order it receives them (the genuine first), and the forgery waits in
+   * a group of its own, so the worker meets the two in any order, within a batch or across batches.
+   */
+  forgeRate: number;
 }
 
 /** Small tasks and short latencies: hundreds of seeds in seconds, every fault still in play. */
@@ -68,6 +75,7 @@ export const CHAOS_DEFAULTS: ChaosOptions = {
   staleRate: 0.2,
   throttleRate: 0.03,
   maxReceiveCount: 3,
+  forgeRate: 0.15,
 };
 
 export interface ChaosOutcome {
@@ -82,6 +90,8 @@ export interface ChaosOutcome {
   throttles: number;
   /** Messages that went to the dead-letter queue (and were redriven). */
   deadLetters: number;
+  /** Forged bodies sent under a genuine signature (each must be applied to no task). */
+  forgeries: number;
   /** Everything found wrong, each a sentence naming the task; empty when the seed passed. */
   problems: string[];
 }
@@ -205,6 +215,37 @@ function seedTraffic(seed: number, opts: ChaosOptions & { runTag?: string }) {
   return { tasks, deliveries: deliveries.map((d) => ({ service: d.service, body: rename(d, d.body) })) };
 }
 
+/**
+ * A signed callback and a forgery under its signature (the same task's start, failed), claimed at the ingest in that
+ * order: the genuine body holds the claim, the forgery is marked replayed.
+ */
+async function claimedTwice(table: ChaosTable, service: Service, body: Record<string, unknown>, replayKey: string) {
+  const deps = {
+    dynamo: table.client,
+    settings: { tableName: table.tableName, rawEventTtlDays: 90, claimDeadlineMs: 10_000 },
+  };
+  const claim = (json: Record<string, unknown>) =>
+    claimSignature(deps, {
+      raw: JSON.stringify(json),
+      json,
+      receivedAt: 1763800000000,
+      verdict: 'valid',
+      mode: 'enforce',
+      requestId: null,
+      service,
+      appKey: String(json.appKey),
+      id: String(json[ID_FIELD_OF[service]]),
+      type: Number(json.type),
+      replayKey,
+    });
+  const forgery = { ...body, type: 1, code: 500, errorMessage: 'forged', timestamp: Number(body.timestamp) - 1 };
+  const genuine = await claim(body);
+  const forged = await claim(forgery);
+  if (!('claim' in genuine) || genuine.claim !== 'stored' || !('claim' in forged) || forged.claim !== 'replayed')
+    throw new Error(`the ingest's claims did not hold: ${JSON.stringify({ genuine, forged })}`);
+  return { replayKey, forgery };
+}
+
 export async function runCountsChaos(
   seed: number,
   table: ChaosTable,
@@ -216,11 +257,31 @@ export async function runCountsChaos(
   const queue = new FifoQueue(opts.maxReceiveCount);
   // Sequence numbers beyond 2^53, growing within each group as SQS's do.
   let sequence = 10n ** 19n + 7n;
+  let forgeries = 0;
   for (const { service, body } of deliveries) {
     const group = `${body.appKey}/${body[ID_FIELD_OF[service]]}`;
+    const forged = random.chance(opts.forgeRate);
+    const signed = forged
+      ? await claimedTwice(table, service, body, `rk-${seed}${opts.runTag ?? ''}-${forgeries}`)
+      : null;
     // Not received yet: the queue counts a receive as it hands the record out.
-    const record = sqsRecord(service, body, { sequenceNumber: String(sequence), receiveCount: 0 });
+    const record = sqsRecord(service, body, {
+      sequenceNumber: String(sequence),
+      receiveCount: 0,
+      ...(signed ? { replayKey: signed.replayKey, claim: 'stored' as const } : {}),
+    });
     queue.push(group, record);
+    if (signed) {
+      // The forgery goes to a group of its own (the ingest sets it aside), placed anywhere in the queue's order.
+      sequence += 1n;
+      const forgery = sqsRecord(service, signed.forgery, {
+        sequenceNumber: String(sequence),
+        receiveCount: 0,
+        replayKey: signed.replayKey,
+        claim: 'replayed',
+      });
+      queue.push(`aside/${seed}/${forgeries++}`, forgery);
+    }
     const output = body.output as Record<string, unknown> | undefined;
     opts.trace?.(
       `${record.messageId}#${sequence} ${group} type ${body.type} code ${body.code} ` +
@@ -331,6 +392,7 @@ export async function runCountsChaos(
     staleAnswers: stale.staleAnswers(),
     throttles,
     deadLetters,
+    forgeries,
     problems,
   };
 }
