@@ -15,7 +15,6 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   quarantine: () => import('./commands/quarantine.ts'),
   dlq: () => import('./commands/dlq.ts'),
   events: () => import('./commands/events.ts'),
-  migrate: () => import('./commands/migrate.ts'),
   console: () => import('./commands/console.ts'),
   doctor: () => import('./commands/doctor.ts'),
   status: () => import('./commands/status.ts'),

@@ -75,7 +75,7 @@ test("the operator policy names the stage's own table, queues, topic and secrets
   const arn = (service: string, resource: string) => `arn:aws:${service}:<region>:<account>:${resource}`;
   expect(resources.sort()).toEqual(
     [
-      // Read (ReadTasks), and written by the commands that apply and migrate (ApplyAndMigrateTasks).
+      // Read (ReadTasks), and written by the commands that apply and recount (ApplyAndRecountTasks).
       arn('dynamodb', `table/${names.table}`),
       arn('dynamodb', `table/${names.table}`),
       arn('dynamodb', `table/${names.table}/index/*`),

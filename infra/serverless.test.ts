@@ -70,11 +70,11 @@ let networkAttempts: string;
 /**
  * The packagings with other stage parameters, queued after the main one while the tests of the main template
  * run: each test awaits its own. `variant` sets every parameter of a kind the main packaging leaves at its default (a
- * development stage with signatureMode off, throttling limits, the legacy queue): they change different
+ * development stage with signatureMode off, throttling limits, its own layer and operators): they change different
  * resources, so that one packaging holds each of their outcomes.
  */
 let variant: Promise<Template>;
-let refusals: Record<'signatureOff' | 'throttle' | 'legacyQueue', Promise<string>>;
+let refusals: Record<'signatureOff' | 'throttle', Promise<string>>;
 
 /** The extension layer pinned for the region packaged (infra/secrets-extension-layers.cjs), and a stage's own. */
 const PINNED_LAYER =
@@ -87,7 +87,6 @@ const OPERATORS = ['arn:aws:iam::123456789012:role/operators', 'arn:aws:iam::123
 const VARIANT_PARAMS = {
   development: ['signatureMode=off', 'development=true'],
   throttling: ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ', 'readRateLimit=0.5', 'readBurstLimit=3'],
-  legacy: ['legacyQueue=true'],
   functions: [`paramsSecretsLayerArn=${STAGE_LAYER}`, 'ingestReservedConcurrency=20'],
   operators: [`callbackQueueSenders=${OPERATORS.join(',')}`],
 };
@@ -217,7 +216,6 @@ beforeAll(async () => {
   refusals = {
     signatureOff: started(packagingError('refused', ['signatureMode=off'])),
     throttle: started(packagingError('refused-throttle', ['callbackBurstLimit=1.5'])),
-    legacyQueue: started(packagingError('legacy-bad', ['legacyQueue=yes'])),
   };
   template = await main;
   state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
@@ -1178,67 +1176,12 @@ describe('queues', () => {
     expect(mappings[0]![1].DependsOn).toContain('WorkerRole');
   });
 
-  test('without legacyQueue the standard queue of earlier versions is gone: no resource, output or grant', () => {
+  test('the FIFO queue and its dead-letter queue are the only queues: no standard queue, output or grant', () => {
     for (const id of ['CallbackQueue', 'CallbackDeadLetterQueue', 'WorkerLegacyQueuePolicy'])
       expect(template.Resources[id]).toBeUndefined();
     expect(template.Outputs.LegacyQueueUrl).toBeUndefined();
     const names = resourcesOfType('AWS::SQS::Queue').map(([, q]) => q.Properties.QueueName);
     expect(names).toEqual([`${service}-${stage}-callbacks.fifo`, `${service}-${stage}-callbacks-dlq.fifo`]);
-  });
-
-  test('legacyQueue=true keeps the standard queues under their earlier ids and settings, draining into the ' +
-    'worker through the mapping osls made for them', async () => {
-    // VARIANT_PARAMS.legacy
-    const legacy = await variant;
-    const of = (id: string, type: string) => {
-      const r = legacy.Resources[id];
-      expect(r?.Type).toBe(type);
-      return r!;
-    };
-    expect(of('CallbackQueue', 'AWS::SQS::Queue').Properties).toEqual({
-      QueueName: `${service}-${stage}-callbacks`,
-      VisibilityTimeout: 180,
-      MessageRetentionPeriod: 345600,
-      SqsManagedSseEnabled: true,
-      RedrivePolicy: { deadLetterTargetArn: getAtt('CallbackDeadLetterQueue'), maxReceiveCount: 5 },
-    });
-    expect(of('CallbackDeadLetterQueue', 'AWS::SQS::Queue').Properties).toMatchObject({
-      QueueName: `${service}-${stage}-callbacks-dlq`,
-      MessageRetentionPeriod: 1209600,
-    });
-    // The id osls gives the mapping of an `sqs` event on CallbackQueue: the earlier mapping, updated in place.
-    const mappings = Object.entries(legacy.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping');
-    expect(mappings.map(([id]) => id).sort()).toEqual([
-      'WorkerEventSourceMappingSQSCallbackFifoQueue',
-      'WorkerEventSourceMappingSQSCallbackQueue',
-    ]);
-    expect(of('WorkerEventSourceMappingSQSCallbackQueue', 'AWS::Lambda::EventSourceMapping').Properties).toEqual({
-      EventSourceArn: getAtt('CallbackQueue'),
-      FunctionName: getAtt('WorkerLambdaFunction'),
-      Enabled: true,
-      BatchSize: 25,
-      MaximumBatchingWindowInSeconds: 1,
-      FunctionResponseTypes: ['ReportBatchItemFailures'],
-      ScalingConfig: { MaximumConcurrency: 10 },
-    });
-    const grant = of('WorkerLegacyQueuePolicy', 'AWS::IAM::Policy').Properties;
-    expect(grant.Roles).toEqual([ref('WorkerRole')]);
-    expect(grant.PolicyDocument.Statement.map((st: Statement) => [actions(st), st.Resource])).toEqual([
-      [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
-    ]);
-    expect(of('LegacyCallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties.Queues).toEqual([
-      ref('CallbackQueue'),
-      ref('CallbackDeadLetterQueue'),
-    ]);
-    expect(legacy.Outputs.LegacyDeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
-    // The ingest sends to the FIFO queue only.
-    expect(legacy.Resources.IngestLambdaFunction!.Properties.Environment.Variables.QUEUE_URL).toEqual(
-      ref('CallbackFifoQueue'),
-    );
-  }, 180_000);
-
-  test('packaging refuses a legacyQueue that is not true or false', async () => {
-    expect(await refusals.legacyQueue).toContain('Stage parameter legacyQueue must be true or false, not "yes".');
   });
 });
 

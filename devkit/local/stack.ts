@@ -246,8 +246,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     });
 
     // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
-    // queue is the FIFO one the ingest sends to; a template packaged with legacyQueue=true also maps the
-    // standard queue of earlier versions, which drains into the worker beside it.
+    // queue is the FIFO one the ingest sends to.
     if (settings.mappings.length === 0) throw new Error('the template has no SQS event source mapping');
     const mapped = settings.mappings.map((m) => ({
       mapping: m,

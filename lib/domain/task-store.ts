@@ -324,15 +324,11 @@ export interface BatchWrites {
    * are then not stored, and their records fail.
    */
   writeHeld?(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void>;
-  /**
-   * Drops the header put a task's starts or ends held for its batch's count, when the count did not write
-   * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
-   */
+  /** Drops the header put a task's starts or ends held for its batch's count, when the count did not write it. */
   dropHeld?(appKey: string, id: string): void;
   /**
-   * Forgets all this writer remembers of a task whose records failed: its held puts and its copies of the task's
-   * items. A write that failed may have been refused, or lost on the way: the table is as it was, and a copy
-   * built on that write would answer the task's next delivery from a state the table never held.
+   * Forgets all this writer remembers of a task whose records failed (held puts, copies of its items): a failed
+   * write may have been refused or lost, and a copy of it would answer the next delivery from a state never stored.
    */
   forgetTask?(appKey: string, id: string): void;
   /** Whether this writer knows the task's header (wrote or read it): its callbacks need not read it. */

@@ -149,15 +149,6 @@ export class WritePath {
     return file!;
   }
 
-  /**
-   * Applies a callback whose raw body is already stored elsewhere (`ref`), with no delivery of its own:
-   * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
-   */
-  async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    const none = { seq: null, absorbed: null, redelivered: false, hold: false, holdHeader: false };
-    return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
-  }
-
   /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */
   private async applyWith(
     cb: Callback,

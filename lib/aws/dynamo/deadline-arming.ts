@@ -128,7 +128,7 @@ export class NewTaskArms implements NewTaskArming {
 
 /** The task a header item belongs to. */
 /** The task a header is of. */
-export const taskOfHeader = (header: Item): TaskRef => ({
+const taskOfHeader = (header: Item): TaskRef => ({
   appKey: appKeyOf(header),
   id: String(header.pk).slice(Keys.taskPk('').length),
 });

@@ -89,13 +89,6 @@ export const Keys = {
   eventsGsi: (appKey: string, taskId: string) => `EV#${scopeOf(appKey)}#${taskId}`,
 } as const;
 
-/** Sort keys of the earlier layout (one task per id), which `callbacks migrate` reads and removes. */
-export const LegacyKeys = {
-  headerSk: '#',
-  filePrefix: 'FILE#',
-  eventPrefix: 'EVENT#',
-} as const;
-
 /** `YYYY-MM-DD` (UTC) of an epoch-millisecond time. */
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
