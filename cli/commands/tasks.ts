@@ -290,12 +290,12 @@ export function renderTask(
     ]);
   }
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
-  if (task.files.length === 0) return `${header}\n\nNo files yet.`;
-  const counts = countFiles(task.files);
+  // The header's counts: the same whichever files are shown.
+  const counts = task.counts;
+  if (counts.total === 0 && task.files.length === 0) return `${header}\n\nNo files yet.`;
   const lost = counts.lost > 0 ? ` (${counts.lost} lost)` : '';
-  const failed = counts.failed + counts.lost;
   const summary =
-    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${failed} failed${lost}, ` +
+    `${plural(counts.total, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed${lost}, ` +
     `${counts.pending} pending`;
   const selected = opts.failed ? task.files.filter(isFailed) : task.files;
   const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
@@ -311,15 +311,6 @@ export function renderTask(
     );
   }
   return lines.join('\n');
-}
-
-function countFiles(files: FileView[]) {
-  return {
-    uploaded: files.filter((f) => f.upload === 'uploaded').length,
-    failed: files.filter((f) => f.upload === 'failed').length,
-    pending: files.filter((f) => f.upload === 'pending').length,
-    lost: files.filter((f) => f.upload === 'lost').length,
-  };
 }
 
 function uploadState(f: FileView, c: Colors): string {

@@ -20,6 +20,7 @@ import { clipText } from './header-text.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import type { StoredWrite } from './task-store.ts';
+import { taskFileCounts, type TaskFileCounts } from './task-file-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import { fileState, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
@@ -67,7 +68,7 @@ export interface TaskEventTask {
   sessionId: string | null;
   userId: string | null;
   status: TaskStatus;
-  files: { total: number; pending: number; uploaded: number; failed: number; lost: number };
+  files: TaskFileCounts;
 }
 
 /** The task part of an event, from the store's summary of the task. */
@@ -80,13 +81,7 @@ export function eventTask(s: TaskSummary): TaskEventTask {
     sessionId: s.sessionId,
     userId: s.userId,
     status: s.status,
-    files: {
-      total: s.fileCount,
-      pending: s.pendingFiles,
-      uploaded: s.fileCount - s.pendingFiles - s.failedFiles,
-      failed: s.failedFiles,
-      lost: s.lostFiles,
-    },
+    files: taskFileCounts(s),
   };
 }
 
