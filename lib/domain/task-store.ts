@@ -293,6 +293,13 @@ export interface TaskReader {
   listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
 }
 
+/** A task whose deadline entries could not be written (BatchWrites.flushArms). */
+export interface UnarmedTask {
+  appKey: string;
+  id: string;
+  error: unknown;
+}
+
 /** The writes of one task in one batch, for its header to count at once. */
 export interface TaskBatch {
   appKey: string;
@@ -336,8 +343,11 @@ export interface BatchWrites {
    * (a message given up after a partial write). False when there is no such task.
    */
   recountTask(appKey: string, id: string, through: string | null): Promise<boolean>;
-  /** Writes the deadline entries of the tasks created since the last call (once a batch's writes are done). */
-  flushArms?(): Promise<void>;
+  /**
+   * Writes the deadline entries of the tasks created since the last call (once a batch's writes are done); the
+   * tasks whose entries could not be written, each with its error (their records fail, and come again).
+   */
+  flushArms?(): Promise<UnarmedTask[]>;
   /** Removes a task's stall once its resume is published, on condition that it is that stall. */
   clearStall?(appKey: string, id: string, stalledSince: number): Promise<void>;
 }

@@ -31,7 +31,7 @@ import { applyToHeaderItem } from './header-write.ts';
 import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writes.ts';
 import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
-import { oversizedKey, tooDeep } from './limits.ts';
+import { oversizedKey, refusedByDynamo, tooDeep } from './limits.ts';
 import { unstorableNumberIn } from './numbers.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
@@ -78,7 +78,7 @@ export class WritePath {
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
-      if ((err as { name?: unknown } | null)?.name === 'ValidationException')
+      if (refusedByDynamo(err))
         throw new UnstorableCallbackError(`DynamoDB refused it: ${errorSentence(err)}`, { cause: err });
       throw err;
     });

@@ -19,6 +19,7 @@ import {
   type TaskQuery,
   type TaskRef,
   type TaskStore,
+  type UnarmedTask,
 } from '../../domain/task-store.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { Task } from '../../domain/task.ts';
@@ -90,7 +91,7 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.recountTask(appKey, id, through);
   }
 
-  flushArms(): Promise<void> {
+  flushArms(): Promise<UnarmedTask[]> {
     return this.writer.flushArms();
   }
 
