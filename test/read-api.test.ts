@@ -245,6 +245,43 @@ describe('GET /tasks/{id}', () => {
     }
   });
 
+  test('the task JSON lacked its counts: every page carries them, as its files and its list row say', async () => {
+    // The files' own tally, page after page: what the counts must say.
+    const files: Task['files'] = [];
+    const pages: Task[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: Answer = await get(`/tasks/img-big?filesLimit=250${cursor ? `&filesCursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      pages.push(res.body.task);
+      files.push(...res.body.task.files);
+      cursor = res.body.nextFilesCursor;
+    } while (cursor);
+    const count = (upload: string) => files.filter((f) => f.upload === upload).length;
+    const fromFiles = {
+      total: files.length,
+      pending: count('pending'),
+      uploaded: count('uploaded'),
+      failed: count('failed') + count('lost'),
+      lost: count('lost'),
+    };
+    expect(fromFiles).toMatchObject({ total: 600, failed: expect.any(Number) });
+    expect(fromFiles.failed).toBeGreaterThan(0);
+    expect(fromFiles.uploaded).toBeGreaterThan(0);
+    expect(pages).toHaveLength(3);
+    for (const page of pages) expect(page.counts).toEqual(fromFiles);
+    // The row of the same task in a listing says the same.
+    const rows = await allPages<TaskSummary>('/tasks?appKey=app-a&room=room-big', 'tasks', 50);
+    const row = rows.items.find((t) => t.id === 'img-big')!;
+    expect({
+      total: row.fileCount,
+      pending: row.pendingFiles,
+      uploaded: row.fileCount - row.pendingFiles - row.failedFiles,
+      failed: row.failedFiles,
+      lost: row.lostFiles,
+    }).toEqual(fromFiles);
+  });
+
   test('appKey names the task of that appKey; another appKey finds none', async () => {
     expect((await get('/tasks/img-big?appKey=app-a&filesLimit=1')).status).toBe(200);
     const other = await get('/tasks/img-big?appKey=app-b');

@@ -13,6 +13,9 @@ import { withApply } from './reliability/support/runs.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { RECOUNT_PAGE_ITEMS } from '../lib/aws/dynamo/task-recount.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
+import { writeTask } from '../bench/task-size.ts';
 
 const local = useQuietDynamo();
 const log = createLogger('test');
@@ -147,4 +150,39 @@ test('a header written before headers kept counts is recounted by the first batc
   expect(await store.getTask(imageId)).toEqual(
     reduceTask([start, image(0), image(1)].map((b) => mustParse('screenshot', b))),
   );
+});
+
+test('a recount read its whole task into memory: it reads a page at a time, to the same counts', async () => {
+  const id = `img-recount-pages-${++run}`;
+  const images = 1_200;
+  await writeTask(local.db.client, local.db.tableName, id, 'app-pages', images);
+  // Counts written wrong: the recount finds them again off the files.
+  await local.db.client.send(
+    new UpdateItemCommand({
+      TableName: local.db.tableName,
+      Key: headerKey(id, 'app-pages'),
+      UpdateExpression: 'SET nFiles = :n, nUploaded = :n',
+      ExpressionAttributeValues: { ':n': { N: '3' } },
+    }),
+  );
+  const queries: { Limit?: number }[] = [];
+  const client = dynamoClient(local.db.endpoint);
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'QueryCommand') queries.push(args.input as { Limit?: number });
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordQueries' },
+  );
+  const recounted = await recountTasks({ client, tableName: local.db.tableName, task: { id } });
+  client.destroy();
+  expect(recounted).toEqual({ recounted: 1, failed: [] });
+  // The task's header found (one Query of its headers), then the task read by pages: as many as it fills.
+  const pages = queries.filter((q) => q.Limit !== undefined);
+  expect(pages.length).toBeGreaterThanOrEqual(Math.ceil((images + 1) / RECOUNT_PAGE_ITEMS));
+  for (const q of pages) expect(q.Limit).toBe(RECOUNT_PAGE_ITEMS);
+  const header = (
+    await local.db.client.send(new GetItemCommand({ TableName: local.db.tableName, Key: headerKey(id, 'app-pages') }))
+  ).Item!;
+  expect([header.nFiles?.N, header.nUploaded?.N, header.nPending?.N]).toEqual([String(images), String(images), '0']);
 });

@@ -104,6 +104,7 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   const task = (await w.store.getTask(id))!;
   expect(task.status).toBe('upload_failed');
   expect(task.files.map((f) => f.upload).sort()).toEqual(['lost', 'uploaded']);
+  expect(task.counts).toEqual({ total: 2, pending: 0, uploaded: 1, failed: 1, lost: 1 });
   expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 1, lostFiles: 1 });
 
   // A late success (a skewed clock): the file is uploaded again, and the next sweep counts no lost file.
@@ -115,6 +116,7 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   const after = (await w.store.getTask(id))!;
   expect(after.status).toBe('completed');
   expect(after.files.map((f) => f.upload)).toEqual(['uploaded', 'uploaded']);
+  expect(after.counts).toEqual({ total: 2, pending: 0, uploaded: 2, failed: 0, lost: 0 });
   expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 0, lostFiles: 0 });
 }, 120_000);
 

@@ -175,6 +175,7 @@ describe('tasks get', () => {
       updatedAt: NOW - 26 * H,
       extra: null,
       config: null,
+      counts: { total: 2, pending: 0, uploaded: 1, failed: 1, lost: 1 },
       files: [
         file({ fileName: 'lost.mp4', upload: 'lost', purgeAt: NOW - 2 * H }),
         file({ fileName: 'ok.mp4', upload: 'uploaded', code: 200, message: null, purgeAt: null }),

@@ -2,13 +2,7 @@
 // and exactly what the platform sent for one.
 import { Option, type Command } from 'commander';
 import { eventView } from '../../lib/domain/event-view.ts';
-import {
-  allEvents,
-  AmbiguousTaskError,
-  type StoredEvent,
-  type TaskQuery,
-  type TaskRef,
-} from '../../lib/domain/task-store.ts';
+import { AmbiguousTaskError, type StoredEvent, type TaskQuery, type TaskRef } from '../../lib/domain/task-store.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
 import { STORAGE_CHANGE_DELAY_MS } from '../../lib/domain/deadlines.ts';
@@ -31,6 +25,7 @@ import {
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { durationOption, positiveInt, timeRange } from '../option-parsers.ts';
 import { parseTimePoint } from '../format.ts';
+import { allEvents } from '../../lib/domain/all-events.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
@@ -290,12 +285,12 @@ export function renderTask(
     ]);
   }
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
-  if (task.files.length === 0) return `${header}\n\nNo files yet.`;
-  const counts = countFiles(task.files);
+  // The header's counts: the same whichever files are shown.
+  const counts = task.counts;
+  if (counts.total === 0 && task.files.length === 0) return `${header}\n\nNo files yet.`;
   const lost = counts.lost > 0 ? ` (${counts.lost} lost)` : '';
-  const failed = counts.failed + counts.lost;
   const summary =
-    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${failed} failed${lost}, ` +
+    `${plural(counts.total, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed${lost}, ` +
     `${counts.pending} pending`;
   const selected = opts.failed ? task.files.filter(isFailed) : task.files;
   const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
@@ -311,15 +306,6 @@ export function renderTask(
     );
   }
   return lines.join('\n');
-}
-
-function countFiles(files: FileView[]) {
-  return {
-    uploaded: files.filter((f) => f.upload === 'uploaded').length,
-    failed: files.filter((f) => f.upload === 'failed').length,
-    pending: files.filter((f) => f.upload === 'pending').length,
-    lost: files.filter((f) => f.upload === 'lost').length,
-  };
 }
 
 function uploadState(f: FileView, c: Colors): string {

@@ -19,12 +19,11 @@ function section(id: string, title: string, ...children: Node[]): HTMLElement {
   return h('section', { 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
 }
 
-function header(task: Task, files: readonly FileView[], filesComplete: boolean): HTMLElement {
-  const pending = files.filter((f) => f.upload === 'pending').length;
-  const failed = files.filter((f) => f.upload === 'failed').length;
-  const filesText = `${count(files.length)}${filesComplete ? '' : '+'} (${count(pending)} pending, ${count(
-    failed,
-  )} failed)`;
+function header(task: Task): HTMLElement {
+  // The task's own counts: whole from the first page on, whatever pages of files have come yet.
+  const c = task.counts;
+  const lost = c.lost > 0 ? `, ${count(c.lost)} lost` : '';
+  const filesText = `${count(c.total)} (${count(c.pending)} pending, ${count(c.failed)} failed${lost})`;
   const span = task.startedAt !== null && task.endedAt !== null ? ` (${duration(task.endedAt - task.startedAt)})` : '';
   const rows: Array<[string, Node | string]> = [
     ['Service', task.service],
@@ -249,7 +248,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   };
 
   const drawAll = () => {
-    headerBox.replaceChildren(header(task, files, filesComplete));
+    headerBox.replaceChildren(header(task));
     drawFiles();
     drawTimelineNow();
     status.textContent = live() ? `Live: read again every ${REFRESH_MS / 1000} s.` : '';

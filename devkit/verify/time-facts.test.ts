@@ -44,6 +44,7 @@ function stallByHand(t: Task): number {
 /** The receiver's state after every sweep: failed files lost, open tasks stalled. */
 const swept = (t: Task): Task => ({
   ...structuredClone(t),
+  counts: { ...t.counts, lost: t.counts.failed },
   files: t.files.map((f) => (f.upload === 'failed' ? { ...f, upload: 'lost' } : f)),
   stalledSince: open.includes(t) ? stallByHand(t) : null,
 });
@@ -90,7 +91,11 @@ test('within a sweep of its moment, a fact may be found or not yet', async () =>
   const justAfter = clockAt(f.purgeAt! + 2 * MIN);
   const found = expected.map((x) =>
     x.id === t.id
-      ? { ...x, files: x.files.map((g) => (g.fileName === f.fileName ? { ...g, upload: 'lost' as const } : g)) }
+      ? {
+          ...x,
+          counts: { ...x.counts, lost: 1 },
+          files: x.files.map((g) => (g.fileName === f.fileName ? { ...g, upload: 'lost' as const } : g)),
+        }
       : x,
   );
   const results = await Promise.all([check(expected, justAfter), check(found, justAfter)]);

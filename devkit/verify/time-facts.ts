@@ -83,7 +83,8 @@ export function atClock(expected: Task, actual: Task | null, c: ClockExpectation
   const settle = settleMomentOf(expected, c);
   const mustSettle = settle !== null && certaintyOf(settle, c) === 'held';
   const settledAt = expected.status === 'completed' ? (actual?.settledAt ?? (mustSettle ? settle : null)) : null;
-  return { ...expected, files, stalledSince, settledAt };
+  const counts = { ...expected.counts, lost: files.filter((f) => f.upload === 'lost').length };
+  return { ...expected, counts, files, stalledSince, settledAt };
 }
 
 /** The latest a completed task settles: the end of the run (its last change is no later) + SETTLE_AFTER. */

@@ -17,9 +17,11 @@
 import type { Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipText } from './header-text.ts';
+import { CompletionSweep } from './completion-time.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import type { StoredWrite } from './task-store.ts';
+import { taskFileCounts, type TaskFileCounts } from './task-file-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import { fileState, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
@@ -67,7 +69,7 @@ export interface TaskEventTask {
   sessionId: string | null;
   userId: string | null;
   status: TaskStatus;
-  files: { total: number; pending: number; uploaded: number; failed: number; lost: number };
+  files: TaskFileCounts;
 }
 
 /** The task part of an event, from the store's summary of the task. */
@@ -80,13 +82,7 @@ export function eventTask(s: TaskSummary): TaskEventTask {
     sessionId: s.sessionId,
     userId: s.userId,
     status: s.status,
-    files: {
-      total: s.fileCount,
-      pending: s.pendingFiles,
-      uploaded: s.fileCount - s.pendingFiles - s.failedFiles,
-      failed: s.failedFiles,
-      lost: s.lostFiles,
-    },
+    files: taskFileCounts(s),
   };
 }
 
@@ -154,26 +150,15 @@ function fileEventTypes(f: FileRecord | null): TaskEventType[] {
 // ---------------------------------------------------------------------------------------------------
 // When an event happened
 
-/** The timestamp a rank encodes (rankOf). */
-const rankTime = (rank: string): number => Number(rank.slice(0, rank.indexOf('|')));
-
-/** When a file was first named: its first failed upload, its winning upload or the slice or end naming it. */
-function namedAt(f: FileRecord): number {
-  const times = [f.firstFailureAt, f.upload?.at, f.sizeRank === null ? null : rankTime(f.sizeRank)];
-  return Math.min(...times.filter((t): t is number => typeof t === 'number'));
-}
-
 /**
  * When a completed task completed, in platform time: the earliest moment, from its end on, at which every
- * file named by then was uploaded (a file named later, already uploaded, does not move it).
+ * file named by then was uploaded (a file named later, already uploaded, does not move it): ./completion-time.ts.
  */
 export function completedAt(parts: TaskParts): number {
-  const end = parts.header.endedAt ?? parts.header.identAt;
-  const uploadedAt = (f: FileRecord) => f.upload?.at ?? Number.POSITIVE_INFINITY;
-  const moments = [end, ...parts.files.map(uploadedAt)].filter((t) => t >= end && t < Number.POSITIVE_INFINITY);
-  moments.sort((a, b) => a - b);
-  const done = (t: number) => parts.files.every((f) => namedAt(f) > t || uploadedAt(f) <= t);
-  return moments.find(done) ?? moments[moments.length - 1]!;
+  const sweep = new CompletionSweep(parts.header.endedAt ?? parts.header.identAt);
+  for (const f of parts.files) sweep.add(f);
+  // Every span kept: one pass.
+  return (sweep.moment() as { at: number }).at;
 }
 
 /**

@@ -8,11 +8,9 @@ import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import type { CallbackType, Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipConfig, clipText } from './header-text.ts';
+import type { TaskFileCounts } from './task-file-counts.ts';
 
-/**
- * Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot
- * one's.
- */
+/** Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot's. */
 export const TASK_STATUSES = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -132,6 +130,8 @@ export interface Task {
   updatedAt: number | null;
   extra: string | null;
   config: Record<string, unknown> | null;
+  /** Its files by upload state, from its header's counts: the same on every page of its files. */
+  counts: TaskFileCounts;
   mode?: number | null;
   modeName?: string | null;
   startFileName?: string | null;

@@ -14,7 +14,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { DEFAULT_MAX_RECEIVE_COUNT, DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { inParallel } from '../in-parallel.ts';
-import { errorSentence } from '../text.ts';
+import { compositeKey, errorSentence } from '../text.ts';
 import { fileNameOf, isHeaderEvent } from '../domain/task.ts';
 import {
   groupByItem,
@@ -28,6 +28,7 @@ import {
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
+import type { UnarmedTask } from '../domain/task-store.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -229,14 +230,26 @@ export function failedInGroupOrder(
 }
 
 /**
- * The deadline entries of the tasks the batch created (one write for all of them). When they cannot be written,
- * every record of the batch fails: they come again, and their tasks, found created, are armed then.
+ * The deadline entries of the tasks the batch created (one write for all of them). The records of a task whose
+ * entries cannot be written fail, and only those: they come again, and their task, found created, is armed then.
  */
 async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  let unarmed: UnarmedTask[];
   try {
-    await deps.store.flushArms?.();
-  } catch (err) {
-    deps.log.error('task_arming_failed', { error: errorSentence(err) });
-    for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
+    unarmed = (await deps.store.flushArms?.()) ?? [];
+  } catch (error) {
+    // Which tasks it did not say: every task of the batch.
+    unarmed = applied.flatMap((a) => (a.cb ? [{ appKey: a.cb.appKey, id: a.cb.id, error }] : []));
+  }
+  const failing = new Set<string>();
+  for (const { appKey, id, error } of unarmed) {
+    const task = compositeKey(appKey, id);
+    if (failing.has(task)) continue;
+    failing.add(task);
+    deps.log.error('task_arming_failed', { appKey, id, error: errorSentence(error) });
+  }
+  for (const a of applied) {
+    const ok = a.outcome === 'applied' || a.outcome === 'duplicate';
+    if (ok && a.cb && failing.has(compositeKey(a.cb.appKey, a.cb.id))) a.outcome = 'failed';
   }
 }

@@ -478,6 +478,7 @@ suite('the console in Chromium', () => {
       updatedAt: timeOf(total - 1) + 1000,
       extra: null,
       config: { interval: 1 },
+      counts: { total: 1, pending: 0, uploaded: 0, failed: 1, lost: 0 },
       // One file given up on: its purge deadline is a day after the images.
       files: [
         {

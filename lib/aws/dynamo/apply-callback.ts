@@ -33,6 +33,7 @@ import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writ
 import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
 import { refusalOf } from './refusal.ts';
+import { refusedByDynamo } from './limits.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
@@ -80,7 +81,7 @@ export class WritePath {
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
-      if ((err as { name?: unknown } | null)?.name === 'ValidationException')
+      if (refusedByDynamo(err))
         throw new UnstorableCallbackError(`DynamoDB refused it: ${errorSentence(err)}`, { cause: err });
       throw err;
     });
