@@ -170,3 +170,41 @@ test('a record whose worker died at its last receive after a partial write is co
   const check = checkPublished(expectedEvents(t.all.map((b) => mustParse('screenshot', b))), published);
   expect(check.missing).toEqual([]);
 });
+
+test("a record given up whose failed put carried an earlier record's held put takes that record with it", async () => {
+  // Two uploads of one image in one batch, at their last receive: the first holds its put for the second to
+  // carry, and the second's put is refused. The first is not stored either: it goes to the dead-letter queue too.
+  const t = screenshots('carried-given-up', 1);
+  const retry = {
+    ...t.uploads[0]!,
+    code: 200,
+    output: { ...fixture('screenshot-4-upload-ok').output, fileName: t.uploads[0]!.output.fileName },
+    timestamp: t.uploads[0]!.timestamp + 5000,
+  };
+  const healthy = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  await processBatch(sqsEvent([sqsRecord('screenshot', t.start, { sequenceNumber: next() })]), {
+    store: healthy,
+    log,
+    maxReceiveCount: MAX,
+  });
+  const refused = new DynamoTaskStore({
+    client: refusing(local.db.client, 'carried-given-up-0.jpg'),
+    tableName: local.db.tableName,
+  });
+  const batch = [t.uploads[0]!, retry].map((b) => sqsRecord('screenshot', b, { sequenceNumber: next() }));
+  const last = await processBatch(sqsEvent(batch.map((r) => atReceive(r, MAX))), {
+    store: refused,
+    log,
+    maxReceiveCount: MAX,
+  });
+  expect(last.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(batch.map((r) => r.messageId).sort());
+  for (const record of batch) {
+    const again = await processBatch(sqsEvent([redriven(record, next())]), {
+      store: healthy,
+      log,
+      maxReceiveCount: MAX,
+    });
+    expect(again.batchItemFailures).toEqual([]);
+  }
+  await expectStored(t.start.imageId, [t.start, t.uploads[0]!, retry]);
+});

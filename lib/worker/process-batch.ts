@@ -81,11 +81,13 @@ export async function processBatch(
         }
       }
     } finally {
-      if (group.length > 1)
+      if (group.length > 1) {
+        failCarried(group.map((i) => applied[i]!));
         await writeHeld(
           group.map((i) => applied[i]!),
           deps,
         );
+      }
     }
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
@@ -150,6 +152,20 @@ export async function processBatch(
     latencyMs: (deps.now ?? Date.now)() - started,
   });
   return { batchItemFailures: failures, outcomes: applied.map((a) => a.outcome) };
+}
+
+/**
+ * The records of one file before a record that failed: each left its put held for the next to carry, and a put
+ * that failed carrying them lost them. They fail with it (and come again, or, at their last receive, go to the
+ * dead-letter queue with it): reported done, they would be callbacks the queue dropped and no item recorded.
+ */
+function failCarried(group: readonly Applied[]): void {
+  const failedAt = group.findIndex((a) => a.outcome === 'failed');
+  for (const a of group.slice(0, Math.max(0, failedAt))) {
+    if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+    a.log.warn('record_failed_with_file', { ...a.fields, outcome: a.outcome });
+    a.outcome = 'failed';
+  }
 }
 
 /**
