@@ -6,11 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { countsOf } from '../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
@@ -18,6 +14,7 @@ import { processBatch } from '../lib/worker/process-batch.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { dyingClient } from './support/faulty-client.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { expectStoredTask } from './support/expect-stored.ts';
 import { receivedAgain, redriven, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const local = useQuietDynamo();
@@ -66,20 +63,7 @@ function refusing(client: DynamoDBClient, part: string): DynamoDBClient {
   });
 }
 
-async function expectStored(id: string, bodies: object[]) {
-  const expected = reduceTask(bodies.map((b) => mustParse('screenshot', b)));
-  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-  expect(await store.getTask(id)).toEqual(expected);
-  const reader = new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now);
-  const header = (await reader.findHeader(id))!;
-  expect(countsOf(header)).toEqual({
-    files: expected!.files.length,
-    pending: expected!.files.filter((f) => f.upload === 'pending').length,
-    uploaded: expected!.files.filter((f) => f.upload === 'uploaded').length,
-    failed: expected!.files.filter((f) => f.upload === 'failed').length,
-    events: expected!.eventCount,
-  });
-}
+const expectStored = (id: string, bodies: object[]) => expectStoredTask(local.db, 'screenshot', id, bodies);
 
 const atReceive = (record: SQSRecord, count: number) => ({
   ...record,
