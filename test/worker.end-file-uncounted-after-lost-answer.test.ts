@@ -78,9 +78,9 @@ test.failing('an end whose shared file put lost its answer, back without its upl
   // The start sent again by the platform: the same event, another message (its keys in another order).
   const startAgain = Object.fromEntries(Object.entries(start).reverse());
   const groupId = `g-${id}`;
-  const [s, e, s2, u] = [start, end, startAgain, failedUpload].map((b) =>
-    sqsRecord('recording', JSON.stringify(b), { groupId, sequenceNumber: String(++sequence) }),
-  );
+  const message = (b: object) =>
+    sqsRecord('recording', JSON.stringify(b), { groupId, sequenceNumber: String(++sequence) });
+  const [s, e, s2, u] = [message(start), message(end), message(startAgain), message(failedUpload)];
   const published: TaskEvent[] = [];
   const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
   const faulty = losesFirstFileAnswer(local.db.client);
@@ -92,10 +92,10 @@ test.failing('an end whose shared file put lost its answer, back without its upl
   expect(faulty.fired()).toBe(true);
   expect(first.batchItemFailures).toHaveLength(4);
   // SQS hands the group out again in order, in smaller batches, on the same warm worker.
-  expect((await run([receive(s!, 2), receive(e!, 2)])).batchItemFailures).toEqual([]);
+  expect((await run([receive(s, 2), receive(e, 2)])).batchItemFailures).toEqual([]);
   const reader = new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now);
   const afterEnd = countsOf((await reader.findHeader(id))!)!;
-  expect((await run([receive(s2!, 2)])).batchItemFailures).toEqual([]);
+  expect((await run([receive(s2, 2)])).batchItemFailures).toEqual([]);
 
   // The end was applied and counted by its own batch: the file it names is one of the task's files.
   expect(afterEnd.files).toBe(1);
