@@ -3,7 +3,8 @@
 // maxReceiveCount), the upload is given up to the dead-letter queue, but the slice is reported done though nothing
 // of it was stored: once the dead letter is redriven as `callbacks dlq redrive` sends it, the task lacks the slice
 // (its eventCount one short, its file's size null). docs/contract.md §4: the task is the fold of its distinct
-// callbacks, and §7: a record that keeps failing is set aside alone, the others applied. At an earlier receive both
+// callbacks; and the outer contract: a record that keeps failing is set aside alone, the others applied (and stored,
+// counted, published), counts right after any death at any receive. At an earlier receive both
 // records fail and come back, and the task is whole: those receives are the control.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
