@@ -97,5 +97,5 @@ test.each([1, 2])('a slice and its upload refused at receive %i of 3 both come b
   sliceAndUploadAt(n),
 );
 
-test.failing('a slice sharing its file put with an upload, refused at their last receive, is not lost', () =>
+test('a slice sharing its file put with an upload, refused at their last receive, is not lost', () =>
   sliceAndUploadAt(3));
