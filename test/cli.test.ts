@@ -1022,11 +1022,13 @@ describe('events tail', () => {
     const refused = await cli(['events', 'tail', '--type', 'file.gone']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+    const alone = await cli(['events', 'tail', '--new-only']);
+    expect(alone).toMatchObject({ code: 1, stderr: 'callbacks: --new-only goes with --follow\n' });
   });
 
-  test('--follow: two followers at once both see every event, hold no shared message, clean up on Ctrl-C', async () => {
-    const followers = [0, 1].map(() => {
-      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json'], {
+  test('--follow: followers at once each see every event (--new-only: the new ones), hold no shared message, clean up', async () => {
+    const followers = ([[], [], ['--new-only']] as string[][]).map((extra) => {
+      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json', ...extra], {
         cwd: dir,
         env: childEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -1054,8 +1056,12 @@ describe('events tail', () => {
       );
     try {
       // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
-      await until(async () => (await followQueues()) === 2, 'two follow queues');
-      await until(() => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6), 'history');
+      await until(async () => (await followQueues()) === 3, 'three follow queues');
+      const newOnly = followers[2]!;
+      await until(
+        () => followers.slice(0, 2).every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6),
+        'history',
+      );
       const sns = new SNSClient({
         endpoint: stack.info.sqsEndpoint,
         region: stack.info.region,
@@ -1092,7 +1098,9 @@ describe('events tail', () => {
           .map((e) => (e as unknown as { type: string }).type)
           .sort(),
       );
-      expect(seen).toEqual([[...published].sort(), [...published].sort()]);
+      expect(seen).toEqual([[...published].sort(), [...published].sort(), [...published].sort()]);
+      // The follower started with --new-only printed nothing published before it started.
+      expect(newOnly.ids().filter((e) => e.task.id !== 'rec-fl-1')).toEqual([]);
       // Following holds none of the shared queue's messages: a plain tail sees every one of them meanwhile.
       const { Attributes } = await sqs.send(
         new GetQueueAttributesCommand({ QueueUrl: stack.info.eventsQueueUrl!, AttributeNames: ['All'] }),
@@ -1103,8 +1111,8 @@ describe('events tail', () => {
     } finally {
       for (const f of followers) f.child.kill('SIGINT');
     }
-    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0]);
-    expect(followers.map((f) => f.out.stderr)).toEqual(['', '']);
+    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0, 0]);
+    expect(followers.map((f) => f.out.stderr)).toEqual(['', '', '']);
     expect(await followQueues()).toBe(0);
   });
 
