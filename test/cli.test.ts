@@ -1026,7 +1026,7 @@ describe('events tail', () => {
     expect(alone).toMatchObject({ code: 1, stderr: 'callbacks: --new-only goes with --follow\n' });
   });
 
-  test('--follow: followers at once each see every event (--new-only: the new ones), hold no shared message, clean up', async () => {
+  test('--follow: followers each see every event (--new-only: the new ones), hold no shared message', async () => {
     const followers = ([[], [], ['--new-only']] as string[][]).map((extra) => {
       const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json', ...extra], {
         cwd: dir,

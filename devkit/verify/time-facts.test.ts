@@ -265,7 +265,7 @@ test('a verify run of the events fails on a settle or a resume missing or double
   }
 });
 
-test('right after an outage run sent in the past, a fact long due is not expected before a sweep has come', async () => {
+test('right after an outage run sent in the past, a fact long due is not expected before a sweep came', async () => {
   // The run's files were given up a day before it was sent: their purge times passed long before the receiver had
   // them, and it finds them lost within a sweep of receiving them, not of their purge time.
   const runEndedAt = BASE + 10 * DAY;

@@ -6,9 +6,9 @@
 // is no later than the end of the run; a stall the task's later callbacks ended is resumed. The receiver finds
 // each at most a sweep and a bucket (`lagMs`) after its moment, or after it received the task's callbacks when the
 // moment came before (a run sent in the past, an outage replayed: no later than the end of the run): a fact found
-// by then must be held, one whose moment is still to come must not be, and one in between may be either. A fact's id received
-// more than once is listed, not a fault: delivery is at least once (docs/events.md), and a sweep that crashed or
-// a publish retried sends it again, as a duplicated subscription would.
+// by then must be held, one whose moment is still to come must not be, and one in between may be either. A fact's
+// id received more than once is listed, not a fault: delivery is at least once (docs/events.md), and a sweep that
+// crashed or a publish retried sends it again, as a duplicated subscription would.
 import { TIME_EVENT_TYPES } from '../../lib/domain/task-events.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import { diffTask } from './diff.ts';

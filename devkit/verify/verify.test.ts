@@ -134,7 +134,7 @@ test('a read that fails is a difference to re-check, not a crash', async () => {
   expect(failing.diffs[0]!.lines).toEqual([`${expected[0]!.id}: could not be read (no table)`]);
 });
 
-test('differences of the facts of time alone are waited for after the queue drained, until a sweep finds them', async () => {
+test('facts of time alone differing are waited for after the queue drained, until a sweep finds them', async () => {
   // The receiver's sweep finds the task lost some reads after the queue drained: verify failed right after an
   // outage run and passed minutes later, unchanged.
   const [first] = expected;

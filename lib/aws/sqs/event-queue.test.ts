@@ -45,7 +45,7 @@ test('two readers at once each see every event: one hiding messages while it rea
   expect(await new EventQueueReader(sqs, queueUrl).poll()).toHaveLength(65);
 });
 
-test('followers started together each read a long history whole: a pass gave up on it a while after it began', async () => {
+test('readers started together each read a long history whole: a pass gave up a while after it began', async () => {
   // Longer to read, with three readers taking messages from each other, than the while a reader waits for what
   // the others hold: that while counts from when the others last moved, not from the start of the pass.
   const queueUrl = await queueOfEvents('events-long-history', 1200);
