@@ -13,7 +13,7 @@ import { durationText } from './commands/tasks.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
-/** The newest tasks of the window read for lost files, stalls and purge deadlines: beyond, the counts are lower bounds. */
+/** The newest tasks of the window read for lost files, stalls and purge deadlines; beyond, lower bounds. */
 export const TASKS_READ_LIMIT = 5000;
 /** The tasks changed in the last hour read for failing uploads. */
 const CHANGED_READ_LIMIT = 1000;
@@ -147,9 +147,9 @@ export function stalledTasksLine(f: TaskFacts, c: Colors, now: number): string {
   if (f.stalled.tasks === 0) return c.green(`none ${window}`);
   const longest =
     f.stalled.longestSince === null ? '' : `, the longest since ${timeWithRelative(f.stalled.longestSince, now)}`;
-  return styled`${c.yellow(atLeast(f.complete, plural(f.stalled.tasks, 'task')))} ${window}${longest}; each waits for the platform's next callback: ${c.dim(
-    'callbacks tasks list --stalled',
-  )}`;
+  const count = c.yellow(atLeast(f.complete, plural(f.stalled.tasks, 'task')));
+  const list = c.dim('callbacks tasks list --stalled');
+  return styled`${count} ${window}${longest}; each waits for the platform's next callback: ${list}`;
 }
 
 export function nextPurgeLine(f: TaskFacts, c: Colors, now: number): string {
@@ -159,9 +159,11 @@ export function nextPurgeLine(f: TaskFacts, c: Colors, now: number): string {
   const when = left > 0 ? `${isoTime(next.purgeAt)} (in ${durationText(left)})` : timeWithRelative(next.purgeAt, now);
   const late = left < STORAGE_CHANGE_DELAY_MS ? ', sooner than a storage change applies' : '';
   const colour = left < STORAGE_CHANGE_DELAY_MS ? c.red : c.yellow;
+  const list = c.dim('callbacks tasks list --purge-before 24h');
+  const waiting = plural(f.purge.tasks, 'task');
   return styled`${colour(`${when}${late}`)}: ${next.fileName} of ${next.service} task ${next.id} of ${
     next.appKey
-  }; ${plural(f.purge.tasks, 'task')} with failed files not lost yet: ${c.dim('callbacks tasks list --purge-before 24h')}`;
+  }; ${waiting} with failed files not lost yet: ${list}`;
 }
 
 export function lastCallbackLine(l: LastCallback, c: Colors, now: number): string {

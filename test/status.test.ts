@@ -146,7 +146,7 @@ describe('callbacks status on the local stack', () => {
     expect(text).toMatch(/signatures\s+mode report; sources 127\.0\.0\.0\/8, ::1\/128/);
   });
 
-  test('"last callback" was the newest of the 20 tasks started last: now the last received, an old task retried', async () => {
+  test('"last callback" was the newest of 20 tasks started last: now the last received, an old one', async () => {
     const report = await readStatus(target, { days: 7, insight: null });
     expect(report.lastCallback).toMatchObject({
       service: 'recording',
