@@ -14,7 +14,7 @@ import { durationText } from './commands/tasks.ts';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** The newest tasks of the window read for lost files, stalls and purge deadlines; beyond, lower bounds. */
-export const TASKS_READ_LIMIT = 5000;
+const TASKS_READ_LIMIT = 5000;
 /** The tasks changed in the last hour read for failing uploads. */
 const CHANGED_READ_LIMIT = 1000;
 /** Tasks whose failed files are read for the next purge deadline (the newest first). */

@@ -28,6 +28,7 @@ import {
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
+import { noteMessages } from './message-notes.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -135,6 +136,8 @@ export async function processBatch(
   );
   for (const [i, up] of givenUp.entries())
     if (up) applied[i]!.log.error('callback_given_up', { messageId: records[i]!.messageId, receiveCount: max });
+  // What `dlq list` and `dlq redrive --wait` read of the messages given up and of those sent again (no others).
+  await noteMessages(records, prepared, applied, givenUp, deps);
   const failed = failedInGroupOrder(
     records,
     applied.map((a) => a.outcome === 'failed'),
@@ -164,10 +167,11 @@ async function writeHeld(group: readonly Applied[], deps: WorkerDeps): Promise<v
   } catch (err) {
     for (const a of group) {
       if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.error = errorSentence(err);
       a.log.error('callback_failed', {
         ...a.fields,
         outcome: a.outcome,
-        error: errorSentence(err),
+        error: a.error,
       });
       a.outcome = 'failed';
     }
@@ -236,7 +240,12 @@ async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise
   try {
     await deps.store.flushArms?.();
   } catch (err) {
-    deps.log.error('task_arming_failed', { error: errorSentence(err) });
-    for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
+    const error = errorSentence(err);
+    deps.log.error('task_arming_failed', { error });
+    for (const a of applied) {
+      if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.outcome = 'failed';
+      a.error = `its task's deadline could not be written: ${error}`;
+    }
   }
 }
