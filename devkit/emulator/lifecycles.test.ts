@@ -261,7 +261,7 @@ describe('generateRun', () => {
     }
   });
 
-  test('big tasks: send --lifecycle and emulate made at most 60 images; now as many as asked, through an outage', () => {
+  test('big tasks: send --lifecycle and emulate made at most 60 images; now as many as asked, in an outage', () => {
     const H = 3_600_000;
     const run = generateRun({
       ...base,
