@@ -82,6 +82,22 @@ export interface LocalIam {
   useRolesOf(template: Template): void;
 }
 
+/** The quiet stacks running in this process, and the log sink in place before the first of them started. */
+let quietStacks = 0;
+let sinkBeforeQuiet: LogSink | null = null;
+
+/**
+ * Silences the log lines while any quiet stack of this process runs: stacks stopped in another order than they
+ * started (several at once in one test file) would each put back the sink the one before had set, and the lines of a
+ * quiet stack still running reached stdout. Returns what a stack calls as it stops.
+ */
+function silenceWhileRunning(): () => void {
+  if (quietStacks++ === 0) sinkBeforeQuiet = setLogSink(() => {});
+  return () => {
+    if (--quietStacks === 0) setLogSink(sinkBeforeQuiet!);
+  };
+}
+
 /** The faults a stack provokes (`callbacks dev --faults`). */
 export interface LocalFaults {
   readonly rates: FaultRates;
@@ -189,10 +205,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let iamSession: IamSession | undefined;
 
   try {
-    if (opts.quiet) {
-      const restoreSink: LogSink = setLogSink(() => {});
-      resources.defer(() => void setLogSink(restoreSink));
-    }
+    if (opts.quiet) resources.defer(silenceWhileRunning());
     // The HTTP port first: a port already taken fails the start before anything else is done. Until the
     // stack is ready every request is answered 503 (/health included).
     const server = createGateway({
