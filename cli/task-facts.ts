@@ -8,7 +8,7 @@ import { STORAGE_CHANGE_DELAY_MS } from '../lib/domain/deadlines.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { inParallel } from '../lib/in-parallel.ts';
 import type { Target } from '../devkit/local/target.ts';
-import { isoTime, plural, styled, timeWithRelative, type Colors } from './format.ts';
+import { isoTime, plural, relativeTime, styled, timeWithRelative, type Colors } from './format.ts';
 import { durationText } from './commands/tasks.ts';
 
 const HOUR_MS = 3_600_000;
@@ -157,7 +157,13 @@ export function nextPurgeLine(f: TaskFacts, c: Colors, now: number): string {
   if (!next) return c.green('no failed file waits for its purge');
   const left = next.purgeAt - now;
   const when = left > 0 ? `${isoTime(next.purgeAt)} (in ${durationText(left)})` : timeWithRelative(next.purgeAt, now);
-  const late = left < STORAGE_CHANGE_DELAY_MS ? ', sooner than a storage change applies' : '';
+  // Passed: the platform has deleted it, and the sweeper marks it lost when it comes to it.
+  const late =
+    left <= 0
+      ? ', passed: deleted by the platform, lost once swept'
+      : left < STORAGE_CHANGE_DELAY_MS
+        ? ', sooner than a storage change applies'
+        : '';
   const colour = left < STORAGE_CHANGE_DELAY_MS ? c.red : c.yellow;
   const list = c.dim('callbacks tasks list --purge-before 24h');
   const waiting = plural(f.purge.tasks, 'task');
@@ -168,7 +174,9 @@ export function nextPurgeLine(f: TaskFacts, c: Colors, now: number): string {
 
 export function lastCallbackLine(l: LastCallback, c: Colors, now: number): string {
   const some = l.complete ? '' : ' (of the tasks read in its hour)';
-  return styled`received by ${timeWithRelative(l.receivedBy, now)}${some}: ${l.service} task ${l.id} of ${
+  // The minute of the change, rounded up: it may lie ahead of now by less than a minute.
+  const ago = relativeTime(Math.min(l.receivedBy, now), now);
+  return styled`received by ${isoTime(l.receivedBy)} (${ago})${some}: ${l.service} task ${l.id} of ${
     l.appKey
   }, ${c.dim(`its latest callback stamped ${isoTime(l.at)} by the platform`)}`;
 }

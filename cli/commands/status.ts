@@ -138,7 +138,7 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
     pairs.push(['queue', styled`${visible} waiting, ${inFlight} in flight, ${delayed} delayed; oldest message ${age}`]);
   } else pairs.push(['queue', na('queue')]);
   const dlq = r.deadLetters;
-  const hint = (n: number, command: string) => (n > 0 ? `: ${c.dim(command)}` : '');
+  const hint = (n: number, command: string) => (n > 0 ? styled`: ${c.dim(command)}` : '');
   pairs.push([
     'dead letters',
     dlq
