@@ -99,8 +99,10 @@ export function register(program: Command): void {
         return;
       }
       if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
-      if (opts.duration !== undefined || opts.images !== undefined || opts.outageAt !== undefined)
-        throw new CliError('--duration, --images and --outage-at shape a whole task: they need --lifecycle');
+      if ([opts.duration, opts.images, opts.outageAt, opts.outageFor].some((o) => o !== undefined))
+        throw new CliError(
+          '--duration, --images, --outage-at and --outage-for shape a whole task: they need --lifecycle',
+        );
       if (file === undefined) throw new CliError('give a body file (or - for stdin), or --lifecycle');
       await send(file, opts);
     });
