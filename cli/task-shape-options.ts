@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import type { LifecycleOptions } from '../devkit/emulator/lifecycles.ts';
 import { CliError } from './inspect.ts';
-import { durationBetween, wholeNumber } from './option-parsers.ts';
+import { durationBetween, durationOption, wholeNumber } from './option-parsers.ts';
 
 export interface TaskShapeOptions {
   /** ms, parsed as the option is read. */
@@ -19,7 +19,7 @@ const DEFAULT_OUTAGE_MS = 10 * 60_000;
 
 export function withTaskShape(cmd: Command): Command {
   return cmd
-    .option('--duration <duration>', 'each task runs this long, start to end (7h, 90m)', durationBetween(1000))
+    .option('--duration <duration>', 'each task runs this long, start to end (7h, 90m)', durationOption)
     .option(
       '--images <n>',
       'screenshot tasks: this many images (spread over --duration when given, else one every slicesSec)',

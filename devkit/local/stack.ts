@@ -23,7 +23,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { ensureEventsTopicAndQueue } from '../../lib/aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../../lib/ingest/config.ts';
-import { createLogger, setLogSink, type LogSink } from '../../lib/log.ts';
+import { createLogger } from '../../lib/log.ts';
 import type { SignatureMode } from '../../lib/signature/verdicts.ts';
 import {
   LOCAL_ACCOUNT_ID,
@@ -42,6 +42,7 @@ import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
 import { closeServer, listen, quietly } from './server-lifecycle.ts';
+import { silenceWhileRunning } from './quiet-stacks.ts';
 import type { PollerStats } from './sqs-poller.ts';
 import { type LocalPoller, startPollers } from './stack-pollers.ts';
 import { startLocalFunctions } from './stack-functions.ts';
@@ -80,22 +81,6 @@ export interface LocalIam {
    * the roles runs one stack against many variants of them.
    */
   useRolesOf(template: Template): void;
-}
-
-/** The quiet stacks running in this process, and the log sink in place before the first of them started. */
-let quietStacks = 0;
-let sinkBeforeQuiet: LogSink | null = null;
-
-/**
- * Silences the log lines while any quiet stack of this process runs: stacks stopped in another order than they
- * started (several at once in one test file) would each put back the sink the one before had set, and the lines of a
- * quiet stack still running reached stdout. Returns what a stack calls as it stops.
- */
-function silenceWhileRunning(): () => void {
-  if (quietStacks++ === 0) sinkBeforeQuiet = setLogSink(() => {});
-  return () => {
-    if (--quietStacks === 0) setLogSink(sinkBeforeQuiet!);
-  };
 }
 
 /** The faults a stack provokes (`callbacks dev --faults`). */
