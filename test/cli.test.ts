@@ -795,16 +795,16 @@ describe('dlq', () => {
       ['recording', 'other-app', 3, 'rec-dlq-3'],
     ]);
     const human = await cli(['dlq', 'list']);
-    const rows = human.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => l.split(/\s{2,}/));
+    const lines = human.stdout.trimEnd().split('\n');
+    const rows = lines.map((l) => l.split(/\s{2,}/));
     expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
     expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
-    expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
+    // Under each row, why the worker gave it up: these were put in the queue by hand, so it never said.
+    expect(lines[2]).toMatch(/^ {2}no note of why \(dead-lettered before the worker kept notes/);
+    expect(rows[7]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
     // --limit below the count says how many were left out, rather than giving the shown count as the total.
     const limited = await cli(['dlq', 'list', '--limit', '2']);
-    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(4);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(6);
     expect(limited.stdout).toMatch(
       /\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq\.fifo;/,
     );
@@ -818,7 +818,14 @@ describe('dlq', () => {
     const one = await cli(['dlq', 'redrive', '--yes', '--max', '1']);
     expect(one.stdout).toBe(`Moved 1 message from ${stack.info.dlqUrl} to ${stack.info.queueUrl}.\n`);
     const rest = await cliJson<any>(['dlq', 'redrive', '--yes']);
-    expect(rest).toEqual({ from: stack.info.dlqUrl, to: stack.info.queueUrl, moved: 2, failed: [], notDeleted: [] });
+    expect(rest).toMatchObject({
+      from: stack.info.dlqUrl,
+      to: stack.info.queueUrl,
+      moved: 2,
+      failed: [],
+      notDeleted: [],
+    });
+    expect(rest.copies).toHaveLength(2);
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
 
     // Back in the main queue, the stack's worker applies them: their tasks appear.
@@ -830,9 +837,10 @@ describe('dlq', () => {
     expect(events.map((e) => [e.receivedAt, e.body])).toEqual([[1763798400000, JSON.parse(dlqBodies[0]!)]]);
   });
 
-  test("list shows a task's dead letters together; redrive moves them all", async () => {
+  test('list says how many wait behind the first of their task; redrive moves them all', async () => {
+    // More of one group than a receive gives (ten, as SQS FIFO): the rest wait behind them while the look holds them.
     const group = taskGroupId('demo-app', 'rec-dlq-4');
-    const bodies = [1, 2, 4].map((type, i) =>
+    const bodies = [1, ...Array<number>(10).fill(2), 4].map((type, i) =>
       JSON.stringify({ ...JSON.parse(dlqBodies[0]!), recordId: 'rec-dlq-4', type, timestamp: 1763798500000 + i }),
     );
     for (const [i, body] of bodies.entries())
@@ -861,7 +869,7 @@ describe('dlq', () => {
     const moved = await cliJson<any>(['dlq', 'redrive', '--yes']);
     expect(moved).toMatchObject({ failed: [], notDeleted: [] });
     // The three of the group, after any the test before left.
-    expect(moved.moved).toBeGreaterThanOrEqual(3);
+    expect(moved.moved).toBeGreaterThanOrEqual(12);
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
     await eventually('rec-dlq-4', () => store.getTask('rec-dlq-4'));
   });
@@ -1024,11 +1032,13 @@ describe('events tail', () => {
     const refused = await cli(['events', 'tail', '--type', 'file.gone']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+    const alone = await cli(['events', 'tail', '--new-only']);
+    expect(alone).toMatchObject({ code: 1, stderr: 'callbacks: --new-only goes with --follow\n' });
   });
 
-  test('--follow: two followers at once both see every event, hold no shared message, clean up on Ctrl-C', async () => {
-    const followers = [0, 1].map(() => {
-      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json'], {
+  test('--follow: followers each see every event (--new-only: the new ones), hold no shared message', async () => {
+    const followers = ([[], [], ['--new-only']] as string[][]).map((extra) => {
+      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json', ...extra], {
         cwd: dir,
         env: childEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -1056,8 +1066,12 @@ describe('events tail', () => {
       );
     try {
       // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
-      await until(async () => (await followQueues()) === 2, 'two follow queues');
-      await until(() => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6), 'history');
+      await until(async () => (await followQueues()) === 3, 'three follow queues');
+      const newOnly = followers[2]!;
+      await until(
+        () => followers.slice(0, 2).every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6),
+        'history',
+      );
       const sns = new SNSClient({
         endpoint: stack.info.sqsEndpoint,
         region: stack.info.region,
@@ -1094,7 +1108,9 @@ describe('events tail', () => {
           .map((e) => (e as unknown as { type: string }).type)
           .sort(),
       );
-      expect(seen).toEqual([[...published].sort(), [...published].sort()]);
+      expect(seen).toEqual([[...published].sort(), [...published].sort(), [...published].sort()]);
+      // The follower started with --new-only printed nothing published before it started.
+      expect(newOnly.ids().filter((e) => e.task.id !== 'rec-fl-1')).toEqual([]);
       // Following holds none of the shared queue's messages: a plain tail sees every one of them meanwhile.
       const { Attributes } = await sqs.send(
         new GetQueueAttributesCommand({ QueueUrl: stack.info.eventsQueueUrl!, AttributeNames: ['All'] }),
@@ -1105,8 +1121,8 @@ describe('events tail', () => {
     } finally {
       for (const f of followers) f.child.kill('SIGINT');
     }
-    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0]);
-    expect(followers.map((f) => f.out.stderr)).toEqual(['', '']);
+    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0, 0]);
+    expect(followers.map((f) => f.out.stderr)).toEqual(['', '', '']);
     expect(await followQueues()).toBe(0);
   });
 

@@ -34,6 +34,7 @@ interface CfnResource {
   Type: string;
   Properties: {
     AlarmName?: string;
+    AlarmDescription?: string;
     MetricName?: string;
     Dimensions?: { Name: string; Value: Reference }[];
     ComparisonOperator?: string;
@@ -150,7 +151,7 @@ function watches(alarm: CfnResource['Properties']): string {
 }
 
 describe('the alarms table of docs/operations.md', () => {
-  const documented = tableWithHeader('docs/operations.md', ['Alarm', 'Watches', 'Fires when', 'What to do']);
+  const documented = tableWithHeader('docs/operations.md', ['Alarm', 'Watches', 'Fires when', 'Runbook']);
   const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
 
   test('there are alarms to compare', () => {
@@ -168,6 +169,19 @@ describe('the alarms table of docs/operations.md', () => {
     const rows = documented.map((r) => [unquote(r.Alarm!), r.Watches!] as const);
     expect(rows.length).toBe(new Set(rows.map(([name]) => name)).size);
     expect(Object.fromEntries(rows)).toEqual(expected);
+  });
+
+  test("each alarm's description names its runbook, a page of docs/runbooks/ that the table links", () => {
+    const linked = Object.fromEntries(
+      documented.map((r) => [unquote(r.Alarm!), /\]\((runbooks\/[a-z-]+\.md)\)$/.exec(r.Runbook!)?.[1] ?? r.Runbook]),
+    );
+    for (const alarm of alarms) {
+      const name = alarm.Properties.AlarmName!.slice(NAME_PREFIX.length);
+      const named = /Runbook: docs\/(runbooks\/[a-z-]+\.md)$/.exec(alarm.Properties.AlarmDescription ?? '')?.[1];
+      expect({ name, named }).toEqual({ name, named: linked[name] });
+      expect(read(`docs/${named}`)).toMatch(/^# Runbook: /);
+      expect((alarm.Properties.AlarmDescription ?? '').length).toBeLessThanOrEqual(1024);
+    }
   });
 });
 

@@ -81,7 +81,7 @@ test('a message given up at its last receive after a write: the worker recounts 
   expect(header.seq?.S).toBe(seq(4).padStart(40, '0'));
 });
 
-test('callbacks recount: counts written wrong are put right from the items, for one task or all', async () => {
+test('recount: counts written wrong are put right from the items, for one task or all, saying which', async () => {
   const { imageId, start, image } = screenshotTask();
   const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
   const bodies = [start, image(0), image(1), image(2)];
@@ -101,20 +101,33 @@ test('callbacks recount: counts written wrong are put right from the items, for 
     );
   await corrupt();
   expect((await store.getTask(imageId))?.eventCount).toBe(1);
+  // What it changed, count by count: before and after.
+  const right = { files: 3, pending: 0, uploaded: 3, failed: 0, events: 4, lost: 0 };
   expect(await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: imageId } })).toEqual(
-    { recounted: 1, failed: [] },
+    {
+      recounted: 1,
+      failed: [],
+      corrected: [
+        { taskId: imageId, appKey: start.appKey, before: { ...right, files: 7, uploaded: 7, events: 1 }, after: right },
+      ],
+    },
   );
   expect(await store.getTask(imageId)).toEqual(expected);
+  // Counted right: it says so, with the counts, and corrects nothing.
+  expect(await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: imageId } })).toEqual(
+    { recounted: 1, failed: [], corrected: [], right: { taskId: imageId, appKey: start.appKey, counts: right } },
+  );
 
   await corrupt();
   const all = await recountTasks({ client: local.db.client, tableName: local.db.tableName });
   expect(all.failed).toEqual([]);
   expect(all.recounted).toBeGreaterThanOrEqual(2);
+  expect(all.corrected.map((k) => k.taskId)).toEqual([imageId]);
   expect(await store.getTask(imageId)).toEqual(expected);
   // An id that names no task recounts nothing.
   expect(
     await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: 'no-such-task' } }),
-  ).toEqual({ recounted: 0, failed: [] });
+  ).toEqual({ recounted: 0, failed: [], corrected: [] });
 });
 
 test('a header written before headers kept counts is recounted by the first batch that writes its task', async () => {

@@ -6,7 +6,9 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
+import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoMessageNotes, readMessageNotes } from '../lib/aws/dynamo/message-notes.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
@@ -191,4 +193,52 @@ test("a record given up whose failed put carried an earlier record's held put ta
     expect(again.batchItemFailures).toEqual([]);
   }
   await expectStored(t.start.imageId, [t.start, t.uploads[0]!, retry]);
+});
+
+test('dlq list gave no reason: a record given up notes its error; a redriven copy notes how it came out', async () => {
+  const t = screenshots('noted', 2);
+  const notes = new DynamoMessageNotes(local.db.client, local.db.tableName);
+  const table = new TableReader(local.db.client, local.db.tableName);
+  const healthy = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const store = new DynamoTaskStore({
+    client: refusing(local.db.client, 'noted-0.jpg'),
+    tableName: local.db.tableName,
+  });
+  const [start, failing, ok] = [t.start, t.uploads[0]!, t.uploads[1]!].map((b) =>
+    sqsRecord('screenshot', b, { sequenceNumber: next() }),
+  ) as [SQSRecord, SQSRecord, SQSRecord];
+  const deps = { store, log, notes, maxReceiveCount: MAX };
+  // The normal path notes nothing: records applied, and one failing before its last receive (it comes again).
+  await processBatch(sqsEvent([start, failing, ok]), deps);
+  expect([
+    ...(
+      await readMessageNotes(
+        table,
+        [start, failing, ok].map((r) => r.messageId),
+      )
+    ).keys(),
+  ]).toEqual([]);
+  // At its last receive it is given up, and noted with the error it failed on.
+  const last = await processBatch(sqsEvent([atReceive(failing, MAX)]), deps);
+  expect(last.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }]);
+  const given = (await readMessageNotes(table, [failing.messageId])).get(failing.messageId);
+  expect(given).toMatchObject({
+    outcome: 'given_up',
+    receiveCount: MAX,
+    service: 'screenshot',
+    appKey: 'demo-app',
+    taskId: t.start.imageId,
+    type: 4,
+  });
+  expect(given!.error).toMatch(/Rate of requests exceeds the allowed throughput/);
+  // Redriven (a copy with an id of its own), it is applied by a healthy worker: noted applied, and a later receive
+  // of the same copy (a duplicate then) leaves that note as it is.
+  const copy = redriven(failing, next());
+  for (let receive = 1; receive <= 2; receive++)
+    await processBatch(sqsEvent([atReceive(copy, receive)]), { store: healthy, log, notes, maxReceiveCount: MAX });
+  expect((await readMessageNotes(table, [copy.messageId])).get(copy.messageId)).toMatchObject({
+    outcome: 'applied',
+    error: null,
+    receiveCount: 1,
+  });
 });

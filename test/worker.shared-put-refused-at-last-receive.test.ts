@@ -2,10 +2,10 @@
 // put (ProvisionedThroughputExceededException) at the records' last receive (ApproximateReceiveCount =
 // maxReceiveCount), the upload is given up to the dead-letter queue, and the slice, of which nothing was stored,
 // must go with it: reported done, once the dead letter is redriven as `callbacks dlq redrive` sends it, the task
-// would lack the slice (its eventCount one short, its file's size null). docs/contract.md §4: the task is the fold of its distinct
-// callbacks; and the outer contract: a record that keeps failing is set aside alone, the others applied (and stored,
-// counted, published), counts right after any death at any receive. At an earlier receive both
-// records fail and come back, and the task is whole: those receives are the control.
+// would lack the slice (its eventCount one short, its file's size null). docs/contract.md §4: the task is the fold
+// of its distinct callbacks; and §6: a record that keeps failing is set aside alone, the others applied (and stored,
+// counted, published), counts right after any death at any receive. At an earlier receive both records fail and
+// come back, and the task is whole: those receives are the control.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';

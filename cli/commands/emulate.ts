@@ -19,8 +19,9 @@ import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 import { readLocalStack } from '../../devkit/local/stack-file.ts';
 import { type SenderSecretsOptions, secretToSign, senderSecrets, withSenderSecrets } from '../secrets.ts';
 import { localReceiver } from './send.ts';
+import { type TaskShapeOptions, taskShapeOf, withTaskShape } from '../task-shape-options.ts';
 
-interface EmulateOptions extends SenderSecretsOptions {
+interface EmulateOptions extends SenderSecretsOptions, TaskShapeOptions {
   url: string;
   recordings: number;
   screenshots: number;
@@ -48,7 +49,7 @@ interface EmulateOptions extends SenderSecretsOptions {
 const DEFAULT_OUTAGE = 0.5;
 
 export function register(program: Command): void {
-  withSenderSecrets(program.command('emulate'))
+  withTaskShape(withSenderSecrets(program.command('emulate')))
     .description(
       'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it ' +
         'should end up holding',
@@ -144,6 +145,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     failedStarts: opts.failedStarts,
     lose: opts.lose,
     stall: opts.stall,
+    ...taskShapeOf(opts, false),
   });
 
   const showBar = opts.progress && !opts.json && Boolean(cliIo().stderr.isTTY) && run.sends.length > 0;

@@ -4,6 +4,7 @@
 // callbacks, from the sender emulator's generator, one after the other, each answer printed.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { DEFAULT_COMPRESS, generateRun } from '../../devkit/emulator/lifecycles.ts';
 import {
@@ -22,6 +23,7 @@ import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-fi
 import { isLoopbackHost } from '../../devkit/local/http-gateway.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import { type TaskShapeOptions, taskShapeOf, withTaskShape } from '../task-shape-options.ts';
 import {
   type SecretsSource,
   type SenderSecretsOptions,
@@ -39,11 +41,14 @@ export interface SendOptions extends SenderSecretsOptions {
   json?: boolean;
 }
 
-export interface LifecycleOptions extends SendOptions {
+export interface LifecycleOptions extends SendOptions, TaskShapeOptions {
   lifecycle: Service;
   failUploads?: boolean;
   seed?: string;
 }
+
+/** Beyond this many callbacks a lifecycle prints only the answers not accepted (and a progress bar on a terminal). */
+const ANSWERS_PRINTED = 200;
 
 /** One callback posted, and the receiver's answer. */
 export interface Answer {
@@ -54,7 +59,7 @@ export interface Answer {
 }
 
 export function register(program: Command): void {
-  withSenderSecrets(program.command('send [body]'))
+  withTaskShape(withSenderSecrets(program.command('send [body]')))
     .description(
       'sign one callback body (a JSON file, or - for stdin) as the platform does, post it, print the answer; or ' +
         "with --lifecycle a whole task's callbacks",
@@ -94,6 +99,10 @@ export function register(program: Command): void {
         return;
       }
       if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
+      if ([opts.duration, opts.images, opts.outageAt, opts.outageFor].some((o) => o !== undefined))
+        throw new CliError(
+          '--duration, --images, --outage-at and --outage-for shape a whole task: they need --lifecycle',
+        );
       if (file === undefined) throw new CliError('give a body file (or - for stdin), or --lifecycle');
       await send(file, opts);
     });
@@ -229,10 +238,13 @@ export interface LifecycleAnswer extends Answer {
  */
 export async function postLifecycle(
   opts: LifecycleOptions,
-  write: (line: string) => void = () => {},
+  write: (line: string, answer: LifecycleAnswer) => void = () => {},
   cwd?: string,
   env: Readonly<Record<string, string | undefined>> = cliIo().env,
+  onStart?: (callbacks: number) => void,
 ): Promise<LifecycleAnswer[]> {
+  if (opts.images !== undefined && opts.lifecycle !== 'screenshot')
+    throw new CliError('--images is the number of images of a screenshot task: --lifecycle screenshot');
   const to = receiver(opts, cwd);
   const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
   const run = generateRun({
@@ -243,31 +255,62 @@ export async function postLifecycle(
     compress: DEFAULT_COMPRESS,
     outage: opts.failUploads ? 1 : 0,
     giveUp: opts.failUploads ? 1 : 0,
+    ...taskShapeOf(opts, opts.failUploads === true),
   });
+  onStart?.(run.sends.length);
   const answers: LifecycleAnswer[] = [];
   const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
     const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
     const type = s.body.type as number;
-    answers.push({ ...answer, type, taskId: s.taskId });
+    const posted = { ...answer, type, taskId: s.taskId };
+    answers.push(posted);
     write(
       `${callbackTypeName(type).padEnd(8)} ${printable(s.taskId)}  POST ${printable(answer.url)} -> ` +
         `${answer.status} ${printable(text)}`,
+      posted,
     );
   }
   return answers;
 }
 
 async function sendLifecycle(opts: LifecycleOptions): Promise<void> {
-  const answers = await postLifecycle(opts, (line) => {
-    if (!opts.json) cliIo().stdout.write(`${line}\n`);
-  });
+  // A big task: only the answers not accepted are printed, and how far it got on a terminal.
+  let many = false;
+  let bar: SingleBar | null = null;
+  const answers = await (async () => {
+    try {
+      return await postLifecycle(
+        opts,
+        (line, answer) => {
+          bar?.increment();
+          if (!opts.json && (!many || !succeeded(answer))) cliIo().stdout.write(`${line}\n`);
+        },
+        undefined,
+        cliIo().env,
+        (callbacks) => {
+          many = callbacks > ANSWERS_PRINTED;
+          if (many && !opts.json && cliIo().stderr.isTTY) {
+            bar = new SingleBar({
+              format: 'sending [{bar}] {value}/{total} callbacks',
+              hideCursor: true,
+              stream: cliIo().stderr as NodeJS.WriteStream,
+            });
+            bar.start(callbacks, 0);
+          }
+        },
+      );
+    } finally {
+      (bar as SingleBar | null)?.stop();
+    }
+  })();
   const refused = answers.filter((a) => !succeeded(a)).length;
   if (opts.json) printJson(answers);
   else {
     cliIo().stdout.write(
       `${answers.length} callbacks of ${opts.lifecycle} task ${printable(answers[0]?.taskId ?? '-')}` +
-        `${refused ? `, ${refused} not accepted` : ', all accepted'}.\n`,
+        `${refused ? `, ${refused} not accepted` : ', all accepted'}` +
+        `${many ? ` (beyond ${ANSWERS_PRINTED} callbacks, only those not accepted are printed)` : ''}.\n`,
     );
   }
   if (refused) setExitCode(1);

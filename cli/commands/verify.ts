@@ -11,11 +11,13 @@ import {
   atClock,
   checkTimeEvents,
   DEFAULT_CLOCK_SETTINGS,
+  differsInTimeOnly,
   type ClockExpectation,
 } from '../../devkit/verify/time-facts.ts';
-import { parseTimePoint } from '../format.ts';
+import { isoTime, parseTimePoint } from '../format.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import { durationText } from './tasks.ts';
 
 interface VerifyCommandOptions {
   expect: string;
@@ -88,13 +90,16 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   const started = Date.now();
   const file = await readExpectFile(pathFromCwd(opts.expect));
   const runEndedAt = Date.parse(file.generatedAt);
-  const clock: ClockExpectation = {
+  // The receiver's clock: --now, or the time of each reading, so that a fact that falls due while verify waits
+  // is expected from then on.
+  const clock = (): ClockExpectation => ({
     ...DEFAULT_CLOCK_SETTINGS,
     lagMs: opts.sweepLag,
-    nowMs: opts.now ?? started,
-    // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there.
+    nowMs: opts.now ?? Date.now(),
+    // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there, and
+    // a fact due before the receiver had its task's callbacks is found a sweep after that at most.
     ...(Number.isFinite(runEndedAt) ? { runEndedAt } : {}),
-  };
+  });
   const target = await openTargetOf(opts);
   try {
     const isDrained = async () => {
@@ -129,7 +134,8 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       waitForDrain,
       timeoutMs: opts.timeout,
-      expectAt: (expected, actual) => atClock(expected, actual, clock),
+      expectAt: (expected, actual) => atClock(expected, actual, clock()),
+      differsInTimeOnly,
       onRound: (r) =>
         bar?.update(r.matched, { queue: r.drained === null ? 'unknown' : r.drained ? 'drained' : 'draining' }),
     });
@@ -146,18 +152,31 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       events = await verifyEvents({
         expected: file.events,
         poll: async () => (await reader.poll()).map((m) => m.body),
-        time: (published) => checkTimeEvents(file.tasks, published, clock),
+        time: (published) => checkTimeEvents(file.tasks, published, clock()),
         timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
       });
     }
     const ok = result.ok && (events?.ok ?? true);
+    // When nothing differs but facts of time, when a sweep will have found every fact due by now.
+    const rerunAfter = !ok && onlyFactsOfTime(result, events) ? Date.now() + opts.sweepLag : null;
 
     if (opts.json) {
-      const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
+      const out = {
+        target: target.describe,
+        expect: opts.expect,
+        ...result,
+        ok,
+        note: queueNote,
+        events,
+        eventsNote,
+        onlyFactsOfTime: rerunAfter !== null,
+        rerunAfter,
+      };
       cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
+      if (rerunAfter !== null) printRerun(rerunAfter, opts.sweepLag);
     }
     if (!ok) setExitCode(1);
   } finally {
@@ -190,6 +209,26 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   if (result.drained === false)
     out('The queue had not drained: the receiver may still be processing (raise --timeout).');
   else if (result.timedOut) out('Timed out while waiting for the tasks to match.');
+}
+
+/** Whether every difference found is one of the facts of time (lost files, stalls, settles and their events). */
+function onlyFactsOfTime(result: VerifyResult, events: EventsResult | null): boolean {
+  const tasks = result.diffs.every((d) => d.timeOnly);
+  const published =
+    events === null ||
+    (events.missing.length === 0 && events.unexpected.length === 0 && (events.time?.unexpected.length ?? 0) === 0);
+  return tasks && published;
+}
+
+function printRerun(after: number, lagMs: number): void {
+  const pc = colorsFor({});
+  cliIo().stdout.write(
+    `${pc.yellow(
+      `Only facts of time differ (lost files, stalls, settles and their events): the receiver finds each up to a ` +
+        `sweep after it falls due, or after it received the task's callbacks (--sweep-lag ${durationText(lagMs)}). ` +
+        `Run verify again after ${isoTime(after)}, or with a --timeout that reaches it.`,
+    )}\n`,
+  );
 }
 
 function printEvents(events: EventsResult | null, note: string | null): void {

@@ -6,7 +6,15 @@
 import { RECORDING_MODES } from '../../lib/platform/modes.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { bodyOf } from './plan-bodies.ts';
-import { MINUTE, makeSessions, planRecording, planScreenshot, type TaskFaults, type TaskPlan } from './plans.ts';
+import {
+  MINUTE,
+  makeSessions,
+  planRecording,
+  planScreenshot,
+  type TaskFaults,
+  type TaskPlan,
+  type TaskShape,
+} from './plans.ts';
 import { createRandom } from './random.ts';
 import { reorderKeys } from './reorder-keys.ts';
 
@@ -34,7 +42,7 @@ export interface FaultOptions extends TaskFaults {
   reorderPlatformMs?: number;
 }
 
-export interface LifecycleOptions extends FaultOptions {
+export interface LifecycleOptions extends FaultOptions, TaskShape {
   seed: number | string;
   recordings: number;
   screenshots: number;

@@ -23,7 +23,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda
 import { ensureEventsTopicAndQueue } from '../../lib/aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../../lib/ingest/config.ts';
-import { createLogger, setLogSink, type LogSink } from '../../lib/log.ts';
+import { createLogger } from '../../lib/log.ts';
 import type { SignatureMode } from '../../lib/signature/verdicts.ts';
 import {
   LOCAL_ACCOUNT_ID,
@@ -42,6 +42,7 @@ import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
 import { closeServer, listen, quietly } from './server-lifecycle.ts';
+import { silenceWhileRunning } from './quiet-stacks.ts';
 import type { PollerStats } from './sqs-poller.ts';
 import { type LocalPoller, startPollers } from './stack-pollers.ts';
 import { startLocalFunctions } from './stack-functions.ts';
@@ -189,10 +190,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let iamSession: IamSession | undefined;
 
   try {
-    if (opts.quiet) {
-      const restoreSink: LogSink = setLogSink(() => {});
-      resources.defer(() => void setLogSink(restoreSink));
-    }
+    if (opts.quiet) resources.defer(silenceWhileRunning());
     // The HTTP port first: a port already taken fails the start before anything else is done. Until the
     // stack is ready every request is answered 503 (/health included).
     const server = createGateway({

@@ -2,6 +2,7 @@
 // Built from the environment by config.ts for the function, by hand by the tests, the local stack and the
 // bench.
 import type { EventPublisher } from '../domain/event-publisher.ts';
+import type { MessageNotes } from '../domain/message-notes.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
 import type { TaskWriter } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
@@ -17,6 +18,8 @@ export interface WorkerDeps {
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;
+  /** Where the messages given up or sent again are noted (lib/domain/message-notes.ts); absent, none are. */
+  notes?: MessageNotes;
   /** Records applied at the same time within one batch (default: DEFAULT_RECORD_CONCURRENCY). */
   concurrency?: number;
   /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */

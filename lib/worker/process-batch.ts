@@ -29,6 +29,7 @@ import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
 import type { UnarmedTask } from '../domain/task-store.ts';
+import { noteMessages } from './message-notes.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -138,6 +139,8 @@ export async function processBatch(
   );
   for (const [i, up] of givenUp.entries())
     if (up) applied[i]!.log.error('callback_given_up', { messageId: records[i]!.messageId, receiveCount: max });
+  // What `dlq list` and `dlq redrive --wait` read of the messages given up and of those sent again (no others).
+  await noteMessages(records, prepared, applied, givenUp, deps);
   const failed = failedInGroupOrder(
     records,
     applied.map((a) => a.outcome === 'failed'),
@@ -181,10 +184,11 @@ async function writeHeld(group: readonly Applied[], deps: WorkerDeps): Promise<v
   } catch (err) {
     for (const a of group) {
       if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.error = errorSentence(err);
       a.log.error('callback_failed', {
         ...a.fields,
         outcome: a.outcome,
-        error: errorSentence(err),
+        error: a.error,
       });
       a.outcome = 'failed';
     }
@@ -257,15 +261,18 @@ async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise
     // Which tasks it did not say: every task of the batch.
     unarmed = applied.flatMap((a) => (a.cb ? [{ appKey: a.cb.appKey, id: a.cb.id, error }] : []));
   }
-  const failing = new Set<string>();
+  const failing = new Map<string, string>();
   for (const { appKey, id, error } of unarmed) {
     const task = compositeKey(appKey, id);
     if (failing.has(task)) continue;
-    failing.add(task);
+    failing.set(task, errorSentence(error));
     deps.log.error('task_arming_failed', { appKey, id, error: errorSentence(error) });
   }
   for (const a of applied) {
     const ok = a.outcome === 'applied' || a.outcome === 'duplicate';
-    if (ok && a.cb && failing.has(compositeKey(a.cb.appKey, a.cb.id))) a.outcome = 'failed';
+    const error = ok && a.cb ? failing.get(compositeKey(a.cb.appKey, a.cb.id)) : undefined;
+    if (error === undefined) continue;
+    a.outcome = 'failed';
+    a.error = `its task's deadline could not be written: ${error}`;
   }
 }
