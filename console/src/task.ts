@@ -45,7 +45,9 @@ function lastErrorText(task: Task): Node | string {
 function header(task: Task, now: number): HTMLElement {
   // The task's own counts: whole from the first page on, whatever pages of files have come yet.
   const c = task.counts;
-  const filesText = `${count(c.total)} (${count(c.pending)} pending, ${count(c.failed)} failed, ${count(c.lost)} lost)`;
+  // `failed` counts the lost files too: each is said once.
+  const failed = c.failed - c.lost;
+  const filesText = `${count(c.total)} (${count(c.pending)} pending, ${count(failed)} failed, ${count(c.lost)} lost)`;
   const span = task.startedAt !== null && task.endedAt !== null ? ` (${duration(task.endedAt - task.startedAt)})` : '';
   const rows: Array<[string, Node | string]> = [
     ['Service', task.service],

@@ -46,10 +46,10 @@ function certaintyOf(at: number, c: ClockExpectation): Certainty {
   return Math.max(at, c.runEndedAt ?? at) + c.lagMs <= c.nowMs ? 'held' : 'either';
 }
 
-/** A task without its facts of time: its lost files as failed, no stall, no settle. */
+/** A task without its facts of time: its lost files as failed (none counted lost), no stall, no settle. */
 function withoutTimeFacts(t: Task): Task {
   const files = t.files.map((f) => (f.upload === 'lost' ? { ...f, upload: 'failed' as const } : f));
-  return { ...t, files, stalledSince: null, settledAt: null };
+  return { ...t, files, counts: { ...t.counts, lost: 0 }, stalledSince: null, settledAt: null };
 }
 
 /**
