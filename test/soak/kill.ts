@@ -8,12 +8,12 @@
 // queue is redriven with `callbacks dlq redrive --yes`, and nothing else is done (no recount). Then every task is
 // judged against the contract (./kill-oracle.ts): its callbacks applied once each, the task equal to their fold
 // and to the facts of time, its counts equal to its files, its events between MUST and MAY and true of it.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expectedTaskEventsOf, expectedTasks } from '../../devkit/emulator/expect.ts';
 import { generateRun, type ScheduledSend } from '../../devkit/emulator/lifecycles.ts';
-import { createRandom } from '../../devkit/emulator/random.ts';
+import { createRandom, type Random } from '../../devkit/emulator/random.ts';
 import { sendAll, type SendResult } from '../../devkit/emulator/sender.ts';
 import { verifyEvents } from '../../devkit/verify/events.ts';
 import { atClock, checkTimeEvents, DEFAULT_CLOCK_SETTINGS } from '../../devkit/verify/time-facts.ts';
@@ -28,7 +28,8 @@ import { inParallel } from '../../lib/in-parallel.ts';
 import { countsAgainstRecount } from '../reliability/support/counts-chaos.ts';
 import { runCli } from '../support/cli-process.ts';
 import { freePort, idle, nextLogLine, startStack, type StackRun } from './kill-stack.ts';
-import { countProblems, eventFactProblems, ledgerProblems, owedCallbacks, taskOfProblem } from './kill-oracle.ts';
+import { countLogEvents, writeTraces } from './kill-traces.ts';
+import { countProblems, eventFactProblems, ledgerProblems, owedCallbacks } from './kill-oracle.ts';
 
 export interface KillOptions {
   callbacks: number;
@@ -94,43 +95,150 @@ function killSends(seed: string, callbacks: number): ScheduledSend[] {
   return sends.sort((a, b) => a.at - b.at);
 }
 
+/** The child stack of a run: started, killed and started again on one folder and port. */
+class Stacks {
+  current: StackRun | null = null;
+  starts = 0;
+  readonly kills = { midBatch: 0, anyMoment: 0 };
+  readonly cwd = mkdtempSync(join(tmpdir(), 'callbacks-kill-'));
+  readonly env = { CALLBACK_SECRETS: JSON.stringify({ [APP_KEY]: [SECRET] }) };
+  private readonly opts: KillOptions;
+  private readonly port: number;
+  private readonly random: Random;
+
+  constructor(opts: KillOptions, port: number) {
+    this.opts = opts;
+    this.port = port;
+    this.random = createRandom(`${opts.seed}/kill`);
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The stack, with faults (each start drawing its own, from the run's seed) or without. */
+  async start(faulted: boolean): Promise<StackRun> {
+    this.starts += 1;
+    const { opts } = this;
+    const faults = faulted ? ['--faults', opts.faults, '--seed', `${opts.seed}/${this.starts}`] : [];
+    const args = ['--retry-delay', `${opts.retryDelayS}s`, '--sweep-every', `${SWEEP_EVERY_S}s`];
+    args.push('--settle-after', `${SETTLE_AFTER_S}s`, ...faults);
+    const run = await startStack({ cwd: this.cwd, port: this.port, env: this.env, name: `run-${this.starts}`, args });
+    this.current = run;
+    return run;
+  }
+
+  /** SIGKILL just after the worker applies a record (its batch in hand), or at a random moment; a start after. */
+  async killAndRestart(midBatch: boolean): Promise<void> {
+    const stack = this.current!;
+    const applied = midBatch ? await nextLogLine(stack.logFile, APPLIED, 30_000) : false;
+    if (!midBatch) await sleep(this.random.int(0, 1000));
+    this.current = null;
+    await stack.kill();
+    if (applied) this.kills.midBatch += 1;
+    else this.kills.anyMoment += 1;
+    await sleep(this.random.int(0, MAX_DOWN_MS));
+    await this.start(true);
+    this.opts.say(`kill: SIGKILLed ${applied ? 'just after a record was applied' : 'at a random moment'}, started`);
+  }
+
+  /** Ctrl-C: what is in hand finishes. */
+  async stop(): Promise<void> {
+    const stack = this.current;
+    this.current = null;
+    await stack?.stop();
+  }
+}
+
 export async function runKill(opts: KillOptions): Promise<KillFigures> {
   const started = Date.now();
-  const random = createRandom(`${opts.seed}/kill`);
-  const cwd = mkdtempSync(join(tmpdir(), 'callbacks-kill-'));
-  const port = await freePort();
+  const stacks = new Stacks(opts, await freePort());
   const sends = killSends(opts.seed, opts.callbacks);
-  const env = { CALLBACK_SECRETS: JSON.stringify({ [APP_KEY]: [SECRET] }) };
-  const common = ['--retry-delay', `${opts.retryDelayS}s`, '--sweep-every', `${SWEEP_EVERY_S}s`];
-  const settle = ['--settle-after', `${SETTLE_AFTER_S}s`];
-  let starts = 0;
-  const start = (faulted: boolean) => {
-    starts += 1;
-    const faults = faulted ? ['--faults', opts.faults, '--seed', `${opts.seed}/${starts}`] : [];
-    return startStack({ cwd, port, env, name: `run-${starts}`, args: [...common, ...settle, ...faults] });
-  };
-  opts.say(`kill: ${sends.length} callbacks, ${opts.kills} kills, faults ${opts.faults}; data under ${cwd}`);
-  let stack: StackRun = await start(true);
-  const kills = { midBatch: 0, anyMoment: 0, starts: 0 };
-  const killAndRestart = async (midBatch: boolean) => {
-    const applied = midBatch ? await nextLogLine(stack.logFile, APPLIED, 30_000) : false;
-    if (!midBatch) await sleep(random.int(0, 1000));
-    await stack.kill();
-    if (applied) kills.midBatch += 1;
-    else kills.anyMoment += 1;
-    await sleep(random.int(0, MAX_DOWN_MS));
-    stack = await start(true);
-    opts.say(`kill: SIGKILLed ${applied ? 'just after a record was applied' : 'at a random moment'}, started again`);
-  };
+  opts.say(`kill: ${sends.length} callbacks, ${opts.kills} kills, faults ${opts.faults}; data under ${stacks.cwd}`);
+  try {
+    await stacks.start(true);
+    const traffic = await sendWhileKilling(stacks, sends, opts);
+    const drainStart = Date.now();
+    // The rest of the kills while the worker catches up.
+    for (let k = traffic.killed; k < opts.kills; k++) await stacks.killAndRestart(true);
+    const idleUnderFaults = await idle(stacks.current!.target, Date.now() + 20 * 60_000);
 
-  // --- the traffic, and kills while it runs; a third of the kills once it is sent, while the worker catches up ---
-  const duringDrain = Math.max(1, Math.floor(opts.kills / 3));
-  const whileSending = opts.kills - duringDrain;
+    // As an operator: restart without faults, redrive the dead letters once, wait until idle; nothing else.
+    await stacks.stop();
+    const stack = await stacks.start(false);
+    const deadLettered = (await stack.target.dlq.depth()).visible;
+    const redrive = await runCli(['dlq', 'redrive', '--yes', '--json'], {
+      cwd: stacks.cwd,
+      node: process.execPath,
+      env: stacks.env,
+    });
+    if (redrive.code !== 0) throw new Error(`callbacks dlq redrive failed: ${redrive.stderr || redrive.stdout}`);
+    const redriven = (JSON.parse(redrive.stdout) as { moved: number }).moved;
+    opts.say(`kill: ${deadLettered} dead letters, ${redriven} redriven; waiting for the stack to go idle`);
+    const idleAfterRedrive = await idle(stack.target, Date.now() + 10 * 60_000);
+    const drainS = (Date.now() - drainStart) / 1000;
+
+    const judgeStart = Date.now();
+    const judged = await judge(stack, traffic.report.results, traffic.endedAt);
+    const leftDead = (await stack.target.dlq.depth()).visible;
+    if (leftDead > 0) judged.problems.unshift(`${leftDead} dead letters again after the redrive`);
+    if (!idleAfterRedrive) judged.problems.unshift('the stack did not go idle after the redrive');
+    if (!idleUnderFaults) judged.problems.unshift('the stack did not go idle under faults in 20 minutes');
+    const { results, summary } = traffic.report;
+    const keptIn = judged.problems.length > 0 ? stacks.cwd : null;
+    if (keptIn) {
+      const stored = (id: string) => stack.target.tasks.getTask(id, APP_KEY);
+      await writeTraces(stacks.cwd, judged.problems, results, judged.events, { expected: judged.expected, stored });
+    }
+    await stacks.stop();
+    const logEvents = countLogEvents(stacks.cwd);
+    if (!keptIn) rmSync(stacks.cwd, { recursive: true, force: true });
+    const acknowledged = results.filter((r) => r.delivered);
+    return {
+      sent: sends.length,
+      acknowledged: acknowledged.length,
+      distinctAcknowledged: new Set(acknowledged.map((r) => `${r.taskId} ${eventKey(r.body)}`)).size,
+      appliedUnacknowledged: judged.appliedUnacknowledged,
+      tasks: judged.tasks,
+      kills: { ...stacks.kills, starts: stacks.starts },
+      sender: {
+        requests: summary.requests,
+        networkErrors: summary.networkErrors,
+        status5xx: summary.status5xx,
+        retried: summary.retried,
+      },
+      logEvents,
+      deadLettered,
+      redriven,
+      quarantined: judged.quarantined,
+      events: judged.eventFigures,
+      problems: judged.problems,
+      keptIn,
+      timings: {
+        sendS: traffic.sendS,
+        drainS,
+        judgeS: (Date.now() - judgeStart) / 1000,
+        totalS: (Date.now() - started) / 1000,
+      },
+    };
+  } finally {
+    // A run that failed half-way leaves no stack behind (its folder stays, to be looked at).
+    await stacks.current?.kill();
+  }
+}
+
+/**
+ * The traffic, sent as fast as 8 requests at a time go, resent while the stack is down; two thirds of the kills at
+ * random points of it (a third at least is left for the worker's catching up).
+ */
+async function sendWhileKilling(stacks: Stacks, sends: ScheduledSend[], opts: KillOptions) {
+  const random = createRandom(`${opts.seed}/kill-moments`);
+  const whileSending = opts.kills - Math.max(1, Math.floor(opts.kills / 3));
   let done = 0;
   let sending = true;
   const sendStart = Date.now();
   const sender = sendAll({
-    url: `http://127.0.0.1:${port}`,
+    url: stacks.url,
     sends,
     random: createRandom(`${opts.seed}/kill-sender`),
     secret: SECRET,
@@ -148,61 +256,14 @@ export async function runKill(opts: KillOptions): Promise<KillFigures> {
     const at = ((i + random.next()) / whileSending) * 0.9 * sends.length;
     while (sending && done < at) await sleep(20);
     if (!sending) break;
-    await killAndRestart(i % 2 === 0);
+    await stacks.killAndRestart(i % 2 === 0);
     killed += 1;
   }
   const report = await sender;
-  const sendS = (Date.now() - sendStart) / 1000;
+  const endedAt = Date.now();
+  const sendS = (endedAt - sendStart) / 1000;
   opts.say(`kill: sent in ${sendS.toFixed(0)} s, ${report.summary.delivered}/${sends.length} acknowledged`);
-  const drainStart = Date.now();
-  for (; killed < opts.kills; killed++) await killAndRestart(true);
-  if (!(await idle(stack.target, Date.now() + 20 * 60_000))) opts.say('kill: the stack did not go idle under faults');
-
-  // --- as an operator: restart without faults, redrive the dead letters once, wait; nothing else ---
-  await stack.stop();
-  stack = await start(false);
-  const deadLettered = (await stack.target.dlq.depth()).visible;
-  const redrive = await runCli(['dlq', 'redrive', '--yes', '--json'], { cwd, node: process.execPath, env });
-  if (redrive.code !== 0) throw new Error(`callbacks dlq redrive failed: ${redrive.stderr || redrive.stdout}`);
-  const redriven = (JSON.parse(redrive.stdout) as { moved: number }).moved;
-  opts.say(`kill: ${deadLettered} dead letters, ${redriven} redriven; waiting for the stack to go idle`);
-  const settled = await idle(stack.target, Date.now() + 10 * 60_000);
-  const drainS = (Date.now() - drainStart) / 1000;
-
-  const judgeStart = Date.now();
-  const judged = await judge(stack, report.results, sendStart + sendS * 1000);
-  if (!settled) judged.problems.unshift('the stack did not go idle after the redrive');
-  const leftDead = (await stack.target.dlq.depth()).visible;
-  if (leftDead > 0) judged.problems.unshift(`${leftDead} dead letters again after the redrive`);
-  await stack.stop();
-
-  const logEvents = countLogEvents(cwd);
-  const keptIn = judged.problems.length > 0 ? cwd : null;
-  if (keptIn) writeTraces(cwd, judged.problems, report.results, judged.events);
-  else rmSync(cwd, { recursive: true, force: true });
-  const acknowledged = report.results.filter((r) => r.delivered);
-  return {
-    sent: sends.length,
-    acknowledged: acknowledged.length,
-    distinctAcknowledged: new Set(acknowledged.map((r) => `${r.taskId} ${eventKey(r.body)}`)).size,
-    appliedUnacknowledged: judged.appliedUnacknowledged,
-    tasks: judged.tasks,
-    kills: { ...kills, starts },
-    sender: {
-      requests: report.summary.requests,
-      networkErrors: report.summary.networkErrors,
-      status5xx: report.summary.status5xx,
-      retried: report.summary.retried,
-    },
-    logEvents,
-    deadLettered,
-    redriven,
-    quarantined: judged.quarantined,
-    events: judged.eventFigures,
-    problems: judged.problems,
-    keptIn,
-    timings: { sendS, drainS, judgeS: (Date.now() - judgeStart) / 1000, totalS: (Date.now() - started) / 1000 },
-  };
+  return { report, killed, sendS, endedAt };
 }
 
 /** Everything the idle stack holds, against the callbacks sent and what the sender was told. */
@@ -275,6 +336,7 @@ async function judge(stack: StackRun, results: readonly SendResult[], sendingEnd
   return {
     problems,
     events,
+    expected,
     tasks: expected.length,
     quarantined,
     appliedUnacknowledged: owed.length - results.filter((r) => r.delivered).length,
@@ -284,55 +346,6 @@ async function judge(stack: StackRun, results: readonly SendResult[], sendingEnd
       received: check.received,
     },
   };
-}
-
-/** The log events of every run of the stack in the folder, by name (`fault_injected` by kind too). */
-function countLogEvents(cwd: string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const file of readdirSync(cwd).filter((f) => f.endsWith('.log'))) {
-    for (const line of readFileSync(join(cwd, file), 'utf8').split('\n')) {
-      const event = /"event":"([^"]+)"/.exec(line)?.[1];
-      if (!event) continue;
-      const kind = event === 'fault_injected' ? /"kind":"([^"]+)"/.exec(line)?.[1] : undefined;
-      const name = kind ? `${event} ${kind}` : event;
-      counts[name] = (counts[name] ?? 0) + 1;
-    }
-  }
-  return counts;
-}
-
-/**
- * A trace per task a problem names, under `<cwd>/traces/`: its callbacks as sent (in the order sent, with what the
- * sender was told), every log line of every run of the stack that names it, and the events published about it.
- */
-function writeTraces(cwd: string, problems: readonly string[], results: readonly SendResult[], events: TaskEvent[]) {
-  const ids = new Set(results.map((r) => r.taskId));
-  const named = [...new Set(problems.map((p) => taskOfProblem(p, ids)).filter((id) => id !== null))];
-  const logs = readdirSync(cwd)
-    .filter((f) => f.endsWith('.log'))
-    .sort((a, b) => Number(a.replace(/\D/g, '')) - Number(b.replace(/\D/g, '')))
-    .map((f) => ({ f, lines: readFileSync(join(cwd, f), 'utf8').split('\n') }));
-  mkdirSync(join(cwd, 'traces'), { recursive: true });
-  for (const id of named.slice(0, 20)) {
-    const out = [`problems:`, ...problems.filter((p) => taskOfProblem(p, ids) === id), '', 'sent:'];
-    for (const r of results.filter((x) => x.taskId === id)) {
-      const o = r.body.output as Record<string, unknown> | undefined;
-      out.push(
-        `  type ${String(r.body.type)} code ${String(r.body.code)} at ${String(r.body.timestamp)} ` +
-          `file ${String(o?.fileName ?? '-')} state ${String(o?.fileState ?? '-')}` +
-          `${r.duplicate ? ' (duplicate)' : ''} -> ${r.delivered ? 'acknowledged' : `not acknowledged (${r.error})`}` +
-          ` after ${r.attempts} attempts, key ${eventKey(r.body)}`,
-      );
-    }
-    out.push('', 'log lines:');
-    for (const { f, lines } of logs) for (const line of lines) if (line.includes(id)) out.push(`  ${f}: ${line}`);
-    out.push('', 'events:');
-    for (const e of events.filter((x) => x.task.id === id))
-      out.push(
-        `  ${e.type} seq ${e.sequence} ${e.task.status} ${JSON.stringify(e.task.files)} ${e.file?.fileName ?? ''}`,
-      );
-    writeFileSync(join(cwd, 'traces', `${id}.txt`), `${out.join('\n')}\n`);
-  }
 }
 
 /** The part of test/soak/RESULTS.md these figures make. */
