@@ -171,8 +171,11 @@ export async function runKill(opts: KillOptions): Promise<KillFigures> {
       cwd: stacks.cwd,
       node: process.execPath,
       env: stacks.env,
+      // Thousands of dead letters, each sent and deleted, on busy cores.
+      timeoutMs: 15 * 60_000,
     });
-    if (redrive.code !== 0) throw new Error(`callbacks dlq redrive failed: ${redrive.stderr || redrive.stdout}`);
+    if (redrive.code !== 0)
+      throw new Error(`callbacks dlq redrive failed (${redrive.code}): ${redrive.stderr || redrive.stdout}`);
     const redriven = (JSON.parse(redrive.stdout) as { moved: number }).moved;
     opts.say(`kill: ${deadLettered} dead letters, ${redriven} redriven; waiting for the stack to go idle`);
     const idleAfterRedrive = await idle(stack.target, Date.now() + 10 * 60_000);
