@@ -341,3 +341,29 @@ test('two sweepers at once publish each fact once, and leave every task re-armed
   expect(byType('file.lost')).toBe(n / 3);
   expect(byType('file.purge_warning')).toBe(n / 3);
 }, 180_000);
+
+test('a sweep that finds a stall and a loss due at once shows one task under its sequence', async () => {
+  // No sweep ran for a day: the first finds the task stalled, its failed image warned about and lost at once.
+  const w = await world();
+  const id = 'img-sweep-stall-and-loss';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const failed: Body = {
+    ...fixture('screenshot-4-upload-failed'),
+    imageId: id,
+    timestamp: (start.timestamp as number) + 1000,
+  };
+  w.clock.now = (failed.timestamp as number) + 2_000;
+  await w.deliver('screenshot', [start, failed]);
+  await sweep(w.clock.now, w.sweeper());
+  w.clock.now = (failed.timestamp as number) + FILE_HOLD_MS + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const own = w.published.filter((e) => e.task.id === id && ['task.stalled', 'file.lost'].includes(e.type));
+  expect(own.map((e) => e.type).sort()).toEqual(['file.lost', 'task.stalled']);
+  const bySequence = new Map<number, string>();
+  for (const e of w.published.filter((x) => x.task.id === id)) {
+    const seen = bySequence.get(e.sequence);
+    if (seen !== undefined) expect(JSON.stringify(e.task)).toBe(seen);
+    bySequence.set(e.sequence, JSON.stringify(e.task));
+  }
+  expect(own.every((e) => e.task.files.lost === 1)).toBe(true);
+}, 60_000);
