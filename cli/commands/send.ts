@@ -203,6 +203,9 @@ export async function postCallback(
 
 const succeeded = (a: Answer) => a.status >= 200 && a.status < 300;
 
+/** Times a lifecycle's callback answered 503 is sent again, as the platform's sender resends. */
+const LIFECYCLE_RETRIES_ON_503 = 3;
+
 async function send(file: string, opts: SendOptions): Promise<void> {
   const text = await readBody(file);
   let body: unknown;
@@ -261,7 +264,11 @@ export async function postLifecycle(
   const answers: LifecycleAnswer[] = [];
   const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
-    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
+    const post = () => postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
+    let { answer, text } = await post();
+    // A 503 asks the sender to retry (the queue or the replay claim unreachable for a moment), as the platform does.
+    for (let retry = 1; retry <= LIFECYCLE_RETRIES_ON_503 && answer.status === 503; retry++)
+      ({ answer, text } = await post());
     const type = s.body.type as number;
     const posted = { ...answer, type, taskId: s.taskId };
     answers.push(posted);
