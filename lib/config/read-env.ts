@@ -7,19 +7,21 @@ import * as v from 'valibot';
 import { parseDuration } from '../time-point.ts';
 
 /** The functions whose settings are read here; their names appear in the sentences of refusal. */
-export type FunctionName = 'ingest' | 'worker' | 'api' | 'sweeper';
+export type FunctionName = 'ingest' | 'worker' | 'api' | 'sweeper' | 'verifier';
 
 const functionInWords: Record<FunctionName, string> = {
   ingest: 'the ingest',
   worker: 'the worker',
   api: 'the read API',
   sweeper: 'the sweeper',
+  verifier: 'the verifier',
 };
 const errorNames: Record<FunctionName, string> = {
   ingest: 'IngestConfigError',
   worker: 'WorkerConfigError',
   api: 'ApiConfigError',
   sweeper: 'SweeperConfigError',
+  verifier: 'VerifierConfigError',
 };
 
 /** A setting the function refuses to start with; the message is one sentence naming the variable. */

@@ -25,6 +25,7 @@ import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity, type Item } from './table-client.ts';
 import { EventsIndex, Keys } from './table.ts';
+import { withVerifications } from './verifications.ts';
 
 export type { ReadBudget } from './listing.ts';
 
@@ -67,7 +68,7 @@ export class DynamoTaskReader implements TaskReader {
       const files = pageOf(task.files, page, (f: FileView) => jsonBytes(f));
       const last = files.items.at(-1);
       return {
-        task: { ...task, files: files.items },
+        task: { ...task, files: await withVerifications(this.table, task.appKey, task.id, files.items) },
         nextFilesCursor: (files.more || more) && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
       };
     }
@@ -79,7 +80,7 @@ export class DynamoTaskReader implements TaskReader {
     const files = pageOf(rest, page, (f: FileView) => jsonBytes(f));
     const last = files.items.at(-1);
     return {
-      task: { ...whole, files: files.items },
+      task: { ...whole, files: await withVerifications(this.table, whole.appKey, whole.id, files.items) },
       nextFilesCursor: files.more && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
     };
   }

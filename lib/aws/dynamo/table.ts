@@ -81,6 +81,13 @@ export const Keys = {
   dayGsi: (day: string) => `DAY#${day}`,
   /** The partition of a task's callbacks in the byTaskTime index. */
   eventsGsi: (appKey: string, taskId: string) => `EV#${scopeOf(appKey)}#${taskId}`,
+  /**
+   * A file's check in its storage, beside the task's parts (after them: no read of a task's parts meets it), in
+   * the file's own order; and the task's checked files counted by state. Written by the verifier only.
+   */
+  verificationPrefix: (appKey: string) => `V#${scopeOf(appKey)}#F#`,
+  verificationSk: (appKey: string, fileName: string) => `V#${scopeOf(appKey)}#F#${fileName}`,
+  verificationCountsSk: (appKey: string) => `V#${scopeOf(appKey)}#S`,
 } as const;
 
 /** Sort keys of the earlier layout (one task per id), which `callbacks migrate` reads and removes. */

@@ -1,0 +1,141 @@
+// How the verifier reaches each appKey's storage (docs/verification.md, "Storage settings"): the stage's
+// STORAGE_SETTINGS, JSON of appKey to one setting, checked whole when the function loads. A setting is an S3
+// bucket of the stage's account (read under the verifier's role), an S3-compatible endpoint (Alibaba OSS,
+// Tencent COS, Qiniu Kodo, Huawei OBS) with access keys kept in Parameter Store or Secrets Manager, or a plain
+// HTTP HEAD of the file's URL. A malformed setting stops the function with one sentence naming the appKey and
+// the field: verifying against a storage nobody meant would flag every file. infra/storage-params.cjs reads the
+// same JSON when the service is packaged, for the grants of the verifier's role.
+import * as v from 'valibot';
+import { StartRefused } from './read-env.ts';
+
+/** Where an object's key comes from: the path of the reported fileUrl, or the file's name after a prefix. */
+export const KEY_SOURCES = ['url-path', 'file-name'] as const;
+export type KeySource = (typeof KEY_SOURCES)[number];
+
+/** An S3 bucket name as S3 and the S3-compatible services accept one. */
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const REGION = /^[a-z0-9-]{2,40}$/;
+/** A Parameter Store name: the role grants exactly it, so it is written out whole. */
+const PARAMETER = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
+/** A Secrets Manager secret's name (not an ARN: the role's grant is built from it). */
+const SECRET = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+
+const keyFields = {
+  key: v.optional(v.picklist(KEY_SOURCES, 'url-path or file-name'), 'url-path'),
+  /** Before the file's name when `key` is file-name. */
+  prefix: v.optional(v.pipe(v.string('a string'), v.maxLength(512, 'at most 512 characters')), ''),
+};
+
+const bucket = v.pipe(v.string('a string'), v.regex(BUCKET, 'an S3 bucket name (3 to 63 of a-z, 0-9, . and -)'));
+const region = v.pipe(v.string('a string'), v.regex(REGION, 'a region name such as eu-west-1'));
+
+const S3Setting = v.strictObject(
+  {
+    type: v.literal('s3'),
+    bucket,
+    /** The bucket's region; default: the function's own. */
+    region: v.optional(region),
+    ...keyFields,
+  },
+  'only type, bucket, region, key and prefix',
+);
+
+const Credentials = v.union(
+  [
+    v.strictObject({ parameter: v.pipe(v.string(), v.regex(PARAMETER, 'a Parameter Store name starting with /')) }),
+    v.strictObject({ secret: v.pipe(v.string(), v.regex(SECRET, 'a Secrets Manager secret name')) }),
+  ],
+  '{"parameter": "/name"} or {"secret": "name"}',
+);
+
+const httpsUrl = v.pipe(
+  v.string('a string'),
+  v.url('a URL'),
+  v.check((u) => /^https?:\/\//i.test(u), 'an http or https URL'),
+);
+
+const S3CompatibleSetting = v.strictObject(
+  {
+    type: v.literal('s3-compatible'),
+    /** The service's S3 endpoint, e.g. https://oss-cn-hangzhou.aliyuncs.com. */
+    endpoint: httpsUrl,
+    bucket,
+    /** The region its signatures name (most such services accept us-east-1 for any). */
+    region: v.optional(region, 'us-east-1'),
+    /** Where its access keys are kept: JSON {"accessKeyId": "...", "secretAccessKey": "..."}. */
+    credentials: Credentials,
+    /** Path-style addresses (endpoint/bucket/key) rather than virtual-hosted ones (bucket.endpoint/key). */
+    pathStyle: v.optional(v.boolean('true or false'), false),
+    ...keyFields,
+  },
+  'only type, endpoint, bucket, region, credentials, pathStyle, key and prefix',
+);
+
+const HttpSetting = v.strictObject(
+  {
+    type: v.literal('http'),
+    /** The hosts whose URLs may be checked (a callback names the URL): none given, any host. */
+    hosts: v.optional(v.array(v.pipe(v.string(), v.minLength(1)), 'a list of host names'), []),
+  },
+  'only type and hosts',
+);
+
+const StorageSetting = v.variant(
+  'type',
+  [S3Setting, S3CompatibleSetting, HttpSetting],
+  'a setting whose type is s3, s3-compatible or http',
+);
+
+export type S3Setting = v.InferOutput<typeof S3Setting>;
+export type S3CompatibleSetting = v.InferOutput<typeof S3CompatibleSetting>;
+export type HttpSetting = v.InferOutput<typeof HttpSetting>;
+export type StorageSetting = v.InferOutput<typeof StorageSetting>;
+/** The settings by appKey; an appKey without one has its files `unverifiable`, with that reason. */
+export type StorageSettings = Readonly<Record<string, StorageSetting>>;
+
+/** The path of an issue within the settings, as a sentence names it (`appKey "a", field bucket`). */
+function where(issue: v.BaseIssue<unknown>): string {
+  const path = (issue.path ?? []).map((p) => String(p.key));
+  const [appKey, ...field] = path;
+  if (appKey === undefined) return 'the settings';
+  return field.length ? `appKey ${JSON.stringify(appKey)}, field ${field.join('.')},` : `appKey ${JSON.stringify(appKey)}`;
+}
+
+/** The settings from their JSON text; throws one sentence saying what is wrong and where. */
+export function parseStorageSettings(text: string): StorageSettings {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error('is not JSON');
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new Error('must be a JSON object of appKey to setting');
+  const result = v.safeParse(v.record(v.pipe(v.string(), v.minLength(1, 'a non-empty appKey')), StorageSetting), json);
+  if (!result.success) {
+    const issue = result.issues[0];
+    throw new Error(`is not valid: at ${where(issue)} ${issue.message === 'Invalid type' ? 'a value' : issue.message}`);
+  }
+  return result.output;
+}
+
+/** STORAGE_SETTINGS as a variable of a function's schema: a bad value stops the function. */
+export const storageSettingsValue = v.pipe(
+  v.string(),
+  v.transform((text) => {
+    try {
+      return parseStorageSettings(text);
+    } catch (err) {
+      throw new StartRefused((err as Error).message, true);
+    }
+  }),
+);
+
+/**
+ * The storage a setting names, as incidents and probes say it: `s3://<bucket>` in the stage's account,
+ * `s3://<endpoint host>/<bucket>` elsewhere, `https://<host>` for URLs checked by HTTP.
+ */
+export function storageNameOf(setting: S3Setting | S3CompatibleSetting): string {
+  if (setting.type === 's3') return `s3://${setting.bucket}`;
+  return `s3://${new URL(setting.endpoint).host}/${setting.bucket}`;
+}
