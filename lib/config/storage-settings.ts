@@ -98,7 +98,9 @@ function where(issue: v.BaseIssue<unknown>): string {
   const path = (issue.path ?? []).map((p) => String(p.key));
   const [appKey, ...field] = path;
   if (appKey === undefined) return 'the settings';
-  return field.length ? `appKey ${JSON.stringify(appKey)}, field ${field.join('.')},` : `appKey ${JSON.stringify(appKey)}`;
+  return field.length
+    ? `appKey ${JSON.stringify(appKey)}, field ${field.join('.')},`
+    : `appKey ${JSON.stringify(appKey)}`;
 }
 
 /** The settings from their JSON text; throws one sentence saying what is wrong and where. */

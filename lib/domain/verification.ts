@@ -75,7 +75,8 @@ export function verdictOf(answer: StorageAnswer, reportedSize: number | null, ch
     return { state: 'verified', checkedAt, ...seen, sizeMatches: 'unknown', reason };
   }
   const sizeMatches = sizeMatchOf(reportedSize, answer.size);
-  if (answer.size === 0) return { state: 'empty', checkedAt, ...seen, sizeMatches, reason: 'the storage holds 0 bytes' };
+  if (answer.size === 0)
+    return { state: 'empty', checkedAt, ...seen, sizeMatches, reason: 'the storage holds 0 bytes' };
   if (sizeMatches === 'differs') {
     const reason = `the storage holds ${answer.size} bytes, the platform reported a size of ${reportedSize}`;
     return { state: 'size_differs', checkedAt, ...seen, sizeMatches, reason };
@@ -105,4 +106,13 @@ export function hasVerification(
   if (state !== 'pending') return (counts[state] ?? 0) > 0;
   const checked = CHECKED_STATES.reduce((n, s) => n + (counts[s] ?? 0), 0);
   return uploaded > checked;
+}
+
+// The listings' filter (docs/api.md `verification=<state>`, `tasks list --verification`): a field of the store's
+// query, declared here beside the states it takes.
+declare module './task-store.ts' {
+  interface TaskQuery {
+    /** Only tasks with a file in this verification state (`pending`: uploaded, not checked yet). */
+    verification?: VerificationState;
+  }
 }

@@ -8,7 +8,7 @@ import { processVerifyBatch } from './verify-batch.ts';
 
 export type VerifierHandler = (event: SQSEvent, context?: Pick<Context, 'awsRequestId'>) => Promise<SQSBatchResponse>;
 
-/** The settings, clients and storage checks are built here, once: a bad setting throws (the function does not start). */
+/** The settings, clients and storage checks are built once, here: a bad setting throws (the function won't start). */
 export function createVerifierHandler(
   env: Readonly<Record<string, string | undefined>>,
   clients: ClientSettings = {},

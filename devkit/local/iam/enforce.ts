@@ -43,7 +43,7 @@ const AUTHORISED_AS: Record<string, string> = {
   's3:ListObjectsV2': 's3:ListBucket',
 };
 
-/** S3 addresses an object by bucket and key; IAM by `arn:aws:s3:::<bucket>/<key>` (a bucket alone for its own calls). */
+/** S3 addresses an object by bucket and key, IAM by `arn:aws:s3:::<bucket>/<key>` (a call on a bucket: its ARN). */
 function s3Resource(input: CommandInput): string {
   const bucket = typeof input.Bucket === 'string' ? input.Bucket : '*';
   return typeof input.Key === 'string' ? `arn:aws:s3:::${bucket}/${input.Key}` : `arn:aws:s3:::${bucket}`;

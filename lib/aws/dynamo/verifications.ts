@@ -12,11 +12,13 @@
 // checked, one for a check that finds it as it was.
 import { createHash } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { FileView } from '../../domain/task.ts';
 import {
   CHECKED_STATES,
   type CheckedState,
   type FileVerification,
+  hasVerification,
   isMissingState,
   type SizeMatch,
   type VerifiedFileView,
@@ -24,6 +26,7 @@ import {
 } from '../../domain/verification.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { type Item, type Key, noCapacity, type TableClient, type TableReader } from './table-client.ts';
+import type { ResolvedQuery } from './cursors.ts';
 import { Keys } from './table.ts';
 
 /** The counts' attribute of each checked state. */
@@ -73,7 +76,8 @@ const S = (value: string): AttributeValue => ({ S: value });
 const N = (value: number): AttributeValue => ({ N: String(value) });
 
 /** The attribute of the counts that holds a file's charge in progress: short, and the same for one file. */
-const chargeAttr = (fileName: string) => `j${createHash('sha256').update(fileName, 'utf8').digest('base64url').slice(0, 16)}`;
+const chargeAttr = (fileName: string) =>
+  `j${createHash('sha256').update(fileName, 'utf8').digest('base64url').slice(0, 16)}`;
 
 /** The verifier's writes: a file's check, and its charge to the task's counts. */
 export class VerificationWrites {
@@ -284,4 +288,19 @@ export async function withVerifications(
   const uploaded = files.filter((f) => f.upload === 'uploaded').map((f) => f.fileName);
   const checks = await readPageChecks(table, appKey, id, uploaded, cap);
   return files.map((f) => ({ ...f, verification: verificationOf(f, checks.get(f.fileName)?.verification) }));
+}
+
+/**
+ * For the listings' `verification` filter (`q.vf`), whether the task has a file in that state: one read of its
+ * counts of checks, with the uploaded files its row counts (those not checked are pending). Without it, true.
+ */
+export async function verificationWithin(
+  table: TableReader,
+  summary: TaskSummary,
+  q: Pick<ResolvedQuery, 'vf'>,
+  cap: Capacity = noCapacity(),
+): Promise<boolean> {
+  if (q.vf === undefined) return true;
+  const counts = await readVerificationCounts(table, summary.appKey, summary.id, cap);
+  return hasVerification(q.vf, counts, summary.fileCount - summary.pendingFiles - summary.failedFiles);
 }

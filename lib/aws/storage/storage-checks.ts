@@ -134,7 +134,11 @@ export class StorageChecks {
     const timeout = this.options.timeoutMs;
     return {
       maxAttempts: 2,
-      requestHandler: { connectionTimeout: Math.min(timeout, 2000), requestTimeout: timeout, throwOnRequestTimeout: true },
+      requestHandler: {
+        connectionTimeout: Math.min(timeout, 2000),
+        requestTimeout: timeout,
+        throwOnRequestTimeout: true,
+      },
     };
   }
 
