@@ -7,6 +7,7 @@ import { readExpectFile } from '../../devkit/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
+import { type ChecksResult, verifyChecks } from '../../devkit/verify/storage.ts';
 import {
   atClock,
   checkTimeEvents,
@@ -150,14 +151,32 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
         timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
       });
     }
-    const ok = result.ok && (events?.ok ?? true);
+    // The checks of the files in their storage: each as the sender emulator left the file (devkit/verify/storage.ts).
+    const storage = file.storage
+      ? await verifyChecks({
+          expected: file.storage.files,
+          getTask: (id, appKey) => target.tasks.getTask(id, appKey),
+          timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+        })
+      : null;
+    const ok = result.ok && (events?.ok ?? true) && (storage?.ok ?? true);
 
     if (opts.json) {
-      const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
+      const out = {
+        target: target.describe,
+        expect: opts.expect,
+        ...result,
+        ok,
+        note: queueNote,
+        events,
+        eventsNote,
+        storage,
+      };
       cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
+      printStorage(storage);
     }
     if (!ok) setExitCode(1);
   } finally {
@@ -216,4 +235,22 @@ function printEvents(events: EventsResult | null, note: string | null): void {
   const missing = events.missing.length + (events.time?.missing.length ?? 0);
   const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
   out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
+}
+
+function printStorage(storage: ChecksResult | null): void {
+  if (!storage) return;
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  const kinds = Object.entries(storage.byFault)
+    .map(([kind, n]) => `${kind === 'none' ? 'stored as reported' : kind} ${n.found}/${n.expected}`)
+    .join(', ');
+  if (storage.ok) {
+    out(pc.green(`Every file reported uploaded was found in its storage as the run left it: ${kinds}.`));
+    return;
+  }
+  for (const line of storage.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  if (storage.diffs.length > MAX_PRINTED_LINES)
+    out(`... and ${storage.diffs.length - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
+  out(pc.red(`${storage.checked - storage.matched} of ${storage.checked} file check(s) differ: ${kinds}.`));
 }

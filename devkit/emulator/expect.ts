@@ -7,6 +7,9 @@ import { parseCallback, type Callback } from '../../lib/domain/callback.ts';
 import { reduceTasks } from '../../lib/domain/reduce-task.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import { expectedEvents, type ExpectedEvents } from '../../lib/domain/expected-events.ts';
+import { taskEventId, type TaskEventRef } from '../../lib/domain/task-events.ts';
+import { type CheckedState, isMissingState } from '../../lib/domain/verification.ts';
+import { isSuccessfulUpload, type StorageFaultKind, type StoredFile } from './storage.ts';
 
 export interface DeliveryOutcome {
   service: Service;
@@ -19,6 +22,51 @@ export interface ExpectFile {
   tasks: Task[];
   /** The task events the run must and may publish (absent in files written before task events existed). */
   events?: ExpectedEvents;
+  /** What the check of each file reported uploaded must find in its storage (absent: the run stored no files). */
+  storage?: { files: ExpectedCheck[] };
+}
+
+/** A file reported uploaded, the fault its storage was given, and the state its check must end in. */
+export interface ExpectedCheck {
+  service: Service;
+  appKey: string;
+  taskId: string;
+  fileName: string;
+  fault: StorageFaultKind | null;
+  state: CheckedState;
+}
+
+/** The checks of the stored files whose successful upload the receiver acknowledged (it knows of no other). */
+export function expectedChecksOf(files: readonly StoredFile[], outcomes: readonly DeliveryOutcome[]): ExpectedCheck[] {
+  const reported = new Set<string>();
+  for (const o of outcomes) {
+    const body = o.body as { appKey?: unknown; output?: { fileName?: unknown } } & Record<string, unknown>;
+    if (o.delivered && isSuccessfulUpload(body)) reported.add(JSON.stringify([body.appKey, body.output?.fileName]));
+  }
+  return files
+    .filter((f) => reported.has(JSON.stringify([f.appKey, f.fileName])))
+    .map((f) => ({
+      service: f.service,
+      appKey: f.appKey,
+      taskId: f.taskId,
+      fileName: f.fileName,
+      fault: f.fault,
+      state: f.expected,
+    }));
+}
+
+/** The events with `file.missing` for each file its check must find missing, empty or of another size (MUST). */
+export function withMissingEvents(events: ExpectedEvents, checks: readonly ExpectedCheck[]): ExpectedEvents {
+  const missing: TaskEventRef[] = checks
+    .filter((c) => isMissingState(c.state))
+    .map((c) => ({
+      id: taskEventId(c.appKey, c.service, c.taskId, 'file.missing', c.fileName),
+      type: 'file.missing',
+      service: c.service,
+      taskId: c.taskId,
+      fileName: c.fileName,
+    }));
+  return { tasks: events.tasks, must: [...events.must, ...missing], may: [...events.may, ...missing] };
 }
 
 export function expectedTasks(outcomes: readonly DeliveryOutcome[]): Task[] {
@@ -50,8 +98,14 @@ export async function writeExpectFile(
   tasks: readonly Task[],
   generatedAt = new Date(),
   events?: ExpectedEvents,
+  checks?: readonly ExpectedCheck[],
 ): Promise<void> {
-  const file: ExpectFile = { generatedAt: generatedAt.toISOString(), tasks: [...tasks], ...(events ? { events } : {}) };
+  const file: ExpectFile = {
+    generatedAt: generatedAt.toISOString(),
+    tasks: [...tasks],
+    ...(events ? { events } : {}),
+    ...(checks ? { storage: { files: [...checks] } } : {}),
+  };
   await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, 'utf8');
 }
 
@@ -93,9 +147,18 @@ export async function readExpectFile(path: string): Promise<ExpectFile> {
       Array.isArray(events.may));
   if (!eventsValid)
     throw new Error(`expect file ${path}: "events" must hold {"tasks": [...], "must": [...], "may": [...]}`);
+  const storage = file.storage;
+  const storageValid =
+    storage === undefined ||
+    (storage !== null &&
+      typeof storage === 'object' &&
+      Array.isArray(storage.files) &&
+      storage.files.every((f) => f !== null && typeof f === 'object' && typeof f.fileName === 'string'));
+  if (!storageValid) throw new Error(`expect file ${path}: "storage" must hold {"files": [...]}`);
   return {
     generatedAt: typeof file.generatedAt === 'string' ? file.generatedAt : '',
     tasks: file.tasks as Task[],
     ...(events ? { events } : {}),
+    ...(storage ? { storage } : {}),
   };
 }

@@ -27,6 +27,11 @@ export interface TaskFaults {
   lose?: number;
   /** Probability that a task stops mid-way: no callback after a moment drawn within it, and no end. */
   stall?: number;
+  /**
+   * Divides every recording file's size: a run whose files are stored in the local stack's S3 emulator, which
+   * holds them in memory, reports sizes it can store (an hour of video, some kilobytes).
+   */
+  sizeDivisor?: number;
 }
 
 /**
@@ -223,7 +228,8 @@ export function planRecording(rng: Random, index: number, mode: number, session:
   const sliceMs = slicesMin * MINUTE;
   const durationMs = rng.int(2 * MINUTE, 150 * MINUTE);
   const rate = bytesPerSecond(recordingMode);
-  const sizeOf = (ms: number) => Math.round((ms / SECOND) * rate * (0.85 + rng.next() * 0.3));
+  const sizeOf = (ms: number) =>
+    Math.max(1, Math.round(((ms / SECOND) * rate * (0.85 + rng.next() * 0.3)) / (opts.sizeDivisor ?? 1)));
   const closes: number[] = [];
   // A slice closes the current file every slicesMin; the end closes the last one
   // (docs/platform-callbacks.md §2.4, §2.5).

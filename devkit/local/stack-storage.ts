@@ -4,11 +4,9 @@
 // the storage's own policy refuses the verifier: the verifier's reads of it are answered 403, as S3 answers them.
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { parseStorageSettings, type StorageSettings } from '../../lib/config/storage-settings.ts';
+import { DENIED_METADATA } from '../emulator/storage.ts';
 import type { MiddlewareClient } from './sdk-middleware.ts';
 import type { FunctionSettings } from './stack-template.ts';
-
-/** The metadata an emulated object carries when its storage refuses it to the verifier. */
-export const DENIED_METADATA = { key: 'emulated-access', value: 'denied' } as const;
 
 /** The verifier's storage settings as the stack runs it (its environment, the shell's override included). */
 export function localStorageSettings(functions: readonly FunctionSettings[], env: NodeJS.ProcessEnv): StorageSettings {
