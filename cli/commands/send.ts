@@ -16,7 +16,9 @@ import {
 import { DEFAULT_SECRETS } from '../../devkit/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, printJson } from '../inspect.ts';
-import { durationOption } from '../option-parsers.ts';
+import { durationOption, rate } from '../option-parsers.ts';
+import { EmulatedStorage, planStoredFiles } from '../../devkit/emulator/storage.ts';
+import { type FileStorageOptions, localFileStorage, STORED_SIZE_DIVISOR, storageFaults } from '../file-storage.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { isLoopbackHost } from '../../devkit/local/http-gateway.ts';
@@ -39,7 +41,7 @@ export interface SendOptions extends SenderSecretsOptions {
   json?: boolean;
 }
 
-export interface LifecycleOptions extends SendOptions {
+export interface LifecycleOptions extends SendOptions, FileStorageOptions {
   lifecycle: Service;
   failUploads?: boolean;
   seed?: string;
@@ -73,6 +75,13 @@ export function register(program: Command): void {
     )
     .option('--fail-uploads', 'with --lifecycle: the uploads meet a storage outage and are given up')
     .option('--seed <seed>', 'with --lifecycle: seed of the task generated (default: random)')
+    .option(
+      '--storage-faults <kinds>',
+      "with --lifecycle: files reported uploaded that the local stack's storage does not hold as reported " +
+        '(missing,empty,truncated,forbidden)',
+      storageFaults,
+    )
+    .option('--storage-fault-rate <rate>', 'with --storage-faults: share of the files faulted (default 1)', rate)
     .option('--url <base>', 'receiver base URL (default: the local stack running in this folder)')
     .option(
       '--app-key <appKey>',
@@ -93,7 +102,8 @@ export function register(program: Command): void {
         await sendLifecycle({ ...opts, lifecycle: opts.lifecycle });
         return;
       }
-      if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
+      if (opts.failUploads || opts.seed !== undefined || opts.storageFaults)
+        throw new CliError('--fail-uploads, --seed and --storage-faults need --lifecycle');
       if (file === undefined) throw new CliError('give a body file (or - for stdin), or --lifecycle');
       await send(file, opts);
     });
@@ -235,18 +245,30 @@ export async function postLifecycle(
 ): Promise<LifecycleAnswer[]> {
   const to = receiver(opts, cwd);
   const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
+  // A task's few files: a fault asked for is given to each of them unless a rate says otherwise.
+  const storage = localFileStorage(localReceiver(to), { storageFaultRate: 1, ...opts });
+  const seed = opts.seed ?? randomBytes(4).toString('hex');
   const run = generateRun({
-    seed: opts.seed ?? randomBytes(4).toString('hex'),
+    seed,
     recordings: opts.lifecycle === 'recording' ? 1 : 0,
     screenshots: opts.lifecycle === 'screenshot' ? 1 : 0,
     appKey,
     compress: DEFAULT_COMPRESS,
     outage: opts.failUploads ? 1 : 0,
     giveUp: opts.failUploads ? 1 : 0,
+    ...(storage ? { sizeDivisor: STORED_SIZE_DIVISOR } : {}),
   });
+  const files = storage
+    ? new EmulatedStorage(
+        storage.s3,
+        storage.settings,
+        planStoredFiles(run.sends, { faults: storage.faults, rate: storage.rate, seed, settings: storage.settings }),
+      )
+    : null;
   const answers: LifecycleAnswer[] = [];
   const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
+    await files?.beforeSend(s);
     const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
     const type = s.body.type as number;
     answers.push({ ...answer, type, taskId: s.taskId });
@@ -255,6 +277,7 @@ export async function postLifecycle(
         `${answer.status} ${printable(text)}`,
     );
   }
+  storage?.s3.destroy();
   return answers;
 }
 

@@ -21,13 +21,16 @@ const PARAMETER = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
 const SECRET = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 
 const keyFields = {
-  key: v.optional(v.picklist(KEY_SOURCES, 'url-path or file-name'), 'url-path'),
+  key: v.optional(v.picklist(KEY_SOURCES, 'must be url-path or file-name'), 'url-path'),
   /** Before the file's name when `key` is file-name. */
-  prefix: v.optional(v.pipe(v.string('a string'), v.maxLength(512, 'at most 512 characters')), ''),
+  prefix: v.optional(v.pipe(v.string('must be text'), v.maxLength(512, 'must be at most 512 characters')), ''),
 };
 
-const bucket = v.pipe(v.string('a string'), v.regex(BUCKET, 'an S3 bucket name (3 to 63 of a-z, 0-9, . and -)'));
-const region = v.pipe(v.string('a string'), v.regex(REGION, 'a region name such as eu-west-1'));
+const bucket = v.pipe(
+  v.string('must be text'),
+  v.regex(BUCKET, 'must be an S3 bucket name (3 to 63 of a-z, 0-9, . and -)'),
+);
+const region = v.pipe(v.string('must be text'), v.regex(REGION, 'must be a region name such as eu-west-1'));
 
 const S3Setting = v.strictObject(
   {
@@ -37,21 +40,25 @@ const S3Setting = v.strictObject(
     region: v.optional(region),
     ...keyFields,
   },
-  'only type, bucket, region, key and prefix',
+  'is not a field of an s3 setting (type, bucket, region, key, prefix)',
 );
 
 const Credentials = v.union(
   [
-    v.strictObject({ parameter: v.pipe(v.string(), v.regex(PARAMETER, 'a Parameter Store name starting with /')) }),
-    v.strictObject({ secret: v.pipe(v.string(), v.regex(SECRET, 'a Secrets Manager secret name')) }),
+    v.strictObject({
+      parameter: v.pipe(v.string('must be text'), v.regex(PARAMETER, 'must be a Parameter Store name starting with /')),
+    }),
+    v.strictObject({
+      secret: v.pipe(v.string('must be text'), v.regex(SECRET, 'must be a Secrets Manager secret name')),
+    }),
   ],
-  '{"parameter": "/name"} or {"secret": "name"}',
+  'must be {"parameter": "/name"} or {"secret": "name"}',
 );
 
 const httpsUrl = v.pipe(
-  v.string('a string'),
-  v.url('a URL'),
-  v.check((u) => /^https?:\/\//i.test(u), 'an http or https URL'),
+  v.string('must be text'),
+  v.url('must be a URL'),
+  v.check((u) => /^https?:\/\//i.test(u), 'must be an http or https URL'),
 );
 
 const S3CompatibleSetting = v.strictObject(
@@ -65,25 +72,25 @@ const S3CompatibleSetting = v.strictObject(
     /** Where its access keys are kept: JSON {"accessKeyId": "...", "secretAccessKey": "..."}. */
     credentials: Credentials,
     /** Path-style addresses (endpoint/bucket/key) rather than virtual-hosted ones (bucket.endpoint/key). */
-    pathStyle: v.optional(v.boolean('true or false'), false),
+    pathStyle: v.optional(v.boolean('must be true or false'), false),
     ...keyFields,
   },
-  'only type, endpoint, bucket, region, credentials, pathStyle, key and prefix',
+  'is not a field of an s3-compatible setting (type, endpoint, bucket, region, credentials, pathStyle, key, prefix)',
 );
 
 const HttpSetting = v.strictObject(
   {
     type: v.literal('http'),
     /** The hosts whose URLs may be checked (a callback names the URL): none given, any host. */
-    hosts: v.optional(v.array(v.pipe(v.string(), v.minLength(1)), 'a list of host names'), []),
+    hosts: v.optional(v.array(v.pipe(v.string(), v.minLength(1)), 'must be a list of host names'), []),
   },
-  'only type and hosts',
+  'is not a field of an http setting (type, hosts)',
 );
 
 const StorageSetting = v.variant(
   'type',
   [S3Setting, S3CompatibleSetting, HttpSetting],
-  'a setting whose type is s3, s3-compatible or http',
+  'must be s3, s3-compatible or http',
 );
 
 export type S3Setting = v.InferOutput<typeof S3Setting>;
@@ -93,14 +100,14 @@ export type StorageSetting = v.InferOutput<typeof StorageSetting>;
 /** The settings by appKey; an appKey without one has its files `unverifiable`, with that reason. */
 export type StorageSettings = Readonly<Record<string, StorageSetting>>;
 
-/** The path of an issue within the settings, as a sentence names it (`appKey "a", field bucket`). */
-function where(issue: v.BaseIssue<unknown>): string {
-  const path = (issue.path ?? []).map((p) => String(p.key));
-  const [appKey, ...field] = path;
-  if (appKey === undefined) return 'the settings';
-  return field.length
-    ? `appKey ${JSON.stringify(appKey)}, field ${field.join('.')},`
-    : `appKey ${JSON.stringify(appKey)}`;
+/** An issue in one sentence: the appKey and field it is about (`appKey "a", field bucket`), and what is wrong. */
+function issueSentence(issue: v.BaseIssue<unknown>): string {
+  const [appKey, ...field] = (issue.path ?? []).map((p) => String(p.key));
+  if (appKey === undefined) return issue.message;
+  const where = `appKey ${JSON.stringify(appKey)}${field.length ? `, field ${field.join('.')}` : ''}`;
+  if (!field.length) return `${where} must be a setting: {"type": "s3" | "s3-compatible" | "http", ...}`;
+  // A field left out: its object's message would name the fields allowed, not the one missing.
+  return `${where} ${issue.input === undefined ? 'is missing' : issue.message}`;
 }
 
 /** The settings from their JSON text; throws one sentence saying what is wrong and where. */
@@ -114,10 +121,7 @@ export function parseStorageSettings(text: string): StorageSettings {
   if (json === null || typeof json !== 'object' || Array.isArray(json))
     throw new Error('must be a JSON object of appKey to setting');
   const result = v.safeParse(v.record(v.pipe(v.string(), v.minLength(1, 'a non-empty appKey')), StorageSetting), json);
-  if (!result.success) {
-    const issue = result.issues[0];
-    throw new Error(`is not valid: at ${where(issue)} ${issue.message === 'Invalid type' ? 'a value' : issue.message}`);
-  }
+  if (!result.success) throw new Error(`is not valid: ${issueSentence(result.issues[0])}`);
   return result.output;
 }
 

@@ -83,13 +83,20 @@ export class StorageChecks {
       const head = await client.send(
         new HeadObjectCommand({ Bucket: setting.bucket, Key: located.key, ChecksumMode: 'ENABLED' }),
       );
-      const checksum =
-        head.ChecksumSHA256 ?? head.ChecksumCRC32C ?? head.ChecksumCRC32 ?? head.ChecksumSHA1 ?? head.ChecksumCRC64NVME;
+      // The checksum the object was stored with, named by its algorithm.
+      const checksums: [string, string | undefined][] = [
+        ['sha256', head.ChecksumSHA256],
+        ['sha1', head.ChecksumSHA1],
+        ['crc64nvme', head.ChecksumCRC64NVME],
+        ['crc32c', head.ChecksumCRC32C],
+        ['crc32', head.ChecksumCRC32],
+      ];
+      const checksum = checksums.find(([, value]) => value);
       return {
         found: true,
         size: typeof head.ContentLength === 'number' ? head.ContentLength : null,
         etag: head.ETag ?? null,
-        checksum: checksum ?? null,
+        checksum: checksum ? `${checksum[0]}:${checksum[1]}` : null,
         storage,
       };
     } catch (err) {
