@@ -125,7 +125,7 @@ function recording(size: number) {
     recordId: id,
     output: { fileName, fileUrl: `https://storage.example.com/recordings/${fileName}` },
   };
-  return { id, fileName, key: `recordings/${fileName}`, bodies: [end, upload] };
+  return { id, fileName, key: `recordings/${fileName}`, bodies: [end, upload] as Body[] };
 }
 
 const put = (key: string, bytes: number, denied = false) =>
@@ -216,7 +216,7 @@ test('an appKey without a storage setting has its files unverifiable, with that 
   expect(w.published).toEqual([]);
 });
 
-test('a storage that does not answer is asked again at the next receive; at the last receive the file is unverifiable', async () => {
+test('a storage that does not answer is asked again at the next receive; at the last, the file is unverifiable', async () => {
   // Nothing listens on port 1.
   const w = await world(s3Settings, { endpoint: 'http://127.0.0.1:1', timeoutMs: 500 });
   const t = recording(10);
@@ -239,14 +239,19 @@ test('a file whose later upload failed is not checked: it is no longer reported 
   const w = await world();
   const t = recording(10);
   await w.deliver(t.bodies);
-  const later = { ...fixture('recording-4-upload-failed'), recordId: t.id, timestamp: t.bodies[1]!.timestamp + 1000 };
-  later.output = { ...later.output, fileName: t.fileName };
+  const failed = fixture('recording-4-upload-failed');
+  const later = {
+    ...failed,
+    recordId: t.id,
+    timestamp: t.bodies[1]!.timestamp + 1000,
+    output: { ...failed.output, fileName: t.fileName },
+  };
   await w.deliver([later]);
   expect((await w.verify()).outcomes).toEqual(['skipped']);
   expect((await w.filesOf(t.id))[0]!.verification).toBeNull();
 });
 
-test('an HTTP HEAD of the reported URL: 2xx with its length holds the file, 404 does not, 403 says nothing', async () => {
+test('an HTTP HEAD of the reported URL: 2xx with a length holds the file, 404 does not, 403 tells none', async () => {
   const status: Record<string, number> = { '/ok.mp4': 200, '/gone.mp4': 404, '/private.mp4': 403 };
   const server: Server = createServer((req, res) => {
     const code = status[req.url ?? ''] ?? 500;
@@ -271,7 +276,7 @@ test('an HTTP HEAD of the reported URL: 2xx with its length holds the file, 404 
   }
 });
 
-test('the counts of checks stay exact when a verifier dies at any of its writes, before or after it lands', async () => {
+test('the counts of checks stay exact when a verifier dies at any of its writes, landed or not', async () => {
   for (const when of ['before', 'after'] as const) {
     for (let failWrite = 1; failWrite <= 8; failWrite++) {
       const w = await world();
