@@ -216,7 +216,7 @@ test('an appKey without a storage setting has its files unverifiable, with that 
   expect(w.published).toEqual([]);
 });
 
-test('a storage that does not answer is asked again at the next receive; at the last, the file is unverifiable', async () => {
+test('a silent storage is asked again at the next receive; at the last receive, the file is unverifiable', async () => {
   // Nothing listens on port 1.
   const w = await world(s3Settings, { endpoint: 'http://127.0.0.1:1', timeoutMs: 500 });
   const t = recording(10);
