@@ -138,7 +138,7 @@ const put = (key: string, bytes: number, denied = false) =>
     }),
   );
 
-test('a file stored as reported is verified: the size it holds matches the size its end reported, with its ETag', async () => {
+test('a file stored as reported is verified: its stored size matches the size its end reported; its ETag', async () => {
   const w = await world();
   const t = recording(1234);
   await put(t.key, 1234);
@@ -161,7 +161,7 @@ test('a file stored as reported is verified: the size it holds matches the size 
   expect(w.published).toEqual([]);
 });
 
-test('each storage fault gives its state, and file.missing goes out for what the storage does not hold, once per file', async () => {
+test('each storage fault gives its state; file.missing goes out once per file the storage does not hold', async () => {
   const w = await world();
   const missing = recording(100);
   const empty = recording(100);
