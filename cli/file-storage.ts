@@ -10,12 +10,6 @@ import type { LocalStackInfo } from '../devkit/local/stack-file.ts';
 import type { StorageSettings } from '../lib/config/storage-settings.ts';
 import { CliError } from './inspect.ts';
 
-/**
- * File sizes a run reports are divided by this when its files are stored: the S3 emulator keeps them in memory, and
- * an hour of video becomes some kilobytes.
- */
-export const STORED_SIZE_DIVISOR = 100_000;
-
 /** `--storage-faults missing,empty,truncated,forbidden`: the kinds, each once. */
 export function storageFaults(text: string): StorageFaultKind[] {
   const kinds = text

@@ -18,8 +18,8 @@ import {
   withMissingEvents,
   writeExpectFile,
 } from '../../devkit/emulator/expect.ts';
-import { EmulatedStorage, planStoredFiles } from '../../devkit/emulator/storage.ts';
-import { type FileStorageOptions, localFileStorage, STORED_SIZE_DIVISOR, storageFaults } from '../file-storage.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
+import { type FileStorageOptions, localFileStorage, storageFaults } from '../file-storage.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
 import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';

@@ -23,6 +23,12 @@ export type StorageFaultKind = (typeof STORAGE_FAULT_KINDS)[number];
  */
 export const DENIED_METADATA = { key: 'emulated-access', value: 'denied' } as const;
 
+/**
+ * File sizes a run reports are divided by this when its files are stored: the S3 emulator keeps them in memory, and
+ * an hour of video becomes some kilobytes.
+ */
+export const STORED_SIZE_DIVISOR = 100_000;
+
 /** The share of the files reported uploaded that a run with storage faults leaves faulted, by default. */
 export const DEFAULT_STORAGE_FAULT_RATE = 0.05;
 
@@ -110,11 +116,15 @@ export function planStoredFiles(sends: readonly ScheduledSend[], o: StoragePlanO
   }
   const rng = createRandom(`${o.seed}/storage`);
   const ordered = [...files.values()].sort((a, b) => (a.taskId + a.fileName < b.taskId + b.fileName ? -1 : 1));
+  const given = new Map<StorageFaultKind, number>(o.faults.map((k) => [k, 0]));
   return ordered.map(({ sizeAt: _at, ...file }) => {
     const bytes = file.reportedSize ?? imageBytes(file.fileName);
-    // A truncated file shows only where a size was reported to compare with.
+    // A truncated file shows only where a size was reported to compare with. Each fault goes to the kind given
+    // least so far that the file can take, so that a run of few files still has every kind asked for.
     const kinds = o.faults.filter((k) => k !== 'truncated' || (file.reportedSize ?? 0) >= 2);
-    const fault = kinds.length > 0 && rng.chance(o.rate) ? rng.pick(kinds) : null;
+    const fewest = [...kinds].sort((a, b) => given.get(a)! - given.get(b)!)[0];
+    const fault = fewest !== undefined && rng.chance(o.rate) ? fewest : null;
+    if (fault) given.set(fault, given.get(fault)! + 1);
     const stored = fault === 'missing' || fault === 'empty' ? 0 : fault === 'truncated' ? Math.floor(bytes / 2) : bytes;
     const setting = o.settings[file.appKey];
     const expected = setting?.type === 's3' ? STATE_OF_FAULT[fault ?? 'none'] : 'unverifiable';

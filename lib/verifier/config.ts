@@ -40,6 +40,8 @@ export const verifierEnvironment = envSchema('verifier', {
     default: 2773,
     invalid: 'refuse',
   },
+  /** The function's session token, which the extension requires on every request. */
+  AWS_SESSION_TOKEN: { value: text, default: '', invalid: 'fall back' },
 });
 
 /** How long access keys read from Parameter Store or Secrets Manager are used before they are read again. */
@@ -71,7 +73,7 @@ export function buildVerifierDependencies(
     clients,
     credentials: extensionCredentials({
       port: settings.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT,
-      sessionToken: () => env.AWS_SESSION_TOKEN,
+      sessionToken: () => settings.AWS_SESSION_TOKEN || undefined,
       refreshMs: CREDENTIALS_REFRESH_MS,
       timeoutMs: 1000,
       now: Date.now,
