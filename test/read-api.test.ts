@@ -133,7 +133,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-read-api-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true, retryDelaySeconds: 1 });
-  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName, verifications: true });
   // The fixtures go the whole way: signed POST, queue, worker.
   for (const f of fixtureNames) expect((await postSigned(serviceOf(f), fixture(f))).status).toBe(200);
   await applyTasks(store, seeded);

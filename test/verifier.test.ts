@@ -12,7 +12,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { setClientHook } from '../lib/aws/clients.ts';
 import { tableDefinition } from '../lib/aws/dynamo/table.ts';
-import { TableClient } from '../lib/aws/dynamo/table-client.ts';
+import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { VerifierStore } from '../lib/aws/dynamo/verifier-store.ts';
 import { readVerificationCounts } from '../lib/aws/dynamo/verifications.ts';
@@ -65,7 +65,7 @@ async function world(settings: StorageSettings = s3Settings, opts: { endpoint?: 
   const tableName = `verify-${++tables}`;
   await createActiveTable(local.db.client, tableDefinition(tableName));
   const uploaded: TaskEvent[] = [];
-  const store = new DynamoTaskStore({ client: local.db.client, tableName });
+  const store = new DynamoTaskStore({ client: local.db.client, tableName, verifications: true });
   const published: TaskEvent[] = [];
   // The verifier's own S3 client answers 403 for the objects marked refused, as the local stack's does.
   const previous = setClientHook((client) => {
@@ -81,7 +81,7 @@ async function world(settings: StorageSettings = s3Settings, opts: { endpoint?: 
     setClientHook(previous);
   }
   const deps = (client = local.db.client): VerifierDeps => ({
-    store: new VerifierStore(new TableClient(client, tableName)),
+    store: new VerifierStore(new TableReader(client, tableName)),
     storage,
     events: { publish: async (events) => void published.push(...events) },
     log,
@@ -111,7 +111,7 @@ async function world(settings: StorageSettings = s3Settings, opts: { endpoint?: 
   };
   const filesOf = async (id: string) =>
     ((await store.getTaskPage({ id }, { limit: 100 }))?.task.files ?? []) as VerifiedFileView[];
-  const counts = (id: string) => readVerificationCounts(new TableClient(local.db.client, tableName), 'demo-app', id);
+  const counts = (id: string) => readVerificationCounts(new TableReader(local.db.client, tableName), 'demo-app', id);
   return { store, deliver, verify, records, filesOf, counts, published, deps };
 }
 

@@ -38,7 +38,7 @@ export function buildApiDependencies(
     }),
   );
   return {
-    store: new DynamoTaskReader({ client, tableName }),
+    store: new DynamoTaskReader({ client, tableName, verifications: true }),
     log,
     now: Date.now,
     // The function's time-out is 10 s (serverless.yml): answer 503 well before Lambda cuts it short.

@@ -3,7 +3,7 @@
 // one sentence naming the variable (and, for STORAGE_SETTINGS, the appKey and field).
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
-import { TableClient } from '../aws/dynamo/table-client.ts';
+import { TableReader } from '../aws/dynamo/table-client.ts';
 import { VerifierStore } from '../aws/dynamo/verifier-store.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { StorageChecks } from '../aws/storage/storage-checks.ts';
@@ -84,7 +84,7 @@ export function buildVerifierDependencies(
     storages: [...new Set(Object.keys(settings.STORAGE_SETTINGS).map((a) => storage.storageOf(a) ?? 'http'))],
   });
   return {
-    store: new VerifierStore(new TableClient(dynamo, settings.TASKS_TABLE)),
+    store: new VerifierStore(new TableReader(dynamo, settings.TASKS_TABLE)),
     storage,
     log,
     maxReceiveCount: settings.VERIFY_MAX_RECEIVE_COUNT,

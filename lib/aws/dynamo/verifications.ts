@@ -25,7 +25,7 @@ import {
   verificationOf,
 } from '../../domain/verification.ts';
 import type { Capacity } from '../../domain/task-store.ts';
-import { type Item, type Key, noCapacity, type TableClient, type TableReader } from './table-client.ts';
+import { type Item, type Key, noCapacity, type TableReader, updateIf } from './table-client.ts';
 import type { ResolvedQuery } from './cursors.ts';
 import { Keys } from './table.ts';
 
@@ -81,9 +81,9 @@ const chargeAttr = (fileName: string) =>
 
 /** The verifier's writes: a file's check, and its charge to the task's counts. */
 export class VerificationWrites {
-  private readonly table: TableClient;
+  private readonly table: TableReader;
 
-  constructor(table: TableClient) {
+  constructor(table: TableReader) {
     this.table = table;
   }
 
@@ -163,7 +163,8 @@ export class VerificationWrites {
       names['#pc'] = 'pc';
       values[':seen'] = N(charge - 1);
     }
-    const result = await this.table.update(
+    const result = await updateIf(
+      this.table,
       key,
       {
         update: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
@@ -185,7 +186,8 @@ export class VerificationWrites {
     const from = claimed.pf as CheckedState | '';
     const add = [`${COUNT_ATTRS[to]} :one`];
     if (from !== '' && from !== to) add.push(`${COUNT_ATTRS[from]} :minus`);
-    await this.table.update(
+    await updateIf(
+      this.table,
       countsKey(appKey, id),
       {
         update: `ADD ${add.join(', ')} SET #m = :c`,
@@ -195,7 +197,8 @@ export class VerificationWrites {
       },
       cap,
     );
-    await this.table.update(
+    await updateIf(
+      this.table,
       verificationKey(appKey, id, fileName),
       {
         update: 'REMOVE #pc, #pf',
@@ -205,7 +208,8 @@ export class VerificationWrites {
       },
       cap,
     );
-    await this.table.update(
+    await updateIf(
+      this.table,
       countsKey(appKey, id),
       { update: 'REMOVE #m', condition: '#m = :c', names: { '#m': mark }, values: { ':c': charge } },
       cap,

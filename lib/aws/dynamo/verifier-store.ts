@@ -7,15 +7,15 @@ import { toSummary } from '../../domain/task-parts.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { filesWithAttempts } from './file-attempts.ts';
 import { headerParts } from './items.ts';
-import { noCapacity, type TableClient } from './table-client.ts';
+import { noCapacity, type TableReader } from './table-client.ts';
 import { Keys } from './table.ts';
 import { VerificationWrites } from './verifications.ts';
 
 export class VerifierStore {
-  readonly table: TableClient;
+  readonly table: TableReader;
   readonly checks: VerificationWrites;
 
-  constructor(table: TableClient) {
+  constructor(table: TableReader) {
     this.table = table;
     this.checks = new VerificationWrites(table);
   }
