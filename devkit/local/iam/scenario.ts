@@ -1,8 +1,9 @@
 // One small end-to-end run that makes every function of the local stack call what it calls in service: a
 // signed callback through the ingest (its secrets read through the extension, its SendMessage), the event
 // source mapping's receive and delete, the worker's reads, writes and task event, and the read API's reads
-// by key, by index and of a task's callbacks, and the sweeper's reads, writes and event of a stalled task. The
-// stack must run as `SCENARIO_STACK` says. The role mutation test (test/iam-roles.test.ts) and `callbacks doctor`
+// by key, by index and of a task's callbacks, the sweeper's reads, writes and event of a stalled task, and the
+// verifier's check of an uploaded file in the stack's storage and its event. The stack must run as `SCENARIO_STACK`
+// says. The role mutation test (test/iam-roles.test.ts) and `callbacks doctor`
 // run it against a stack with IAM enforced.
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
@@ -146,6 +147,20 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
         return ((page?.events ?? []) as unknown[]).length > 0;
       });
       await within('a task event was published', async () => (await events.poll()).some((e) => e.body.task?.id === id));
+      // The file reported uploaded, never put in the storage: the verifier reads it, finds it missing (its role's
+      // HeadObject on the stack's bucket), stores its check and publishes file.missing.
+      await post(`upload-${id}`, {
+        ...sliceBase,
+        type: 4,
+        timestamp: body.timestamp + 90_000,
+        output: {
+          fileName: `s-${id}_${room}_1763798400000.mp4`,
+          fileUrl: `https://storage.example.com/recordings/s-${id}_${room}_1763798400000.mp4`,
+        },
+      });
+      await within('the verifier found the uploaded file missing', async () =>
+        (await events.poll()).some((e) => e.body.task?.id === id && e.body.type === 'file.missing'),
+      );
       // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
       // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
       const stalled = `${id}-stall`;
