@@ -164,5 +164,6 @@ export function readEnvironment<S extends EnvSchema>(
 /** A default as docs/configuration.md writes it in its Default column: `—` for none, or an empty or absent one. */
 export function defaultInWords(variable: EnvVariable<unknown>): string {
   const value = variable.default;
-  return value === undefined || value === null || value === '' ? '—' : `\`${String(value)}\``;
+  if (value === undefined || value === null || value === '') return '—';
+  return `\`${typeof value === 'object' ? JSON.stringify(value) : String(value)}\``;
 }
