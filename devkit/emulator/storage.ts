@@ -33,7 +33,7 @@ export const STORED_SIZE_DIVISOR = 100_000;
 export const DEFAULT_STORAGE_FAULT_RATE = 0.05;
 
 /** What the verifier finds of a file each fault leaves (and of a healthy one). */
-export const STATE_OF_FAULT: Record<StorageFaultKind | 'none', CheckedState> = {
+const STATE_OF_FAULT: Record<StorageFaultKind | 'none', CheckedState> = {
   none: 'verified',
   missing: 'missing',
   empty: 'empty',

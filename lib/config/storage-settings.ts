@@ -9,8 +9,7 @@ import * as v from 'valibot';
 import { StartRefused } from './read-env.ts';
 
 /** Where an object's key comes from: the path of the reported fileUrl, or the file's name after a prefix. */
-export const KEY_SOURCES = ['url-path', 'file-name'] as const;
-export type KeySource = (typeof KEY_SOURCES)[number];
+const KEY_SOURCES = ['url-path', 'file-name'] as const;
 
 /** An S3 bucket name as S3 and the S3-compatible services accept one. */
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
@@ -95,7 +94,6 @@ const StorageSetting = v.variant(
 
 export type S3Setting = v.InferOutput<typeof S3Setting>;
 export type S3CompatibleSetting = v.InferOutput<typeof S3CompatibleSetting>;
-export type HttpSetting = v.InferOutput<typeof HttpSetting>;
 export type StorageSetting = v.InferOutput<typeof StorageSetting>;
 /** The settings by appKey; an appKey without one has its files `unverifiable`, with that reason. */
 export type StorageSettings = Readonly<Record<string, StorageSetting>>;

@@ -47,8 +47,8 @@ export const TIME_EVENT_TYPES = [
 ] as const;
 export type TimeEventType = (typeof TIME_EVENT_TYPES)[number];
 /** Events of the check of a file in its storage (docs/verification.md): published by the verifier. */
-export const VERIFICATION_EVENT_TYPES = ['file.missing'] as const;
-export type VerificationEventType = (typeof VERIFICATION_EVENT_TYPES)[number];
+const VERIFICATION_EVENT_TYPES = ['file.missing'] as const;
+type VerificationEventType = (typeof VERIFICATION_EVENT_TYPES)[number];
 export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType | VerificationEventType;
 /** Every type an event can have. */
 export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [

@@ -5,7 +5,7 @@
 // counts as holding the file. Pure: no AWS import.
 import type { FileView } from './task.ts';
 
-/** A file's verification states (docs/contract.md §7); `pending` until the file has been checked. */
+/** A file's verification states (docs/contract.md §4); `pending` until the file has been checked. */
 export const VERIFICATION_STATES = ['verified', 'missing', 'empty', 'size_differs', 'unverifiable', 'pending'] as const;
 export type VerificationState = (typeof VERIFICATION_STATES)[number];
 /** The states a check of the storage gives. */
@@ -13,7 +13,7 @@ export type CheckedState = Exclude<VerificationState, 'pending'>;
 export const CHECKED_STATES: readonly CheckedState[] = ['verified', 'missing', 'empty', 'size_differs', 'unverifiable'];
 
 /** The states a `file.missing` event reports: the storage answered, and it does not hold the file reported. */
-export const MISSING_STATES: readonly CheckedState[] = ['missing', 'empty', 'size_differs'];
+const MISSING_STATES: readonly CheckedState[] = ['missing', 'empty', 'size_differs'];
 export const isMissingState = (state: VerificationState): boolean => (MISSING_STATES as string[]).includes(state);
 
 export type SizeMatch = 'matches' | 'differs' | 'unknown';
@@ -37,7 +37,7 @@ export interface FileVerification {
 export type VerifiedFileView = FileView & { verification: FileVerification | null };
 
 /** The verification of an uploaded file not checked yet. */
-export const PENDING: FileVerification = {
+const PENDING: FileVerification = {
   state: 'pending',
   checkedAt: null,
   size: null,
@@ -57,7 +57,7 @@ export type StorageAnswer =
   | { found: false; why: 'not_found' | 'forbidden' | 'unreachable' | 'unconfigured' | 'bad_url'; message: string };
 
 /** How a stored size compares with the size reported by the slice or end (null: none reported). */
-export function sizeMatchOf(reported: number | null, stored: number): SizeMatch {
+function sizeMatchOf(reported: number | null, stored: number): SizeMatch {
   if (reported === null || !Number.isFinite(reported)) return 'unknown';
   return reported === stored ? 'matches' : 'differs';
 }

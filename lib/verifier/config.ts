@@ -17,7 +17,7 @@ import type { VerifierDeps } from './verify-batch.ts';
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The verify queue's maxReceiveCount when none is given (the template's). */
-export const DEFAULT_VERIFY_MAX_RECEIVE_COUNT = 5;
+const DEFAULT_VERIFY_MAX_RECEIVE_COUNT = 5;
 
 /** The verifier's environment. */
 export const verifierEnvironment = envSchema('verifier', {

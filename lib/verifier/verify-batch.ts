@@ -19,7 +19,7 @@ import { errorSentence } from '../text.ts';
 import { type FileEvent, readFileEvent } from './message.ts';
 
 /** Records of one batch checked at the same time. */
-export const DEFAULT_VERIFY_CONCURRENCY = 5;
+const DEFAULT_VERIFY_CONCURRENCY = 5;
 
 export interface VerifierDeps {
   store: VerifierStore;

@@ -56,7 +56,7 @@ export interface StoredCheck {
   missingSince: number | null;
 }
 
-export function checkFromItem(item: Item): StoredCheck {
+function checkFromItem(item: Item): StoredCheck {
   return {
     verification: {
       state: item.s,
@@ -218,7 +218,7 @@ export class VerificationWrites {
 }
 
 /** The task's checked files by state, as its counts item says (all zero before any check). */
-export function countsFromItem(item: Item | null): Record<CheckedState, number> {
+function countsFromItem(item: Item | null): Record<CheckedState, number> {
   const counts = {} as Record<CheckedState, number>;
   for (const state of CHECKED_STATES) counts[state] = Math.max(0, Number(item?.[COUNT_ATTRS[state]] ?? 0));
   return counts;
@@ -237,7 +237,7 @@ export async function readVerificationCounts(
  * The checks of a page of a task's files, by file name: one Query of the checks from the page's first file to
  * its last (the checks sort as their files do), whatever the task's size.
  */
-export async function readPageChecks(
+async function readPageChecks(
   table: TableReader,
   appKey: string,
   id: string,
@@ -266,20 +266,8 @@ export async function readPageChecks(
   return checks;
 }
 
-/** One stored check of a file (strongly consistent), or null. */
-export async function readCheck(
-  table: TableReader,
-  appKey: string,
-  id: string,
-  fileName: string,
-  cap: Capacity = noCapacity(),
-): Promise<StoredCheck | null> {
-  const item = await table.get(verificationKey(appKey, id, fileName), cap);
-  return item ? checkFromItem(item) : null;
-}
-
 /**
- * A page of a task's files with their verifications (docs/contract.md §7): a file not uploaded has none, an
+ * A page of a task's files with their verifications (docs/contract.md §4): a file not uploaded has none, an
  * uploaded one its stored check, else `pending`. One Query for the page, none when no file of it is uploaded.
  */
 export async function withVerifications(

@@ -29,7 +29,7 @@ const statusOf = (err: unknown): number | undefined =>
   (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
 
 /** What an S3 error means for a file: the object is not there, access is refused, or the storage did not answer. */
-export function s3ErrorAnswer(err: unknown, what: string): StorageAnswer {
+function s3ErrorAnswer(err: unknown, what: string): StorageAnswer {
   const name = String((err as { name?: unknown } | null)?.name ?? '');
   const status = statusOf(err);
   // The local stack refuses a call its role does not allow before it is sent, as AccessDeniedException.
