@@ -9,6 +9,7 @@ import { bytes, count, duration, isLive, statusBadge, TYPE_NAMES, timeEl, utc } 
 import { drawTimeline, kindText, legend } from './timeline.ts';
 import { domainOf, type Mark, markOf } from './timeline-model.ts';
 import { eventsList } from './task-events.ts';
+import type { VerifiedFileView } from '../../lib/domain/verification.ts';
 
 type FileView = Task['files'][number];
 
@@ -87,6 +88,16 @@ function outcomeCell(f: FileView): HTMLElement {
   );
 }
 
+/** What the check of an uploaded file in its storage found (docs/verification.md); the reason on hover. */
+function storageCell(f: FileView): HTMLElement {
+  const v = (f as Partial<VerifiedFileView>).verification ?? null;
+  if (!v) return h('td', {}, '—');
+  const kind =
+    v.state === 'verified' ? 'uploaded' : v.state === 'pending' || v.state === 'unverifiable' ? 'pending' : 'failed';
+  const text = v.state.replace('_', ' ');
+  return h('td', { class: `outcome outcome-${kind}`, ...(v.reason ? { title: v.reason } : {}) }, text);
+}
+
 function filesTable(files: readonly FileView[], shown: number, now: number): HTMLElement {
   const rows = files
     .slice(0, shown)
@@ -100,9 +111,10 @@ function filesTable(files: readonly FileView[], shown: number, now: number): HTM
         h('td', { class: 'num' }, count(f.attempts)),
         outcomeCell(f),
         h('td', {}, purgeText(f.purgeAt, now)),
+        storageCell(f),
       ),
     );
-  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge'];
+  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge', 'In storage'];
   return h(
     'div',
     { class: 'scroll' },
