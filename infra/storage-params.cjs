@@ -1,7 +1,8 @@
 // The stage parameter `storageSettings` (JSON of appKey to the way its storage is reached; docs/verification.md),
 // resolved when the service is packaged: the verifier's STORAGE_SETTINGS, and the grants its role needs for them,
-// exactly those: HeadObject (s3:GetObject) on the objects of each S3 bucket of the stage's account named, and
-// the read of each Parameter Store parameter or Secrets Manager secret that holds an S3-compatible storage's
+// exactly those: HeadObject (s3:GetObject) on the objects of each S3 bucket of the stage's account named, for the
+// buckets whose setting allows a probe HeadBucket (s3:ListBucket) and the write and delete of its canary objects,
+// and the read of each Parameter Store parameter or Secrets Manager secret that holds an S3-compatible storage's
 // access keys (read with the function's role by the Parameters and Secrets extension). The verifier checks the
 // settings whole when it loads (lib/config/storage-settings.ts); here only what the grants are made of is read,
 // and a value that is no JSON object is refused in one sentence.
@@ -31,6 +32,9 @@ function parseSettings(text) {
 
 const sorted = (values) => [...new Set(values)].sort();
 
+/** Where a probe writes its canary objects (lib/config/storage-settings.ts PROBE_PREFIX). */
+const PROBE_PREFIX = '.rtc-callbacks-receiver-probe/';
+
 /** The statements of the verifier's grants on the storages the settings name (none: no statement). */
 function storageStatements(settings) {
   const all = Object.values(settings);
@@ -47,6 +51,23 @@ function storageStatements(settings) {
       Action: 's3:GetObject',
       Resource: buckets.map((b) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:s3:::${b}/*` })),
     });
+  // The probe of an incident's storage, where its setting allows one: the bucket, and its canary objects only.
+  const probed = sorted(all.filter((s) => s.type === 's3' && s.probe === true).map((s) => s.bucket));
+  if (probed.length) {
+    statements.push({
+      Sid: 'ProbeStorageBuckets',
+      Effect: 'Allow',
+      Action: 's3:ListBucket',
+      Resource: probed.map((b) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:s3:::${b}` })),
+    });
+    const prefixOf = (b) => all.find((s) => s.type === 's3' && s.bucket === b).prefix ?? '';
+    statements.push({
+      Sid: 'ProbeStorageCanaries',
+      Effect: 'Allow',
+      Action: ['s3:DeleteObject', 's3:PutObject'],
+      Resource: probed.map((b) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:s3:::${b}/${prefixOf(b)}${PROBE_PREFIX}*` })),
+    });
+  }
   if (parameters.length)
     statements.push({
       Sid: 'ReadStorageKeysParameters',

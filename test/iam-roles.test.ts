@@ -216,10 +216,6 @@ const GRANTED_BUT_NEVER_CALLED = [
   'WorkerRole ApplyCallbacksToTasks: dynamodb:Query',
   // The sweeper reads the attempts of a file of a table brought over from the earlier layout in batches.
   'SweeperRole SweepTasks: dynamodb:BatchGetItem',
-  // The verifier's table reader reads in batches, which it never does; it queries the keys of a file that spilled
-  // (more than four uploads, test/verifier.test.ts and test/task-store.test.ts have such files, under no role).
-  'VerifierRole CheckFilesOfTasks: dynamodb:BatchGetItem',
-  'VerifierRole CheckFilesOfTasks: dynamodb:Query',
 ];
 
 test('every action every statement grants is needed by some call of the scenario', async () => {

@@ -14,6 +14,7 @@ import { setClientHook } from '../lib/aws/clients.ts';
 import { tableDefinition } from '../lib/aws/dynamo/table.ts';
 import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { IncidentStore } from '../lib/aws/dynamo/storage-incidents.ts';
 import { VerifierStore } from '../lib/aws/dynamo/verifier-store.ts';
 import { readVerificationCounts } from '../lib/aws/dynamo/verifications.ts';
 import { StorageChecks } from '../lib/aws/storage/storage-checks.ts';
@@ -54,7 +55,7 @@ afterAll(async () => {
 });
 
 const s3Settings: StorageSettings = {
-  'demo-app': { type: 's3', bucket: BUCKET, key: 'url-path', prefix: '' },
+  'demo-app': { type: 's3', bucket: BUCKET, key: 'url-path', prefix: '', incidentAfter: 0, probe: false },
 };
 
 let tables = 0;
@@ -82,6 +83,7 @@ async function world(settings: StorageSettings = s3Settings, opts: { endpoint?: 
   }
   const deps = (client = local.db.client): VerifierDeps => ({
     store: new VerifierStore(new TableReader(client, tableName)),
+    incidents: new IncidentStore(new TableReader(client, tableName)),
     storage,
     events: { publish: async (events) => void published.push(...events) },
     log,
@@ -261,7 +263,7 @@ test('an HTTP HEAD of the reported URL: 2xx with a length holds the file, 404 do
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
-    const w = await world({ 'demo-app': { type: 'http', hosts: [] } });
+    const w = await world({ 'demo-app': { type: 'http', hosts: [], incidentAfter: 0 } });
     const states: string[] = [];
     for (const path of Object.keys(status)) {
       const t = recording(10);

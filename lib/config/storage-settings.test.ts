@@ -15,11 +15,19 @@ describe('parseStorageSettings', () => {
           key: 'file-name',
           prefix: 'recordings/',
         },
-        c: { type: 'http', hosts: ['cdn.example.com'] },
+        c: { type: 'http', hosts: ['cdn.example.com'], incidentAfter: '1m' },
       }),
     );
     expect(settings).toEqual({
-      a: { type: 's3', bucket: 'rec-a', region: 'eu-west-1', key: 'url-path', prefix: '' },
+      a: {
+        type: 's3',
+        bucket: 'rec-a',
+        region: 'eu-west-1',
+        key: 'url-path',
+        prefix: '',
+        incidentAfter: 0,
+        probe: false,
+      },
       b: {
         type: 's3-compatible',
         endpoint: 'https://oss-cn-hangzhou.aliyuncs.com',
@@ -29,8 +37,10 @@ describe('parseStorageSettings', () => {
         pathStyle: false,
         key: 'file-name',
         prefix: 'recordings/',
+        incidentAfter: 0,
+        probe: false,
       },
-      c: { type: 'http', hosts: ['cdn.example.com'] },
+      c: { type: 'http', hosts: ['cdn.example.com'], incidentAfter: 60_000 },
     });
     expect(storageNameOf(settings.a as never)).toBe('s3://rec-a');
     expect(storageNameOf(settings.b as never)).toBe('s3://oss-cn-hangzhou.aliyuncs.com/rec-b');

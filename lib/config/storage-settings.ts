@@ -6,6 +6,7 @@
 // the field: verifying against a storage nobody meant would flag every file. infra/storage-params.cjs reads the
 // same JSON when the service is packaged, for the grants of the verifier's role.
 import * as v from 'valibot';
+import { parseDuration } from '../time-point.ts';
 import { StartRefused } from './read-env.ts';
 
 /** Where an object's key comes from: the path of the reported fileUrl, or the file's name after a prefix. */
@@ -18,6 +19,28 @@ const REGION = /^[a-z0-9-]{2,40}$/;
 const PARAMETER = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
 /** A Secrets Manager secret's name (not an ARN: the role's grant is built from it). */
 const SECRET = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+
+/**
+ * How long a storage's uploads must keep failing (platform time) before their failures make an incident: 0, the
+ * default, opens one at the first sweep after a failure; `1m` leaves out a failure the platform's next retries mend.
+ */
+const incidentAfter = v.optional(
+  v.pipe(
+    v.string('must be a duration such as 1m or 30s'),
+    v.transform((text) => parseDuration(text) ?? Number.NaN),
+    v.check((ms) => Number.isSafeInteger(ms) && ms >= 0 && ms <= 86_400_000, 'must be a duration from 0s to 24h'),
+  ),
+  '0s',
+);
+
+/**
+ * Whether the verifier may probe the storage while an incident lasts (the bucket, then a canary object under
+ * PROBE_PREFIX written, read back and deleted): the role's grants follow it (infra/storage-params.cjs).
+ */
+const probe = v.optional(v.boolean('must be true or false'), false);
+
+/** Where a probe writes its canary objects in a bucket (the verifier's grants to write are on this prefix only). */
+export const PROBE_PREFIX = '.rtc-callbacks-receiver-probe/';
 
 const keyFields = {
   key: v.optional(v.picklist(KEY_SOURCES, 'must be url-path or file-name'), 'url-path'),
@@ -38,8 +61,10 @@ const S3Setting = v.strictObject(
     /** The bucket's region; default: the function's own. */
     region: v.optional(region),
     ...keyFields,
+    incidentAfter,
+    probe,
   },
-  'is not a field of an s3 setting (type, bucket, region, key, prefix)',
+  'is not a field of an s3 setting (type, bucket, region, key, prefix, incidentAfter, probe)',
 );
 
 const Credentials = v.union(
@@ -73,8 +98,11 @@ const S3CompatibleSetting = v.strictObject(
     /** Path-style addresses (endpoint/bucket/key) rather than virtual-hosted ones (bucket.endpoint/key). */
     pathStyle: v.optional(v.boolean('must be true or false'), false),
     ...keyFields,
+    incidentAfter,
+    probe,
   },
-  'is not a field of an s3-compatible setting (type, endpoint, bucket, region, credentials, pathStyle, key, prefix)',
+  'is not a field of an s3-compatible setting (type, endpoint, bucket, region, credentials, pathStyle, key, prefix, ' +
+    'incidentAfter, probe)',
 );
 
 const HttpSetting = v.strictObject(
@@ -82,8 +110,9 @@ const HttpSetting = v.strictObject(
     type: v.literal('http'),
     /** The hosts whose URLs may be checked (a callback names the URL): none given, any host. */
     hosts: v.optional(v.array(v.pipe(v.string(), v.minLength(1)), 'must be a list of host names'), []),
+    incidentAfter,
   },
-  'is not a field of an http setting (type, hosts)',
+  'is not a field of an http setting (type, hosts, incidentAfter)',
 );
 
 const StorageSetting = v.variant(

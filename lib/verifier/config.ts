@@ -5,13 +5,15 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { TableReader } from '../aws/dynamo/table-client.ts';
 import { VerifierStore } from '../aws/dynamo/verifier-store.ts';
-import { eventPublisherTo } from '../aws/sns/task-events.ts';
+import { IncidentStore } from '../aws/dynamo/storage-incidents.ts';
+import { snsEventPublisher, snsStoragePublisher, topicClient } from '../aws/sns/task-events.ts';
 import { StorageChecks } from '../aws/storage/storage-checks.ts';
 import { extensionCredentials } from '../aws/storage/storage-credentials.ts';
 import { duration, envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { storageSettingsValue } from '../config/storage-settings.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import { errorSentence } from '../text.ts';
+import type { IncidentDeps } from './incidents.ts';
 import type { VerifierDeps } from './verify-batch.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -52,7 +54,7 @@ export function buildVerifierDependencies(
   env: Env,
   log: Logger = createLogger('verifier', logLevelFrom(env)),
   clients: ClientSettings = {},
-): VerifierDeps {
+): VerifierDeps & IncidentDeps & { storage: StorageChecks } {
   let settings: ReturnType<typeof readEnvironment<typeof verifierEnvironment.variables>>['settings'];
   try {
     settings = readEnvironment(verifierEnvironment, env).settings;
@@ -64,10 +66,8 @@ export function buildVerifierDependencies(
   const dynamo = functionClient(
     new DynamoDBClient({ ...clientConfigOf('dynamodb', clients), maxAttempts: 3, requestHandler: timeouts }),
   );
-  const events = eventPublisherTo(settings.TASK_EVENTS_TOPIC_ARN, {
-    ...clientConfigOf('sns', clients),
-    requestHandler: timeouts,
-  });
+  const topic = settings.TASK_EVENTS_TOPIC_ARN;
+  const sns = topic ? topicClient({ ...clientConfigOf('sns', clients), requestHandler: timeouts }) : null;
   const storage = new StorageChecks(settings.STORAGE_SETTINGS, {
     timeoutMs: settings.VERIFY_TIMEOUT,
     clients,
@@ -83,11 +83,13 @@ export function buildVerifierDependencies(
     appKeys: Object.keys(settings.STORAGE_SETTINGS).length,
     storages: [...new Set(Object.keys(settings.STORAGE_SETTINGS).map((a) => storage.storageOf(a) ?? 'http'))],
   });
+  const table = new TableReader(dynamo, settings.TASKS_TABLE);
   return {
-    store: new VerifierStore(new TableReader(dynamo, settings.TASKS_TABLE)),
+    store: new VerifierStore(table),
+    incidents: new IncidentStore(table),
     storage,
     log,
     maxReceiveCount: settings.VERIFY_MAX_RECEIVE_COUNT,
-    ...(events ? { events } : {}),
+    ...(sns ? { events: snsEventPublisher(sns, topic), storageEvents: snsStoragePublisher(sns, topic) } : {}),
   };
 }

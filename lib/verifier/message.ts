@@ -6,6 +6,8 @@ import { SERVICES } from '../platform/services.ts';
 
 const FileEvent = v.object({
   type: v.string(),
+  /** The callback that made it true (platform time): a failure's first failed upload, a success's upload. */
+  occurredAt: v.number(),
   task: v.object({
     service: v.picklist(SERVICES),
     id: v.pipe(v.string(), v.minLength(1)),
@@ -15,6 +17,7 @@ const FileEvent = v.object({
     fileName: v.pipe(v.string(), v.minLength(1)),
     url: v.nullish(v.string(), null),
     attempts: v.optional(v.number(), 0),
+    purgeAt: v.nullish(v.number(), null),
   }),
 });
 export type FileEvent = v.InferOutput<typeof FileEvent>;

@@ -1,13 +1,15 @@
 // The verifier's logic (docs/verification.md): for each `file.uploaded` event its queue delivers, the file is
 // read as it stands (still uploaded? its URL, the size its slice or end reported), checked in its storage,
 // judged (lib/domain/verification.ts), stored, and when the storage does not hold it as reported, announced
-// (`file.missing`). Off the worker's path: the worker publishes `file.uploaded` as it always does, and the
+// (`file.missing`); and each `file.upload_failed` is kept as a failure of its storage, each success too while its
+// storage has failures open, for the storage incidents (./incidents.ts). Off the worker's path: the worker publishes `file.uploaded` as it always does, and the
 // topic's subscription brings it here. A storage that does not answer is asked again at the message's next
 // receive; at its last receive the file is stored `unverifiable`, with the storage's silence as the reason.
 // Anything that fails otherwise (the table, the topic) fails the record, which comes back, and after the
 // queue's maxReceiveCount waits in the verifier's dead-letter queue.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { CheckedAnswer } from '../aws/storage/storage-checks.ts';
+import type { IncidentStore } from '../aws/dynamo/storage-incidents.ts';
 import type { VerifierStore } from '../aws/dynamo/verifier-store.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import { fileState, toFileView } from '../domain/task.ts';
@@ -23,7 +25,11 @@ const DEFAULT_VERIFY_CONCURRENCY = 5;
 
 export interface VerifierDeps {
   store: VerifierStore;
-  storage: { check(appKey: string, fileName: string, fileUrl: string | null): Promise<CheckedAnswer> };
+  incidents: IncidentStore;
+  storage: {
+    check(appKey: string, fileName: string, fileUrl: string | null): Promise<CheckedAnswer>;
+    storageOfUpload(appKey: string, fileUrl: string | null): string;
+  };
   /** Where `file.missing` goes; absent, nothing is published. */
   events?: EventPublisher;
   log: Logger;
@@ -33,8 +39,8 @@ export interface VerifierDeps {
   now?: () => number;
 }
 
-/** What became of a record: the file's state, nothing to check, or a failure that brings it back. */
-export type VerifyOutcome = CheckedState | 'skipped' | 'retry' | 'failed';
+/** What became of a record: the file's state, a failure of its storage kept, nothing to do, or a retry. */
+export type VerifyOutcome = CheckedState | 'failure_kept' | 'skipped' | 'retry' | 'failed';
 
 const receiveCountOf = (record: SQSRecord): number => Number(record.attributes?.ApproximateReceiveCount ?? 1) || 1;
 
@@ -63,8 +69,30 @@ async function verifyRecord(record: SQSRecord, deps: VerifierDeps): Promise<Veri
     deps.log.warn('verification_skipped', { messageId: record.messageId, reason: read.reason });
     return 'skipped';
   }
-  if (read.event.type !== 'file.uploaded') return 'skipped';
-  return verifyFile(read.event, receiveCountOf(record) >= deps.maxReceiveCount, deps);
+  const e = read.event;
+  if (e.type === 'file.upload_failed') {
+    if (e.file.purgeAt === null) return 'skipped';
+    const storage = deps.storage.storageOfUpload(e.task.appKey, e.file.url);
+    const failure = { service: e.task.service, taskId: e.task.id, fileName: e.file.fileName, at: e.occurredAt };
+    await deps.incidents.recordFailure(e.task.appKey, storage, { ...failure, purgeAt: e.file.purgeAt });
+    deps.log.info('upload_failure_kept', {
+      appKey: e.task.appKey,
+      storage,
+      taskId: e.task.id,
+      fileName: failure.fileName,
+    });
+    return 'failure_kept';
+  }
+  if (e.type !== 'file.uploaded') return 'skipped';
+  const outcome = await verifyFile(e, receiveCountOf(record) >= deps.maxReceiveCount, deps);
+  // A success ends a storage's failures (a file checked or not: the platform uploaded it).
+  if (outcome !== 'retry')
+    await deps.incidents.recordSuccess(
+      e.task.appKey,
+      deps.storage.storageOfUpload(e.task.appKey, e.file.url),
+      e.occurredAt,
+    );
+  return outcome;
 }
 
 /** Checks one uploaded file and stores what its storage holds. `last`: the message's last receive. */

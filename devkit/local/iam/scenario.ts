@@ -161,6 +161,24 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
       await within('the verifier found the uploaded file missing', async () =>
         (await events.poll()).some((e) => e.body.task?.id === id && e.body.type === 'file.missing'),
       );
+      // An upload of another file fails: the verifier keeps the failure, and its sweep opens a storage incident
+      // (reading the failures and the files' states, probing the bucket), then resolves it once an upload succeeds.
+      const failedFile = `s-${id}_${room}_1763798460000.mp4`;
+      const upload = { ...sliceBase, type: 4, output: { fileName: failedFile, fileUrl: '' } };
+      await post(`failed-${id}`, { ...upload, timestamp: body.timestamp + 100_000, code: 500, errorMessage: 'failed' });
+      const incident = (type: string) => async () => {
+        const results = (await stack.runSchedules()) as Array<{ failed?: number } | null>;
+        if (results.some((r) => r === null || (r.failed ?? 0) > 0)) return false;
+        const seen = await events.poll();
+        return seen.some((e) => e.body.type === type && (e.body.incident as { appKey?: string })?.appKey === APP_KEY);
+      };
+      await within('the verifier opened a storage incident', incident('storage.incident_opened'));
+      await post(`recovered-${id}`, {
+        ...upload,
+        timestamp: body.timestamp + 110_000,
+        output: { fileName: failedFile, fileUrl: `https://storage.example.com/recordings/${failedFile}` },
+      });
+      await within('the verifier resolved the storage incident', incident('storage.incident_resolved'));
       // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
       // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
       const stalled = `${id}-stall`;

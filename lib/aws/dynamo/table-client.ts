@@ -216,7 +216,8 @@ export class TableClient extends TableReader {
 
 export interface UpdateExpression {
   update: string;
-  condition: string;
+  /** Absent: the update is made whatever the item holds (and creates it when absent). */
+  condition?: string;
   names?: Record<string, string>;
   values: Record<string, AttributeValue>;
 }
@@ -239,7 +240,7 @@ export async function updateIf(
         TableName: table.table,
         Key: marshall(key),
         UpdateExpression: expression.update,
-        ConditionExpression: expression.condition,
+        ...(expression.condition ? { ConditionExpression: expression.condition } : {}),
         ...(expression.names ? { ExpressionAttributeNames: expression.names } : {}),
         ExpressionAttributeValues: expression.values,
         ReturnValues: 'ALL_NEW',

@@ -10,6 +10,8 @@ import type { StorageAnswer } from '../../domain/verification.ts';
 import { errorSentence } from '../../text.ts';
 import { type ClientSettings, clientConfigOf, functionClient } from '../clients.ts';
 import { objectKeyOf } from './object-key.ts';
+import { probeStorage } from './probe.ts';
+import type { ProbeResult } from '../../domain/storage-incidents.ts';
 import type { StorageCredentials } from './storage-credentials.ts';
 
 export interface StorageCheckOptions {
@@ -57,6 +59,11 @@ export class StorageChecks {
         this.ownClients.set(setting.region ?? '', this.ownClient(setting.region));
   }
 
+  /** The appKeys that have a setting. */
+  appKeys(): string[] {
+    return Object.keys(this.settings);
+  }
+
   settingOf(appKey: string): StorageSetting | undefined {
     return Object.hasOwn(this.settings, appKey) ? this.settings[appKey] : undefined;
   }
@@ -65,6 +72,35 @@ export class StorageChecks {
   storageOf(appKey: string): string | null {
     const setting = this.settingOf(appKey);
     return setting && setting.type !== 'http' ? storageNameOf(setting) : null;
+  }
+
+  /**
+   * The storage an upload of an appKey went to, as its incidents name it: the bucket its setting names, else the
+   * origin of the reported URL, else the appKey's storage as a whole (a failed upload reports no URL).
+   */
+  storageOfUpload(appKey: string, fileUrl: string | null): string {
+    const named = this.storageOf(appKey);
+    if (named) return named;
+    try {
+      const url = new URL(fileUrl ?? '');
+      if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
+    } catch {
+      // No URL: the appKey's storage, unnamed.
+    }
+    return `appKey ${appKey}`;
+  }
+
+  /** How long an appKey's uploads must keep failing before they make an incident (its setting's incidentAfter). */
+  incidentAfterOf(appKey: string): number {
+    return this.settingOf(appKey)?.incidentAfter ?? 0;
+  }
+
+  /** A probe of an appKey's storage, when its setting allows one (null otherwise). */
+  async probe(appKey: string): Promise<ProbeResult | null> {
+    const setting = this.settingOf(appKey);
+    if (!setting || setting.type === 'http' || !setting.probe) return null;
+    const client = setting.type === 's3' ? this.ownClients.get(setting.region ?? '')! : this.foreignClient(setting);
+    return probeStorage(client, setting);
   }
 
   async check(appKey: string, fileName: string, fileUrl: string | null): Promise<CheckedAnswer> {
