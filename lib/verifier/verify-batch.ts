@@ -1,11 +1,11 @@
-// The verifier's logic (docs/verification.md): for each `file.uploaded` event its queue delivers, the file is
-// read as it stands (still uploaded? its URL, the size its slice or end reported), checked in its storage,
-// judged (lib/domain/verification.ts), stored, and when the storage does not hold it as reported, announced
-// (`file.missing`); and each `file.upload_failed` is kept as a failure of its storage, each success too while its
-// storage has failures open, for the storage incidents (./incidents.ts). Off the worker's path: the worker publishes `file.uploaded` as it always does, and the
-// topic's subscription brings it here. A storage that does not answer is asked again at the message's next
-// receive; at its last receive the file is stored `unverifiable`, with the storage's silence as the reason.
-// Anything that fails otherwise (the table, the topic) fails the record, which comes back, and after the
+// The verifier's logic (docs/verification.md): for each `file.uploaded` event its queue delivers, the file is read as
+// it stands (still uploaded? its URL, the size its slice or end reported), checked in its storage, judged
+// (lib/domain/verification.ts), stored, and when the storage does not hold it as reported, announced (`file.missing`);
+// and each `file.upload_failed` is kept as a failure of its storage, each success too while its storage has failures
+// open, for the storage incidents (./incidents.ts). Off the worker's path: the worker publishes those events as it
+// always does, and the topic's subscription brings them here. A storage that does not answer is asked again at the
+// message's next receive; at its last receive the file is stored `unverifiable`, with the storage's silence as the
+// reason. Anything that fails otherwise (the table, the topic) fails the record, which comes back, and after the
 // queue's maxReceiveCount waits in the verifier's dead-letter queue.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { CheckedAnswer } from '../aws/storage/storage-checks.ts';

@@ -77,11 +77,11 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
   const run = async () => {
     const first = stack.iam.denials.length;
     const denied = () => stack.iam.denials.slice(first);
-    const within = async (what: string, attempt: () => Promise<boolean>) => {
-      const deadline = Date.now() + waitMs;
+    const within = async (what: string, attempt: () => Promise<boolean>, budget = waitMs) => {
+      const deadline = Date.now() + budget;
       while (!(await attempt())) {
         if (stopAtFirstDenial && denied().length > 0) throw new Error(`calls were refused before ${what}`);
-        if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
+        if (Date.now() > deadline) throw new Error(`not within ${budget} ms: ${what}`);
         await sleep(pollMs);
       }
     };
@@ -172,13 +172,14 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
         const seen = await events.poll();
         return seen.some((e) => e.body.type === type && (e.body.incident as { appKey?: string })?.appKey === APP_KEY);
       };
-      await within('the verifier opened a storage incident', incident('storage.incident_opened'));
+      // Two queues and a sweep between the callback and the event: three times the wait of one outcome.
+      await within('the verifier opened a storage incident', incident('storage.incident_opened'), 3 * waitMs);
       await post(`recovered-${id}`, {
         ...upload,
         timestamp: body.timestamp + 110_000,
         output: { fileName: failedFile, fileUrl: `https://storage.example.com/recordings/${failedFile}` },
       });
-      await within('the verifier resolved the storage incident', incident('storage.incident_resolved'));
+      await within('the verifier resolved the storage incident', incident('storage.incident_resolved'), 3 * waitMs);
       // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
       // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
       const stalled = `${id}-stall`;

@@ -1,10 +1,10 @@
-// Storage incidents as the table keeps them (docs/verification.md, "Storage incidents"), written by the verifier
-// only: each storage whose uploads failed (`STORAGES`, one small partition the sweep reads whole: `ak` its appKey,
-// `sg` its name) with its window of failures (`wf` its first, `lf` its latest, `ls` the latest success since,
-// platform time) and its open incident (`oi`); each failed upload of a storage (`FAILS#…`, by its first failure,
-// put once whatever the event's repeats); and each incident as reported (`INCIDENT#…`, `inc` its JSON). Attribute
-// names are short, and none is one of DynamoDB's reserved words. Every write is a conditional update on what was read, so
-// two sweeps at once, or a sweep that crashed, open, publish and resolve each incident once or again the same.
+// Storage incidents as the table keeps them (docs/verification.md, "Storage incidents"), written by the verifier only:
+// each storage whose uploads failed (`STORAGES`, one small partition the sweep reads whole: `ak` its appKey, `sg` its
+// name) with its window of failures (`wf` its first, `lf` its latest, `ls` the latest success since, platform time) and
+// its open incident (`oi`); each failed upload of a storage (`FAILS#…`, by its first failure, put once whatever the
+// event's repeats); and each incident as reported (`INCIDENT#…`, `inc` its JSON). Attribute names are short, and none
+// is one of DynamoDB's reserved words. Every write is a conditional update on what was read, so two sweeps at once, or
+// a sweep that crashed, open, publish and resolve each incident once or again the same.
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { FailedUpload, ProbeResult, StorageIncident } from '../../domain/storage-incidents.ts';
 import type { Capacity } from '../../domain/task-store.ts';
