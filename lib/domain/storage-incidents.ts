@@ -108,12 +108,13 @@ export function storageEvent(type: StorageEventType, incident: StorageIncident, 
 }
 
 /**
- * What a sweep does with a storage's window of failures: open an incident once its failures span `after` (platform
- * time; 0: the first sweep that finds a failure opens one), resolve an open one once uploads succeed again (a success
- * later than its latest failure) or every file is uploaded or lost; a window that recovered before it spanned
- * `after` is cleared without an incident.
+ * What a sweep at `now` does with a storage's window of failures: open an incident once its uploads have been failing
+ * for `after` (its first failure that long ago and no success since, or its failures spanning that long; 0: the first
+ * sweep that finds a failure opens one), resolve an open one once uploads succeed again (a success later than its
+ * latest failure) or every file is uploaded or lost; a window that recovered sooner is cleared without an incident.
  */
 export function incidentStep(w: {
+  now: number;
   open: boolean;
   windowStart: number;
   latestFailure: number;
@@ -123,7 +124,8 @@ export function incidentStep(w: {
   after: number;
 }): { open: boolean; resolve: NonNullable<StorageIncident['resolution']> | null; clear: boolean } {
   const recovered = w.latestSuccess !== null && w.latestSuccess > w.latestFailure;
-  const open = w.open || w.latestFailure - w.windowStart >= w.after;
+  const lasting = !recovered && w.now - w.windowStart >= w.after;
+  const open = w.open || lasting || w.latestFailure - w.windowStart >= w.after;
   if (!open) return { open: false, resolve: null, clear: recovered || w.allSettled };
   return {
     open: true,

@@ -69,6 +69,7 @@ async function sweepStorage(
   const allSettled =
     !recovered && (now >= facts.latestPurgeAt || (await deps.incidents.allSettled(t.appKey, failures, now)));
   const step = incidentStep({
+    now,
     open: t.incidentId !== null,
     windowStart: t.windowStart!,
     latestFailure: t.latestFailure!,

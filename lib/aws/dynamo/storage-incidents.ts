@@ -230,10 +230,11 @@ export class IncidentStore {
 
   /**
    * Ends the storage's window: its open incident (`id`) resolved and announced, or a window that recovered before it
-   * became one. Failures up to its latest now belong to it.
+   * became one. Failures up to its latest failure, or the success that ended it, belong to it: one the platform made
+   * before its storage recovered, delivered late, opens nothing.
    */
   close(t: StorageTracker, id: string | null, cap: Capacity = noCapacity()): Promise<boolean> {
-    const through = Math.max(t.latestFailure ?? 0, t.windowStart ?? 0);
+    const through = Math.max(t.latestFailure ?? 0, t.windowStart ?? 0, t.latestSuccess ?? 0);
     return this.transition(
       t,
       'SET rl = :rl REMOVE wf, lf, ls, oi, oa, op, rs, rr, pr',
