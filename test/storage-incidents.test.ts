@@ -128,7 +128,7 @@ function file() {
   return { id, fileName, fails: (at: number) => upload(at, false), succeeds: (at: number) => upload(at, true) };
 }
 
-test('failures of one storage open one incident at the next sweep: first failure, files affected, switch-by exact', async () => {
+test('failures of a storage open one incident at the next sweep: first failure, files, exact switch-by', async () => {
   const w = await world();
   const [a, b, c] = [file(), file(), file()];
   await w.deliver(b.fails(T0 + 20_000), a.fails(T0 + 5_000), c.fails(T0 + 40_000));
@@ -155,7 +155,7 @@ test('failures of one storage open one incident at the next sweep: first failure
   expect(await w.incidents()).toEqual([expect.objectContaining({ id: opened.id, filesAffected: 4 })]);
 });
 
-test('uploads that succeed again resolve it at the next sweep; a late failure of that outage opens nothing', async () => {
+test('uploads that succeed again resolve it at the next sweep; a late failure of the outage opens none', async () => {
   const w = await world();
   const [a, b] = [file(), file()];
   await w.deliver(a.fails(T0), b.fails(T0 + 1_000));
