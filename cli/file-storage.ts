@@ -5,7 +5,9 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { InvalidArgumentError } from 'commander';
 import { DEFAULT_STORAGE_FAULT_RATE, STORAGE_FAULT_KINDS, type StorageFaultKind } from '../devkit/emulator/storage.ts';
+import type { StorageOutage } from '../devkit/emulator/plans.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../devkit/local/deployed-settings.ts';
+import { parseDuration } from './format.ts';
 import type { LocalStackInfo } from '../devkit/local/stack-file.ts';
 import type { StorageSettings } from '../lib/config/storage-settings.ts';
 import { CliError } from './inspect.ts';
@@ -20,6 +22,23 @@ export function storageFaults(text: string): StorageFaultKind[] {
   if (kinds.length === 0 || unknown.length > 0)
     throw new InvalidArgumentError(`a comma-separated list of ${STORAGE_FAULT_KINDS.join(', ')} is needed.`);
   return [...new Set(kinds)] as StorageFaultKind[];
+}
+
+/** `--storage-outage 5m,40m`: when the outage begins after the run's start (platform time), and how long it lasts. */
+export function storageOutage(text: string): StorageOutage {
+  const [start, length, ...rest] = text.split(',').map((t) => parseDuration(t.trim()));
+  if (
+    rest.length > 0 ||
+    start === null ||
+    start === undefined ||
+    length === null ||
+    length === undefined ||
+    length <= 0
+  )
+    throw new InvalidArgumentError(
+      'a start and a length are needed, such as 5m,40m (after the run begins, for how long).',
+    );
+  return { startMs: start, lengthMs: length };
 }
 
 export interface FileStorageOptions {

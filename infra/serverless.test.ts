@@ -80,7 +80,7 @@ const STAGE_LAYER = 'arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-
 /** A stage's storages: two buckets of its own, an S3-compatible storage's keys in a parameter, one in a secret. */
 const STORAGE = {
   'app-1': { type: 's3', bucket: 'acme-recordings' },
-  'app-2': { type: 's3', bucket: 'acme-shots', region: 'eu-central-1' },
+  'app-2': { type: 's3', bucket: 'acme-shots', region: 'eu-central-1', probe: true },
   'app-3': {
     type: 's3-compatible',
     endpoint: 'https://oss-cn-hangzhou.aliyuncs.com',
@@ -361,9 +361,13 @@ describe('functions', () => {
       LOG_LEVEL: ref('LogLevel'),
       ...timeVariables,
     });
+    // The sweeper's schedule, and the verifier's (its sweep of the storage incidents), the same.
     const rules = resourcesOfType('AWS::Events::Rule');
-    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)']);
-    expect(rules[0]![1].Properties.Targets.map((t: Json) => t.Arn)).toEqual([getAtt('SweeperLambdaFunction', 'Arn')]);
+    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)', 'rate(5 minutes)']);
+    expect(rules.flatMap(([, r]) => r.Properties.Targets.map((t: Json) => t.Arn))).toEqual([
+      getAtt('SweeperLambdaFunction', 'Arn'),
+      getAtt('VerifierLambdaFunction', 'Arn'),
+    ]);
     for (const [name, value] of Object.entries({
       SettleAfter: '10m',
       PurgeWarningBefore: '2h',
@@ -412,7 +416,7 @@ describe('functions', () => {
         Protocol: 'sqs',
         Endpoint: getAtt('VerifyQueue'),
         RawMessageDelivery: true,
-        FilterPolicy: { type: ['file.uploaded'] },
+        FilterPolicy: { type: ['file.uploaded', 'file.upload_failed'] },
         RedrivePolicy: { deadLetterTargetArn: getAtt('VerifyDeadLetterQueue') },
       },
     ]);
@@ -445,6 +449,19 @@ describe('functions', () => {
         Action: 's3:GetObject',
         Resource: [sub('arn:${AWS::Partition}:s3:::acme-recordings/*'), sub('arn:${AWS::Partition}:s3:::acme-shots/*')],
       },
+      // The probe of the one bucket whose setting allows it: the bucket, and its canary objects only.
+      {
+        Sid: 'ProbeStorageBuckets',
+        Effect: 'Allow',
+        Action: 's3:ListBucket',
+        Resource: [sub('arn:${AWS::Partition}:s3:::acme-shots')],
+      },
+      {
+        Sid: 'ProbeStorageCanaries',
+        Effect: 'Allow',
+        Action: ['s3:DeleteObject', 's3:PutObject'],
+        Resource: [sub('arn:${AWS::Partition}:s3:::acme-shots/.rtc-callbacks-receiver-probe/*')],
+      },
       { Sid: 'ReadStorageKeysParameters', Effect: 'Allow', Action: 'ssm:GetParameter', Resource: [parameter] },
       {
         Sid: 'DecryptStorageKeysParameters',
@@ -471,8 +488,10 @@ describe('functions', () => {
 
   test("the sweeper kept Lambda's two asynchronous retries, which overlap its next run: it gets none", () => {
     const configs = resourcesOfType('AWS::Lambda::EventInvokeConfig');
+    // The verifier's scheduled sweeps of the storage incidents neither.
     expect(configs.map(([, c]) => c.Properties)).toEqual([
       expect.objectContaining({ FunctionName: ref('SweeperLambdaFunction'), MaximumRetryAttempts: 0 }),
+      expect.objectContaining({ FunctionName: ref('VerifierLambdaFunction'), MaximumRetryAttempts: 0 }),
     ]);
   });
 
@@ -1447,6 +1466,7 @@ describe('operations', () => {
         '{ $.event = "file_checked" && ($.state = "missing" || $.state = "empty" || $.state = "size_differs") }',
         namespace,
       ],
+      StorageIncidents: [ref('VerifierLogGroup'), '{ $.event = "storage_incident_opened" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -1457,6 +1477,7 @@ describe('operations', () => {
     expect(bundle('worker')).toContain('events_publish_failed');
     expect(bundle('sweeper')).toContain('sweep_done');
     expect(bundle('verifier')).toContain('file_checked');
+    expect(bundle('verifier')).toContain('storage_incident_opened');
   });
 
   test('every alarm notifies the topic, on alarm and on recovery', () => {
@@ -1547,6 +1568,11 @@ describe('operations', () => {
       StalledTasksAlarm: { metric: `${namespace} StalledTasks`, dimensions: {}, threshold: 'GreaterThanThreshold 10' },
       FilesMissingAlarm: {
         metric: `${namespace} FilesMissing`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      StorageIncidentsAlarm: {
+        metric: `${namespace} StorageIncidents`,
         dimensions: {},
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },

@@ -13,13 +13,15 @@ import {
 } from '../../devkit/emulator/sender.ts';
 import {
   expectedChecksOf,
+  expectedIncidentsOf,
   expectedTaskEventsOf,
   expectedTasks,
   withMissingEvents,
   writeExpectFile,
 } from '../../devkit/emulator/expect.ts';
 import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
-import { type FileStorageOptions, localFileStorage, storageFaults } from '../file-storage.ts';
+import { type FileStorageOptions, localFileStorage, storageFaults, storageOutage } from '../file-storage.ts';
+import type { StorageOutage } from '../../devkit/emulator/plans.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
 import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';
@@ -29,6 +31,7 @@ import { type SenderSecretsOptions, secretToSign, senderSecrets, withSenderSecre
 import { localReceiver } from './send.ts';
 
 interface EmulateOptions extends SenderSecretsOptions, FileStorageOptions {
+  storageOutage?: StorageOutage;
   url: string;
   recordings: number;
   screenshots: number;
@@ -108,6 +111,12 @@ export function register(program: Command): void {
     )
     .option('--storage-fault-rate <rate>', 'share of the files reported uploaded that get a storage fault', rate)
     .option(
+      '--storage-outage <start,length>',
+      'a storage outage of the whole run, e.g. 5m,40m: uploads within it fail every 10 s until it ends (a storage ' +
+        'incident of the receiver)',
+      storageOutage,
+    )
+    .option(
       '--no-store-files',
       "do not put the files reported uploaded in the local stack's storage (its verifier then finds them missing)",
     )
@@ -166,6 +175,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     lose: opts.lose,
     stall: opts.stall,
     ...(storage ? { sizeDivisor: STORED_SIZE_DIVISOR } : {}),
+    ...(opts.storageOutage ? { storageOutage: opts.storageOutage } : {}),
   });
   const stored = storage
     ? planStoredFiles(run.sends, { faults: storage.faults, rate: storage.rate, seed, settings: storage.settings })
@@ -214,7 +224,20 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     expectedCount = tasks.length;
     const checks = stored ? expectedChecksOf(stored, report.results) : undefined;
     const events = expectedTaskEventsOf(report.results);
-    await writeExpectFile(expectFile, tasks, new Date(), checks ? withMissingEvents(events, checks) : events, checks);
+    const o = opts.storageOutage;
+    const outage = o ? { from: run.baseTime + o.startMs, to: run.baseTime + o.startMs + o.lengthMs } : null;
+    const incidents =
+      storage && outage
+        ? { expected: expectedIncidentsOf(report.results, storage.settings, outage), outage }
+        : undefined;
+    await writeExpectFile(
+      expectFile,
+      tasks,
+      new Date(),
+      checks ? withMissingEvents(events, checks) : events,
+      checks,
+      incidents,
+    );
   }
 
   const { summary } = report;

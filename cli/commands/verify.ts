@@ -7,7 +7,9 @@ import { readExpectFile } from '../../devkit/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
-import { type ChecksResult, verifyChecks } from '../../devkit/verify/storage.ts';
+import { type ChecksResult, type IncidentsResult, verifyChecks, verifyIncidents } from '../../devkit/verify/storage.ts';
+import { IncidentStore } from '../../lib/aws/dynamo/storage-incidents.ts';
+import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
 import {
   atClock,
   checkTimeEvents,
@@ -159,7 +161,19 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
           timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
         })
       : null;
-    const ok = result.ok && (events?.ok ?? true) && (storage?.ok ?? true);
+    // The incidents of the run's storage outage: one per storage, its facts exact, resolved once uploads succeeded.
+    const expectedIncidents = file.storage?.incidents ?? [];
+    const incidents =
+      expectedIncidents.length > 0
+        ? await verifyIncidents({
+            expected: expectedIncidents,
+            read: (appKey, storageName) =>
+              new IncidentStore(new TableReader(target.dynamo, target.tableName)).incidents(appKey, storageName, 100),
+            outage: file.storage!.outage!,
+            timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+          })
+        : null;
+    const ok = result.ok && (events?.ok ?? true) && (storage?.ok ?? true) && (incidents?.ok ?? true);
 
     if (opts.json) {
       const out = {
@@ -171,12 +185,14 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
         events,
         eventsNote,
         storage,
+        incidents,
       };
       cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
       printStorage(storage);
+      printIncidents(incidents);
     }
     if (!ok) setExitCode(1);
   } finally {
@@ -253,4 +269,18 @@ function printStorage(storage: ChecksResult | null): void {
   if (storage.diffs.length > MAX_PRINTED_LINES)
     out(`... and ${storage.diffs.length - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
   out(pc.red(`${storage.checked - storage.matched} of ${storage.checked} file check(s) differ: ${kinds}.`));
+}
+
+function printIncidents(incidents: IncidentsResult | null): void {
+  if (!incidents) return;
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  if (incidents.ok) {
+    out(
+      pc.green(`Each storage outage made one incident, its facts and switch-by exact, resolved: ${incidents.checked}.`),
+    );
+    return;
+  }
+  for (const line of incidents.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  out(pc.red(`${incidents.diffs.length} difference(s) in the storage incidents.`));
 }

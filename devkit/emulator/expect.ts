@@ -10,6 +10,9 @@ import { expectedEvents, type ExpectedEvents } from '../../lib/domain/expected-e
 import { taskEventId, type TaskEventRef } from '../../lib/domain/task-events.ts';
 import { type CheckedState, isMissingState } from '../../lib/domain/verification.ts';
 import { isSuccessfulUpload, type StorageFaultKind, type StoredFile } from './storage.ts';
+import { type StorageSettings, storageOfUpload } from '../../lib/config/storage-settings.ts';
+import { type FailedUpload, incidentFacts, incidentIdOf, switchByOf } from '../../lib/domain/storage-incidents.ts';
+import { FILE_HOLD_MS } from '../../lib/platform/delivery.ts';
 
 export interface DeliveryOutcome {
   service: Service;
@@ -22,8 +25,75 @@ export interface ExpectFile {
   tasks: Task[];
   /** The task events the run must and may publish (absent in files written before task events existed). */
   events?: ExpectedEvents;
-  /** What the check of each file reported uploaded must find in its storage (absent: the run stored no files). */
-  storage?: { files: ExpectedCheck[] };
+  /**
+   * What the check of each file reported uploaded must find in its storage (absent: the run stored no files), and the
+   * storage incidents of the run's storage outage.
+   */
+  storage?: { files: ExpectedCheck[]; incidents?: ExpectedIncident[]; outage?: { from: number; to: number } };
+}
+
+/** A storage incident a run's outage must make: one per storage, with its facts (lib/domain/storage-incidents.ts). */
+export interface ExpectedIncident {
+  appKey: string;
+  storage: string;
+  /** `<storage>@<first failure>`, as the receiver names it. */
+  id: string;
+  firstFailure: { taskId: string; fileName: string; at: number };
+  filesAffected: number;
+  earliestPurgeAt: number;
+  switchBy: number;
+}
+
+/**
+ * The incidents of the failed uploads the receiver acknowledged whose first failure lies within the outage (platform
+ * time, `from` included, `to` not): one per appKey and storage.
+ */
+export function expectedIncidentsOf(
+  outcomes: readonly DeliveryOutcome[],
+  settings: StorageSettings,
+  outage: { from: number; to: number },
+): ExpectedIncident[] {
+  const first = new Map<string, FailedUpload & { appKey: string; storage: string }>();
+  for (const o of outcomes) {
+    const body = o.body as Record<string, unknown> & { output?: { fileName?: string; fileUrl?: string } };
+    if (!o.delivered || body.type !== 4 || isSuccessfulUpload(body) || !body.output?.fileName) continue;
+    const at = Number(body.timestamp);
+    if (at < outage.from || at >= outage.to) continue;
+    const appKey = String(body.appKey);
+    const taskId = String(body.recordId ?? body.imageId);
+    const key = JSON.stringify([appKey, taskId, body.output.fileName]);
+    const known = first.get(key);
+    if (known && known.at <= at) continue;
+    const storage = storageOfUpload(settings, appKey, body.output.fileUrl ?? null);
+    first.set(key, {
+      appKey,
+      storage,
+      service: o.service,
+      taskId,
+      fileName: body.output.fileName,
+      at,
+      purgeAt: at + FILE_HOLD_MS,
+    });
+  }
+  const byStorage = new Map<string, (FailedUpload & { appKey: string; storage: string })[]>();
+  for (const f of first.values()) {
+    const k = JSON.stringify([f.appKey, f.storage]);
+    byStorage.set(k, [...(byStorage.get(k) ?? []), f]);
+  }
+  return [...byStorage.values()].map((failures) => {
+    const facts = incidentFacts(failures)!;
+    const { appKey, storage } = failures[0]!;
+    const { taskId, fileName, at } = facts.firstFailure;
+    return {
+      appKey,
+      storage,
+      id: incidentIdOf(storage, at),
+      firstFailure: { taskId, fileName, at },
+      filesAffected: facts.filesAffected,
+      earliestPurgeAt: facts.earliestPurgeAt,
+      switchBy: switchByOf(facts.earliestPurgeAt),
+    };
+  });
 }
 
 /** A file reported uploaded, the fault its storage was given, and the state its check must end in. */
@@ -99,12 +169,20 @@ export async function writeExpectFile(
   generatedAt = new Date(),
   events?: ExpectedEvents,
   checks?: readonly ExpectedCheck[],
+  incidents?: { expected: readonly ExpectedIncident[]; outage: { from: number; to: number } },
 ): Promise<void> {
   const file: ExpectFile = {
     generatedAt: generatedAt.toISOString(),
     tasks: [...tasks],
     ...(events ? { events } : {}),
-    ...(checks ? { storage: { files: [...checks] } } : {}),
+    ...(checks
+      ? {
+          storage: {
+            files: [...checks],
+            ...(incidents ? { incidents: [...incidents.expected], outage: incidents.outage } : {}),
+          },
+        }
+      : {}),
   };
   await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, 'utf8');
 }

@@ -2,6 +2,7 @@
 // storage (devkit/emulator/storage.ts): every faulted file flagged with its kind, no healthy file flagged. A
 // check runs after the worker has applied the upload, so a file still `pending` (or not read yet) is read again
 // until the time-out.
+import type { StorageIncident } from '../../lib/domain/storage-incidents.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import type { CheckedState, VerifiedFileView } from '../../lib/domain/verification.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
@@ -99,4 +100,74 @@ export async function verifyChecks(opts: VerifyChecksOptions): Promise<ChecksRes
     byFault,
     timedOut,
   };
+}
+
+/** A storage incident a run must have made (devkit/emulator/expect.ts ExpectedIncident). */
+export interface IncidentExpectation {
+  appKey: string;
+  storage: string;
+  id: string;
+  firstFailure: { taskId: string; fileName: string; at: number };
+  filesAffected: number;
+  earliestPurgeAt: number;
+  switchBy: number;
+}
+
+export interface IncidentsResult {
+  ok: boolean;
+  checked: number;
+  /** One line per incident missing, open, of other facts, or made beside those expected. */
+  diffs: string[];
+  timedOut: boolean;
+}
+
+/**
+ * Checks that each incident expected was opened with its facts (first failure, files affected, earliest purge,
+ * switch-by exact) and resolved, and that no other incident of its storage began within the run's outage: one
+ * incident per storage and outage. Read again until all hold or the time-out (the sweep runs on its schedule).
+ */
+export async function verifyIncidents(opts: {
+  expected: readonly IncidentExpectation[];
+  read: (appKey: string, storage: string) => Promise<StorageIncident[]>;
+  /** The outage (platform time): an incident whose first failure lies within it is one of the run's. */
+  outage: { from: number; to: number };
+  timeoutMs: number;
+  pollIntervalMs?: number;
+}): Promise<IncidentsResult> {
+  const deadline = Date.now() + Math.max(0, opts.timeoutMs);
+  for (;;) {
+    const diffs: string[] = [];
+    for (const e of opts.expected) {
+      const all = await opts.read(e.appKey, e.storage);
+      const ofRun = all.filter((i) => i.firstFailure.at >= opts.outage.from && i.firstFailure.at < opts.outage.to);
+      const found = ofRun.find((i) => i.id === e.id);
+      const name = `incident of ${e.storage} (${e.appKey}) from ${new Date(e.firstFailure.at).toISOString()}`;
+      if (!found) diffs.push(`${name}: not opened`);
+      else {
+        const got = {
+          firstFailure: {
+            taskId: found.firstFailure.taskId,
+            fileName: found.firstFailure.fileName,
+            at: found.firstFailure.at,
+          },
+          filesAffected: found.filesAffected,
+          earliestPurgeAt: found.earliestPurgeAt,
+          switchBy: found.switchBy,
+        };
+        const want = {
+          firstFailure: e.firstFailure,
+          filesAffected: e.filesAffected,
+          earliestPurgeAt: e.earliestPurgeAt,
+          switchBy: e.switchBy,
+        };
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          diffs.push(`${name}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)}`);
+        if (found.resolvedAt === null) diffs.push(`${name}: still open`);
+      }
+      for (const other of ofRun.filter((i) => i.id !== e.id)) diffs.push(`${name}: another incident ${other.id} too`);
+    }
+    if (diffs.length === 0 || Date.now() >= deadline)
+      return { ok: diffs.length === 0, checked: opts.expected.length, diffs, timedOut: diffs.length > 0 };
+    await sleep(Math.min(opts.pollIntervalMs ?? 1000, Math.max(0, deadline - Date.now())));
+  }
 }

@@ -172,3 +172,19 @@ export function storageNameOf(setting: S3Setting | S3CompatibleSetting): string 
   if (setting.type === 's3') return `s3://${setting.bucket}`;
   return `s3://${new URL(setting.endpoint).host}/${setting.bucket}`;
 }
+
+/**
+ * The storage an upload of an appKey went to, as its incidents name it: the bucket its setting names, else the
+ * origin of the reported URL, else the appKey's storage as a whole (a failed upload reports no URL).
+ */
+export function storageOfUpload(settings: StorageSettings, appKey: string, fileUrl: string | null): string {
+  const setting = Object.hasOwn(settings, appKey) ? settings[appKey] : undefined;
+  if (setting && setting.type !== 'http') return storageNameOf(setting);
+  try {
+    const url = new URL(fileUrl ?? '');
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
+  } catch {
+    // No URL: the appKey's storage, unnamed.
+  }
+  return `appKey ${appKey}`;
+}

@@ -5,7 +5,7 @@
 // 404, 403, or no answer. Nothing is retried here but what the SDK retries itself; the verifier decides.
 import { HeadObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { S3CompatibleSetting, StorageSetting, StorageSettings } from '../../config/storage-settings.ts';
-import { storageNameOf } from '../../config/storage-settings.ts';
+import { storageNameOf, storageOfUpload } from '../../config/storage-settings.ts';
 import type { StorageAnswer } from '../../domain/verification.ts';
 import { errorSentence } from '../../text.ts';
 import { type ClientSettings, clientConfigOf, functionClient } from '../clients.ts';
@@ -74,20 +74,9 @@ export class StorageChecks {
     return setting && setting.type !== 'http' ? storageNameOf(setting) : null;
   }
 
-  /**
-   * The storage an upload of an appKey went to, as its incidents name it: the bucket its setting names, else the
-   * origin of the reported URL, else the appKey's storage as a whole (a failed upload reports no URL).
-   */
+  /** The storage an upload of an appKey went to, as its incidents name it (storageOfUpload). */
   storageOfUpload(appKey: string, fileUrl: string | null): string {
-    const named = this.storageOf(appKey);
-    if (named) return named;
-    try {
-      const url = new URL(fileUrl ?? '');
-      if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
-    } catch {
-      // No URL: the appKey's storage, unnamed.
-    }
-    return `appKey ${appKey}`;
+    return storageOfUpload(this.settings, appKey, fileUrl);
   }
 
   /** How long an appKey's uploads must keep failing before they make an incident (its setting's incidentAfter). */
