@@ -16,6 +16,7 @@ import { fileState, toFileView } from '../domain/task.ts';
 import { type CheckedState, isMissingState, verdictOf, type VerificationState } from '../domain/verification.ts';
 import { fileMissingEvent } from '../domain/verification-events.ts';
 import { inParallel } from '../in-parallel.ts';
+import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import type { Logger } from '../log.ts';
 import { errorSentence } from '../text.ts';
 import { type FileEvent, readFileEvent } from './message.ts';
@@ -105,6 +106,19 @@ async function verifyFile(e: FileEvent, last: boolean, deps: VerifierDeps): Prom
   if (!file || fileState(file) !== 'uploaded') {
     deps.log.info('verification_skipped', { ...fields, reason: 'the file is not uploaded as it stands' });
     return 'skipped';
+  }
+  // A file that failed before its upload succeeded: its failure counts for its storage's incidents, also when its own
+  // event never went out (a failure and its retry applied in one batch publish only the success). Failed uploads
+  // report no URL: the storage is the appKey's setting's, as for the failure events.
+  if (file.firstFailureAt !== null) {
+    const failure = {
+      service,
+      taskId: id,
+      fileName,
+      at: file.firstFailureAt,
+      purgeAt: file.firstFailureAt + FILE_HOLD_MS,
+    };
+    await deps.incidents.recordFailure(appKey, deps.storage.storageOfUpload(appKey, null), failure);
   }
   const started = (deps.now ?? Date.now)();
   const answer = await deps.storage.check(appKey, fileName, file.upload!.url);
