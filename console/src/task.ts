@@ -9,6 +9,7 @@ import { bytes, count, duration, isLive, statusBadge, TYPE_NAMES, timeEl, utc } 
 import { drawTimeline, kindText, legend } from './timeline.ts';
 import { domainOf, type Mark, markOf } from './timeline-model.ts';
 import { eventsList } from './task-events.ts';
+import { incidentsBanner } from './incidents.ts';
 import type { VerifiedFileView } from '../../lib/domain/verification.ts';
 
 type FileView = Task['files'][number];
@@ -167,10 +168,12 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   const filesBox = h('div', {});
   const eventsBox = h('div', {});
   const raw = rawCallbacks(id, task.appKey, signal);
+  const incidents = incidentsBanner(first.incidents, Date.now());
   main.replaceChildren(
     main.firstElementChild!,
     title,
     status,
+    ...(incidents ? [incidents] : []),
     section('summary', 'Summary', headerBox),
     section('timeline', 'Timeline', timelineStatus, axisBox, timelineBox, legend(task.service)),
     section('files', 'Files', filesBox),

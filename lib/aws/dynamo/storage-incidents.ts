@@ -10,50 +10,17 @@ import type { FailedUpload, ProbeResult, StorageIncident } from '../../domain/st
 import type { Capacity } from '../../domain/task-store.ts';
 import { fileState } from '../../domain/task.ts';
 import { fileFromItem } from './items.ts';
-import { type Item, noCapacity, type TableReader, updateIf } from './table-client.ts';
+import { type StorageTracker, storageIncidents, storageTrackers } from './incident-reads.ts';
+import { noCapacity, type TableReader, updateIf } from './table-client.ts';
 import { Keys } from './table.ts';
+
+export type { StorageTracker } from './incident-reads.ts';
 
 /** Failed uploads are kept a week past their purge: an incident's facts can be read again for that long. */
 const FAILURE_KEPT_S = 7 * 86_400;
 
 const S = (value: string): AttributeValue => ({ S: value });
 const N = (value: number): AttributeValue => ({ N: String(value) });
-
-/** A storage's state as its item keeps it. */
-export interface StorageTracker {
-  appKey: string;
-  storage: string;
-  /** Its window of failures (platform time): the first, the latest, the latest success since; null: none open. */
-  windowStart: number | null;
-  latestFailure: number | null;
-  latestSuccess: number | null;
-  /** The failures up to this one belong to an incident already resolved (a late event opens nothing). */
-  resolvedThrough: number | null;
-  /** Its open incident's id, when it published its opening, when the sweep that resolves it began to. */
-  incidentId: string | null;
-  openedAt: number | null;
-  openedPublished: boolean;
-  resolvedAt: number | null;
-  resolution: StorageIncident['resolution'];
-  probe: ProbeResult | null;
-}
-
-function trackerOf(item: Item): StorageTracker {
-  return {
-    appKey: item.ak,
-    storage: item.sg,
-    windowStart: item.wf ?? null,
-    latestFailure: item.lf ?? null,
-    latestSuccess: item.ls ?? null,
-    resolvedThrough: item.rl ?? null,
-    incidentId: item.oi ?? null,
-    openedAt: item.oa ?? null,
-    openedPublished: item.op === true,
-    resolvedAt: item.rs ?? null,
-    resolution: item.rr ?? null,
-    probe: item.pr ? (JSON.parse(item.pr) as ProbeResult) : null,
-  };
-}
 
 const trackerKey = (appKey: string, storage: string) => ({ pk: Keys.storagesPk, sk: Keys.storageSk(appKey, storage) });
 
@@ -128,19 +95,9 @@ export class IncidentStore {
     );
   }
 
-  /** Every storage with failures, as the sweep finds them (one Query of a small partition). */
-  async trackers(cap: Capacity = noCapacity()): Promise<StorageTracker[]> {
-    const out: StorageTracker[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': S(Keys.storagesPk) },
-        ConsistentRead: true,
-      },
-      cap,
-    ))
-      out.push(trackerOf(item));
-    return out;
+  /** Every storage with failures, as the sweep finds them. */
+  trackers(cap: Capacity = noCapacity()): Promise<StorageTracker[]> {
+    return storageTrackers(this.table, cap);
   }
 
   /** The storage's failed uploads whose first failure is at or after `from`. */
@@ -258,26 +215,8 @@ export class IncidentStore {
   }
 
   /** A storage's incidents, newest first (`callbacks storage status`). */
-  async incidents(
-    appKey: string,
-    storage: string,
-    limit = 20,
-    cap: Capacity = noCapacity(),
-  ): Promise<StorageIncident[]> {
-    const out: StorageIncident[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': S(Keys.incidentsPk(appKey, storage)) },
-        ScanIndexForward: false,
-        Limit: limit,
-      },
-      cap,
-    )) {
-      out.push(JSON.parse(item.inc) as StorageIncident);
-      if (out.length >= limit) break;
-    }
-    return out;
+  incidents(appKey: string, storage: string, limit = 20, cap: Capacity = noCapacity()): Promise<StorageIncident[]> {
+    return storageIncidents(this.table, appKey, storage, limit, cap);
   }
 
   private async transition(
