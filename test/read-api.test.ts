@@ -528,7 +528,7 @@ describe('docs/openapi.yaml', () => {
 // ---------------------------------------------------------------------------------------------------
 
 describe('storage incidents', () => {
-  test("a listing and a task carry their appKey's open incidents, with the switch-by, and no other appKey's", async () => {
+  test("a listing and a task carry their appKey's open incidents and switch-by, no other appKey's", async () => {
     // A failed upload of app-b's storage (no setting names one: the storage is the appKey), kept by the verifier's
     // store, then the stack's scheduled sweep opens its incident.
     const incidents = new IncidentStore(new TableReader(stack.tableClient(), stack.info.tableName));
