@@ -184,6 +184,21 @@ test('uploads that succeed again resolve it at the next sweep; a late failure of
   expect(w.storageEvents[2]!.incident.id).not.toBe(opened!.incident.id);
 });
 
+test('failures without a URL and the success ending them are one storage when no S3 setting names it', async () => {
+  // The failed uploads report no URL, the success its file's: both are the appKey's storage, and the success resolves.
+  const w = await world({});
+  const [a, b] = [file(), file()];
+  await w.deliver(a.fails(T0), b.fails(T0 + 1_000));
+  await w.sweep(T0 + 30_000);
+  await w.deliver(b.succeeds(T0 + 20 * MIN));
+  await w.sweep(T0 + 21 * MIN);
+  expect(w.storageEvents.map((e) => [e.type, e.incident.storage, e.incident.resolution])).toEqual([
+    ['storage.incident_opened', 'appKey demo-app', null],
+    ['storage.incident_resolved', 'appKey demo-app', 'uploads_succeed'],
+  ]);
+  expect(w.storageEvents[0]!.incident).toMatchObject({ filesAffected: 2, probe: null });
+});
+
 test('an incident whose files are all uploaded or lost is resolved, whatever order the successes came in', async () => {
   const w = await world();
   const [a, b] = [file(), file()];

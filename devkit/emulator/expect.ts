@@ -10,7 +10,7 @@ import { expectedEvents, type ExpectedEvents } from '../../lib/domain/expected-e
 import { taskEventId, type TaskEventRef } from '../../lib/domain/task-events.ts';
 import { type CheckedState, isMissingState } from '../../lib/domain/verification.ts';
 import { isSuccessfulUpload, type StorageFaultKind, type StoredFile } from './storage.ts';
-import { type StorageSettings, storageOfUpload } from '../../lib/config/storage-settings.ts';
+import { type StorageSettings, storageOfAppKey } from '../../lib/config/storage-settings.ts';
 import { type FailedUpload, incidentFacts, incidentIdOf, switchByOf } from '../../lib/domain/storage-incidents.ts';
 import { FILE_HOLD_MS } from '../../lib/platform/delivery.ts';
 
@@ -64,7 +64,7 @@ export function expectedIncidentsOf(
     const key = JSON.stringify([appKey, taskId, body.output.fileName]);
     const known = first.get(key);
     if (known && known.at <= at) continue;
-    const storage = storageOfUpload(settings, appKey, body.output.fileUrl ?? null);
+    const storage = storageOfAppKey(settings, appKey);
     first.set(key, {
       appKey,
       storage,

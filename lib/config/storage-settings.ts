@@ -174,17 +174,11 @@ export function storageNameOf(setting: S3Setting | S3CompatibleSetting): string 
 }
 
 /**
- * The storage an upload of an appKey went to, as its incidents name it: the bucket its setting names, else the
- * origin of the reported URL, else the appKey's storage as a whole (a failed upload reports no URL).
+ * The storage an appKey's uploads go to, as its incidents name it: the bucket its setting names, else the appKey's
+ * storage as a whole. Never the reported URL: a failed upload may report none, and its failures and the successes
+ * that end them must name one storage.
  */
-export function storageOfUpload(settings: StorageSettings, appKey: string, fileUrl: string | null): string {
+export function storageOfAppKey(settings: StorageSettings, appKey: string): string {
   const setting = Object.hasOwn(settings, appKey) ? settings[appKey] : undefined;
-  if (setting && setting.type !== 'http') return storageNameOf(setting);
-  try {
-    const url = new URL(fileUrl ?? '');
-    if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
-  } catch {
-    // No URL: the appKey's storage, unnamed.
-  }
-  return `appKey ${appKey}`;
+  return setting && setting.type !== 'http' ? storageNameOf(setting) : `appKey ${appKey}`;
 }

@@ -29,7 +29,7 @@ export interface VerifierDeps {
   incidents: IncidentStore;
   storage: {
     check(appKey: string, fileName: string, fileUrl: string | null): Promise<CheckedAnswer>;
-    storageOfUpload(appKey: string, fileUrl: string | null): string;
+    storageOfAppKey(appKey: string): string;
   };
   /** Where `file.missing` goes; absent, nothing is published. */
   events?: EventPublisher;
@@ -73,7 +73,7 @@ async function verifyRecord(record: SQSRecord, deps: VerifierDeps): Promise<Veri
   const e = read.event;
   if (e.type === 'file.upload_failed') {
     if (e.file.purgeAt === null) return 'skipped';
-    const storage = deps.storage.storageOfUpload(e.task.appKey, e.file.url);
+    const storage = deps.storage.storageOfAppKey(e.task.appKey);
     const failure = { service: e.task.service, taskId: e.task.id, fileName: e.file.fileName, at: e.occurredAt };
     await deps.incidents.recordFailure(e.task.appKey, storage, { ...failure, purgeAt: e.file.purgeAt });
     deps.log.info('upload_failure_kept', {
@@ -88,11 +88,7 @@ async function verifyRecord(record: SQSRecord, deps: VerifierDeps): Promise<Veri
   const outcome = await verifyFile(e, receiveCountOf(record) >= deps.maxReceiveCount, deps);
   // A success ends a storage's failures (a file checked or not: the platform uploaded it).
   if (outcome !== 'retry')
-    await deps.incidents.recordSuccess(
-      e.task.appKey,
-      deps.storage.storageOfUpload(e.task.appKey, e.file.url),
-      e.occurredAt,
-    );
+    await deps.incidents.recordSuccess(e.task.appKey, deps.storage.storageOfAppKey(e.task.appKey), e.occurredAt);
   return outcome;
 }
 
@@ -108,8 +104,7 @@ async function verifyFile(e: FileEvent, last: boolean, deps: VerifierDeps): Prom
     return 'skipped';
   }
   // A file that failed before its upload succeeded: its failure counts for its storage's incidents, also when its own
-  // event never went out (a failure and its retry applied in one batch publish only the success). Failed uploads
-  // report no URL: the storage is the appKey's setting's, as for the failure events.
+  // event never went out (a failure and its retry applied in one batch publish only the success).
   if (file.firstFailureAt !== null) {
     const failure = {
       service,
@@ -118,7 +113,7 @@ async function verifyFile(e: FileEvent, last: boolean, deps: VerifierDeps): Prom
       at: file.firstFailureAt,
       purgeAt: file.firstFailureAt + FILE_HOLD_MS,
     };
-    await deps.incidents.recordFailure(appKey, deps.storage.storageOfUpload(appKey, null), failure);
+    await deps.incidents.recordFailure(appKey, deps.storage.storageOfAppKey(appKey), failure);
   }
   const started = (deps.now ?? Date.now)();
   const answer = await deps.storage.check(appKey, fileName, file.upload!.url);

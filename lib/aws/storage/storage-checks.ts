@@ -5,7 +5,7 @@
 // 404, 403, or no answer. Nothing is retried here but what the SDK retries itself; the verifier decides.
 import { HeadObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { S3CompatibleSetting, StorageSetting, StorageSettings } from '../../config/storage-settings.ts';
-import { storageNameOf, storageOfUpload } from '../../config/storage-settings.ts';
+import { storageNameOf, storageOfAppKey } from '../../config/storage-settings.ts';
 import type { StorageAnswer } from '../../domain/verification.ts';
 import { errorSentence } from '../../text.ts';
 import { type ClientSettings, clientConfigOf, functionClient } from '../clients.ts';
@@ -74,9 +74,9 @@ export class StorageChecks {
     return setting && setting.type !== 'http' ? storageNameOf(setting) : null;
   }
 
-  /** The storage an upload of an appKey went to, as its incidents name it (storageOfUpload). */
-  storageOfUpload(appKey: string, fileUrl: string | null): string {
-    return storageOfUpload(this.settings, appKey, fileUrl);
+  /** The storage an appKey's uploads go to, as its incidents name it (storageOfAppKey). */
+  storageOfAppKey(appKey: string): string {
+    return storageOfAppKey(this.settings, appKey);
   }
 
   /** How long an appKey's uploads must keep failing before they make an incident (its setting's incidentAfter). */
