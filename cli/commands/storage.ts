@@ -13,6 +13,7 @@ import type { Target } from '../../devkit/local/target.ts';
 import { fields, isoTime, printable, styled, timeWithRelative, type Colors } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { cliIo, setExitCode } from '../io.ts';
+import { stageFunctionName } from '../stage-insight.ts';
 import { durationText } from './tasks.ts';
 
 /** A storage with failures: its open incident (or the last one), and its window of failures. */
@@ -116,7 +117,7 @@ async function probes(
   const { LambdaClient, InvokeCommand } = await import('@aws-sdk/client-lambda');
   const lambda = new LambdaClient({ region: target.region, maxAttempts: 2 });
   try {
-    const name = `${cliIo().env.CALLBACKS_SERVICE_NAME ?? SERVICE}-${target.stage}-verifier`;
+    const name = stageFunctionName(target.stage, 'verifier', cliIo().env.CALLBACKS_SERVICE_NAME ?? SERVICE);
     const res = await lambda.send(
       new InvokeCommand({ FunctionName: name, Payload: JSON.stringify({ probe: appKey ? { appKey } : {} }) }),
     );
