@@ -1,5 +1,5 @@
 import { readEnvironment } from './read-env.ts';
-import { parseStorageSettings, storageNameOf } from './storage-settings.ts';
+import { parseStorageSettings, storageNameOf, storageOfAppKey } from './storage-settings.ts';
 import { verifierEnvironment } from '../verifier/config.ts';
 
 describe('parseStorageSettings', () => {
@@ -44,6 +44,13 @@ describe('parseStorageSettings', () => {
     });
     expect(storageNameOf(settings.a as never)).toBe('s3://rec-a');
     expect(storageNameOf(settings.b as never)).toBe('s3://oss-cn-hangzhou.aliyuncs.com/rec-b');
+    // The storage of an appKey's incidents: its bucket, the one host of an http setting, or the appKey.
+    expect(['a', 'b', 'c', 'd'].map((k) => storageOfAppKey(settings, k))).toEqual([
+      's3://rec-a',
+      's3://oss-cn-hangzhou.aliyuncs.com/rec-b',
+      'https://cdn.example.com',
+      'appKey d',
+    ]);
   });
 
   test.each([

@@ -174,11 +174,12 @@ export function storageNameOf(setting: S3Setting | S3CompatibleSetting): string 
 }
 
 /**
- * The storage an appKey's uploads go to, as its incidents name it: the bucket its setting names, else the appKey's
- * storage as a whole. Never the reported URL: a failed upload may report none, and its failures and the successes
- * that end them must name one storage.
+ * The storage an appKey's uploads go to, as its incidents name it: the bucket its setting names, the one host of an
+ * http setting, else the appKey's storage as a whole. Never the reported URL: a failed upload may report none, and
+ * its failures and the successes that end them must name one storage.
  */
 export function storageOfAppKey(settings: StorageSettings, appKey: string): string {
   const setting = Object.hasOwn(settings, appKey) ? settings[appKey] : undefined;
-  return setting && setting.type !== 'http' ? storageNameOf(setting) : `appKey ${appKey}`;
+  if (setting?.type === 'http') return setting.hosts.length === 1 ? `https://${setting.hosts[0]}` : `appKey ${appKey}`;
+  return setting ? storageNameOf(setting) : `appKey ${appKey}`;
 }
