@@ -90,13 +90,16 @@ async function world(settings: StorageSettings = setting()) {
     },
   };
   const delivered: TaskEvent[] = [];
-  /** The callbacks applied by the worker, and their file events handed to the verifier as its queue would. */
-  const deliver = async (...bodies: Body[]) => {
+  /** The callbacks applied by the worker; their file events wait for `handOver`. */
+  const apply = async (...bodies: Body[]) => {
     const events = { publish: async (batch: readonly TaskEvent[]) => void delivered.push(...batch) };
     for (const body of bodies) {
       const res = await processBatch(sqsEvent([sqsRecord('recording', body)]), { store, log, events });
       expect(res.batchItemFailures).toEqual([]);
     }
+  };
+  /** The file events published so far, handed to the verifier as its queue would. */
+  const handOver = async () => {
     const records = delivered
       .filter((e) => e.type === 'file.uploaded' || e.type === 'file.upload_failed')
       .map((e) => sqsRecord('recording', JSON.stringify(e)));
@@ -104,7 +107,13 @@ async function world(settings: StorageSettings = setting()) {
     const res = await processVerifyBatch({ Records: records }, deps);
     expect(res.batchItemFailures).toEqual([]);
   };
+  /** The callbacks applied by the worker, and their file events handed to the verifier. */
+  const deliver = async (...bodies: Body[]) => {
+    await apply(...bodies);
+    await handOver();
+  };
   return {
+    apply,
     deliver,
     sweep: (now: number) => sweepIncidents(now, deps),
     storageEvents,
@@ -197,6 +206,23 @@ test('failures without a URL and the success ending them are one storage when no
     ['storage.incident_resolved', 'appKey demo-app', 'uploads_succeed'],
   ]);
   expect(w.storageEvents[0]!.incident).toMatchObject({ filesAffected: 2, probe: null });
+});
+
+test('a failure delivered after its incident resolved on its files uploaded, but older, opens none', async () => {
+  // The files' uploads are in the table before the verifier is told of them: the sweep resolves on them, and a
+  // failure of the same outage delivered late belongs to the incident, not to a new one.
+  const w = await world();
+  const [a, b, c] = [file(), file(), file()];
+  await w.deliver(a.fails(T0), b.fails(T0 + 1_000));
+  await w.sweep(T0 + 30_000);
+  await w.apply(a.succeeds(T0 + 40 * MIN), b.succeeds(T0 + 40 * MIN + 1_000));
+  await w.sweep(T0 + 41 * MIN);
+  await w.deliver(c.fails(T0 + 20 * MIN));
+  await w.sweep(T0 + 42 * MIN);
+  expect(w.storageEvents.map((e) => [e.type, e.incident.resolution])).toEqual([
+    ['storage.incident_opened', null],
+    ['storage.incident_resolved', 'uploads_succeed'],
+  ]);
 });
 
 test('an incident whose files are all uploaded or lost is resolved, whatever order the successes came in', async () => {

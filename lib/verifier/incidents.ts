@@ -66,19 +66,25 @@ async function sweepStorage(
   // The window's first failure is being kept (its item written after the window's start): the next sweep has it.
   if (!facts) return none;
   const recovered = t.latestSuccess !== null && t.latestSuccess > t.latestFailure!;
-  const allSettled =
-    !recovered && (now >= facts.latestPurgeAt || (await deps.incidents.allSettled(t.appKey, failures, now)));
+  const settled =
+    recovered || now >= facts.latestPurgeAt
+      ? { settled: !recovered, latestUpload: null }
+      : await deps.incidents.allSettled(t.appKey, failures, now);
+  // The files' own uploads are successes too: the worker stores them before the verifier is told of them. A failure
+  // that comes after the incident resolved on them, but happened before them, then belongs to it (`close`).
+  const latestSuccess = Math.max(t.latestSuccess ?? 0, settled.latestUpload ?? 0) || null;
   const step = incidentStep({
     now,
     open: t.incidentId !== null,
     windowStart: t.windowStart!,
     latestFailure: t.latestFailure!,
-    latestSuccess: t.latestSuccess,
-    allSettled,
+    latestSuccess,
+    allSettled: settled.settled,
     after: deps.storage.incidentAfterOf(t.appKey),
   });
+  const seen = { ...t, latestSuccess };
   if (step.clear) {
-    await deps.incidents.close(t, null);
+    await deps.incidents.close(seen, null);
     return none;
   }
   if (!step.open) return none;
@@ -122,7 +128,7 @@ async function sweepStorage(
   }
   await publish(events, deps);
   if (!t.openedPublished) await deps.incidents.openedPublished(t, id);
-  if (resolving) await deps.incidents.close(t, id);
+  if (resolving) await deps.incidents.close(seen, id);
   return { open: true, opened: opening, resolved: resolving !== null };
 }
 

@@ -130,11 +130,18 @@ export class IncidentStore {
   }
 
   /**
-   * Whether every file of the failures is uploaded as it stands, or past its purge by `now` (lost): files read in
-   * batches, stopping at the first that is neither.
+   * Whether every file of the failures is uploaded as it stands, or past its purge by `now` (lost), and the latest
+   * of those uploads (platform time): a success the verifier may not have been told of yet. Files read in batches,
+   * stopping at the first that is neither.
    */
-  async allSettled(appKey: string, failures: readonly FailedUpload[], now: number, cap: Capacity = noCapacity()) {
+  async allSettled(
+    appKey: string,
+    failures: readonly FailedUpload[],
+    now: number,
+    cap: Capacity = noCapacity(),
+  ): Promise<{ settled: boolean; latestUpload: number | null }> {
     const open = failures.filter((f) => f.purgeAt > now);
+    let latestUpload: number | null = null;
     for (let i = 0; i < open.length; i += 100) {
       const chunk = open.slice(i, i + 100);
       const items = await this.table.getMany(
@@ -142,9 +149,13 @@ export class IncidentStore {
         cap,
         false,
       );
-      if (items.some((item) => !item || fileState(fileFromItem(item)) !== 'uploaded')) return false;
+      for (const item of items) {
+        const file = item ? fileFromItem(item) : null;
+        if (!file || fileState(file) !== 'uploaded') return { settled: false, latestUpload: null };
+        latestUpload = Math.max(latestUpload ?? 0, file.upload!.at);
+      }
     }
-    return true;
+    return { settled: true, latestUpload };
   }
 
   /** Opens the storage's incident, on condition that its window is still the one read and none is open. */
