@@ -30,7 +30,7 @@ export interface IncidentFacts {
 }
 
 /** How the storage answered a probe: it works, refuses, lacks the bucket, does not answer, or answers too slowly. */
-export const PROBE_RESULTS = ['ok', 'forbidden', 'not_found', 'unreachable', 'slow'] as const;
+const PROBE_RESULTS = ['ok', 'forbidden', 'not_found', 'unreachable', 'slow'] as const;
 export type ProbeResultKind = (typeof PROBE_RESULTS)[number];
 
 export interface ProbeResult {
@@ -63,7 +63,7 @@ export interface StorageIncident {
   probe: ProbeResult | null;
 }
 
-export const STORAGE_EVENT_TYPES = ['storage.incident_opened', 'storage.incident_resolved'] as const;
+const STORAGE_EVENT_TYPES = ['storage.incident_opened', 'storage.incident_resolved'] as const;
 export type StorageEventType = (typeof STORAGE_EVENT_TYPES)[number];
 
 /** The published body of a storage event, version 1 (docs/events.md). It concerns a storage, not a task. */
@@ -98,7 +98,7 @@ export function incidentFacts(failures: readonly FailedUpload[]): IncidentFacts 
 export const incidentIdOf = (storage: string, windowStart: number): string => `${storage}@${windowStart}`;
 
 /** The id of a storage event: 128 bits of SHA-256 over its appKey, incident and type, as 32 hex characters. */
-export function storageEventId(appKey: string, incidentId: string, type: StorageEventType): string {
+function storageEventId(appKey: string, incidentId: string, type: StorageEventType): string {
   const identity = canonicalJson(['storage-event', 1, appKey, incidentId, type]);
   return createHash('sha256').update(identity, 'utf8').digest('hex').slice(0, 32);
 }

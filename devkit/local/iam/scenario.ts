@@ -73,6 +73,8 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
   });
   const events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
   let runs = 0;
+  /** The platform time of the last run's recovered upload: a failure no later belongs to that run's incident. */
+  let lastRecoveredAt = 0;
 
   const run = async () => {
     const first = stack.iam.denials.length;
@@ -165,7 +167,9 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
       // (reading the failures and the files' states, probing the bucket), then resolves it once an upload succeeds.
       const failedFile = `s-${id}_${room}_1763798460000.mp4`;
       const upload = { ...sliceBase, type: 4, output: { fileName: failedFile, fileUrl: '' } };
-      await post(`failed-${id}`, { ...upload, timestamp: body.timestamp + 100_000, code: 500, errorMessage: 'failed' });
+      const failedAt = Math.max(body.timestamp + 100_000, lastRecoveredAt + 1_000);
+      lastRecoveredAt = failedAt + 10_000;
+      await post(`failed-${id}`, { ...upload, timestamp: failedAt, code: 500, errorMessage: 'failed' });
       const incident = (type: string) => async () => {
         const results = (await stack.runSchedules()) as Array<{ failed?: number } | null>;
         if (results.some((r) => r === null || (r.failed ?? 0) > 0)) return false;
@@ -176,7 +180,7 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
       await within('the verifier opened a storage incident', incident('storage.incident_opened'), 3 * waitMs);
       await post(`recovered-${id}`, {
         ...upload,
-        timestamp: body.timestamp + 110_000,
+        timestamp: lastRecoveredAt,
         output: { fileName: failedFile, fileUrl: `https://storage.example.com/recordings/${failedFile}` },
       });
       await within('the verifier resolved the storage incident', incident('storage.incident_resolved'), 3 * waitMs);

@@ -15,7 +15,7 @@ import type { ProbeResult, ProbeResultKind } from '../../domain/storage-incident
 import { errorSentence } from '../../text.ts';
 
 /** A probe whose steps together take longer than this is `slow`: uploads of large files would time out there. */
-export const SLOW_PROBE_MS = 3000;
+const SLOW_PROBE_MS = 3000;
 
 const CANARY = 'rtc-callbacks-receiver probe: written, read back and deleted by the verifier\n';
 
