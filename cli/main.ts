@@ -20,6 +20,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   status: () => import('./commands/status.ts'),
   pull: () => import('./commands/pull.ts'),
   recount: () => import('./commands/recount.ts'),
+  storage: () => import('./commands/storage.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

@@ -13,6 +13,7 @@ import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient, SendMessageCom
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/expected-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { withPendingVerifications } from './support/pending-verifications.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-summary.ts';
@@ -141,7 +142,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-cli-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
-  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
+  // The CLI's reads: files with their verification (docs/verification.md).
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName, verifications: true });
   sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,
@@ -193,6 +195,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * The task the fixtures make, by the oracle, each file with its verification: applied by the worker alone here
+ * (no task events, no verifier), an uploaded file is pending, any other has none.
+ */
 function expectedTask(id: string) {
   const callbacks = fixtureNames
     .filter((f) => fixture(f).includes(`"${id}"`))
@@ -201,7 +207,7 @@ function expectedTask(id: string) {
       if (!r.ok) throw new Error(r.errors.join());
       return r.callback;
     });
-  return reduceTask(callbacks);
+  return withPendingVerifications(reduceTask(callbacks)!);
 }
 
 describe('tasks get', () => {
@@ -278,6 +284,7 @@ describe('tasks get', () => {
       'URL',
       'ERROR',
       'PURGED BY THE PLATFORM',
+      'IN STORAGE',
     ]);
     expect(wideLines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!.split(/\s{2,}/)).toEqual([
       'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
@@ -287,6 +294,7 @@ describe('tasks get', () => {
       '-',
       'upload to storage failed',
       expect.stringMatching(/^2025-11-23T09:30:10Z \(\d+ d ago\)$/),
+      '-',
     ]);
   });
 

@@ -13,6 +13,7 @@ import { defaultInWords, type EnvSchema, type FunctionName } from '../lib/config
 import { ingestEnvironment, MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
 import { workerEnvironment } from '../lib/worker/config.ts';
 import { sweeperEnvironment } from '../lib/sweeper/config.ts';
+import { verifierEnvironment } from '../lib/verifier/config.ts';
 import { envReads } from './support/env-reads.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -54,10 +55,11 @@ const service = parse(read('serverless.yml')) as {
 };
 /**
  * Every file serverless.yml takes resources from, merged as osls merges them; not infra/legacy-queue.cjs, which
- * adds the standard queue of earlier versions only when packaged with legacyQueue=true (deployment.md says so).
+ * adds the standard queue of earlier versions only when packaged with legacyQueue=true (deployment.md says so), nor
+ * infra/storage-params.cjs, whose verifier storage policy is made of the stage's storage settings (none by default).
  */
 const infra = service.resources
-  .filter((entry) => !entry.endsWith('.cjs)}'))
+  .filter((entry) => !/\.cjs\)(:\w+)?\}$/.test(entry))
   .map((entry) => {
     const file = /^\$\{file\(([^)]+)\)\}$/.exec(entry)?.[1];
     if (!file) throw new Error(`serverless.yml: resources entry ${entry} is not a \${file(...)}`);
@@ -239,6 +241,7 @@ const schemas: Record<string, { schema: { functionName: FunctionName; variables:
   worker: { schema: workerEnvironment, file: 'lib/worker/config.ts' },
   api: { schema: apiEnvironment, file: 'lib/api/config.ts' },
   sweeper: { schema: sweeperEnvironment, file: 'lib/sweeper/config.ts' },
+  verifier: { schema: verifierEnvironment, file: 'lib/verifier/config.ts' },
 };
 
 function schemaOf(name: string) {

@@ -17,7 +17,9 @@ import {
 import { DEFAULT_SECRETS } from '../../devkit/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, printJson } from '../inspect.ts';
-import { durationOption } from '../option-parsers.ts';
+import { durationOption, rate } from '../option-parsers.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
+import { type FileStorageOptions, localFileStorage, storageFaults } from '../file-storage.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { isLoopbackHost } from '../../devkit/local/http-gateway.ts';
@@ -41,7 +43,7 @@ export interface SendOptions extends SenderSecretsOptions {
   json?: boolean;
 }
 
-export interface LifecycleOptions extends SendOptions, TaskShapeOptions {
+export interface LifecycleOptions extends SendOptions, TaskShapeOptions, FileStorageOptions {
   lifecycle: Service;
   failUploads?: boolean;
   seed?: string;
@@ -78,6 +80,13 @@ export function register(program: Command): void {
     )
     .option('--fail-uploads', 'with --lifecycle: the uploads meet a storage outage and are given up')
     .option('--seed <seed>', 'with --lifecycle: seed of the task generated (default: random)')
+    .option(
+      '--storage-faults <kinds>',
+      "with --lifecycle: files reported uploaded that the local stack's storage does not hold as reported " +
+        '(missing,empty,truncated,forbidden)',
+      storageFaults,
+    )
+    .option('--storage-fault-rate <rate>', 'with --storage-faults: share of the files faulted (default 1)', rate)
     .option('--url <base>', 'receiver base URL (default: the local stack running in this folder)')
     .option(
       '--app-key <appKey>',
@@ -98,7 +107,8 @@ export function register(program: Command): void {
         await sendLifecycle({ ...opts, lifecycle: opts.lifecycle });
         return;
       }
-      if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
+      if (opts.failUploads || opts.seed !== undefined || opts.storageFaults)
+        throw new CliError('--fail-uploads, --seed and --storage-faults need --lifecycle');
       if ([opts.duration, opts.images, opts.outageAt, opts.outageFor].some((o) => o !== undefined))
         throw new CliError(
           '--duration, --images, --outage-at and --outage-for shape a whole task: they need --lifecycle',
@@ -250,8 +260,11 @@ export async function postLifecycle(
     throw new CliError('--images is the number of images of a screenshot task: --lifecycle screenshot');
   const to = receiver(opts, cwd);
   const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
+  // A task's few files: a fault asked for is given to each of them unless a rate says otherwise.
+  const storage = localFileStorage(localReceiver(to), { storageFaultRate: 1, ...opts });
+  const seed = opts.seed ?? randomBytes(4).toString('hex');
   const run = generateRun({
-    seed: opts.seed ?? randomBytes(4).toString('hex'),
+    seed,
     recordings: opts.lifecycle === 'recording' ? 1 : 0,
     screenshots: opts.lifecycle === 'screenshot' ? 1 : 0,
     appKey,
@@ -259,11 +272,20 @@ export async function postLifecycle(
     outage: opts.failUploads ? 1 : 0,
     giveUp: opts.failUploads ? 1 : 0,
     ...taskShapeOf(opts, opts.failUploads === true),
+    ...(storage ? { sizeDivisor: STORED_SIZE_DIVISOR } : {}),
   });
   onStart?.(run.sends.length);
+  const files = storage
+    ? new EmulatedStorage(
+        storage.s3,
+        storage.settings,
+        planStoredFiles(run.sends, { faults: storage.faults, rate: storage.rate, seed, settings: storage.settings }),
+      )
+    : null;
   const answers: LifecycleAnswer[] = [];
   const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
+    await files?.beforeSend(s);
     const post = () => postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
     let { answer, text } = await post();
     // A 503 asks the sender to retry (the queue or the replay claim unreachable for a moment), as the platform does.
@@ -278,6 +300,7 @@ export async function postLifecycle(
       posted,
     );
   }
+  storage?.s3.destroy();
   return answers;
 }
 

@@ -7,6 +7,13 @@ import { AmbiguousTaskError, type StoredEvent, type TaskQuery, type TaskRef } fr
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
 import { STORAGE_CHANGE_DELAY_MS } from '../../lib/domain/deadlines.ts';
+import {
+  type FileVerification,
+  isMissingState,
+  VERIFICATION_STATES,
+  type VerificationState,
+  type VerifiedFileView,
+} from '../../lib/domain/verification.ts';
 import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
@@ -118,6 +125,11 @@ export function register(program: Command): void {
         'latest callback at or after (30m, 2h, an ISO time, epoch ms): by hour of change, newest hour first',
       )
       .option('--ended-since <time>', 'ended at or after (same forms): by hour of end, newest hour first')
+      .addOption(
+        new Option('--verification <state>', 'only tasks with a file in this state of its check in storage').choices(
+          VERIFICATION_STATES,
+        ),
+      )
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
       .option('--wide', 'every column, however wide the terminal (piped output always has them all)')
       .option('--jsonl', 'one JSON object per line, streamed (for large outputs)'),
@@ -212,6 +224,7 @@ export function listQueryOf(opts: ListOptions, now: number): TaskQuery {
   if (opts.lost) query.lost = true;
   if (opts.stalled) query.stalled = true;
   if (opts.purgeBefore !== undefined) query.purgeWithinMs = opts.purgeBefore;
+  if (opts.verification) query.verification = opts.verification;
   const updatedSince = point('--updated-since', opts.updatedSince);
   const endedSince = point('--ended-since', opts.endedSince);
   if (updatedSince !== undefined) query.updatedSince = updatedSince;
@@ -276,6 +289,7 @@ interface ListOptions {
   purgeBefore?: number;
   updatedSince?: string;
   endedSince?: string;
+  verification?: VerificationState;
   limit: number;
   wide?: boolean;
   jsonl?: boolean;
@@ -398,6 +412,8 @@ function renderFiles(files: FileView[], c: Colors, now: number): string {
   files.forEach((f, i) => {
     out.push(lines[i + 1]!);
     if (f.url) out.push(`  ${c.dim(f.url)}`);
+    const check = storageNote(f, c, now);
+    if (check) out.push(`  ${check}`);
     if (isFailed(f)) {
       const note = `${f.message ?? 'upload failed'}${purgeNote(f, now)}`;
       out.push(`  ${f.upload === 'lost' ? c.red(note) : c.yellow(note)}`);
@@ -408,18 +424,42 @@ function renderFiles(files: FileView[], c: Colors, now: number): string {
 
 function renderFilesWide(files: FileView[], c: Colors, now: number): string {
   return table(
-    ['FILE', 'SIZE', 'UPLOAD', 'TRIES', 'URL', 'ERROR', 'PURGED BY THE PLATFORM'],
-    files.map((f) => [
-      f.fileName,
-      humanSize(f.size),
-      uploadState(f, c),
-      String(f.attempts),
-      f.url ?? '-',
-      isFailed(f) ? (f.message ?? '-') : '-',
-      f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
-    ]),
+    ['FILE', 'SIZE', 'UPLOAD', 'TRIES', 'URL', 'ERROR', 'PURGED BY THE PLATFORM', 'IN STORAGE'],
+    files.map((f) => {
+      const v = verificationOfView(f);
+      return [
+        f.fileName,
+        humanSize(f.size),
+        uploadState(f, c),
+        String(f.attempts),
+        f.url ?? '-',
+        isFailed(f) ? (f.message ?? '-') : '-',
+        f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
+        v ? colorVerification(v.state, c) : '-',
+      ];
+    }),
     c,
   );
+}
+
+/** A file's verification, when the read that gave it checked its storage (docs/verification.md). */
+const verificationOfView = (f: FileView): FileVerification | null =>
+  (f as Partial<VerifiedFileView>).verification ?? null;
+
+function colorVerification(state: VerificationState, c: Colors): string {
+  const text = state.replace('_', ' ');
+  if (isMissingState(state)) return c.red(text);
+  if (state === 'verified') return c.green(text);
+  return state === 'unverifiable' ? c.yellow(text) : c.dim(text);
+}
+
+/** What the check of an uploaded file in its storage found, when it is not simply there as reported. */
+function storageNote(f: FileView, c: Colors, now: number): string | null {
+  const v = verificationOfView(f);
+  if (!v || (v.state === 'verified' && v.reason === null)) return null;
+  if (v.state === 'pending') return c.dim('in storage: not checked yet');
+  const when = v.checkedAt === null ? '' : ` (checked ${timeWithRelative(v.checkedAt, now)})`;
+  return styled`in storage: ${colorVerification(v.state, c)}${v.reason ? `: ${v.reason}` : ''}${when}`;
 }
 
 /** A column of `tasks list`: its heading and its cell of a row. */

@@ -7,6 +7,9 @@ import { readExpectFile } from '../../devkit/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
+import { type ChecksResult, type IncidentsResult, verifyChecks, verifyIncidents } from '../../devkit/verify/storage.ts';
+import { IncidentStore } from '../../lib/aws/dynamo/storage-incidents.ts';
+import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
 import {
   atClock,
   checkTimeEvents,
@@ -156,9 +159,30 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
         timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
       });
     }
-    const ok = result.ok && (events?.ok ?? true);
+    // The checks of the files in their storage: each as the sender emulator left the file (devkit/verify/storage.ts).
+    const storage = file.storage
+      ? await verifyChecks({
+          expected: file.storage.files,
+          getTask: (id, appKey) => target.tasks.getTask(id, appKey),
+          timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+        })
+      : null;
+    // The incidents of the run's storage outage: one per storage, its facts exact, resolved once uploads succeeded.
+    const expectedIncidents = file.storage?.incidents ?? [];
+    const incidents =
+      expectedIncidents.length > 0
+        ? await verifyIncidents({
+            expected: expectedIncidents,
+            read: (appKey, storageName) =>
+              new IncidentStore(new TableReader(target.dynamo, target.tableName)).incidents(appKey, storageName, 100),
+            outage: file.storage!.outage!,
+            timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+          })
+        : null;
+    const ok = result.ok && (events?.ok ?? true) && (storage?.ok ?? true) && (incidents?.ok ?? true);
     // When nothing differs but facts of time, when a sweep will have found every fact due by now.
-    const rerunAfter = !ok && onlyFactsOfTime(result, events) ? Date.now() + opts.sweepLag : null;
+    const storageOk = (storage?.ok ?? true) && (incidents?.ok ?? true);
+    const rerunAfter = !ok && storageOk && onlyFactsOfTime(result, events) ? Date.now() + opts.sweepLag : null;
 
     if (opts.json) {
       const out = {
@@ -171,11 +195,15 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
         eventsNote,
         onlyFactsOfTime: rerunAfter !== null,
         rerunAfter,
+        storage,
+        incidents,
       };
       cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
+      printStorage(storage);
+      printIncidents(incidents);
       if (rerunAfter !== null) printRerun(rerunAfter, opts.sweepLag);
     }
     if (!ok) setExitCode(1);
@@ -255,4 +283,36 @@ function printEvents(events: EventsResult | null, note: string | null): void {
   const missing = events.missing.length + (events.time?.missing.length ?? 0);
   const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
   out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
+}
+
+function printStorage(storage: ChecksResult | null): void {
+  if (!storage) return;
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  const kinds = Object.entries(storage.byFault)
+    .map(([kind, n]) => `${kind === 'none' ? 'stored as reported' : kind} ${n.found}/${n.expected}`)
+    .join(', ');
+  if (storage.ok) {
+    out(pc.green(`Every file reported uploaded was found in its storage as the run left it: ${kinds}.`));
+    return;
+  }
+  for (const line of storage.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  if (storage.diffs.length > MAX_PRINTED_LINES)
+    out(`... and ${storage.diffs.length - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
+  out(pc.red(`${storage.checked - storage.matched} of ${storage.checked} file check(s) differ: ${kinds}.`));
+}
+
+function printIncidents(incidents: IncidentsResult | null): void {
+  if (!incidents) return;
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  if (incidents.ok) {
+    out(
+      pc.green(`Each storage outage made one incident, its facts and switch-by exact, resolved: ${incidents.checked}.`),
+    );
+    return;
+  }
+  for (const line of incidents.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  out(pc.red(`${incidents.diffs.length} difference(s) in the storage incidents.`));
 }

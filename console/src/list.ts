@@ -5,6 +5,7 @@
 import { SERVICES } from '../../lib/platform/services.ts';
 import { TASK_STATUSES } from '../../lib/domain/task.ts';
 import { ApiError, listTasks, type TaskSummary } from './api.ts';
+import { incidentsBanner } from './incidents.ts';
 import { h } from './dom.ts';
 import { count, statusBadge, timeEl } from './format.ts';
 
@@ -191,5 +192,10 @@ export async function renderList(main: HTMLElement, url: URL, navigate: (url: st
     next.set('cursor', page.nextCursor);
     nav.append(h('a', { href: `/console/?${next}`, rel: 'next' }, 'Next page →'));
   }
-  results.replaceChildren(...(page.tasks.length > 0 ? [h('div', { class: 'scroll' }, table)] : []), nav);
+  const incidents = incidentsBanner(page.incidents, Date.now());
+  results.replaceChildren(
+    ...(incidents ? [incidents] : []),
+    ...(page.tasks.length > 0 ? [h('div', { class: 'scroll' }, table)] : []),
+    nav,
+  );
 }

@@ -22,6 +22,8 @@ import {
 import { drawTimeline, kindText, legend } from './timeline.ts';
 import { domainOf, type Mark, markOf } from './timeline-model.ts';
 import { eventsList } from './task-events.ts';
+import { incidentsBanner } from './incidents.ts';
+import type { VerifiedFileView } from '../../lib/domain/verification.ts';
 
 type FileView = Task['files'][number];
 
@@ -116,6 +118,16 @@ function failuresFirst(files: readonly FileView[]): FileView[] {
     .map(({ f }) => f);
 }
 
+/** What the check of an uploaded file in its storage found (docs/verification.md); the reason on hover. */
+function storageCell(f: FileView): HTMLElement {
+  const v = (f as Partial<VerifiedFileView>).verification ?? null;
+  if (!v) return h('td', {}, '—');
+  const kind =
+    v.state === 'verified' ? 'uploaded' : v.state === 'pending' || v.state === 'unverifiable' ? 'pending' : 'failed';
+  const text = v.state.replace('_', ' ');
+  return h('td', { class: `outcome outcome-${kind}`, ...(v.reason ? { title: v.reason } : {}) }, text);
+}
+
 function filesTable(files: readonly FileView[], shown: number, now: number): HTMLElement {
   const rows = files
     .slice(0, shown)
@@ -129,9 +141,10 @@ function filesTable(files: readonly FileView[], shown: number, now: number): HTM
         h('td', { class: 'num' }, count(f.attempts)),
         outcomeCell(f),
         h('td', {}, purgeText(f.purgeAt, now)),
+        storageCell(f),
       ),
     );
-  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge'];
+  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge', 'In storage'];
   return h(
     'div',
     { class: 'scroll' },
@@ -184,10 +197,12 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   const filesBox = h('div', {});
   const eventsBox = h('div', {});
   const raw = rawCallbacks(id, task.appKey, signal);
+  const incidents = incidentsBanner(first.incidents, Date.now());
   main.replaceChildren(
     main.firstElementChild!,
     title,
     status,
+    ...(incidents ? [incidents] : []),
     section('summary', 'Summary', headerBox),
     section('timeline', 'Timeline', timelineStatus, axisBox, timelineBox, legend(task.service)),
     section('files', 'Files', filesBox),

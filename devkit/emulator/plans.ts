@@ -28,6 +28,11 @@ export interface TaskFaults {
   /** Probability that a task stops mid-way: no callback after a moment drawn within it, and no end. */
   stall?: number;
   /**
+   * Divides every recording file's size: a run whose files are stored in the local stack's S3 emulator, which
+   * holds them in memory, reports sizes it can store (an hour of video, some kilobytes).
+   */
+  sizeDivisor?: number;
+  /**
    * A storage outage in every task, from this long after its start for `forMs` (Infinity: it outlasts the platform's
    * 24-hour hold, and the uploads caught in it are given up): each upload whose first attempt falls in it fails every
    * 10 s until it ends. In place of the drawn outage of `outage`.
@@ -252,7 +257,8 @@ export function planRecording(
   const drawn = rng.int(2 * MINUTE, 150 * MINUTE);
   const durationMs = opts.durationMs ?? drawn;
   const rate = bytesPerSecond(recordingMode);
-  const sizeOf = (ms: number) => Math.round((ms / SECOND) * rate * (0.85 + rng.next() * 0.3));
+  const sizeOf = (ms: number) =>
+    Math.max(1, Math.round(((ms / SECOND) * rate * (0.85 + rng.next() * 0.3)) / (opts.sizeDivisor ?? 1)));
   const closes: number[] = [];
   // A slice closes the current file every slicesMin; the end closes the last one
   // (docs/platform-callbacks.md §2.4, §2.5).
@@ -364,4 +370,49 @@ export function makeSessions(rng: Random, count: number): Session[] {
     sessions.push({ sessionId: rng.string(12), roomId: `room-${rng.int(1000, 9999)}`, users });
   }
   return sessions;
+}
+
+/** A storage outage of the whole run (platform time from the run's start): every upload within it fails. */
+export interface StorageOutage {
+  startMs: number;
+  lengthMs: number;
+}
+
+/**
+ * The uploads of a task (started at `plan.offset` in the run) that fall within a storage outage of the whole run: a
+ * successful upload whose attempt is within it fails instead, every 10 s as the platform retries, until the outage
+ * ends, then succeeds (a file given up or already failing is left as planned). As for a give-up, the first
+ * REPORTED_GIVE_UP_RETRIES failures and the last one are reported, not the 240 of a 40-minute outage. Event times
+ * stay distinct.
+ */
+export function applyStorageOutage(plan: TaskPlan, outage: StorageOutage): void {
+  const start = outage.startMs - plan.offset;
+  const end = start + outage.lengthMs;
+  const taken = new Set(plan.events.map((ev) => ev.rel));
+  const free = (t: number) => {
+    let at = t;
+    while (taken.has(at)) at += 1;
+    taken.add(at);
+    return at;
+  };
+  const failure = plan.service === 'recording' ? RECORDING_UPLOAD_FAILURE : screenshotFailure();
+  const out: PlannedEvent[] = [];
+  for (const ev of plan.events) {
+    if (ev.type !== 4 || !ev.ok || ev.rel < start || ev.rel >= end) {
+      out.push(ev);
+      continue;
+    }
+    taken.delete(ev.rel);
+    const retries = Math.ceil((end - ev.rel) / UPLOAD_RETRY_MS);
+    for (let k = 0; k < retries; k++) {
+      if (k >= REPORTED_GIVE_UP_RETRIES && k < retries - 1) continue;
+      out.push({ ...ev, ...failure, rel: free(ev.rel + k * UPLOAD_RETRY_MS), ok: false });
+    }
+    out.push({ ...ev, rel: free(ev.rel + retries * UPLOAD_RETRY_MS), ok: true });
+  }
+  plan.events = out.sort((a, b) => a.rel - b.rel);
+}
+
+function screenshotFailure(): Outcome {
+  return { code: fileStateCode(SCREENSHOT_UPLOAD_FAILURE.state), message: SCREENSHOT_UPLOAD_FAILURE.message };
 }

@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
+import { S3Client } from '@aws-sdk/client-s3';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { ensureEventsTopicAndQueue } from '../../lib/aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
@@ -58,6 +59,7 @@ import {
   type SecretsSource,
 } from './stack-options.ts';
 import { ensureQueues, ensureTable, ensureTopics } from './stack-resources.ts';
+import { ensureBuckets, localBuckets, localStorageSettings } from './stack-storage.ts';
 import { stackSettings, type StackSettings } from './stack-template.ts';
 import { loadTemplate, type Template } from './template.ts';
 import {
@@ -148,14 +150,16 @@ async function startEmulators(resources: AsyncDisposableStack, dataDir: string |
   // The stack's own client (its table's set-up, and tableClient()): the emulator's, without a socket.
   const dynamo = dynamoClient(dynamoEndpoint, 3, dynamoServer);
   const sqs = withoutSdkLogging(new SQSClient({ endpoint: sqsEndpoint, ...client }));
-  // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
+  // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions, and S3 (path-style).
   const sns = withoutSdkLogging(new SNSClient({ endpoint: sqsEndpoint, ...client }));
+  const s3 = withoutSdkLogging(new S3Client({ endpoint: sqsEndpoint, forcePathStyle: true, ...client }));
   resources.defer(() => {
     dynamo.destroy();
     sqs.destroy();
     sns.destroy();
+    s3.destroy();
   });
-  return { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns };
+  return { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns, s3 };
 }
 
 /**
@@ -212,7 +216,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     resources.defer(closeGateway);
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
 
-    const { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns } = await startEmulators(resources, dataDir, opts);
+    const { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns, s3 } = await startEmulators(resources, dataDir, opts);
 
     const account = {
       region: LOCAL_REGION,
@@ -242,6 +246,8 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       topic: names.eventsTopic,
       queue: names.eventsQueue,
     });
+    const storage = localStorageSettings(settings.functions, env);
+    await ensureBuckets(s3, localBuckets(storage));
 
     // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
     // queue is the FIFO one the ingest sends to.
@@ -337,6 +343,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       secretsSource: secrets.source,
       signatureMode,
       allowedSources: [...allowedSources.ranges],
+      storage: { s3Endpoint: sqsEndpoint, settings: storage },
     };
     resources.defer(quietly(() => removeStackFile(stackFile, info)));
     await writeStackFile(stackFile, info);

@@ -25,6 +25,7 @@ import { taskFileCounts, type TaskFileCounts } from './task-file-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import { fileState, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
+import type { FileVerification } from './verification.ts';
 
 const TASK_EVENT_VERSION = 1;
 
@@ -47,9 +48,16 @@ export const TIME_EVENT_TYPES = [
   'task.settled',
 ] as const;
 export type TimeEventType = (typeof TIME_EVENT_TYPES)[number];
-export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType;
+/** Events of the check of a file in its storage (docs/verification.md): published by the verifier. */
+const VERIFICATION_EVENT_TYPES = ['file.missing'] as const;
+type VerificationEventType = (typeof VERIFICATION_EVENT_TYPES)[number];
+export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType | VerificationEventType;
 /** Every type an event can have. */
-export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [...TASK_EVENT_TYPES, ...TIME_EVENT_TYPES];
+export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [
+  ...TASK_EVENT_TYPES,
+  ...TIME_EVENT_TYPES,
+  ...VERIFICATION_EVENT_TYPES,
+];
 
 /** An event as the pure function and `callbacks verify` know it: its identity, without a body. */
 export interface TaskEventRef {
@@ -110,6 +118,8 @@ export interface TaskEvent {
   stall?: { stalledSince: number; stallMs: number; lastCallbackAt: number };
   /** task.settled. */
   settledAt?: number;
+  /** file.missing: what the check of the file in its storage found. */
+  verification?: FileVerification;
 }
 
 /** The id of an event: 128 bits of SHA-256 over what identifies it, as 32 hex characters. */

@@ -34,6 +34,8 @@ export { ContentionError } from './table-client.ts';
 export interface DynamoTaskStoreOptions extends DynamoTaskWriterOptions {
   /** Requests a page of a listing may cost (listing.ts). */
   readBudget?: Partial<ReadBudget>;
+  /** A task's files with their verifications (./verifications.ts), as the CLI and the read API read them. */
+  verifications?: boolean;
 }
 
 /** Everything in one page: whole reads are built on the paginated ones, so that the CLI and the read API agree. */
@@ -56,6 +58,7 @@ export class DynamoTaskStore implements TaskStore {
       tableName: opts.tableName,
       now,
       budget: opts.readBudget,
+      verifications: opts.verifications,
     });
   }
 
