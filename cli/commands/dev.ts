@@ -149,8 +149,9 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     cwd: io.cwd,
     env: io.env,
   });
-  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
+  // Listening before the banner says Ctrl-C stops the stack: a Ctrl-C typed as soon as it shows is a stop, not a kill.
   const signal = untilSignal(io);
+  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
   try {
     await signal.received;
     io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
