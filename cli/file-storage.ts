@@ -5,7 +5,7 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { InvalidArgumentError } from 'commander';
 import { DEFAULT_STORAGE_FAULT_RATE, STORAGE_FAULT_KINDS, type StorageFaultKind } from '../devkit/emulator/storage.ts';
-import type { StorageOutage } from '../devkit/emulator/plans.ts';
+import type { StorageOutage } from '../devkit/emulator/storage-outage.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../devkit/local/deployed-settings.ts';
 import { parseDuration } from './format.ts';
 import type { LocalStackInfo } from '../devkit/local/stack-file.ts';

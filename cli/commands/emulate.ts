@@ -21,7 +21,7 @@ import {
 } from '../../devkit/emulator/expect.ts';
 import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
 import { type FileStorageOptions, localFileStorage, storageFaults, storageOutage } from '../file-storage.ts';
-import type { StorageOutage } from '../../devkit/emulator/plans.ts';
+import type { StorageOutage } from '../../devkit/emulator/storage-outage.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
 import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';

@@ -7,17 +7,16 @@ import { RECORDING_MODES } from '../../lib/platform/modes.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { bodyOf } from './plan-bodies.ts';
 import {
-  applyStorageOutage,
   MINUTE,
   makeSessions,
   planRecording,
   planScreenshot,
-  type StorageOutage,
   type TaskFaults,
   type TaskPlan,
   type TaskShape,
 } from './plans.ts';
 import { createRandom } from './random.ts';
+import { applyStorageOutage, type StorageOutage } from './storage-outage.ts';
 import { reorderKeys } from './reorder-keys.ts';
 
 export interface ScheduledSend {
