@@ -4,7 +4,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TaskWriter } from '../lib/domain/task-store.ts';
+import { batchWriterOf } from '../lib/aws/dynamo/batch/apply-batch.ts';
+import type { BatchSteps } from '../lib/aws/dynamo/batch/steps.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { Attr } from '../lib/queue-message.ts';
@@ -71,19 +72,18 @@ describe('the local stack: worker lines carry the request id of the ingest that 
 });
 
 /** A store whose writes fail or are refused as a test says; what it does not say is never reached. */
-function writerOf(faults: Partial<TaskWriter>): TaskWriter {
+function writerOf(faults: Partial<BatchSteps>) {
   const notReached = async (): Promise<never> => {
     throw new Error('not reached');
   };
-  return {
-    applyCallback: notReached,
+  return batchWriterOf<BatchSteps>({
     applyUncounted: notReached,
     quarantine: notReached,
     absorbedSequence: notReached,
     countTask: notReached,
     recountTask: notReached,
     ...faults,
-  };
+  });
 }
 
 describe('processBatch: every line about a record names its request id', () => {
@@ -98,7 +98,7 @@ describe('processBatch: every line about a record names its request id', () => {
     const throttled = async (): Promise<never> => {
       throw new Error('throttled');
     };
-    const store = writerOf({ applyCallback: throttled, applyUncounted: throttled });
+    const store = writerOf({ applyUncounted: throttled });
     const record = sqsRecord('recording', start('rec-rid-failed'));
     const { lines, restore } = capture();
     try {

@@ -4,7 +4,7 @@
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import type { MessageNotes } from '../domain/message-notes.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
-import type { TaskWriter } from '../domain/task-store.ts';
+import type { BatchWriter } from '../domain/batch.ts';
 import type { Logger } from '../log.ts';
 
 /** Tasks of one batch in flight at once: enough to overlap DynamoDB round trips, few enough not to throttle. */
@@ -14,7 +14,8 @@ export const DEFAULT_RECORD_CONCURRENCY = 5;
 export const DEFAULT_MAX_RECEIVE_COUNT = 5;
 
 export interface WorkerDeps {
-  store: TaskWriter;
+  /** Where a batch is applied: its records' outcomes, and its tasks' events (lib/domain/batch.ts). */
+  store: BatchWriter;
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;

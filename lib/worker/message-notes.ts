@@ -6,23 +6,21 @@ import type { SQSRecord } from 'aws-lambda';
 import { type MessageNote, type NoteOutcome, REDRIVE_SENDER } from '../domain/message-notes.ts';
 import { Attr } from '../queue-message.ts';
 import { errorSentence } from '../text.ts';
-import type { Applied } from './apply-record.ts';
+import type { BatchRecord } from '../domain/batch.ts';
 import type { WorkerDeps } from './deps.ts';
-import type { Prepared } from './prepare-record.ts';
 
 /** The notes of a batch's records: those given up, and those `dlq redrive` sent. */
 function notesOfBatch(
-  records: readonly SQSRecord[],
-  prepared: readonly Prepared[],
-  applied: readonly Applied[],
+  messages: readonly SQSRecord[],
+  records: readonly BatchRecord[],
   givenUp: readonly boolean[],
   now: number,
 ): MessageNote[] {
   const notes: MessageNote[] = [];
-  records.forEach((record, i) => {
-    const a = applied[i]!;
-    const p = prepared[i]!;
-    const cb = p.kind === 'apply' ? p.cb : undefined;
+  messages.forEach((record, i) => {
+    const a = records[i]!;
+    const p = a.parsed;
+    const cb = p.kind === 'apply' ? p.callback : undefined;
     const redriven = record.messageAttributes?.[Attr.resentBy]?.stringValue === REDRIVE_SENDER;
     if (!givenUp[i] && !redriven) return;
     const outcome: NoteOutcome = givenUp[i] ? 'given_up' : a.outcome;
@@ -34,8 +32,8 @@ function notesOfBatch(
       at: now,
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || null,
       service: record.messageAttributes?.[Attr.service]?.stringValue ?? null,
-      appKey: cb?.appKey ?? (p.kind === 'aside' ? p.named.appKey : null),
-      taskId: cb?.id ?? (p.kind === 'aside' ? p.named.id : null),
+      appKey: cb?.appKey ?? (p.kind === 'aside' ? p.entry.appKey : null),
+      taskId: cb?.id ?? (p.kind === 'aside' ? p.entry.taskId : null),
       type: cb?.type ?? null,
     });
   });
@@ -44,14 +42,13 @@ function notesOfBatch(
 
 /** Writes the batch's notes, if any; a failure is logged (`message_notes_failed`), the records stay as they are. */
 export async function noteMessages(
-  records: readonly SQSRecord[],
-  prepared: readonly Prepared[],
-  applied: readonly Applied[],
+  messages: readonly SQSRecord[],
+  records: readonly BatchRecord[],
   givenUp: readonly boolean[],
   deps: WorkerDeps,
 ): Promise<void> {
   if (!deps.notes) return;
-  const notes = notesOfBatch(records, prepared, applied, givenUp, (deps.now ?? Date.now)());
+  const notes = notesOfBatch(messages, records, givenUp, (deps.now ?? Date.now)());
   if (notes.length === 0) return;
   try {
     await deps.notes.write(notes);

@@ -1,57 +1,104 @@
-// The first step of the worker, for each SQS record: read what the ingest put in it and parse the
-// callback in full. What comes out is applied to its task, or kept aside for the reason found here.
+// The first step of the worker, for each SQS record: read what the ingest put in it and parse the callback in
+// full. What comes out is a record of the batch (lib/domain/batch.ts): applied to its task, or kept aside for the
+// reason found here.
 import type { SQSRecord } from 'aws-lambda';
+import type { BatchRecord, ParsedRecord } from '../domain/batch.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { namedTask } from '../domain/minimal-check.ts';
 import type { Service } from '../platform/services.ts';
 import { REPLAYED_SIGNATURE_DETAIL } from '../domain/replay-claim.ts';
-import type { DeliveredCallback, QuarantineReason } from '../domain/task-store.ts';
-import { fileNameOf } from '../domain/task.ts';
+import type { DeliveredCallback, QuarantineEntry, QuarantineReason } from '../domain/task-store.ts';
 import { sequenceOf } from '../domain/task-counts.ts';
-import { compositeKey } from '../text.ts';
+import { withFields, type Logger } from '../log.ts';
 import { isSetAside, type SignatureMode, type SignatureVerdict } from '../signature/verdicts.ts';
-import { readRecord, type QueuedCallback } from '../queue-message.ts';
+import { Attr, readRecord, readSender, type QueuedCallback } from '../queue-message.ts';
 
-/** How the records of one task are counted: their header's absorbed sequence number, or null without one. */
-export interface TaskCounting {
-  absorbed: string | null;
-  /** Its records carry sequence numbers but the header's could not be read: they fail, and come again. */
-  unknown: boolean;
-  /** A record was kept aside after it may have written part of itself: the task is recounted. */
-  recount: boolean;
+/**
+ * A message of the batch read and parsed: a record to apply to its task, or one kept aside for a reason found
+ * on the way (lib/domain/batch.ts). `now`: the receive time of a message that names none.
+ */
+export function prepareRecord(record: SQSRecord, log: Logger, now: number): BatchRecord {
+  const read = readRecord(record);
+  const requestId = read.ok
+    ? (read.message.requestId ?? undefined)
+    : record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
+  const base = {
+    messageId: record.messageId,
+    receiveCount: read.ok ? read.message.receiveCount : Number(record.attributes?.ApproximateReceiveCount) || undefined,
+    receivedBefore: read.ok && receivedBefore(read.message),
+    resent: read.ok && read.message.resent === true,
+    log: withFields(log, { requestId }),
+    outcome: 'failed' as const,
+  };
+  // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
+  if (!read.ok)
+    return { ...base, parsed: { kind: 'aside', entry: unreadableEntry(record, read.reason, now), unreadable: true } };
+  return { ...base, parsed: parseMessage(read.message, record) };
 }
 
-/** A record read and parsed: applied to its task, or kept aside for a reason found on the way. */
-export type Prepared =
-  | { kind: 'unreadable'; record: SQSRecord; detail: string }
-  | {
-      kind: 'aside';
-      msg: QueuedCallback;
-      reason: QuarantineReason;
-      detail: string;
-      named: { appKey: string | null; id: string | null };
-    }
-  /** `sequence`: the message's SQS sequence number, fixed-width (lib/domain/task-counts.ts); null without one. */
-  | { kind: 'apply'; msg: QueuedCallback; cb: Callback; sequence: string | null };
-
-export function prepareRecord(record: SQSRecord): Prepared {
-  const read = readRecord(record);
-  // Without its service the body cannot be parsed; it is kept aside rather than retried forever.
-  if (!read.ok) return { kind: 'unreadable', record, detail: read.reason };
-  const msg = read.message;
+function parseMessage(msg: QueuedCallback, record: SQSRecord): ParsedRecord {
+  const aside = (reason: QuarantineReason, detail: string, named: NamedTask): ParsedRecord => ({
+    kind: 'aside',
+    entry: quarantineEntry(msg, reason, detail, named),
+    unreadable: false,
+  });
   const parsed = parseQueued(msg.service, msg.body);
-  if (!parsed.ok) return { kind: 'aside', msg, reason: 'invalid_callback', detail: parsed.detail, named: parsed.named };
+  if (!parsed.ok) return aside('invalid_callback', parsed.detail, parsed.named);
   const cb = parsed.callback;
-  if (isSetAside(msg.mode, msg.verdict)) {
-    const [reason, detail] = setAsideReason(msg.verdict, msg.mode);
-    return { kind: 'aside', msg, reason, detail, named: { appKey: cb.appKey, id: cb.id } };
-  }
+  const named = { appKey: cb.appKey, id: cb.id };
+  if (isSetAside(msg.mode, msg.verdict)) return aside(...setAsideReason(msg.verdict, msg.mode), named);
   // The ingest received another body under this signature first (its claim): whichever the worker meets first.
-  if (msg.claim === 'replayed') {
-    const named = { appKey: cb.appKey, id: cb.id };
-    return { kind: 'aside', msg, reason: 'replayed_signature', detail: REPLAYED_SIGNATURE_DETAIL, named };
-  }
-  return { kind: 'apply', msg, cb, sequence: sequenceOf(record.attributes?.SequenceNumber) };
+  if (msg.claim === 'replayed') return aside('replayed_signature', REPLAYED_SIGNATURE_DETAIL, named);
+  const sequence = sequenceOf(record.attributes?.SequenceNumber);
+  return { kind: 'apply', callback: cb, delivered: toDelivered(msg, cb), sequence };
+}
+
+type NamedTask = { appKey: string | null; id: string | null };
+
+/** The quarantine entry of a message kept aside, filed under the task it names when it names one. */
+export function quarantineEntry(
+  msg: QueuedCallback,
+  reason: QuarantineReason,
+  detail: string,
+  named: NamedTask,
+): QuarantineEntry {
+  return {
+    reason,
+    detail,
+    service: msg.service,
+    raw: msg.body,
+    receivedAt: msg.receivedAt,
+    verdict: msg.verdict,
+    requestId: msg.requestId,
+    messageId: msg.messageId,
+    appKey: named.appKey ?? (msg.appKey || null),
+    taskId: named.id,
+    mode: msg.mode,
+    signature: msg.heldSignature,
+    sourceIp: msg.sender?.sourceIp ?? null,
+    userAgent: msg.sender?.userAgent ?? null,
+  };
+}
+
+/** A message that is not a callback message at all: kept aside whole, with who sent it when that is known. */
+function unreadableEntry(record: SQSRecord, detail: string, now: number): QuarantineEntry {
+  const sender = readSender(record.messageAttributes?.[Attr.sender]?.stringValue);
+  return {
+    reason: 'invalid_callback',
+    detail,
+    service: 'recording',
+    raw: record.body ?? '',
+    receivedAt: Number(record.attributes?.SentTimestamp) || now,
+    verdict: 'unverified',
+    requestId: record.messageAttributes?.[Attr.requestId]?.stringValue || null,
+    messageId: record.messageId,
+    appKey: null,
+    taskId: null,
+    mode: 'enforce',
+    signature: null,
+    sourceIp: sender?.sourceIp ?? null,
+    userAgent: sender?.userAgent ?? null,
+  };
 }
 
 /** Why each verdict other than valid keeps a callback from being applied (see isSetAside). */
@@ -105,41 +152,6 @@ export function parseQueued(service: Service, body: string): ParsedQueued {
   }
 }
 
-/** The task a prepared record is applied to (appKey and id), or null when it is kept aside. */
-export function taskKeyOf(p: Prepared): string | null {
-  return p.kind === 'apply' ? compositeKey(p.cb.appKey, p.cb.id) : null;
-}
-
-/**
- * Record indexes grouped by the item their callback is applied to (a record kept aside is a group alone).
- * An item's group lies within its task's: the records of one task are known done when its groups are.
- */
-export function groupByItem(prepared: readonly Prepared[]): Map<string, number[]> {
-  return groupIndexes(prepared, (p, i) =>
-    p.kind === 'apply' ? compositeKey(p.cb.appKey, p.cb.id, fileNameOf(p.cb) ?? '') : compositeKey(i),
-  );
-}
-
-/** Record indexes grouped by the task their callback is applied to (records kept aside are left out). */
-export function groupByTask(prepared: readonly Prepared[]): Map<string, number[]> {
-  return groupIndexes(prepared, taskKeyOf);
-}
-
-function groupIndexes(
-  prepared: readonly Prepared[],
-  keyOf: (p: Prepared, i: number) => string | null,
-): Map<string, number[]> {
-  const groups = new Map<string, number[]>();
-  prepared.forEach((p, i) => {
-    const key = keyOf(p, i);
-    if (key === null) return;
-    const group = groups.get(key);
-    if (group) group.push(i);
-    else groups.set(key, [i]);
-  });
-  return groups;
-}
-
 /** A queued message and its parsed callback, as the store applies them. */
 export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredCallback {
   return {
@@ -161,9 +173,4 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
 /** Whether a copy of the message may have been applied before: it was received before, or sent again. */
 export function receivedBefore(msg: QueuedCallback): boolean {
   return (msg.receiveCount ?? 1) > 1 || msg.resent === true;
-}
-
-/** Whether this is the message's last receive: failing now, it goes to the dead-letter queue. */
-export function isLastReceive(msg: QueuedCallback, maxReceiveCount: number): boolean {
-  return (msg.receiveCount ?? 1) >= maxReceiveCount;
 }

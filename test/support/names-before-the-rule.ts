@@ -2,7 +2,9 @@
 // keeps what was stored before that rule. Tests that show such names are displayed safely send bodies with
 // plain stand-ins and write them through this store, which puts the hostile names in their place.
 import type { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import type { DeliveredCallback, TaskWriter } from '../../lib/domain/task-store.ts';
+import type { Capacity, DeliveredCallback, QuarantineEntry } from '../../lib/domain/task-store.ts';
+import type { TaskBatch } from '../../lib/aws/dynamo/batch/steps.ts';
+import { batchWriterOf } from '../../lib/aws/dynamo/batch/apply-batch.ts';
 
 /** stand-in -> the name it stands for. */
 export type NameStandIns = Readonly<Record<string, string>>;
@@ -29,18 +31,21 @@ function rawWithNames(raw: string, standIns: NameStandIns): string {
 }
 
 /** A writer that stores what it is given with the stand-ins replaced, as a table from before the rule holds it. */
-export function storedBeforeTheNameRule(store: DynamoTaskStore, standIns: NameStandIns): TaskWriter {
+export function storedBeforeTheNameRule(store: DynamoTaskStore, standIns: NameStandIns) {
   const delivered = (d: DeliveredCallback): DeliveredCallback => ({
     ...withNames(d, standIns),
     raw: rawWithNames(d.raw, standIns),
   });
   const name = (text: string) => withNames(text, standIns);
-  return {
-    applyCallback: (d) => store.applyCallback(delivered(d)),
-    applyUncounted: (d) => store.applyUncounted(delivered(d)),
-    quarantine: (entry) => store.quarantine({ ...withNames(entry, standIns), raw: rawWithNames(entry.raw, standIns) }),
-    absorbedSequence: (appKey, id, capacity) => store.absorbedSequence(name(appKey), name(id), capacity),
-    countTask: (batch, capacity) => store.countTask(withNames(batch, standIns), capacity),
-    recountTask: (appKey, id, through) => store.recountTask(name(appKey), name(id), through),
-  };
+  return batchWriterOf({
+    applyCallback: (d: DeliveredCallback) => store.applyCallback(delivered(d)),
+    applyUncounted: (d: DeliveredCallback) => store.applyUncounted(delivered(d)),
+    quarantine: (entry: QuarantineEntry) =>
+      store.quarantine({ ...withNames(entry, standIns), raw: rawWithNames(entry.raw, standIns) }),
+    absorbedSequence: (appKey: string, id: string, capacity?: Capacity) =>
+      store.absorbedSequence(name(appKey), name(id), capacity),
+    countTask: (batch: TaskBatch, capacity?: Capacity) => store.countTask(withNames(batch, standIns), capacity),
+    recountTask: (appKey: string, id: string, through: string | null) =>
+      store.recountTask(name(appKey), name(id), through),
+  });
 }

@@ -14,7 +14,8 @@ import {
   stallDeadline,
   type TimeSettings,
 } from '../../domain/deadlines.ts';
-import type { Capacity, UnarmedTask } from '../../domain/task-store.ts';
+import type { Capacity } from '../../domain/task-store.ts';
+import type { UnarmedTask } from './batch/steps.ts';
 import { toSummary } from '../../domain/task-parts.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { randomUUID } from 'node:crypto';

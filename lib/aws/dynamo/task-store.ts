@@ -13,13 +13,14 @@ import type {
   QuarantineEntry,
   QuarantineQuery,
   StoredEvent,
-  TaskBatch,
   TaskPage,
   TaskQuery,
   TaskRef,
   TaskStore,
-  UnarmedTask,
 } from '../../domain/task-store.ts';
+import type { AppliedBatch, BatchContext, BatchRecord } from '../../domain/batch.ts';
+import { applyBatchWith } from './batch/apply-batch.ts';
+import type { BatchSteps, TaskBatch, UnarmedTask } from './batch/steps.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { Task } from '../../domain/task.ts';
 import type { TaskParts } from '../../domain/task-parts.ts';
@@ -41,7 +42,7 @@ export interface DynamoTaskStoreOptions extends DynamoTaskWriterOptions {
 /** Everything in one page: whole reads are built on the paginated ones, so that the CLI and the read API agree. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
 
-export class DynamoTaskStore implements TaskStore {
+export class DynamoTaskStore implements TaskStore, BatchSteps {
   private readonly writer: DynamoTaskWriter;
   private readonly queries: TaskQueries;
   private readonly reader: DynamoTaskReader;
@@ -64,6 +65,14 @@ export class DynamoTaskStore implements TaskStore {
 
   applyCallback(input: DeliveredCallback): Promise<ApplyResult> {
     return this.writer.applyCallback(input);
+  }
+
+  /**
+   * A batch of queued callbacks applied by the protocol of ./batch/apply-batch.ts, through this store's own steps
+   * (a test that wraps them sees every call).
+   */
+  applyBatch(records: readonly BatchRecord[], ctx: BatchContext): Promise<AppliedBatch> {
+    return applyBatchWith(this, records, ctx);
   }
 
   applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {

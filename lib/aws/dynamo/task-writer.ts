@@ -11,10 +11,10 @@ import type {
   DeliveredCallback,
   QuarantineApplied,
   QuarantineEntry,
-  TaskBatch,
-  TaskWriter,
-  UnarmedTask,
 } from '../../domain/task-store.ts';
+import type { AppliedBatch, BatchContext, BatchRecord, BatchWriter } from '../../domain/batch.ts';
+import { applyBatchWith } from './batch/apply-batch.ts';
+import type { BatchSteps, TaskBatch, UnarmedTask } from './batch/steps.ts';
 import { addCounts, laterMarksChange } from '../../domain/task-counts.ts';
 import { noCapacity as zeroCapacity } from './table-client.ts';
 import { WritePath } from './apply-callback.ts';
@@ -50,7 +50,7 @@ export interface DynamoTaskWriterOptions {
   time?: TimeSettings;
 }
 
-export class DynamoTaskWriter implements TaskWriter {
+export class DynamoTaskWriter implements BatchWriter, BatchSteps {
   private readonly writes: WritePath;
   private readonly deliveries: Deliveries;
   private readonly counts: HeaderCounts;
@@ -110,6 +110,11 @@ export class DynamoTaskWriter implements TaskWriter {
     const [unarmed] = await this.flushArms(result.capacity);
     if (unarmed) throw unarmed.error;
     return result;
+  }
+
+  /** A batch of queued callbacks applied by the protocol of ./batch/apply-batch.ts. */
+  applyBatch(records: readonly BatchRecord[], ctx: BatchContext): Promise<AppliedBatch> {
+    return applyBatchWith(this, records, ctx);
   }
 
   applyUncounted(input: DeliveredCallback): Promise<ApplyResult> {

@@ -134,20 +134,22 @@ export async function quarantined(store: DynamoTaskStore): Promise<number> {
 }
 
 /** A store whose applyCallback and applyUncounted (the worker's) go through `apply`; the rest is the store's own. */
-export function withApply(
-  store: TaskStore,
+export function withApply<S extends TaskStore>(
+  store: S,
   apply: (
     original: TaskStore['applyCallback'],
     input: Parameters<TaskStore['applyCallback']>[0],
   ) => ReturnType<TaskStore['applyCallback']>,
-): TaskStore {
+): S {
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === 'applyCallback' || prop === 'applyUncounted') {
-        const original = (target[prop] as TaskStore['applyCallback']).bind(target);
+        const original = (Reflect.get(target, prop) as TaskStore['applyCallback']).bind(target);
         return (input: Parameters<TaskStore['applyCallback']>[0]) => apply(original, input);
       }
       const value = Reflect.get(target, prop, receiver);
+      // The batch goes through this store's steps, applyUncounted included.
+      if (prop === 'applyBatch') return (value as TaskStore['applyBatch']).bind(receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });

@@ -4,13 +4,13 @@
 // it is the stall published. A crash in between publishes it again (same id). A callback older than the stall's
 // (a shuffled or late delivery) leaves the task stalled: removing the stall would only have the sweeper find the
 // very same stall again, and publish it twice.
-import { defaultTimeSettings, resumesStall } from '../domain/deadlines.ts';
-import type { TaskParts } from '../domain/task-parts.ts';
-import { toSummary } from '../domain/task-parts.ts';
-import type { TaskEvent } from '../domain/task-events.ts';
-import { resumedEvent } from '../domain/time-events.ts';
-import type { WorkerDeps } from './deps.ts';
-import { errorSentence } from '../text.ts';
+import type { BatchContext } from '../../../domain/batch.ts';
+import { defaultTimeSettings, resumesStall } from '../../../domain/deadlines.ts';
+import type { TaskEvent } from '../../../domain/task-events.ts';
+import { type TaskParts, toSummary } from '../../../domain/task-parts.ts';
+import { resumedEvent } from '../../../domain/time-events.ts';
+import { errorSentence } from '../../../text.ts';
+import type { BatchSteps } from './steps.ts';
 
 /** A resume to publish, then write. */
 export interface Resume {
@@ -24,9 +24,9 @@ export interface Resume {
  * The resume of a task whose batch applied a callback while its header says it is stalled, and whose latest
  * callback is later than the stall's (null: none).
  */
-export function resumeOf(parts: TaskParts | null, changed: boolean, deps: WorkerDeps): Resume | null {
+export function resumeOf(parts: TaskParts | null, changed: boolean, ctx: BatchContext): Resume | null {
   const time = parts?.time;
-  const settings = deps.time ?? defaultTimeSettings;
+  const settings = ctx.time ?? defaultTimeSettings;
   if (!parts || !time || !changed || time.stalledSince === null || parts.eventCount === 0) return null;
   if (!resumesStall(parts.header, parts.tally.updatedAt, time, settings)) return null;
   const summary = toSummary(parts);
@@ -37,13 +37,13 @@ export function resumeOf(parts: TaskParts | null, changed: boolean, deps: Worker
 }
 
 /** Removes the stalls published: a failure leaves `st`, and the task's next batch publishes the resume again. */
-export async function writeResumes(resumes: readonly Resume[], deps: WorkerDeps): Promise<void> {
+export async function writeResumes(resumes: readonly Resume[], steps: BatchSteps, ctx: BatchContext): Promise<void> {
   for (const r of resumes) {
     try {
-      await deps.store.clearStall?.(r.appKey, r.id, r.stalledSince);
-      deps.log.info('task_resumed', { appKey: r.appKey, id: r.id, stalledSince: r.stalledSince });
+      await steps.clearStall?.(r.appKey, r.id, r.stalledSince);
+      ctx.log.info('task_resumed', { appKey: r.appKey, id: r.id, stalledSince: r.stalledSince });
     } catch (err) {
-      deps.log.error('task_resume_failed', { appKey: r.appKey, id: r.id, error: errorSentence(err) });
+      ctx.log.error('task_resume_failed', { appKey: r.appKey, id: r.id, error: errorSentence(err) });
     }
   }
 }
