@@ -4,13 +4,13 @@
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
-import { AmbiguousTaskError, type DeliveredCallback, type TaskStore } from '../lib/domain/task-store.ts';
+import { AmbiguousTaskError, type DeliveredCallback } from '../lib/domain/task-store.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
 import { applyTasks, expectedTask, recordingTask } from '../devkit/seeds/seed-tasks.ts';
 
 let db: LocalDynamo;
-let store: TaskStore;
+let store: DynamoTaskStore;
 
 beforeAll(async () => {
   db = await startDynamo();

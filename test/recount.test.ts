@@ -6,6 +6,7 @@ import { recountTasks } from '../lib/aws/dynamo/recount.ts';
 import { Keys } from '../lib/aws/dynamo/table.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
+import type { BatchWriter } from '../lib/domain/batch.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
@@ -54,7 +55,7 @@ test('a message given up at its last receive after a write: the worker recounts 
   const failing = withApply(store, async (apply, input) => {
     await apply(input);
     throw Object.assign(new Error('timed out after the write'), { name: 'TimeoutError' });
-  }) as TaskStore;
+  }) as TaskStore & BatchWriter;
   const given = await processBatch(
     sqsEvent([sqsRecord('screenshot', image(0), { sequenceNumber: seq(2), receiveCount: 5 })]),
     { store: failing, log, maxReceiveCount: 5 },

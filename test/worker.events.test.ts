@@ -15,6 +15,7 @@ import { EventQueueReader, ensureEventsTopicAndQueue, type ReceivedEvent } from 
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { checkPublished, expectedEvents, type ExpectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
+import type { BatchWriter } from '../lib/domain/batch.ts';
 import {
   anyLifecycles,
   callbacksOf,
@@ -78,7 +79,12 @@ async function isolate(lifecycles: Lifecycle[], deliveries: Delivery[]) {
   };
 }
 
-async function deliverUntilDone(records: SQSRecord[], store: TaskStore, events: EventPublisher, batchSize: number) {
+async function deliverUntilDone(
+  records: SQSRecord[],
+  store: TaskStore & BatchWriter,
+  events: EventPublisher,
+  batchSize: number,
+) {
   let pending = records;
   for (let round = 0; pending.length && round < 30; round++) {
     const failed: SQSRecord[] = [];

@@ -5,6 +5,7 @@
 import { parseCallback, type Callback } from '../../lib/domain/callback.ts';
 import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import type { TaskStore } from '../../lib/domain/task-store.ts';
+import type { BatchWriter } from '../../lib/domain/batch.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import type { Logger } from '../../lib/log.ts';
 import { bodiesOf } from '../emulator/plan-bodies.ts';
@@ -125,7 +126,11 @@ export function expectedTask(task: SeedTask): Task {
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** Applies every body through the worker's batch logic, as SQS records would arrive, 100 per batch. */
-export async function applyTasks(store: TaskStore, tasks: readonly SeedTask[], receivedAt = Date.now()): Promise<void> {
+export async function applyTasks(
+  store: TaskStore & BatchWriter,
+  tasks: readonly SeedTask[],
+  receivedAt = Date.now(),
+): Promise<void> {
   const records = tasks
     .flatMap((t) => t.bodies.map((body) => ({ service: t.service, body })))
     .map((send, i) => toSqsRecord(send, i, receivedAt));

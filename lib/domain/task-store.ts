@@ -1,6 +1,5 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
-import type { BatchWriter } from './batch.ts';
 import type { Callback } from './callback.ts';
 import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
@@ -296,7 +295,7 @@ export interface TaskReader {
   listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
 }
 
-export interface TaskStore extends TaskReader, BatchWriter {
+export interface TaskStore extends TaskReader {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */
   applyCallback(input: DeliveredCallback): Promise<ApplyResult>;
   /** Keeps a callback aside, never applied to a task. */

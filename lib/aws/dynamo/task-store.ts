@@ -18,7 +18,7 @@ import type {
   TaskRef,
   TaskStore,
 } from '../../domain/task-store.ts';
-import type { AppliedBatch, BatchContext, BatchRecord } from '../../domain/batch.ts';
+import type { AppliedBatch, BatchContext, BatchRecord, BatchWriter } from '../../domain/batch.ts';
 import { applyBatchWith } from './batch/apply-batch.ts';
 import type { BatchSteps, TaskBatch, UnarmedTask } from './batch/steps.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
@@ -42,7 +42,7 @@ export interface DynamoTaskStoreOptions extends DynamoTaskWriterOptions {
 /** Everything in one page: whole reads are built on the paginated ones, so that the CLI and the read API agree. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
 
-export class DynamoTaskStore implements TaskStore, BatchSteps {
+export class DynamoTaskStore implements TaskStore, BatchWriter, BatchSteps {
   private readonly writer: DynamoTaskWriter;
   private readonly queries: TaskQueries;
   private readonly reader: DynamoTaskReader;

@@ -15,6 +15,7 @@ import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../devkit/local
 import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
+import type { BatchWriter } from '../../../lib/domain/batch.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../../../lib/ingest/config.ts';
 import { createSqsClient } from '../../../lib/ingest/enqueue.ts';
 import { createClaimClient } from '../../../lib/ingest/claim.ts';
@@ -50,7 +51,7 @@ export interface PipelineOptions {
   secrets?: SecretsProvider;
   mode?: SignatureMode;
   /** Wraps the worker's store, to inject faults. */
-  wrapStore?: (store: TaskStore) => TaskStore;
+  wrapStore?: (store: TaskStore & BatchWriter) => TaskStore & BatchWriter;
   /** Receives before SQS moves a message to the dead-letter queue (deployed: 5). */
   maxReceiveCount?: number;
   /** Where fauxqs keeps its data, so that a restart finds the messages again. */

@@ -4,6 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
+import type { BatchWriter } from '../../../lib/domain/batch.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import { reduceTask } from '../../../lib/domain/reduce-task.ts';
 import type { Task } from '../../../lib/domain/task.ts';
@@ -69,7 +70,7 @@ export function isolate(
 /** Delivers records batch by batch until each is acknowledged, as SQS redelivers failed items. */
 export async function deliverUntilDone(
   records: SQSRecord[],
-  store: TaskStore,
+  store: TaskStore & BatchWriter,
   log: Logger,
   batchSize: number,
   maxRounds = 20,
@@ -134,7 +135,7 @@ export async function quarantined(store: DynamoTaskStore): Promise<number> {
 }
 
 /** A store whose applyCallback and applyUncounted (the worker's) go through `apply`; the rest is the store's own. */
-export function withApply<S extends TaskStore>(
+export function withApply<S extends TaskStore & BatchWriter>(
   store: S,
   apply: (
     original: TaskStore['applyCallback'],
@@ -149,7 +150,7 @@ export function withApply<S extends TaskStore>(
       }
       const value = Reflect.get(target, prop, receiver);
       // The batch goes through this store's steps, applyUncounted included.
-      if (prop === 'applyBatch') return (value as TaskStore['applyBatch']).bind(receiver);
+      if (prop === 'applyBatch') return (value as BatchWriter['applyBatch']).bind(receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
