@@ -1,6 +1,6 @@
 // A batch of queued callbacks as the worker hands it to its store, and what comes back (docs/task-store.md, "The
-// batch protocol"). The worker reads each message into a record; the store applies the batch in one call and
-// fills in each record's outcome, and gives each task's events to publish; once they are out (or not), the store
+// batch protocol"). The worker reads each message into a record; the store applies the batch in one call,
+// fills in each record's outcome and gives each task's events to publish; once they are out (or not), the store
 // finishes what waits on them. How the store gets there (which items go first, puts held for a later write, one
 // count of each task's header, the deadlines of new tasks) is its own business.
 import type { Logger } from '../log.ts';
@@ -66,7 +66,7 @@ export interface EventsToPublish {
 export interface AppliedBatch {
   events: EventsToPublish[];
   /** Once the events are out or not: what a published event allows (a stall removed), and forgetting what failed. */
-  settle(): Promise<void>;
+  finish(): Promise<void>;
 }
 
 /** The store's side of a batch. */

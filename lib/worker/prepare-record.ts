@@ -56,7 +56,7 @@ function parseMessage(msg: QueuedCallback, record: SQSRecord): ParsedRecord {
 type NamedTask = { appKey: string | null; id: string | null };
 
 /** The quarantine entry of a message kept aside, filed under the task it names when it names one. */
-export function quarantineEntry(
+function quarantineEntry(
   msg: QueuedCallback,
   reason: QuarantineReason,
   detail: string,
@@ -171,6 +171,6 @@ export function toDelivered(msg: QueuedCallback, callback: Callback): DeliveredC
 }
 
 /** Whether a copy of the message may have been applied before: it was received before, or sent again. */
-export function receivedBefore(msg: QueuedCallback): boolean {
+function receivedBefore(msg: QueuedCallback): boolean {
   return (msg.receiveCount ?? 1) > 1 || msg.resent === true;
 }

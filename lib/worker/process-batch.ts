@@ -28,7 +28,7 @@ export async function processBatch(
   const records = messages.map((m) => prepareRecord(m, deps.log, started));
   const applied = await deps.store.applyBatch(records, ctx);
   if (deps.events) await publishBatch(applied.events, deps.events);
-  await applied.settle();
+  await applied.finish();
   return reportBatch(messages, records, { ...ctx, started }, deps);
 }
 

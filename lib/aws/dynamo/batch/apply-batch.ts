@@ -20,11 +20,11 @@ interface TaskInFlight {
   task: TaskOfBatch;
   counting: TaskCounting;
   groupsLeft: number;
-  /** Settled once the first record of its lead is applied; null when this writer knows the header already. */
-  header: { known: Promise<void>; settle: () => void } | null;
+  /** Released once the first record of its lead is applied; null when this writer knows the header already. */
+  header: { known: Promise<void>; release: () => void } | null;
 }
 
-/** What the batch's tasks leave for the worker and for `settle`. */
+/** What the batch's tasks leave for the worker and for `finish`. */
 interface BatchOut {
   events: EventsToPublish[];
   resumes: [TaskOfBatch, Resume][];
@@ -46,16 +46,16 @@ export async function applyBatchWith(
     if (flight && --flight.groupsLeft === 0) await finishTask(flight, steps, ctx, out);
   });
   await flushArms(records, steps, ctx);
-  return { events: out.events, settle: () => settleBatch(plan.tasks, out.resumes, steps, ctx) };
+  return { events: out.events, finish: () => finishBatch(plan.tasks, out.resumes, steps, ctx) };
 }
 
 function taskInFlight(task: TaskOfBatch, counting: TaskCounting, steps: BatchSteps): TaskInFlight {
   // A header this writer knows needs neither a read nor a creation: nothing to wait for.
   if (steps.knowsHeader?.(task.appKey, task.id))
     return { task, counting, groupsLeft: task.groups.length, header: null };
-  let settle = () => {};
-  const known = new Promise<void>((resolve) => (settle = resolve));
-  return { task, counting, groupsLeft: task.groups.length, header: { known, settle } };
+  let release = () => {};
+  const known = new Promise<void>((resolve) => (release = resolve));
+  return { task, counting, groupsLeft: task.groups.length, header: { known, release } };
 }
 
 /** The records of one item, one after the other; each but the last may leave its put for the next to carry. */
@@ -72,7 +72,7 @@ async function applyGroup(
       try {
         await applyRecord(r, steps, ctx, flight?.counting, k < group.length - 1);
       } finally {
-        if (lead) flight?.header?.settle();
+        if (lead) flight?.header?.release();
       }
     }
   } finally {
@@ -102,7 +102,7 @@ async function finishTask(flight: TaskInFlight, steps: BatchSteps, ctx: BatchCon
  * task whose records failed, nothing the batch's writes made known is kept (they come again, and must find the
  * table).
  */
-async function settleBatch(
+async function finishBatch(
   tasks: readonly TaskOfBatch[],
   resumes: readonly [TaskOfBatch, Resume][],
   steps: BatchSteps,
