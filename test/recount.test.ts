@@ -131,41 +131,6 @@ test('recount: counts written wrong are put right from the items, for one task o
   ).toEqual({ recounted: 0, failed: [], corrected: [] });
 });
 
-test('a header written before headers kept counts is recounted by the first batch that writes its task', async () => {
-  const { imageId, start, image } = screenshotTask();
-  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-  const published: string[] = [];
-  const deps = {
-    store,
-    log,
-    events: {
-      publish: async (events: readonly { type: string }[]) => void published.push(...events.map((e) => e.type)),
-    },
-  };
-  await processBatch(sqsEvent([start, image(0)].map((b) => sqsRecord('screenshot', b))), deps);
-  // As the previous version left it: no counts.
-  await local.db.client.send(
-    new UpdateItemCommand({
-      TableName: local.db.tableName,
-      Key: headerKey(imageId, start.appKey),
-      UpdateExpression: 'REMOVE nFiles, nPending, nUploaded, nFailed, nEvents',
-    }),
-  );
-  published.length = 0;
-  expect((await processBatch(sqsEvent([sqsRecord('screenshot', image(1))]), deps)).batchItemFailures).toEqual([]);
-  const header = (
-    await local.db.client.send(
-      new GetItemCommand({ TableName: local.db.tableName, Key: headerKey(imageId, start.appKey) }),
-    )
-  ).Item!;
-  expect(Number(header.nEvents?.N)).toBe(3);
-  expect(Number(header.nUploaded?.N)).toBe(2);
-  expect(published).toEqual(['file.uploaded']);
-  expect(await store.getTask(imageId)).toEqual(
-    reduceTask([start, image(0), image(1)].map((b) => mustParse('screenshot', b))),
-  );
-});
-
 test('a recount read its whole task into memory: it reads a page at a time, to the same counts', async () => {
   const id = `img-recount-pages-${++run}`;
   const images = 1_200;

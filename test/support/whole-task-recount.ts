@@ -2,9 +2,8 @@
 // (lib/aws/dynamo/task-recount.ts) and the completion folded file by file (lib/domain/completion-time.ts) are
 // checked against. Kept here verbatim in what it computes, never used by the code.
 import { assemble } from '../../lib/aws/dynamo/assembled-task.ts';
-import { appKeyOf, fileFromItem, markOf } from '../../lib/aws/dynamo/items.ts';
+import { fileFromItem, markOf } from '../../lib/aws/dynamo/items.ts';
 import type { Item } from '../../lib/aws/dynamo/table-client.ts';
-import { Keys } from '../../lib/aws/dynamo/table.ts';
 import { lostFiles } from '../../lib/domain/deadlines.ts';
 import { NONE_ABSORBED, addCounts, changeOf, type TaskCounts } from '../../lib/domain/task-counts.ts';
 import { toSummary, type TaskParts } from '../../lib/domain/task-parts.ts';
@@ -31,7 +30,6 @@ export interface WholeTaskRecount {
   counts: TaskCounts;
   tally: Tally;
   lost: number;
-  legacy: boolean;
   done: number | null;
 }
 
@@ -45,13 +43,11 @@ export function wholeTaskRecount(header: Item, parts: readonly Item[], through: 
   const completed = toSummary(standing).status === 'completed';
   const end = whole.parts.header.endedAt ?? whole.parts.header.identAt;
   const done = header.doneAt ?? (completed ? completedAtByEveryMoment(end, whole.parts.files) : null);
-  const legacySk = Keys.legacySk(appKeyOf(header));
   return {
     absorbed,
     counts,
     tally: whole.parts.tally,
     lost: lostFiles(whole.parts.files),
-    legacy: parts.some((p) => p.sk === legacySk || p.sk.startsWith(`${legacySk}#`)),
     done,
   };
 }

@@ -146,7 +146,7 @@ export class WritePath {
     const key = { pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) };
     const item = this.items.files.get(key) ?? (await this.items.readItem(this.items.files, key, capacity));
     if (!item) return null;
-    const [file] = await filesWithAttempts(this.items.table, appKey, id, [item], false, capacity);
+    const [file] = await filesWithAttempts(this.items.table, appKey, id, [item], capacity);
     return file!;
   }
 

@@ -1,8 +1,7 @@
-// A task from its items: its header and its parts (files and recorded keys) added up, as the reads that
-// do not go by the header's counts see it (./items.ts gives the items' shapes).
-import type { TaskSummary } from '../../domain/task-summary.ts';
-import { toSummary, toTask, type TaskParts } from '../../domain/task-parts.ts';
-import { joinTallies, type FileRecord, type Task } from '../../domain/task.ts';
+// A task from its items: its header and its parts (files and recorded keys) added up, as a recount and the
+// checks of a header's counts see it (./items.ts gives the items' shapes).
+import type { TaskParts } from '../../domain/task-parts.ts';
+import { joinTallies, type FileRecord } from '../../domain/task.ts';
 import { appKeyOf, fileFromItem, headerFromItem, keysOf, readRecorded, tallyOf, type BodyRef } from './items.ts';
 import { timeOf } from './time-items.ts';
 import type { Item } from './table-client.ts';
@@ -32,20 +31,9 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
   for (const [eventKey, value] of Object.entries(keysOf(header))) recorded.push({ eventKey, ...readRecorded(value) });
   const files = new Map<string, FileRecord>();
   const spilled: Item[] = [];
-  const legacyPrefix = `${Keys.partsPrefix(appKeyOf(header))}L`;
-  let carried = 0;
-  const carriedAttempts: Item[] = [];
   for (const item of parts) {
     if (item.sk.startsWith(recordedPrefix)) {
       spilled.push(item);
-      continue;
-    }
-    if (item.sk === legacyPrefix) {
-      carried += item.events ?? 0;
-      continue;
-    }
-    if (item.sk.startsWith(legacyPrefix)) {
-      carriedAttempts.push(item);
       continue;
     }
     const file = fileFromItem(item);
@@ -64,28 +52,16 @@ export function assemble(header: Item, parts: Iterable<Item>): AssembledTask {
     if (file && r.upload) file.attempts += 1;
     recorded.push({ eventKey: item.sk.slice(item.sk.lastIndexOf('#') + 1), timestamp: r.timestamp, ref: r.ref });
   }
-  for (const item of carriedAttempts) {
-    const file = files.get(item.fileName);
-    if (file) file.attempts += item.attempts ?? 0;
-  }
   return {
     parts: {
       header: headerFromItem(header),
       files: [...files.values()],
       tally,
-      eventCount: recorded.length + carried,
+      eventCount: recorded.length,
       version: header.ver ?? 0,
       time: timeOf(header),
     },
     recorded,
     sortAt: header[SORT_AT],
   };
-}
-
-export function taskFromParts(t: AssembledTask): Task | null {
-  return t.parts.eventCount === 0 ? null : toTask(t.parts);
-}
-
-export function summaryFromParts(t: AssembledTask): TaskSummary | null {
-  return t.parts.eventCount === 0 ? null : toSummary(t.parts);
 }

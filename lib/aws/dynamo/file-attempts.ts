@@ -1,6 +1,6 @@
 // A file's attempts (its distinct upload callbacks) from its item: the upload keys it holds inline, and those
-// recorded on items of their own once it spilled (one Query of them), and, in a table brought over from the
-// earlier layout, those counted without keys. Bounded by the file's own callbacks, never by its task's.
+// recorded on items of their own once it spilled (one Query of them). Bounded by the file's own callbacks, never by
+// its task's.
 import type { Capacity } from '../../domain/task-store.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { fileFromItem, inlineAttempts, isUploadRecord, keysOf } from './items.ts';
@@ -14,13 +14,12 @@ const DEFAULT_INLINE_KEYS = 4;
 const mayHaveSpilled = (file: Item): boolean =>
   file.sp === true || Object.keys(keysOf(file)).length >= DEFAULT_INLINE_KEYS;
 
-/** The files of items of one task, their attempts counted; `legacy`: the task holds counts without keys. */
+/** The files of items of one task, their attempts counted. */
 export async function filesWithAttempts(
   table: TableReader,
   appKey: string,
   id: string,
   items: readonly Item[],
-  legacy: boolean,
   cap: Capacity,
 ): Promise<FileRecord[]> {
   const files = items.map((item) => ({ ...fileFromItem(item), attempts: inlineAttempts(item) }));
@@ -42,15 +41,5 @@ export async function filesWithAttempts(
         if (isUploadRecord(spilled)) file.attempts += 1;
     }),
   );
-  if (legacy && files.length > 0) {
-    const carried = await table.getMany(
-      files.map((f) => ({ pk: Keys.taskPk(id), sk: Keys.legacyFileSk(appKey, f.fileName) })),
-      cap,
-      false,
-    );
-    carried.forEach((item, i) => {
-      if (item) files[i]!.attempts += item.attempts ?? 0;
-    });
-  }
   return files;
 }

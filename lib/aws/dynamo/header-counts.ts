@@ -16,7 +16,7 @@ import { completedAt } from '../../domain/task-events.ts';
 import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
-import { COUNT_ATTRS, UNCOUNTED_END, countsOf, headerParts, tallyOf, withReadable } from './items.ts';
+import { COUNT_ATTRS, UNCOUNTED_END, headerParts, tallyOf, withReadable } from './items.ts';
 import { READABLE } from './readable.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
@@ -115,7 +115,7 @@ export class HeaderCounts {
     // one task at once), first as if the batch's tally were the newest (callbacks mostly come in time order).
     // Either way, when the condition fails, once more from the header as found.
     const copy = seq === null ? undefined : known;
-    let found: Item | null = copy && countsOf(copy) !== null ? copy : null;
+    let found: Item | null = copy ?? null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
       const res = await this.table.update(key, countUpdate(change, seq, joined, found, null, w.extra), cap);
@@ -123,7 +123,6 @@ export class HeaderCounts {
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
       if (!old) continue;
-      if (countsOf(old) === null) return this.recount(w.appKey, w.id, null, cap);
       if (seq !== null && old.seq !== undefined && old.seq >= seq) return this.republished(key, cap);
       found = old;
     }
@@ -164,7 +163,7 @@ export class HeaderCounts {
       // Written by another meanwhile (a copy kept from an earlier batch of the task, applied elsewhere since):
       // the held callbacks joined again into the header as stored.
       const stored = await this.table.get(key, cap);
-      if (!held.rebuild || (stored && countsOf(stored) === null)) break;
+      if (!held.rebuild) break;
       base = stored;
       built = held.rebuild(stored);
     }
@@ -199,8 +198,6 @@ export class HeaderCounts {
       // The lost files, as the sweeper counts them (lib/domain/deadlines.ts).
       sets.push(`${TIME_ATTRS.lost} = :nLost`);
       values[':nLost'] = task.lost;
-      // Attempts counted without their keys (a table brought over from the earlier layout): readers add them.
-      if (task.legacy) sets.push('la = :one');
       if (done !== null) {
         sets.push('doneAt = :d');
         values[':d'] = done;

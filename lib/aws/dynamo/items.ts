@@ -77,13 +77,6 @@ function eventsIndexKeys(appKey: string, taskId: string, timestamp: number, even
 }
 
 /**
- * Whether a header's callbacks are all in the byTaskTime index (`ev`): set on every header created since
- * deliveries were indexed, and by `callbacks migrate` on one whose bodies it has keyed. A page of callbacks of
- * any other task reads its recorded keys instead.
- */
-export const EVENTS_INDEXED = 'ev';
-
-/**
  * The sequence number of the last message whose end a header put recorded outside its batch's count (`uw`): a
  * batch received again writes its header puts at once, and may stop before its count. Until a count absorbs that
  * message, the header says more than its counts: an end whose file no count has charged yet (`writtenAhead`).
@@ -135,10 +128,10 @@ export function deliveryToItem(d: DeliveryOf, ref: BodyRef, expiresAt: number, i
   };
 }
 
-/** A delivery or a ledger entry of the earlier layout, as `tasks events` shows it. */
+/** A delivery, as `tasks events` shows it. */
 export function eventFromItem(item: Item): StoredEvent {
   return {
-    key: item.eventKey ?? item.key,
+    key: item.eventKey,
     type: item.type,
     timestamp: item.timestamp,
     receivedAt: item.receivedAt,
@@ -217,16 +210,12 @@ function countersOf(previous: Item | null): Item {
   if (previous?.seq !== undefined) out.seq = previous.seq;
   if (previous?.doneAt !== undefined) out.doneAt = previous.doneAt;
   if (previous?.[UNCOUNTED_END] !== undefined) out[UNCOUNTED_END] = previous[UNCOUNTED_END];
-  if (!previous || previous[EVENTS_INDEXED] === 1) out[EVENTS_INDEXED] = 1;
   Object.assign(out, carriedTime(previous));
-  // A header of the earlier way (counts added up on read) stays one until it is counted (recount, migrate).
-  if (previous && previous.nEvents === undefined) for (const attr of Object.values(COUNT_ATTRS)) delete out[attr];
   return out;
 }
 
-/** The counts a header keeps; null for a header written before headers kept them (added up on read). */
-export function countsOf(header: Item): TaskCounts | null {
-  if (typeof header.nEvents !== 'number') return null;
+/** The counts a header keeps. */
+export function countsOf(header: Item): TaskCounts {
   const c = {} as TaskCounts;
   for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) c[k] = header[attr] ?? 0;
   return c;
@@ -242,9 +231,8 @@ export function countsOf(header: Item): TaskCounts | null {
  * (HeaderCounts.confirmCompletion): without `doneAt` its end reads as not succeeded yet. `judging`: the count's
  * own view, which decides whether to confirm, without that rule.
  */
-export function headerParts(header: Item, through: string | undefined = header.seq, judging = false): TaskParts | null {
+export function headerParts(header: Item, through: string | undefined = header.seq, judging = false): TaskParts {
   const counts = countsOf(header);
-  if (!counts) return null;
   const read = headerFromItem(header);
   const unconfirmed = !judging && header.doneAt === undefined;
   return {

@@ -10,7 +10,6 @@ import type { TaskSummary } from '../../domain/task-summary.ts';
 import { decodeCursor, encodeTasksCursor, TasksCursor, type Position, type ResolvedQuery } from './cursors.ts';
 import { NewestFirst, StreamReader, type StreamPlan } from './index-streams.ts';
 import { toSummary } from '../../domain/task-parts.ts';
-import { summaryFromParts } from './assembled-task.ts';
 import { headerParts } from './items.ts';
 import {
   checkResumedFilters,
@@ -147,20 +146,16 @@ export async function listTasksPage(
  * or one whose header already fails a filter: its items are not read).
  */
 async function summariesOf(
-  tasks: TaskQueries,
+  _tasks: TaskQueries,
   table: TableReader,
   headers: (Item | null)[],
   q: ResolvedQuery,
 ): Promise<(TaskSummary | null)[]> {
   return inParallel(headers, TASK_READS_IN_PARALLEL, async (header) => {
     if (!header || !headerMatches(header, q) || !(await purgeWithin(table, header, q))) return null;
-    // The header keeps the task's counts; one written before it did is added up from the task's items.
+    // The header keeps the task's counts.
     const counted = headerParts(header);
-    const summary = counted
-      ? counted.eventCount > 0
-        ? toSummary(counted)
-        : null
-      : summaryFromParts(await tasks.assembled(header));
+    const summary = counted.eventCount > 0 ? toSummary(counted) : null;
     return summary && (await verificationWithin(table, summary, q)) ? summary : null;
   });
 }

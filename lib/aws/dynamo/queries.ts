@@ -117,11 +117,14 @@ export class TaskQueries {
       if (items.length >= want) break;
     }
     const page = items.slice(0, limit);
-    const files = await filesWithAttempts(this.table, appKey, id, page, header.la === 1, cap);
+    const files = await filesWithAttempts(this.table, appKey, id, page, cap);
     return { files, more: items.length > page.length };
   }
 
-  /** A task's header with its files and recorded keys, added up (read eventually consistent: values only grow). */
+  /**
+   * A task's header with its files and recorded keys, added up from every item (read eventually consistent: values
+   * only grow): what the checks of a header's counts compare them with.
+   */
   async assembled(header: Item): Promise<AssembledTask> {
     const parts: Item[] = [];
     for await (const item of this.table.queryAll({

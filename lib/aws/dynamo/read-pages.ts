@@ -15,15 +15,14 @@ import type {
   TaskRef,
 } from '../../domain/task-store.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
-import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
+import type { FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';
-import { taskFromParts } from './assembled-task.ts';
-import { EVENTS_INDEXED, appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
+import { appKeyOf, eventFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
-import { TableReader, noCapacity, type Item } from './table-client.ts';
+import { TableReader, type Item } from './table-client.ts';
 import { EventsIndex, Keys } from './table.ts';
 import { withVerifications } from './verifications.ts';
 
@@ -43,9 +42,6 @@ export interface DynamoTaskReaderOptions {
 }
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
-
-/** Raw bodies read at a time for a page of events. */
-const BODIES_PER_BATCH = 100;
 
 export class DynamoTaskReader implements TaskReader {
   private readonly table: TableReader;
@@ -67,35 +63,17 @@ export class DynamoTaskReader implements TaskReader {
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
     const counted = headerParts(header);
-    if (counted) {
-      // The header says the task; the files are read a page at a time, the page bounded by bytes too.
-      if (counted.eventCount === 0) return null;
-      const { files: records, more } = await this.tasks.filesPage(header, after, page.limit);
-      const task = toTask({ ...counted, files: records });
-      // Each file with its verification, counted in the page's bytes.
-      const checked = await this.checked(task.appKey, task.id, task.files);
-      const files = pageOf(checked, page, (f: FileView) => jsonBytes(f));
-      const last = files.items.at(-1);
-      return {
-        task: { ...task, files: files.items },
-        nextFilesCursor: (files.more || more) && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
-      };
-    }
-    // A header written before headers kept counts: the task added up from all of its items.
-    const whole = taskFromParts(await this.tasks.assembled(header));
-    if (!whole) return null;
-    // Files come in file-name order (UTF-8 bytes, as DynamoDB sorts the keys they are stored under).
-    const rest = after === null ? whole.files : whole.files.filter((f) => compareUtf8(f.fileName, after) > 0);
-    const head = rest.slice(0, page.limit);
-    const checked = await this.checked(whole.appKey, whole.id, head);
+    // The header says the task; the files are read a page at a time, the page bounded by bytes too.
+    if (counted.eventCount === 0) return null;
+    const { files: records, more } = await this.tasks.filesPage(header, after, page.limit);
+    const task = toTask({ ...counted, files: records });
+    // Each file with its verification, counted in the page's bytes.
+    const checked = await this.checked(task.appKey, task.id, task.files);
     const files = pageOf(checked, page, (f: FileView) => jsonBytes(f));
     const last = files.items.at(-1);
     return {
-      task: { ...whole, files: files.items },
-      nextFilesCursor:
-        (files.more || rest.length > head.length) && last
-          ? encodeCursor({ f: last.fileName } satisfies FilesCursor)
-          : null,
+      task: { ...task, files: files.items },
+      nextFilesCursor: (files.more || more) && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
     };
   }
 
@@ -108,45 +86,7 @@ export class DynamoTaskReader implements TaskReader {
     const after = page.cursor === undefined ? null : decodeCursor(page.cursor, EventsCursor).e;
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
-    if (header[EVENTS_INDEXED] === 1) return this.indexedEventsPage(header, after, page);
-    // A task whose older bodies `callbacks migrate` has not keyed yet: its recorded keys put in order.
-    const { recorded } = await this.tasks.assembled(header);
-    const appKey = appKeyOf(header);
-    // In timestamp order, then event key: the order the recorded keys give without reading any body.
-    const ranked = recorded
-      .map((r) => ({ rank: rankOf(r.timestamp, r.eventKey), r }))
-      .filter((x) => after === null || x.rank > after)
-      .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
-    const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
-    const items: StoredEvent[] = [];
-    let bytes = 0;
-    // Keys of `ranked` looked up so far: a page ends at its limit, its bytes or its budget of keys,
-    // whichever comes first; the bodies a page finds expired count against its budget all the same.
-    let examined = 0;
-    const budget = this.budget.eventKeysPerPage;
-    while (examined < ranked.length && examined < budget && items.length < page.limit && bytes < maxBytes) {
-      const size = Math.min(BODIES_PER_BATCH, page.limit - items.length, budget - examined);
-      const chunk = ranked.slice(examined, examined + size);
-      const bodies = await this.table.getMany(
-        chunk.map((x) => bodyKey(appKey, ref.id, x.r.eventKey, x.r.ref)),
-        noCapacity(),
-        false,
-      );
-      for (const body of bodies) {
-        examined += 1;
-        // A raw body past its retention period is gone: the callback is still counted in the task.
-        if (!body) continue;
-        const event = eventFromItem(body);
-        items.push(event);
-        bytes += jsonBytes(event);
-        if (bytes >= maxBytes) break;
-      }
-    }
-    const last = ranked[examined - 1];
-    return {
-      items,
-      next: examined < ranked.length && last ? encodeCursor({ e: last.rank } satisfies EventsCursor) : null,
-    };
+    return this.indexedEventsPage(header, after, page);
   }
 
   /**

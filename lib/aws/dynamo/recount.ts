@@ -30,14 +30,13 @@ export type HeaderCountsSeen = TaskCounts & { lost: number };
 export interface Correction {
   taskId: string;
   appKey: string;
-  /** As the header said just before the recount; null for a header that kept no counts. */
+  /** As the header said just before the recount; null for a task whose header was not found. */
   before: HeaderCountsSeen | null;
   after: HeaderCountsSeen;
 }
 
 function countsSeen(header: Item | null): HeaderCountsSeen | null {
-  const counts = header ? countsOf(header) : null;
-  return counts ? { ...counts, lost: Number(header![TIME_ATTRS.lost] ?? 0) } : null;
+  return header ? { ...countsOf(header), lost: Number(header[TIME_ATTRS.lost] ?? 0) } : null;
 }
 
 const sameCounts = (a: HeaderCountsSeen | null, b: HeaderCountsSeen): boolean =>

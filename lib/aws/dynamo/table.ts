@@ -16,9 +16,8 @@ export const Index = {
 export const SORT_AT = 'sortAt';
 
 /**
- * A task's raw callbacks in timestamp order: a sparse index of the delivery items (and of the earlier
- * layout's ledger entries, once `callbacks migrate` keyed them), `g5pk` = the task, `g5sk` = the callback's
- * rank (its timestamp zero-padded, then its event key). It projects the whole item, so that a page of
+ * A task's raw callbacks in timestamp order: a sparse index of the delivery items, `g5pk` = the task, `g5sk` =
+ * the callback's rank (its timestamp zero-padded, then its event key). It projects the whole item, so that a page of
  * callbacks is one Query: a delivery under 1 KB costs one index write unit whatever the projection.
  */
 export const EventsIndex = { name: 'byTaskTime', pk: 'g5pk', sk: 'g5sk' } as const;
@@ -61,12 +60,6 @@ export const Keys = {
   recordedPrefix: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#`,
   recordedSk: (appKey: string, fileName: string, eventKey: string) =>
     `P#${scopeOf(appKey)}#K#${fileName.length}:${fileName}#${eventKey}`,
-  /**
-   * Callbacks counted without their keys, in a table brought over from the earlier layout by `callbacks
-   * migrate` (their raw bodies had expired): the task's, and a file's attempts.
-   */
-  legacySk: (appKey: string) => `P#${scopeOf(appKey)}#L`,
-  legacyFileSk: (appKey: string, fileName: string) => `P#${scopeOf(appKey)}#L#${fileName.length}:${fileName}`,
   /** A delivery: the replay claim and the raw body, keyed by the replay key's digest, or the event key. */
   deliveryPk: (appKey: string, ref: string) => `${DELIVERY_PREFIX}${scopeOf(appKey)}#${ref}`,
   deliverySk: '#',

@@ -1,6 +1,6 @@
 // The recount read a page at a time and folded as it comes (./task-recount.ts), against the recount as first written,
 // every item of the task read at once (test/support/whole-task-recount.ts): equal on random items (marks of later
-// writers, keys recorded on their own, legacy counts, a completion to find), in any order and any page size; and
+// writers, keys recorded on their own, a completion to find), in any order and any page size; and
 // equal on tasks the worker wrote into dynalite, read one item a page and up.
 import fc from 'fast-check';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
@@ -100,25 +100,17 @@ const recorded = (j: number) =>
     }),
   );
 
-const legacy = fc
-  .record({ task: fc.option(fc.nat(4)), file: fc.boolean() })
-  .map(({ task, file }): Item[] => [
-    ...(task === null ? [] : [{ pk: Keys.taskPk(ID), sk: Keys.legacySk(APP), events: task }]),
-    ...(file ? [{ pk: Keys.taskPk(ID), sk: Keys.legacyFileSk(APP, 'f-0'), attempts: 2 }] : []),
-  ]);
-
 const sized = <T>(n: number, one: (i: number) => fc.Arbitrary<T>) =>
   fc.tuple(...Array.from({ length: n }, (_, i) => one(i)));
 const task = fc.record({
   header,
   files: fc.integer({ min: 0, max: 7 }).chain((n) => sized(n, file)),
   recorded: fc.integer({ min: 0, max: 5 }).chain((n) => sized(n, recorded)),
-  legacy,
   through: fc.option(seqNo),
 });
 
 /** What the random tasks reached: each kind at least once, so that the equality is known to cover it. */
-const reached = { laterMarks: 0, ownKeysLater: 0, doneFound: 0, passesAfterFirst: 0, legacy: 0 };
+const reached = { laterMarks: 0, ownKeysLater: 0, doneFound: 0, passesAfterFirst: 0 };
 
 /** The fold over `parts` in the order given, and the passes over the files its completion asks for. */
 function folded(head: Item, parts: readonly Item[], through: string | null, keep: number): Omit<Recount, 'header'> {
@@ -141,12 +133,11 @@ test('folded item by item, a page at a time, the recount is the one of the whole
   fc.assert(
     fc.property(task, fc.integer({ min: 1, max: 3 }), (t, keep) => {
       const through = t.through === null ? null : seq(t.through);
-      const parts = [...t.files, ...t.recorded, ...t.legacy];
+      const parts = [...t.files, ...t.recorded];
       const expected = wholeTaskRecount(t.header, parts, through);
       if (t.files.some((f) => f.ms > expected.absorbed)) reached.laterMarks += 1;
       if (t.recorded.some((r) => r.q > expected.absorbed)) reached.ownKeysLater += 1;
       if (t.header.doneAt === undefined && expected.done !== null) reached.doneFound += 1;
-      if (expected.legacy) reached.legacy += 1;
       const inKeyOrder = [...parts].sort((a, b) => (a.sk < b.sk ? -1 : 1));
       expect(folded(t.header, inKeyOrder, through, Number.POSITIVE_INFINITY)).toEqual(expected);
       expect(folded(t.header, inKeyOrder, through, keep)).toEqual(expected);

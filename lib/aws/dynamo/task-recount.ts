@@ -27,28 +27,24 @@ export interface Recount {
   tally: Tally;
   /** Failed files marked lost. */
   lost: number;
-  /** The task holds callbacks counted without their keys (a table brought over from the earlier layout). */
-  legacy: boolean;
   /** When the task first completed: the header's, or off the files as they stand; null while it is not completed. */
   done: number | null;
 }
 
 /**
- * The fold of one task's items: its header, then its other items (files, keys recorded on their own, legacy
- * counts) in any order, each once. Pure: it holds counts, and at most twice `keep` spans of the completion.
+ * The fold of one task's items: its header, then its other items (files, keys recorded on their own) in any
+ * order, each once. Pure: it holds counts, and at most twice `keep` spans of the completion.
  */
 export class RecountFold {
   private readonly header: Item;
   readonly absorbed: string;
   private readonly recordedPrefix: string;
-  private readonly legacySk: string;
   /** As the header is to count them: the marks of writers not absorbed yet leave their part to their batch. */
   private counts: TaskCounts;
   /** The files as they stand (no marks): the task's status, and so its completion, are read off them. */
   private standing: TaskCounts;
   private tally: Tally;
   private lost = 0;
-  private legacy = false;
   private readonly completion: CompletionSweep | null;
 
   constructor(header: Item, through: string | null, keep: number = Number.POSITIVE_INFINITY) {
@@ -57,7 +53,6 @@ export class RecountFold {
     this.absorbed = through !== null && through > stored ? through : stored;
     const appKey = appKeyOf(header);
     this.recordedPrefix = `${Keys.partsPrefix(appKey)}K#`;
-    this.legacySk = Keys.legacySk(appKey);
     const keys = Object.keys(keysOf(header)).length;
     this.counts = { ...zeroCounts(), events: keys };
     this.standing = { ...zeroCounts(), events: keys };
@@ -70,13 +65,7 @@ export class RecountFold {
   add(item: Item): void {
     const sk: string = item.sk;
     if (sk.startsWith(this.recordedPrefix)) this.record(changeOf(null, null, 1));
-    else if (sk === this.legacySk) {
-      this.legacy = true;
-      this.record(changeOf(null, null, item.events ?? 0));
-    } else if (sk.startsWith(this.legacySk)) {
-      // A file's attempts counted without their keys: no count of the task's.
-      if (sk.startsWith(`${this.legacySk}#`)) this.legacy = true;
-    } else {
+    else {
       const file = fileFromItem(item);
       const state = fileState(file);
       this.record(changeOf(null, state, Object.keys(keysOf(item)).length));
@@ -105,7 +94,6 @@ export class RecountFold {
       counts: zeroSafe(this.counts),
       tally: this.tally,
       lost: this.lost,
-      legacy: this.legacy,
     };
     if (!this.completion) return { recount, done: this.header.doneAt, completion: null };
     const parts = { header: headerFromItem(this.header), files: [], tally: this.tally, eventCount: 0 };

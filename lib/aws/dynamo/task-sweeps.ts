@@ -84,7 +84,7 @@ export class TaskSweeps {
     const items: Item[] = [];
     for await (const item of this.table.queryAll(failedFilesQuery(t.appKey, t.id, { consistent: true }), cap))
       items.push(item);
-    const records = await filesWithAttempts(this.table, t.appKey, t.id, items, false, cap);
+    const records = await filesWithAttempts(this.table, t.appKey, t.id, items, cap);
     return records.map((record, i) => ({
       record,
       marks: { warnedAt: record.warnedAt ?? null, lostAt: record.lostAt ?? null },

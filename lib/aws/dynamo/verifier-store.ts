@@ -24,7 +24,7 @@ export class VerifierStore {
   async file(appKey: string, id: string, fileName: string, cap: Capacity = noCapacity()): Promise<FileRecord | null> {
     const item = await this.table.get({ pk: Keys.taskPk(id), sk: Keys.fileSk(appKey, fileName) }, cap);
     if (!item) return null;
-    const [file] = await filesWithAttempts(this.table, appKey, id, [item], false, cap);
+    const [file] = await filesWithAttempts(this.table, appKey, id, [item], cap);
     return file ?? null;
   }
 
