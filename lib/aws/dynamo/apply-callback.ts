@@ -68,7 +68,7 @@ export class WritePath {
     this.deliveries = deliveries;
     this.opts = opts;
     const files = new KnownItems(opts.knownFiles);
-    this.items = new ItemWrites(table, headers, files, held, opts.maxAttempts, opts.inlineKeys, opts.arming);
+    this.items = new ItemWrites(table, { headers, files, held }, opts);
   }
 
   async applyCallback(d: DeliveredCallback): Promise<ApplyResult> {
@@ -203,25 +203,13 @@ export class WritePath {
       };
     }
     if (header && header.service !== cb.service) return this.items.serviceMismatch(cb, header);
+    const c = { w: this.items, cb, ref, counting, cap, headerKey };
     if (inHeader) {
       const optimistic = guessed || headerCopy !== undefined;
-      return applyToHeaderItem(this.items, cb, ref, counting, headerKey, header, optimistic, fileKey, file, cap);
+      return applyToHeaderItem(c, header, fileKey && { key: fileKey, read: file }, optimistic);
     }
-    const optimistic = guessed || fileCopy !== undefined;
-    const headerSeen = headerKnown ? 'known' : header;
-    return applyToFileItem(
-      this.items,
-      cb,
-      ref,
-      counting,
-      headerKey,
-      headerSeen,
-      fileKey!,
-      fileName!,
-      file,
-      optimistic,
-      cap,
-    );
+    const target = { key: fileKey!, name: fileName!, read: file };
+    return applyToFileItem(c, target, headerKnown ? 'known' : header, guessed || fileCopy !== undefined);
   }
 }
 

@@ -2,127 +2,161 @@
 // join and the callback's key in one versioned put while the file keeps keys inline, further keys on items
 // of their own after the join; the task's header is created or its identity improved first when needed.
 import type { Callback } from '../../domain/callback.ts';
-import type { Capacity } from '../../domain/task-store.ts';
-import { applyToFile, applyToHeader, sameHeader, tallyCallback } from '../../domain/task.ts';
+import { applyToFile, applyToHeader, sameHeader, tallyCallback, type FileTransition } from '../../domain/task.ts';
 import { sameFacts, transitionOf } from '../../domain/task-parts.ts';
+import { fileToItem, headerFromItem, headerToItem, keysOf, recordedToItem, recordedValue, tallyOf } from './items.ts';
 import {
-  fileToItem,
-  headerFromItem,
-  headerToItem,
-  keysOf,
-  recordedToItem,
-  recordedValue,
-  tallyOf,
-  type BodyRef,
-} from './items.ts';
-import { marked, unsettled, type Counting, type HeaderBefore, type ItemWrites, type Outcome } from './item-writes.ts';
+  marked,
+  unsettled,
+  type CallbackWrite,
+  type FileChange,
+  type HeaderBefore,
+  type Outcome,
+} from './item-writes.ts';
 import { oversizedItem } from './limits.ts';
 import { ContentionError, toItem, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
 
-/** A slice or an upload: recorded in its file. */
+/** The file a slice or an upload is recorded in: its key, its name, and the item as read (null: absent or not read). */
+export interface FileTarget {
+  key: Key;
+  name: string;
+  read: Item | null;
+}
+
+/** Where one write of a file stands across its attempts. */
+interface FileAttempt {
+  file: Item | null;
+  /** The task's header is as this callback needs it (known, found, or written). */
+  headerDone: boolean;
+  headerBefore: HeaderBefore;
+}
+
+/** A slice or an upload: recorded in its file. `headerRead`: `known` when this writer knows the header. */
 export async function applyToFileItem(
-  w: ItemWrites,
-  cb: Callback,
-  ref: BodyRef,
-  counting: Counting,
-  headerKey: Key,
+  c: CallbackWrite,
+  target: FileTarget,
   headerRead: Item | null | 'known',
-  fileKey: Key,
-  fileName: string,
-  fileRead: Item | null,
   optimistic: boolean,
-  cap: Capacity,
 ): Promise<Outcome> {
-  let file = fileRead;
-  let headerDone = headerRead === 'known';
-  let headerBefore: HeaderBefore = 'unchanged';
+  const at: FileAttempt = { file: target.read, headerDone: headerRead === 'known', headerBefore: 'unchanged' };
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1) {
-      await w.pause(attempt, cb, optimistic && attempt === 2);
-      file = await w.readItem(w.files, fileKey, cap);
+      await c.w.pause(attempt, c.cb, optimistic && attempt === 2);
+      at.file = await c.w.readItem(c.w.files, target.key, c.cap);
     }
-    const keys = keysOf(file);
-    if (Object.hasOwn(keys, cb.key)) {
-      // A remembered copy shows the key for good, not necessarily the mark an earlier delivery of this message
-      // left (another worker may have written it). A message received for the first time needs no other mark
-      // than the copy's: the marks its batch charges are those of its task's records in this batch (ordered
-      // groups deliver a task's messages only once the earlier ones are done), and every write of this
-      // worker's own is in its copy, or fails on its version.
-      if (marked(counting) && counting.redelivered && attempt === 1 && fileRead !== null)
-        file = await w.readItem(w.files, fileKey, cap);
-      // The delivery that recorded it may have stopped before its task's header was written (a header put is
-      // held for its batch's count): the header this callback would have made is made now, or its count of the
-      // task would find none.
-      if (!headerDone && headerRead === null) {
-        const { header } = await ensureHeader(w, headerKey, null, cb, counting, cap);
-        if (header.service !== cb.service) return w.serviceMismatch(cb, header);
-        headerDone = true;
-      }
-      return {
-        outcome: 'duplicate',
-        file: { before: null, after: w.fileRecord(file!) },
-        // Whoever recorded the key counted it, or left it on the file's mark.
-        charge: w.charge(counting, file, null, 0, true),
-      };
-    }
-    const before = file ? w.fileRecord(file) : null;
-    const after = applyToFile(before, cb);
-    const tally = tallyCallback(tallyOf(file), cb);
-    const transition = transitionOf(before, after);
-    // What events see of the file before: unknown when an uncounted writer left it (item-writes.ts, `unsettled`).
-    const seen = unsettled(counting, file) ? null : before;
-    const inline = Object.keys(keys).length < w.inlineKeys;
-    const mark = w.markFor(counting, file, before, inline ? 1 : 0);
-    const item = fileToItem(fileKey, after, tally, inline ? { ...keys, [cb.key]: recordedValue(cb, ref) } : keys, mark);
-    // A file whose keys go on beyond it says so: readers count its attempts there only then.
-    if (!inline || file?.sp) item.sp = true;
-    if (!headerDone) {
-      // A callback DynamoDB would refuse is refused before it writes the task's header.
-      const refused = oversizedItem('file', toItem(item));
-      if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
-      const { header, created } = await ensureHeader(w, headerKey, headerRead as Item | null, cb, counting, cap);
-      if (header.service !== cb.service) return w.serviceMismatch(cb, header);
-      if (created) headerBefore = null;
-      headerDone = true;
-    }
-    if (inline) {
-      // Marks count the new key; without them (or for a write the header absorbed already) this write does.
-      const charge = w.charge(counting, item, transition, 0, false, 1);
-      // The next write of the file in this batch may carry this one (held): one write for both.
-      if (await w.putItem(w.files, item, file, cap, counting.hold))
-        return { outcome: 'applied', transition, file: { before: seen, after }, headerBefore, charge };
-      continue;
-    }
-    // The file keeps no more keys: its join first (idempotent), then the key on an item of its own,
-    // whose conditional put tells a new callback from one recorded before.
-    const joined = !sameFacts(before, after, tallyOf(file), tally) || !file?.sp;
-    if (joined && !(await w.putItem(w.files, item, file, cap))) continue;
-    const written = joined ? item : file;
-    const recordedKey = { pk: fileKey.pk, sk: Keys.recordedSk(cb.appKey, fileName, cb.key) };
-    const recorded = await w.table.putIf(
-      recordedToItem(recordedKey, fileName, cb, ref, counting.seq),
-      'attribute_not_exists(pk)',
-      undefined,
-      cap,
-    );
-    if (!recorded) {
-      // Recorded by an earlier delivery of this very message that stopped before its batch was counted:
-      // the key's item says which message recorded it.
-      const own = marked(counting) && (await w.table.get(recordedKey, cap))?.q === counting.seq ? 1 : 0;
-      return {
-        outcome: 'duplicate',
-        file: { before: null, after },
-        charge: w.charge(counting, written, null, own, true),
-      };
-    }
-    // A join found in place may be an earlier delivery's, stopped before it recorded the key: the file and
-    // the task before this callback are then unknown, and its events are published again (same ids).
-    const charge = w.charge(counting, written, joined ? transition : null, 1, !joined);
-    return joined
-      ? { outcome: 'applied', transition, file: { before: seen, after }, headerBefore, charge }
-      : { outcome: 'applied', transition: null, file: { before: null, after }, headerBefore: null, charge };
+    if (Object.hasOwn(keysOf(at.file), c.cb.key)) return duplicateInFile(c, target, at, headerRead, attempt);
+    const outcome = await recordInFile(c, target, at, headerRead);
+    if (outcome) return outcome;
   }
+}
+
+/** The callback found recorded in its file: a duplicate, its header made if the delivery that recorded it did not. */
+async function duplicateInFile(
+  c: CallbackWrite,
+  target: FileTarget,
+  at: FileAttempt,
+  headerRead: Item | null | 'known',
+  attempt: number,
+): Promise<Outcome> {
+  const { w, counting } = c;
+  // A remembered copy shows the key for good, not necessarily the mark an earlier delivery of this message
+  // left (another worker may have written it). A message received for the first time needs no other mark
+  // than the copy's: the marks its batch charges are those of its task's records in this batch (ordered
+  // groups deliver a task's messages only once the earlier ones are done), and every write of this
+  // worker's own is in its copy, or fails on its version.
+  if (marked(counting) && counting.redelivered && attempt === 1 && target.read !== null)
+    at.file = await w.readItem(w.files, target.key, c.cap);
+  // The delivery that recorded it may have stopped before its task's header was written (a header put is
+  // held for its batch's count): the header this callback would have made is made now, or its count of the
+  // task would find none.
+  if (!at.headerDone && headerRead === null) {
+    const { header } = await ensureHeader(c, null);
+    if (header.service !== c.cb.service) return w.serviceMismatch(c.cb, header);
+    at.headerDone = true;
+  }
+  return {
+    outcome: 'duplicate',
+    file: { before: null, after: w.fileRecord(at.file!) },
+    // Whoever recorded the key counted it, or left it on the file's mark.
+    charge: w.charge(counting, at.file, { uncertain: true }),
+  };
+}
+
+/** One attempt at recording the callback in its file (null: the item changed meanwhile, try again). */
+async function recordInFile(
+  c: CallbackWrite,
+  target: FileTarget,
+  at: FileAttempt,
+  headerRead: Item | null | 'known',
+): Promise<Outcome | null> {
+  const { w, cb, counting } = c;
+  const file = at.file;
+  const keys = keysOf(file);
+  const before = file ? w.fileRecord(file) : null;
+  const after = applyToFile(before, cb);
+  const tally = tallyCallback(tallyOf(file), cb);
+  const transition = transitionOf(before, after);
+  const inline = Object.keys(keys).length < w.inlineKeys;
+  const mark = w.markFor(counting, file, before, inline ? 1 : 0);
+  const recorded = inline ? { ...keys, [cb.key]: recordedValue(cb, c.ref) } : keys;
+  const item = fileToItem(target.key, after, tally, recorded, mark);
+  // A file whose keys go on beyond it says so: readers count its attempts there only then.
+  if (!inline || file?.sp) item.sp = true;
+  if (!at.headerDone) {
+    // A callback DynamoDB would refuse is refused before it writes the task's header.
+    const refused = oversizedItem('file', toItem(item));
+    if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
+    const { header, created } = await ensureHeader(c, headerRead as Item | null);
+    if (header.service !== cb.service) return w.serviceMismatch(cb, header);
+    if (created) at.headerBefore = null;
+    at.headerDone = true;
+  }
+  // What events see of the file before: unknown when an uncounted writer left it (item-writes.ts, `unsettled`).
+  const change = { before: unsettled(counting, file) ? null : before, after };
+  if (!inline)
+    return recordBeyondFile(c, target, at, {
+      item,
+      transition,
+      change,
+      joined: !sameFacts(before, after, tallyOf(file), tally) || !file?.sp,
+    });
+  // Marks count the new key; without them (or for a write the header absorbed already) this write does.
+  const charge = w.charge(counting, item, { transition, inline: 1, uncertain: false });
+  // The next write of the file in this batch may carry this one (held): one write for both.
+  if (!(await w.putItem(w.files, item, file, c.cap, { hold: counting.hold }))) return null;
+  return { outcome: 'applied', transition, file: change, headerBefore: at.headerBefore, charge };
+}
+
+/**
+ * A file that keeps no more keys: its join first (idempotent), then the key on an item of its own, whose
+ * conditional put tells a new callback from one recorded before (null: the file changed meanwhile).
+ */
+async function recordBeyondFile(
+  c: CallbackWrite,
+  target: FileTarget,
+  at: FileAttempt,
+  put: { item: Item; transition: FileTransition | null; change: NonNullable<FileChange>; joined: boolean },
+): Promise<Outcome | null> {
+  const { w, cb, counting } = c;
+  const { item, transition, change, joined } = put;
+  if (joined && !(await w.putItem(w.files, item, at.file, c.cap))) return null;
+  const written = joined ? item : at.file;
+  const recordedKey = { pk: target.key.pk, sk: Keys.recordedSk(cb.appKey, target.name, cb.key) };
+  const recordedItem = recordedToItem(recordedKey, target.name, cb, c.ref, counting.seq);
+  if (!(await w.table.putIf(recordedItem, 'attribute_not_exists(pk)', undefined, c.cap))) {
+    // Recorded by an earlier delivery of this very message that stopped before its batch was counted:
+    // the key's item says which message recorded it.
+    const own = marked(counting) && (await w.table.get(recordedKey, c.cap))?.q === counting.seq ? 1 : 0;
+    const charge = w.charge(counting, written, { events: own, uncertain: true });
+    return { outcome: 'duplicate', file: { before: null, after: change.after }, charge };
+  }
+  // A join found in place may be an earlier delivery's, stopped before it recorded the key: the file and
+  // the task before this callback are then unknown, and its events are published again (same ids).
+  const charge = w.charge(counting, written, { transition: joined ? transition : null, events: 1, uncertain: !joined });
+  return joined
+    ? { outcome: 'applied', transition, file: change, headerBefore: at.headerBefore, charge }
+    : { outcome: 'applied', transition: null, file: { before: null, after: change.after }, headerBefore: null, charge };
 }
 
 /**
@@ -131,14 +165,8 @@ export async function applyToFileItem(
  * good enough is; anything else is read again, strongly, before a versioned put. Returns the header, and
  * whether this callback created the task.
  */
-async function ensureHeader(
-  w: ItemWrites,
-  headerKey: Key,
-  read: Item | null,
-  cb: Callback,
-  counting: Counting,
-  cap: Capacity,
-): Promise<{ header: Item; created: boolean }> {
+async function ensureHeader(c: CallbackWrite, read: Item | null): Promise<{ header: Item; created: boolean }> {
+  const { w, cb, headerKey, cap } = c;
   let current = read;
   let consistent = false;
   for (let attempt = 1; ; attempt++) {
@@ -149,9 +177,8 @@ async function ensureHeader(
     if (current && before && sameHeader(before, after)) return { header: current, created: false };
     if (consistent) {
       const item = headerToItem(headerKey, after, tallyOf(current), keysOf(current), current);
-      const hold = w.holdsHeader(counting, current);
       const rebuild = (base: Item | null) => headerWith(headerKey, base, cb);
-      if (await w.putItem(w.headers, item, current, cap, hold, rebuild))
+      if (await w.putItem(w.headers, item, current, cap, { hold: c.counting.holdHeader, rebuild }))
         return { header: item, created: current === null };
       await w.pause(attempt, cb);
     }

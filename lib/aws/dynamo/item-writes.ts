@@ -6,7 +6,7 @@ import type { Capacity, DeliveredCallback, QuarantineEntry } from '../../domain/
 import { fileState, type FileRecord, type FileTransition } from '../../domain/task.ts';
 import type { WriteEffect } from '../../domain/stored-write.ts';
 import { markAfterWrite, type WriteCharge } from '../../domain/task-counts.ts';
-import { fileFromItem, markOf } from './items.ts';
+import { fileFromItem, markOf, type BodyRef } from './items.ts';
 import type { KnownItems } from './known-items.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { ContentionError, backoff, type Item, type Key, type TableClient } from './table-client.ts';
@@ -69,6 +69,35 @@ export const unsettled = (c: Counting, file: Item | null): boolean => {
 export const marked = (c: Counting): boolean => c.seq !== null && c.absorbed !== null && c.seq > c.absorbed;
 export type Quarantine = { outcome: 'quarantined'; reason: QuarantineEntry['reason']; detail: string };
 
+/** How a write is charged: the file's transition, keys recorded beside the file or on it, and whether its change is
+ * not known (a join found in place may be an earlier delivery's). */
+export interface ChargeOf {
+  transition?: FileTransition | null;
+  /** Callbacks recorded beside the file (the header, an item of their own). */
+  events?: number;
+  /** Keys recorded on the file item, which its mark counts when the mark is not absorbed yet. */
+  inline?: number;
+  uncertain: boolean;
+}
+
+export interface ItemWritesOptions {
+  /** Optimistic-concurrency attempts before giving up with a retryable error. */
+  maxAttempts: number;
+  /** Callback keys a file item records inline before further keys get items of their own. */
+  inlineKeys: number;
+  arming?: NewTaskArming | undefined;
+}
+
+/** One callback's write to its items: what every step of it takes. */
+export interface CallbackWrite {
+  readonly w: ItemWrites;
+  readonly cb: Callback;
+  readonly ref: BodyRef;
+  readonly counting: Counting;
+  readonly cap: Capacity;
+  readonly headerKey: Key;
+}
+
 export class ItemWrites {
   readonly table: TableClient;
   /** The task headers this worker remembers, shared with the count updates that write them too. */
@@ -87,20 +116,16 @@ export class ItemWrites {
 
   constructor(
     table: TableClient,
-    headers: KnownItems,
-    files: KnownItems,
-    held: HeldPuts,
-    maxAttempts: number,
-    inlineKeys: number,
-    arming?: NewTaskArming,
+    known: { headers: KnownItems; files: KnownItems; held: HeldPuts },
+    opts: ItemWritesOptions,
   ) {
-    this.held = held;
+    this.held = known.held;
     this.table = table;
-    this.headers = headers;
-    this.files = files;
-    this.maxAttempts = maxAttempts;
-    this.inlineKeys = inlineKeys;
-    this.arming = arming;
+    this.headers = known.headers;
+    this.files = known.files;
+    this.maxAttempts = opts.maxAttempts;
+    this.inlineKeys = opts.inlineKeys;
+    this.arming = opts.arming;
   }
 
   /** A file item as a record; its attempts are counted by `fileAfter` or on read, not here. */
@@ -108,26 +133,16 @@ export class ItemWrites {
     return fileFromItem(file);
   }
 
-  /**
-   * What a write leaves its header to count, from the file item it left or found: `events` recorded beside
-   * the file, `inline` keys recorded on it (which its mark counts when the mark is not absorbed yet).
-   */
-  charge(
-    c: Counting,
-    fileItem: Item | null,
-    transition: FileTransition | null,
-    events: number,
-    uncertain: boolean,
-    inline = 0,
-  ): WriteCharge {
+  /** What a write leaves its header to count, from the file item it left or found (ChargeOf). */
+  charge(c: Counting, fileItem: Item | null, of: ChargeOf): WriteCharge {
     const record = fileItem ? this.fileRecord(fileItem) : null;
     const byMark = unsettled(c, fileItem);
     return {
       sequence: c.seq,
       file: record ? { name: record.fileName, state: fileState(record), mark: markOf(fileItem) } : null,
-      transition,
-      events: events + (byMark ? 0 : inline),
-      uncertain: c.seq === null && c.redelivered && uncertain,
+      transition: of.transition ?? null,
+      events: (of.events ?? 0) + (byMark ? 0 : (of.inline ?? 0)),
+      uncertain: c.seq === null && c.redelivered && of.uncertain,
     };
   }
 
@@ -155,25 +170,25 @@ export class ItemWrites {
     item: Item,
     previous: Item | null,
     cap: Capacity,
-    hold = false,
-    rebuild?: (base: Item | null) => Item,
+    held: { hold: boolean; rebuild?: (base: Item | null) => Item } = { hold: false },
   ): Promise<boolean> {
+    const { hold, rebuild } = held;
     // A task is born armed (./deadline-arming.ts); the arm is forgotten if the put finds the task created.
     const creates = previous === null && known === this.headers && this.arming !== undefined;
     if (creates) this.arming!.arm(item);
     if (hold) return this.held.hold({ known, item, previous, ...(rebuild ? { rebuild } : {}) });
-    const held = this.held.get(item as Key);
+    const waiting = this.held.get(item as Key);
     // A put not built on what is held: the held one goes first, and this one then fails on its version.
-    if (held && previous !== held.copy) await this.writeHeld(item as Key, cap);
-    const carries = held !== undefined && previous === held.copy;
+    if (waiting && previous !== waiting.copy) await this.writeHeld(item as Key, cap);
+    const carries = waiting !== undefined && previous === waiting.copy;
     if (carries) this.held.take(item as Key);
-    const base = carries ? held.previous : previous;
+    const base = carries ? waiting.previous : previous;
     const ok = await this.table.putVersioned(item, base?.ver, cap);
     if (creates && !ok) this.arming!.forget(item);
     if (ok) known.remember(item as Key, { ...item, ver: (base?.ver ?? 0) + 1 });
     else if (carries) {
       // What was held is written over the item as stored, when it can be; this put is tried again by its caller.
-      await this.writeOver(held, cap);
+      await this.writeOver(waiting, cap);
     }
     return ok;
   }
@@ -212,11 +227,6 @@ export class ItemWrites {
   serviceMismatch(cb: Callback, header: Item): Quarantine {
     const detail = `task ${cb.id} is a ${header.service} task; this is a ${cb.service} callback`;
     return { outcome: 'quarantined', reason: 'service_mismatch', detail };
-  }
-
-  /** Whether a header put may be held for the batch's count: one that keeps counts, or a new one. */
-  holdsHeader(c: Counting, header: Item | null): boolean {
-    return c.holdHeader && (header === null || typeof header.nEvents === 'number');
   }
 
   /** Before another attempt: a back-off after a conflict, none after a wrong guess that an item was absent. */
