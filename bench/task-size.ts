@@ -342,7 +342,7 @@ async function recountMemory(
     await run();
     return reader.peak - before;
   };
-  const paged = (id: string, appKey: string) => () => recountTask(reader, appKey, id, null, noCapacity());
+  const paged = (id: string, appKey: string) => () => recountTask(reader, { appKey, id, through: null }, noCapacity());
   const heap = { pagedSmall: [] as number[], pagedLarge: [] as number[], whole: [] as number[] };
   for (let round = 0; round < rounds; round++) {
     heap.pagedSmall.push(await peak(paged('img-page', 'app-page')));
@@ -352,7 +352,11 @@ async function recountMemory(
   // The two recount the same: the paged one is the whole one, held a page at a time.
   reader.collect = false;
   metered.take();
-  const { header: _read, ...byPages } = (await recountTask(reader, 'app-large', 'img-large', null, noCapacity()))!;
+  const { header: _read, ...byPages } = (await recountTask(
+    reader,
+    { appKey: 'app-large', id: 'img-large', through: null },
+    noCapacity(),
+  ))!;
   const pagedCost = metered.take();
   const { header: _whole, ...atOnce } = await recountAtOnce(reader, 'app-large', 'img-large');
   const wholeCost = metered.take();

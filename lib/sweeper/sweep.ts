@@ -3,10 +3,8 @@
 // bucket before the current one (a worker may still arm the current one) on condition that it only grows. A
 // bucket with a task left contended stops the position before it: the next sweep reads it again. A task whose
 // writes DynamoDB refuses for good is logged and left behind: no later sweep would do better.
-import { bucketStart, moveSweepPosition, readBucketEntries, readSweepPosition } from '../aws/dynamo/time-buckets.ts';
-import { DUE_BUCKET_MS } from '../domain/deadlines.ts';
+import { bucketOf, DUE_BUCKET_MS } from '../domain/deadlines.ts';
 import { UnstorableCallbackError, type Capacity } from '../domain/task-store.ts';
-import { refusedByDynamo } from '../aws/dynamo/limits.ts';
 import type { Logger } from '../log.ts';
 import { inParallel } from '../in-parallel.ts';
 import { sweepTask, type SweepDeps } from './sweep-task.ts';
@@ -57,10 +55,9 @@ export const SWEEP_RESERVE_MS = 20_000;
  */
 export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => number): Promise<SweepSummary> {
   const cap: Capacity = { read: 0, write: 0 };
-  const table = deps.sweeps.table;
-  const position = await readSweepPosition(table, 'DUE', cap);
-  const current = bucketStart('DUE', now);
-  const from = position === null ? bucketStart('DUE', now - deps.lookBackMs) : position + DUE_BUCKET_MS;
+  const position = await deps.sweeps.position(cap);
+  const current = bucketOf(now);
+  const from = position === null ? bucketOf(now - deps.lookBackMs) : position + DUE_BUCKET_MS;
   const summary: SweepSummary = {
     from,
     to: current,
@@ -107,7 +104,7 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
         };
         // A write DynamoDB can never take (a task written before its keys were checked, whose id leaves its entries'
         // keys too long): swept again, it would fail the same way at every run, and hold the position for good.
-        if (refusedByDynamo(err) || err instanceof UnstorableCallbackError) {
+        if (deps.sweeps.refuses(err) || err instanceof UnstorableCallbackError) {
           summary.refused += 1;
           deps.log.error('task_sweep_refused', fields);
           return;
@@ -122,7 +119,7 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
     if (firstUnfinished === null || bucket < firstUnfinished) firstUnfinished = bucket;
   };
   let lastBucket: number | null = null;
-  for await (const entry of readBucketEntries(table, 'DUE', from, current, cap)) {
+  for await (const entry of deps.sweeps.dueEntries(from, current, cap)) {
     if (entry.bucket !== lastBucket && timeLeftMs !== undefined && timeLeftMs() < SWEEP_RESERVE_MS) {
       // At a bucket's start: the buckets before it are read whole, their tasks are swept by the flush below.
       unfinished(entry.bucket);
@@ -141,7 +138,7 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
   // Through the bucket before the current one, and before any bucket left unfinished.
   const through = Math.min(current - DUE_BUCKET_MS, (firstUnfinished ?? current) - DUE_BUCKET_MS);
   if (through >= from - DUE_BUCKET_MS && (position === null || through > position))
-    await moveSweepPosition(table, 'DUE', through, cap);
+    await deps.sweeps.movePosition(through, cap);
   summary.readUnits = cap.read;
   summary.writeUnits = cap.write;
   return summary;

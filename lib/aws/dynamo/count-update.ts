@@ -15,14 +15,13 @@ export interface CountClauses {
 
 /**
  * The update of one batch: `found`, the header as known (remembered, or as found when an attempt's condition
- * failed), on whose version it is made; `done`, the time the task completes with it.
+ * failed), on whose version it is made. `doneAt` is not the update's: a recount confirms the completion.
  */
 export function countUpdate(
   change: TaskCounts,
   seq: string | null,
   tally: Tally,
   found: Item | null,
-  done: number | null,
   extra: CountClauses | undefined,
 ) {
   const values: Record<string, unknown> = { ':one': 1 };
@@ -46,10 +45,6 @@ export function countUpdate(
     conditions.push('(attribute_not_exists(seq) OR seq < :s)');
   }
   setTally(sets, values, tally);
-  if (done !== null) {
-    sets.push('doneAt = :d');
-    values[':d'] = done;
-  }
   const names: Record<string, string> = {};
   if (found) {
     conditions.push(found.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :v');

@@ -194,8 +194,8 @@ export function armingMove(
 }
 
 /**
- * Moves the arm: the entry first, then `db` on condition that it is still later (or absent; `onlyUnarmed`: absent,
- * so that an arm a worker wrote meanwhile stands), the header's version grown so that a put over an older copy
+ * Moves the arm: the entry first, then `db` on condition that it is still later (or absent), the header's version
+ * grown so that a put over an older copy
  * reads it again. A crash in between leaves an entry that the sweeper finds nothing in. Returns the header as
  * written (null: unchanged).
  */
@@ -205,15 +205,13 @@ export async function moveArm(
   task: TaskRef,
   bucket: number,
   cap: Capacity,
-  opts: { onlyUnarmed?: boolean } = {},
 ): Promise<Item | null> {
   await putBucketEntries(table, 'DUE', bucket, [task], cap);
-  const later = opts.onlyUnarmed ? '' : ` OR ${A.armed} > :b`;
   const res = await table.update(
     key,
     {
       update: `SET ${A.armed} = :b, ver = ver + :one`,
-      condition: `attribute_exists(pk) AND (attribute_not_exists(${A.armed})${later})`,
+      condition: `attribute_exists(pk) AND (attribute_not_exists(${A.armed}) OR ${A.armed} > :b)`,
       values: toItem({ ':b': toMinutes(bucket), ':one': 1 }),
     },
     cap,

@@ -49,6 +49,15 @@ export interface TaskWrites {
   changeDeferred?: boolean;
 }
 
+/** What a held header put is written with: the batch's change to the counts, its last sequence number, its tally. */
+interface HeldCount {
+  key: Key;
+  change: TaskCounts;
+  seq: string;
+  tally: Tally;
+  extra: TaskWrites['extra'];
+}
+
 export class HeaderCounts {
   private readonly table: TableClient;
   private readonly headers: KnownItems;
@@ -107,7 +116,7 @@ export class HeaderCounts {
     // with the counts.
     const held = seq === null ? undefined : this.held.take(key);
     if (held) {
-      return this.putHeld(key, held, change, seq!, tally, cap, w.extra);
+      return this.putHeld(held, { key, change, seq: seq!, tally, extra: w.extra }, cap);
     }
     // The header as this worker last wrote or read it: with one writer per task (sequence numbers), the one
     // stored. The update is then made on condition of its version, its tally joined and its completion known
@@ -118,7 +127,7 @@ export class HeaderCounts {
     let found: Item | null = copy ?? null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const joined = found ? joinTallies(tally, tallyOf(found)) : tally;
-      const res = await this.table.update(key, countUpdate(change, seq, joined, found, null, w.extra), cap);
+      const res = await this.table.update(key, countUpdate(change, seq, joined, found, w.extra), cap);
       if (res.ok) return this.keepStatus(key, res.item, cap);
       const old = res.old === undefined ? await this.table.get(key, cap) : res.old;
       // A write was applied, so the header exists: one not found is not found yet.
@@ -134,15 +143,8 @@ export class HeaderCounts {
    * of the version it replaces. Failing, it loses what was held (another writer came in between): it throws,
    * and the task's records come again.
    */
-  private async putHeld(
-    key: Key,
-    held: HeldPut,
-    change: TaskCounts,
-    seq: string,
-    tally: Tally,
-    cap: Capacity,
-    extra: TaskWrites['extra'],
-  ): Promise<Item> {
+  private async putHeld(held: HeldPut, count: HeldCount, cap: Capacity): Promise<Item> {
+    const { key, change, seq, tally, extra } = count;
     let base = held.previous;
     let built = held.item;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
@@ -181,7 +183,7 @@ export class HeaderCounts {
     const key = headerKey(appKey, id);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       // Read a page at a time (./task-recount.ts); the completion off the files as they stand, not as counted.
-      const task = await recountTask(this.table, appKey, id, through, cap);
+      const task = await recountTask(this.table, { appKey, id, through }, cap);
       if (!task) return null;
       const { header, absorbed, counts, done } = task;
       const values: Record<string, unknown> = { ':v': header.ver ?? 0, ':one': 1 };

@@ -204,7 +204,7 @@ describe('on tasks the worker wrote', () => {
             for await (const item of reader.queryAll(taskItemsQuery(appKey, id)))
               if (typeof item.ms === 'string' && item.ms > expected.absorbed) laterMarks += 1;
             for (const page of [1, 2, 7, 500]) {
-              const paged = await recountTask(reader, appKey, id, null, noCapacity(), page);
+              const paged = await recountTask(reader, { appKey, id, through: null }, noCapacity(), page);
               const { header: _read, ...got } = paged!;
               expect({ page, got }).toEqual({ page, got: expected });
             }

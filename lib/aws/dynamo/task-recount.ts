@@ -127,12 +127,11 @@ export function taskItemsQuery(appKey: string, id: string): Omit<QueryCommandInp
  */
 export async function recountTask(
   table: TableReader,
-  appKey: string,
-  id: string,
-  through: string | null,
+  task: { appKey: string; id: string; through: string | null },
   cap: Capacity,
   pageItems = RECOUNT_PAGE_ITEMS,
 ): Promise<Recount | null> {
+  const { appKey, id, through } = task;
   const headerSk = Keys.headerSk(appKey);
   const prefix = Keys.partsPrefix(appKey);
   let fold: RecountFold | null = null;

@@ -3,84 +3,79 @@
 // the version read and of no live lease), a file's mark (on condition that its winning upload is the one read),
 // and the re-arm that ends the sweep of the task. Every write grows the item's version, so that a worker's put
 // over an older copy fails and reads it again.
-import {
-  bucketOf,
-  nextDeadline,
-  type FileMarks,
-  type TaskClockView,
-  type TimeSettings,
-} from '../../domain/deadlines.ts';
-import type { TaskParts } from '../../domain/task-parts.ts';
-import { toSummary } from '../../domain/task-parts.ts';
+import type { FileMarks } from '../../domain/deadlines.ts';
+import type { DueEntry, SweepClaim, SweepRef, SweptFile, SweptTask, TaskSweepsPort } from '../../domain/sweeps.ts';
+import { refusedByDynamo } from './limits.ts';
 import type { Capacity } from '../../domain/task-store.ts';
-import type { FileRecord } from '../../domain/task.ts';
 import { filesWithAttempts } from './file-attempts.ts';
 import { headerParts } from './items.ts';
 import { toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
-import { putBucketEntries, type TaskRef } from './time-buckets.ts';
+import { moveSweepPosition, putBucketEntries, readBucketEntries, readSweepPosition } from './time-buckets.ts';
 import { TIME_ATTRS, failedFilesQuery, timeOf, toMinutes } from './time-items.ts';
 import { READABLE } from './readable.ts';
 
 const A = TIME_ATTRS;
 
-/** A failed file as a sweep reads it: its record (attempts counted), its marks, its item's key and version. */
-export interface SweptFile {
-  record: FileRecord;
-  marks: FileMarks;
+/** The store's handle of a swept file: its item's key. */
+interface SweptItem {
   key: Key;
-  ver: number | undefined;
 }
 
-const headerKeyOf = (t: TaskRef): Key => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) });
+const headerKeyOf = (t: SweepRef): Key => ({ pk: Keys.taskPk(t.id), sk: Keys.headerSk(t.appKey) });
 
-/** What the rules of lib/domain/deadlines.ts read of a task: its header's parts, status, latest callback, time. */
-export function clockViewOf(header: Item, parts: TaskParts): TaskClockView {
+/** A header as a sweep reads it. */
+function sweptTask(ref: SweepRef, header: Item): SweptTask {
+  const parts = headerParts(header);
   return {
-    header: parts.header,
-    status: toSummary(parts).status,
-    updatedAt: parts.tally.updatedAt,
+    ref,
+    parts,
     time: timeOf(header),
+    version: header.ver as number,
+    lease: (header[TIME_ATTRS.lease] as number | undefined) ?? null,
+    changeKey: String(header.seq ?? header[TIME_ATTRS.changedAt]),
   };
 }
 
-/**
- * The bucket to arm a task at: its next deadline's, not before the current one (its header and failed files as
- * read); null when nothing of it can become due, or the header has no counts.
- */
-export function nextArmBucket(
-  header: Item,
-  files: readonly Pick<SweptFile, 'record' | 'marks'>[],
-  now: number,
-  s: TimeSettings,
-): number | null {
-  const parts = headerParts(header);
-  if (!parts) return null;
-  const next = nextDeadline(
-    clockViewOf(header, parts),
-    files.map((f) => ({ file: f.record, marks: f.marks })),
-    s,
-  );
-  return next === null ? null : Math.max(bucketOf(next), bucketOf(now));
-}
-
-export class TaskSweeps {
+export class TaskSweeps implements TaskSweepsPort {
   readonly table: TableClient;
 
   constructor(table: TableClient) {
     this.table = table;
   }
 
+  position(cap: Capacity): Promise<number | null> {
+    return readSweepPosition(this.table, 'DUE', cap);
+  }
+
+  dueEntries(from: number, to: number, cap: Capacity): AsyncIterable<DueEntry> {
+    return readBucketEntries(this.table, 'DUE', from, to, cap);
+  }
+
+  async movePosition(through: number, cap: Capacity): Promise<void> {
+    await moveSweepPosition(this.table, 'DUE', through, cap);
+  }
+
+  refuses(err: unknown): boolean {
+    return refusedByDynamo(err);
+  }
+
   /** The task's header, strongly consistent (null: none). */
-  header(t: TaskRef, cap: Capacity): Promise<Item | null> {
+  header(t: SweepRef, cap: Capacity): Promise<Item | null> {
     return this.table.get(headerKeyOf(t), cap);
+  }
+
+  /** The task as its header says it, strongly consistent (null: none). */
+  async read(t: SweepRef, cap: Capacity): Promise<SweptTask | null> {
+    const header = await this.header(t, cap);
+    return header ? sweptTask(t, header) : null;
   }
 
   /**
    * The task's files whose winning upload failed: one Query of its files (the failed ones filtered), their
    * attempts counted as a file event shows them. Exported for the read side too (a task's purge countdown).
    */
-  async failedFiles(t: TaskRef, cap: Capacity): Promise<SweptFile[]> {
+  async failedFiles(t: SweepRef, cap: Capacity): Promise<SweptFile[]> {
     const items: Item[] = [];
     for await (const item of this.table.queryAll(failedFilesQuery(t.appKey, t.id, { consistent: true }), cap))
       items.push(item);
@@ -88,8 +83,7 @@ export class TaskSweeps {
     return records.map((record, i) => ({
       record,
       marks: { warnedAt: record.warnedAt ?? null, lostAt: record.lostAt ?? null },
-      key: { pk: items[i]!.pk, sk: items[i]!.sk },
-      ver: items[i]!.ver,
+      item: { key: { pk: items[i]!.pk, sk: items[i]!.sk } } satisfies SweptItem,
     }));
   }
 
@@ -99,13 +93,12 @@ export class TaskSweeps {
    * (null: the condition failed).
    */
   async claim(
-    t: TaskRef,
-    version: number,
-    set: { stalledSince: number | null; stalledFrom: number | null; settledAt: number | null },
-    lease: number,
-    now: number,
+    task: SweptTask,
+    set: SweepClaim,
+    { until: lease, now }: { until: number; now: number },
     cap: Capacity,
-  ): Promise<Item | null> {
+  ): Promise<SweptTask | null> {
+    const version = task.version;
     const sets = ['ver = ver + :one', `${A.lease} = :sl`];
     const values: Record<string, unknown> = { ':one': 1, ':sl': lease, ':v': version, ':now': now };
     if (set.stalledSince !== null) {
@@ -121,7 +114,7 @@ export class TaskSweeps {
       values[':sa'] = set.settledAt;
     }
     const res = await this.table.update(
-      headerKeyOf(t),
+      headerKeyOf(task.ref),
       {
         update: `SET ${sets.join(', ')}`,
         condition: `ver = :v AND (attribute_not_exists(${A.lease}) OR ${A.lease} < :now OR ${A.lease} = :sl)`,
@@ -129,11 +122,12 @@ export class TaskSweeps {
       },
       cap,
     );
-    return res.ok ? res.item : null;
+    return res.ok ? sweptTask(task.ref, res.item) : null;
   }
 
   /** Marks a file warned (`pw`) and/or lost (`lo`), on condition that its winning upload is still the one read. */
   async markFile(f: SweptFile, marks: Partial<FileMarks>, cap: Capacity): Promise<boolean> {
+    const { key } = f.item as SweptItem;
     const upload = f.record.upload;
     if (!upload) return false;
     const sets = ['ver = if_not_exists(ver, :zero) + :one'];
@@ -152,7 +146,7 @@ export class TaskSweeps {
       values[':lost'] = 'lost';
     }
     const res = await this.table.update(
-      f.key,
+      key,
       {
         update: `SET ${sets.join(', ')}`,
         condition: conditions.join(' AND '),
@@ -167,16 +161,12 @@ export class TaskSweeps {
   /**
    * Ends the sweep of a task: the entry of its next deadline (null: none left, the arm is removed), then one
    * update of the header with that arm and its lost files, its lease released, on condition of its version.
-   * Returns the header as written (null: it changed meanwhile; the caller reads it again).
+   * False when it changed meanwhile: the caller reads it again.
    */
-  async rearm(
-    t: TaskRef,
-    version: number,
-    next: number | null,
-    lost: number,
-    armed: number | null,
-    cap: Capacity,
-  ): Promise<Item | null> {
+  async rearm(task: SweptTask, arm: { next: number | null; lost: number }, cap: Capacity): Promise<boolean> {
+    const { ref: t, version } = task;
+    const { next, lost } = arm;
+    const armed = task.time.armed;
     if (next !== null && next !== armed) await putBucketEntries(this.table, 'DUE', next, [t], cap);
     const values: Record<string, unknown> = { ':one': 1, ':v': version, ':n': lost };
     const sets = ['ver = ver + :one', `${A.lost} = :n`];
@@ -191,6 +181,6 @@ export class TaskSweeps {
       { update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, condition: 'ver = :v', values: toItem(values) },
       cap,
     );
-    return res.ok ? res.item : null;
+    return res.ok;
   }
 }
