@@ -46,7 +46,7 @@ async function expectReadable(id: string) {
     service: header.service,
     status: header.status,
   }).toEqual({ taskId: task.id, appKey: task.appKey, service: task.service, status: task.status });
-  const iso = (ms: number | null) => (ms === null ? undefined : new Date(ms).toISOString());
+  const iso = (ms: number | null) => (ms === null ? undefined : `${new Date(ms).toISOString().slice(0, 19)}Z`);
   expect({ started: header.startedIso, ended: header.endedIso, updated: header.updatedIso }).toEqual({
     started: iso(task.startedAt),
     ended: iso(task.endedAt),

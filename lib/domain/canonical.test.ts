@@ -28,7 +28,7 @@ describe('eventKey', () => {
   };
 
   test('is 32 lowercase hex characters', () => {
-    expect(eventKey(body)).toMatch(/^[0-9a-f]{32}$/);
+    expect(eventKey(body)).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
 
   test.each([

@@ -17,7 +17,10 @@ export function canonicalJson(value: unknown): string {
   return `{${parts.join(',')}}`;
 }
 
-/** The event's identity: 128 bits of SHA-256 over the canonical JSON, as 32 hex characters. */
+/**
+ * The event's identity: 128 bits of SHA-256 over the canonical JSON, as 22 base64url characters (it is stored in
+ * every item that records the event, and in the ranks that order them: 10 bytes fewer each than hex).
+ */
 export function eventKey(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex').slice(0, 32);
+  return createHash('sha256').update(canonicalJson(body), 'utf8').digest().subarray(0, 16).toString('base64url');
 }

@@ -24,6 +24,11 @@ export function rankOf(timestamp: number, key: string): string {
   return `${String(Math.max(0, Math.trunc(timestamp))).padStart(16, '0')}|${key}`;
 }
 
+/** The timestamp a rank of `rankOf` orders by. */
+export function timestampOfRank(rank: string): number {
+  return Number(rank.slice(0, rank.indexOf('|')));
+}
+
 /** A callback whose code is not 200, as the task reports the latest one. */
 export interface ErrorFact {
   rank: string;

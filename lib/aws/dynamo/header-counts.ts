@@ -16,7 +16,7 @@ import { completedAt } from '../../domain/task-events.ts';
 import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { emptyTally, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
-import { COUNT_ATTRS, UNCOUNTED_END, headerParts, tallyOf, withReadable } from './items.ts';
+import { COUNT_ATTRS, UNCOUNTED_END, headerParts, storedError, tallyOf, withReadable } from './items.ts';
 import { READABLE } from './readable.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
@@ -154,7 +154,7 @@ export class HeaderCounts {
       for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][])
         item[attr] = (item[attr] ?? 0) + change[k];
       const joined = joinTallies(tally, tallyOf(item));
-      item.lastError = joined.lastError ?? undefined;
+      item.lastError = storedError(joined.lastError);
       item.updatedAt = joined.updatedAt ?? undefined;
       Object.assign(item, withReadable(item));
       if (await this.table.putVersioned(item, base?.ver, cap)) {

@@ -12,6 +12,8 @@ import {
   fileNameOf,
   fileState,
   rankOf,
+  timestampOfRank,
+  type ErrorFact,
   type FileRecord,
   type FileState,
   type Tally,
@@ -164,7 +166,9 @@ export type HeaderKeys = Record<string, string>;
  */
 export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: HeaderKeys, carried: Item | null): Item {
   const sortAt = sortTimeOf(h);
-  const { id: _inPk, appKey: _inSk, ...facts } = h;
+  // Kept elsewhere: the id and appKey in the key; the identity's and the end's times in their ranks; a failed start
+  // or end in its failure (the header is close to the 1 KB of a write unit).
+  const { id: _inPk, appKey: _inSk, identAt: _inIdentRank, endedAt: _inEndRank, startOrEndFailed: _, ...facts } = h;
   const item: Item = {
     ...key,
     ...countersOf(carried),
@@ -172,8 +176,10 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
       ...facts,
       startRank: h.startRank !== null && `0${h.startRank}` === h.identRank ? null : h.startRank,
       configRank: h.configRank === h.identRank ? null : h.configRank,
+      endOk: h.endOk || null,
     }),
-    lastError: tally.lastError ?? undefined,
+    failure: storedError(h.failure),
+    lastError: storedError(tally.lastError),
     updatedAt: tally.updatedAt ?? undefined,
     keys,
     [SORT_AT]: sortAt,
@@ -188,7 +194,8 @@ export function headerToItem(key: Key, h: TaskHeader, tally: Tally, keys: Header
 export function withReadable(header: Item): Item {
   const parts = headerParts(header);
   const ids = { id: header.pk.slice(Keys.taskPk('').length), appKey: appKeyOf(header) };
-  return readableHeader(header, ids, parts ? toSummary(parts).status : null);
+  const { startedAt, endedAt } = parts.header;
+  return readableHeader(header, ids, toSummary(parts).status, { startedAt, endedAt, updatedAt: parts.tally.updatedAt });
 }
 
 /**
@@ -264,7 +271,7 @@ export function headerFromItem(item: Item): TaskHeader {
     ...headerFactsOf(item),
     id: item.pk.slice(Keys.taskPk('').length),
     identRank,
-    identAt: item.identAt,
+    identAt: timestampOfRank(identRank.slice(1)),
     appKey: readScope(item.sk, Keys.headerPrefix).appKey,
     configRank: item.configRank ?? (item.config !== undefined ? identRank : null),
     startRank: item.startRank ?? (item.startedAt !== undefined ? identRank.slice(1) : null),
@@ -289,16 +296,29 @@ export function headerFactsOf(
     startedAt: item.startedAt ?? null,
     startFileName: item.startFileName ?? null,
     endRank: item.endRank ?? null,
-    endedAt: item.endedAt ?? null,
+    endedAt: item.endRank ? timestampOfRank(item.endRank) : null,
     endOk: item.endOk ?? false,
-    startOrEndFailed: item.startOrEndFailed ?? false,
-    failure: item.failure ? { ...item.failure, message: item.failure.message ?? null } : null,
+    startOrEndFailed: item.failure !== undefined,
+    failure: errorFromItem(item.failure),
   };
+}
+
+/** An error fact as an item keeps it: its time is its rank's, not kept twice (the header is close to 1 KB). */
+export function storedError(e: ErrorFact | null | undefined): Item | undefined {
+  if (!e) return undefined;
+  const { at: _inRank, ...kept } = e;
+  return kept;
+}
+
+/** An error fact as read from its item. */
+function errorFromItem(stored: Item | null | undefined): ErrorFact | null {
+  if (!stored) return null;
+  return { ...(stored as ErrorFact), message: stored.message ?? null, at: timestampOfRank(stored.rank) };
 }
 
 /** The tally of a header or file item. */
 export function tallyOf(item: Item | null): Tally {
-  return item ? { lastError: item.lastError ?? null, updatedAt: item.updatedAt ?? null } : emptyTally();
+  return item ? { lastError: errorFromItem(item.lastError), updatedAt: item.updatedAt ?? null } : emptyTally();
 }
 
 export function keysOf(item: Item | null): Record<string, string> {
@@ -321,7 +341,7 @@ export function fileToItem(
     ...key,
     ...compact({ ...facts, upload: f.upload ? compact(f.upload) : null }),
     ...fileMarksToItem(f),
-    lastError: tally.lastError ?? undefined,
+    lastError: storedError(tally.lastError),
     updatedAt: tally.updatedAt ?? undefined,
     keys,
     ...markToItem(mark),

@@ -18,19 +18,31 @@ export const READABLE = {
   fileState: 'state',
 } as const;
 
-/** Epoch milliseconds as ISO 8601 (UTC). */
-export const isoOf = (ms: number): string => new Date(ms).toISOString();
+/** Epoch milliseconds as ISO 8601 (UTC) to the second, as a person reads it (the number beside keeps the rest). */
+export const isoOf = (ms: number): string => `${new Date(ms).toISOString().slice(0, 19)}Z`;
+
+/** The times a person looks at in a header, epoch ms (null: not known yet). */
+export interface ReadableTimes {
+  startedAt: number | null;
+  endedAt: number | null;
+  updatedAt: number | null;
+}
 
 /** A header item with its plain attributes (`status`: as the read API reports the item). */
-export function readableHeader(item: Item, ids: { id: string; appKey: string }, status: TaskStatus | null): Item {
-  const out: Item = { ...item, [READABLE.taskId]: ids.id, [READABLE.appKey]: ids.appKey };
-  if (status !== null) out[READABLE.status] = status;
+export function readableHeader(
+  item: Item,
+  ids: { id: string; appKey: string },
+  status: TaskStatus,
+  times: ReadableTimes,
+): Item {
+  const out: Item = { ...item, [READABLE.taskId]: ids.id, [READABLE.appKey]: ids.appKey, [READABLE.status]: status };
   for (const [ms, iso] of [
     ['startedAt', READABLE.startedAtIso],
     ['endedAt', READABLE.endedAtIso],
     ['updatedAt', READABLE.updatedAtIso],
   ] as const) {
-    if (typeof item[ms] === 'number') out[iso] = isoOf(item[ms]);
+    const at = times[ms];
+    if (at !== null) out[iso] = isoOf(at);
     else delete out[iso];
   }
   return out;
