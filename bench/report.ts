@@ -8,7 +8,7 @@ import type { ColdStartResult } from './cold-start.ts';
 import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost.ts';
 import type { EndToEndResult } from './end-to-end.ts';
 import type { IngestResult } from './ingest.ts';
-import type { Summary } from './stats.ts';
+import { summarize, type Summary } from './stats.ts';
 import { batchSection, comparisonSection, kindTable, storeSections } from './report-store.ts';
 import type { WorkerResult } from './worker.ts';
 
@@ -301,6 +301,19 @@ const ratio1 = (x: number) => `${num(x)}×`;
 const kib = (s: Summary): Summary => ({ ...s, median: s.median / 1024, min: s.min / 1024, max: s.max / 1024 });
 const mib = (s: Summary): Summary => kib(kib(s));
 
+/** The worker against bare PutItem with a round trip added to every request (./round-trips.ts). */
+function roundTripsParagraph(t: NonNullable<WorkerResult['roundTrips']>, concurrency: number): string {
+  const r = summarize(t.ratios);
+  return (
+    `**Over a network.** The same kind of mix as the ingest enqueues signed callbacks (each delivery claimed, so ` +
+    `the worker writes none), ${t.rounds} rounds of ${t.callbacksPerRound} callbacks a side, with every request of ` +
+    `both sides (DynamoDB, and SNS for the task events) sent ${t.roundTripMs} ms later, as a round trip from a ` +
+    `Lambda function takes: the worker applies ${range(summarize(t.workerPerSecond))} callbacks a second, a bare ` +
+    `\`PutItem\` loop at the same concurrency (${concurrency}) ${range(summarize(t.barePerSecond))}: ` +
+    `${ratio(r)}. The worker sends ${num(t.requestsPerCallback)} requests per callback there.`
+  );
+}
+
 /** Where the worker's time goes: its DynamoDB requests alone against all of it (./worker.ts replayRequests). */
 function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, concurrency: number): string {
   const share = a.msPerCallback / a.workerMsPerCallback;
@@ -405,6 +418,7 @@ function workerSection(
       `${num(r.publishedPerCallback ?? 0)} task events published to SNS per callback.`,
     '',
     ...(r.requestsAlone ? [requestsAloneParagraph(r.requestsAlone, r.concurrency), ''] : []),
+    ...(r.roundTrips ? [roundTripsParagraph(r.roundTrips, r.concurrency), ''] : []),
     `**Capacity units per callback.** Another ${c.callbacks} callbacks of the same kind of mix applied one at a ` +
       `time through ` +
       '`store.applyCallback`, summing the units DynamoDB reports (dynalite computes them as DynamoDB does: a write ' +

@@ -47,6 +47,7 @@ import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
 import { fifoBatches, fifoRecords, measureBatchCapacity, type BatchCapacityResult } from './fifo-batches.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
 import { inParallel } from '../lib/in-parallel.ts';
+import { benchRoundTrips, type RoundTripsResult } from './round-trips.ts';
 
 export interface WorkerSizes {
   rounds: number;
@@ -54,11 +55,13 @@ export interface WorkerSizes {
   batchesPerRound: number;
   /** Callbacks applied one by one for the capacity figures. */
   capacityCallbacks: number;
+  /** Rounds of the measure with a round trip added to every request (./round-trips.ts). */
+  roundTripRounds: number;
 }
 
 export const workerSizes = {
-  full: { rounds: 12, batchesPerRound: 8, capacityCallbacks: 2000 },
-  quick: { rounds: 2, batchesPerRound: 2, capacityCallbacks: 150 },
+  full: { rounds: 12, batchesPerRound: 8, capacityCallbacks: 2000, roundTripRounds: 6 },
+  quick: { rounds: 2, batchesPerRound: 2, capacityCallbacks: 150, roundTripRounds: 1 },
 } satisfies Record<string, WorkerSizes>;
 
 /** Batch sizes of the low-traffic figures (a callback or a few at a time, not a backlog). */
@@ -118,6 +121,8 @@ export interface WorkerResult {
   requestsPerCallback: Record<string, number>;
   /** Where the worker's time goes: its DynamoDB requests sent again alone (`replayRequests`), means per callback. */
   requestsAlone?: RequestsAlone;
+  /** The worker against bare PutItem when every request waits a round trip more (./round-trips.ts). */
+  roundTrips?: RoundTripsResult;
   /** Units the worker logged (wcu/rcu per callback) in the throughput run, conflicts and retries included. */
   loggedWcuPerCallback: number;
   loggedRcuPerCallback: number;
@@ -608,6 +613,24 @@ export async function benchWorker(
     };
     capture.sent.length = 0;
     progress(`worker: its ${requestsAlone.requests} DynamoDB requests sent again alone`);
+    // Over a network: fresh clients of the same kind, each request 5 ms later (./round-trips.ts).
+    const slowDynamo = workerDynamoClient(clients);
+    const slowSns = new SNSClient(clientConfigOf('sns', clients));
+    const roundTrips = await benchRoundTrips({
+      dynamo: slowDynamo,
+      sns: slowSns,
+      tableName: dynamo.tableName,
+      topicArn: topic.topicArn,
+      rounds: sizes.roundTripRounds,
+      batchesPerRound: sizes.batchesPerRound,
+      batchSize,
+      concurrency: RECORD_CONCURRENCY,
+      log: plainLog,
+    }).finally(() => {
+      slowDynamo.destroy();
+      slowSns.destroy();
+    });
+    progress(`worker: ${roundTrips.rounds} rounds with ${roundTrips.roundTripMs} ms more on every request`);
 
     const logBytesPerCallback = totals.bytes / applied;
     const capacity = await measureCapacity(dynamo.client, sizes.capacityCallbacks, MIX_FAULTS, 'bench-capacity');
@@ -655,6 +678,7 @@ export async function benchWorker(
       barePutBatchMs: summarize(bareBatchMs),
       requestsPerCallback,
       requestsAlone,
+      roundTrips,
       loggedWcuPerCallback: totals.wcu / applied,
       loggedRcuPerCallback: totals.rcu / applied,
       publishedPerCallback: (events.published() - publishedBefore) / applied,

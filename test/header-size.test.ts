@@ -75,7 +75,7 @@ function clipped(text: string): string {
 
 const READABLE_NAMES = new Set<string>(Object.values(READABLE));
 
-test('a failed end and a failed upload as the platform words them: under 1 KB, what a person reads included', async () => {
+test('a failed end and a failed upload worded as the platform words them: one write unit, readable too', async () => {
   const start = fixture('recording-1-start-mix.json');
   const longest = (outcomes: readonly { message: string }[]) =>
     outcomes.map((o) => o.message).reduce((a, b) => (b.length > a.length ? b : a));
