@@ -1,39 +1,11 @@
 // The parts of the worker's report that describe the task store: the stress case, the size of the items
-// it leaves, what it costs beyond the request units (logs, the raw archive), and its figures beside those
-// of the layout it replaced (bench/results-token-layout.json, the last full run of that layout).
-import { existsSync, readFileSync } from 'node:fs';
-import { STORAGE_PRICES, type CostInputs, type Prices } from './cost.ts';
+// it leaves, and what it costs beyond the request units (logs, the raw archive).
+import { STORAGE_PRICES } from './cost.ts';
 import type { CapacityResult, WorkerResult } from './worker.ts';
 
 type Cells = string[];
 type Table = (header: string[], rows: Cells[]) => string;
 type Fmt = (n: number, digits?: number) => string;
-
-export interface PreviousLayout {
-  date: string;
-  writeUnits: number;
-  readUnits: number;
-  throughputRatio: number;
-  costUsd: number | null;
-  /** What its cost was computed from, and at what prices (its queue was a standard one). */
-  cost: { inputs: CostInputs; prices: Prices } | null;
-}
-
-/** The figures of the layout this one replaced, when its results are in the repository. */
-export function previousLayout(path = new URL('./results-token-layout.json', import.meta.url)): PreviousLayout | null {
-  if (!existsSync(path)) return null;
-  const r = JSON.parse(readFileSync(path, 'utf8'));
-  const mix = r.worker?.capacity?.mix;
-  if (!mix) return null;
-  return {
-    date: r.date,
-    writeUnits: mix.tableWcu + mix.indexWcu,
-    readUnits: mix.rcu,
-    throughputRatio: r.worker.ratio.median,
-    costUsd: r.cost?.breakdown?.totalUsd ?? null,
-    cost: r.cost?.inputs && r.cost?.prices ? { inputs: r.cost.inputs, prices: r.cost.prices } : null,
-  };
-}
 
 /** The per-kind table of a capacity run. */
 export function kindTable(c: CapacityResult, table: Table, num: Fmt, x: (n: number) => string): string {
@@ -128,96 +100,6 @@ export function storeSections(r: WorkerResult, table: Table, num: Fmt): string[]
       'Neither is in the total of part 6.',
   ];
   return parts;
-}
-
-/** This run's figures beside those of the layout it replaced. */
-export function comparisonSection(
-  r: WorkerResult,
-  cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
-  table: Table,
-  num: Fmt,
-  x: (n: number) => string,
-): string[] {
-  const before = previousLayout();
-  if (!before) return [];
-  const mix = r.capacity.mix;
-  // A figure of this run beside the token layout's, each written as `fmt` writes it, and their ratio.
-  const compared = (label: string, now: number, then: number, fmt: (n: number) => string = (n) => num(n)): Cells => [
-    label,
-    fmt(now),
-    fmt(then),
-    x(now / then),
-  ];
-  const full = r.batchCapacity;
-  const stress = r.stressCapacity.mix;
-  const rows: Cells[] = [
-    ...(full
-      ? [
-          compared(
-            'write units per callback, index writes included, at full FIFO batches',
-            full.tableWcu + full.indexWcu,
-            before.writeUnits,
-          ),
-          compared('read units per callback at full FIFO batches (task events included)', full.rcu, before.readUnits),
-        ]
-      : []),
-    compared(
-      'write units per callback, index writes included, a batch of one (low traffic)',
-      mix.tableWcu + mix.indexWcu,
-      before.writeUnits,
-    ),
-    compared('read units per callback (write path), a batch of one', mix.rcu, before.readUnits),
-    compared(
-      'write units per callback on the stress mix (the mix the token layout was measured on)',
-      stress.tableWcu + stress.indexWcu,
-      before.writeUnits,
-    ),
-    // The token layout published no task events: the figures to compare are those without.
-    ...(r.withoutEvents
-      ? [
-          compared(
-            'worker throughput over bare PutItem, without task events (as the token layout ran)',
-            r.withoutEvents.ratio.median,
-            before.throughputRatio,
-            x,
-          ),
-        ]
-      : []),
-    compared('worker throughput over bare PutItem, with task events', r.ratio.median, before.throughputRatio, x),
-  ];
-  const usd = (n: number) => `$${num(n, 3)}`;
-  if (cost && before.costUsd !== null) {
-    if (cost.withoutEvents !== null)
-      rows.push(
-        compared('cost per million callbacks without task events (part 6)', cost.withoutEvents, before.costUsd, usd),
-      );
-    rows.push(
-      compared(
-        'cost per million callbacks with task events (part 6, full FIFO batches)',
-        cost.withEvents,
-        before.costUsd,
-        usd,
-      ),
-    );
-    if (cost.lowTraffic !== null)
-      rows.push(
-        compared(
-          'cost per million callbacks with task events, a batch of one (low traffic)',
-          cost.lowTraffic,
-          before.costUsd,
-          usd,
-        ),
-      );
-  }
-  return [
-    `**Beside the layout this one replaced** (its last full run, ${before.date}, ` +
-      `\`bench/results-token-layout.json\`: ` +
-      'a header written by every callback, a ledger entry per callback, tokens in flight; its mix reordered within ' +
-      '12 minutes ' +
-      'of platform time, the stress case above):',
-    '',
-    table(['figure', 'this run', 'token layout', 'change'], rows),
-  ];
 }
 
 /** Part 3 at full FIFO batches, beside the batch-of-one measure (the low-traffic case). */

@@ -9,7 +9,7 @@ import type { PRICES, CostBreakdown, CostInputs, DeployedSettings } from './cost
 import type { EndToEndResult } from './end-to-end.ts';
 import type { IngestResult } from './ingest.ts';
 import { summarize, type Summary } from './stats.ts';
-import { batchSection, comparisonSection, kindTable, storeSections } from './report-store.ts';
+import { batchSection, kindTable, storeSections } from './report-store.ts';
 import type { WorkerResult } from './worker.ts';
 
 export interface Machine {
@@ -51,10 +51,10 @@ export interface CostResult {
   /** The total at a batch of one (the low-traffic case: part 3's one-at-a-time units). */
   lowTraffic?: { inputs: CostInputs; totalUsd: number };
   /**
-   * Low traffic, 1 to 3 callbacks a batch: the total of this design and of the layout it replaced at the same
+   * Low traffic, 1 to 3 callbacks a batch: the total of this design at the same
    * traffic (its units, its time per record and its prices, at that batch size).
    */
-  lowTrafficBatches?: { batchSize: number; inputs: CostInputs; totalUsd: number; replacedUsd: number | null }[];
+  lowTrafficBatches?: { batchSize: number; inputs: CostInputs; totalUsd: number }[];
   /** The total with the units seen when records of a batch are applied concurrently (part 3's throughput run). */
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
@@ -334,23 +334,19 @@ function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, c
   );
 }
 
-/** The totals at 1 to 3 callbacks a batch, beside the layout this one replaced at the same traffic. */
+/** The totals at 1 to 3 callbacks a batch. */
 function lowTrafficTable(rows: NonNullable<CostResult['lowTrafficBatches']>): string {
   return [
     'From one to three callbacks a batch (the mix of part 3 through `processBatch` in FIFO batches of at most 1, ' +
-      "2 and 3, metered as at full batches; the worker's time per record as at full batches), beside the layout " +
-      'this one replaced at the same batch size (its units, time per record and prices, a standard queue, from ' +
-      '`bench/results-token-layout.json`): the price of reads bounded by the task header, stated.',
+      "2 and 3, metered as at full batches; the worker's time per record as at full batches):",
     '',
     table(
-      ['callbacks a batch', 'write units', 'read units', 'total', 'the replaced layout', 'ratio'],
+      ['callbacks a batch', 'write units', 'read units', 'total'],
       rows.map((row) => [
         String(row.batchSize),
         num(row.inputs.writeUnitsPerCallback),
         num(row.inputs.readUnitsPerCallback),
         `**${usd(row.totalUsd)}**`,
-        row.replacedUsd === null ? '—' : usd(row.replacedUsd),
-        row.replacedUsd === null ? '—' : x(row.totalUsd / row.replacedUsd),
       ]),
     ),
   ].join('\n');
@@ -358,7 +354,7 @@ function lowTrafficTable(rows: NonNullable<CostResult['lowTrafficBatches']>): st
 
 function workerSection(
   r: WorkerResult,
-  cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
+  _cost: { withEvents: number; withoutEvents: number | null; lowTraffic: number | null } | null,
 ): string {
   const c = r.capacity;
   const requests = Object.entries(r.requestsPerCallback)
@@ -458,7 +454,6 @@ function workerSection(
     '',
     ...storeSections(r, table, num),
     '',
-    ...comparisonSection(r, cost, table, num, x),
   ].join('\n');
 }
 

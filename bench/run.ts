@@ -11,7 +11,6 @@ import { parseArgs } from 'node:util';
 import { apiSizes, benchApi } from './api.ts';
 import { benchColdStart, coldStartSizes } from './cold-start.ts';
 import { PRICES, costPerMillion, loadDeployedSettings, type CostInputs } from './cost.ts';
-import { previousLayout } from './report-store.ts';
 import { benchIngest, ingestSizes } from './ingest.ts';
 import {
   PART_NAMES,
@@ -185,11 +184,9 @@ function runCost(results: BenchResults): CostResult | string {
 
 /**
  * Low traffic, batches of 1, 2 or 3 callbacks: this design's total (the units of part 3's runs in batches of at most
- * that many; the worker's time per record as at full batches) beside the total of the layout it replaced at the
- * same batch size (its units, time per record and prices, from its last run).
+ * that many; the worker's time per record as at full batches).
  */
 function lowTrafficBatches(results: BenchResults, one: CostInputs): NonNullable<CostResult['lowTrafficBatches']> {
-  const replaced = previousLayout()?.cost ?? null;
   return (results.worker?.smallBatchCapacity ?? []).map((measured) => {
     const inputs: CostInputs = {
       ...one,
@@ -199,18 +196,7 @@ function lowTrafficBatches(results: BenchResults, one: CostInputs): NonNullable<
       readUnitsPerCallback: measured.rcu,
       publishesPerCallback: measured.publishes,
     };
-    const replacedUsd =
-      replaced === null
-        ? null
-        : costPerMillion(
-            {
-              ...replaced.inputs,
-              batchSize: measured.batchSize,
-              workerMsPerBatch: (replaced.inputs.workerMsPerBatch / replaced.inputs.batchSize) * measured.batchSize,
-            },
-            replaced.prices,
-          ).totalUsd;
-    return { batchSize: measured.batchSize, inputs, totalUsd: costPerMillion(inputs).totalUsd, replacedUsd };
+    return { batchSize: measured.batchSize, inputs, totalUsd: costPerMillion(inputs).totalUsd };
   });
 }
 
