@@ -1,3 +1,5 @@
+// A start or an end recorded in its task's header item (./apply-callback.ts gives the write path); a
+// recording end first has what can refuse it settled, then joins its file's size, then is recorded.
 import {
   applyIdentity,
   applyToFile,
