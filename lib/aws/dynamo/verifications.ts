@@ -79,6 +79,13 @@ const N = (value: number): AttributeValue => ({ N: String(value) });
 const chargeAttr = (fileName: string) =>
   `j${createHash('sha256').update(fileName, 'utf8').digest('base64url').slice(0, 16)}`;
 
+/** The file a check is of: its task's appKey and id, and its name. */
+export interface CheckedFile {
+  appKey: string;
+  id: string;
+  fileName: string;
+}
+
 /** The verifier's writes: a file's check, and its charge to the task's counts. */
 export class VerificationWrites {
   private readonly table: TableReader;
@@ -92,26 +99,24 @@ export class VerificationWrites {
    * it finds the file missing). `uploadRank` is the rank of the winning upload that was checked.
    */
   async record(
-    appKey: string,
-    id: string,
-    fileName: string,
+    file: CheckedFile,
     verification: FileVerification & { state: CheckedState },
     uploadRank: string | null,
     cap: Capacity = noCapacity(),
   ): Promise<StoredCheck> {
-    const key = verificationKey(appKey, id, fileName);
+    const key = verificationKey(file.appKey, file.id, file.fileName);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       let found = await this.table.get(key, cap);
       if (found?.pc !== undefined) {
-        await this.settle(appKey, id, fileName, found, cap);
+        await this.settle(file, found, cap);
         found = await this.table.get(key, cap);
       }
       const written = await this.write(key, found, verification, uploadRank, cap);
       if (!written) continue;
-      if (written.pc !== undefined) await this.settle(appKey, id, fileName, written, cap);
+      if (written.pc !== undefined) await this.settle(file, written, cap);
       return checkFromItem(written);
     }
-    throw new Error(`the check of ${fileName} kept meeting other checks of it; it comes again`);
+    throw new Error(`the check of ${file.fileName} kept meeting other checks of it; it comes again`);
   }
 
   /** The file's item with this check, on condition of the charge number read: null when another came first. */
@@ -179,7 +184,7 @@ export class VerificationWrites {
   }
 
   /** Adds a claimed charge to the counts (once, whoever settles it), then clears the claim and its mark. */
-  private async settle(appKey: string, id: string, fileName: string, claimed: Item, cap: Capacity): Promise<void> {
+  private async settle({ appKey, id, fileName }: CheckedFile, claimed: Item, cap: Capacity): Promise<void> {
     const charge = N(claimed.pc);
     const mark = chargeAttr(fileName);
     const to: CheckedState = claimed.cs;
