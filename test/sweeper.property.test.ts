@@ -140,8 +140,8 @@ function expectedAt(l: Lifecycle, model: StallModel, lastChange: number, at: num
   const stalledSince = model.stall?.since ?? null;
   const changed = Math.ceil(lastChange / MIN) * MIN;
   const settledAt = task.status === 'completed' && changed + S.settleAfterMs <= at ? changed + S.settleAfterMs : null;
-  const id = (type: Parameters<typeof taskEventId>[3], fileName: string | null, instance?: string) =>
-    taskEventId(task.appKey, task.service, task.id, type, fileName, instance);
+  const id = (type: Parameters<typeof taskEventId>[1], fileName: string | null, instance?: string) =>
+    taskEventId(task, type, fileName, instance);
   const events: string[] = [];
   if (stalledSince !== null) events.push(id('task.stalled', null, String(stalledSince)));
   const files = task.files.map((f) => {
@@ -271,7 +271,7 @@ test('stored facts of time equal a brute force of the callbacks and the clock, w
             expect(settled.map((e) => e.settledAt)).toContain(expected.task.settledAt);
           // Every stall a sweep published, and no other; every resume once, each naming a stall.
           const stallId = (type: 'task.stalled' | 'task.resumed', since: number) =>
-            taskEventId(expected.task.appKey, l.service, l.id, type, null, String(since));
+            taskEventId({ appKey: expected.task.appKey, service: l.service, id: l.id }, type, null, String(since));
           const stalls = new Set(publishedIds(l.id, 'task.stalled'));
           for (const [since, out] of model.stalls) if (out) expect(stalls).toContain(stallId('task.stalled', since));
           const known = [...model.stalls.keys()].map((since) => stallId('task.stalled', since));

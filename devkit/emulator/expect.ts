@@ -130,7 +130,7 @@ export function withMissingEvents(events: ExpectedEvents, checks: readonly Expec
   const missing: TaskEventRef[] = checks
     .filter((c) => isMissingState(c.state))
     .map((c) => ({
-      id: taskEventId(c.appKey, c.service, c.taskId, 'file.missing', c.fileName),
+      id: taskEventId({ appKey: c.appKey, service: c.service, id: c.taskId }, 'file.missing', c.fileName),
       type: 'file.missing',
       service: c.service,
       taskId: c.taskId,

@@ -10,7 +10,7 @@
 import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { eventView } from '../domain/event-view.ts';
-import { AmbiguousTaskError, InvalidCursorError, type TaskReader } from '../domain/task-store.ts';
+import { AmbiguousTaskError, InvalidCursorError, type PageRequest, type TaskReader } from '../domain/task-store.ts';
 import { errorResponse, jsonResponse, type ErrorCode, type JsonResponse } from '../http-responses.ts';
 import type { Logger } from '../log.ts';
 import {
@@ -139,67 +139,113 @@ export async function handleApiRequest(event: APIGatewayProxyEventV2, deps: ApiD
   return response;
 }
 
-async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log: RequestLog): Promise<JsonResponse> {
-  const fail = (code: ErrorCode, message: string, parameter?: string): JsonResponse => {
-    log.code = code;
-    if (parameter !== undefined) log.parameter = clip(parameter, 64);
-    return errorResponse(code, message, noStore);
-  };
-  const refused = (parsed: Extract<Parsed<unknown>, { ok: false }>) =>
-    fail('invalid_query', parsed.message, parsed.parameter);
+/** The log line of an error answer: its code, and the query parameter at fault when one is. */
+function fail(log: RequestLog, code: ErrorCode, message: string, parameter?: string): JsonResponse {
+  log.code = code;
+  if (parameter !== undefined) log.parameter = clip(parameter, 64);
+  return errorResponse(code, message, noStore);
+}
 
+const refused = (log: RequestLog, parsed: Extract<Parsed<unknown>, { ok: false }>) =>
+  fail(log, 'invalid_query', parsed.message, parsed.parameter);
+
+async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log: RequestLog): Promise<JsonResponse> {
   const route = event?.routeKey as ApiRouteKey;
   if (!API_ROUTE_KEYS.includes(route))
-    return fail('not_found', 'No such endpoint: the read API serves GET /tasks, /tasks/{id} and /tasks/{id}/events.');
+    return fail(
+      log,
+      'not_found',
+      'No such endpoint: the read API serves GET /tasks, /tasks/{id} and /tasks/{id}/events.',
+    );
 
   try {
-    if (route === ApiRoutes.tasks) {
-      const parsed = parseListParams(event, deps.now());
-      if (!parsed.ok) return refused(parsed);
-      const { query, limit, cursor } = parsed.value;
-      const page = await deps.store.listTasksPage(query, { limit, cursor, maxBytes: PAGE_MAX_BYTES });
-      log.items = page.items.length;
-      log.more = page.next !== null;
-      const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(query.appKey) } : {};
-      return jsonResponse({ tasks: page.items, nextCursor: page.next, ...incidents }, noStore);
-    }
-
-    const id = event.pathParameters?.id ?? '';
-    log.id = clip(id);
-    const parsed = parseTaskParams(event, route);
-    if (!parsed.ok) return refused(parsed);
-    const { appKey, limit, cursor } = parsed.value;
-    const which = appKey === undefined ? `task ${id}` : `task ${id} of appKey ${appKey}`;
-    // No stored task can have an id this long (its key would be over DynamoDB's limit).
-    const storable = id !== '' && Buffer.byteLength(id, 'utf8') <= MAX_IDENTIFIER_BYTES;
-    const page = { limit, cursor, maxBytes: PAGE_MAX_BYTES };
-
-    if (route === ApiRoutes.task) {
-      const found = storable ? await deps.store.getTaskPage({ id, appKey }, page) : null;
-      if (!found) return fail('not_found', `There is no ${clip(which)}.`);
-      log.items = found.task.files.length;
-      log.more = found.nextFilesCursor !== null;
-      const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(found.task.appKey) } : {};
-      return jsonResponse({ task: found.task, nextFilesCursor: found.nextFilesCursor, ...incidents }, noStore);
-    }
-
-    const found = storable ? await deps.store.listEventsPage({ id, appKey }, page) : null;
-    if (!found) return fail('not_found', `There is no ${clip(which)}.`);
-    log.items = found.items.length;
-    log.more = found.next !== null;
-    return jsonResponse({ events: found.items.map(eventView), nextCursor: found.next }, noStore);
+    if (route === ApiRoutes.tasks) return await answerListing(event, deps, log);
+    return await answerOfTask(event, route, deps, log);
   } catch (error) {
-    if (error instanceof InvalidCursorError) {
-      const name = cursorParameter(route);
-      return fail('invalid_query', `Query parameter "${name}" is not valid here: ${error.message}.`, name);
-    }
-    if (error instanceof AmbiguousTaskError) {
-      return fail(
-        'ambiguous_id',
-        `Task id ${clip(error.id)} is used by several appKeys (${error.appKeys.map((k) => clip(k, 64)).join(', ')}); ` +
-          'name one with the appKey query parameter.',
-      );
-    }
-    throw error;
+    return failedRead(error, route, log);
   }
+}
+
+/** `GET /tasks`: one page of the listing, with the storage incidents open of its appKey (or all). */
+async function answerListing(
+  event: APIGatewayProxyEventV2,
+  deps: ApiDependencies,
+  log: RequestLog,
+): Promise<JsonResponse> {
+  const parsed = parseListParams(event, deps.now());
+  if (!parsed.ok) return refused(log, parsed);
+  const { query, limit, cursor } = parsed.value;
+  const page = await deps.store.listTasksPage(query, { limit, cursor, maxBytes: PAGE_MAX_BYTES });
+  log.items = page.items.length;
+  log.more = page.next !== null;
+  const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(query.appKey) } : {};
+  return jsonResponse({ tasks: page.items, nextCursor: page.next, ...incidents }, noStore);
+}
+
+/** The task a request names: its id, the appKey given if one is, and the page of its files or events asked. */
+interface TaskAsked {
+  id: string;
+  appKey: string | undefined;
+  page: PageRequest;
+}
+
+/** `GET /tasks/{id}` and `GET /tasks/{id}/events`: the task's id and query read, then the route's answer. */
+async function answerOfTask(
+  event: APIGatewayProxyEventV2,
+  route: ApiRouteKey,
+  deps: ApiDependencies,
+  log: RequestLog,
+): Promise<JsonResponse> {
+  const id = event.pathParameters?.id ?? '';
+  log.id = clip(id);
+  const parsed = parseTaskParams(event, route);
+  if (!parsed.ok) return refused(log, parsed);
+  const { appKey, limit, cursor } = parsed.value;
+  const asked: TaskAsked = { id, appKey, page: { limit, cursor, maxBytes: PAGE_MAX_BYTES } };
+  // No stored task can have an id this long (its key would be over DynamoDB's limit).
+  const storable = id !== '' && Buffer.byteLength(id, 'utf8') <= MAX_IDENTIFIER_BYTES;
+  if (!storable) return noSuchTask(asked, log);
+  if (route === ApiRoutes.task) return answerTask(asked, deps, log);
+  return answerEvents(asked, deps, log);
+}
+
+function noSuchTask({ id, appKey }: TaskAsked, log: RequestLog): JsonResponse {
+  const which = appKey === undefined ? `task ${id}` : `task ${id} of appKey ${appKey}`;
+  return fail(log, 'not_found', `There is no ${clip(which)}.`);
+}
+
+/** `GET /tasks/{id}`: the task with one page of its files, and the storage incidents open of its appKey. */
+async function answerTask(asked: TaskAsked, deps: ApiDependencies, log: RequestLog): Promise<JsonResponse> {
+  const found = await deps.store.getTaskPage({ id: asked.id, appKey: asked.appKey }, asked.page);
+  if (!found) return noSuchTask(asked, log);
+  log.items = found.task.files.length;
+  log.more = found.nextFilesCursor !== null;
+  const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(found.task.appKey) } : {};
+  return jsonResponse({ task: found.task, nextFilesCursor: found.nextFilesCursor, ...incidents }, noStore);
+}
+
+/** `GET /tasks/{id}/events`: one page of the task's stored callbacks. */
+async function answerEvents(asked: TaskAsked, deps: ApiDependencies, log: RequestLog): Promise<JsonResponse> {
+  const found = await deps.store.listEventsPage({ id: asked.id, appKey: asked.appKey }, asked.page);
+  if (!found) return noSuchTask(asked, log);
+  log.items = found.items.length;
+  log.more = found.next !== null;
+  return jsonResponse({ events: found.items.map(eventView), nextCursor: found.next }, noStore);
+}
+
+/** A read the caller's query made impossible (a cursor of another query, an id several appKeys use); else thrown. */
+function failedRead(error: unknown, route: ApiRouteKey, log: RequestLog): JsonResponse {
+  if (error instanceof InvalidCursorError) {
+    const name = cursorParameter(route);
+    return fail(log, 'invalid_query', `Query parameter "${name}" is not valid here: ${error.message}.`, name);
+  }
+  if (error instanceof AmbiguousTaskError) {
+    return fail(
+      log,
+      'ambiguous_id',
+      `Task id ${clip(error.id)} is used by several appKeys (${error.appKeys.map((k) => clip(k, 64)).join(', ')}); ` +
+        'name one with the appKey query parameter.',
+    );
+  }
+  throw error;
 }

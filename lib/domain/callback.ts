@@ -116,28 +116,9 @@ function normalise(
     cb.file = { fileName: b.output.fileName, size: b.output.fileSize ?? null };
   }
   if (type === 4) {
-    const out = b.output;
-    if (recording) {
-      cb.upload = {
-        fileName: out.fileName,
-        ok: b.code === 200,
-        code: b.code,
-        message: b.errorMessage,
-        url: out.fileUrl,
-      };
-    } else {
-      // Screenshot uploads: fileState "10000" is success; otherwise the code is the fileState as a
-      // number (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
-      const state: string | null = out.fileState;
-      const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
-      const stateCode = state !== null && integerString.test(state) ? Number(state) : b.code;
-      cb.upload = {
-        fileName: out.fileName,
-        ok,
-        code: ok ? 200 : stateCode,
-        message: out.fileMsg ?? b.errorMessage,
-        url: out.fileUrl,
-      };
+    if (recording) cb.upload = recordingUpload(b);
+    else {
+      cb.upload = screenshotUpload(b);
       // The fileState decides, also for the callback's own code: lastError then agrees with the file's
       // outcome even when a body's code contradicts its fileState.
       cb.code = cb.upload.code;
@@ -145,4 +126,34 @@ function normalise(
     }
   }
   return cb;
+}
+
+/** A recording upload's outcome: its code says. */
+function recordingUpload(b: Record<string, any>): UploadOutcome {
+  const out = b.output;
+  return {
+    fileName: out.fileName,
+    ok: b.code === 200,
+    code: b.code,
+    message: b.errorMessage,
+    url: out.fileUrl,
+  };
+}
+
+/**
+ * A screenshot upload's outcome: fileState "10000" is success; otherwise the code is the fileState as a number
+ * (docs/platform-callbacks.md §7). Without a fileState, the callback's own code decides.
+ */
+function screenshotUpload(b: Record<string, any>): UploadOutcome {
+  const out = b.output;
+  const state: string | null = out.fileState;
+  const ok = state !== null ? state.trim() === FILE_STATE_OK : b.code === 200;
+  const stateCode = state !== null && integerString.test(state) ? Number(state) : b.code;
+  return {
+    fileName: out.fileName,
+    ok,
+    code: ok ? 200 : stateCode,
+    message: out.fileMsg ?? b.errorMessage,
+    url: out.fileUrl,
+  };
 }

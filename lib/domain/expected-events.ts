@@ -20,7 +20,7 @@ export function expectedTaskEvents(callbacks: readonly Callback[]): ExpectedEven
   const final = reduceTask(distinct);
   if (!final) return { tasks: [], must: [], may: [] };
   const ref = (type: TaskEventType, fileName: string | null = null): TaskEventRef => ({
-    id: taskEventId(final.appKey, final.service, final.id, type, fileName),
+    id: taskEventId(final, type, fileName),
     type,
     service: final.service,
     taskId: final.id,

@@ -33,8 +33,7 @@ import { anyLifecycle, callbacksOf, mustParse, withDuplicatesShuffled } from '..
 function trueOn(callbacks: readonly Callback[]): Set<string> {
   const task = reduceTask(callbacks)!;
   const ids = new Set<string>();
-  const add = (type: TaskEventType, fileName: string | null = null) =>
-    ids.add(taskEventId(task.appKey, task.service, task.id, type, fileName));
+  const add = (type: TaskEventType, fileName: string | null = null) => ids.add(taskEventId(task, type, fileName));
   if (callbacks.some((c) => c.type === 1 && c.code === 200)) add('task.started');
   if (callbacks.some((c) => c.type === 1 && c.code !== 200)) add('task.start_failed');
   if (callbacks.some((c) => c.type === 3)) add('task.ended');
@@ -210,7 +209,7 @@ test('in platform order, each transition is published once, with the task and th
   const failed = published.find((e) => e.type === 'file.upload_failed')!;
   expect(failed).toEqual({
     version: 1,
-    id: taskEventId('app-1', 'recording', 'rec-1', 'file.upload_failed', 'f.mp4'),
+    id: taskEventId({ appKey: 'app-1', service: 'recording', id: 'rec-1' }, 'file.upload_failed', 'f.mp4'),
     type: 'file.upload_failed',
     occurredAt: T0 + 61_000,
     sequence: 0,
@@ -375,18 +374,18 @@ test('any order: once every callback is in, delivering them all again republishe
 });
 
 test('ids: one per type, task and file; appKey and service are part of it', () => {
-  const all = TASK_EVENT_TYPES.map((t) => taskEventId('a', 'recording', 'x', t, null));
+  const all = TASK_EVENT_TYPES.map((t) => taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, t, null));
   expect(new Set(all).size).toBe(TASK_EVENT_TYPES.length);
-  expect(taskEventId('a', 'recording', 'x', 'file.uploaded', 'f1')).not.toBe(
-    taskEventId('a', 'recording', 'x', 'file.uploaded', 'f2'),
+  expect(taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, 'file.uploaded', 'f1')).not.toBe(
+    taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, 'file.uploaded', 'f2'),
   );
-  expect(taskEventId('a', 'recording', 'x', 'task.started', null)).not.toBe(
-    taskEventId('b', 'recording', 'x', 'task.started', null),
+  expect(taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, 'task.started', null)).not.toBe(
+    taskEventId({ appKey: 'b', service: 'recording', id: 'x' }, 'task.started', null),
   );
-  expect(taskEventId('a', 'screenshot', 'x', 'task.started', null)).not.toBe(
-    taskEventId('a', 'recording', 'x', 'task.started', null),
+  expect(taskEventId({ appKey: 'a', service: 'screenshot', id: 'x' }, 'task.started', null)).not.toBe(
+    taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, 'task.started', null),
   );
-  expect(taskEventId('a', 'recording', 'x', 'task.started', null)).toMatch(/^[0-9a-f]{32}$/);
+  expect(taskEventId({ appKey: 'a', service: 'recording', id: 'x' }, 'task.started', null)).toMatch(/^[0-9a-f]{32}$/);
 });
 
 test(

@@ -122,17 +122,18 @@ export interface TaskEvent {
   verification?: FileVerification;
 }
 
+/** Which task an event is of: its appKey, its service and its id (a recordId or an imageId). */
+export type EventTaskKey = Pick<TaskEventTask, 'appKey' | 'service' | 'id'>;
+
 /** The id of an event: 128 bits of SHA-256 over what identifies it, as 32 hex characters. */
 export function taskEventId(
-  appKey: string,
-  service: Service,
-  taskId: string,
+  task: EventTaskKey,
   type: TaskEventType,
   fileName: string | null,
   /** What tells one occurrence of a fact of time from another (a stall's start, a settle's sequence). */
   instance?: string,
 ): string {
-  const parts: unknown[] = ['task-event', TASK_EVENT_VERSION, appKey, service, taskId, type, fileName];
+  const parts: unknown[] = ['task-event', TASK_EVENT_VERSION, task.appKey, task.service, task.id, type, fileName];
   if (instance !== undefined) parts.push(instance);
   const identity = canonicalJson(parts);
   return createHash('sha256').update(identity, 'utf8').digest('hex').slice(0, 32);
@@ -227,7 +228,7 @@ export function eventsOfWrite(cb: Callback, stored: StoredWrite | null): TaskEve
     const { at, error } = occurrence(type, cb, stored);
     return {
       version: TASK_EVENT_VERSION,
-      id: taskEventId(cb.appKey, cb.service, cb.id, type, file?.fileName ?? null),
+      id: taskEventId(cb, type, file?.fileName ?? null),
       type,
       occurredAt: at,
       sequence: stored.parts.version ?? 0,

@@ -28,10 +28,9 @@ function timeEvent(
   fileName: string | null,
   instance?: string,
 ): TaskEvent {
-  const { service, id, appKey } = t.summary;
   return {
     version: 1,
-    id: taskEventId(appKey, service, id, type, fileName, instance),
+    id: taskEventId(t.summary, type, fileName, instance),
     type,
     occurredAt,
     sequence: t.version,

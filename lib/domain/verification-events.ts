@@ -17,7 +17,7 @@ export function fileMissingEvent(
 ): TaskEvent {
   return {
     version: 1,
-    id: taskEventId(summary.appKey, summary.service, summary.id, 'file.missing', file.fileName),
+    id: taskEventId(summary, 'file.missing', file.fileName),
     type: 'file.missing',
     occurredAt: missingSince,
     sequence: version,

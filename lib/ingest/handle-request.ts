@@ -288,47 +288,77 @@ async function signatureVerdict(
   return verdict;
 }
 
+/** A callback as the minimal check read it, with its raw body and its service. */
+type CheckedCallback = { service: Service; raw: string; json: unknown; appKey: string; id: string; type: number };
+
+/** A callback on its way to the queue: its signature values, their verdict, its replay key and replay claim. */
+interface Outgoing {
+  callback: CheckedCallback;
+  values: ReturnType<typeof readSignatureValues>;
+  verdict: SignatureVerdict;
+  replayKey: ReturnType<typeof replayKeyOf>;
+  claim: ReplayClaim | null;
+}
+
 /** The replay claim, then SendMessage (503 queue_unavailable); null once the queue holds the callback. */
 async function enqueue(
-  { event, deps, receivedAt, log, outcome }: Request,
-  callback: { service: Service; raw: string; json: unknown; appKey: string; id: string; type: number },
+  req: Request,
+  callback: CheckedCallback,
   values: ReturnType<typeof readSignatureValues>,
   verdict: SignatureVerdict,
 ): Promise<Refusal | null> {
+  const { queueUrl } = req.deps.settings;
+  if (!queueUrl) return queueUnavailable(req.log, 'QUEUE_URL is not set', 'error');
+  const out: Outgoing = { callback, values, verdict, replayKey: replayKeyOf(values), claim: null };
+  const refused = (await claimReplay(req, out)) ?? (await sendToQueue(req, out, queueUrl));
+  if (!refused) noteSetAside(req, out);
+  return refused;
+}
+
+function queueUnavailable(log: RequestLog, reason: string, level: Level): Refusal {
+  log.reason = reason;
+  return { refused: 'queue_unavailable', message: 'The queue could not be reached; retry later.', level };
+}
+
+/**
+ * A callback to be applied claims its signature before it is enqueued (`out.claim`: a replay goes into the group
+ * beside its task's); one set aside for its verdict never does. A refusal when the claim cannot be written.
+ */
+async function claimReplay({ deps, receivedAt, log }: Request, out: Outgoing): Promise<Refusal | null> {
   const { settings } = deps;
-  const unavailable = (reason: string, level: Level): Refusal => {
-    log.reason = reason;
-    return { refused: 'queue_unavailable', message: 'The queue could not be reached; retry later.', level };
-  };
-  if (!settings.queueUrl) return unavailable('QUEUE_URL is not set', 'error');
-  const { service, raw, appKey, id } = callback;
-  const replayKey = replayKeyOf(values);
-  const requestId = log.requestId ?? null;
-  let claim: ReplayClaim | null = null;
-  // A callback to be applied claims its signature before it is enqueued; one set aside for its verdict never does.
-  if (replayKey && !isSetAside(settings.mode, verdict)) {
-    if (!settings.tableName) return unavailable('TASKS_TABLE is not set', 'error');
-    try {
-      const signed = { ...callback, receivedAt, requestId, verdict, mode: settings.mode, replayKey };
-      const claimed = await claimSignature(deps, signed);
-      if ('claim' in claimed) claim = log.claim = claimed.claim;
-      else log.note = `not claimed, the worker sets it aside: ${claimed.unclaimed}`;
-    } catch (error) {
-      return unavailable(`the replay claim could not be written: ${errorSentence(error)}`, 'warn');
-    }
+  const { callback, verdict, replayKey } = out;
+  if (!replayKey || isSetAside(settings.mode, verdict)) return null;
+  if (!settings.tableName) return queueUnavailable(log, 'TASKS_TABLE is not set', 'error');
+  try {
+    const requestId = log.requestId ?? null;
+    const signed = { ...callback, receivedAt, requestId, verdict, mode: settings.mode, replayKey };
+    const claimed = await claimSignature(deps, signed);
+    if ('claim' in claimed) out.claim = log.claim = claimed.claim;
+    else log.note = `not claimed, the worker sets it aside: ${claimed.unclaimed}`;
+  } catch (error) {
+    return queueUnavailable(log, `the replay claim could not be written: ${errorSentence(error)}`, 'warn');
   }
+  return null;
+}
+
+/** SendMessage, into the task's message group or, for what the worker will set aside, the one beside it. */
+async function sendToQueue(req: Request, out: Outgoing, queueUrl: string): Promise<Refusal | null> {
+  const { event, deps, receivedAt, log } = req;
+  const { settings } = deps;
+  const { callback, values, verdict, replayKey, claim } = out;
+  const { service, raw, appKey, id } = callback;
   // Never applied: kept out of the task's group, so that however many there are, they hold none of its callbacks back.
   const setAside = isSetAside(settings.mode, verdict) || claim === 'replayed';
   try {
     log.messageId = await enqueueCallback(
       deps.sqs,
-      settings.queueUrl,
+      queueUrl,
       {
         body: raw,
         service,
         appKey,
         receivedAt,
-        requestId,
+        requestId: log.requestId ?? null,
         verdict,
         mode: settings.mode,
         replayKey,
@@ -348,9 +378,14 @@ async function enqueue(
       settings.sqsDeadlineMs,
     );
   } catch (error) {
-    return unavailable(errorSentence(error), 'warn');
+    return queueUnavailable(log, errorSentence(error), 'warn');
   }
-  if (isSetAside(settings.mode, verdict)) {
+  return null;
+}
+
+/** The log line of a callback accepted to be set aside: a warning, with why. */
+function noteSetAside({ deps, log, outcome }: Request, { verdict, claim }: Outgoing): void {
+  if (isSetAside(deps.settings.mode, verdict)) {
     outcome.level = 'warn';
     log.setAside = true;
     log.note =
@@ -361,5 +396,4 @@ async function enqueue(
     outcome.level = 'warn';
     log.note = 'a replay: this signature came before with another body; set aside as replayed_signature';
   }
-  return null;
 }

@@ -92,6 +92,37 @@ export interface ExtensionSecretsOptions {
 const parameterValueOf = (payload: unknown): unknown =>
   (payload as { Parameter?: { Value?: unknown } } | null)?.Parameter?.Value;
 
+/** How the extension is asked for the parameter: its URL, the token it wants, how long it may take. */
+interface ExtensionRequest {
+  url: string;
+  sessionToken: () => string | undefined;
+  timeoutMs: number;
+  /** The parameter, as messages name it. */
+  source: string;
+}
+
+/** The secrets the parameter holds now, as the extension answers. */
+async function readFromExtension({ url, sessionToken, timeoutMs, source }: ExtensionRequest): Promise<SecretsByAppKey> {
+  const token = sessionToken();
+  if (!token) throw new Error('AWS_SESSION_TOKEN is not set, so the extension cannot be called');
+  const response = await fetch(url, {
+    headers: { 'X-Aws-Parameters-Secrets-Token': token },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  // The answer holds the decrypted secrets: read it as text and never echo it.
+  const text = await response.text();
+  if (!response.ok) throw new Error(`the extension answered HTTP ${response.status}`);
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch {
+    throw new Error('the extension answer is not JSON');
+  }
+  const value = parameterValueOf(payload);
+  if (typeof value !== 'string') throw new Error('the extension answer has no Parameter.Value');
+  return parseSecrets(value, source);
+}
+
 /**
  * Reads the parameter once per container, then again once `refreshMs` has passed (the request that finds
  * them expired waits for the read). A failed refresh keeps the last good secrets; a failed first read
@@ -106,34 +137,15 @@ export function extensionSecrets(options: ExtensionSecretsOptions): SecretsProvi
     `?name=${encodeURIComponent(paramName)}&withDecryption=true`;
   const source = `SSM parameter ${paramName}`;
 
+  const request: ExtensionRequest = { url, sessionToken, timeoutMs, source };
+
   let current: SecretsByAppKey | undefined;
   let nextReadAt = 0;
   let inFlight: Promise<SecretsByAppKey> | undefined;
 
-  async function read(): Promise<SecretsByAppKey> {
-    const token = sessionToken();
-    if (!token) throw new Error('AWS_SESSION_TOKEN is not set, so the extension cannot be called');
-    const response = await fetch(url, {
-      headers: { 'X-Aws-Parameters-Secrets-Token': token },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    // The answer holds the decrypted secrets: read it as text and never echo it.
-    const text = await response.text();
-    if (!response.ok) throw new Error(`the extension answered HTTP ${response.status}`);
-    let payload: unknown;
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      throw new Error('the extension answer is not JSON');
-    }
-    const value = parameterValueOf(payload);
-    if (typeof value !== 'string') throw new Error('the extension answer has no Parameter.Value');
-    return parseSecrets(value, source);
-  }
-
   async function load(): Promise<SecretsByAppKey> {
     try {
-      const secrets = await read();
+      const secrets = await readFromExtension(request);
       const firstLoad = current === undefined;
       current = secrets;
       nextReadAt = now() + refreshMs;

@@ -7,7 +7,8 @@ import { bucketOf, DUE_BUCKET_MS } from '../domain/deadlines.ts';
 import { UnstorableCallbackError, type Capacity } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { inParallel } from '../in-parallel.ts';
-import { sweepTask, type SweepDeps } from './sweep-task.ts';
+import { sweepTask, type SweepDeps, type TaskSweep } from './sweep-task.ts';
+import type { DueEntry } from '../domain/sweeps.ts';
 import { errorSentence } from '../text.ts';
 
 export interface SweeperDeps extends SweepDeps {
@@ -58,9 +59,30 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
   const position = await deps.sweeps.position(cap);
   const current = bucketOf(now);
   const from = position === null ? bucketOf(now - deps.lookBackMs) : position + DUE_BUCKET_MS;
-  const summary: SweepSummary = {
+  const run: SweepRun = { now, deps, cap, summary: emptySummary(from, current), firstUnfinished: null };
+  await sweepBuckets(run, timeLeftMs);
+  // Through the bucket before the current one, and before any bucket left unfinished.
+  const through = Math.min(current - DUE_BUCKET_MS, (run.firstUnfinished ?? current) - DUE_BUCKET_MS);
+  if (through >= from - DUE_BUCKET_MS && (position === null || through > position))
+    await deps.sweeps.movePosition(through, cap);
+  run.summary.readUnits = cap.read;
+  run.summary.writeUnits = cap.write;
+  return run.summary;
+}
+
+/** One sweep under way: what it has found so far, and the earliest bucket it left a task of unfinished. */
+interface SweepRun {
+  now: number;
+  deps: SweeperDeps;
+  cap: Capacity;
+  summary: SweepSummary;
+  firstUnfinished: number | null;
+}
+
+function emptySummary(from: number, to: number): SweepSummary {
+  return {
     from,
-    to: current,
+    to,
     entries: 0,
     swept: 0,
     stale: 0,
@@ -77,52 +99,19 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
     writeUnits: 0,
     cutShort: false,
   };
+}
+
+/** Reads the DUE buckets from `summary.from` to the current one and sweeps the tasks they name, 25 at a time. */
+async function sweepBuckets(run: SweepRun, timeLeftMs: (() => number) | undefined): Promise<void> {
+  const { summary } = run;
   // Tasks of one bucket are swept in parallel; a task named twice (in two buckets, or twice in one) once.
   const seen = new Set<string>();
-  let firstUnfinished: number | null = null;
-  let batch: { bucket: number; appKey: string; id: string }[] = [];
-  const flush = async () => {
-    const tasks = batch;
-    batch = [];
-    await inParallel(tasks, deps.concurrency ?? 4, async (e) => {
-      try {
-        const r = await sweepTask(e, now, deps, cap);
-        summary.stalled += r.stalled;
-        summary.settled += r.settled;
-        summary.warned += r.warned;
-        summary.lost += r.lost;
-        summary.published += r.published;
-        if (r.outcome === 'swept' || r.outcome === 'not_due') summary.swept += 1;
-        else summary[r.outcome] += 1;
-        if (r.outcome === 'contended' || r.outcome === 'leased') unfinished(e.bucket);
-      } catch (err) {
-        const fields = {
-          appKey: e.appKey,
-          id: e.id,
-          bucket: new Date(e.bucket).toISOString(),
-          error: errorSentence(err),
-        };
-        // A write DynamoDB can never take (a task written before its keys were checked, whose id leaves its entries'
-        // keys too long): swept again, it would fail the same way at every run, and hold the position for good.
-        if (deps.sweeps.refuses(err) || err instanceof UnstorableCallbackError) {
-          summary.refused += 1;
-          deps.log.error('task_sweep_refused', fields);
-          return;
-        }
-        summary.failed += 1;
-        unfinished(e.bucket);
-        deps.log.error('task_sweep_failed', fields);
-      }
-    });
-  };
-  const unfinished = (bucket: number) => {
-    if (firstUnfinished === null || bucket < firstUnfinished) firstUnfinished = bucket;
-  };
+  let batch: DueEntry[] = [];
   let lastBucket: number | null = null;
-  for await (const entry of deps.sweeps.dueEntries(from, current, cap)) {
+  for await (const entry of run.deps.sweeps.dueEntries(summary.from, summary.to, run.cap)) {
     if (entry.bucket !== lastBucket && timeLeftMs !== undefined && timeLeftMs() < SWEEP_RESERVE_MS) {
-      // At a bucket's start: the buckets before it are read whole, their tasks are swept by the flush below.
-      unfinished(entry.bucket);
+      // At a bucket's start: the buckets before it are read whole, their tasks are swept by the last batch below.
+      unfinished(run, entry.bucket);
       summary.cutShort = true;
       break;
     }
@@ -132,14 +121,59 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
     if (seen.has(key)) continue;
     seen.add(key);
     batch.push(entry);
-    if (batch.length >= 25) await flush();
+    if (batch.length >= 25) {
+      await sweepBatch(run, batch);
+      batch = [];
+    }
   }
-  await flush();
-  // Through the bucket before the current one, and before any bucket left unfinished.
-  const through = Math.min(current - DUE_BUCKET_MS, (firstUnfinished ?? current) - DUE_BUCKET_MS);
-  if (through >= from - DUE_BUCKET_MS && (position === null || through > position))
-    await deps.sweeps.movePosition(through, cap);
-  summary.readUnits = cap.read;
-  summary.writeUnits = cap.write;
-  return summary;
+  await sweepBatch(run, batch);
+}
+
+/** A bucket with a task left to a later sweep: the position stops before it. */
+function unfinished(run: SweepRun, bucket: number): void {
+  if (run.firstUnfinished === null || bucket < run.firstUnfinished) run.firstUnfinished = bucket;
+}
+
+async function sweepBatch(run: SweepRun, tasks: DueEntry[]): Promise<void> {
+  await inParallel(tasks, run.deps.concurrency ?? 4, async (e) => {
+    try {
+      counted(run, e, await sweepTask(e, run.now, run.deps, run.cap));
+    } catch (err) {
+      failed(run, e, err);
+    }
+  });
+}
+
+/** A task's sweep added to the summary. */
+function counted(run: SweepRun, e: DueEntry, r: TaskSweep): void {
+  const { summary } = run;
+  summary.stalled += r.stalled;
+  summary.settled += r.settled;
+  summary.warned += r.warned;
+  summary.lost += r.lost;
+  summary.published += r.published;
+  if (r.outcome === 'swept' || r.outcome === 'not_due') summary.swept += 1;
+  else summary[r.outcome] += 1;
+  if (r.outcome === 'contended' || r.outcome === 'leased') unfinished(run, e.bucket);
+}
+
+/** A task whose sweep failed: left to the next sweep, unless DynamoDB refuses its writes for good. */
+function failed(run: SweepRun, e: DueEntry, err: unknown): void {
+  const { deps, summary } = run;
+  const fields = {
+    appKey: e.appKey,
+    id: e.id,
+    bucket: new Date(e.bucket).toISOString(),
+    error: errorSentence(err),
+  };
+  // A write DynamoDB can never take (a task written before its keys were checked, whose id leaves its entries'
+  // keys too long): swept again, it would fail the same way at every run, and hold the position for good.
+  if (deps.sweeps.refuses(err) || err instanceof UnstorableCallbackError) {
+    summary.refused += 1;
+    deps.log.error('task_sweep_refused', fields);
+    return;
+  }
+  summary.failed += 1;
+  unfinished(run, e.bucket);
+  deps.log.error('task_sweep_failed', fields);
 }

@@ -8,6 +8,7 @@
 import type { IncidentStore, StorageTracker } from '../aws/dynamo/storage-incidents.ts';
 import type { StoragePublisher } from '../domain/event-publisher.ts';
 import {
+  type IncidentFacts,
   incidentFacts,
   incidentIdOf,
   incidentStep,
@@ -55,16 +56,47 @@ export async function sweepIncidents(now: number, deps: IncidentDeps): Promise<I
   return summary;
 }
 
-async function sweepStorage(
-  t: StorageTracker,
-  now: number,
-  deps: IncidentDeps,
-): Promise<{ open: boolean; opened: boolean; resolved: boolean }> {
+/** What one storage's sweep did to its incident. */
+interface StorageSweepOutcome {
+  open: boolean;
+  opened: boolean;
+  resolved: boolean;
+}
+
+/** One storage's sweep as its failures and successes say now: the facts of its failures and the incident's step. */
+interface StorageSweep {
+  t: StorageTracker;
+  now: number;
+  deps: IncidentDeps;
+  facts: IncidentFacts;
+  step: ReturnType<typeof incidentStep>;
+  /** The tracker as this sweep saw it, its latest success counting the files' own uploads. */
+  seen: StorageTracker;
+}
+
+async function sweepStorage(t: StorageTracker, now: number, deps: IncidentDeps): Promise<StorageSweepOutcome> {
+  const none = { open: false, opened: false, resolved: false };
+  const s = await stepOf(t, now, deps);
+  if (!s) return none;
+  if (s.step.clear) {
+    await deps.incidents.close(s.seen, null);
+    return none;
+  }
+  if (!s.step.open) return none;
+
+  const id = t.incidentId ?? incidentIdOf(t.storage, t.windowStart!);
+  const opening = t.incidentId === null;
+  if (opening && !(await deps.incidents.open(t, id, now))) return none;
+  const incident = await keepIncident(s, id);
+  return { open: true, opened: opening, resolved: await publishIncident(s, incident) };
+}
+
+/** The facts of the storage's failures and the incident's step; null while the window's first failure is kept. */
+async function stepOf(t: StorageTracker, now: number, deps: IncidentDeps): Promise<StorageSweep | null> {
   const failures = await deps.incidents.failuresSince(t.appKey, t.storage, t.windowStart!);
   const facts = incidentFacts(failures);
-  const none = { open: false, opened: false, resolved: false };
   // The window's first failure is being kept (its item written after the window's start): the next sweep has it.
-  if (!facts) return none;
+  if (!facts) return null;
   const recovered = t.latestSuccess !== null && t.latestSuccess > t.latestFailure!;
   const settled =
     recovered || now >= facts.latestPurgeAt
@@ -82,17 +114,11 @@ async function sweepStorage(
     allSettled: settled.settled,
     after: deps.storage.incidentAfterOf(t.appKey),
   });
-  const seen = { ...t, latestSuccess };
-  if (step.clear) {
-    await deps.incidents.close(seen, null);
-    return none;
-  }
-  if (!step.open) return none;
+  return { t, now, deps, facts, step, seen: { ...t, latestSuccess } };
+}
 
-  const id = t.incidentId ?? incidentIdOf(t.storage, t.windowStart!);
-  const opening = t.incidentId === null;
-  if (opening && !(await deps.incidents.open(t, id, now))) return none;
-  const openedAt = t.openedAt ?? now;
+/** The open incident as it stands now, with the storage's latest probe, saved. */
+async function keepIncident({ t, now, deps, facts }: StorageSweep, id: string): Promise<StorageIncident> {
   const probe = (await probeOf(t, deps)) ?? t.probe;
   const incident: StorageIncident = {
     id,
@@ -102,23 +128,32 @@ async function sweepStorage(
     filesAffected: facts.filesAffected,
     earliestPurgeAt: facts.earliestPurgeAt,
     switchBy: switchByOf(facts.earliestPurgeAt),
-    openedAt,
+    openedAt: t.openedAt ?? now,
     resolvedAt: null,
     resolution: null,
     probe,
   };
   await deps.incidents.save(incident);
+  return incident;
+}
+
+/**
+ * Publishes the incident's opening, unless it went out before, and its resolution once due (written first, and
+ * closing the incident once published): whether it is resolved.
+ */
+async function publishIncident(s: StorageSweep, incident: StorageIncident): Promise<boolean> {
+  const { t, now, deps, step } = s;
   const events: StorageEvent[] = [];
   if (!t.openedPublished) {
-    events.push(storageEvent('storage.incident_opened', incident, openedAt));
+    events.push(storageEvent('storage.incident_opened', incident, incident.openedAt));
     deps.log.warn('storage_incident_opened', incidentFields(incident));
   }
   // A resolution begun by a sweep that stopped before its event went out is finished as it was begun.
   const resolution = t.resolvedAt !== null ? { at: t.resolvedAt, why: t.resolution! } : null;
   const resolving = resolution ?? (step.resolve ? { at: now, why: step.resolve } : null);
-  if (resolving && resolution === null && !(await deps.incidents.resolving(t, id, now, step.resolve!))) {
+  if (resolving && resolution === null && !(await deps.incidents.resolving(t, incident.id, now, step.resolve!))) {
     await publish(events, deps);
-    return { open: true, opened: opening, resolved: false };
+    return false;
   }
   if (resolving) {
     const resolved = { ...incident, resolvedAt: resolving.at, resolution: resolving.why };
@@ -127,9 +162,9 @@ async function sweepStorage(
     deps.log.info('storage_incident_resolved', incidentFields(resolved));
   }
   await publish(events, deps);
-  if (!t.openedPublished) await deps.incidents.openedPublished(t, id);
-  if (resolving) await deps.incidents.close(seen, id);
-  return { open: true, opened: opening, resolved: resolving !== null };
+  if (!t.openedPublished) await deps.incidents.openedPublished(t, incident.id);
+  if (resolving) await deps.incidents.close(s.seen, incident.id);
+  return resolving !== null;
 }
 
 /** A probe of the storage, where its setting allows one; kept on the storage for `storage status`. */

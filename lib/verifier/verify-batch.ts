@@ -123,9 +123,7 @@ async function verifyFile(e: FileEvent, last: boolean, deps: VerifierDeps): Prom
   }
   const verdict = verdictOf(answer, file.size, (deps.now ?? Date.now)());
   const stored = await deps.store.checks.record(
-    appKey,
-    id,
-    fileName,
+    { appKey, id, fileName },
     verdict as typeof verdict & { state: CheckedState },
     file.upload!.rank,
   );

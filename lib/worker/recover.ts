@@ -11,7 +11,8 @@
 // verifies as well as the genuine one).
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import { eventsOfWrite, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
-import type { QuarantineEntry, TaskStore } from '../domain/task-store.ts';
+import type { Callback } from '../domain/callback.ts';
+import type { ApplyResult, QuarantineEntry, TaskStore } from '../domain/task-store.ts';
 import type { LedgerVerdict, SignatureVerdict } from '../signature/verdicts.ts';
 import type { SecretsByAppKey } from '../signature/secrets.ts';
 import { hasLeadingZero, replayKeyOf, verifySignature } from '../signature/verify.ts';
@@ -222,30 +223,58 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
     return { outcome: 'failing', taskId: entry.taskId, kind: 'body', why: `the body does not parse: ${parsed.detail}` };
   }
   const cb = parsed.callback;
+  const signature = await checkSignature(entry, cb, deps);
+  if ('outcome' in signature) return signature;
+  if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict: signature.verdict };
+  return applyEntry({ entry, cb, deps, ...signature });
+}
 
-  let verdict: LedgerVerdict = entry.verdict;
-  let replayKey: string | null = null;
-  if (needsCheck(entry)) {
-    const checked = verifySignature({
-      mode: 'enforce',
-      appKey: cb.appKey,
-      values: entry.signature ?? {},
-      secrets: (await deps.secrets()).get(cb.appKey),
-      nowMs: entry.receivedAt,
-      toleranceS: deps.toleranceS,
-    });
-    if (checked === 'valid') verdict = 'valid';
-    else if (deps.acceptUnverified && acceptedFrom(entry, deps)) verdict = 'accepted_unverified';
-    else {
-      const unverified = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
-      const why = deps.acceptUnverified ? `${unverified}; not accepted: ${whyNotAccepted(entry, deps)}` : unverified;
-      return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
-    }
-    // The replay check of a queued callback, with the values it was received with.
-    replayKey = replayKeyOfEntry(entry);
+/** An entry's signature as today's secrets judge it: the verdict it is applied with, and its replay key. */
+interface CheckedSignature {
+  verdict: LedgerVerdict;
+  /** The replay check of a queued callback, with the values it was received with (null: none). */
+  replayKey: string | null;
+}
+
+/**
+ * The signature checked again where the verdict the ingest recorded leaves it to be (at the time the callback was
+ * received), accepted unverified where the run allows; or why the entry stays.
+ */
+async function checkSignature(
+  entry: QuarantineEntry,
+  cb: Callback,
+  deps: RecoverDeps,
+): Promise<CheckedSignature | RecoverResult> {
+  if (!needsCheck(entry)) return { verdict: entry.verdict, replayKey: null };
+  const checked = verifySignature({
+    mode: 'enforce',
+    appKey: cb.appKey,
+    values: entry.signature ?? {},
+    secrets: (await deps.secrets()).get(cb.appKey),
+    nowMs: entry.receivedAt,
+    toleranceS: deps.toleranceS,
+  });
+  let verdict: LedgerVerdict;
+  if (checked === 'valid') verdict = 'valid';
+  else if (deps.acceptUnverified && acceptedFrom(entry, deps)) verdict = 'accepted_unverified';
+  else {
+    const unverified = whyUnverified(checked, entry, cb.appKey, deps.toleranceS);
+    const why = deps.acceptUnverified ? `${unverified}; not accepted: ${whyNotAccepted(entry, deps)}` : unverified;
+    return { outcome: 'failing', taskId: cb.id, kind: 'signature', why };
   }
-  if (deps.dryRun) return { outcome: 'would_apply', taskId: cb.id, verdict };
+  return { verdict, replayKey: replayKeyOfEntry(entry) };
+}
 
+/** One entry being applied: the entry, its callback as parsed today, and its signature as checked. */
+interface Recovery extends CheckedSignature {
+  entry: QuarantineEntry;
+  cb: Callback;
+  deps: RecoverDeps;
+}
+
+/** Applies the entry's callback through the store, as the worker does, publishes its task events, marks it applied. */
+async function applyEntry(r: Recovery): Promise<RecoverResult> {
+  const { entry, cb, deps, verdict } = r;
   const at = deps.now();
   const result = await deps.store.applyCallback({
     ...toDelivered(
@@ -258,7 +287,7 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
         requestId: entry.requestId,
         verdict: entry.verdict,
         mode: entry.mode ?? 'enforce',
-        replayKey,
+        replayKey: r.replayKey,
         heldSignature: null,
         sender: null,
       },
@@ -271,8 +300,20 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
     const kind = result.reason === 'replayed_signature' ? 'replay' : 'store';
     return { outcome: 'failing', taskId: cb.id, kind, why: `${result.reason}: ${result.detail}` };
   }
-  // The worker's next step: the task events of the write, from what is stored. A duplicate publishes them
-  // again (the same ids), so a run whose publishing failed is completed by the next one.
+  const unpublished = await publishEvents(r, result);
+  if (unpublished) return unpublished;
+  if (!entry.applied) await deps.store.markQuarantineApplied(entry, { at, outcome: result.outcome, verdict });
+  return { outcome: result.outcome, taskId: cb.id, verdict };
+}
+
+/**
+ * The worker's next step: the task events of the write, from what is stored. A duplicate publishes them again (the
+ * same ids), so a run whose publishing failed is completed by the next one. Null once they are out.
+ */
+async function publishEvents(
+  { cb, deps }: Recovery,
+  result: Extract<ApplyResult, { outcome: 'applied' | 'duplicate' }>,
+): Promise<RecoverResult | null> {
   let events: TaskEvent[] = [];
   if (deps.events && result.write && writeMayPublish(cb, result.outcome === 'applied', result.write.file)) {
     const stored = await result.write.readTask();
@@ -286,6 +327,5 @@ export async function recoverEntry(entry: QuarantineEntry, deps: RecoverDeps): P
       return { outcome: 'failing', taskId: cb.id, kind: 'store', why };
     }
   }
-  if (!entry.applied) await deps.store.markQuarantineApplied(entry, { at, outcome: result.outcome, verdict });
-  return { outcome: result.outcome, taskId: cb.id, verdict };
+  return null;
 }

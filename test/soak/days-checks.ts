@@ -90,8 +90,8 @@ export async function checkAt(input: CheckInput): Promise<CheckResult> {
       problems.push(`task ${id}: stored ${brief(actual)}, expected ${brief(expected)}`);
     const service = f.task.service;
     const allowance = input.crashLeases.get(id) ?? 0;
-    const eventId = (type: Parameters<typeof taskEventId>[3], file: string | null, instance?: string) =>
-      taskEventId(appKey, service, id, type, file, instance);
+    const eventId = (type: Parameters<typeof taskEventId>[1], file: string | null, instance?: string) =>
+      taskEventId({ appKey, service, id }, type, file, instance);
     const n = (eid: string) => count.get(eid) ?? 0;
     const mine = (byTask.get(id) ?? []).filter((e) => TIME_TYPES.has(e.type));
     const known = new Set<string>();

@@ -34,7 +34,7 @@ import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
 import { refusalOf } from './refusal.ts';
 import { refusedByDynamo } from './limits.ts';
-import { noCapacity, type Key, type TableClient } from './table-client.ts';
+import { noCapacity, type Item, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
 
@@ -162,17 +162,46 @@ export class WritePath {
     // DynamoDB refuses such a write every time: retrying would only end in the dead-letter queue.
     if (refused) return { outcome: 'quarantined', reason: 'invalid_callback', detail: refused };
 
+    const plan = this.planOf(cb, counting);
+    // The claim and the reads it does not depend on go out together; nothing is applied before the claim holds.
+    const [claimOk, fileRead, headerRead] = await Promise.all([
+      claim(!plan.knownDuplicate),
+      this.readFileIfNeeded(plan, cap),
+      this.readHeaderIfNeeded(plan, cap),
+    ]);
+    const file = plan.fileCopy ?? fileRead;
+    const header = plan.headerCopy ?? headerRead;
+    if (!claimOk) {
+      return {
+        outcome: 'quarantined',
+        reason: 'replayed_signature',
+        detail: REPLAYED_SIGNATURE_DETAIL,
+      };
+    }
+    if (header && header.service !== cb.service) return this.items.serviceMismatch(cb, header);
+    const c = { w: this.items, cb, ref, counting, cap, headerKey: plan.headerKey };
+    if (plan.inHeader) {
+      const optimistic = plan.guessed || plan.headerCopy !== undefined;
+      return applyToHeaderItem(c, header, plan.fileKey && { key: plan.fileKey, read: file }, optimistic);
+    }
+    const target = { key: plan.fileKey!, name: plan.fileName!, read: file };
+    const optimistic = plan.guessed || plan.fileCopy !== undefined;
+    return applyToFileItem(c, target, plan.headerKnown ? 'known' : header, optimistic);
+  }
+
+  /**
+   * The callback's items, and what this worker holds of them: which it must read before its write. A file
+   * callback needs the header only to see that the task exists as it would make it: a header this worker saw with
+   * the same service and an identity at least as good is enough. An item this worker wrote or read before is not
+   * read again (a stale copy only fails a versioned put), and an item the callback most likely creates is not read
+   * at all (`likelyCreates`).
+   */
+  private planOf(cb: Callback, counting: Counting): WritePlan {
     const pk = Keys.taskPk(cb.id);
     const headerKey: Key = { pk, sk: Keys.headerSk(cb.appKey) };
     const fileName = fileNameOf(cb);
     const fileKey: Key | null = fileName ? { pk, sk: Keys.fileSk(cb.appKey, fileName) } : null;
     const inHeader = isHeaderEvent(cb);
-
-    // The claim and the reads it does not depend on go out together; nothing is applied before the claim
-    // holds. A file callback needs the header only to see that the task exists as it would make it: a
-    // header this worker saw with the same service and an identity at least as good is enough. An item
-    // this worker wrote or read before is not read again (a stale copy only fails a versioned put), and an
-    // item the callback most likely creates is not read at all (`likelyCreates`).
     const headerCopy = this.items.headers.get(headerKey);
     const headerKnown = !inHeader && headerCopy?.service === cb.service && headerCopy.identRank <= identRankOf(cb);
     // A file put to be held is built on the file as read now, or on a put held before it in this batch: a copy
@@ -186,31 +215,43 @@ export class WritePath {
     // but not listed among its task's callbacks, where the first delivery of the same event already is.
     const copy = inHeader ? headerCopy : fileCopy;
     const knownDuplicate = copy !== undefined && Object.hasOwn(keysOf(copy), cb.key);
-    const [claimOk, fileRead, headerRead] = await Promise.all([
-      claim(!knownDuplicate),
-      fileKey && !fileCopy && !(guessed && !inHeader) ? this.items.readItem(this.items.files, fileKey, cap) : null,
-      headerKnown || headerCopy || (guessed && inHeader)
-        ? null
-        : this.items.readItem(this.items.headers, headerKey, cap, inHeader),
-    ]);
-    const file = fileCopy ?? fileRead;
-    const header = headerCopy ?? headerRead;
-    if (!claimOk) {
-      return {
-        outcome: 'quarantined',
-        reason: 'replayed_signature',
-        detail: REPLAYED_SIGNATURE_DETAIL,
-      };
-    }
-    if (header && header.service !== cb.service) return this.items.serviceMismatch(cb, header);
-    const c = { w: this.items, cb, ref, counting, cap, headerKey };
-    if (inHeader) {
-      const optimistic = guessed || headerCopy !== undefined;
-      return applyToHeaderItem(c, header, fileKey && { key: fileKey, read: file }, optimistic);
-    }
-    const target = { key: fileKey!, name: fileName!, read: file };
-    return applyToFileItem(c, target, headerKnown ? 'known' : header, guessed || fileCopy !== undefined);
+    return { headerKey, fileKey, fileName, inHeader, headerCopy, headerKnown, fileCopy, guessed, knownDuplicate };
   }
+
+  /** The file's item read, unless a copy is held or a file callback most likely creates it. */
+  private readFileIfNeeded(plan: WritePlan, cap: Capacity): Promise<Item | null> | null {
+    const { fileKey, fileCopy, guessed, inHeader } = plan;
+    return fileKey && !fileCopy && !(guessed && !inHeader) ? this.items.readItem(this.items.files, fileKey, cap) : null;
+  }
+
+  /**
+   * The header read (strongly consistent for a header callback), unless a copy is held or known good enough, or a
+   * header callback most likely creates it.
+   */
+  private readHeaderIfNeeded(plan: WritePlan, cap: Capacity): Promise<Item | null> | null {
+    const { headerKnown, headerCopy, guessed, inHeader } = plan;
+    return headerKnown || headerCopy || (guessed && inHeader)
+      ? null
+      : this.items.readItem(this.items.headers, plan.headerKey, cap, inHeader);
+  }
+}
+
+/** A callback's items, the copies of them this worker holds, and what they tell before any read. */
+interface WritePlan {
+  headerKey: Key;
+  /** The file's item, for a callback that names a file. */
+  fileKey: Key | null;
+  fileName: string | null;
+  /** A start or an end: applied to the header. */
+  inHeader: boolean;
+  headerCopy: Item | undefined;
+  /** The header copy shows the task as this file callback would make it: the header is not read. */
+  headerKnown: boolean;
+  fileCopy: Item | undefined;
+  /** The item the callback is recorded in is taken to be absent, unread (`likelyCreates`). */
+  guessed: boolean;
+  /** A copy shows the callback recorded already. */
+  knownDuplicate: boolean;
 }
 
 /**

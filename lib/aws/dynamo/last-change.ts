@@ -42,7 +42,7 @@ export async function lastChange(
     let after: string | null = null;
     let complete = true;
     for (;;) {
-      const page = await readBucketPage(table, 'CHG', bucket, after, ENTRIES_PER_READ, cap);
+      const page = await readBucketPage(table, { kind: 'CHG', bucket, after }, ENTRIES_PER_READ, cap);
       const named = page.items.flatMap((item) => tasksOfEntry(item, bucket));
       const room = Math.max(0, opts.headerLimit - read);
       if (named.length > room) complete = false;

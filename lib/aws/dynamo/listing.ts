@@ -81,26 +81,58 @@ export async function listTasksPage(
   const readers = plan.map(
     (stream, i) => new StreamReader(ctx.table, stream, q, positions ? positions[i]! : { i: 0 }, budget),
   );
-  const merge = new NewestFirst(readers);
-  const maxBytes = page.maxBytes ?? Number.POSITIVE_INFINITY;
-  const limit = Math.max(1, page.limit);
-  const items: TaskSummary[] = [];
-  let bytes = 0;
-  let examined = 0;
-  // Positions where the page stopped inside a batch of keys, when it did: the rest of the batch is
-  // left for the next page.
-  let cut: Position[] | null = null;
-  const filtered =
+  const fill: Fill = {
+    ctx,
+    q,
+    readers,
+    merge: new NewestFirst(readers),
+    limit: Math.max(1, page.limit),
+    maxBytes: page.maxBytes ?? Number.POSITIVE_INFINITY,
+    items: [],
+    bytes: 0,
+    examined: 0,
+  };
+  const cut = await fillPage(fill);
+  if (cut) return { items: fill.items, next: encodeTasksCursor(q, cut) };
+  return { items: fill.items, next: await nextCursor(fill) };
+}
+
+/** A page being filled: its streams of index keys merged, the tasks listed so far, and the headers examined. */
+interface Fill {
+  ctx: ListingContext;
+  q: ResolvedQuery;
+  readers: StreamReader[];
+  merge: NewestFirst;
+  limit: number;
+  maxBytes: number;
+  items: TaskSummary[];
+  bytes: number;
+  examined: number;
+}
+
+/** Whether a listing has a filter that no index serves: it reads full batches of keys, whatever the page's limit. */
+function isFiltered(q: ResolvedQuery): boolean {
+  return (
     q.st !== undefined ||
     q.a !== undefined ||
     q.r !== undefined ||
     q.sv !== undefined ||
     q.u !== undefined ||
     q.vf !== undefined ||
-    hasTimeFilter(q);
-  fill: while (items.length < limit && examined < ctx.budget.headersPerPage) {
+    hasTimeFilter(q)
+  );
+}
+
+/**
+ * Lists tasks batch of keys by batch until the page is full or its headers are spent. Returns the positions where
+ * the page stopped inside a batch of keys, when it did: the rest of the batch is left for the next page.
+ */
+async function fillPage(f: Fill): Promise<Position[] | null> {
+  const { ctx, q, readers, merge } = f;
+  const filtered = isFiltered(q);
+  while (f.items.length < f.limit && f.examined < ctx.budget.headersPerPage) {
     const before = readers.map((r) => r.position());
-    const want = Math.min(100, ctx.budget.headersPerPage - examined, filtered ? 100 : limit - items.length);
+    const want = Math.min(100, ctx.budget.headersPerPage - f.examined, filtered ? 100 : f.limit - f.items.length);
     const batch = await merge.take(want);
     if (batch.length === 0) break;
     const headers = await ctx.table.getMany(
@@ -113,32 +145,29 @@ export async function listTasksPage(
     for (let j = 0; j < batch.length; j++) {
       const entry = batch[j]!;
       working[entry.stream] = { i: entry.partition, s: entry.sortAt, k: entry.pk, h: entry.sk };
-      examined += 1;
+      f.examined += 1;
       const summary = summaries[j];
       if (summary) {
         if (matches(summary, q)) {
-          items.push(summary);
-          bytes += jsonBytes(summary);
+          f.items.push(summary);
+          f.bytes += jsonBytes(summary);
         }
       }
-      if (items.length >= limit || bytes >= maxBytes) {
-        if (j < batch.length - 1) cut = working;
-        break fill;
-      }
+      if (f.items.length >= f.limit || f.bytes >= f.maxBytes) return j < batch.length - 1 ? working : null;
     }
   }
-  if (cut) return { items, next: encodeTasksCursor(q, cut) };
-  // Ended on a batch boundary: the listing is over only if no stream holds another key.
+  return null;
+}
+
+/** The cursor of a page that ended on a batch boundary: none once no stream holds another key. */
+async function nextCursor({ q, readers, merge }: Fill): Promise<string | null> {
   const over = merge.blocked() ? false : (await merge.peek()) === null && !merge.blocked();
-  return {
-    items,
-    next: over
-      ? null
-      : encodeTasksCursor(
-          q,
-          readers.map((r) => r.position()),
-        ),
-  };
+  return over
+    ? null
+    : encodeTasksCursor(
+        q,
+        readers.map((r) => r.position()),
+      );
 }
 
 /**

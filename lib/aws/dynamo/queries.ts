@@ -145,8 +145,13 @@ export class TaskQueries {
    * by day.
    */
   async *listQuarantine(query: QuarantineQuery = {}): AsyncIterable<QuarantineEntry> {
-    const limit = query.limit ?? Infinity;
-    const forward = query.oldestFirst === true;
+    const walk = this.quarantineWalk(query);
+    if (query.taskId !== undefined) yield* this.quarantineOfTask(walk, query.taskId);
+    else yield* this.quarantineByDay(walk);
+  }
+
+  /** A listing of the quarantine as the query asks it: its window, its order, its filters and its limit. */
+  private quarantineWalk(query: QuarantineQuery): QuarantineWalk {
     const until = query.until ?? this.now();
     const since = query.since ?? this.now() - (query.sinceDays ?? 7) * 86400_000;
     const matches = (e: QuarantineEntry) =>
@@ -155,48 +160,47 @@ export class TaskQueries {
       (query.reason === undefined || e.reason === query.reason) &&
       (query.appKey === undefined || e.appKey === query.appKey) &&
       (query.taskId === undefined || e.taskId === query.taskId);
-    let emitted = 0;
-    const emit = function* (entries: Iterable<QuarantineEntry>) {
-      for (const entry of entries) {
-        if (!matches(entry)) continue;
-        yield entry;
-        if (++emitted >= limit) return;
-      }
+    return { limit: query.limit ?? Infinity, forward: query.oldestFirst === true, since, until, matches, emitted: 0 };
+  }
+
+  /** The task's entries through the index (keys only), in the order asked, then the entries by key. */
+  private async *quarantineOfTask(walk: QuarantineWalk, taskId: string): AsyncIterable<QuarantineEntry> {
+    let keys: Key[] = [];
+    const flush = async () => {
+      const items = await this.table.getMany(keys, noCapacity());
+      keys = [];
+      return items.filter((i): i is Item => i !== null).map(quarantineFromItem);
     };
-    if (query.taskId !== undefined) {
-      // The task's entries through the index (keys only), in the order asked, then the entries by key.
-      let keys: Key[] = [];
-      const flush = async () => {
-        const items = await this.table.getMany(keys, noCapacity());
-        keys = [];
-        return items.filter((i): i is Item => i !== null).map(quarantineFromItem);
-      };
-      for await (const item of this.table.queryAll({
-        IndexName: Index.bySession.name,
-        KeyConditionExpression: `${Index.bySession.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
-        ExpressionAttributeValues: {
-          ':v': { S: Keys.quarantineTaskGsi(query.taskId) },
-          ':a': { N: String(since) },
-          ':b': { N: String(until) },
-        },
-        ScanIndexForward: forward,
-      })) {
-        keys.push({ pk: item.pk, sk: item.sk });
-        if (keys.length === 50) {
-          yield* emit(await flush());
-          if (emitted >= limit) return;
-        }
+    for await (const item of this.table.queryAll({
+      IndexName: Index.bySession.name,
+      KeyConditionExpression: `${Index.bySession.pk} = :v AND ${SORT_AT} BETWEEN :a AND :b`,
+      ExpressionAttributeValues: {
+        ':v': { S: Keys.quarantineTaskGsi(taskId) },
+        ':a': { N: String(walk.since) },
+        ':b': { N: String(walk.until) },
+      },
+      ScanIndexForward: walk.forward,
+    })) {
+      keys.push({ pk: item.pk, sk: item.sk });
+      if (keys.length === 50) {
+        yield* emitMatching(walk, await flush());
+        if (walk.emitted >= walk.limit) return;
       }
-      if (keys.length > 0) yield* emit(await flush());
-      return;
     }
-    // One partition per day, in the order asked; the other filters are applied to what each day holds. An entry
-    // is kept for the retention from its write, which comes at most SQS's longest retention (14 days) after
-    // its receipt: the walk never looks further back than that before `until`, whatever `since` is given.
+    if (keys.length > 0) yield* emitMatching(walk, await flush());
+  }
+
+  /**
+   * One partition per day, in the order asked; the other filters are applied to what each day holds. An entry is
+   * kept for the retention from its write, which comes at most SQS's longest retention (14 days) after its receipt:
+   * the walk never looks further back than that before `until`, whatever `since` is given.
+   */
+  private async *quarantineByDay(walk: QuarantineWalk): AsyncIterable<QuarantineEntry> {
+    const { since, until } = walk;
     const oldest = until - (this.retentionDays + 14) * 86400_000;
     const days: number[] = [];
     for (let t = until; dayOf(t) >= dayOf(Math.max(since, oldest)); t -= 86400_000) days.push(t);
-    if (forward) days.reverse();
+    if (walk.forward) days.reverse();
     for (const t of days) {
       for await (const item of this.table.queryAll({
         KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
@@ -205,10 +209,10 @@ export class TaskQueries {
           ':a': { S: Keys.quarantineSk(since, '') },
           ':b': { S: Keys.quarantineSk(until, '\uffff') },
         },
-        ScanIndexForward: forward,
+        ScanIndexForward: walk.forward,
       })) {
-        yield* emit([quarantineFromItem(item)]);
-        if (emitted >= limit) return;
+        yield* emitMatching(walk, [quarantineFromItem(item)]);
+        if (walk.emitted >= walk.limit) return;
       }
     }
   }
@@ -244,4 +248,24 @@ function quarantineFromItem(item: Item): QuarantineEntry {
     sourceIp: entry.sourceIp ?? null,
     userAgent: entry.userAgent ?? null,
   } as QuarantineEntry;
+}
+
+/** A listing of the quarantine under way: what it asks, and how many entries it has given out of its limit. */
+interface QuarantineWalk {
+  limit: number;
+  /** Oldest first. */
+  forward: boolean;
+  since: number;
+  until: number;
+  matches: (e: QuarantineEntry) => boolean;
+  emitted: number;
+}
+
+/** The entries the listing's filters keep, until its limit. */
+function* emitMatching(walk: QuarantineWalk, entries: Iterable<QuarantineEntry>): Generator<QuarantineEntry> {
+  for (const entry of entries) {
+    if (!walk.matches(entry)) continue;
+    yield entry;
+    if (++walk.emitted >= walk.limit) return;
+  }
 }

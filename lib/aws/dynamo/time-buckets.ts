@@ -93,15 +93,21 @@ export function tasksOfEntry(item: Item, bucket: number): BucketEntry[] {
   return rest.startsWith('#') ? [{ bucket, appKey, id: rest.slice(1) }] : [];
 }
 
-/** One page of a bucket's entry items, in sort-key order after `after` (null: from the first). */
+/** Where a read of a bucket's entries goes on: the bucket of a kind, after the entry `after` (null: from the first). */
+export interface BucketPosition {
+  kind: BucketKind;
+  bucket: number;
+  after: string | null;
+}
+
+/** One page of a bucket's entry items, in sort-key order after `at.after`. */
 export async function readBucketPage(
   table: TableReader,
-  kind: BucketKind,
-  bucket: number,
-  after: string | null,
+  at: BucketPosition,
   limit: number,
   cap: Capacity = noCapacity(),
 ): Promise<{ items: Item[]; last: string | null; more: boolean }> {
+  const { kind, bucket, after } = at;
   const items: Item[] = [];
   const pk = bucketPk(kind, bucket);
   for await (const item of table.queryAll(

@@ -79,6 +79,40 @@ const N = (value: number): AttributeValue => ({ N: String(value) });
 const chargeAttr = (fileName: string) =>
   `j${createHash('sha256').update(fileName, 'utf8').digest('base64url').slice(0, 16)}`;
 
+/** The file a check is of: its task's appKey and id, and its name. */
+export interface CheckedFile {
+  appKey: string;
+  id: string;
+  fileName: string;
+}
+
+/** Since when a check finds the file missing: since the check before, when that one found it missing too. */
+function missingSinceOf(found: Item | null, v: FileVerification & { state: CheckedState }): number | null {
+  if (!isMissingState(v.state)) return null;
+  return found && isMissingState(found.s) && typeof found.ms === 'number' ? found.ms : v.checkedAt!;
+}
+
+/**
+ * An update that sets an attribute or, for null, removes it: each by an alias, as short names run into DynamoDB's
+ * reserved words (`at`).
+ */
+function aliasedUpdate() {
+  const names: Record<string, string> = {};
+  const values: Record<string, AttributeValue> = {};
+  const set: string[] = [];
+  const remove: string[] = [];
+  const put = (attr: string, value: string | number | null) => {
+    names[`#${attr}`] = attr;
+    if (value === null) remove.push(`#${attr}`);
+    else {
+      set.push(`#${attr} = :${attr}`);
+      values[`:${attr}`] = typeof value === 'number' ? N(value) : S(value);
+    }
+  };
+  const update = () => `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`;
+  return { names, values, put, update };
+}
+
 /** The verifier's writes: a file's check, and its charge to the task's counts. */
 export class VerificationWrites {
   private readonly table: TableReader;
@@ -92,26 +126,24 @@ export class VerificationWrites {
    * it finds the file missing). `uploadRank` is the rank of the winning upload that was checked.
    */
   async record(
-    appKey: string,
-    id: string,
-    fileName: string,
+    file: CheckedFile,
     verification: FileVerification & { state: CheckedState },
     uploadRank: string | null,
     cap: Capacity = noCapacity(),
   ): Promise<StoredCheck> {
-    const key = verificationKey(appKey, id, fileName);
+    const key = verificationKey(file.appKey, file.id, file.fileName);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       let found = await this.table.get(key, cap);
       if (found?.pc !== undefined) {
-        await this.settle(appKey, id, fileName, found, cap);
+        await this.settle(file, found, cap);
         found = await this.table.get(key, cap);
       }
       const written = await this.write(key, found, verification, uploadRank, cap);
       if (!written) continue;
-      if (written.pc !== undefined) await this.settle(appKey, id, fileName, written, cap);
+      if (written.pc !== undefined) await this.settle(file, written, cap);
       return checkFromItem(written);
     }
-    throw new Error(`the check of ${fileName} kept meeting other checks of it; it comes again`);
+    throw new Error(`the check of ${file.fileName} kept meeting other checks of it; it comes again`);
   }
 
   /** The file's item with this check, on condition of the charge number read: null when another came first. */
@@ -123,55 +155,38 @@ export class VerificationWrites {
     cap: Capacity,
   ): Promise<Item | null> {
     const counted: CheckedState | null = found?.cs ?? null;
-    const missingSince = isMissingState(v.state)
-      ? found && isMissingState(found.s) && typeof found.ms === 'number'
-        ? found.ms
-        : v.checkedAt!
-      : null;
-    // Every attribute by an alias: short names run into DynamoDB's reserved words (`at`).
-    const names: Record<string, string> = {};
-    const values: Record<string, AttributeValue> = {};
-    const set: string[] = [];
-    const remove: string[] = [];
-    const put = (attr: string, value: string | number | null) => {
-      names[`#${attr}`] = attr;
-      if (value === null) remove.push(`#${attr}`);
-      else {
-        set.push(`#${attr} = :${attr}`);
-        values[`:${attr}`] = typeof value === 'number' ? N(value) : S(value);
-      }
-    };
-    put('s', v.state);
-    put('at', v.checkedAt!);
-    put('sm', v.sizeMatches);
-    put('sz', v.size);
-    put('et', v.etag);
-    put('ck', v.checksum);
-    put('rs', v.reason);
-    put('ur', uploadRank);
-    put('ms', missingSince);
+    const u = aliasedUpdate();
+    u.put('s', v.state);
+    u.put('at', v.checkedAt!);
+    u.put('sm', v.sizeMatches);
+    u.put('sz', v.size);
+    u.put('et', v.etag);
+    u.put('ck', v.checksum);
+    u.put('rs', v.reason);
+    u.put('ur', uploadRank);
+    u.put('ms', missingSinceOf(found, v));
     const charge = (typeof found?.cn === 'number' ? found.cn : 0) + 1;
     if (counted !== v.state) {
       // A change of the state counted: claimed here, added to the counts by settle.
-      put('cs', v.state);
-      put('cn', charge);
-      put('pc', charge);
-      put('pf', counted ?? '');
+      u.put('cs', v.state);
+      u.put('cn', charge);
+      u.put('pc', charge);
+      u.put('pf', counted ?? '');
     }
     if (found) {
-      names['#cn'] = 'cn';
-      names['#pc'] = 'pc';
-      values[':seen'] = N(charge - 1);
+      u.names['#cn'] = 'cn';
+      u.names['#pc'] = 'pc';
+      u.values[':seen'] = N(charge - 1);
     }
     const result = await updateIf(
       this.table,
       key,
       {
-        update: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
+        update: u.update(),
         // Every write of the item before this one was a change of its counted state: it holds a charge number.
         condition: found ? '#cn = :seen AND attribute_not_exists(#pc)' : 'attribute_not_exists(pk)',
-        names,
-        values,
+        names: u.names,
+        values: u.values,
       },
       cap,
     );
@@ -179,7 +194,7 @@ export class VerificationWrites {
   }
 
   /** Adds a claimed charge to the counts (once, whoever settles it), then clears the claim and its mark. */
-  private async settle(appKey: string, id: string, fileName: string, claimed: Item, cap: Capacity): Promise<void> {
+  private async settle({ appKey, id, fileName }: CheckedFile, claimed: Item, cap: Capacity): Promise<void> {
     const charge = N(claimed.pc);
     const mark = chargeAttr(fileName);
     const to: CheckedState = claimed.cs;

@@ -134,64 +134,18 @@ function groupOfDeadLetter(m: Message): string {
  * a send that fails, the rest of its group is not sent either.
  */
 export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): Promise<RedriveResult> {
-  const max = opts.max ?? Infinity;
-  const result: RedriveResult = { moved: 0, copies: [], failed: [], notDeleted: [] };
-  const handled = new Set<string>();
-  while (result.moved < max) {
-    const res = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: opts.from,
-        MaxNumberOfMessages: Math.min(10, max - result.moved),
-        VisibilityTimeout: opts.holdSeconds ?? 60,
-        WaitTimeSeconds: opts.waitSeconds ?? 1,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['MessageGroupId'],
-      }),
-    );
-    const received = res.Messages ?? [];
-    const messages = received.filter((m) => m.MessageId && !handled.has(m.MessageId));
-    // Received again (a copy sent by this redrive, given up again meanwhile): visible again at once, not moved twice.
-    const again = received.filter((m) => !messages.includes(m) && m.ReceiptHandle).map((m) => m.ReceiptHandle!);
-    if (again.length) await release(sqs, opts.from, again);
+  const r: Redrive = {
+    sqs,
+    opts,
+    max: opts.max ?? Infinity,
+    result: { moved: 0, copies: [], failed: [], notDeleted: [] },
+    handled: new Set<string>(),
+  };
+  while (r.result.moved < r.max) {
+    const messages = await receiveDeadLetters(r);
     if (messages.length === 0) break;
     const unsent: string[] = [];
-    const groups = new Map<string, Message[]>();
-    for (const m of messages) {
-      const group = groupOfDeadLetter(m);
-      groups.set(group, [...(groups.get(group) ?? []), m]);
-    }
-    await Promise.all(
-      [...groups].map(async ([group, inOrder]) => {
-        for (const [i, m] of inOrder.entries()) {
-          handled.add(m.MessageId!);
-          try {
-            const sent = await sqs.send(
-              new SendMessageCommand({
-                QueueUrl: opts.to,
-                MessageBody: m.Body ?? '',
-                MessageAttributes: markedSentAgain(resendableAttributes(m.MessageAttributes)),
-                MessageGroupId: group,
-                MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
-              }),
-            );
-            result.copies.push({ messageId: m.MessageId!, copyId: sent.MessageId ?? '' });
-            // A copy that fails again and comes back to the dead-letter queue meanwhile is not moved twice.
-            if (sent.MessageId) handled.add(sent.MessageId);
-          } catch (err) {
-            result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
-            for (const left of inOrder.slice(i)) if (left.ReceiptHandle) unsent.push(left.ReceiptHandle);
-            return;
-          }
-          try {
-            await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
-          } catch (err) {
-            result.notDeleted.push({ messageId: m.MessageId!, error: errorSentence(err) });
-          }
-          result.moved += 1;
-          opts.onMoved?.(result.moved);
-        }
-      }),
-    );
+    await Promise.all([...groupsOf(messages)].map(([group, inOrder]) => moveGroup(r, group, inOrder, unsent)));
     if (unsent.length) {
       // A send that fails (permissions, a wrong queue) fails for the rest too: stop, and leave what was
       // not sent visible again in the dead-letter queue.
@@ -199,7 +153,88 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
       break;
     }
   }
-  return result;
+  return r.result;
+}
+
+/** One redrive under way: what it was asked, what it has done, and the messages it has handled (sent or copies). */
+interface Redrive {
+  sqs: SQSClient;
+  opts: RedriveOptions;
+  max: number;
+  result: RedriveResult;
+  handled: Set<string>;
+}
+
+/** The next messages of the dead-letter queue this redrive has not handled. */
+async function receiveDeadLetters({ sqs, opts, max, result, handled }: Redrive): Promise<Message[]> {
+  const res = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: opts.from,
+      MaxNumberOfMessages: Math.min(10, max - result.moved),
+      VisibilityTimeout: opts.holdSeconds ?? 60,
+      WaitTimeSeconds: opts.waitSeconds ?? 1,
+      MessageAttributeNames: ['All'],
+      MessageSystemAttributeNames: ['MessageGroupId'],
+    }),
+  );
+  const received = res.Messages ?? [];
+  const messages = received.filter((m) => m.MessageId && !handled.has(m.MessageId));
+  // Received again (a copy sent by this redrive, given up again meanwhile): visible again at once, not moved twice.
+  const again = received.filter((m) => !messages.includes(m) && m.ReceiptHandle).map((m) => m.ReceiptHandle!);
+  if (again.length) await release(sqs, opts.from, again);
+  return messages;
+}
+
+/** The messages by the group each goes back to, each group in the order received. */
+function groupsOf(messages: readonly Message[]): Map<string, Message[]> {
+  const groups = new Map<string, Message[]>();
+  for (const m of messages) {
+    const group = groupOfDeadLetter(m);
+    groups.set(group, [...(groups.get(group) ?? []), m]);
+  }
+  return groups;
+}
+
+/**
+ * Moves a group's messages one after the other: each sent, then deleted. After a send that fails, the rest of the
+ * group is left (their receipt handles in `unsent`).
+ */
+async function moveGroup(r: Redrive, group: string, inOrder: Message[], unsent: string[]): Promise<void> {
+  const { sqs, opts, result, handled } = r;
+  for (const [i, m] of inOrder.entries()) {
+    handled.add(m.MessageId!);
+    try {
+      const sent = await sendCopy(r, m, group);
+      result.copies.push({ messageId: m.MessageId!, copyId: sent ?? '' });
+      // A copy that fails again and comes back to the dead-letter queue meanwhile is not moved twice.
+      if (sent) handled.add(sent);
+    } catch (err) {
+      result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
+      for (const left of inOrder.slice(i)) if (left.ReceiptHandle) unsent.push(left.ReceiptHandle);
+      return;
+    }
+    try {
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: opts.from, ReceiptHandle: m.ReceiptHandle }));
+    } catch (err) {
+      result.notDeleted.push({ messageId: m.MessageId!, error: errorSentence(err) });
+    }
+    result.moved += 1;
+    opts.onMoved?.(result.moved);
+  }
+}
+
+/** Sends a dead letter's copy to the main queue, in its group, marked as sent again: the copy's message id. */
+async function sendCopy({ sqs, opts }: Redrive, m: Message, group: string): Promise<string | undefined> {
+  const sent = await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: opts.to,
+      MessageBody: m.Body ?? '',
+      MessageAttributes: markedSentAgain(resendableAttributes(m.MessageAttributes)),
+      MessageGroupId: group,
+      MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
+    }),
+  );
+  return sent.MessageId;
 }
 
 export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number }> {

@@ -45,6 +45,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CONTENDED_BACK_OFF_MS = 100;
 const MAX_CONTENDED_BACK_OFF_MS = 1600;
 
+/** One pass of a reader: what it found and holds, and how long it has waited for what other readers hold. */
+interface Pass {
+  fresh: ReceivedEvent[];
+  handles: string[];
+  patienceMs: number;
+  /**
+   * When the messages others hold last changed, or this pass last found one new: the wait is measured from there,
+   * not from the start, so that a long history read by several readers at once is read whole by each.
+   */
+  movedAt: number;
+  heldByOthers: number;
+  /** Back-offs so far: each is longer. */
+  contended: number;
+}
+
 export class EventQueueReader {
   private readonly seen = new Set<string>();
   /** Messages that were not a task event (not JSON, no id). */
@@ -74,56 +89,77 @@ export class EventQueueReader {
 
   private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
     const visibilityS = this.opts.visibilityTimeoutS ?? 30;
-    const patienceMs = this.opts.contendedWaitMs ?? visibilityS * 1000 + 5000;
-    // When the messages others hold last changed, or this pass last found one new: the wait is measured from
-    // there, not from the start, so that a long history read by several readers at once is read whole by each.
-    let movedAt = Date.now();
-    let heldByOthers = -1;
-    let contended = 0;
+    const pass: Pass = {
+      fresh,
+      handles,
+      patienceMs: this.opts.contendedWaitMs ?? visibilityS * 1000 + 5000,
+      movedAt: Date.now(),
+      heldByOthers: -1,
+      contended: 0,
+    };
     for (let first = true; ; first = false) {
-      const res = await this.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: this.queueUrl,
-          MaxNumberOfMessages: 10,
-          VisibilityTimeout: visibilityS,
-          WaitTimeSeconds: first ? waitTimeS : 0,
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      const messages = res.Messages ?? [];
+      const messages = await this.receive(visibilityS, first ? waitTimeS : 0);
       if (messages.length === 0) {
-        const queue = await this.counts();
-        const others = queue.hidden - handles.length;
-        // Nothing visible and nothing hidden by another reader: this pass has seen the queue whole. (A message
-        // another reader gave back after the receive above is visible here, and read on.)
-        if (queue.visible === 0 && others <= 0) return;
-        if (others !== heldByOthers) {
-          heldByOthers = others;
-          movedAt = Date.now();
-        }
-        if (Date.now() - movedAt >= patienceMs) return;
-        if (others > 0) {
-          // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
-          await this.release(handles.splice(0));
-        }
-        // Then a random while, longer each time: readers that came back together would meet again and again.
-        await sleep(Math.random() * Math.min(CONTENDED_BACK_OFF_MS * 2 ** contended++, MAX_CONTENDED_BACK_OFF_MS));
+        if (await this.seenWhole(pass)) return;
         continue;
       }
       const before = fresh.length;
-      for (const m of messages) {
-        if (m.ReceiptHandle) handles.push(m.ReceiptHandle);
-        const event = readMessage(m);
-        if (!event) {
-          if (m.MessageId && !this.seen.has(m.MessageId)) this.unreadable += 1;
-          if (m.MessageId) this.seen.add(m.MessageId);
-          continue;
-        }
-        if (this.seen.has(event.messageId)) continue;
-        this.seen.add(event.messageId);
-        fresh.push(event);
+      this.take(messages, pass);
+      if (fresh.length > before) pass.movedAt = Date.now();
+    }
+  }
+
+  private async receive(visibilityS: number, waitTimeS: number): Promise<Message[]> {
+    const res = await this.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: this.queueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: visibilityS,
+        WaitTimeSeconds: waitTimeS,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    return res.Messages ?? [];
+  }
+
+  /**
+   * After a receive that found nothing: whether the pass is over (it has seen the queue whole, or waited long
+   * enough for what other readers hold); else it has given others a turn, and receives again.
+   */
+  private async seenWhole(pass: Pass): Promise<boolean> {
+    const queue = await this.counts();
+    const others = queue.hidden - pass.handles.length;
+    // Nothing visible and nothing hidden by another reader: this pass has seen the queue whole. (A message
+    // another reader gave back after the receive above is visible here, and read on.)
+    if (queue.visible === 0 && others <= 0) return true;
+    if (others !== pass.heldByOthers) {
+      pass.heldByOthers = others;
+      pass.movedAt = Date.now();
+    }
+    if (Date.now() - pass.movedAt >= pass.patienceMs) return true;
+    if (others > 0) {
+      // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
+      await this.release(pass.handles.splice(0));
+    }
+    // Then a random while, longer each time: readers that came back together would meet again and again.
+    const backOffMs = Math.min(CONTENDED_BACK_OFF_MS * 2 ** pass.contended++, MAX_CONTENDED_BACK_OFF_MS);
+    await sleep(Math.random() * backOffMs);
+    return false;
+  }
+
+  /** Keeps the receipt handles, and the events not returned before; counts what is not a task event, once. */
+  private take(messages: readonly Message[], pass: Pass): void {
+    for (const m of messages) {
+      if (m.ReceiptHandle) pass.handles.push(m.ReceiptHandle);
+      const event = readMessage(m);
+      if (!event) {
+        if (m.MessageId && !this.seen.has(m.MessageId)) this.unreadable += 1;
+        if (m.MessageId) this.seen.add(m.MessageId);
+        continue;
       }
-      if (fresh.length > before) movedAt = Date.now();
+      if (this.seen.has(event.messageId)) continue;
+      this.seen.add(event.messageId);
+      pass.fresh.push(event);
     }
   }
 
