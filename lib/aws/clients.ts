@@ -48,12 +48,12 @@ export function functionClient<T extends SdkClient>(client: T): T {
 export interface ClientSettings {
   region?: string;
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  endpoints?: Partial<Record<'dynamodb' | 'sqs' | 'sns', string>>;
+  endpoints?: Partial<Record<'dynamodb' | 'sqs' | 'sns' | 'firehose', string>>;
 }
 
 /** The part of a client's configuration `settings` decide for `service` (empty when none are given). */
 export function clientConfigOf(
-  service: 'dynamodb' | 'sqs' | 'sns',
+  service: 'dynamodb' | 'sqs' | 'sns' | 'firehose',
   settings: ClientSettings = {},
 ): { region?: string; endpoint?: string; credentials?: ClientSettings['credentials'] } {
   const endpoint = settings.endpoints?.[service];

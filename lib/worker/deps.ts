@@ -1,6 +1,7 @@
 // What the worker's logic runs with: the store it writes to, its logger, where task events go and its limits.
 // Built from the environment by config.ts for the function, by hand by the tests, the local stack and the
 // bench.
+import type { ArchiveWriter } from '../domain/archive.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
 import type { TaskWriter } from '../domain/task-store.ts';
@@ -17,6 +18,8 @@ export interface WorkerDeps {
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;
+  /** Where every stored record's raw callback is archived (lib/worker/archive-batch.ts); absent, none is. */
+  archive?: ArchiveWriter;
   /** Records applied at the same time within one batch (default: DEFAULT_RECORD_CONCURRENCY). */
   concurrency?: number;
   /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */

@@ -28,6 +28,7 @@ import {
 import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
+import { archiveBatch } from './archive-batch.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -113,6 +114,8 @@ export async function processBatch(
     if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
   await flushArms(applied, deps);
+  // Every stored record archived, in one call; one that is not fails, and comes again (archive-batch.ts).
+  await archiveBatch(prepared, applied, deps);
   if (deps.events) await publishAll(taskEvents, deps.events);
   // Once out (a record that failed to publish comes again, and its task's header still says the stall).
   const out = resumes.filter(([task]) => !tasks.get(task)!.some((i) => applied[i]!.outcome === 'failed'));

@@ -1,0 +1,116 @@
+// The archive of raw callbacks, written by the worker through Data Firehose's API (the local stand-in,
+// devkit/local/firehose.ts, writing into fauxqs's S3) and read back with the SQL of `raw` (DuckDB): every stored
+// callback is there once, whatever crash came between the table's write and the archive's.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FirehoseClient } from '@aws-sdk/client-firehose';
+import { S3Client } from '@aws-sdk/client-s3';
+import type { FauxqsServer } from 'fauxqs';
+import { firehoseArchive } from '../lib/aws/firehose/archive-stream.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import type { ArchiveWriter } from '../lib/domain/archive.ts';
+import { createLogger } from '../lib/log.ts';
+import { processBatch } from '../lib/worker/process-batch.ts';
+import { copyArchive, duckdbSource, queryLocalArchive } from '../devkit/local/archive.ts';
+import { createFirehoseStandIn } from '../devkit/local/firehose.ts';
+import { startLocalSqs } from '../devkit/local/fauxqs.ts';
+import { closeServer, listen } from '../devkit/local/server-lifecycle.ts';
+import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
+
+const local = useQuietDynamo();
+const log = createLogger('test');
+const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+const BUCKET = 'archive-test';
+const STREAM = 'archive-test-stream';
+const fixture = (name: string) =>
+  JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8')) as Record<string, any>;
+
+let fauxqs: FauxqsServer;
+let s3: S3Client;
+let firehose: FirehoseClient;
+let standIn: ReturnType<typeof createFirehoseStandIn>;
+let dir: string;
+
+beforeAll(async () => {
+  fauxqs = await startLocalSqs({ port: 0, logger: false, defaultRegion: 'us-east-1' });
+  const endpoint = `http://127.0.0.1:${fauxqs.port}`;
+  s3 = new S3Client({ endpoint, region: 'us-east-1', credentials, forcePathStyle: true });
+  fauxqs.createBucket(BUCKET);
+  standIn = createFirehoseStandIn(s3, [{ name: STREAM, bucket: BUCKET, prefix: 'raw/' }]);
+  const port = await listen(standIn, 0, '127.0.0.1');
+  firehose = new FirehoseClient({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials });
+  dir = await mkdtemp(join(tmpdir(), 'archive-'));
+});
+
+afterAll(async () => {
+  firehose.destroy();
+  s3.destroy();
+  await closeServer(standIn, 2000);
+  await fauxqs.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The archive read back: the lines copied out of S3 into a fresh folder, queried with `sql` against `raw`. */
+async function query(sql: string) {
+  const root = await mkdtemp(join(dir, 'q-'));
+  await copyArchive(s3, BUCKET, 'raw/', root);
+  return (await queryLocalArchive(join(root, 'raw'), sql.replace(LINES, duckdbSource(join(root, 'raw'))))).rows;
+}
+
+/** Stands in a query for the stored lines themselves, every copy of them (not `raw`). */
+const LINES = '<stored lines>';
+
+/** A FirehoseClient whose first PutRecordBatch never arrives: the worker stops between the table and the archive. */
+function crashesOnce(client: FirehoseClient) {
+  let crashed = false;
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return async (command: object) => {
+        if (!crashed) {
+          crashed = true;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+        }
+        return target.send(command as never);
+      };
+    },
+  });
+}
+
+test('a crash between the table write and the archive write leaves no gap and no line counted twice', async () => {
+  const imageId = 'archive-crash-1';
+  const start = { ...fixture('screenshot-1-start'), imageId };
+  const ok = fixture('screenshot-4-upload-ok');
+  const upload = { ...ok, imageId, output: { ...ok.output, fileName: `${imageId}-0.jpg` } };
+  const end = { ...fixture('screenshot-3-end'), imageId };
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  let records = [start, upload, end].map((b) => sqsRecord('screenshot', b, { groupId: imageId }));
+  const crashing: ArchiveWriter = firehoseArchive(crashesOnce(firehose), STREAM);
+  // The table is written, the archive call is lost: every record fails, and comes again.
+  const first = await processBatch(sqsEvent(records), { store, log, archive: crashing });
+  expect(first.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(records.map((r) => r.messageId));
+  expect(await store.getTask(imageId)).not.toBeNull();
+  expect(await query(`SELECT count(*) AS n FROM raw WHERE task_id = '${imageId}'`)).toEqual([{ n: '0' }]);
+  // Its retry finds the writes done (duplicates) and archives them; then a copy of the batch comes once more
+  // (Lambda's answer lost after the archive was written): its lines go out a second time.
+  records = records.map(receivedAgain);
+  const archive = firehoseArchive(firehose, STREAM);
+  expect((await processBatch(sqsEvent(records), { store, log, archive })).batchItemFailures).toEqual([]);
+  records = records.map(receivedAgain);
+  expect((await processBatch(sqsEvent(records), { store, log, archive })).batchItemFailures).toEqual([]);
+  // Two copies of each line are stored; `raw` holds one row per delivery.
+  expect(await query(`SELECT count(*) AS n FROM raw WHERE task_id = '${imageId}'`)).toEqual([{ n: '3' }]);
+  expect(await query(`SELECT count(*) AS n FROM ${LINES} WHERE task_id = '${imageId}'`)).toEqual([{ n: '6' }]);
+  const rows = await query(
+    `SELECT type, outcome, service, delivery_id FROM raw WHERE task_id = '${imageId}' ORDER BY type`,
+  );
+  expect(rows.map((r) => [r.type, r.service])).toEqual([
+    [1, 'screenshot'],
+    [3, 'screenshot'],
+    [4, 'screenshot'],
+  ]);
+  expect(new Set(rows.map((r) => r.delivery_id)).size).toBe(3);
+});
