@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FirehoseClient } from '@aws-sdk/client-firehose';
+import { FirehoseClient, PutRecordBatchCommand } from '@aws-sdk/client-firehose';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { FauxqsServer } from 'fauxqs';
 import { firehoseArchive } from '../lib/aws/firehose/archive-stream.ts';
@@ -113,4 +113,51 @@ test('a crash between the table write and the archive write leaves no gap and no
     [4, 'screenshot'],
   ]);
   expect(new Set(rows.map((r) => r.delivery_id)).size).toBe(3);
+});
+
+/** A FirehoseClient that refuses the entries of the bodies naming `refused`, `times` calls running (throttled). */
+function refusing(client: FirehoseClient, refused: string, times: number) {
+  let calls = 0;
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return async (command: { input: { DeliveryStreamName: string; Records: { Data: Uint8Array }[] } }) => {
+        if (calls++ >= times) return target.send(command as never);
+        const records = command.input.Records;
+        const hits = records.map((r) => new TextDecoder().decode(r.Data).includes(refused));
+        // The others are taken: written by the stand-in.
+        const taken = records.filter((_, i) => !hits[i]);
+        if (taken.length > 0)
+          await target.send(new PutRecordBatchCommand({ ...command.input, Records: taken }) as never);
+        return {
+          FailedPutCount: hits.filter(Boolean).length,
+          RequestResponses: hits.map((hit) =>
+            hit ? { ErrorCode: 'ServiceUnavailableException', ErrorMessage: 'Slow down.' } : { RecordId: 'r' },
+          ),
+        };
+      };
+    },
+  });
+}
+
+test('a line Firehose refuses is sent once more; refused again, its record alone fails and comes again', async () => {
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const starts = ['archive-refused-1', 'archive-refused-2'].map((imageId) => ({
+    ...fixture('screenshot-1-start'),
+    imageId,
+  }));
+  const records = starts.map((b) => sqsRecord('screenshot', b, { groupId: b.imageId }));
+  const once = firehoseArchive(refusing(firehose, 'archive-refused-1', 1), STREAM);
+  expect((await processBatch(sqsEvent(records), { store, log, archive: once })).batchItemFailures).toEqual([]);
+  const twice = firehoseArchive(refusing(firehose, 'archive-refused-2', 2), STREAM);
+  const again = records.map(receivedAgain);
+  const res = await processBatch(sqsEvent(again), { store, log, archive: twice });
+  expect(res.batchItemFailures).toEqual([{ itemIdentifier: again[1]!.messageId }]);
+  const rows = await query(
+    "SELECT task_id, count(*) AS n FROM raw WHERE task_id LIKE 'archive-refused-%' GROUP BY task_id ORDER BY task_id",
+  );
+  expect(rows).toEqual([
+    { task_id: 'archive-refused-1', n: '1' },
+    { task_id: 'archive-refused-2', n: '1' },
+  ]);
 });
