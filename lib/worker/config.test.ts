@@ -12,6 +12,7 @@ describe('readWorkerSettings', () => {
       recordConcurrency: 5,
       maxReceiveCount: 5,
       eventsTopicArn: '',
+      archiveStream: '',
       time: defaultTimeSettings,
     });
     expect(workerDefaults).toEqual({ rawEventTtlDays: 90, recordConcurrency: 5 });
@@ -37,6 +38,7 @@ describe('readWorkerSettings', () => {
       recordConcurrency: 8,
       maxReceiveCount: 5,
       eventsTopicArn: '',
+      archiveStream: '',
       time: defaultTimeSettings,
     });
   });
