@@ -161,3 +161,10 @@ test('a line Firehose refuses is sent once more; refused again, its record alone
     { task_id: 'archive-refused-2', n: '1' },
   ]);
 });
+
+test('the five queries of docs/archive.md run against raw', async () => {
+  const page = readFileSync(new URL('../docs/archive.md', import.meta.url), 'utf8');
+  const queries = [...page.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  expect(queries).toHaveLength(5);
+  for (const sql of queries) expect(Array.isArray(await query(sql))).toBe(true);
+});
