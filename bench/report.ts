@@ -270,11 +270,36 @@ function taskSizeTable(t: NonNullable<ApiResult['taskSize']>): string {
           `${range(kib(t.worker.heapPerBatch.large), ' KiB')} on the task of ${large} ` +
           `(${ratio1(t.worker.heapPerBatch.large.median / t.worker.heapPerBatch.small.median)}).`
         : ''),
+    '',
+    recountParagraph(t.recount),
   ].join('\n');
+}
+
+/** The heap a recount holds read a page at a time, against the task read whole at once (./task-size.ts). */
+function recountParagraph(r: NonNullable<ApiResult['taskSize']>['recount']): string {
+  const { small, large } = r.images;
+  const cost =
+    `It reads ${num(r.paged.rcu)} read units in ${r.paged.requests} requests, the whole task at once ` +
+    `${num(r.whole.rcu)} in ${r.whole.requests}.`;
+  if (!r.peakHeap)
+    return `The recount of the task of ${large} images, read ${r.pageItems} items a page (heap not measured). ${cost}`;
+  const h = r.peakHeap;
+  const ratio = `**${ratio1(h.wholeOverPaged.median)}** [${num(h.wholeOverPaged.min)}–${num(h.wholeOverPaged.max)}]`;
+  return (
+    `The recount of the task of ${large} images (\`callbacks recount\`, and the worker's when it gives a message ` +
+    `up), read ${r.pageItems} items a page and folded as they come, against the same recount of the task read ` +
+    'whole into memory at once, as it was read before (and then added up, which held more still): the heap each ' +
+    'holds at its peak, noted every 2,000 items after a full garbage collection, median [min–max] over ' +
+    `${r.rounds} round${r.rounds === 1 ? '' : 's'}: ${range(mib(h.pagedLarge), ' MiB')} read by pages, ` +
+    `${range(mib(h.whole), ' MiB')} whole (whole / by pages ${ratio}). By pages on a task of ${small} images, ` +
+    `which one page holds: ${range(mib(h.pagedSmall), ' MiB')}: what a recount holds depends on its page, not ` +
+    `on its task. ${cost}`
+  );
 }
 
 const ratio1 = (x: number) => `${num(x)}×`;
 const kib = (s: Summary): Summary => ({ ...s, median: s.median / 1024, min: s.min / 1024, max: s.max / 1024 });
+const mib = (s: Summary): Summary => kib(kib(s));
 
 /** Where the worker's time goes: its DynamoDB requests alone against all of it (./worker.ts replayRequests). */
 function requestsAloneParagraph(a: NonNullable<WorkerResult['requestsAlone']>, concurrency: number): string {

@@ -2,7 +2,8 @@
 // requests of a task's page of files, a page of its callbacks and a listing of tasks, on screenshot tasks of
 // a few images and on tasks of many. The large tasks are written item by item in the store's own item shapes
 // (the worker would take far longer to write them): a header that keeps its counts, one file per image with
-// its upload key inline, one delivery (raw body, keyed by time) per callback.
+// its upload key inline, one delivery (raw body, keyed by time) per callback. A recount of the large task, read a page
+// at a time, against the same recount of the task read whole into memory at once: the heap each holds at its peak.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -21,7 +22,9 @@ import { event, silent } from './api-event.ts';
 import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
 import { callbacksOf, screenshotTask } from '../devkit/seeds/seed-tasks.ts';
 import { chunks } from '../lib/in-parallel.ts';
-import { summarize, type Summary } from './stats.ts';
+import { ratios, summarize, type Summary } from './stats.ts';
+import { TableReader, noCapacity } from '../lib/aws/dynamo/table-client.ts';
+import { RECOUNT_PAGE_ITEMS, RecountFold, recountTask, taskItemsQuery } from '../lib/aws/dynamo/task-recount.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */
 export const FILES_PAGE = 200;
@@ -33,11 +36,13 @@ export interface TaskSizeSizes {
   /** Tasks a listing reads, and the images of each of them in the large listing. */
   listed: number;
   listedLarge: number;
+  /** Rounds of the recount's heap (paged on both tasks, whole on the large); absent: one. */
+  recountRounds?: number;
 }
 
 export const taskSizeSizes = {
-  full: { small: 10, large: 100_000, listed: 100, listedLarge: 1_000 },
-  quick: { small: 10, large: 2_000, listed: 20, listedLarge: 100 },
+  full: { small: 10, large: 100_000, listed: 100, listedLarge: 1_000, recountRounds: 3 },
+  quick: { small: 10, large: 2_000, listed: 20, listedLarge: 100, recountRounds: 1 },
 } satisfies Record<string, TaskSizeSizes>;
 
 export interface ReadCost {
@@ -60,6 +65,23 @@ export interface TaskSizeResult {
     ratio: number;
     heapPerBatch?: { small: Summary; large: Summary };
   };
+  recount: RecountMemory;
+}
+
+/**
+ * A recount (lib/aws/dynamo/task-recount.ts) read a page at a time on the task of FILES_PAGE images and on the large
+ * one, and the large one read whole into memory at once then folded the same way (the baseline: what the recount
+ * read before it was paged, less the task it then added up). The heap each holds at its peak, above the heap before
+ * it (a full garbage collection first), per round; read units and requests of one recount of the large task.
+ */
+export interface RecountMemory {
+  pageItems: number;
+  /** Images of the small task (a page holds it whole) and of the large one. */
+  images: { small: number; large: number };
+  rounds: number;
+  peakHeap?: { pagedSmall: Summary; pagedLarge: Summary; whole: Summary; wholeOverPaged: Summary };
+  paged: ReadCost;
+  whole: ReadCost;
 }
 
 /**
@@ -250,8 +272,107 @@ export async function benchTaskSize(
       ratio: small.rcu > 0 ? large.rcu / small.rcu : 0,
       ...(measureHeap ? { heapPerBatch: { small: summarize(heap.small), large: summarize(heap.large) } } : {}),
     };
-    return { sizes, reads, worker };
+    const rounds = sizes.recountRounds ?? 1;
+    const recount = await recountMemory(client, tableName, sizes.large, rounds, measureHeap, metered);
+    progress(`task size: the recount of the task of ${sizes.large} images, paged and whole`);
+    return { sizes, reads, worker, recount };
   } finally {
     await dynamo.stop();
   }
+}
+
+/** Items between two notes of the heap a read holds. */
+const HEAP_NOTE_EVERY = 2_000;
+
+/**
+ * A reader that notes the heap a read holds as it yields items, every HEAP_NOTE_EVERY and at the end of each Query:
+ * its peak. Each note follows a full garbage collection, so that it counts what the read keeps, not what the
+ * collector has yet to take back.
+ */
+class HeapWatch extends TableReader {
+  peak = 0;
+  collect = false;
+
+  note(): void {
+    if (this.collect) collectGarbage();
+    const used = process.memoryUsage().heapUsed;
+    if (used > this.peak) this.peak = used;
+  }
+
+  override async *queryAll(
+    input: Parameters<TableReader['queryAll']>[0],
+    cap?: Parameters<TableReader['queryAll']>[1],
+  ): AsyncIterable<Item> {
+    let n = 0;
+    for await (const item of super.queryAll(input, cap)) {
+      if (++n % HEAP_NOTE_EVERY === 0) this.note();
+      yield item;
+    }
+    this.note();
+  }
+}
+
+/** The recount as it read before it was paged: every item of the task in memory at once, then folded. */
+async function recountAtOnce(reader: HeapWatch, appKey: string, id: string) {
+  const items: Item[] = [];
+  for await (const item of reader.queryAll(taskItemsQuery(appKey, id), noCapacity())) items.push(item);
+  const [header, ...parts] = items;
+  const fold = new RecountFold(header!, null);
+  for (const item of parts) if (item.sk.startsWith(Keys.partsPrefix(appKey))) fold.add(item);
+  reader.note();
+  // Every span of the completion kept: it is found in this one pass.
+  const { recount, done, completion } = fold.result();
+  return { ...recount, done: completion && 'at' in completion ? completion.at : done };
+}
+
+async function recountMemory(
+  client: DynamoDBClient,
+  tableName: string,
+  large: number,
+  rounds: number,
+  measureHeap: boolean,
+  metered: { take(): ReadCost },
+): Promise<RecountMemory> {
+  const reader = new HeapWatch(client, tableName);
+  reader.collect = measureHeap;
+  const peak = async (run: () => Promise<unknown>): Promise<number> => {
+    if (measureHeap) collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    reader.peak = before;
+    await run();
+    return reader.peak - before;
+  };
+  const paged = (id: string, appKey: string) => () => recountTask(reader, appKey, id, null, noCapacity());
+  const heap = { pagedSmall: [] as number[], pagedLarge: [] as number[], whole: [] as number[] };
+  for (let round = 0; round < rounds; round++) {
+    heap.pagedSmall.push(await peak(paged('img-page', 'app-page')));
+    heap.pagedLarge.push(await peak(paged('img-large', 'app-large')));
+    heap.whole.push(await peak(() => recountAtOnce(reader, 'app-large', 'img-large')));
+  }
+  // The two recount the same: the paged one is the whole one, held a page at a time.
+  reader.collect = false;
+  metered.take();
+  const { header: _read, ...byPages } = (await recountTask(reader, 'app-large', 'img-large', null, noCapacity()))!;
+  const pagedCost = metered.take();
+  const { header: _whole, ...atOnce } = await recountAtOnce(reader, 'app-large', 'img-large');
+  const wholeCost = metered.take();
+  if (JSON.stringify(byPages) !== JSON.stringify(atOnce))
+    throw new Error('task size: the paged recount differs from the recount of the whole task');
+  return {
+    pageItems: RECOUNT_PAGE_ITEMS,
+    images: { small: FILES_PAGE, large },
+    rounds,
+    ...(measureHeap
+      ? {
+          peakHeap: {
+            pagedSmall: summarize(heap.pagedSmall),
+            pagedLarge: summarize(heap.pagedLarge),
+            whole: summarize(heap.whole),
+            wholeOverPaged: summarize(ratios(heap.whole, heap.pagedLarge)),
+          },
+        }
+      : {}),
+    paged: pagedCost,
+    whole: wholeCost,
+  };
 }

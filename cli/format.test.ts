@@ -284,6 +284,7 @@ describe('terminal escape injection: values are printed with their control and f
       mode: 3,
       modeName: 'mix-audio-video',
       startFileName: HOSTILE,
+      counts: { total: 1, pending: 0, uploaded: 0, failed: 1, lost: 0 },
       files: [
         {
           fileName: HOSTILE,

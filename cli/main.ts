@@ -15,12 +15,12 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   quarantine: () => import('./commands/quarantine.ts'),
   dlq: () => import('./commands/dlq.ts'),
   events: () => import('./commands/events.ts'),
-  migrate: () => import('./commands/migrate.ts'),
   console: () => import('./commands/console.ts'),
   doctor: () => import('./commands/doctor.ts'),
   status: () => import('./commands/status.ts'),
   pull: () => import('./commands/pull.ts'),
   recount: () => import('./commands/recount.ts'),
+  storage: () => import('./commands/storage.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

@@ -155,6 +155,10 @@ describe('duration options', () => {
         'pull --timeout',
         'verify --timeout',
         'tasks list --purge-before',
+        'send --duration',
+        'send --outage-for',
+        'emulate --duration',
+        'dlq redrive --timeout',
       ]),
     );
     const parsed = (o: (typeof durations)[number], text: string) => {

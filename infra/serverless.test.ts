@@ -26,7 +26,7 @@ const execFileAsync = promisify(execFile);
 const service = 'rtc-callbacks-receiver';
 const stage = 'ci';
 const region = 'eu-west-1';
-const functionNames = ['ingest', 'worker', 'api', 'sweeper'] as const;
+const functionNames = ['ingest', 'worker', 'api', 'sweeper', 'verifier'] as const;
 /** The durations of the facts of time, from their stage parameters: the worker and the sweeper read the same. */
 const timeVariables = {
   SETTLE_AFTER: { Ref: 'SettleAfter' },
@@ -35,7 +35,7 @@ const timeVariables = {
   STALL_MIN: { Ref: 'StallMin' },
   STALL_UNKNOWN: { Ref: 'StallUnknown' },
 };
-const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'WorkerRole'];
+const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'VerifierRole', 'WorkerRole'];
 /** A condition that holds a role's table actions to delivery items (lib/aws/dynamo/table.ts DELIVERY_PREFIX). */
 const deliveryItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${DELIVERY_PREFIX}*`] } };
 
@@ -70,16 +70,34 @@ let networkAttempts: string;
 /**
  * The packagings with other stage parameters, queued after the main one while the tests of the main template
  * run: each test awaits its own. `variant` sets every parameter of a kind the main packaging leaves at its default (a
- * development stage with signatureMode off, throttling limits, the legacy queue): they change different
+ * development stage with signatureMode off, throttling limits, its own layer and operators): they change different
  * resources, so that one packaging holds each of their outcomes.
  */
 let variant: Promise<Template>;
-let refusals: Record<'signatureOff' | 'throttle' | 'legacyQueue', Promise<string>>;
+let refusals: Record<'signatureOff' | 'throttle', Promise<string>>;
 
 /** The extension layer pinned for the region packaged (infra/secrets-extension-layers.cjs), and a stage's own. */
 const PINNED_LAYER =
   'arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:101';
 const STAGE_LAYER = 'arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:90';
+/** A stage's storages: two buckets of its own, an S3-compatible storage's keys in a parameter, one in a secret. */
+const STORAGE = {
+  'app-1': { type: 's3', bucket: 'acme-recordings' },
+  'app-2': { type: 's3', bucket: 'acme-shots', region: 'eu-central-1', probe: true },
+  'app-3': {
+    type: 's3-compatible',
+    endpoint: 'https://oss-cn-hangzhou.aliyuncs.com',
+    bucket: 'acme-oss',
+    credentials: { parameter: '/acme/oss-keys' },
+  },
+  'app-4': {
+    type: 's3-compatible',
+    endpoint: 'https://cos.ap-guangzhou.myqcloud.com',
+    bucket: 'acme-cos',
+    credentials: { secret: 'acme/cos-keys' },
+  },
+  'app-5': { type: 'http' },
+};
 /** Operators' roles a stage lets send to the callback queue (to redrive dead letters). */
 const OPERATORS = ['arn:aws:iam::123456789012:role/operators', 'arn:aws:iam::123456789012:role/aws-reserved/sso/*'];
 
@@ -87,9 +105,9 @@ const OPERATORS = ['arn:aws:iam::123456789012:role/operators', 'arn:aws:iam::123
 const VARIANT_PARAMS = {
   development: ['signatureMode=off', 'development=true'],
   throttling: ['callbackRateLimit=2.5', 'callbackBurstLimit= 7 ', 'readRateLimit=0.5', 'readBurstLimit=3'],
-  legacy: ['legacyQueue=true'],
   functions: [`paramsSecretsLayerArn=${STAGE_LAYER}`, 'ingestReservedConcurrency=20'],
   operators: [`callbackQueueSenders=${OPERATORS.join(',')}`],
+  storage: [`storageSettings=${JSON.stringify(STORAGE)}`],
 };
 
 /** Records any attempt to open a network connection of the process that imports it, in its NETWORK_LOG. */
@@ -217,7 +235,6 @@ beforeAll(async () => {
   refusals = {
     signatureOff: started(packagingError('refused', ['signatureMode=off'])),
     throttle: started(packagingError('refused-throttle', ['callbackBurstLimit=1.5'])),
-    legacyQueue: started(packagingError('legacy-bad', ['legacyQueue=yes'])),
   };
   template = await main;
   state = JSON.parse(readFileSync(join(packageDir, 'out', 'serverless-state.json'), 'utf8'));
@@ -347,9 +364,14 @@ describe('functions', () => {
       LOG_LEVEL: ref('LogLevel'),
       ...timeVariables,
     });
+    // The sweeper's schedule, and the verifier's (its sweep of the storage incidents), the same.
     const rules = resourcesOfType('AWS::Events::Rule');
-    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)']);
-    expect(rules[0]![1].Properties.Targets.map((t: Json) => t.Arn)).toEqual([getAtt('SweeperLambdaFunction', 'Arn')]);
+    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)', 'rate(5 minutes)']);
+    const targets = rules.flatMap(([, r]) => r.Properties.Targets.map((t: Json) => t.Arn));
+    expect(targets).toHaveLength(2);
+    expect(targets).toEqual(
+      expect.arrayContaining([getAtt('SweeperLambdaFunction', 'Arn'), getAtt('VerifierLambdaFunction', 'Arn')]),
+    );
     for (const [name, value] of Object.entries({
       SettleAfter: '10m',
       PurgeWarningBefore: '2h',
@@ -360,11 +382,124 @@ describe('functions', () => {
       expect(template.Parameters[name].Default).toBe(value);
   });
 
+  test('verifier: nodejs24.x on arm64, its own role, fed by its queue, the storage settings of its stage', () => {
+    const fn = resource('VerifierLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Role).toEqual(getAtt('VerifierRole'));
+    expect(fn.Timeout).toBe(20);
+    // The extension reads the access keys of S3-compatible storages.
+    expect(fn.Layers).toEqual([PINNED_LAYER]);
+    expect(fn.Environment.Variables).toEqual({
+      TASKS_TABLE: ref('TasksTable'),
+      TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
+      STORAGE_SETTINGS: ref('StorageSettings'),
+      VERIFY_TIMEOUT: '5s',
+      VERIFY_MAX_RECEIVE_COUNT: '5',
+      LOG_LEVEL: ref('LogLevel'),
+    });
+    const queue = resource('VerifyQueue', 'AWS::SQS::Queue').Properties;
+    // A silent storage is asked again until the queue's last receive: the two numbers are one.
+    expect(String(queue.RedrivePolicy.maxReceiveCount)).toBe(fn.Environment.Variables.VERIFY_MAX_RECEIVE_COUNT);
+    expect(queue.RedrivePolicy.deadLetterTargetArn).toEqual(getAtt('VerifyDeadLetterQueue'));
+    expect(queue.VisibilityTimeout).toBe(6 * fn.Timeout);
+    expect(queue.SqsManagedSseEnabled).toBe(true);
+    const mappings = resourcesOfType('AWS::Lambda::EventSourceMapping').filter(
+      ([, m]) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify(getAtt('VerifierLambdaFunction')),
+    );
+    expect(mappings.map(([, m]) => [m.Properties.EventSourceArn, m.Properties.FunctionResponseTypes])).toEqual([
+      [getAtt('VerifyQueue'), ['ReportBatchItemFailures']],
+    ]);
+    // The queue is fed by the task-events topic, file.uploaded only, raw; what SNS cannot deliver is kept.
+    const subscriptions = resourcesOfType('AWS::SNS::Subscription')
+      .map(([, s]) => s.Properties)
+      .filter((s) => JSON.stringify(s.TopicArn) === JSON.stringify(ref('TaskEventsTopic')));
+    expect(subscriptions).toEqual([
+      {
+        TopicArn: ref('TaskEventsTopic'),
+        Protocol: 'sqs',
+        Endpoint: getAtt('VerifyQueue'),
+        RawMessageDelivery: true,
+        FilterPolicy: { type: ['file.uploaded', 'file.upload_failed'] },
+        RedrivePolicy: { deadLetterTargetArn: getAtt('VerifyDeadLetterQueue') },
+      },
+    ]);
+    const policy = resource('VerifyQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties.PolicyDocument.Statement;
+    expect(policy[1]).toEqual({
+      Sid: 'TaskEventsTopicDelivers',
+      Effect: 'Allow',
+      Principal: { Service: 'sns.amazonaws.com' },
+      Action: 'sqs:SendMessage',
+      Resource: [getAtt('VerifyQueue'), getAtt('VerifyDeadLetterQueue')],
+      Condition: { ArnEquals: { 'aws:SourceArn': ref('TaskEventsTopic') } },
+    });
+    // No storage named: no grant on any.
+    expect(template.Parameters.StorageSettings.Default).toBe('{}');
+    expect(template.Resources.VerifierStoragePolicy).toBeUndefined();
+  });
+
+  test("the verifier's storage grants are its stage's storages': their buckets' objects, their keys", async () => {
+    const t = await variant;
+    expect(JSON.parse(t.Parameters.StorageSettings.Default)).toEqual(STORAGE);
+    const policy = t.Resources.VerifierStoragePolicy!;
+    expect(policy.Type).toBe('AWS::IAM::Policy');
+    expect(policy.Properties.Roles).toEqual([ref('VerifierRole')]);
+    const sub = (text: string) => ({ 'Fn::Sub': text });
+    const parameter = sub('arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/acme/oss-keys');
+    expect(policy.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Sid: 'CheckStoredFiles',
+        Effect: 'Allow',
+        Action: 's3:GetObject',
+        Resource: [sub('arn:${AWS::Partition}:s3:::acme-recordings/*'), sub('arn:${AWS::Partition}:s3:::acme-shots/*')],
+      },
+      // The probe of the one bucket whose setting allows it: the bucket, and its canary objects only.
+      {
+        Sid: 'ProbeStorageBuckets',
+        Effect: 'Allow',
+        Action: 's3:ListBucket',
+        Resource: [sub('arn:${AWS::Partition}:s3:::acme-shots')],
+      },
+      {
+        Sid: 'ProbeStorageCanaries',
+        Effect: 'Allow',
+        Action: ['s3:DeleteObject', 's3:PutObject'],
+        Resource: [sub('arn:${AWS::Partition}:s3:::acme-shots/.rtc-callbacks-receiver-probe/*')],
+      },
+      { Sid: 'ReadStorageKeysParameters', Effect: 'Allow', Action: 'ssm:GetParameter', Resource: [parameter] },
+      {
+        Sid: 'DecryptStorageKeysParameters',
+        Effect: 'Allow',
+        Action: 'kms:Decrypt',
+        Resource: sub('arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*'),
+        Condition: {
+          StringEquals: {
+            'kms:ViaService': sub('ssm.${AWS::Region}.${AWS::URLSuffix}'),
+            'kms:EncryptionContext:PARAMETER_ARN': [parameter],
+          },
+        },
+      },
+      {
+        Sid: 'ReadStorageKeysSecrets',
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: [
+          sub('arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:acme/cos-keys-??????'),
+        ],
+      },
+    ]);
+  });
+
   test("the sweeper kept Lambda's two asynchronous retries, which overlap its next run: it gets none", () => {
     const configs = resourcesOfType('AWS::Lambda::EventInvokeConfig');
-    expect(configs.map(([, c]) => c.Properties)).toEqual([
-      expect.objectContaining({ FunctionName: ref('SweeperLambdaFunction'), MaximumRetryAttempts: 0 }),
-    ]);
+    // The verifier's scheduled sweeps of the storage incidents neither.
+    expect(configs).toHaveLength(2);
+    expect(configs.map(([, c]) => c.Properties)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ FunctionName: ref('SweeperLambdaFunction'), MaximumRetryAttempts: 0 }),
+        expect.objectContaining({ FunctionName: ref('VerifierLambdaFunction'), MaximumRetryAttempts: 0 }),
+      ]),
+    );
   });
 
   test('the extension layer followed the latest version at every deploy: pinned, per stage if it says so', async () => {
@@ -480,6 +615,7 @@ describe('functions', () => {
       'HttpApiLogGroup',
       'IngestLogGroup',
       'SweeperLogGroup',
+      'VerifierLogGroup',
       'WorkerLogGroup',
     ]);
     for (const [, group] of groups) expect(group.Properties.RetentionInDays).toBe(30);
@@ -682,6 +818,9 @@ describe('IAM: each role grants exactly what its function does, and nothing more
     return requests.sent.flatMap((command) => {
       const action = iamAction(command);
       if (action === null) return [];
+      // The verifier's storages are the stage's: its grants on them are a policy of its own, made of the stage's
+      // storage settings (none here; the storage variant below names some).
+      if (name === 'verifier' && command.service === 's3') return [];
       const variable = resourceVariable[command.service];
       const named = variable ? variables[variable] : undefined;
       if (!named?.Ref) throw new Error(`${name} sends ${action} but its environment names no resource for it`);
@@ -770,10 +909,16 @@ describe('IAM: each role grants exactly what its function does, and nothing more
 
   test('the SDK commands no code of the project sends are the credential providers and endpoint discovery', () => {
     for (const name of functionNames) {
-      // Lambda's credentials are in the environment: the credential providers' clients never send.
+      // Lambda's credentials are in the environment: the credential providers' clients never send. S3's client keeps
+      // a session of its own for directory buckets (S3 Express), which no storage setting names.
       const unexplained = bundles
         .get(name)!
-        .sdkOwn.filter((c) => c.package !== '@aws-sdk/nested-clients' && c.operation !== 'DescribeEndpoints');
+        .sdkOwn.filter(
+          (c) =>
+            c.package !== '@aws-sdk/nested-clients' &&
+            c.operation !== 'DescribeEndpoints' &&
+            !(c.package === '@aws-sdk/client-s3' && c.operation === 'CreateSession'),
+        );
       expect(unexplained).toEqual([]);
       // Endpoint discovery is off unless enabled: no function enables it.
       const fn = template.Resources[`${name[0]!.toUpperCase()}${name.slice(1)}LambdaFunction`]!.Properties;
@@ -836,10 +981,11 @@ describe('topics: encrypted, published to by the stack alone', () => {
     expect(resourcesOfType('AWS::SNS::TopicPolicy')).toHaveLength(2);
   });
 
-  test('task events: only the worker and sweeper roles may publish, the account may subscribe', () => {
+  test('task events: only the worker, sweeper and verifier roles may publish, the account may subscribe', () => {
     expect(topicAllows('TaskEventsTopic')).toEqual([
       { action: 'sns:Publish', principal: { AWS: getAtt('WorkerRole') }, condition: null },
       { action: 'sns:Publish', principal: { AWS: getAtt('SweeperRole') }, condition: null },
+      { action: 'sns:Publish', principal: { AWS: getAtt('VerifierRole') }, condition: null },
       { action: 'sns:Subscribe', principal: { AWS: accountRoot }, condition: null },
     ]);
     // The publisher may use the topic's key (through SNS): the role's grant is on that very key.
@@ -1165,7 +1311,10 @@ describe('queues', () => {
   });
 
   test('event source mapping: partial batch failures, 10 a batch, no batching window, maximum concurrency', () => {
-    const mappings = resourcesOfType('AWS::Lambda::EventSourceMapping');
+    // The worker's (the verifier's own is checked with the verifier).
+    const mappings = resourcesOfType('AWS::Lambda::EventSourceMapping').filter(
+      ([, m]) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify(getAtt('WorkerLambdaFunction')),
+    );
     expect(mappings).toHaveLength(1);
     expect(mappings[0]![1].Properties).toEqual({
       EventSourceArn: getAtt('CallbackFifoQueue'),
@@ -1178,67 +1327,17 @@ describe('queues', () => {
     expect(mappings[0]![1].DependsOn).toContain('WorkerRole');
   });
 
-  test('without legacyQueue the standard queue of earlier versions is gone: no resource, output or grant', () => {
+  test('the FIFO queue and its dead-letter queue are the only queues: no standard queue, output or grant', () => {
     for (const id of ['CallbackQueue', 'CallbackDeadLetterQueue', 'WorkerLegacyQueuePolicy'])
       expect(template.Resources[id]).toBeUndefined();
     expect(template.Outputs.LegacyQueueUrl).toBeUndefined();
     const names = resourcesOfType('AWS::SQS::Queue').map(([, q]) => q.Properties.QueueName);
-    expect(names).toEqual([`${service}-${stage}-callbacks.fifo`, `${service}-${stage}-callbacks-dlq.fifo`]);
-  });
-
-  test('legacyQueue=true keeps the standard queues under their earlier ids and settings, draining into the ' +
-    'worker through the mapping osls made for them', async () => {
-    // VARIANT_PARAMS.legacy
-    const legacy = await variant;
-    const of = (id: string, type: string) => {
-      const r = legacy.Resources[id];
-      expect(r?.Type).toBe(type);
-      return r!;
-    };
-    expect(of('CallbackQueue', 'AWS::SQS::Queue').Properties).toEqual({
-      QueueName: `${service}-${stage}-callbacks`,
-      VisibilityTimeout: 180,
-      MessageRetentionPeriod: 345600,
-      SqsManagedSseEnabled: true,
-      RedrivePolicy: { deadLetterTargetArn: getAtt('CallbackDeadLetterQueue'), maxReceiveCount: 5 },
-    });
-    expect(of('CallbackDeadLetterQueue', 'AWS::SQS::Queue').Properties).toMatchObject({
-      QueueName: `${service}-${stage}-callbacks-dlq`,
-      MessageRetentionPeriod: 1209600,
-    });
-    // The id osls gives the mapping of an `sqs` event on CallbackQueue: the earlier mapping, updated in place.
-    const mappings = Object.entries(legacy.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping');
-    expect(mappings.map(([id]) => id).sort()).toEqual([
-      'WorkerEventSourceMappingSQSCallbackFifoQueue',
-      'WorkerEventSourceMappingSQSCallbackQueue',
+    expect(names).toEqual([
+      `${service}-${stage}-callbacks.fifo`,
+      `${service}-${stage}-callbacks-dlq.fifo`,
+      `${service}-${stage}-verify`,
+      `${service}-${stage}-verify-dlq`,
     ]);
-    expect(of('WorkerEventSourceMappingSQSCallbackQueue', 'AWS::Lambda::EventSourceMapping').Properties).toEqual({
-      EventSourceArn: getAtt('CallbackQueue'),
-      FunctionName: getAtt('WorkerLambdaFunction'),
-      Enabled: true,
-      BatchSize: 25,
-      MaximumBatchingWindowInSeconds: 1,
-      FunctionResponseTypes: ['ReportBatchItemFailures'],
-      ScalingConfig: { MaximumConcurrency: 10 },
-    });
-    const grant = of('WorkerLegacyQueuePolicy', 'AWS::IAM::Policy').Properties;
-    expect(grant.Roles).toEqual([ref('WorkerRole')]);
-    expect(grant.PolicyDocument.Statement.map((st: Statement) => [actions(st), st.Resource])).toEqual([
-      [['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage'], getAtt('CallbackQueue')],
-    ]);
-    expect(of('LegacyCallbackQueuesPolicy', 'AWS::SQS::QueuePolicy').Properties.Queues).toEqual([
-      ref('CallbackQueue'),
-      ref('CallbackDeadLetterQueue'),
-    ]);
-    expect(legacy.Outputs.LegacyDeadLetterQueueUrl!.Value).toEqual(ref('CallbackDeadLetterQueue'));
-    // The ingest sends to the FIFO queue only.
-    expect(legacy.Resources.IngestLambdaFunction!.Properties.Environment.Variables.QUEUE_URL).toEqual(
-      ref('CallbackFifoQueue'),
-    );
-  }, 180_000);
-
-  test('packaging refuses a legacyQueue that is not true or false', async () => {
-    expect(await refusals.legacyQueue).toContain('Stage parameter legacyQueue must be true or false, not "yes".');
   });
 });
 
@@ -1321,6 +1420,12 @@ describe('operations', () => {
       FailedEventPublishes: [ref('WorkerLogGroup'), '{ $.event = "events_publish_failed" }', namespace],
       LostFiles: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.lost > 0 }', namespace],
       StalledTasks: [ref('SweeperLogGroup'), '{ $.event = "sweep_done" && $.stalled > 0 }', namespace],
+      FilesMissing: [
+        ref('VerifierLogGroup'),
+        '{ $.event = "file_checked" && ($.state = "missing" || $.state = "empty" || $.state = "size_differs") }',
+        namespace,
+      ],
+      StorageIncidents: [ref('VerifierLogGroup'), '{ $.event = "storage_incident_opened" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -1330,6 +1435,8 @@ describe('operations', () => {
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
     expect(bundle('sweeper')).toContain('sweep_done');
+    expect(bundle('verifier')).toContain('file_checked');
+    expect(bundle('verifier')).toContain('storage_incident_opened');
   });
 
   test('every alarm notifies the topic, on alarm and on recovery', () => {
@@ -1418,6 +1525,21 @@ describe('operations', () => {
         threshold: 'GreaterThanOrEqualToThreshold 1',
       },
       StalledTasksAlarm: { metric: `${namespace} StalledTasks`, dimensions: {}, threshold: 'GreaterThanThreshold 10' },
+      FilesMissingAlarm: {
+        metric: `${namespace} FilesMissing`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      StorageIncidentsAlarm: {
+        metric: `${namespace} StorageIncidents`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
+      VerifyDeadLetterQueueNotEmptyAlarm: {
+        metric: 'AWS/SQS ApproximateNumberOfMessagesVisible',
+        dimensions: { QueueName: getAtt('VerifyDeadLetterQueue', 'QueueName') },
+        threshold: 'GreaterThanThreshold 0',
+      },
     });
   });
 

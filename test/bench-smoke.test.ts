@@ -211,6 +211,12 @@ describe('task size, tiny', () => {
     const sizes = { small: 10, large: 1_000, listed: 10, listedLarge: 60 };
     const result = await benchTaskSize(sizes, undefined, { heap: false });
     expect(result.worker.heapPerBatch).toBeUndefined();
+    // The recount read by pages (its result checked equal to the whole task's by the bench itself) reads what the
+    // whole task read at once does, in more requests; its heap is the bench's.
+    expect(result.recount.peakHeap).toBeUndefined();
+    expect(result.recount.paged.rcu).toBeGreaterThan(0);
+    expect(result.recount.paged.rcu).toBeLessThanOrEqual(result.recount.whole.rcu * 1.1);
+    expect(result.recount.paged.requests).toBeGreaterThan(result.recount.whole.requests);
     const byRequest = Object.fromEntries(result.reads.map((r) => [r.request, r]));
     const page = byRequest['GET /tasks/{id}?filesLimit=200']!;
     const listing = byRequest['GET /tasks?appKey=...&limit=10']!;

@@ -433,11 +433,13 @@ describe('callbacks send', () => {
     );
     expect(emulated.code).toBe(0);
     const lines = emulated.stdout.trimEnd().split('\n');
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(
       /^Sent \d+ callbacks of 1 recording and 1 screenshot tasks to http:\/\/127\.0\.0\.1:\d+ in /,
     );
     expect(lines[1]).toMatch(/^(\d+) acknowledged, 0 not acknowledged; \1 requests: \1 2xx, 0 4xx, 0 5xx, /);
+    // Against a local stack, the files it reported uploaded are in the stack's storage (docs/verification.md).
+    expect(lines[2]).toMatch(/^Stored the \d+ file\(s\) reported uploaded in the local stack's storage\.$/);
     await stack.stop();
   });
 });

@@ -13,6 +13,7 @@ import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient, SendMessageCom
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/expected-events.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { withPendingVerifications } from './support/pending-verifications.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskSummary } from '../lib/domain/task-summary.ts';
@@ -141,7 +142,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-cli-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true });
-  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
+  // The CLI's reads: files with their verification (docs/verification.md).
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName, verifications: true });
   sqs = new SQSClient({
     endpoint: stack.info.sqsEndpoint,
     region: stack.info.region,
@@ -193,6 +195,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * The task the fixtures make, by the oracle, each file with its verification: applied by the worker alone here
+ * (no task events, no verifier), an uploaded file is pending, any other has none.
+ */
 function expectedTask(id: string) {
   const callbacks = fixtureNames
     .filter((f) => fixture(f).includes(`"${id}"`))
@@ -201,7 +207,7 @@ function expectedTask(id: string) {
       if (!r.ok) throw new Error(r.errors.join());
       return r.callback;
     });
-  return reduceTask(callbacks);
+  return withPendingVerifications(reduceTask(callbacks)!);
 }
 
 describe('tasks get', () => {
@@ -278,6 +284,7 @@ describe('tasks get', () => {
       'URL',
       'ERROR',
       'PURGED BY THE PLATFORM',
+      'IN STORAGE',
     ]);
     expect(wideLines.find((l) => l.startsWith('sN3kL9xQ2aT7_room-1024_1763802000000.mp4'))!.split(/\s{2,}/)).toEqual([
       'sN3kL9xQ2aT7_room-1024_1763802000000.mp4',
@@ -287,6 +294,7 @@ describe('tasks get', () => {
       '-',
       'upload to storage failed',
       expect.stringMatching(/^2025-11-23T09:30:10Z \(\d+ d ago\)$/),
+      '-',
     ]);
   });
 
@@ -795,16 +803,16 @@ describe('dlq', () => {
       ['recording', 'other-app', 3, 'rec-dlq-3'],
     ]);
     const human = await cli(['dlq', 'list']);
-    const rows = human.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => l.split(/\s{2,}/));
+    const lines = human.stdout.trimEnd().split('\n');
+    const rows = lines.map((l) => l.split(/\s{2,}/));
     expect(rows[0]).toEqual(['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK']);
     expect(rows[1]!.slice(3)).toEqual(['recording', 'demo-app', '1 start', 'rec-dlq-1']);
-    expect(rows[4]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
+    // Under each row, why the worker gave it up: these were put in the queue by hand, so it never said.
+    expect(lines[2]).toMatch(/^ {2}no note of why \(dead-lettered before the worker kept notes/);
+    expect(rows[7]!.join(' ')).toMatch(/^3 messages in http:.*callbacks-dlq/);
     // --limit below the count says how many were left out, rather than giving the shown count as the total.
     const limited = await cli(['dlq', 'list', '--limit', '2']);
-    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(4);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(6);
     expect(limited.stdout).toMatch(
       /\n2 shown of about 3 messages \(raise --limit, now 2\) in http:.*callbacks-dlq\.fifo;/,
     );
@@ -818,7 +826,14 @@ describe('dlq', () => {
     const one = await cli(['dlq', 'redrive', '--yes', '--max', '1']);
     expect(one.stdout).toBe(`Moved 1 message from ${stack.info.dlqUrl} to ${stack.info.queueUrl}.\n`);
     const rest = await cliJson<any>(['dlq', 'redrive', '--yes']);
-    expect(rest).toEqual({ from: stack.info.dlqUrl, to: stack.info.queueUrl, moved: 2, failed: [], notDeleted: [] });
+    expect(rest).toMatchObject({
+      from: stack.info.dlqUrl,
+      to: stack.info.queueUrl,
+      moved: 2,
+      failed: [],
+      notDeleted: [],
+    });
+    expect(rest.copies).toHaveLength(2);
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
 
     // Back in the main queue, the stack's worker applies them: their tasks appear.
@@ -830,9 +845,10 @@ describe('dlq', () => {
     expect(events.map((e) => [e.receivedAt, e.body])).toEqual([[1763798400000, JSON.parse(dlqBodies[0]!)]]);
   });
 
-  test("list shows a task's dead letters together; redrive moves them all", async () => {
+  test('list says how many wait behind the first of their task; redrive moves them all', async () => {
+    // More of one group than a receive gives (ten, as SQS FIFO): the rest wait behind them while the look holds them.
     const group = taskGroupId('demo-app', 'rec-dlq-4');
-    const bodies = [1, 2, 4].map((type, i) =>
+    const bodies = [1, ...Array<number>(10).fill(2), 4].map((type, i) =>
       JSON.stringify({ ...JSON.parse(dlqBodies[0]!), recordId: 'rec-dlq-4', type, timestamp: 1763798500000 + i }),
     );
     for (const [i, body] of bodies.entries())
@@ -854,14 +870,13 @@ describe('dlq', () => {
           MessageDeduplicationId: `dlq-4-${i}`,
         }),
       );
-    // A receive hands out as many of a group's messages as fit, as SQS does: the three are listed together.
+    // A receive hands out ten of a group's messages, as SQS FIFO does: the last two wait behind them.
     const human = await cli(['dlq', 'list']);
-    for (const type of ['1 start', '2 slice', '4 upload']) expect(human.stdout).toContain(type);
-    expect(human.stdout).not.toContain('more messages wait behind them');
+    expect(human.stdout).toContain("2 more messages wait behind them in their task's message group");
     const moved = await cliJson<any>(['dlq', 'redrive', '--yes']);
     expect(moved).toMatchObject({ failed: [], notDeleted: [] });
     // The three of the group, after any the test before left.
-    expect(moved.moved).toBeGreaterThanOrEqual(3);
+    expect(moved.moved).toBeGreaterThanOrEqual(12);
     expect(await cliJson<any[]>(['dlq', 'list'])).toEqual([]);
     await eventually('rec-dlq-4', () => store.getTask('rec-dlq-4'));
   });
@@ -1024,11 +1039,13 @@ describe('events tail', () => {
     const refused = await cli(['events', 'tail', '--type', 'file.gone']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/--type <type>' argument 'file\.gone' is invalid/);
+    const alone = await cli(['events', 'tail', '--new-only']);
+    expect(alone).toMatchObject({ code: 1, stderr: 'callbacks: --new-only goes with --follow\n' });
   });
 
-  test('--follow: two followers at once both see every event, hold no shared message, clean up on Ctrl-C', async () => {
-    const followers = [0, 1].map(() => {
-      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json'], {
+  test('--follow: followers each see every event (--new-only: the new ones), hold no shared message', async () => {
+    const followers = ([[], [], ['--new-only']] as string[][]).map((extra) => {
+      const child = spawn(nodeBin, [cliBin, 'events', 'tail', '--follow', '--json', ...extra], {
         cwd: dir,
         env: childEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -1041,7 +1058,7 @@ describe('events tail', () => {
         out.stdout
           .split('\n')
           .filter(Boolean)
-          .map((l) => JSON.parse(l) as { id: string; task: { id: string } });
+          .map((l) => JSON.parse(l) as { id: string; task?: { id: string } });
       return { child, out, exit, ids };
     });
     const prefix = `${stack.info.eventsTopicArn!.split(':').pop()}-follow-`;
@@ -1056,8 +1073,12 @@ describe('events tail', () => {
       );
     try {
       // Each has its own queue on the topic and has printed the history (the events of rec-ev-1).
-      await until(async () => (await followQueues()) === 2, 'two follow queues');
-      await until(() => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-ev-1').length >= 6), 'history');
+      await until(async () => (await followQueues()) === 3, 'three follow queues');
+      const newOnly = followers[2]!;
+      await until(
+        () => followers.slice(0, 2).every((f) => f.ids().filter((e) => e.task?.id === 'rec-ev-1').length >= 6),
+        'history',
+      );
       const sns = new SNSClient({
         endpoint: stack.info.sqsEndpoint,
         region: stack.info.region,
@@ -1084,17 +1105,20 @@ describe('events tail', () => {
       expect(res.batchItemFailures).toEqual([]);
       const published = ['task.started', 'task.ended', 'file.uploaded', 'task.completed'];
       await until(
-        () => followers.every((f) => f.ids().filter((e) => e.task.id === 'rec-fl-1').length === published.length),
+        () => followers.every((f) => f.ids().filter((e) => e.task?.id === 'rec-fl-1').length === published.length),
         'the new events',
       );
       const seen = followers.map((f) =>
         f
           .ids()
-          .filter((e) => e.task.id === 'rec-fl-1')
+          .filter((e) => e.task?.id === 'rec-fl-1')
           .map((e) => (e as unknown as { type: string }).type)
           .sort(),
       );
-      expect(seen).toEqual([[...published].sort(), [...published].sort()]);
+      expect(seen).toEqual([[...published].sort(), [...published].sort(), [...published].sort()]);
+      // The follower started with --new-only printed nothing published before it started: none of the history's task
+      // events (storage events, which name no task, may be published by the verifier at any time).
+      expect(newOnly.ids().filter((e) => e.task !== undefined && e.task.id !== 'rec-fl-1')).toEqual([]);
       // Following holds none of the shared queue's messages: a plain tail sees every one of them meanwhile.
       const { Attributes } = await sqs.send(
         new GetQueueAttributesCommand({ QueueUrl: stack.info.eventsQueueUrl!, AttributeNames: ['All'] }),
@@ -1105,8 +1129,8 @@ describe('events tail', () => {
     } finally {
       for (const f of followers) f.child.kill('SIGINT');
     }
-    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0]);
-    expect(followers.map((f) => f.out.stderr)).toEqual(['', '']);
+    expect(await Promise.all(followers.map((f) => f.exit))).toEqual([0, 0, 0]);
+    expect(followers.map((f) => f.out.stderr)).toEqual(['', '', '']);
     expect(await followQueues()).toBe(0);
   });
 

@@ -92,7 +92,7 @@ test('list leaves messages and receive counts, across a restart; redrive hands t
   });
   expect(byTask(await runCliJson<Listed[]>(dir, ['dlq', 'list']))).toEqual(ids.map((id) => [id, 2]));
 
-  expect(await runCliJson(dir, ['dlq', 'redrive', '--yes'])).toEqual({
+  expect(await runCliJson(dir, ['dlq', 'redrive', '--yes'])).toMatchObject({
     from: info.dlqUrl,
     to: info.queueUrl,
     moved: 3,

@@ -13,6 +13,7 @@ import { defaultInWords, type EnvSchema, type FunctionName } from '../lib/config
 import { ingestEnvironment, MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
 import { workerEnvironment } from '../lib/worker/config.ts';
 import { sweeperEnvironment } from '../lib/sweeper/config.ts';
+import { verifierEnvironment } from '../lib/verifier/config.ts';
 import { envReads } from './support/env-reads.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -34,6 +35,7 @@ interface CfnResource {
   Type: string;
   Properties: {
     AlarmName?: string;
+    AlarmDescription?: string;
     MetricName?: string;
     Dimensions?: { Name: string; Value: Reference }[];
     ComparisonOperator?: string;
@@ -53,10 +55,11 @@ const service = parse(read('serverless.yml')) as {
 };
 /**
  * Every file serverless.yml takes resources from, merged as osls merges them; not infra/legacy-queue.cjs, which
- * adds the standard queue of earlier versions only when packaged with legacyQueue=true (deployment.md says so).
+ * adds the standard queue of earlier versions only when packaged with legacyQueue=true (deployment.md says so), nor
+ * infra/storage-params.cjs, whose verifier storage policy is made of the stage's storage settings (none by default).
  */
 const infra = service.resources
-  .filter((entry) => !entry.endsWith('.cjs)}'))
+  .filter((entry) => !/\.cjs\)(:\w+)?\}$/.test(entry))
   .map((entry) => {
     const file = /^\$\{file\(([^)]+)\)\}$/.exec(entry)?.[1];
     if (!file) throw new Error(`serverless.yml: resources entry ${entry} is not a \${file(...)}`);
@@ -150,7 +153,7 @@ function watches(alarm: CfnResource['Properties']): string {
 }
 
 describe('the alarms table of docs/operations.md', () => {
-  const documented = tableWithHeader('docs/operations.md', ['Alarm', 'Watches', 'Fires when', 'What to do']);
+  const documented = tableWithHeader('docs/operations.md', ['Alarm', 'Watches', 'Fires when', 'Runbook']);
   const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
 
   test('there are alarms to compare', () => {
@@ -168,6 +171,19 @@ describe('the alarms table of docs/operations.md', () => {
     const rows = documented.map((r) => [unquote(r.Alarm!), r.Watches!] as const);
     expect(rows.length).toBe(new Set(rows.map(([name]) => name)).size);
     expect(Object.fromEntries(rows)).toEqual(expected);
+  });
+
+  test("each alarm's description names its runbook, a page of docs/runbooks/ that the table links", () => {
+    const linked = Object.fromEntries(
+      documented.map((r) => [unquote(r.Alarm!), /\]\((runbooks\/[a-z-]+\.md)\)$/.exec(r.Runbook!)?.[1] ?? r.Runbook]),
+    );
+    for (const alarm of alarms) {
+      const name = alarm.Properties.AlarmName!.slice(NAME_PREFIX.length);
+      const named = /Runbook: docs\/(runbooks\/[a-z-]+\.md)$/.exec(alarm.Properties.AlarmDescription ?? '')?.[1];
+      expect({ name, named }).toEqual({ name, named: linked[name] });
+      expect(read(`docs/${named}`)).toMatch(/^# Runbook: /);
+      expect((alarm.Properties.AlarmDescription ?? '').length).toBeLessThanOrEqual(1024);
+    }
   });
 });
 
@@ -225,6 +241,7 @@ const schemas: Record<string, { schema: { functionName: FunctionName; variables:
   worker: { schema: workerEnvironment, file: 'lib/worker/config.ts' },
   api: { schema: apiEnvironment, file: 'lib/api/config.ts' },
   sweeper: { schema: sweeperEnvironment, file: 'lib/sweeper/config.ts' },
+  verifier: { schema: verifierEnvironment, file: 'lib/verifier/config.ts' },
 };
 
 function schemaOf(name: string) {

@@ -69,7 +69,13 @@ test('callbacks doctor on the template as it is: every call granted, exit code 0
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout);
     expect(report).toMatchObject({ ok: true, gaps: 0, scenarioError: null });
-    expect(report.functions.map((f: { key: string }) => f.key).sort()).toEqual(['api', 'ingest', 'sweeper', 'worker']);
+    expect(report.functions.map((f: { key: string }) => f.key).sort()).toEqual([
+      'api',
+      'ingest',
+      'sweeper',
+      'verifier',
+      'worker',
+    ]);
     for (const fn of report.functions) expect(fn.calls.length).toBeGreaterThan(0);
   } finally {
     rmSync(cwd, { recursive: true, force: true });

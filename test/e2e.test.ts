@@ -1,16 +1,21 @@
-// End to end through the same path as `callbacks dev`: the local stack (deployed ingest and worker
+// End to end through the same path as `callbacks dev`: the local stack (deployed ingest, worker and verifier
 // handlers, fauxqs, dynalite) on free ports; the sender emulator posts a few hundred signed recording and
-// screenshot callbacks, with duplicates, reordering, storage outages and failed starts; the verifier then
-// reads every task back through the stack file, as the other CLI commands do, and compares it with what
-// the domain says the callbacks that were acknowledged must produce; the same for the task events read
-// from the queue subscribed to the stack's topic.
+// screenshot callbacks, with duplicates, reordering, storage outages and failed starts, and stores each file it
+// reports uploaded in the stack's storage, some of them faulted; the checker then reads every task back through the
+// stack file, as the other CLI commands do, and compares it with what the domain says the callbacks that were
+// acknowledged must produce; the same for the task events read from the queue subscribed to the stack's topic,
+// and for each file's check in its storage.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openTarget, type Target } from '../devkit/local/target.ts';
 import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
 import { TASK_EVENT_TYPES } from '../lib/domain/task-events.ts';
-import { expectedTaskEventsOf, expectedTasks } from '../devkit/emulator/expect.ts';
+import { S3Client } from '@aws-sdk/client-s3';
+import { expectedChecksOf, expectedTaskEventsOf, expectedTasks, withMissingEvents } from '../devkit/emulator/expect.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../devkit/emulator/storage.ts';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../devkit/local/deployed-settings.ts';
+import { verifyChecks } from '../devkit/verify/storage.ts';
 import { generateRun } from '../devkit/emulator/lifecycles.ts';
 import { createRandom } from '../devkit/emulator/random.ts';
 import { sendAll } from '../devkit/emulator/sender.ts';
@@ -59,8 +64,25 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
     outage: 0.5,
     giveUp: 0.3,
     failedStarts: 0.1,
+    sizeDivisor: STORED_SIZE_DIVISOR,
   });
   expect(run.sends.length).toBeGreaterThan(300);
+  // The files reported uploaded, stored in the stack's storage as the platform would, some of them faulted.
+  const storage = stack.info.storage!;
+  const s3 = new S3Client({
+    endpoint: storage.s3Endpoint,
+    forcePathStyle: true,
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const files = planStoredFiles(run.sends, {
+    faults: ['missing', 'empty', 'truncated', 'forbidden'],
+    rate: 0.3,
+    seed,
+    settings: storage.settings,
+  });
+  expect(new Set(files.map((f) => f.fault))).toEqual(new Set([null, 'missing', 'empty', 'truncated', 'forbidden']));
+  const stored = new EmulatedStorage(s3, storage.settings, files);
   expect(run.sends.some((s) => s.duplicate)).toBe(true);
   expect(new Set(run.sends.map((s) => s.service))).toEqual(new Set(['recording', 'screenshot']));
 
@@ -70,7 +92,9 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
     random: createRandom(seed),
     secret: 'demo-secret',
     sign: 'header',
+    beforeSend: (send) => stored.beforeSend(send),
   });
+  s3.destroy();
   expect(report.summary.undelivered).toBe(0);
   expect(report.summary.status4xx).toBe(0);
 
@@ -98,7 +122,8 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
 
   // Task events, read from the queue subscribed to the stack's topic: every MUST event at least once,
   // nothing outside MAY.
-  const expectedEvents = expectedTaskEventsOf(report.results);
+  const checks = expectedChecksOf(files, report.results);
+  const expectedEvents = withMissingEvents(expectedTaskEventsOf(report.results), checks);
   expect(expectedEvents.must.length).toBeGreaterThan(40);
   const reader = new EventQueueReader(target.sqs, target.eventsQueueUrl!);
   const events = await verifyEvents({
@@ -108,7 +133,16 @@ test('a few hundred callbacks of both services, with duplicates, reordering and 
   });
   expect({ missing: events.missing, unexpected: events.unexpected }).toEqual({ missing: [], unexpected: [] });
   // The run is varied enough to expect every type of event.
-  expect(new Set(expectedEvents.must.map((r) => r.type))).toEqual(new Set(TASK_EVENT_TYPES));
+  expect(new Set(expectedEvents.must.map((r) => r.type))).toEqual(new Set([...TASK_EVENT_TYPES, 'file.missing']));
+
+  // Every file reported uploaded checked in its storage: each faulted one flagged with its kind, no healthy one.
+  const found = await verifyChecks({
+    expected: checks,
+    getTask: (id, appKey) => target.tasks.getTask(id, appKey),
+    timeoutMs: 30_000,
+  });
+  expect({ diffs: found.diffs, timedOut: found.timedOut }).toEqual({ diffs: [], timedOut: false });
+  expect(found.byFault.none!.found).toBeGreaterThan(20);
 
   // Every delivered request went through the queue to the worker; nothing was dead-lettered.
   expect(stack.poller.stats.records).toBeGreaterThanOrEqual(report.summary.delivered);

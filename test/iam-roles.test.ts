@@ -72,7 +72,15 @@ interface RoleStatement {
 }
 
 /** The functions' roles, and the managed policy the read API's callers get (output ReadApiInvokePolicyArn). */
-const POLICY_HOLDERS = ['IngestRole', 'WorkerRole', 'SweeperRole', 'ApiRole', 'ReadApiInvokePolicy'];
+const POLICY_HOLDERS = [
+  'IngestRole',
+  'WorkerRole',
+  'SweeperRole',
+  'ApiRole',
+  'VerifierRole',
+  'VerifierStoragePolicy',
+  'ReadApiInvokePolicy',
+];
 
 interface Document {
   Statement: PolicyStatement[];

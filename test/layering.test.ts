@@ -175,7 +175,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // The adapters: DynamoDB, SQS, SNS.
   ['lib/aws'],
   // The handlers' logic.
-  ['lib/ingest', 'lib/worker', 'lib/api', 'lib/sweeper'],
+  ['lib/ingest', 'lib/worker', 'lib/api', 'lib/sweeper', 'lib/verifier'],
   ['functions'],
   // The developer kit (DEVKIT): what runs the stack on a laptop, sends and checks callbacks, seeds tasks.
   ['devkit/console', 'devkit/emulator', 'devkit/verify'],

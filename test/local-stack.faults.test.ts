@@ -3,12 +3,15 @@
 // `callbacks dlq redrive` brings back what waited, and every task and every task event the sender's callbacks
 // call for is there (the sender emulator's expectation, computed from what it sent, is the oracle).
 import { mkdtemp, rm } from 'node:fs/promises';
+import { S3Client } from '@aws-sdk/client-s3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openTarget, type Target } from '../devkit/local/target.ts';
 import { EventQueueReader } from '../lib/aws/sqs/event-queue.ts';
 import { expectedTaskEventsOf, expectedTasks } from '../devkit/emulator/expect.ts';
 import { generateRun } from '../devkit/emulator/lifecycles.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../devkit/emulator/storage.ts';
+import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../devkit/local/deployed-settings.ts';
 import { createRandom } from '../devkit/emulator/random.ts';
 import { sendAll } from '../devkit/emulator/sender.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
@@ -74,7 +77,18 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     outage: 0.5,
     giveUp: 0.3,
     failedStarts: 0,
+    sizeDivisor: STORED_SIZE_DIVISOR,
   });
+  // The storage holds every file reported uploaded, as reported: the verifier finds none missing.
+  const storage = stack.info.storage!;
+  const s3 = new S3Client({
+    endpoint: storage.s3Endpoint,
+    forcePathStyle: true,
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const files = planStoredFiles(run.sends, { faults: [], rate: 0, seed, settings: storage.settings });
+  const stored = new EmulatedStorage(s3, storage.settings, files);
   const report = await sendAll({
     url: stack.url,
     sends: run.sends,
@@ -83,7 +97,9 @@ test('crashes dead-letter, DynamoDB errors and SNS refusals are retried, and not
     sign: 'header',
     // What is checked is where each callback ends up, not when it came: sent as fast as they are taken.
     followSchedule: false,
+    beforeSend: (send) => stored.beforeSend(send),
   });
+  s3.destroy();
   expect(report.summary.undelivered).toBe(0);
   expect(report.summary.status4xx).toBe(0);
 

@@ -13,6 +13,7 @@ import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { LOCAL_CREDENTIALS } from '../devkit/local/deployed-settings.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import { eventually } from './support/eventually.ts';
+import { createLogger, setLogSink } from '../lib/log.ts';
 
 let cwd: string;
 const stacks: LocalStack[] = [];
@@ -165,6 +166,28 @@ test('two stacks with other secrets run side by side in one process, each on its
     await beside.stop();
     await demo.stop();
     await rm(other, { recursive: true, force: true });
+  }
+});
+
+test('quiet stacks stopped in another order than they started let the lines of the one still running out', async () => {
+  const lines: string[] = [];
+  const restore = setLogSink((line) => lines.push(line));
+  const dirs = await Promise.all([0, 1].map(() => mkdtemp(join(tmpdir(), 'callbacks-stack-quiet-'))));
+  try {
+    const first = await startLocalStack({ port: 0, cwd: dirs[0]!, memory: true, quiet: true });
+    const second = await startLocalStack({ port: 0, cwd: dirs[1]!, memory: true, quiet: true });
+    // The first stops while the second runs: the second stays quiet.
+    await first.stop();
+    expect((await postSigned(second.url, startBody('rec-quiet-1'))).status).toBe(200);
+    expect((await waitForTask('rec-quiet-1', dirs[1]))?.status).toBe('recording');
+    await second.stop();
+    expect(lines).toEqual([]);
+    // The last one stopped, the sink in place before the first started is back.
+    createLogger('test').info('after_the_stacks');
+    expect(lines.map((l) => JSON.parse(l).event)).toEqual(['after_the_stacks']);
+  } finally {
+    setLogSink(restore);
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   }
 });
 

@@ -75,7 +75,7 @@ describe('against the local stack', () => {
 
   test('a signed request is served like any other (the local stack does not check it)', async () => {
     const signed = await readApi(stack.url, '/tasks?since=1d&status=failed', { region: 'us-east-1', credentials });
-    expect(signed).toEqual({ status: 200, body: { tasks: [], nextCursor: null } });
+    expect(signed).toEqual({ status: 200, body: { tasks: [], nextCursor: null, incidents: [] } });
     const missing = await readApi(stack.url, '/tasks/rec-none', { region: 'us-east-1', credentials });
     expect(missing.status).toBe(404);
   });

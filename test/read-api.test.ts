@@ -9,11 +9,16 @@ import { join } from 'node:path';
 import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from '../lib/api/routes.ts';
 import { PAGE_LIMITS, QUERY_PARAMETERS } from '../lib/api/query.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { IncidentStore } from '../lib/aws/dynamo/storage-incidents.ts';
+import { TableReader } from '../lib/aws/dynamo/table-client.ts';
+import { STORAGE_CHANGE_DELAY_MS } from '../lib/domain/deadlines.ts';
+import type { StorageIncident } from '../lib/domain/storage-incidents.ts';
 import type { EventView } from '../lib/domain/event-view.ts';
 import type { TaskQuery } from '../lib/domain/task-store.ts';
 import type { TaskSummary } from '../lib/domain/task-summary.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { Task, TaskStatus } from '../lib/domain/task.ts';
+import { VERIFICATION_STATES, type VerifiedFileView } from '../lib/domain/verification.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { errorStatus } from '../lib/http-responses.ts';
 import { setLogSink } from '../lib/log.ts';
@@ -132,7 +137,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'callbacks-read-api-'));
   restoreSink = setLogSink(() => {});
   stack = await startLocalStack({ port: 0, memory: true, cwd: dir, quiet: true, retryDelaySeconds: 1 });
-  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
+  store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName, verifications: true });
   // The fixtures go the whole way: signed POST, queue, worker.
   for (const f of fixtureNames) expect((await postSigned(serviceOf(f), fixture(f))).status).toBe(200);
   await applyTasks(store, seeded);
@@ -194,6 +199,22 @@ async function allPages<T>(
   return { items, pages };
 }
 
+/**
+ * A task as read, its files' verifications taken apart (docs/verification.md): each file reported uploaded carries
+ * one (pending until the verifier has checked it, then what it found), every other file null.
+ */
+function withoutVerifications(task: Task): Task {
+  return {
+    ...task,
+    files: task.files.map((file) => {
+      const { verification, ...rest } = file as VerifiedFileView;
+      if (file.upload === 'uploaded') expect(VERIFICATION_STATES).toContain(verification?.state);
+      else expect(verification).toBeNull();
+      return rest;
+    }),
+  };
+}
+
 function expectInvalid(res: Answer, parameter: string) {
   expect(res.status).toBe(400);
   expect(res.body.error.code).toBe('invalid_query');
@@ -210,9 +231,12 @@ describe('GET /tasks/{id}', () => {
         const res = await get(`/tasks/${encodeURIComponent(expected.id)}`);
         expect(res.status).toBe(200);
         expect(res.headers.get('cache-control')).toBe('no-store');
-        expect(res.body).toEqual({ task: expected, nextFilesCursor: null });
+        // The storage incidents open for its appKey (the fixtures' failed upload may have opened one).
+        const { incidents, ...page } = res.body;
+        expect(Array.isArray(incidents)).toBe(true);
+        expect({ ...page, task: withoutVerifications(page.task) }).toEqual({ task: expected, nextFilesCursor: null });
         // The CLI reads the same store method.
-        expect(res.body.task).toEqual(await store.getTask(expected.id));
+        expect(withoutVerifications(res.body.task)).toEqual(withoutVerifications((await store.getTask(expected.id))!));
       }
     },
   );
@@ -234,7 +258,7 @@ describe('GET /tasks/{id}', () => {
         const sep = query ? '&' : '?';
         const res: Answer = await get(`/tasks/img-big${query}${cursor ? `${sep}filesCursor=${cursor}` : ''}`);
         expect(res.status).toBe(200);
-        const { files: page, ...rest } = res.body.task;
+        const { files: page, ...rest } = withoutVerifications(res.body.task);
         expect(rest).toEqual(expectedRest);
         files.push(...page);
         pages.push(page.length);
@@ -243,6 +267,43 @@ describe('GET /tasks/{id}', () => {
       expect({ query, pages }).toEqual({ query, pages: sizes });
       expect(files).toEqual(expectedFiles);
     }
+  });
+
+  test('the task JSON lacked its counts: every page carries them, as its files and its list row say', async () => {
+    // The files' own tally, page after page: what the counts must say.
+    const files: Task['files'] = [];
+    const pages: Task[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: Answer = await get(`/tasks/img-big?filesLimit=250${cursor ? `&filesCursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      pages.push(res.body.task);
+      files.push(...res.body.task.files);
+      cursor = res.body.nextFilesCursor;
+    } while (cursor);
+    const count = (upload: string) => files.filter((f) => f.upload === upload).length;
+    const fromFiles = {
+      total: files.length,
+      pending: count('pending'),
+      uploaded: count('uploaded'),
+      failed: count('failed') + count('lost'),
+      lost: count('lost'),
+    };
+    expect(fromFiles).toMatchObject({ total: 600, failed: expect.any(Number) });
+    expect(fromFiles.failed).toBeGreaterThan(0);
+    expect(fromFiles.uploaded).toBeGreaterThan(0);
+    expect(pages).toHaveLength(3);
+    for (const page of pages) expect(page.counts).toEqual(fromFiles);
+    // The row of the same task in a listing says the same.
+    const rows = await allPages<TaskSummary>('/tasks?appKey=app-a&room=room-big', 'tasks', 50);
+    const row = rows.items.find((t) => t.id === 'img-big')!;
+    expect({
+      total: row.fileCount,
+      pending: row.pendingFiles,
+      uploaded: row.fileCount - row.pendingFiles - row.failedFiles,
+      failed: row.failedFiles,
+      lost: row.lostFiles,
+    }).toEqual(fromFiles);
   });
 
   test('appKey names the task of that appKey; another appKey finds none', async () => {
@@ -498,5 +559,35 @@ describe('docs/openapi.yaml', () => {
     }
     expect(documented(ApiRoutes.task)).toEqual(expect.arrayContaining([404, 409]));
     expect(documented(ApiRoutes.events)).toEqual(expect.arrayContaining([404, 409]));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('storage incidents', () => {
+  test("a listing and a task carry their appKey's open incidents and switch-by, no other appKey's", async () => {
+    // A failed upload of app-b's storage (no setting names one: the storage is the appKey), kept by the verifier's
+    // store, then the stack's scheduled sweep opens its incident.
+    const incidents = new IncidentStore(new TableReader(stack.tableClient(), stack.info.tableName));
+    const at = now - 10 * MINUTE;
+    const failure = { service: 'recording' as const, taskId: 'rec-1', fileName: 'a.m3u8', at, purgeAt: at + DAY };
+    await incidents.recordFailure('app-b', 'appKey app-b', failure);
+    await stack.runSchedules();
+    const listed = await get('/tasks?appKey=app-b&limit=1');
+    const ofAppB = listed.body.incidents.filter((i: StorageIncident) => i.appKey === 'app-b');
+    expect(ofAppB).toEqual([
+      expect.objectContaining({
+        storage: 'appKey app-b',
+        firstFailure: failure,
+        filesAffected: 1,
+        earliestPurgeAt: at + DAY,
+        switchBy: at + DAY - STORAGE_CHANGE_DELAY_MS,
+        resolvedAt: null,
+      }),
+    ]);
+    expect((await get('/tasks/rec-1')).body.incidents).toEqual(listed.body.incidents);
+    const ofAppA = (await get('/tasks?appKey=app-a&limit=1')).body.incidents as StorageIncident[];
+    expect(ofAppA.filter((i) => i.appKey !== 'app-a')).toEqual([]);
+    expect((await get('/tasks?limit=1')).body.incidents).toEqual(expect.arrayContaining(ofAppB));
   });
 });

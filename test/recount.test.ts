@@ -13,6 +13,9 @@ import { withApply } from './reliability/support/runs.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
+import { RECOUNT_PAGE_ITEMS } from '../lib/aws/dynamo/task-recount.ts';
+import { dynamoClient } from '../devkit/local/dynamo.ts';
+import { writeTask } from '../bench/task-size.ts';
 
 const local = useQuietDynamo();
 const log = createLogger('test');
@@ -78,7 +81,7 @@ test('a message given up at its last receive after a write: the worker recounts 
   expect(header.seq?.S).toBe(seq(4).padStart(40, '0'));
 });
 
-test('callbacks recount: counts written wrong are put right from the items, for one task or all', async () => {
+test('recount: counts written wrong are put right from the items, for one task or all, saying which', async () => {
   const { imageId, start, image } = screenshotTask();
   const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
   const bodies = [start, image(0), image(1), image(2)];
@@ -98,20 +101,33 @@ test('callbacks recount: counts written wrong are put right from the items, for 
     );
   await corrupt();
   expect((await store.getTask(imageId))?.eventCount).toBe(1);
+  // What it changed, count by count: before and after.
+  const right = { files: 3, pending: 0, uploaded: 3, failed: 0, events: 4, lost: 0 };
   expect(await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: imageId } })).toEqual(
-    { recounted: 1, failed: [] },
+    {
+      recounted: 1,
+      failed: [],
+      corrected: [
+        { taskId: imageId, appKey: start.appKey, before: { ...right, files: 7, uploaded: 7, events: 1 }, after: right },
+      ],
+    },
   );
   expect(await store.getTask(imageId)).toEqual(expected);
+  // Counted right: it says so, with the counts, and corrects nothing.
+  expect(await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: imageId } })).toEqual(
+    { recounted: 1, failed: [], corrected: [], right: { taskId: imageId, appKey: start.appKey, counts: right } },
+  );
 
   await corrupt();
   const all = await recountTasks({ client: local.db.client, tableName: local.db.tableName });
   expect(all.failed).toEqual([]);
   expect(all.recounted).toBeGreaterThanOrEqual(2);
+  expect(all.corrected.map((k) => k.taskId)).toEqual([imageId]);
   expect(await store.getTask(imageId)).toEqual(expected);
   // An id that names no task recounts nothing.
   expect(
     await recountTasks({ client: local.db.client, tableName: local.db.tableName, task: { id: 'no-such-task' } }),
-  ).toEqual({ recounted: 0, failed: [] });
+  ).toEqual({ recounted: 0, failed: [], corrected: [] });
 });
 
 test('a header written before headers kept counts is recounted by the first batch that writes its task', async () => {
@@ -147,4 +163,39 @@ test('a header written before headers kept counts is recounted by the first batc
   expect(await store.getTask(imageId)).toEqual(
     reduceTask([start, image(0), image(1)].map((b) => mustParse('screenshot', b))),
   );
+});
+
+test('a recount read its whole task into memory: it reads a page at a time, to the same counts', async () => {
+  const id = `img-recount-pages-${++run}`;
+  const images = 1_200;
+  await writeTask(local.db.client, local.db.tableName, id, 'app-pages', images);
+  // Counts written wrong: the recount finds them again off the files.
+  await local.db.client.send(
+    new UpdateItemCommand({
+      TableName: local.db.tableName,
+      Key: headerKey(id, 'app-pages'),
+      UpdateExpression: 'SET nFiles = :n, nUploaded = :n',
+      ExpressionAttributeValues: { ':n': { N: '3' } },
+    }),
+  );
+  const queries: { Limit?: number }[] = [];
+  const client = dynamoClient(local.db.endpoint);
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'QueryCommand') queries.push(args.input as { Limit?: number });
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordQueries' },
+  );
+  const recounted = await recountTasks({ client, tableName: local.db.tableName, task: { id } });
+  client.destroy();
+  expect(recounted).toMatchObject({ recounted: 1, failed: [] });
+  // The task's header found (one Query of its headers), then the task read by pages: as many as it fills.
+  const pages = queries.filter((q) => q.Limit !== undefined);
+  expect(pages.length).toBeGreaterThanOrEqual(Math.ceil((images + 1) / RECOUNT_PAGE_ITEMS));
+  for (const q of pages) expect(q.Limit).toBe(RECOUNT_PAGE_ITEMS);
+  const header = (
+    await local.db.client.send(new GetItemCommand({ TableName: local.db.tableName, Key: headerKey(id, 'app-pages') }))
+  ).Item!;
+  expect([header.nFiles?.N, header.nUploaded?.N, header.nPending?.N]).toEqual([String(images), String(images), '0']);
 });

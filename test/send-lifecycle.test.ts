@@ -9,6 +9,7 @@ import type { Task } from '../lib/domain/task.ts';
 import { setLogSink } from '../lib/log.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';
 import { eventually } from './support/eventually.ts';
+import { runCliHere } from './support/cli-process.ts';
 
 let dir: string;
 let stack: LocalStack;
@@ -75,6 +76,44 @@ describe('callbacks send --lifecycle', () => {
     const task = await settled(answers[0]!.taskId, 'upload_failed');
     expect(task.files.some((f) => f.upload === 'failed')).toBe(true);
   });
+
+  test('a big task: --images, --duration and an outage window; beyond 200 callbacks only refusals print', async () => {
+    const run = await runCliHere(
+      [
+        'send',
+        '--lifecycle',
+        'screenshot',
+        '--seed',
+        'big-1',
+        '--images',
+        '250',
+        '--duration',
+        '10m',
+        '--outage-at',
+        '2m',
+        '--outage-for',
+        '30s',
+      ],
+      { cwd: dir },
+    );
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const [summary, ...rest] = run.stdout.split('\n').filter(Boolean);
+    expect(rest).toEqual([]);
+    const [, count, id] = /^(\d+) callbacks of screenshot task (\S+), all accepted \(beyond 200 callbacks/.exec(
+      summary!,
+    )!;
+    // A start, an upload per image and the retries of those caught in the outage, an end.
+    expect(Number(count)).toBeGreaterThan(2 + 250);
+    const task = await settled(id!, 'completed');
+    expect(task.files).toHaveLength(250);
+    expect(task.files.filter((f) => f.attempts > 1).length).toBeGreaterThan(5);
+    expect(task.endedAt! - task.startedAt!).toBe(10 * 60_000);
+    // Options that shape a task need one; --images a screenshot task.
+    const refused = await runCliHere(['send', '--lifecycle', 'recording', '--images', '5'], { cwd: dir });
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/--images .* --lifecycle screenshot/) });
+    const bare = await runCliHere(['send', 'body.json', '--duration', '1h'], { cwd: dir });
+    expect(bare.stderr).toMatch(/need --lifecycle/);
+  }, 60_000);
 
   test('a wrong secret: every answer is the refusal, returned rather than thrown', async () => {
     // A seed whose task takes images: about one task in 140 takes none (a start and an end alone).

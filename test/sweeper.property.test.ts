@@ -151,7 +151,8 @@ function expectedAt(l: Lifecycle, model: StallModel, lastChange: number, at: num
     events.push(id('file.lost', f.fileName));
     return { ...f, upload: 'lost' as const };
   });
-  return { task: { ...task, files, stalledSince, settledAt }, events };
+  const counts = { ...task.counts, lost: files.filter((f) => f.upload === 'lost').length };
+  return { task: { ...task, counts, files, stalledSince, settledAt }, events };
 }
 
 test('stored facts of time equal a brute force of the callbacks and the clock, whatever order and sweeps', async () => {

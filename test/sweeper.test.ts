@@ -104,6 +104,7 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   const task = (await w.store.getTask(id))!;
   expect(task.status).toBe('upload_failed');
   expect(task.files.map((f) => f.upload).sort()).toEqual(['lost', 'uploaded']);
+  expect(task.counts).toEqual({ total: 2, pending: 0, uploaded: 1, failed: 1, lost: 1 });
   expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 1, lostFiles: 1 });
 
   // A late success (a skewed clock): the file is uploaded again, and the next sweep counts no lost file.
@@ -115,6 +116,7 @@ test('a failed upload is warned about once, lost at its purgeAt, and a later suc
   const after = (await w.store.getTask(id))!;
   expect(after.status).toBe('completed');
   expect(after.files.map((f) => f.upload)).toEqual(['uploaded', 'uploaded']);
+  expect(after.counts).toEqual({ total: 2, pending: 0, uploaded: 2, failed: 0, lost: 0 });
   expect(await rowOf(w.store, id)).toMatchObject({ failedFiles: 0, lostFiles: 0 });
 }, 120_000);
 
@@ -339,3 +341,29 @@ test('two sweepers at once publish each fact once, and leave every task re-armed
   expect(byType('file.lost')).toBe(n / 3);
   expect(byType('file.purge_warning')).toBe(n / 3);
 }, 180_000);
+
+test('a sweep that finds a stall and a loss due at once shows one task under its sequence', async () => {
+  // No sweep ran for a day: the first finds the task stalled, its failed image warned about and lost at once.
+  const w = await world();
+  const id = 'img-sweep-stall-and-loss';
+  const start: Body = { ...fixture('screenshot-1-start'), imageId: id };
+  const failed: Body = {
+    ...fixture('screenshot-4-upload-failed'),
+    imageId: id,
+    timestamp: (start.timestamp as number) + 1000,
+  };
+  w.clock.now = (failed.timestamp as number) + 2_000;
+  await w.deliver('screenshot', [start, failed]);
+  await sweep(w.clock.now, w.sweeper());
+  w.clock.now = (failed.timestamp as number) + FILE_HOLD_MS + 6 * MIN;
+  await sweep(w.clock.now, w.sweeper());
+  const own = w.published.filter((e) => e.task.id === id && ['task.stalled', 'file.lost'].includes(e.type));
+  expect(own.map((e) => e.type).sort()).toEqual(['file.lost', 'task.stalled']);
+  const bySequence = new Map<number, string>();
+  for (const e of w.published.filter((x) => x.task.id === id)) {
+    const seen = bySequence.get(e.sequence);
+    if (seen !== undefined) expect(JSON.stringify(e.task)).toBe(seen);
+    bySequence.set(e.sequence, JSON.stringify(e.task));
+  }
+  expect(own.every((e) => e.task.files.lost === 1)).toBe(true);
+}, 60_000);

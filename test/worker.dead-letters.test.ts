@@ -6,11 +6,9 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { countsOf } from '../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
 import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { reduceTask } from '../lib/domain/reduce-task.ts';
+import { DynamoMessageNotes, readMessageNotes } from '../lib/aws/dynamo/message-notes.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
@@ -18,6 +16,7 @@ import { processBatch } from '../lib/worker/process-batch.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { dyingClient } from './support/faulty-client.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { expectStoredTask } from './support/expect-stored.ts';
 import { receivedAgain, redriven, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const local = useQuietDynamo();
@@ -66,20 +65,7 @@ function refusing(client: DynamoDBClient, part: string): DynamoDBClient {
   });
 }
 
-async function expectStored(id: string, bodies: object[]) {
-  const expected = reduceTask(bodies.map((b) => mustParse('screenshot', b)));
-  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-  expect(await store.getTask(id)).toEqual(expected);
-  const reader = new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now);
-  const header = (await reader.findHeader(id))!;
-  expect(countsOf(header)).toEqual({
-    files: expected!.files.length,
-    pending: expected!.files.filter((f) => f.upload === 'pending').length,
-    uploaded: expected!.files.filter((f) => f.upload === 'uploaded').length,
-    failed: expected!.files.filter((f) => f.upload === 'failed').length,
-    events: expected!.eventCount,
-  });
-}
+const expectStored = (id: string, bodies: object[]) => expectStoredTask(local.db, 'screenshot', id, bodies);
 
 const atReceive = (record: SQSRecord, count: number) => ({
   ...record,
@@ -169,4 +155,90 @@ test('a record whose worker died at its last receive after a partial write is co
   expect(stored?.status).toBe('upload_failed');
   const check = checkPublished(expectedEvents(t.all.map((b) => mustParse('screenshot', b))), published);
   expect(check.missing).toEqual([]);
+});
+
+test("a record given up whose failed put carried an earlier record's held put takes that record with it", async () => {
+  // Two uploads of one image in one batch, at their last receive: the first holds its put for the second to
+  // carry, and the second's put is refused. The first is not stored either: it goes to the dead-letter queue too.
+  const t = screenshots('carried-given-up', 1);
+  const retry = {
+    ...t.uploads[0]!,
+    code: 200,
+    output: { ...fixture('screenshot-4-upload-ok').output, fileName: t.uploads[0]!.output.fileName },
+    timestamp: t.uploads[0]!.timestamp + 5000,
+  };
+  const healthy = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  await processBatch(sqsEvent([sqsRecord('screenshot', t.start, { sequenceNumber: next() })]), {
+    store: healthy,
+    log,
+    maxReceiveCount: MAX,
+  });
+  const refused = new DynamoTaskStore({
+    client: refusing(local.db.client, 'carried-given-up-0.jpg'),
+    tableName: local.db.tableName,
+  });
+  const batch = [t.uploads[0]!, retry].map((b) => sqsRecord('screenshot', b, { sequenceNumber: next() }));
+  const last = await processBatch(sqsEvent(batch.map((r) => atReceive(r, MAX))), {
+    store: refused,
+    log,
+    maxReceiveCount: MAX,
+  });
+  expect(last.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(batch.map((r) => r.messageId).sort());
+  for (const record of batch) {
+    const again = await processBatch(sqsEvent([redriven(record, next())]), {
+      store: healthy,
+      log,
+      maxReceiveCount: MAX,
+    });
+    expect(again.batchItemFailures).toEqual([]);
+  }
+  await expectStored(t.start.imageId, [t.start, t.uploads[0]!, retry]);
+});
+
+test('dlq list gave no reason: a record given up notes its error; a redriven copy notes how it came out', async () => {
+  const t = screenshots('noted', 2);
+  const notes = new DynamoMessageNotes(local.db.client, local.db.tableName);
+  const table = new TableReader(local.db.client, local.db.tableName);
+  const healthy = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const store = new DynamoTaskStore({
+    client: refusing(local.db.client, 'noted-0.jpg'),
+    tableName: local.db.tableName,
+  });
+  const [start, failing, ok] = [t.start, t.uploads[0]!, t.uploads[1]!].map((b) =>
+    sqsRecord('screenshot', b, { sequenceNumber: next() }),
+  ) as [SQSRecord, SQSRecord, SQSRecord];
+  const deps = { store, log, notes, maxReceiveCount: MAX };
+  // The normal path notes nothing: records applied, and one failing before its last receive (it comes again).
+  await processBatch(sqsEvent([start, failing, ok]), deps);
+  expect([
+    ...(
+      await readMessageNotes(
+        table,
+        [start, failing, ok].map((r) => r.messageId),
+      )
+    ).keys(),
+  ]).toEqual([]);
+  // At its last receive it is given up, and noted with the error it failed on.
+  const last = await processBatch(sqsEvent([atReceive(failing, MAX)]), deps);
+  expect(last.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }]);
+  const given = (await readMessageNotes(table, [failing.messageId])).get(failing.messageId);
+  expect(given).toMatchObject({
+    outcome: 'given_up',
+    receiveCount: MAX,
+    service: 'screenshot',
+    appKey: 'demo-app',
+    taskId: t.start.imageId,
+    type: 4,
+  });
+  expect(given!.error).toMatch(/Rate of requests exceeds the allowed throughput/);
+  // Redriven (a copy with an id of its own), it is applied by a healthy worker: noted applied, and a later receive
+  // of the same copy (a duplicate then) leaves that note as it is.
+  const copy = redriven(failing, next());
+  for (let receive = 1; receive <= 2; receive++)
+    await processBatch(sqsEvent([atReceive(copy, receive)]), { store: healthy, log, notes, maxReceiveCount: MAX });
+  expect((await readMessageNotes(table, [copy.messageId])).get(copy.messageId)).toMatchObject({
+    outcome: 'applied',
+    error: null,
+    receiveCount: 1,
+  });
 });

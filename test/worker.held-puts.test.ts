@@ -4,9 +4,6 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { countsOf } from '../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
@@ -15,6 +12,7 @@ import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { expectStoredTask } from './support/expect-stored.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const local = useQuietDynamo();
@@ -63,21 +61,7 @@ function task(imageId: string, images: number) {
   return { start, retried, uploads, end };
 }
 
-async function expectTask(id: string, bodies: object[]) {
-  const expected = reduceTask(bodies.map((b) => mustParse('screenshot', b)));
-  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-  expect(await store.getTask(id)).toEqual(expected);
-  const header = (await new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now).findHeader(
-    id,
-  ))!;
-  expect(countsOf(header)).toEqual({
-    files: expected!.files.length,
-    pending: expected!.files.filter((f) => f.upload === 'pending').length,
-    uploaded: expected!.files.filter((f) => f.upload === 'uploaded').length,
-    failed: expected!.files.filter((f) => f.upload === 'failed').length,
-    events: expected!.eventCount,
-  });
-}
+const expectTask = (id: string, bodies: object[]) => expectStoredTask(local.db, 'screenshot', id, bodies);
 
 test('the records of one file in a batch put it once, and the start is written by the count', async () => {
   const t = task('held-once', 2);

@@ -3,11 +3,7 @@
 // from a write that was not confirmed. The oracle is reduceTask over the callbacks and the events' MUST..MAY.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { countsOf } from '../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
@@ -15,6 +11,7 @@ import { processBatch } from '../lib/worker/process-batch.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
+import { expectStoredTask } from './support/expect-stored.ts';
 import { receivedAgain, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
 const local = useQuietDynamo();
@@ -53,20 +50,8 @@ function failsOnce(client: DynamoDBClient, skPrefix: string, when: 'refused' | '
   return { client: wrapped, fired: () => fired };
 }
 
-async function expectStored(service: Service, id: string, bodies: object[]) {
-  const expected = reduceTask(bodies.map((b) => mustParse(service, b)));
-  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
-  expect(await store.getTask(id)).toEqual(expected);
-  const reader = new TaskQueries(new TableReader(local.db.client, local.db.tableName), Date.now);
-  const header = (await reader.findHeader(id))!;
-  expect(countsOf(header)).toEqual({
-    files: expected!.files.length,
-    pending: expected!.files.filter((f) => f.upload === 'pending').length,
-    uploaded: expected!.files.filter((f) => f.upload === 'uploaded').length,
-    failed: expected!.files.filter((f) => f.upload === 'failed').length,
-    events: expected!.eventCount,
-  });
-}
+const expectStored = (service: Service, id: string, bodies: object[]) =>
+  expectStoredTask(local.db, service, id, bodies);
 
 /** A screenshot task: its start, one image uploaded, its end. */
 function screenshots(imageId: string) {

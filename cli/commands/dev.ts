@@ -11,6 +11,7 @@ import { colorsFor, fields, safeJson, styled, type Colors } from '../format.ts';
 import { CliError, withTimeZone } from '../inspect.ts';
 import { cidrList, durationBetween, durationOption, faultRates, portNumber, stageDuration } from '../option-parsers.ts';
 import { ensureConsoleBuilt } from '../console-assets.ts';
+import { type StorageSettings, storageNameOf } from '../../lib/config/storage-settings.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { type CliIo, cliIo } from '../io.ts';
 
@@ -148,8 +149,9 @@ async function runStack(io: CliIo, opts: DevOptions, c: Colors): Promise<void> {
     cwd: io.cwd,
     env: io.env,
   });
-  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
+  // Listening before the banner says Ctrl-C stops the stack: a Ctrl-C typed as soon as it shows is a stop, not a kill.
   const signal = untilSignal(io);
+  io.stdout.write(banner(stack, { ...opts, console: consoleDir !== undefined }, c));
   try {
     await signal.received;
     io.stdout.write('\nStopping: finishing the requests and batches in progress...\n');
@@ -167,6 +169,16 @@ const shown = (path: string) => {
   const rel = relative(cliIo().cwd, path);
   return rel && !rel.startsWith('..') ? rel : path;
 };
+
+/** Where the verifier checks each appKey's files, as the banner says it (docs/verification.md). */
+function storageLine(settings: StorageSettings, c: Colors): string {
+  const named = Object.entries(settings).map(([appKey, s]) => {
+    const where = s.type === 'http' ? 'HEAD of the reported URL' : storageNameOf(s);
+    return `${appKey} -> ${where}`;
+  });
+  const rest = c.dim('(the files emulate stores; any other appKey: unverifiable, no setting)');
+  return named.length ? styled`${named.join(', ')}  ${rest}` : c.dim('no storage setting: every file unverifiable');
+}
 
 /** How often the local sweeper runs, as the banner says it. */
 function sweeperLine(everyMs: number, settleAfterMs: number | undefined): string {
@@ -216,6 +228,7 @@ export function banner(
         ['DynamoDB', `${info.dynamoEndpoint}  table ${info.tableName}`],
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ ${info.dlqUrl.split('/').pop()})`],
         ['task events', styled`SNS topic ${topic} -> queue ${tailQueue}  ${c.dim('(callbacks events tail --follow)')}`],
+        ['storage', storageLine(info.storage?.settings ?? {}, c)],
         [
           'worker',
           `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +

@@ -1,13 +1,25 @@
-// `callbacks dlq list|redrive`: the callbacks the worker gave up on, and sending them back to the main
-// queue once the cause is fixed. The SQS work is in lib/aws/sqs/dlq.ts; both queues are FIFO.
+// `callbacks dlq list|redrive`: the callbacks the worker gave up on, each with the error it gave up on (the note
+// the worker wrote: lib/worker/message-notes.ts), and sending them back to the main queue once the cause is fixed,
+// then, with --wait, how each copy came out. The SQS work is in lib/aws/sqs/dlq.ts; both queues are FIFO.
 import { SingleBar } from 'cli-progress';
-import type { Command } from 'commander';
-import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
+import { Option, type Command } from 'commander';
+import { readMessageNotes } from '../../lib/aws/dynamo/message-notes.ts';
+import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { peekDeadLetters, queueDepth, redriveDeadLetters, type RedriveResult } from '../../lib/aws/sqs/dlq.ts';
+import { isFinalOutcome, type MessageNote } from '../../lib/domain/message-notes.ts';
 import { TargetError, type Target } from '../../devkit/local/target.ts';
-import { callbackTypeName, isoTime, plural, table } from '../format.ts';
-import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
-import { positiveInt } from '../option-parsers.ts';
-import { cliIo } from '../io.ts';
+import { callbackTypeName, type Colors, isoTime, plural, styled, table } from '../format.ts';
+import {
+  CliError,
+  confirm,
+  printJson,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+  type Context,
+} from '../inspect.ts';
+import { durationOption, positiveInt } from '../option-parsers.ts';
+import { cliIo, setExitCode } from '../io.ts';
 
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: messages the worker could not apply');
@@ -21,28 +33,37 @@ export function register(program: Command): void {
     await withTarget(opts, async (ctx) => {
       const dlqUrl = await urlOf(ctx.target, 'dlq');
       const messages = await peekDeadLetters(ctx.target.sqs, dlqUrl, { limit: opts.limit });
+      const notes = await readMessageNotes(
+        tableOf(ctx),
+        messages.map((m) => m.messageId),
+      );
       if (opts.json) {
-        printJson(messages);
+        printJson(messages.map((m) => ({ ...m, lastError: lastErrorOf(notes.get(m.messageId)) })));
         return;
       }
       if (messages.length === 0) {
         ctx.out(`The dead-letter queue is empty (${dlqUrl}).`);
         return;
       }
+      // Each message's row, then why the worker gave it up, on a line of its own.
+      const rows = table(
+        ['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK'],
+        messages.map((m) => [
+          m.messageId,
+          isoTime(m.sentAt),
+          m.receiveCount === null ? '-' : String(m.receiveCount),
+          m.service ?? '-',
+          m.appKey ?? '-',
+          m.type === null ? '-' : callbackTypeName(m.type),
+          m.taskId ?? '-',
+        ]),
+        ctx.c,
+      ).split('\n');
       ctx.out(
-        table(
-          ['MESSAGE ID', 'SENT', 'RECEIVES', 'SERVICE', 'APP KEY', 'TYPE', 'TASK'],
-          messages.map((m) => [
-            m.messageId,
-            isoTime(m.sentAt),
-            m.receiveCount === null ? '-' : String(m.receiveCount),
-            m.service ?? '-',
-            m.appKey ?? '-',
-            m.type === null ? '-' : callbackTypeName(m.type),
-            m.taskId ?? '-',
-          ]),
-          ctx.c,
-        ),
+        [
+          rows[0]!,
+          ...messages.flatMap((m, i) => [rows[i + 1]!, `  ${whyGivenUp(notes.get(m.messageId), ctx.c)}`]),
+        ].join('\n'),
       );
       // At the limit, the queue's approximate depth says how many were left out.
       const depth = messages.length === opts.limit ? await queueDepth(ctx.target.sqs, dlqUrl) : null;
@@ -72,8 +93,14 @@ export function register(program: Command): void {
       .command('redrive')
       .description('send dead-lettered messages back to the main queue (each is sent, then deleted)')
       .option('--max <n>', 'move at most this many messages', positiveInt)
-      .option('--yes', 'do not ask for confirmation'),
-  ).action(async (opts: CommonOptions & { max?: number; yes?: boolean }) => {
+      .option('--yes', 'do not ask for confirmation')
+      .option('--wait', 'then wait for the worker to take each copy, and say how each came out')
+      .addOption(
+        new Option('--timeout <duration>', 'with --wait: how long to wait for the worker (500ms, 10s, 2m)')
+          .argParser(durationOption)
+          .default(60_000, '60s'),
+      ),
+  ).action(async (opts: CommonOptions & RedriveOptions) => {
     await withTarget(opts, async (ctx) => {
       const from = await urlOf(ctx.target, 'dlq');
       const to = await urlOf(ctx.target, 'queue');
@@ -116,10 +143,12 @@ export function register(program: Command): void {
       } finally {
         bar?.stop();
       }
+      const waited = opts.wait ? await waitForCopies(ctx, result, opts.timeout) : null;
       if (opts.json) {
-        printJson({ from, to, ...result });
+        printJson({ from, to, ...result, ...(waited ? { waited } : {}) });
       } else {
         ctx.out(`Moved ${plural(result.moved, 'message')} from ${from} to ${to}.`);
+        if (waited) ctx.out(waitedLine(waited, opts.timeout, ctx.c));
         if (result.notDeleted.length) {
           ctx.out(
             ctx.c.yellow(
@@ -136,8 +165,91 @@ export function register(program: Command): void {
             `queue: ${result.failed[0]!.error}`,
         );
       }
+      if (waited && waited.failedAgain > 0) setExitCode(1);
     });
   });
+}
+
+interface RedriveOptions {
+  max?: number;
+  yes?: boolean;
+  wait?: boolean;
+  /** ms, parsed as the option is read. */
+  timeout: number;
+}
+
+const tableOf = (ctx: Context) => new TableReader(ctx.target.dynamo, ctx.target.tableName);
+
+/** A dead letter's last error as `--json` gives it: the worker's note of why it gave the message up. */
+function lastErrorOf(note: MessageNote | undefined) {
+  if (!note) return null;
+  return { outcome: note.outcome, error: note.error, at: note.at, receiveCount: note.receiveCount };
+}
+
+/** Why the worker gave the message up, from its note; said plainly when there is none. */
+function whyGivenUp(note: MessageNote | undefined, c: Colors): string {
+  if (!note || note.error === null)
+    return c.dim(
+      'no note of why (dead-lettered before the worker kept notes, or the note could not be written): the ' +
+        "worker's log has a callback_given_up line with this message id",
+    );
+  const at = note.receiveCount === null ? '' : ` at receive ${note.receiveCount}`;
+  return styled`${c.dim(`given up${at}, ${isoTime(note.at)}:`)} ${c.red(note.error)}`;
+}
+
+/** How the copies a redrive sent came out, as the worker noted them. */
+export interface WaitedCopies {
+  applied: number;
+  duplicate: number;
+  quarantined: number;
+  /** Failed again: given up again, or failing when the wait ended (the cause is not fixed). */
+  failedAgain: number;
+  /** Not taken by the worker by the end of the wait. */
+  unseen: number;
+  messages: { messageId: string; copyId: string; outcome: MessageNote['outcome'] | null; error: string | null }[];
+}
+
+/**
+ * Reads the worker's notes of the copies until each has a final one (applied, duplicate, quarantined, given up
+ * again) or `timeoutMs` has passed. A copy failing before its last receive is counted as failed again: its next
+ * receive is a visibility time-out away, and the cause is not fixed.
+ */
+async function waitForCopies(ctx: Context, result: RedriveResult, timeoutMs: number): Promise<WaitedCopies> {
+  const table = tableOf(ctx);
+  const ids = result.copies.map((c) => c.copyId).filter(Boolean);
+  const deadline = Date.now() + timeoutMs;
+  let notes = new Map<string, MessageNote>();
+  for (;;) {
+    notes = await readMessageNotes(table, ids);
+    const settled = ids.every((id) => {
+      const note = notes.get(id);
+      return note !== undefined && (isFinalOutcome(note.outcome) || note.outcome === 'failed');
+    });
+    if (settled || Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, deadline - Date.now()))));
+  }
+  const waited: WaitedCopies = { applied: 0, duplicate: 0, quarantined: 0, failedAgain: 0, unseen: 0, messages: [] };
+  for (const copy of result.copies) {
+    const note = notes.get(copy.copyId);
+    const outcome = note?.outcome ?? null;
+    if (outcome === null) waited.unseen += 1;
+    else if (outcome === 'failed' || outcome === 'given_up') waited.failedAgain += 1;
+    else waited[outcome] += 1;
+    waited.messages.push({ ...copy, outcome, error: note?.error ?? null });
+  }
+  return waited;
+}
+
+function waitedLine(w: WaitedCopies, timeoutMs: number, c: Colors): string {
+  const failed = w.messages.find((m) => m.outcome === 'failed' || m.outcome === 'given_up');
+  const again =
+    w.failedAgain > 0
+      ? c.red(`${w.failedAgain} failed again (${failed?.error ?? 'see the worker log'})`)
+      : c.green('0 failed again');
+  const unseen = w.unseen > 0 ? c.yellow(`, ${w.unseen} not taken by the worker within ${timeoutMs / 1000} s`) : '';
+  return styled`The worker took them: ${c.green(`${w.applied} applied`)}, ${w.duplicate} duplicate (applied before), ${
+    w.quarantined
+  } quarantined, ${again}${unseen}.`;
 }
 
 async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {

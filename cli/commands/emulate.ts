@@ -11,7 +11,17 @@ import {
   type SendSummary,
   type SignPlacement,
 } from '../../devkit/emulator/sender.ts';
-import { expectedTaskEventsOf, expectedTasks, writeExpectFile } from '../../devkit/emulator/expect.ts';
+import {
+  expectedChecksOf,
+  expectedIncidentsOf,
+  expectedTaskEventsOf,
+  expectedTasks,
+  withMissingEvents,
+  writeExpectFile,
+} from '../../devkit/emulator/expect.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
+import { type FileStorageOptions, localFileStorage, storageFaults, storageOutage } from '../file-storage.ts';
+import type { StorageOutage } from '../../devkit/emulator/storage-outage.ts';
 import { createRandom } from '../../devkit/emulator/random.ts';
 import { decimalNumber, durationBetween, durationOption, instant, rate, wholeNumber } from '../option-parsers.ts';
 import { colorsFor, printable } from '../format.ts';
@@ -19,8 +29,10 @@ import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
 import { readLocalStack } from '../../devkit/local/stack-file.ts';
 import { type SenderSecretsOptions, secretToSign, senderSecrets, withSenderSecrets } from '../secrets.ts';
 import { localReceiver } from './send.ts';
+import { type TaskShapeOptions, taskShapeOf, withTaskShape } from '../task-shape-options.ts';
 
-interface EmulateOptions extends SenderSecretsOptions {
+interface EmulateOptions extends SenderSecretsOptions, TaskShapeOptions, FileStorageOptions {
+  storageOutage?: StorageOutage;
   url: string;
   recordings: number;
   screenshots: number;
@@ -48,7 +60,7 @@ interface EmulateOptions extends SenderSecretsOptions {
 const DEFAULT_OUTAGE = 0.5;
 
 export function register(program: Command): void {
-  withSenderSecrets(program.command('emulate'))
+  withTaskShape(withSenderSecrets(program.command('emulate')))
     .description(
       'send realistic recording and screenshot callbacks to a receiver, as the platform would, and write what it ' +
         'should end up holding',
@@ -92,6 +104,23 @@ export function register(program: Command): void {
       0,
     )
     .option('--stall <rate>', 'probability that a task stops mid-way: no callback after some point, no end', rate, 0)
+    .option(
+      '--storage-faults <kinds>',
+      'files reported uploaded that the storage does not hold as reported, of these kinds: ' +
+        'missing,empty,truncated,forbidden (a local stack only)',
+      storageFaults,
+    )
+    .option('--storage-fault-rate <rate>', 'share of the files reported uploaded that get a storage fault', rate)
+    .option(
+      '--storage-outage <start,length>',
+      'a storage outage of the whole run, e.g. 5m,40m: uploads within it fail every 10 s until it ends (a storage ' +
+        'incident of the receiver)',
+      storageOutage,
+    )
+    .option(
+      '--no-store-files',
+      "do not put the files reported uploaded in the local stack's storage (its verifier then finds them missing)",
+    )
     .option('--app-key <key>', 'appKey in the bodies', 'demo-app')
     .addOption(new Option('--sign <where>', 'where the signature travels').choices(SIGN_PLACEMENTS).default('header'))
     .option(
@@ -129,6 +158,8 @@ async function emulate(opts: EmulateOptions): Promise<void> {
   // The secret the platform signs with: CALLBACK_SECRETS, the stage's parameter, or a local stack's demo key.
   const to = { base: opts.url, local: readLocalStack(cliIo().cwd) };
   const secret = opts.sign === 'none' ? '' : await secretToSign(senderSecrets(opts, localReceiver(to)), opts.appKey);
+  // The files reported uploaded go to the local stack's storage, with the faults asked for.
+  const storage = localFileStorage(localReceiver(to), opts);
 
   const run = generateRun({
     seed,
@@ -144,7 +175,14 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     failedStarts: opts.failedStarts,
     lose: opts.lose,
     stall: opts.stall,
+    ...taskShapeOf(opts, false),
+    ...(storage ? { sizeDivisor: STORED_SIZE_DIVISOR } : {}),
+    ...(opts.storageOutage ? { storageOutage: opts.storageOutage } : {}),
   });
+  const stored = storage
+    ? planStoredFiles(run.sends, { faults: storage.faults, rate: storage.rate, seed, settings: storage.settings })
+    : null;
+  const files = storage && stored ? new EmulatedStorage(storage.s3, storage.settings, stored) : null;
 
   const showBar = opts.progress && !opts.json && Boolean(cliIo().stderr.isTTY) && run.sends.length > 0;
   const bar = showBar
@@ -172,11 +210,13 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     secret,
     maxAttempts: opts.maxAttempts,
     timeoutMs: opts.requestTimeout,
+    ...(files ? { beforeSend: (send) => files.beforeSend(send) } : {}),
     onProgress: bar
       ? (p) => bar.update(p.done, { delivered: p.delivered, retried: p.retried, undelivered: p.undelivered })
       : undefined,
   });
   bar?.stop();
+  storage?.s3.destroy();
 
   let expectFile: string | null = null;
   let expectedCount: number | null = null;
@@ -184,7 +224,22 @@ async function emulate(opts: EmulateOptions): Promise<void> {
     const tasks = expectedTasks(report.results);
     expectFile = pathFromCwd(opts.expect);
     expectedCount = tasks.length;
-    await writeExpectFile(expectFile, tasks, new Date(), expectedTaskEventsOf(report.results));
+    const checks = stored ? expectedChecksOf(stored, report.results) : undefined;
+    const events = expectedTaskEventsOf(report.results);
+    const o = opts.storageOutage;
+    const outage = o ? { from: run.baseTime + o.startMs, to: run.baseTime + o.startMs + o.lengthMs } : null;
+    const incidents =
+      storage && outage
+        ? { expected: expectedIncidentsOf(report.results, storage.settings, outage), outage }
+        : undefined;
+    await writeExpectFile(
+      expectFile,
+      tasks,
+      new Date(),
+      checks ? withMissingEvents(events, checks) : events,
+      checks,
+      incidents,
+    );
   }
 
   const { summary } = report;
@@ -206,7 +261,9 @@ async function emulate(opts: EmulateOptions): Promise<void> {
             failedStarts: opts.failedStarts,
             lose: opts.lose,
             stall: opts.stall,
+            storage: storage ? { faults: storage.faults, rate: storage.faults.length ? storage.rate : 0 } : null,
           },
+          stored: stored ? storedSummary(stored) : null,
           sign: opts.sign,
           summary,
           failures,
@@ -217,7 +274,7 @@ async function emulate(opts: EmulateOptions): Promise<void> {
       )}\n`,
     );
   } else {
-    printSummary(opts, seed, run.tasks, summary, failures, expectFile, expectedCount);
+    printSummary(opts, seed, run.tasks, summary, failures, expectFile, expectedCount, stored);
   }
   if (summary.undelivered > 0) setExitCode(1);
 }
@@ -246,6 +303,7 @@ function printSummary(
   failures: FailureGroup[],
   expectFile: string | null,
   expectedCount: number | null,
+  stored: readonly { fault: string | null }[] | null,
 ): void {
   // Coloured on the run's terminal only, as every other output (cli/format.ts).
   const pc = colorsFor({});
@@ -260,6 +318,14 @@ function printSummary(
       `${s.retried} retries; latency p50 ${ms(s.latencyP50Ms)}, p99 ${ms(s.latencyP99Ms)}.`,
   ];
   for (const f of failures) lines.push(pc.red(`${f.count} callback(s) not acknowledged: ${printable(f.reason)}`));
+  if (stored) {
+    const { files, ...faults } = storedSummary(stored);
+    const kinds = Object.entries(faults).map(([kind, n]) => `${n} ${kind}`);
+    lines.push(
+      `Stored the ${files} file(s) reported uploaded in the local stack's storage` +
+        `${kinds.length ? `, with storage faults: ${kinds.join(', ')}` : ''}.`,
+    );
+  }
   if (failures.some((f) => f.reason === 'HTTP 401' || f.reason === 'HTTP 403')) {
     lines.push('The receiver rejected the signature or the appKey: check --app-key, the secrets and --sign.');
   }
@@ -270,4 +336,11 @@ function printSummary(
     );
   }
   cliIo().stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** How many files the run stored, and how many of each fault. */
+function storedSummary(files: readonly { fault: string | null }[]): Record<string, number> {
+  const out: Record<string, number> = { files: files.length };
+  for (const f of files) if (f.fault) out[f.fault] = (out[f.fault] ?? 0) + 1;
+  return out;
 }

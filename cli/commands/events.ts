@@ -30,6 +30,7 @@ import { cliIo } from '../io.ts';
 
 interface TailOptions extends CommonOptions {
   follow?: boolean;
+  newOnly?: boolean;
   type?: string;
   task?: string;
   eventsTopic?: string;
@@ -42,6 +43,7 @@ export function register(program: Command): void {
       .command('tail')
       .description('the task events published so far, oldest first; --follow keeps printing new ones')
       .option('--follow', 'keep printing new events until Ctrl-C, from a queue of its own on the topic')
+      .option('--new-only', 'with --follow: only the events published from now on, without those published so far')
       .addOption(new Option('--type <type>', 'only events of this type').choices([...ALL_TASK_EVENT_TYPES]))
       .option('--task <id>', 'only events of this task (recordId or imageId)')
       .option(
@@ -63,8 +65,9 @@ export function register(program: Command): void {
         return shown.length;
       };
       const url = ctx.target.eventsQueueUrl;
+      if (opts.newOnly && !opts.follow) throw new CliError('--new-only goes with --follow');
       if (opts.follow) {
-        await follow(ctx, opts, url, print);
+        await follow(ctx, opts, opts.newOnly ? null : url, print);
         return;
       }
       if (!url) {
@@ -82,7 +85,8 @@ export function register(program: Command): void {
 
 /**
  * Subscribes a queue of its own first (nothing published from then on is missed), prints what the shared
- * queue holds, if one is known, then each new event until Ctrl-C, and removes its queue on the way out.
+ * queue holds, if one is known (`historyUrl`; null with --new-only), then each new event until Ctrl-C, and
+ * removes its queue on the way out.
  */
 async function follow(
   ctx: Context,

@@ -4,7 +4,7 @@
 // else the local demo key; the stage's secret is never needed, nor read) and posted to the local ingest as the
 // platform would, in timestamp order: the local worker then builds the task from them as the stage's did.
 import { Option, type Command } from 'commander';
-import { allEvents, type StoredEvent, type TaskRef } from '../../lib/domain/task-store.ts';
+import type { StoredEvent, TaskRef } from '../../lib/domain/task-store.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { callbackTypeName, isoTime, printable } from '../format.ts';
@@ -15,6 +15,7 @@ import { postCallback, type Answer } from './send.ts';
 import { appKeyOption, oneTask } from './tasks.ts';
 import { cliIo, setExitCode } from '../io.ts';
 import { refusedSecretOption, senderSecrets } from '../secrets.ts';
+import { allEvents } from '../../lib/domain/all-events.ts';
 
 export interface PullOptions {
   timeout: number;

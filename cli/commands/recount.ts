@@ -3,9 +3,14 @@
 // partial write; this is for operators (after redriving dead letters, restoring items, or to check).
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import { recountTasks } from '../../lib/aws/dynamo/recount.ts';
+import {
+  type Correction,
+  type HeaderCountsSeen,
+  recountTasks,
+  type RecountResult,
+} from '../../lib/aws/dynamo/recount.ts';
 import { AmbiguousTaskError } from '../../lib/domain/task-store.ts';
-import { plural } from '../format.ts';
+import { type Colors, plural, printable, styled, table } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { cliIo } from '../io.ts';
 
@@ -52,7 +57,7 @@ export function register(program: Command): void {
       if (opts.json) printJson(result);
       else if (id !== undefined && result.recounted === 0 && result.failed.length === 0)
         throw new CliError(`no task ${id} in ${ctx.where}`);
-      else ctx.out(`Recounted ${plural(result.recounted, 'task')} in ${ctx.where}.`);
+      else ctx.out(recountReport(result, ctx.where, ctx.c));
       if (result.failed.length) {
         const first = result.failed[0]!;
         throw new CliError(
@@ -62,4 +67,62 @@ export function register(program: Command): void {
       }
     });
   });
+}
+
+/** The counts a header keeps, as the report names them, in its order. */
+const COUNT_NAMES: [keyof HeaderCountsSeen, string][] = [
+  ['files', 'files'],
+  ['uploaded', 'uploaded'],
+  ['failed', 'failed'],
+  ['lost', 'lost'],
+  ['pending', 'pending'],
+  ['events', 'callbacks'],
+];
+
+/** A task's counts in one line: `3 files (2 uploaded, 1 failed of which 1 lost, 0 pending), 9 callbacks`. */
+function countsLine(c: HeaderCountsSeen): string {
+  const lost = c.lost > 0 ? ` of which ${c.lost} lost` : '';
+  return (
+    `${plural(c.files, 'file')} (${c.uploaded} uploaded, ${c.failed} failed${lost}, ${c.pending} pending), ` +
+    plural(c.events, 'callback')
+  );
+}
+
+/** One row per count the recount changed: before and after. */
+function correctionRows(k: Correction, c: Colors, task: boolean): string[][] {
+  return COUNT_NAMES.filter(([key]) => k.before?.[key] !== k.after[key]).map(([key, name]) => [
+    ...(task ? [k.taskId, k.appKey] : []),
+    name,
+    k.before === null ? c.dim('not kept') : c.red(String(k.before[key])),
+    c.green(String(k.after[key])),
+  ]);
+}
+
+/**
+ * What the recount changed: each count it corrected, before and after, or that the task was counted right.
+ * With several tasks, those it corrected, one row per count, and how many were right.
+ */
+export function recountReport(r: RecountResult, where: string, c: Colors): string {
+  if (r.right) {
+    const { taskId, appKey, counts } = r.right;
+    return styled`Task ${taskId} (appKey ${appKey}) was counted right in ${where}: ${countsLine(counts)}; ${c.green(
+      'nothing changed',
+    )}.`;
+  }
+  if (r.recounted === 1 && r.failed.length === 0 && r.corrected.length === 1) {
+    const k = r.corrected[0]!;
+    return [
+      styled`Recounted task ${k.taskId} (appKey ${k.appKey}) in ${where}: ${c.yellow(
+        plural(correctionRows(k, c, false).length, 'count'),
+      )} corrected; it now counts ${countsLine(k.after)}.`,
+      table(['COUNT', 'BEFORE', 'AFTER'], correctionRows(k, c, false), c),
+    ].join('\n');
+  }
+  const right = r.recounted - r.corrected.length;
+  const head = `Recounted ${plural(r.recounted, 'task')} in ${printable(where)}: ${right} counted right, ${
+    r.corrected.length
+  } corrected${r.corrected.length > 0 ? ':' : '.'}`;
+  if (r.corrected.length === 0) return head;
+  const rows = r.corrected.flatMap((k) => correctionRows(k, c, true));
+  return [head, table(['TASK', 'APP KEY', 'COUNT', 'BEFORE', 'AFTER'], rows, c)].join('\n');
 }

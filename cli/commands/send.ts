@@ -4,6 +4,7 @@
 // callbacks, from the sender emulator's generator, one after the other, each answer printed.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { DEFAULT_COMPRESS, generateRun } from '../../devkit/emulator/lifecycles.ts';
 import {
@@ -16,12 +17,15 @@ import {
 import { DEFAULT_SECRETS } from '../../devkit/local/demo-secrets.ts';
 import { type Service, SERVICES } from '../../lib/platform/services.ts';
 import { CliError, printJson } from '../inspect.ts';
-import { durationOption } from '../option-parsers.ts';
+import { durationOption, rate } from '../option-parsers.ts';
+import { EmulatedStorage, planStoredFiles, STORED_SIZE_DIVISOR } from '../../devkit/emulator/storage.ts';
+import { type FileStorageOptions, localFileStorage, storageFaults } from '../file-storage.ts';
 import { callbackTypeName, printable } from '../format.ts';
 import { readLocalStack, type LocalStackInfo } from '../../devkit/local/stack-file.ts';
 import { isLoopbackHost } from '../../devkit/local/http-gateway.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import { type TaskShapeOptions, taskShapeOf, withTaskShape } from '../task-shape-options.ts';
 import {
   type SecretsSource,
   type SenderSecretsOptions,
@@ -39,11 +43,14 @@ export interface SendOptions extends SenderSecretsOptions {
   json?: boolean;
 }
 
-export interface LifecycleOptions extends SendOptions {
+export interface LifecycleOptions extends SendOptions, TaskShapeOptions, FileStorageOptions {
   lifecycle: Service;
   failUploads?: boolean;
   seed?: string;
 }
+
+/** Beyond this many callbacks a lifecycle prints only the answers not accepted (and a progress bar on a terminal). */
+const ANSWERS_PRINTED = 200;
 
 /** One callback posted, and the receiver's answer. */
 export interface Answer {
@@ -54,7 +61,7 @@ export interface Answer {
 }
 
 export function register(program: Command): void {
-  withSenderSecrets(program.command('send [body]'))
+  withTaskShape(withSenderSecrets(program.command('send [body]')))
     .description(
       'sign one callback body (a JSON file, or - for stdin) as the platform does, post it, print the answer; or ' +
         "with --lifecycle a whole task's callbacks",
@@ -73,6 +80,13 @@ export function register(program: Command): void {
     )
     .option('--fail-uploads', 'with --lifecycle: the uploads meet a storage outage and are given up')
     .option('--seed <seed>', 'with --lifecycle: seed of the task generated (default: random)')
+    .option(
+      '--storage-faults <kinds>',
+      "with --lifecycle: files reported uploaded that the local stack's storage does not hold as reported " +
+        '(missing,empty,truncated,forbidden)',
+      storageFaults,
+    )
+    .option('--storage-fault-rate <rate>', 'with --storage-faults: share of the files faulted (default 1)', rate)
     .option('--url <base>', 'receiver base URL (default: the local stack running in this folder)')
     .option(
       '--app-key <appKey>',
@@ -93,7 +107,12 @@ export function register(program: Command): void {
         await sendLifecycle({ ...opts, lifecycle: opts.lifecycle });
         return;
       }
-      if (opts.failUploads || opts.seed !== undefined) throw new CliError('--fail-uploads and --seed need --lifecycle');
+      if (opts.failUploads || opts.seed !== undefined || opts.storageFaults)
+        throw new CliError('--fail-uploads, --seed and --storage-faults need --lifecycle');
+      if ([opts.duration, opts.images, opts.outageAt, opts.outageFor].some((o) => o !== undefined))
+        throw new CliError(
+          '--duration, --images, --outage-at and --outage-for shape a whole task: they need --lifecycle',
+        );
       if (file === undefined) throw new CliError('give a body file (or - for stdin), or --lifecycle');
       await send(file, opts);
     });
@@ -194,6 +213,9 @@ export async function postCallback(
 
 const succeeded = (a: Answer) => a.status >= 200 && a.status < 300;
 
+/** Times a lifecycle's callback answered 503 is sent again, as the platform's sender resends. */
+const LIFECYCLE_RETRIES_ON_503 = 3;
+
 async function send(file: string, opts: SendOptions): Promise<void> {
   const text = await readBody(file);
   let body: unknown;
@@ -229,45 +251,96 @@ export interface LifecycleAnswer extends Answer {
  */
 export async function postLifecycle(
   opts: LifecycleOptions,
-  write: (line: string) => void = () => {},
+  write: (line: string, answer: LifecycleAnswer) => void = () => {},
   cwd?: string,
   env: Readonly<Record<string, string | undefined>> = cliIo().env,
+  onStart?: (callbacks: number) => void,
 ): Promise<LifecycleAnswer[]> {
+  if (opts.images !== undefined && opts.lifecycle !== 'screenshot')
+    throw new CliError('--images is the number of images of a screenshot task: --lifecycle screenshot');
   const to = receiver(opts, cwd);
   const appKey = opts.appKey ?? Object.keys(DEFAULT_SECRETS)[0]!;
+  // A task's few files: a fault asked for is given to each of them unless a rate says otherwise.
+  const storage = localFileStorage(localReceiver(to), { storageFaultRate: 1, ...opts });
+  const seed = opts.seed ?? randomBytes(4).toString('hex');
   const run = generateRun({
-    seed: opts.seed ?? randomBytes(4).toString('hex'),
+    seed,
     recordings: opts.lifecycle === 'recording' ? 1 : 0,
     screenshots: opts.lifecycle === 'screenshot' ? 1 : 0,
     appKey,
     compress: DEFAULT_COMPRESS,
     outage: opts.failUploads ? 1 : 0,
     giveUp: opts.failUploads ? 1 : 0,
+    ...taskShapeOf(opts, opts.failUploads === true),
+    ...(storage ? { sizeDivisor: STORED_SIZE_DIVISOR } : {}),
   });
+  onStart?.(run.sends.length);
+  const files = storage
+    ? new EmulatedStorage(
+        storage.s3,
+        storage.settings,
+        planStoredFiles(run.sends, { faults: storage.faults, rate: storage.rate, seed, settings: storage.settings }),
+      )
+    : null;
   const answers: LifecycleAnswer[] = [];
   const secrets = senderSecrets(opts, localReceiver(to), env);
   for (const s of run.sends) {
-    const { answer, text } = await postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
+    await files?.beforeSend(s);
+    const post = () => postCallback(s.service, JSON.stringify(s.body), appKey, { ...opts, secrets }, to);
+    let { answer, text } = await post();
+    // A 503 asks the sender to retry (the queue or the replay claim unreachable for a moment), as the platform does.
+    for (let retry = 1; retry <= LIFECYCLE_RETRIES_ON_503 && answer.status === 503; retry++)
+      ({ answer, text } = await post());
     const type = s.body.type as number;
-    answers.push({ ...answer, type, taskId: s.taskId });
+    const posted = { ...answer, type, taskId: s.taskId };
+    answers.push(posted);
     write(
       `${callbackTypeName(type).padEnd(8)} ${printable(s.taskId)}  POST ${printable(answer.url)} -> ` +
         `${answer.status} ${printable(text)}`,
+      posted,
     );
   }
+  storage?.s3.destroy();
   return answers;
 }
 
 async function sendLifecycle(opts: LifecycleOptions): Promise<void> {
-  const answers = await postLifecycle(opts, (line) => {
-    if (!opts.json) cliIo().stdout.write(`${line}\n`);
-  });
+  // A big task: only the answers not accepted are printed, and how far it got on a terminal.
+  let many = false;
+  let bar: SingleBar | null = null;
+  const answers = await (async () => {
+    try {
+      return await postLifecycle(
+        opts,
+        (line, answer) => {
+          bar?.increment();
+          if (!opts.json && (!many || !succeeded(answer))) cliIo().stdout.write(`${line}\n`);
+        },
+        undefined,
+        cliIo().env,
+        (callbacks) => {
+          many = callbacks > ANSWERS_PRINTED;
+          if (many && !opts.json && cliIo().stderr.isTTY) {
+            bar = new SingleBar({
+              format: 'sending [{bar}] {value}/{total} callbacks',
+              hideCursor: true,
+              stream: cliIo().stderr as NodeJS.WriteStream,
+            });
+            bar.start(callbacks, 0);
+          }
+        },
+      );
+    } finally {
+      (bar as SingleBar | null)?.stop();
+    }
+  })();
   const refused = answers.filter((a) => !succeeded(a)).length;
   if (opts.json) printJson(answers);
   else {
     cliIo().stdout.write(
       `${answers.length} callbacks of ${opts.lifecycle} task ${printable(answers[0]?.taskId ?? '-')}` +
-        `${refused ? `, ${refused} not accepted` : ', all accepted'}.\n`,
+        `${refused ? `, ${refused} not accepted` : ', all accepted'}` +
+        `${many ? ` (beyond ${ANSWERS_PRINTED} callbacks, only those not accepted are printed)` : ''}.\n`,
     );
   }
   if (refused) setExitCode(1);

@@ -1,13 +1,26 @@
-// `callbacks status`: the receiver at a glance, as an operator opens a shift with it: the queue's backlog and
-// how old its oldest message is, dead letters, recent quarantine by reason, the signature settings, the
-// alarms in alarm and the last callback applied. Every read is bounded; a part that cannot be read (a
-// permission missing, a metric not published locally) is shown as n/a with why, never fails the rest.
+// `callbacks status`: the receiver at a glance, as an operator opens a shift with it, or is woken by an alarm: the
+// queue's backlog and how old its oldest message is, dead letters, the quarantine waiting by reason, the signature
+// settings, the alarms in alarm, then what is wrong with the tasks now (uploads failing, lost files, stalled tasks,
+// the next purge deadline: cli/task-facts.ts) and the last callback received. Every read is bounded; a part that
+// cannot be read (a permission missing, a metric not published locally) is shown as n/a with why, never fails the
+// rest.
 import type { Command } from 'commander';
-import { DEFAULT_LISTING_DAYS } from '../../lib/aws/dynamo/listing.ts';
 import { QUARANTINE_REASONS, type QuarantineReason } from '../../lib/domain/task-store.ts';
-import type { Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
-import { fields, plural, printable, styled, timeWithRelative, type Colors } from '../format.ts';
+import { fields, plural, printable, styled, type Colors } from '../format.ts';
+import {
+  type FailingUploads,
+  type LastCallback,
+  type TaskFacts,
+  failingUploadsLine,
+  lastCallbackLine,
+  lostFilesLine,
+  nextPurgeLine,
+  readFailingUploads,
+  readLastCallback,
+  readTaskFacts,
+  stalledTasksLine,
+} from '../task-facts.ts';
 import { printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
 import { quarantineDays } from '../option-parsers.ts';
 import { stageInsight, type FiringAlarm, type IngestSettings, type StageInsight } from '../stage-insight.ts';
@@ -15,8 +28,6 @@ import type { Target } from '../../devkit/local/target.ts';
 
 /** The most quarantine entries read for the counts: beyond, the counts say "at least". */
 export const QUARANTINE_READ_LIMIT = 1000;
-/** The newest tasks whose `updatedAt` (their latest callback's platform timestamp) gives the last callback. */
-export const TASKS_LOOKED_AT = 20;
 
 export interface StatusReport {
   target: string;
@@ -24,21 +35,28 @@ export interface StatusReport {
   deadLetters: { visible: number; inFlight: number } | null;
   quarantine: {
     days: number;
+    /** Every entry received in the window; `waiting` of them not applied since, `applied` applied. */
     total: number;
+    waiting: number;
+    applied: number;
     /** False when QUARANTINE_READ_LIMIT entries were read: the counts are lower bounds. */
     complete: boolean;
+    /** The entries waiting, by reason. */
     byReason: Partial<Record<QuarantineReason, number>>;
   } | null;
   signature: IngestSettings | null;
   /** Null where alarms do not exist (the local stack) or could not be read. */
   alarms: FiringAlarm[] | null;
-  lastCallback: { service: Service; id: string; appKey: string; at: number } | null;
+  failingUploads: FailingUploads | null;
+  tasks: TaskFacts | null;
+  lastCallback: LastCallback | null;
   /** What could not be read, and why: one sentence each. */
   unavailable: Record<string, string>;
 }
 
 export interface StatusOptions {
   days: number;
+  now?: number;
   /** A deployed stage's CloudWatch and Lambda readings; null for the local stack or explicit env targets. */
   insight: StageInsight | null;
 }
@@ -54,15 +72,19 @@ export async function readStatus(target: Target, opts: StatusOptions): Promise<S
     }
   };
   const { insight } = opts;
-  const [queue, oldestAgeS, deadLetters, quarantine, signature, alarms, lastCallback] = await Promise.all([
-    attempt('queue', () => target.queue.depth()),
-    insight ? attempt('queueAge', () => insight.oldestMessageAgeS()) : Promise.resolve(null),
-    attempt('deadLetters', () => target.dlq.depth()),
-    attempt('quarantine', () => quarantineCounts(target, opts.days)),
-    attempt('signature', () => signatureSettings(target, insight)),
-    insight ? attempt('alarms', () => insight.alarmsInAlarm()) : Promise.resolve(null),
-    attempt('lastCallback', () => lastCallbackOf(target)),
-  ]);
+  const now = opts.now ?? Date.now();
+  const [queue, oldestAgeS, deadLetters, quarantine, signature, alarms, failingUploads, tasks, lastCallback] =
+    await Promise.all([
+      attempt('queue', () => target.queue.depth()),
+      insight ? attempt('queueAge', () => insight.oldestMessageAgeS()) : Promise.resolve(null),
+      attempt('deadLetters', () => target.dlq.depth()),
+      attempt('quarantine', () => quarantineCounts(target, opts.days)),
+      attempt('signature', () => signatureSettings(target, insight)),
+      insight ? attempt('alarms', () => insight.alarmsInAlarm()) : Promise.resolve(null),
+      attempt('failingUploads', () => readFailingUploads(target, now)),
+      attempt('tasks', () => readTaskFacts(target, opts.days, now)),
+      attempt('lastCallback', () => readLastCallback(target, opts.days, now)),
+    ]);
   // Locally there is no CloudWatch: reading the oldest message's SentTimestamp would count as a receive.
   if (!insight) {
     unavailable.queueAge ??= 'no CloudWatch metrics for this target';
@@ -75,6 +97,8 @@ export async function readStatus(target: Target, opts: StatusOptions): Promise<S
     quarantine,
     signature,
     alarms,
+    failingUploads,
+    tasks,
     lastCallback,
     unavailable,
   };
@@ -83,11 +107,14 @@ export async function readStatus(target: Target, opts: StatusOptions): Promise<S
 async function quarantineCounts(target: Target, days: number): Promise<NonNullable<StatusReport['quarantine']>> {
   const byReason: Partial<Record<QuarantineReason, number>> = {};
   let total = 0;
+  let applied = 0;
   for await (const e of target.tasks.listQuarantine({ sinceDays: days, limit: QUARANTINE_READ_LIMIT })) {
-    byReason[e.reason] = (byReason[e.reason] ?? 0) + 1;
     total++;
+    // Applied since (`quarantine apply`): it waits no more.
+    if (e.applied) applied++;
+    else byReason[e.reason] = (byReason[e.reason] ?? 0) + 1;
   }
-  return { days, total, complete: total < QUARANTINE_READ_LIMIT, byReason };
+  return { days, total, waiting: total - applied, applied, complete: total < QUARANTINE_READ_LIMIT, byReason };
 }
 
 async function signatureSettings(target: Target, insight: StageInsight | null): Promise<IngestSettings> {
@@ -98,14 +125,6 @@ async function signatureSettings(target: Target, insight: StageInsight | null): 
   throw new Error(
     target.local ? 'the local stack was started by an older version' : 'only known for the local stack or a stage',
   );
-}
-
-async function lastCallbackOf(target: Target): Promise<StatusReport['lastCallback']> {
-  let last: StatusReport['lastCallback'] = null;
-  for await (const t of target.tasks.listTasks({ limit: TASKS_LOOKED_AT })) {
-    if (!last || t.updatedAt > last.at) last = { service: t.service, id: t.id, appKey: t.appKey, at: t.updatedAt };
-  }
-  return last;
 }
 
 /** The report as label/value lines. */
@@ -119,10 +138,14 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
     pairs.push(['queue', styled`${visible} waiting, ${inFlight} in flight, ${delayed} delayed; oldest message ${age}`]);
   } else pairs.push(['queue', na('queue')]);
   const dlq = r.deadLetters;
+  const hint = (n: number, command: string) => (n > 0 ? styled`: ${c.dim(command)}` : '');
   pairs.push([
     'dead letters',
     dlq
-      ? styled`${count(dlq.visible, 'message')}${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}`
+      ? styled`${count(dlq.visible, 'message')}${dlq.inFlight ? `, ${dlq.inFlight} in flight` : ''}${hint(
+          dlq.visible + dlq.inFlight,
+          'callbacks dlq list',
+        )}`
       : na('deadLetters'),
   ]);
   if (r.quarantine) {
@@ -130,10 +153,13 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
     const reasons = QUARANTINE_REASONS.filter((reason) => q.byReason[reason]).map((reason) => {
       return `${reason} ${q.byReason[reason]}`;
     });
-    const total = q.complete ? count(q.total, 'callback') : c.yellow(`at least ${plural(q.total, 'callback')}`);
+    const waiting = q.complete ? count(q.waiting, 'callback') : c.yellow(`at least ${plural(q.waiting, 'callback')}`);
+    const applied = q.applied > 0 ? `; ${q.applied} applied since` : '';
     pairs.push([
       'quarantine',
-      styled`${total} in the last ${plural(q.days, 'day')}${reasons.length ? `: ${reasons.join(', ')}` : ''}`,
+      styled`${waiting} waiting, received in the last ${plural(q.days, 'day')}${
+        reasons.length ? `: ${reasons.join(', ')}` : ''
+      }${applied}${hint(q.waiting, 'callbacks quarantine list')}`,
     ]);
   } else pairs.push(['quarantine', na('quarantine')]);
   pairs.push([
@@ -150,14 +176,18 @@ export function statusLines(r: StatusReport, now: number, c: Colors): string {
         ? c.green('none in alarm')
         : c.red(`${r.alarms.length} in alarm: ${r.alarms.map((a) => a.name).join(', ')}`),
   ]);
+  // What is wrong with the tasks now.
+  pairs.push(['failing uploads', r.failingUploads ? failingUploadsLine(r.failingUploads, c) : na('failingUploads')]);
+  pairs.push(['lost files', r.tasks ? lostFilesLine(r.tasks, c) : na('tasks')]);
+  pairs.push(['stalled tasks', r.tasks ? stalledTasksLine(r.tasks, c, now) : na('tasks')]);
+  pairs.push(['next purge', r.tasks ? nextPurgeLine(r.tasks, c, now) : na('tasks')]);
   pairs.push([
     'last callback',
     r.lastCallback
-      ? `${timeWithRelative(r.lastCallback.at, now)}, ${r.lastCallback.service} task ${r.lastCallback.id} of ` +
-        `${r.lastCallback.appKey}`
+      ? lastCallbackLine(r.lastCallback, c, now)
       : r.unavailable.lastCallback
         ? na('lastCallback')
-        : `none in the ${TASKS_LOOKED_AT} newest tasks of the last ${DEFAULT_LISTING_DAYS} days`,
+        : c.yellow(`none received in the last ${plural(r.tasks?.days ?? 0, 'day')}`),
   ]);
   return fields(pairs, c);
 }
@@ -166,10 +196,13 @@ export function register(program: Command): void {
   withCommonOptions(
     program
       .command('status')
-      .description('queue backlog, dead letters, recent quarantine, signature settings, alarms and the last callback')
+      .description(
+        'queue backlog, dead letters, quarantine, signature settings, alarms, what is wrong with the tasks now ' +
+          '(failing uploads, lost files, stalled tasks, the next purge) and the last callback received',
+      )
       .option(
         '--days <n>',
-        'count the quarantine of this many days back (at most RAW_EVENT_TTL_DAYS, 90)',
+        'count the quarantine, lost files and stalled tasks of this many days back (at most RAW_EVENT_TTL_DAYS, 90)',
         quarantineDays,
         7,
       ),
@@ -177,7 +210,7 @@ export function register(program: Command): void {
     await withTarget(opts, async (ctx) => {
       const insight = ctx.target.stage ? await stageInsight(ctx.target.stage, ctx.target.region) : null;
       try {
-        const report = await readStatus(ctx.target, { days: opts.days, insight });
+        const report = await readStatus(ctx.target, { days: opts.days, insight, now: ctx.now });
         if (opts.json) {
           printJson(report);
           return;

@@ -4,7 +4,7 @@ import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import type { FileView, Task } from '../../lib/domain/task.ts';
 import { colors } from '../format.ts';
 import { CliError } from '../inspect.ts';
-import { durationText, listQueryOf, purgeNote, renderList, renderTask } from './tasks.ts';
+import { durationText, fitList, listQueryOf, purgeNote, renderList, renderTask } from './tasks.ts';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const H = 3_600_000;
@@ -135,6 +135,47 @@ describe('tasks list rows', () => {
       ['rec-1', 'app-b'],
     ]);
   });
+
+  const widest = (text: string) => Math.max(...text.split('\n').map((line) => line.length));
+  const rows = [
+    row({ id: 'rec-42-mwq6znhp-0004', appKey: 'demo-app', roomId: 'room-1241', sessionId: '95XMzyazvd8g' }),
+  ];
+
+  test('tasks list was wider than the terminal: columns are left out, the least useful first, until it fits', () => {
+    // Every column: wider than a 100-column terminal.
+    expect(widest(renderList(rows, c, NOW))).toBeGreaterThan(140);
+    for (const width of [160, 120, 100, 80]) {
+      const { text, leftOut } = fitList(rows, c, NOW, { width });
+      expect(widest(text)).toBeLessThanOrEqual(width);
+      const heads = text.split('\n')[0]!.split(/\s{2,}/);
+      for (const kept of ['ID', 'STATUS', 'STARTED', 'FAILED']) expect(heads).toContain(kept);
+      expect([...heads, ...leftOut].sort()).toEqual(
+        renderList(rows, c, NOW)
+          .split('\n')[0]!
+          .split(/\s{2,}/)
+          .sort(),
+      );
+    }
+    expect(fitList(rows, c, NOW, { width: 100 }).leftOut.slice(0, 3)).toEqual(['USER', 'SESSION', 'EVENTS']);
+    // --wide, or no terminal: every column.
+    expect(fitList(rows, c, NOW, { width: 100, wide: true }).leftOut).toEqual([]);
+    expect(fitList(rows, c, NOW, {}).leftOut).toEqual([]);
+  });
+
+  test('--purge-before: a PURGE column with the earliest deadline and how far it is, kept whatever the width', () => {
+    const purge = () => NOW + 3 * H + 5 * 60_000;
+    const { text } = fitList(rows, c, NOW, { width: 100, purge });
+    const [head, line] = text.split('\n') as [string, string];
+    expect(head.split(/\s{2,}/).at(-1)).toBe('PURGE');
+    expect(line.split(/\s{2,}/).at(-1)).toBe('2026-11-20T15:05:00Z (in 3 h 05 min)');
+    expect(widest(text)).toBeLessThanOrEqual(100);
+    expect(
+      fitList(rows, c, NOW, { purge: () => null })
+        .text.split('\n')[1]!
+        .split(/\s{2,}/)
+        .at(-1),
+    ).toBe('-');
+  });
 });
 
 const file = (over: Partial<FileView>): FileView => ({
@@ -175,6 +216,7 @@ describe('tasks get', () => {
       updatedAt: NOW - 26 * H,
       extra: null,
       config: null,
+      counts: { total: 2, pending: 0, uploaded: 1, failed: 1, lost: 1 },
       files: [
         file({ fileName: 'lost.mp4', upload: 'lost', purgeAt: NOW - 2 * H }),
         file({ fileName: 'ok.mp4', upload: 'uploaded', code: 200, message: null, purgeAt: null }),

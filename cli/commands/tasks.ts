@@ -1,17 +1,19 @@
 // `callbacks tasks get|list|events`: where a recording or screenshot task stands, which tasks match,
 // and exactly what the platform sent for one.
+import { stripVTControlCharacters } from 'node:util';
 import { Option, type Command } from 'commander';
 import { eventView } from '../../lib/domain/event-view.ts';
-import {
-  allEvents,
-  AmbiguousTaskError,
-  type StoredEvent,
-  type TaskQuery,
-  type TaskRef,
-} from '../../lib/domain/task-store.ts';
+import { AmbiguousTaskError, type StoredEvent, type TaskQuery, type TaskRef } from '../../lib/domain/task-store.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
 import { TASK_STATUSES, type FileView, type Task, type TaskStatus } from '../../lib/domain/task.ts';
 import { STORAGE_CHANGE_DELAY_MS } from '../../lib/domain/deadlines.ts';
+import {
+  type FileVerification,
+  isMissingState,
+  VERIFICATION_STATES,
+  type VerificationState,
+  type VerifiedFileView,
+} from '../../lib/domain/verification.ts';
 import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
 import {
@@ -28,9 +30,14 @@ import {
   timeWithRelative,
   type Colors,
 } from '../format.ts';
-import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions, type Context } from '../inspect.ts';
+import { cliIo } from '../io.ts';
+import { earliestPurge } from '../../lib/aws/dynamo/purge-deadlines.ts';
+import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { inParallel } from '../../lib/in-parallel.ts';
 import { durationOption, positiveInt, timeRange } from '../option-parsers.ts';
 import { parseTimePoint } from '../format.ts';
+import { allEvents } from '../../lib/domain/all-events.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
@@ -118,11 +125,16 @@ export function register(program: Command): void {
         'latest callback at or after (30m, 2h, an ISO time, epoch ms): by hour of change, newest hour first',
       )
       .option('--ended-since <time>', 'ended at or after (same forms): by hour of end, newest hour first')
+      .addOption(
+        new Option('--verification <state>', 'only tasks with a file in this state of its check in storage').choices(
+          VERIFICATION_STATES,
+        ),
+      )
       .option('--limit <n>', 'at most this many tasks', positiveInt, 50)
+      .option('--wide', 'every column, however wide the terminal (piped output always has them all)')
       .option('--jsonl', 'one JSON object per line, streamed (for large outputs)'),
   ).action(async (opts: CommonOptions & ListOptions) => {
     const query = listQueryOf(opts, Date.now());
-    const since = query.since;
     await withTarget(opts, async (ctx) => {
       const found = ctx.target.tasks.listTasks(query);
       if (opts.jsonl) {
@@ -136,19 +148,29 @@ export function register(program: Command): void {
         return;
       }
       if (summaries.length === 0) {
-        ctx.out(
-          since === undefined && !byTime(query) && listsDayByDay(query)
-            ? `No task matches in the last ${DEFAULT_LISTING_DAYS} days (--since reaches further back).`
-            : 'No task matches.',
-        );
+        ctx.out(noneMatches(query, opts));
         return;
       }
-      ctx.out(renderList(summaries, ctx.c, ctx.now));
+      // --purge-before: each task's earliest purge deadline, the soonest first.
+      const purges = opts.purgeBefore === undefined ? null : await purgeDeadlines(ctx, summaries);
+      if (purges) summaries.sort((a, b) => (purges.get(a) ?? Infinity) - (purges.get(b) ?? Infinity));
+      const width = cliIo().stdout.isTTY ? (cliIo().stdout as { columns?: number }).columns : undefined;
+      const { text, leftOut } = fitList(summaries, ctx.c, ctx.now, {
+        width,
+        wide: opts.wide,
+        purge: purges ? (s) => purges.get(s) ?? null : undefined,
+      });
+      ctx.out(text);
       const more = summaries.length === opts.limit ? `; there may be more: raise --limit (now ${opts.limit})` : '';
-      const order = byTime(query)
-        ? `newest ${query.endedSince !== undefined ? 'end' : 'change'} hour first`
-        : 'newest first';
-      ctx.out(ctx.c.dim(`${plural(summaries.length, 'task')}, ${order}${more}.`));
+      const order = purges
+        ? 'soonest purge first'
+        : byTime(query)
+          ? `newest ${query.endedSince !== undefined ? 'end' : 'change'} hour first`
+          : 'newest first';
+      const hidden = leftOut.length
+        ? `; ${leftOut.join(', ')} left out to fit ${width} columns: --wide shows them`
+        : '';
+      ctx.out(ctx.c.dim(`${plural(summaries.length, 'task')}, ${order}${more}${hidden}.`));
     });
   });
 
@@ -202,12 +224,38 @@ export function listQueryOf(opts: ListOptions, now: number): TaskQuery {
   if (opts.lost) query.lost = true;
   if (opts.stalled) query.stalled = true;
   if (opts.purgeBefore !== undefined) query.purgeWithinMs = opts.purgeBefore;
+  if (opts.verification) query.verification = opts.verification;
   const updatedSince = point('--updated-since', opts.updatedSince);
   const endedSince = point('--ended-since', opts.endedSince);
   if (updatedSince !== undefined) query.updatedSince = updatedSince;
   if (endedSince !== undefined) query.endedSince = endedSince;
   return query;
 }
+
+/**
+ * What an empty listing says: the window it read, and, when --since narrowed it, that --since is by first callback,
+ * so that a task that started before it is not listed whatever it did since.
+ */
+function noneMatches(query: TaskQuery, opts: ListOptions): string {
+  if (opts.since !== undefined && !byTime(query))
+    return (
+      `No task matches: --since ${opts.since} is by first callback, so a task that started earlier is not listed ` +
+      `whatever it did since; --updated-since ${opts.since} lists the tasks changed since then.`
+    );
+  if (query.since === undefined && !byTime(query) && listsDayByDay(query))
+    return `No task matches in the last ${DEFAULT_LISTING_DAYS} days (--since reaches further back).`;
+  return 'No task matches.';
+}
+
+/** Each task's earliest purge deadline (one Query of its failed files each). */
+async function purgeDeadlines(ctx: Context, summaries: TaskSummary[]): Promise<Map<TaskSummary, number | null>> {
+  const table = new TableReader(ctx.target.dynamo, ctx.target.tableName);
+  const found = await inParallel(summaries, PURGE_READS_AT_ONCE, (s) => earliestPurge(table, s.appKey, s.id));
+  return new Map(summaries.map((s, i) => [s, found[i]?.purgeAt ?? null]));
+}
+
+/** Tasks whose failed files are read at the same time for their purge deadlines. */
+const PURGE_READS_AT_ONCE = 8;
 
 /** Whether a listing goes by hour of change or of end rather than by first callback. */
 const byTime = (q: TaskQuery): boolean => q.updatedSince !== undefined || q.endedSince !== undefined;
@@ -241,7 +289,9 @@ interface ListOptions {
   purgeBefore?: number;
   updatedSince?: string;
   endedSince?: string;
+  verification?: VerificationState;
   limit: number;
+  wide?: boolean;
   jsonl?: boolean;
 }
 
@@ -290,12 +340,12 @@ export function renderTask(
     ]);
   }
   const header = `${c.bold(`${task.service} task ${task.id}`)}  ${colorStatus(task.status, c)}\n${fields(pairs, c)}`;
-  if (task.files.length === 0) return `${header}\n\nNo files yet.`;
-  const counts = countFiles(task.files);
+  // The header's counts: the same whichever files are shown.
+  const counts = task.counts;
+  if (counts.total === 0 && task.files.length === 0) return `${header}\n\nNo files yet.`;
   const lost = counts.lost > 0 ? ` (${counts.lost} lost)` : '';
-  const failed = counts.failed + counts.lost;
   const summary =
-    `${plural(task.files.length, 'file')}: ${counts.uploaded} uploaded, ${failed} failed${lost}, ` +
+    `${plural(counts.total, 'file')}: ${counts.uploaded} uploaded, ${counts.failed} failed${lost}, ` +
     `${counts.pending} pending`;
   const selected = opts.failed ? task.files.filter(isFailed) : task.files;
   const limit = opts.limit ?? DEFAULT_FILE_LIMIT;
@@ -311,15 +361,6 @@ export function renderTask(
     );
   }
   return lines.join('\n');
-}
-
-function countFiles(files: FileView[]) {
-  return {
-    uploaded: files.filter((f) => f.upload === 'uploaded').length,
-    failed: files.filter((f) => f.upload === 'failed').length,
-    pending: files.filter((f) => f.upload === 'pending').length,
-    lost: files.filter((f) => f.upload === 'lost').length,
-  };
 }
 
 function uploadState(f: FileView, c: Colors): string {
@@ -371,6 +412,8 @@ function renderFiles(files: FileView[], c: Colors, now: number): string {
   files.forEach((f, i) => {
     out.push(lines[i + 1]!);
     if (f.url) out.push(`  ${c.dim(f.url)}`);
+    const check = storageNote(f, c, now);
+    if (check) out.push(`  ${check}`);
     if (isFailed(f)) {
       const note = `${f.message ?? 'upload failed'}${purgeNote(f, now)}`;
       out.push(`  ${f.upload === 'lost' ? c.red(note) : c.yellow(note)}`);
@@ -381,58 +424,147 @@ function renderFiles(files: FileView[], c: Colors, now: number): string {
 
 function renderFilesWide(files: FileView[], c: Colors, now: number): string {
   return table(
-    ['FILE', 'SIZE', 'UPLOAD', 'TRIES', 'URL', 'ERROR', 'PURGED BY THE PLATFORM'],
-    files.map((f) => [
-      f.fileName,
-      humanSize(f.size),
-      uploadState(f, c),
-      String(f.attempts),
-      f.url ?? '-',
-      isFailed(f) ? (f.message ?? '-') : '-',
-      f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
-    ]),
+    ['FILE', 'SIZE', 'UPLOAD', 'TRIES', 'URL', 'ERROR', 'PURGED BY THE PLATFORM', 'IN STORAGE'],
+    files.map((f) => {
+      const v = verificationOfView(f);
+      return [
+        f.fileName,
+        humanSize(f.size),
+        uploadState(f, c),
+        String(f.attempts),
+        f.url ?? '-',
+        isFailed(f) ? (f.message ?? '-') : '-',
+        f.purgeAt === null ? '-' : c.yellow(purgeTime(f, now)),
+        v ? colorVerification(v.state, c) : '-',
+      ];
+    }),
     c,
   );
 }
 
-export function renderList(summaries: TaskSummary[], c: Colors, now: number): string {
-  return table(
-    [
-      'ID',
-      'APP KEY',
-      'SERVICE',
-      'STATUS',
-      'ROOM',
-      'SESSION',
-      'USER',
-      'STARTED',
-      'ENDED',
-      'DURATION',
-      'UPLOADED',
-      'FAILED',
-      'PENDING',
-      'EVENTS',
-    ],
-    summaries.map((s) => [
-      s.id,
-      s.appKey,
-      s.service,
-      statusCell(s, c, now),
-      s.roomId ?? '-',
-      s.sessionId ?? '-',
-      s.userId || '-',
-      isoTime(s.startedAt),
-      isoTime(s.endedAt),
-      typeof s.durationMs === 'number' ? durationText(s.durationMs) : '-',
-      String(s.fileCount - s.failedFiles - s.pendingFiles),
-      s.failedFiles > 0
-        ? c.red(s.lostFiles > 0 ? `${s.failedFiles} (${s.lostFiles} lost)` : String(s.failedFiles))
-        : '0',
-      String(s.pendingFiles),
-      String(s.eventCount),
-    ]),
-    c,
-  );
+/** A file's verification, when the read that gave it checked its storage (docs/verification.md). */
+const verificationOfView = (f: FileView): FileVerification | null =>
+  (f as Partial<VerifiedFileView>).verification ?? null;
+
+function colorVerification(state: VerificationState, c: Colors): string {
+  const text = state.replace('_', ' ');
+  if (isMissingState(state)) return c.red(text);
+  if (state === 'verified') return c.green(text);
+  return state === 'unverifiable' ? c.yellow(text) : c.dim(text);
+}
+
+/** What the check of an uploaded file in its storage found, when it is not simply there as reported. */
+function storageNote(f: FileView, c: Colors, now: number): string | null {
+  const v = verificationOfView(f);
+  if (!v || (v.state === 'verified' && v.reason === null)) return null;
+  if (v.state === 'pending') return c.dim('in storage: not checked yet');
+  const when = v.checkedAt === null ? '' : ` (checked ${timeWithRelative(v.checkedAt, now)})`;
+  return styled`in storage: ${colorVerification(v.state, c)}${v.reason ? `: ${v.reason}` : ''}${when}`;
+}
+
+/** A column of `tasks list`: its heading and its cell of a row. */
+interface ListColumn {
+  head: string;
+  cell: (s: TaskSummary) => string;
+}
+
+function listColumns(c: Colors, now: number, purge?: (s: TaskSummary) => number | null): ListColumn[] {
+  const columns: ListColumn[] = [
+    { head: 'ID', cell: (s) => s.id },
+    { head: 'APP KEY', cell: (s) => s.appKey },
+    { head: 'SERVICE', cell: (s) => s.service },
+    { head: 'STATUS', cell: (s) => statusCell(s, c, now) },
+    { head: 'ROOM', cell: (s) => s.roomId ?? '-' },
+    { head: 'SESSION', cell: (s) => s.sessionId ?? '-' },
+    { head: 'USER', cell: (s) => s.userId || '-' },
+    { head: 'STARTED', cell: (s) => isoTime(s.startedAt) },
+    { head: 'ENDED', cell: (s) => isoTime(s.endedAt) },
+    { head: 'DURATION', cell: (s) => (typeof s.durationMs === 'number' ? durationText(s.durationMs) : '-') },
+    { head: 'UPLOADED', cell: (s) => String(s.fileCount - s.failedFiles - s.pendingFiles) },
+    {
+      head: 'FAILED',
+      cell: (s) =>
+        s.failedFiles > 0
+          ? c.red(s.lostFiles > 0 ? `${s.failedFiles} (${s.lostFiles} lost)` : String(s.failedFiles))
+          : '0',
+    },
+    { head: 'PENDING', cell: (s) => String(s.pendingFiles) },
+    { head: 'EVENTS', cell: (s) => String(s.eventCount) },
+  ];
+  if (purge) columns.push({ head: 'PURGE', cell: (s) => purgeCell(purge(s), c, now) });
+  return columns;
+}
+
+/**
+ * The columns left out, in this order, while the table is wider than the terminal: the least useful to an operator
+ * first. The id, status, failed files and purge deadline always stay.
+ */
+const LEFT_OUT_FIRST = [
+  'USER',
+  'SESSION',
+  'EVENTS',
+  'ENDED',
+  'PENDING',
+  'DURATION',
+  'UPLOADED',
+  'SERVICE',
+  'ROOM',
+  'APP KEY',
+  'STARTED',
+];
+
+export interface ListLayout {
+  /** The terminal's width in columns: columns are left out until the table fits (none without it). */
+  width?: number | undefined;
+  /** Every column, however wide. */
+  wide?: boolean | undefined;
+  /** The earliest purge deadline of each row (`--purge-before`): a PURGE column. */
+  purge?: ((s: TaskSummary) => number | null) | undefined;
+}
+
+/** The rows as a table that fits `width`, and the headings of the columns left out to fit it. */
+export function fitList(
+  summaries: TaskSummary[],
+  c: Colors,
+  now: number,
+  layout: ListLayout = {},
+): { text: string; leftOut: string[] } {
+  const columns = listColumns(c, now, layout.purge);
+  const cells = summaries.map((s) => columns.map((col) => col.cell(s)));
+  const render = (shown: ListColumn[]) => {
+    const at = shown.map((col) => columns.indexOf(col));
+    return table(
+      shown.map((col) => col.head),
+      cells.map((row) => at.map((i) => row[i]!)),
+      c,
+    );
+  };
+  const fits = (text: string) =>
+    text.split('\n').every((line) => stripVTControlCharacters(line).length <= (layout.width ?? Infinity));
+  let shown = columns;
+  let text = render(shown);
+  const leftOut: string[] = [];
+  if (layout.wide || !layout.width) return { text, leftOut };
+  for (const head of LEFT_OUT_FIRST) {
+    if (fits(text)) break;
+    shown = shown.filter((col) => col.head !== head);
+    leftOut.push(head);
+    text = render(shown);
+  }
+  return { text, leftOut };
+}
+
+export function renderList(summaries: TaskSummary[], c: Colors, now: number, layout: ListLayout = {}): string {
+  return fitList(summaries, c, now, layout).text;
+}
+
+/** A purge deadline in a PURGE cell: when, and how long from now; red under the time a storage change takes. */
+function purgeCell(purgeAt: number | null, c: Colors, now: number): string {
+  if (purgeAt === null) return '-';
+  const left = purgeAt - now;
+  if (left <= 0) return c.red(`${isoTime(purgeAt)} (passed)`);
+  const text = `${isoTime(purgeAt)} (in ${durationText(left)})`;
+  return left < STORAGE_CHANGE_DELAY_MS ? c.red(text) : c.yellow(text);
 }
 
 /** The status, and whether the task is stalled (for how long) or settled. */

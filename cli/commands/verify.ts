@@ -7,15 +7,20 @@ import { readExpectFile } from '../../devkit/emulator/expect.ts';
 import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
+import { type ChecksResult, type IncidentsResult, verifyChecks, verifyIncidents } from '../../devkit/verify/storage.ts';
+import { IncidentStore } from '../../lib/aws/dynamo/storage-incidents.ts';
+import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
 import {
   atClock,
   checkTimeEvents,
   DEFAULT_CLOCK_SETTINGS,
+  differsInTimeOnly,
   type ClockExpectation,
 } from '../../devkit/verify/time-facts.ts';
-import { parseTimePoint } from '../format.ts';
+import { isoTime, parseTimePoint } from '../format.ts';
 import { errorSentence } from '../../lib/text.ts';
 import { cliIo, pathFromCwd, setExitCode } from '../io.ts';
+import { durationText } from './tasks.ts';
 
 interface VerifyCommandOptions {
   expect: string;
@@ -88,13 +93,16 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   const started = Date.now();
   const file = await readExpectFile(pathFromCwd(opts.expect));
   const runEndedAt = Date.parse(file.generatedAt);
-  const clock: ClockExpectation = {
+  // The receiver's clock: --now, or the time of each reading, so that a fact that falls due while verify waits
+  // is expected from then on.
+  const clock = (): ClockExpectation => ({
     ...DEFAULT_CLOCK_SETTINGS,
     lagMs: opts.sweepLag,
-    nowMs: opts.now ?? started,
-    // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there.
+    nowMs: opts.now ?? Date.now(),
+    // The run's callbacks were all acknowledged when it wrote the file: a completed task settles from there, and
+    // a fact due before the receiver had its task's callbacks is found a sweep after that at most.
     ...(Number.isFinite(runEndedAt) ? { runEndedAt } : {}),
-  };
+  });
   const target = await openTargetOf(opts);
   try {
     const isDrained = async () => {
@@ -129,7 +137,8 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       getTask: (id, appKey) => target.tasks.getTask(id, appKey),
       waitForDrain,
       timeoutMs: opts.timeout,
-      expectAt: (expected, actual) => atClock(expected, actual, clock),
+      expectAt: (expected, actual) => atClock(expected, actual, clock()),
+      differsInTimeOnly,
       onRound: (r) =>
         bar?.update(r.matched, { queue: r.drained === null ? 'unknown' : r.drained ? 'drained' : 'draining' }),
     });
@@ -146,18 +155,56 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       events = await verifyEvents({
         expected: file.events,
         poll: async () => (await reader.poll()).map((m) => m.body),
-        time: (published) => checkTimeEvents(file.tasks, published, clock),
+        time: (published) => checkTimeEvents(file.tasks, published, clock()),
         timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
       });
     }
-    const ok = result.ok && (events?.ok ?? true);
+    // The checks of the files in their storage: each as the sender emulator left the file (devkit/verify/storage.ts).
+    const storage = file.storage
+      ? await verifyChecks({
+          expected: file.storage.files,
+          getTask: (id, appKey) => target.tasks.getTask(id, appKey),
+          timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+        })
+      : null;
+    // The incidents of the run's storage outage: one per storage, its facts exact, resolved once uploads succeeded.
+    const expectedIncidents = file.storage?.incidents ?? [];
+    const incidents =
+      expectedIncidents.length > 0
+        ? await verifyIncidents({
+            expected: expectedIncidents,
+            read: (appKey, storageName) =>
+              new IncidentStore(new TableReader(target.dynamo, target.tableName)).incidents(appKey, storageName, 100),
+            outage: file.storage!.outage!,
+            timeoutMs: Math.max(MIN_EVENTS_WAIT_MS, opts.timeout - (Date.now() - started)),
+          })
+        : null;
+    const ok = result.ok && (events?.ok ?? true) && (storage?.ok ?? true) && (incidents?.ok ?? true);
+    // When nothing differs but facts of time, when a sweep will have found every fact due by now.
+    const storageOk = (storage?.ok ?? true) && (incidents?.ok ?? true);
+    const rerunAfter = !ok && storageOk && onlyFactsOfTime(result, events) ? Date.now() + opts.sweepLag : null;
 
     if (opts.json) {
-      const out = { target: target.describe, expect: opts.expect, ...result, ok, note: queueNote, events, eventsNote };
+      const out = {
+        target: target.describe,
+        expect: opts.expect,
+        ...result,
+        ok,
+        note: queueNote,
+        events,
+        eventsNote,
+        onlyFactsOfTime: rerunAfter !== null,
+        rerunAfter,
+        storage,
+        incidents,
+      };
       cliIo().stdout.write(`${jsonText(out, 2)}\n`);
     } else {
       printResult(result, target.describe, queueNote);
       printEvents(events, eventsNote);
+      printStorage(storage);
+      printIncidents(incidents);
+      if (rerunAfter !== null) printRerun(rerunAfter, opts.sweepLag);
     }
     if (!ok) setExitCode(1);
   } finally {
@@ -192,6 +239,26 @@ function printResult(result: VerifyResult, describe: string, queueNote: string |
   else if (result.timedOut) out('Timed out while waiting for the tasks to match.');
 }
 
+/** Whether every difference found is one of the facts of time (lost files, stalls, settles and their events). */
+function onlyFactsOfTime(result: VerifyResult, events: EventsResult | null): boolean {
+  const tasks = result.diffs.every((d) => d.timeOnly);
+  const published =
+    events === null ||
+    (events.missing.length === 0 && events.unexpected.length === 0 && (events.time?.unexpected.length ?? 0) === 0);
+  return tasks && published;
+}
+
+function printRerun(after: number, lagMs: number): void {
+  const pc = colorsFor({});
+  cliIo().stdout.write(
+    `${pc.yellow(
+      `Only facts of time differ (lost files, stalls, settles and their events): the receiver finds each up to a ` +
+        `sweep after it falls due, or after it received the task's callbacks (--sweep-lag ${durationText(lagMs)}). ` +
+        `Run verify again after ${isoTime(after)}, or with a --timeout that reaches it.`,
+    )}\n`,
+  );
+}
+
 function printEvents(events: EventsResult | null, note: string | null): void {
   // Coloured on the run's terminal only, as every other output (cli/format.ts).
   const pc = colorsFor({});
@@ -216,4 +283,36 @@ function printEvents(events: EventsResult | null, note: string | null): void {
   const missing = events.missing.length + (events.time?.missing.length ?? 0);
   const unexpected = events.unexpected.length + (events.time?.unexpected.length ?? 0);
   out(pc.red(`${missing} task event(s) missing, ${unexpected} unexpected; ${counts}.`));
+}
+
+function printStorage(storage: ChecksResult | null): void {
+  if (!storage) return;
+  // Coloured on the run's terminal only, as every other output (cli/format.ts).
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  const kinds = Object.entries(storage.byFault)
+    .map(([kind, n]) => `${kind === 'none' ? 'stored as reported' : kind} ${n.found}/${n.expected}`)
+    .join(', ');
+  if (storage.ok) {
+    out(pc.green(`Every file reported uploaded was found in its storage as the run left it: ${kinds}.`));
+    return;
+  }
+  for (const line of storage.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  if (storage.diffs.length > MAX_PRINTED_LINES)
+    out(`... and ${storage.diffs.length - MAX_PRINTED_LINES} more line(s) (--json has them all)`);
+  out(pc.red(`${storage.checked - storage.matched} of ${storage.checked} file check(s) differ: ${kinds}.`));
+}
+
+function printIncidents(incidents: IncidentsResult | null): void {
+  if (!incidents) return;
+  const pc = colorsFor({});
+  const out = (line: string) => cliIo().stdout.write(`${line}\n`);
+  if (incidents.ok) {
+    out(
+      pc.green(`Each storage outage made one incident, its facts and switch-by exact, resolved: ${incidents.checked}.`),
+    );
+    return;
+  }
+  for (const line of incidents.diffs.slice(0, MAX_PRINTED_LINES)) out(printable(line));
+  out(pc.red(`${incidents.diffs.length} difference(s) in the storage incidents.`));
 }

@@ -4,6 +4,7 @@
 import type { EventView } from '../../lib/domain/event-view.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
+import type { StorageIncident } from '../../lib/domain/storage-incidents.ts';
 
 export type { EventView, Task, TaskSummary };
 
@@ -49,7 +50,10 @@ const taskPath = (id: string) => `/tasks/${encodeURIComponent(id)}`;
 
 export function listTasks(params: URLSearchParams, signal?: AbortSignal) {
   const text = params.toString();
-  return getJson<{ tasks: TaskSummary[]; nextCursor: string | null }>(`/tasks${text ? `?${text}` : ''}`, signal);
+  return getJson<{ tasks: TaskSummary[]; nextCursor: string | null; incidents?: StorageIncident[] }>(
+    `/tasks${text ? `?${text}` : ''}`,
+    signal,
+  );
 }
 
 export function getTask(
@@ -58,7 +62,10 @@ export function getTask(
   signal?: AbortSignal,
 ) {
   const q = query({ appKey: opts.appKey, filesCursor: opts.filesCursor, filesLimit: opts.filesLimit?.toString() });
-  return getJson<{ task: Task; nextFilesCursor: string | null }>(`${taskPath(id)}${q}`, signal);
+  return getJson<{ task: Task; nextFilesCursor: string | null; incidents?: StorageIncident[] }>(
+    `${taskPath(id)}${q}`,
+    signal,
+  );
 }
 
 export function getEvents(

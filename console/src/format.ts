@@ -14,10 +14,25 @@ export function utc(ms: number | null | undefined): string {
     .replace(/Z$/, '')} UTC`;
 }
 
-/** A <time> element for an epoch-milliseconds value. */
-export function timeEl(ms: number | null | undefined): HTMLElement {
+/** How far `ms` is from `now`, as the CLI says it: `3 h ago`, `in 23 h`, `now`. */
+export function relative(ms: number, now: number): string {
+  const diff = ms - now;
+  const abs = Math.abs(diff);
+  if (abs < 1000) return 'now';
+  let amount: string;
+  if (abs < 90_000) amount = `${Math.round(abs / 1000)} s`;
+  else if (abs < 90 * 60_000) amount = `${Math.round(abs / 60_000)} min`;
+  else if (abs < 48 * 3_600_000) amount = `${Math.round(abs / 3_600_000)} h`;
+  else amount = `${Math.round(abs / 86_400_000)} d`;
+  return diff > 0 ? `in ${amount}` : `${amount} ago`;
+}
+
+/** A <time> element for an epoch-milliseconds value; with `now`, how long ago (or until) beside it. */
+export function timeEl(ms: number | null | undefined, now?: number): HTMLElement {
   if (ms === null || ms === undefined) return h('span', {}, '—');
-  return h('time', { datetime: new Date(ms).toISOString() }, utc(ms));
+  const time = h('time', { datetime: new Date(ms).toISOString() }, utc(ms));
+  if (now === undefined) return time;
+  return h('span', { class: 'when' }, time, ' ', h('span', { class: 'ago' }, `(${relative(ms, now)})`));
 }
 
 export function duration(ms: number): string {
@@ -58,19 +73,49 @@ const STATUS_SYMBOLS: Record<TaskStatus, string> = {
   failed: '✗',
 };
 
-export function statusBadge(status: string): HTMLElement {
-  const symbol = (STATUS_SYMBOLS as Record<string, string>)[status] ?? '?';
-  return h(
-    'span',
-    { class: `status status-${/^[a-z_]+$/.test(status) ? status : 'unknown'}` },
-    h('span', { 'aria-hidden': 'true' }, symbol),
-    ` ${status.replace('_', ' ')}`,
-  );
+/** The facts of time a task's status is read with (docs/contract.md §4): a stalled task is not live. */
+export interface TaskFacts {
+  stalledSince?: number | null;
+  settledAt?: number | null;
 }
 
 /**
+ * A task's status with a symbol and a word, so colour is never the only signal; a stalled task says so in place of
+ * the live symbol of its status (no callback has come for longer than its stall time), a settled one beside it.
+ */
+export function statusBadge(status: string, facts: TaskFacts = {}): HTMLElement {
+  const known = /^[a-z_]+$/.test(status) ? status : 'unknown';
+  const words = status.replace('_', ' ');
+  if (typeof facts.stalledSince === 'number') {
+    return h(
+      'span',
+      { class: `status status-${known} is-stalled` },
+      h('span', { 'aria-hidden': 'true' }, '⏸'),
+      ` stalled · ${words}`,
+    );
+  }
+  const symbol = (STATUS_SYMBOLS as Record<string, string>)[status] ?? '?';
+  const settled = typeof facts.settledAt === 'number';
+  return h(
+    'span',
+    { class: `status status-${known}${settled ? ' is-settled' : ''}` },
+    h('span', { 'aria-hidden': 'true' }, symbol),
+    ` ${words}`,
+    settled ? h('span', { class: 'fact' }, ' · ', h('span', { 'aria-hidden': 'true' }, '◆'), ' settled') : null,
+  );
+}
+
+/** Each state of a file's upload with a symbol of its own: a lost file is neither pending nor merely failed. */
+export const UPLOAD_SYMBOLS: Readonly<Record<string, string>> = {
+  uploaded: '✓',
+  failed: '✗',
+  lost: '⊘',
+  pending: '…',
+};
+
+/**
  * A task still changes while it runs, while a file waits for its upload, and while a failed file is
- * retried (until its purge deadline).
+ * retried (until its purge deadline). A stalled task waits for the platform: it is read again, and says so.
  */
 export function isLive(
   status: string,

@@ -1,14 +1,30 @@
-// The task list: the filters of GET /tasks in a form, the URL holding them (and the page's cursor), so
-// that a view can be shared; tasks newest first, a page at a time, each linking to its task.
+// The task list: the filters of GET /tasks in a form (the facts of time among them: lost files, stalled tasks, a
+// purge deadline within a while), the URL holding them (and the page's cursor), so that a view can be shared; tasks
+// newest first, a page at a time, each linking to its task, its state in words and symbols, its times absolute and
+// relative.
 import { SERVICES } from '../../lib/platform/services.ts';
 import { TASK_STATUSES } from '../../lib/domain/task.ts';
 import { ApiError, listTasks, type TaskSummary } from './api.ts';
+import { incidentsBanner } from './incidents.ts';
 import { h } from './dom.ts';
 import { count, statusBadge, timeEl } from './format.ts';
 
 /** The query parameters of GET /tasks that the form sets, in its order. */
-const FILTERS = ['room', 'session', 'status', 'appKey', 'service', 'user', 'since', 'until'] as const;
-const LABELS: Record<(typeof FILTERS)[number], string> = {
+const FILTERS = [
+  'room',
+  'session',
+  'status',
+  'appKey',
+  'service',
+  'user',
+  'since',
+  'until',
+  'lost',
+  'stalled',
+  'purgeBefore',
+] as const;
+type Filter = (typeof FILTERS)[number];
+const LABELS: Record<Filter, string> = {
   room: 'Room',
   session: 'Session',
   status: 'Status',
@@ -17,11 +33,17 @@ const LABELS: Record<(typeof FILTERS)[number], string> = {
   user: 'User',
   since: 'Since',
   until: 'Until',
+  lost: 'With lost files',
+  stalled: 'Stalled',
+  purgeBefore: 'Purge within',
 };
-const HINTS: Partial<Record<(typeof FILTERS)[number], string>> = {
+const HINTS: Partial<Record<Filter, string>> = {
   since: '2h, 7d, 2025-11-22 or 2025-11-22T08:00:00Z',
   until: 'same forms as since',
+  purgeBefore: 'a failed file deleted by then: 6h, 90m',
 };
+/** The filters that are on or off (`true` in the query when on). */
+const CHECKS: readonly Filter[] = ['lost', 'stalled'];
 const PAGE_SIZES = ['25', '50', '100', '200'];
 
 function taskHref(t: Pick<TaskSummary, 'id' | 'appKey'>): string {
@@ -29,11 +51,13 @@ function taskHref(t: Pick<TaskSummary, 'id' | 'appKey'>): string {
 }
 
 function filterForm(params: URLSearchParams, navigate: (url: string) => void): HTMLFormElement {
-  const field = (name: (typeof FILTERS)[number]) => {
+  const field = (name: Filter) => {
     const id = `filter-${name}`;
     const value = params.get(name) ?? '';
     let control: HTMLInputElement | HTMLSelectElement;
-    if (name === 'status' || name === 'service') {
+    if (CHECKS.includes(name)) {
+      control = h('input', { id, name, type: 'checkbox', value: 'true', checked: value === 'true' });
+    } else if (name === 'status' || name === 'service') {
       const values = name === 'status' ? TASK_STATUSES : SERVICES;
       control = h(
         'select',
@@ -90,23 +114,34 @@ function filterForm(params: URLSearchParams, navigate: (url: string) => void): H
   return form;
 }
 
-function row(t: TaskSummary): HTMLTableRowElement {
-  const files = `${count(t.fileCount)}${t.pendingFiles ? `, ${count(t.pendingFiles)} pending` : ''}${
-    t.failedFiles ? `, ${count(t.failedFiles)} failed` : ''
-  }`;
+/** A task's files in words: how many, and of them pending, failed (not lost) and lost, each counted as such. */
+function filesText(t: TaskSummary): Node[] {
+  const failed = t.failedFiles - t.lostFiles;
+  return [
+    count(t.fileCount),
+    t.pendingFiles ? `, ${count(t.pendingFiles)} pending` : '',
+    failed ? `, ${count(failed)} failed` : '',
+    t.lostFiles
+      ? h('span', { class: 'lost' }, ', ', h('span', { 'aria-hidden': 'true' }, '⊘'), ` ${count(t.lostFiles)} lost`)
+      : '',
+  ].map((part) => (typeof part === 'string' ? document.createTextNode(part) : part));
+}
+
+function row(t: TaskSummary, now: number): HTMLTableRowElement {
   return h(
     'tr',
     { class: `row-${/^[a-z_]+$/.test(t.status) ? t.status : 'unknown'}` },
-    h('th', { scope: 'row' }, h('a', { href: taskHref(t), class: 'mono' }, t.id)),
+    // An id is read whole: it never wraps mid-word (the table scrolls instead).
+    h('th', { scope: 'row' }, h('a', { href: taskHref(t), class: 'mono id' }, t.id)),
     h('td', {}, t.service),
-    h('td', {}, statusBadge(t.status)),
+    h('td', {}, statusBadge(t.status, t)),
     h('td', { class: 'mono' }, t.roomId ?? '—'),
     h('td', { class: 'mono' }, t.sessionId ?? '—'),
     h('td', { class: 'mono' }, t.userId ?? '—'),
     h('td', { class: 'mono' }, t.appKey),
-    h('td', {}, timeEl(t.startedAt)),
-    h('td', {}, timeEl(t.endedAt)),
-    h('td', {}, files),
+    h('td', {}, timeEl(t.startedAt, now)),
+    h('td', {}, timeEl(t.endedAt, now)),
+    h('td', {}, ...filesText(t)),
     h('td', { class: 'num' }, count(t.eventCount)),
   );
 }
@@ -144,7 +179,7 @@ export async function renderList(main: HTMLElement, url: URL, navigate: (url: st
       {},
       h('tr', {}, ...headers.map((t) => h('th', { scope: 'col' }, t)), h('th', { scope: 'col' }, 'Callbacks')),
     ),
-    h('tbody', {}, ...page.tasks.map(row)),
+    h('tbody', {}, ...page.tasks.map((t) => row(t, Date.now()))),
   );
   const nav = h('nav', { class: 'pager', 'aria-label': 'Pages of tasks' });
   if (cursor) {
@@ -157,5 +192,10 @@ export async function renderList(main: HTMLElement, url: URL, navigate: (url: st
     next.set('cursor', page.nextCursor);
     nav.append(h('a', { href: `/console/?${next}`, rel: 'next' }, 'Next page →'));
   }
-  results.replaceChildren(...(page.tasks.length > 0 ? [h('div', { class: 'scroll' }, table)] : []), nav);
+  const incidents = incidentsBanner(page.incidents, Date.now());
+  results.replaceChildren(
+    ...(incidents ? [incidents] : []),
+    ...(page.tasks.length > 0 ? [h('div', { class: 'scroll' }, table)] : []),
+    nav,
+  );
 }

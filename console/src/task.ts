@@ -1,14 +1,29 @@
 // One task: its header, its timeline, its files, its events and its raw callbacks. The task's first page
 // is drawn at once; the rest of its files and callbacks are read in the background, page after page, and
 // the timeline is redrawn as they come (binned, so a task of 100,000 images stays fast). While the task is
-// live the page reads it again every few seconds and redraws when it changed.
+// live the page reads it again every few seconds and redraws when it changed; a stalled task is read again too, and
+// the page says that it waits for the platform. Failed and lost files come first, so that a big task's failures are
+// not buried under its thousands of uploads.
 import { errorText, getEvents, getTask, type Task } from './api.ts';
 import { externalLink, h, rawText } from './dom.ts';
 import { rawCallbacks } from './raw-callbacks.ts';
-import { bytes, count, duration, isLive, statusBadge, TYPE_NAMES, timeEl, utc } from './format.ts';
+import {
+  bytes,
+  count,
+  duration,
+  isLive,
+  relative,
+  statusBadge,
+  TYPE_NAMES,
+  timeEl,
+  UPLOAD_SYMBOLS,
+  utc,
+} from './format.ts';
 import { drawTimeline, kindText, legend } from './timeline.ts';
 import { domainOf, type Mark, markOf } from './timeline-model.ts';
 import { eventsList } from './task-events.ts';
+import { incidentsBanner } from './incidents.ts';
+import type { VerifiedFileView } from '../../lib/domain/verification.ts';
 
 type FileView = Task['files'][number];
 
@@ -19,12 +34,22 @@ function section(id: string, title: string, ...children: Node[]): HTMLElement {
   return h('section', { 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...children);
 }
 
-function header(task: Task, files: readonly FileView[], filesComplete: boolean): HTMLElement {
-  const pending = files.filter((f) => f.upload === 'pending').length;
-  const failed = files.filter((f) => f.upload === 'failed').length;
-  const filesText = `${count(files.length)}${filesComplete ? '' : '+'} (${count(pending)} pending, ${count(
-    failed,
-  )} failed)`;
+/** The last error of the task: a completed task recovered from it, which is said instead of shown as an error. */
+function lastErrorText(task: Task): Node | string {
+  const e = task.lastError;
+  if (!e) return 'none';
+  const text = `${TYPE_NAMES[e.type] ?? e.type} code ${e.code}: ${e.message ?? '(no message)'} at ${utc(e.at)}`;
+  if (task.status === 'completed')
+    return h('span', { class: 'recovered' }, h('span', { 'aria-hidden': 'true' }, '↺'), ` recovered from: ${text}`);
+  return h('span', { class: 'error-text' }, text);
+}
+
+function header(task: Task, now: number): HTMLElement {
+  // The task's own counts: whole from the first page on, whatever pages of files have come yet.
+  const c = task.counts;
+  // `failed` counts the lost files too: each is said once.
+  const failed = c.failed - c.lost;
+  const filesText = `${count(c.total)} (${count(c.pending)} pending, ${count(failed)} failed, ${count(c.lost)} lost)`;
   const span = task.startedAt !== null && task.endedAt !== null ? ` (${duration(task.endedAt - task.startedAt)})` : '';
   const rows: Array<[string, Node | string]> = [
     ['Service', task.service],
@@ -38,26 +63,21 @@ function header(task: Task, files: readonly FileView[], filesComplete: boolean):
     rows.push(['Mode', task.mode === null || task.mode === undefined ? '—' : `${task.modeName ?? '?'} (${task.mode})`]);
     rows.push(['Start file', h('span', { class: 'mono' }, task.startFileName ?? '—')]);
   }
+  rows.push(['Status', statusBadge(task.status, task)]);
+  if (typeof task.stalledSince === 'number')
+    rows.push([
+      'Stalled since',
+      h('span', {}, timeEl(task.stalledSince, now), ": no callback since; it waits for the platform's next one"),
+    ]);
+  if (typeof task.settledAt === 'number') rows.push(['Settled at', timeEl(task.settledAt, now)]);
   rows.push(
-    ['Status', statusBadge(task.status)],
-    ['Started', timeEl(task.startedAt)],
-    ['Ended', h('span', {}, timeEl(task.endedAt), span)],
-    ['Updated', timeEl(task.updatedAt)],
+    ['Started', timeEl(task.startedAt, now)],
+    ['Ended', h('span', {}, timeEl(task.endedAt, now), span)],
+    ['Updated', timeEl(task.updatedAt, now)],
     ['Callbacks', count(task.eventCount)],
     ['Files', filesText],
     ['Extra', h('span', { class: 'mono' }, task.extra ?? '—')],
-    [
-      'Last error',
-      task.lastError
-        ? h(
-            'span',
-            { class: 'error-text' },
-            `${TYPE_NAMES[task.lastError.type] ?? task.lastError.type} code ${task.lastError.code}: ${
-              task.lastError.message ?? '(no message)'
-            } at ${utc(task.lastError.at)}`,
-          )
-        : 'none',
-    ],
+    ['Last error', lastErrorText(task)],
   );
   const dl = h('dl', { class: 'header' });
   for (const [term, value] of rows) dl.append(h('dt', {}, term), h('dd', {}, value));
@@ -77,7 +97,7 @@ function purgeText(purgeAt: number | null, now: number): string {
 }
 
 function outcomeCell(f: FileView): HTMLElement {
-  const symbol = f.upload === 'uploaded' ? '✓' : f.upload === 'failed' ? '✗' : '…';
+  const symbol = UPLOAD_SYMBOLS[f.upload] ?? '?';
   const detail = f.code !== null ? ` (code ${f.code}${f.message ? `: ${f.message}` : ''})` : '';
   return h(
     'td',
@@ -85,6 +105,27 @@ function outcomeCell(f: FileView): HTMLElement {
     h('span', { 'aria-hidden': 'true' }, symbol),
     ` ${f.upload}${detail}`,
   );
+}
+
+/** The order files are listed in: lost, then failed, then pending, then uploaded (each in file-name order). */
+const FILE_ORDER: Readonly<Record<string, number>> = { lost: 0, failed: 1, pending: 2, uploaded: 3 };
+
+/** Failed and lost files first: a big task's failures on top, not under thousands of uploads. */
+function failuresFirst(files: readonly FileView[]): FileView[] {
+  return files
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => (FILE_ORDER[a.f.upload] ?? 4) - (FILE_ORDER[b.f.upload] ?? 4) || a.i - b.i)
+    .map(({ f }) => f);
+}
+
+/** What the check of an uploaded file in its storage found (docs/verification.md); the reason on hover. */
+function storageCell(f: FileView): HTMLElement {
+  const v = (f as Partial<VerifiedFileView>).verification ?? null;
+  if (!v) return h('td', {}, '—');
+  const kind =
+    v.state === 'verified' ? 'uploaded' : v.state === 'pending' || v.state === 'unverifiable' ? 'pending' : 'failed';
+  const text = v.state.replace('_', ' ');
+  return h('td', { class: `outcome outcome-${kind}`, ...(v.reason ? { title: v.reason } : {}) }, text);
 }
 
 function filesTable(files: readonly FileView[], shown: number, now: number): HTMLElement {
@@ -100,16 +141,17 @@ function filesTable(files: readonly FileView[], shown: number, now: number): HTM
         h('td', { class: 'num' }, count(f.attempts)),
         outcomeCell(f),
         h('td', {}, purgeText(f.purgeAt, now)),
+        storageCell(f),
       ),
     );
-  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge'];
+  const headers = ['File', 'Size', 'URL', 'Attempts', 'Outcome', 'Purge', 'In storage'];
   return h(
     'div',
     { class: 'scroll' },
     h(
       'table',
       { class: 'files' },
-      h('caption', { class: 'visually-hidden' }, 'Files of the task, in file-name order'),
+      h('caption', { class: 'visually-hidden' }, 'Files of the task: lost and failed first, then in file-name order'),
       h('thead', {}, h('tr', {}, ...headers.map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, ...rows),
     ),
@@ -155,10 +197,12 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   const filesBox = h('div', {});
   const eventsBox = h('div', {});
   const raw = rawCallbacks(id, task.appKey, signal);
+  const incidents = incidentsBanner(first.incidents, Date.now());
   main.replaceChildren(
     main.firstElementChild!,
     title,
     status,
+    ...(incidents ? [incidents] : []),
     section('summary', 'Summary', headerBox),
     section('timeline', 'Timeline', timelineStatus, axisBox, timelineBox, legend(task.service)),
     section('files', 'Files', filesBox),
@@ -172,41 +216,64 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
 
   const live = () => isLive(task.status, files, Date.now());
 
+  // Failed and lost files first; or those alone.
+  let failedOnly = false;
+  const failedOnlyBox = h('input', { type: 'checkbox', id: 'files-failed-only' });
+  failedOnlyBox.addEventListener('change', () => {
+    failedOnly = failedOnlyBox.checked;
+    drawFiles();
+  });
+  const filesChoice = h(
+    'p',
+    { class: 'files-choice' },
+    h('label', { for: 'files-failed-only' }, failedOnlyBox, ' Failed and lost files only'),
+  );
   const drawFiles = () => {
     const now = Date.now();
-    const more = files.length > filesShown;
+    const listed = failuresFirst(files).filter((f) => !failedOnly || f.upload === 'failed' || f.upload === 'lost');
+    const more = listed.length > filesShown;
     const button = h(
       'button',
       { type: 'button' },
-      `Show ${count(Math.min(FILES_SHOWN_STEP, files.length - filesShown))} more files`,
+      `Show ${count(Math.min(FILES_SHOWN_STEP, listed.length - filesShown))} more files`,
     );
     button.addEventListener('click', () => {
       filesShown += FILES_SHOWN_STEP;
       drawFiles();
       button.focus();
     });
+    const which = failedOnly ? 'failed or lost files' : 'files';
     filesBox.replaceChildren(
-      files.length === 0 ? h('p', {}, 'No file yet.') : filesTable(files, filesShown, now),
+      filesChoice,
+      listed.length === 0
+        ? h('p', {}, files.length === 0 ? 'No file yet.' : 'No file failed.')
+        : filesTable(listed, filesShown, now),
       h(
         'p',
         {},
-        `${count(Math.min(filesShown, files.length))} of ${count(files.length)}${
+        `${count(Math.min(filesShown, listed.length))} of ${count(listed.length)}${
           filesComplete ? '' : '+'
-        } files shown.`,
+        } ${which} shown, lost and failed first.`,
       ),
       ...(more ? [button] : []),
     );
   };
 
-  // The axis spans the whole story by default (purge deadlines a day later, now); narrowed to the
-  // callbacks, the task's own minutes fill the width.
-  let wholeStory = true;
+  // The axis spans the callbacks by default, so that the task's own minutes fill the width; the whole story adds
+  // the purge deadlines (a day later). While the task is live, "now" is on either.
+  let wholeStory = false;
   const axisChoice = h('fieldset', { class: 'axis-choice' }, h('legend', {}, 'Time axis'));
   for (const [value, text] of [
     ['whole', 'callbacks, purge deadlines and now'],
     ['callbacks', 'callbacks only'],
   ] as const) {
-    const input = h('input', { type: 'radio', name: 'axis', value, id: `axis-${value}`, checked: value === 'whole' });
+    const input = h('input', {
+      type: 'radio',
+      name: 'axis',
+      value,
+      id: `axis-${value}`,
+      checked: value === 'callbacks',
+    });
     input.addEventListener('change', () => {
       wholeStory = value === 'whole';
       drawTimelineNow();
@@ -231,7 +298,7 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
       if (m.at > hi) hi = m.at;
     }
     if (marks.length > 0) times.push(lo, hi);
-    const domain = domainOf(times, wholeStory && live() ? now : null);
+    const domain = domainOf(times, live() ? now : null);
     const purges = allPurges.filter((p) => p.at >= domain.from && p.at <= domain.to);
     const beyond = allPurges.length - purges.length;
     const width = Math.max(300, Math.min(1600, (main.clientWidth || 1000) - 160));
@@ -249,10 +316,17 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
   };
 
   const drawAll = () => {
-    headerBox.replaceChildren(header(task, files, filesComplete));
+    const now = Date.now();
+    headerBox.replaceChildren(header(task, now));
     drawFiles();
     drawTimelineNow();
-    status.textContent = live() ? `Live: read again every ${REFRESH_MS / 1000} s.` : '';
+    status.textContent =
+      typeof task.stalledSince === 'number'
+        ? `Stalled ${relative(task.stalledSince, now).replace(/ ago$/, '')}: no callback has come for longer than ` +
+          `its stall time; it waits for the platform's next callback (read again every ${REFRESH_MS / 1000} s).`
+        : live()
+          ? `Live: read again every ${REFRESH_MS / 1000} s.`
+          : '';
   };
 
   // Reads every page of files and of callbacks, redrawing now and then as they come.
@@ -303,8 +377,9 @@ export async function renderTask(main: HTMLElement, url: URL, signal: AbortSigna
     if (!signal.aborted) timelineStatus.append(h('span', { class: 'error', role: 'alert' }, ` ${errorText(err)}`));
   }
 
-  // While live: read the task again; when it changed, read it all again.
-  while (!signal.aborted && live()) {
+  // While live, or stalled (a callback of the platform resumes it): read the task again; when it changed, read it
+  // all again.
+  while (!signal.aborted && (live() || typeof task.stalledSince === 'number')) {
     await new Promise((r) => setTimeout(r, REFRESH_MS));
     if (signal.aborted) return;
     if (document.hidden) continue;

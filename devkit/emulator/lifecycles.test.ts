@@ -261,6 +261,47 @@ describe('generateRun', () => {
     }
   });
 
+  test('big tasks: send --lifecycle and emulate made at most 60 images; now as many as asked, in an outage', () => {
+    const H = 3_600_000;
+    const run = generateRun({
+      ...base,
+      recordings: 1,
+      screenshots: 1,
+      durationMs: 7 * H,
+      images: 2496,
+      outageWindow: { startMs: 2 * H, forMs: 10 * 60_000 },
+    });
+    const tasks = reduceTasks(run.sends.map(parse));
+    const shots = tasks.find((t) => t.service === 'screenshot')!;
+    const recording = tasks.find((t) => t.service === 'recording')!;
+    // 2,496 images over 7 hours (one every 10 s, its slicesSec), each uploaded at last; both tasks run 7 hours.
+    expect(shots.files).toHaveLength(2496);
+    expect(shots.config).toMatchObject({ slicesSec: expect.anything() });
+    expect(Number(shots.config!.slicesSec)).toBe(10);
+    for (const t of [shots, recording]) {
+      expect(t.endedAt! - t.startedAt!).toBe(7 * H);
+      expect(t.status).toBe('completed');
+    }
+    // The images first tried within the outage failed every 10 s until it ended, the others at once.
+    const files = uploadsByFile(run.sends.filter((s) => s.service === 'screenshot'));
+    const retried = [...files.values()].filter((uploads) => uploads.length > 1);
+    const inWindow = (t: number) => t >= shots.startedAt! + 2 * H && t < shots.startedAt! + 2 * H + 10 * 60_000;
+    expect(retried.length).toBeGreaterThan(50);
+    for (const uploads of retried) {
+      expect(inWindow(uploads[0]!.timestamp)).toBe(true);
+      expect(uploads.at(-1)!.timestamp).toBeGreaterThanOrEqual(shots.startedAt! + 2 * H + 10 * 60_000);
+    }
+    // An outage that outlasts the hold gives its uploads up: the task ends upload_failed.
+    const lost = generateRun({
+      ...base,
+      recordings: 0,
+      screenshots: 1,
+      images: 100,
+      outageWindow: { startMs: 0, forMs: Number.POSITIVE_INFINITY },
+    });
+    expect(reduceTasks(lost.sends.map(parse))[0]).toMatchObject({ status: 'upload_failed' });
+  });
+
   test('give-up: no success, reported retries 10 s apart and a last failure 24 h after the first', () => {
     const run = generateRun({ ...base, outage: 1, giveUp: 1 });
     const files = uploadsByFile(run.sends);

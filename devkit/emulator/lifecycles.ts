@@ -6,8 +6,17 @@
 import { RECORDING_MODES } from '../../lib/platform/modes.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { bodyOf } from './plan-bodies.ts';
-import { MINUTE, makeSessions, planRecording, planScreenshot, type TaskFaults, type TaskPlan } from './plans.ts';
+import {
+  MINUTE,
+  makeSessions,
+  planRecording,
+  planScreenshot,
+  type TaskFaults,
+  type TaskPlan,
+  type TaskShape,
+} from './plans.ts';
 import { createRandom } from './random.ts';
+import { applyStorageOutage, type StorageOutage } from './storage-outage.ts';
 import { reorderKeys } from './reorder-keys.ts';
 
 export interface ScheduledSend {
@@ -32,9 +41,11 @@ export interface FaultOptions extends TaskFaults {
    * own reordering spans seconds, whatever the schedule's compression).
    */
   reorderPlatformMs?: number;
+  /** A storage outage of the whole run: the uploads within it fail every 10 s until it ends. */
+  storageOutage?: StorageOutage;
 }
 
-export interface LifecycleOptions extends FaultOptions {
+export interface LifecycleOptions extends FaultOptions, TaskShape {
   seed: number | string;
   recordings: number;
   screenshots: number;
@@ -105,6 +116,7 @@ export function generateRun(opts: LifecycleOptions): GeneratedRun {
     plans.push(plan);
   }
 
+  if (opts.storageOutage) for (const plan of plans) applyStorageOutage(plan, opts.storageOutage);
   let span = 0;
   for (const plan of plans) for (const ev of plan.events) span = Math.max(span, plan.offset + ev.rel);
   // Drawn whether or not a base time is given, so that the rest of the run does not depend on it.

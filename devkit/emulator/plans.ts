@@ -27,6 +27,28 @@ export interface TaskFaults {
   lose?: number;
   /** Probability that a task stops mid-way: no callback after a moment drawn within it, and no end. */
   stall?: number;
+  /**
+   * Divides every recording file's size: a run whose files are stored in the local stack's S3 emulator, which
+   * holds them in memory, reports sizes it can store (an hour of video, some kilobytes).
+   */
+  sizeDivisor?: number;
+  /**
+   * A storage outage in every task, from this long after its start for `forMs` (Infinity: it outlasts the platform's
+   * 24-hour hold, and the uploads caught in it are given up): each upload whose first attempt falls in it fails every
+   * 10 s until it ends. In place of the drawn outage of `outage`.
+   */
+  outageWindow?: { startMs: number; forMs: number };
+}
+
+/** The size of a task, in place of the drawn one: big tasks, to try the console and the commands on by hand. */
+export interface TaskShape {
+  /** How long each task runs, from its start to its end. */
+  durationMs?: number;
+  /**
+   * Screenshot tasks: this many images, spread evenly over `durationMs` when it is given (their `slicesSec` is the
+   * interval in whole seconds, at least 1), else one every `slicesSec`.
+   */
+  images?: number;
 }
 
 /**
@@ -86,7 +108,7 @@ export interface TaskPlan {
 const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy'];
 const RESOLUTIONS = ['640x360', '1280x720', '1920x1080'];
 /** Every upload failure carries the values of the platform's sample bodies. */
-const RECORDING_UPLOAD_FAILURE = RECORDING_UPLOAD_FAILURES[0]!;
+export const RECORDING_UPLOAD_FAILURE = RECORDING_UPLOAD_FAILURES[0]!;
 /** The failure a screenshot upload reports when its plan names none. */
 export const SCREENSHOT_UPLOAD_FAILURE = SCREENSHOT_UPLOAD_FAILURES[0]!;
 
@@ -142,6 +164,10 @@ function uploadChain(first: number, outage: Outage | null): { at: number; ok: bo
 
 function planOutage(rng: Random, firstAttempts: number[], opts: TaskFaults): Outage | null {
   if (firstAttempts.length === 0) return null;
+  if (opts.outageWindow) {
+    const { startMs, forMs } = opts.outageWindow;
+    return { start: startMs, end: startMs + forMs };
+  }
   // Lost for good: an outage from before the first attempt that outlasts the hold.
   if (chanceIfGiven(rng, opts.lose)) return { start: Math.min(...firstAttempts) - 1, end: Infinity };
   if (!rng.chance(opts.outage ?? 0)) return null;
@@ -176,7 +202,13 @@ function planUploads(
   });
 }
 
-export function planRecording(rng: Random, index: number, mode: number, session: Session, opts: TaskFaults): TaskPlan {
+export function planRecording(
+  rng: Random,
+  index: number,
+  mode: number,
+  session: Session,
+  opts: TaskFaults & TaskShape,
+): TaskPlan {
   const clock = new TaskClock();
   const recordingMode = knownMode(mode);
   const { audio, video } = recordingMode;
@@ -221,9 +253,12 @@ export function planRecording(rng: Random, index: number, mode: number, session:
 
   events.push({ type: 1, rel: clock.take(0), ...SUCCESS });
   const sliceMs = slicesMin * MINUTE;
-  const durationMs = rng.int(2 * MINUTE, 150 * MINUTE);
+  // Drawn whether or not a duration is given, so that the rest of the task does not depend on it.
+  const drawn = rng.int(2 * MINUTE, 150 * MINUTE);
+  const durationMs = opts.durationMs ?? drawn;
   const rate = bytesPerSecond(recordingMode);
-  const sizeOf = (ms: number) => Math.round((ms / SECOND) * rate * (0.85 + rng.next() * 0.3));
+  const sizeOf = (ms: number) =>
+    Math.max(1, Math.round(((ms / SECOND) * rate * (0.85 + rng.next() * 0.3)) / (opts.sizeDivisor ?? 1)));
   const closes: number[] = [];
   // A slice closes the current file every slicesMin; the end closes the last one
   // (docs/platform-callbacks.md §2.4, §2.5).
@@ -248,9 +283,10 @@ export function planRecording(rng: Random, index: number, mode: number, session:
   return plan;
 }
 
-export function planScreenshot(rng: Random, index: number, session: Session, opts: TaskFaults): TaskPlan {
+export function planScreenshot(rng: Random, index: number, session: Session, opts: TaskFaults & TaskShape): TaskPlan {
   const clock = new TaskClock();
-  const slicesSec = rng.pick([5, 10, 10, 15, 30]);
+  const spacing = imageSpacing(rng.pick([5, 10, 10, 15, 30]), opts);
+  const slicesSec = spacing.slicesSec;
   const trigger = rng.pick([0, 1]);
   const renderMode = rng.pick([0, 1]);
   const picResolution = rng.pick(RESOLUTIONS);
@@ -288,19 +324,33 @@ export function planScreenshot(rng: Random, index: number, session: Session, opt
   }
 
   events.push({ type: 1, rel: clock.take(0), ...SUCCESS });
-  const durationMs = rng.int(20 * SECOND, 5 * MINUTE);
+  const drawn = rng.int(20 * SECOND, 5 * MINUTE);
+  const durationMs = opts.durationMs ?? (opts.images === undefined ? drawn : (opts.images + 1) * spacing.everyMs);
   const firstAttempts: number[] = [];
-  // An image every slicesSec; each is uploaded a moment after it is taken
-  // (docs/platform-callbacks.md §2.9, §2.10).
-  for (let t = slicesSec * SECOND; t < durationMs; t += slicesSec * SECOND) {
+  // An image every slicesSec (or as many as asked, evenly over the duration); each is uploaded a moment after it is
+  // taken (docs/platform-callbacks.md §2.9, §2.10).
+  const images = opts.images ?? Math.ceil(durationMs / spacing.everyMs) - 1;
+  for (let k = 1; k <= images; k++) {
+    const t = Math.round(k * spacing.everyMs);
     plan.fileStarts.push(t);
     firstAttempts.push(t + rng.int(300, 2500));
   }
   events.push({ type: 3, rel: clock.take(durationMs), ...SUCCESS });
-  const failure = { code: fileStateCode(SCREENSHOT_UPLOAD_FAILURE.state), message: SCREENSHOT_UPLOAD_FAILURE.message };
+  const failure = screenshotUploadFailure();
   planUploads(clock, events, firstAttempts, planOutage(rng, firstAttempts, opts), failure);
   planStall(rng, plan, durationMs, opts);
   return plan;
+}
+
+/**
+ * How far apart a screenshot task's images are: its drawn `slicesSec`, or, for a number of images over a given
+ * duration, the duration shared among them, with the `slicesSec` its config reports rounded to whole seconds.
+ */
+function imageSpacing(drawnSlicesSec: number, shape: TaskShape): { slicesSec: number; everyMs: number } {
+  if (shape.images === undefined || shape.durationMs === undefined)
+    return { slicesSec: drawnSlicesSec, everyMs: drawnSlicesSec * SECOND };
+  const everyMs = shape.durationMs / (shape.images + 1);
+  return { slicesSec: Math.max(1, Math.round(everyMs / SECOND)), everyMs };
 }
 
 /** A task that stops mid-way (`stall`): nothing after a moment drawn within its run, and no end. */
@@ -320,4 +370,9 @@ export function makeSessions(rng: Random, count: number): Session[] {
     sessions.push({ sessionId: rng.string(12), roomId: `room-${rng.int(1000, 9999)}`, users });
   }
   return sessions;
+}
+
+/** The outcome of a screenshot's failed upload, as the platform reports it. */
+export function screenshotUploadFailure(): Outcome {
+  return { code: fileStateCode(SCREENSHOT_UPLOAD_FAILURE.state), message: SCREENSHOT_UPLOAD_FAILURE.message };
 }

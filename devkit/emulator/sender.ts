@@ -37,6 +37,8 @@ export interface SenderOptions {
   /** Wait for each send's `at` (default); false sends as fast as concurrency allows. */
   followSchedule?: boolean;
   onProgress?: (progress: SendProgress) => void;
+  /** What the platform does before it sends a callback: store the file an upload reports (./storage.ts). */
+  beforeSend?: (send: ScheduledSend) => Promise<void>;
   /** Signing clock, epoch ms. */
   now?: () => number;
 }
@@ -264,6 +266,7 @@ export async function sendAll(opts: SenderOptions): Promise<SendReport> {
       const wait = started + send.at - performance.now();
       if (wait > 0) await sleep(wait);
     }
+    await opts.beforeSend?.(send);
     let outcome: Awaited<ReturnType<typeof attempt>> = { status: null, error: null, retryAfter: null };
     let attempts = 0;
     while (attempts < maxAttempts) {

@@ -11,20 +11,21 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const yaml = (path: string) => parse(readFileSync(`${root}/${path}`, 'utf8'), { logLevel: 'silent' });
 const settings = localStageSettings();
 
-test('the event source mapping is the worker sqs event of serverless.yml', () => {
+test('the event source mappings are the sqs events of serverless.yml: the worker and the verifier', () => {
   const sls = yaml('serverless.yml');
-  const event = sls.functions.worker.events[0].sqs;
-  expect(settings.mappings).toEqual([
-    {
-      queue: 'CallbackFifoQueue',
-      functionKey: 'worker',
+  const mapping = (functionKey: string, queue: string) => {
+    const event = sls.functions[functionKey].events[0].sqs;
+    return {
+      queue,
+      functionKey,
       batchSize: event.batchSize,
-      // A FIFO queue's mapping has no batching window.
+      // A FIFO queue's mapping has no batching window; the verifier's has none either.
       batchingWindowS: event.maximumBatchingWindow ?? 0,
       reportBatchItemFailures: event.functionResponseType === 'ReportBatchItemFailures',
       maximumConcurrency: event.maximumConcurrency,
-    },
-  ]);
+    };
+  };
+  expect(settings.mappings).toEqual([mapping('worker', 'CallbackFifoQueue'), mapping('verifier', 'VerifyQueue')]);
 });
 
 test('each function has the memory, time-out, role and plain variables of serverless.yml', () => {
@@ -43,14 +44,15 @@ test('each function has the memory, time-out, role and plain variables of server
   expect(settings.functions.map((f) => f.key).sort()).toEqual(Object.keys(sls.functions).sort());
 });
 
-test('the queues carry the settings of infra/queues.yml, the dead-letter queue first, both FIFO', () => {
+test('the callback queues carry the settings of infra/queues.yml, the dead-letter queue first, both FIFO', () => {
   const declared = yaml('infra/queues.yml').Resources;
-  expect(settings.queues.map((q) => q.logicalId)).toEqual(['CallbackFifoDeadLetterQueue', 'CallbackFifoQueue']);
-  const main = settings.queues[1]!;
+  const queues = settings.queues.filter((q) => q.logicalId.startsWith('Callback'));
+  expect(queues.map((q) => q.logicalId)).toEqual(['CallbackFifoDeadLetterQueue', 'CallbackFifoQueue']);
+  const main = queues[1]!;
   expect(main.visibilityTimeoutS).toBe(declared.CallbackFifoQueue.Properties.VisibilityTimeout);
   expect(main.maxReceiveCount).toBe(declared.CallbackFifoQueue.Properties.RedrivePolicy.maxReceiveCount);
   expect(main.deadLetterQueue).toBe('CallbackFifoDeadLetterQueue');
-  for (const queue of settings.queues) {
+  for (const queue of queues) {
     const fixed = declared[queue.logicalId].Properties;
     expect(queue.fifo).toBe(true);
     expect(queue.createAttributes).toEqual({
@@ -61,22 +63,37 @@ test('the queues carry the settings of infra/queues.yml, the dead-letter queue f
     });
   }
   expect(JSON.parse(main.attributes.RedrivePolicy!)).toEqual({
-    deadLetterTargetArn: settings.queues[0]!.arn,
+    deadLetterTargetArn: queues[0]!.arn,
     maxReceiveCount: main.maxReceiveCount,
   });
-  expect(settings.queues.map((q) => Number(q.attributes.MessageRetentionPeriod))).toEqual([
+  expect(queues.map((q) => Number(q.attributes.MessageRetentionPeriod))).toEqual([
     declared.CallbackFifoDeadLetterQueue.Properties.MessageRetentionPeriod,
     declared.CallbackFifoQueue.Properties.MessageRetentionPeriod,
   ]);
 });
 
+test('the verify queues carry the settings of infra/verifier.yml: standard queues, the dead-letter queue first', () => {
+  const declared = yaml('infra/verifier.yml').Resources;
+  const queues = settings.queues.filter((q) => q.logicalId.startsWith('Verify'));
+  expect(queues.map((q) => [q.logicalId, q.fifo])).toEqual([
+    ['VerifyDeadLetterQueue', false],
+    ['VerifyQueue', false],
+  ]);
+  const main = queues[1]!;
+  expect(main.visibilityTimeoutS).toBe(declared.VerifyQueue.Properties.VisibilityTimeout);
+  expect(JSON.parse(main.attributes.RedrivePolicy!)).toEqual({
+    deadLetterTargetArn: queues[0]!.arn,
+    maxReceiveCount: declared.VerifyQueue.Properties.RedrivePolicy.maxReceiveCount,
+  });
+});
+
 test('the names the CLI uses for a stage are those of the template', () => {
   const names = resourceNames(LOCAL_STAGE);
   expect(settings.table.name).toBe(names.table);
-  expect(settings.queues.map((q) => q.name)).toEqual([names.deadLetterQueue, names.queue]);
+  expect(settings.queues.filter((q) => q.fifo).map((q) => q.name)).toEqual([names.deadLetterQueue, names.queue]);
   expect(settings.topics.map((t) => t.name)).toContain(names.eventsTopic);
   expect(settings.functions.map((f) => f.functionName).sort()).toEqual(
-    ['api', 'ingest', 'sweeper', 'worker'].map((key) => `${SERVICE}-${LOCAL_STAGE}-${key}`),
+    ['api', 'ingest', 'sweeper', 'verifier', 'worker'].map((key) => `${SERVICE}-${LOCAL_STAGE}-${key}`),
   );
 });
 

@@ -16,10 +16,12 @@ import { createApiHandler } from '../../lib/api/handler.ts';
 import { type ClientSettings, setClientHook } from '../../lib/aws/clients.ts';
 import { createIngestHandler } from '../../lib/ingest/handler.ts';
 import { createSweeperHandler } from '../../lib/sweeper/handler.ts';
+import { createVerifierHandler } from '../../lib/verifier/handler.ts';
 import { createWorkerHandler } from '../../lib/worker/handler.ts';
 import { injectFaults } from './faults.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { enforceServiceLimits } from './service-limits.ts';
+import { enforceStoredAccess } from './stack-storage.ts';
 /** An invocation as Lambda makes it: the event, and a context with the request id and time left. */
 export type LambdaHandler = (event: unknown, context: LambdaContext) => Promise<unknown>;
 
@@ -48,6 +50,7 @@ export const handlerFactories: Readonly<Record<string, HandlerFactory>> = {
   worker: createWorkerHandler as HandlerFactory,
   api: createApiHandler as HandlerFactory,
   sweeper: createSweeperHandler as HandlerFactory,
+  verifier: createVerifierHandler as HandlerFactory,
 };
 
 /**
@@ -73,6 +76,8 @@ export function buildDeployedHandlers(
     const previousHook = setClientHook((client) => {
       if (iam) enforceIam(client, fn.key, iam);
       enforceServiceLimits(client);
+      // The objects of the local storages that stand for ones their storage refuses (devkit/local/stack-storage.ts).
+      if (client.constructor.name === 'S3Client') enforceStoredAccess(client);
       // Idle unless the stack runs with faults (devkit/local/faults.ts).
       injectFaults(client, fn.key);
     });

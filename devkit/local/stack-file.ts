@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import type { StorageSettings } from '../../lib/config/storage-settings.ts';
 import type { SignatureMode } from '../../lib/signature/verdicts.ts';
 
 export const DATA_DIR = '.data';
@@ -29,6 +30,11 @@ export interface LocalStackInfo {
   /** The ingest's signature mode and allowed source ranges (empty: any), for `callbacks status`. */
   signatureMode?: SignatureMode;
   allowedSources?: string[];
+  /**
+   * The local storages the verifier checks files in (absent in stack files of older versions): the S3 emulator's
+   * endpoint and the verifier's storage settings (which name no secret), for the sender emulator to store files.
+   */
+  storage?: { s3Endpoint: string; settings: StorageSettings };
 }
 
 export function stackFilePath(cwd = process.cwd()): string {

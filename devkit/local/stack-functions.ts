@@ -81,8 +81,8 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
     {
       region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
-      // fauxqs serves SNS on the SQS port.
-      endpoints: { dynamodb: opts.dynamoEndpoint, sqs: opts.sqsEndpoint, sns: opts.sqsEndpoint },
+      // fauxqs serves SNS and S3 on the SQS port.
+      endpoints: { dynamodb: opts.dynamoEndpoint, sqs: opts.sqsEndpoint, sns: opts.sqsEndpoint, s3: opts.sqsEndpoint },
     },
   );
   const invokers = Object.fromEntries(

@@ -19,11 +19,12 @@ import { join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SNSClient } from '@aws-sdk/client-sns';
+import { S3Client } from '@aws-sdk/client-s3';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from 'aws-lambda';
 import { ensureEventsTopicAndQueue } from '../../lib/aws/sqs/event-queue.ts';
 import { loadConsoleFiles } from '../console/static.ts';
 import { readIngestSettings } from '../../lib/ingest/config.ts';
-import { createLogger, setLogSink, type LogSink } from '../../lib/log.ts';
+import { createLogger } from '../../lib/log.ts';
 import type { SignatureMode } from '../../lib/signature/verdicts.ts';
 import {
   LOCAL_ACCOUNT_ID,
@@ -42,6 +43,7 @@ import { createGateway, type GatewayRoute } from './http-gateway.ts';
 import { type IamSession, setIamSession, type Denial } from './iam/enforce.ts';
 import { ResolvedTemplate } from './resolved-template.ts';
 import { closeServer, listen, quietly } from './server-lifecycle.ts';
+import { silenceWhileRunning } from './quiet-stacks.ts';
 import type { PollerStats } from './sqs-poller.ts';
 import { type LocalPoller, startPollers } from './stack-pollers.ts';
 import { startLocalFunctions } from './stack-functions.ts';
@@ -57,6 +59,7 @@ import {
   type SecretsSource,
 } from './stack-options.ts';
 import { ensureQueues, ensureTable, ensureTopics } from './stack-resources.ts';
+import { ensureBuckets, localBuckets, localStorageSettings } from './stack-storage.ts';
 import { stackSettings, type StackSettings } from './stack-template.ts';
 import { loadTemplate, type Template } from './template.ts';
 import {
@@ -147,14 +150,16 @@ async function startEmulators(resources: AsyncDisposableStack, dataDir: string |
   // The stack's own client (its table's set-up, and tableClient()): the emulator's, without a socket.
   const dynamo = dynamoClient(dynamoEndpoint, 3, dynamoServer);
   const sqs = withoutSdkLogging(new SQSClient({ endpoint: sqsEndpoint, ...client }));
-  // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions.
+  // fauxqs serves SNS on the same port, with fan-out to SQS subscriptions, and S3 (path-style).
   const sns = withoutSdkLogging(new SNSClient({ endpoint: sqsEndpoint, ...client }));
+  const s3 = withoutSdkLogging(new S3Client({ endpoint: sqsEndpoint, forcePathStyle: true, ...client }));
   resources.defer(() => {
     dynamo.destroy();
     sqs.destroy();
     sns.destroy();
+    s3.destroy();
   });
-  return { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns };
+  return { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns, s3 };
 }
 
 /**
@@ -189,10 +194,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
   let iamSession: IamSession | undefined;
 
   try {
-    if (opts.quiet) {
-      const restoreSink: LogSink = setLogSink(() => {});
-      resources.defer(() => void setLogSink(restoreSink));
-    }
+    if (opts.quiet) resources.defer(silenceWhileRunning());
     // The HTTP port first: a port already taken fails the start before anything else is done. Until the
     // stack is ready every request is answered 503 (/health included).
     const server = createGateway({
@@ -214,7 +216,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     resources.defer(closeGateway);
     const port = await listen(server, opts.port ?? 3000, host, ' (another "callbacks dev"? pick another with --port)');
 
-    const { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns } = await startEmulators(resources, dataDir, opts);
+    const { dynamoEndpoint, sqsEndpoint, dynamo, sqs, sns, s3 } = await startEmulators(resources, dataDir, opts);
 
     const account = {
       region: LOCAL_REGION,
@@ -244,10 +246,11 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       topic: names.eventsTopic,
       queue: names.eventsQueue,
     });
+    const storage = localStorageSettings(settings.functions, env);
+    await ensureBuckets(s3, localBuckets(storage));
 
     // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
-    // queue is the FIFO one the ingest sends to; a template packaged with legacyQueue=true also maps the
-    // standard queue of earlier versions, which drains into the worker beside it.
+    // queue is the FIFO one the ingest sends to.
     if (settings.mappings.length === 0) throw new Error('the template has no SQS event source mapping');
     const mapped = settings.mappings.map((m) => ({
       mapping: m,
@@ -340,6 +343,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       secretsSource: secrets.source,
       signatureMode,
       allowedSources: [...allowedSources.ranges],
+      storage: { s3Endpoint: sqsEndpoint, settings: storage },
     };
     resources.defer(quietly(() => removeStackFile(stackFile, info)));
     await writeStackFile(stackFile, info);

@@ -216,7 +216,7 @@ function assemble(t: Omit<Target, 'tasks' | 'queue' | 'dlq' | 'close'>): Target 
   return {
     ...t,
     queues,
-    tasks: new DynamoTaskStore({ client: t.dynamo, tableName: t.tableName }),
+    tasks: new DynamoTaskStore({ client: t.dynamo, tableName: t.tableName, verifications: true }),
     queue: { depth: depthOf('queueUrl', 'queue') },
     dlq: { depth: depthOf('dlqUrl', 'dead-letter queue') },
     async close() {

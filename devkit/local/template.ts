@@ -63,10 +63,7 @@ function oslsVersion(root: string): string {
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
-/**
- * Stage parameters the template is packaged with (`--param name=value`), beside serverless.yml's defaults:
- * `legacyQueue` (docs/deployment.md, "Upgrading to the FIFO queue") is the one a local stack is run with.
- */
+/** Stage parameters the template is packaged with (`--param name=value`), beside serverless.yml's defaults. */
 export type StageParams = Readonly<Record<string, string>>;
 
 /** The cache key: a hash of the inputs' names and contents, the packager's version, the stage and region. */

@@ -29,6 +29,7 @@ const expected: Task = {
   mode: 3,
   modeName: 'mix-audio-video',
   startFileName: 'a.mp4',
+  counts: { total: 3, pending: 0, uploaded: 3, failed: 0, lost: 0 },
   files: [file('a.mp4'), file('b.mp4'), file('name.mp4')],
   lastError: null,
   eventCount: 7,

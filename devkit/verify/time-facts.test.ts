@@ -8,6 +8,7 @@ import {
   atClock,
   checkTimeEvents,
   DEFAULT_CLOCK_SETTINGS,
+  differsInTimeOnly,
   type ClockExpectation,
   type PublishedTimeEvent,
 } from './time-facts.ts';
@@ -44,6 +45,7 @@ function stallByHand(t: Task): number {
 /** The receiver's state after every sweep: failed files lost, open tasks stalled. */
 const swept = (t: Task): Task => ({
   ...structuredClone(t),
+  counts: { ...t.counts, lost: t.counts.failed },
   files: t.files.map((f) => (f.upload === 'failed' ? { ...f, upload: 'lost' } : f)),
   stalledSince: open.includes(t) ? stallByHand(t) : null,
 });
@@ -90,7 +92,11 @@ test('within a sweep of its moment, a fact may be found or not yet', async () =>
   const justAfter = clockAt(f.purgeAt! + 2 * MIN);
   const found = expected.map((x) =>
     x.id === t.id
-      ? { ...x, files: x.files.map((g) => (g.fileName === f.fileName ? { ...g, upload: 'lost' as const } : g)) }
+      ? {
+          ...x,
+          counts: { ...x.counts, lost: 1 },
+          files: x.files.map((g) => (g.fileName === f.fileName ? { ...g, upload: 'lost' as const } : g)),
+        }
       : x,
   );
   const results = await Promise.all([check(expected, justAfter), check(found, justAfter)]);
@@ -262,4 +268,27 @@ test('a verify run of the events fails on a settle or a resume missing or double
     const twice = await run([...good, good[first]!]);
     expect([type, twice.ok, twice.time!.doubled.length]).toEqual([type, true, 1]);
   }
+});
+
+test('right after an outage run sent in the past, a fact long due is not expected before a sweep came', async () => {
+  // The run's files were given up a day before it was sent: their purge times passed long before the receiver had
+  // them, and it finds them lost within a sweep of receiving them, not of their purge time.
+  const runEndedAt = BASE + 10 * DAY;
+  const rightAfter: ClockExpectation = { ...clockAt(runEndedAt + 2 * MIN), runEndedAt };
+  const unswept = await check(expected, rightAfter);
+  expect(unswept.diffs.filter((d) => failedFiles.some(({ t }) => t.id === d.id))).toEqual([]);
+  expect(checkTimeEvents(expected, [], rightAfter).missing.filter((m) => m.startsWith('file.lost'))).toEqual([]);
+  // A sweep after the run, they must be there.
+  const sweptBy: ClockExpectation = { ...rightAfter, nowMs: runEndedAt + DEFAULT_CLOCK_SETTINGS.lagMs + MIN };
+  const late = await check(expected, sweptBy);
+  for (const { t } of failedFiles) expect(late.diffs.map((d) => d.id)).toContain(t.id);
+  expect((await check(expected.map(swept), sweptBy)).ok).toBe(true);
+});
+
+test('a task that differs in its facts of time alone is told apart from one that differs otherwise', () => {
+  const t = failedFiles[0]!.t;
+  expect(differsInTimeOnly(swept(t), t)).toBe(true);
+  expect(differsInTimeOnly(t, { ...swept(t), settledAt: BASE })).toBe(true);
+  expect(differsInTimeOnly(t, { ...t, status: 'completed' })).toBe(false);
+  expect(differsInTimeOnly(t, null)).toBe(false);
 });

@@ -4,12 +4,14 @@
 // about PURGE_WARNING_BEFORE earlier; a task without an end (and no failed start) is stalled once its latest
 // callback is older than its stall time; a completed task is settled SETTLE_AFTER after its last change, which
 // is no later than the end of the run; a stall the task's later callbacks ended is resumed. The receiver finds
-// each at most a sweep and a bucket after its moment (`lagMs`): a fact whose moment is at least that old must be
-// held, one whose moment is still to come must not be, and one in between may be either. A fact's id received
-// more than once is listed, not a fault: delivery is at least once (docs/events.md), and a sweep that crashed or
-// a publish retried sends it again, as a duplicated subscription would.
+// each at most a sweep and a bucket (`lagMs`) after its moment, or after it received the task's callbacks when the
+// moment came before (a run sent in the past, an outage replayed: no later than the end of the run): a fact found
+// by then must be held, one whose moment is still to come must not be, and one in between may be either. A fact's
+// id received more than once is listed, not a fault: delivery is at least once (docs/events.md), and a sweep that
+// crashed or a publish retried sends it again, as a duplicated subscription would.
 import { TIME_EVENT_TYPES } from '../../lib/domain/task-events.ts';
 import type { Task } from '../../lib/domain/task.ts';
+import { diffTask } from './diff.ts';
 
 export interface ClockExpectation {
   /** The receiver's clock (epoch ms). */
@@ -40,7 +42,22 @@ type Certainty = 'held' | 'not' | 'either';
 
 function certaintyOf(at: number, c: ClockExpectation): Certainty {
   if (at > c.nowMs) return 'not';
-  return at <= c.nowMs - c.lagMs ? 'held' : 'either';
+  // A fact due before the receiver had the task's callbacks is found a sweep after it had them, not after its moment.
+  return Math.max(at, c.runEndedAt ?? at) + c.lagMs <= c.nowMs ? 'held' : 'either';
+}
+
+/** A task without its facts of time: its lost files as failed (none counted lost), no stall, no settle. */
+function withoutTimeFacts(t: Task): Task {
+  const files = t.files.map((f) => (f.upload === 'lost' ? { ...f, upload: 'failed' as const } : f));
+  return { ...t, files, counts: { ...t.counts, lost: 0 }, stalledSince: null, settledAt: null };
+}
+
+/**
+ * Whether the stored task differs from the expected one in its facts of time alone (lost files, a stall, a
+ * settle): a difference that a sweep to come may still take away.
+ */
+export function differsInTimeOnly(expected: Task, actual: Task | null): boolean {
+  return actual !== null && diffTask(withoutTimeFacts(expected), withoutTimeFacts(actual)).length === 0;
 }
 
 /** The expected interval between a task's callbacks, from its start's config; null when it says none. */
@@ -83,7 +100,8 @@ export function atClock(expected: Task, actual: Task | null, c: ClockExpectation
   const settle = settleMomentOf(expected, c);
   const mustSettle = settle !== null && certaintyOf(settle, c) === 'held';
   const settledAt = expected.status === 'completed' ? (actual?.settledAt ?? (mustSettle ? settle : null)) : null;
-  return { ...expected, files, stalledSince, settledAt };
+  const counts = { ...expected.counts, lost: files.filter((f) => f.upload === 'lost').length };
+  return { ...expected, counts, files, stalledSince, settledAt };
 }
 
 /** The latest a completed task settles: the end of the run (its last change is no later) + SETTLE_AFTER. */

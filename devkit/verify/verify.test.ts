@@ -133,3 +133,32 @@ test('a read that fails is a difference to re-check, not a crash', async () => {
   });
   expect(failing.diffs[0]!.lines).toEqual([`${expected[0]!.id}: could not be read (no table)`]);
 });
+
+test('facts of time alone differing are waited for after the queue drained, until a sweep finds them', async () => {
+  // The receiver's sweep finds the task lost some reads after the queue drained: verify failed right after an
+  // outage run and passed minutes later, unchanged.
+  const [first] = expected;
+  const lost: Task = { ...first!, stalledSince: 1 };
+  const reads = { n: 0 };
+  const result = await verifyTasks({
+    expected: [lost],
+    getTask: async () => (++reads.n > 3 ? structuredClone(lost) : { ...structuredClone(first!), stalledSince: null }),
+    waitForDrain: async () => true,
+    timeoutMs: 30_000,
+    pollIntervalMs: 1,
+    settleMs: 0,
+    differsInTimeOnly: () => true,
+  });
+  expect(result).toMatchObject({ ok: true, rounds: 4 });
+  // Another difference is final once the queue has drained.
+  const other = await verifyTasks({
+    expected: [lost],
+    getTask: async () => ({ ...structuredClone(lost), eventCount: 0 }),
+    waitForDrain: async () => true,
+    timeoutMs: 30_000,
+    pollIntervalMs: 1,
+    settleMs: 0,
+    differsInTimeOnly: () => false,
+  });
+  expect(other).toMatchObject({ ok: false, rounds: 1, diffs: [{ id: first!.id, timeOnly: false }] });
+});

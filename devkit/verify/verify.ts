@@ -33,6 +33,11 @@ export interface VerifyOptions {
   concurrency?: number;
   /** The expected task as a given moment makes it (devkit/verify/time-facts.ts), given what the receiver holds. */
   expectAt?: (expected: Task, actual: Task | null) => Task;
+  /**
+   * Whether a difference may still go away with time (the facts of time, which the receiver finds a sweep late):
+   * such differences are waited for until the time-out, not only while the queue drains.
+   */
+  differsInTimeOnly?: (expected: Task, actual: Task | null) => boolean;
   onRound?: (round: VerifyRound) => void;
 }
 
@@ -40,6 +45,8 @@ export interface TaskDiff {
   id: string;
   service: string;
   lines: string[];
+  /** The task differs in its facts of time only (VerifyOptions.differsInTimeOnly). */
+  timeOnly: boolean;
 }
 
 export interface VerifyResult {
@@ -64,7 +71,7 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
   const deadline = Date.now() + Math.max(0, opts.timeoutMs);
 
   let pending = [...opts.expected];
-  const diffs = new Map<Task, string[]>();
+  const diffs = new Map<Task, { lines: string[]; timeOnly: boolean }>();
   let drained: boolean | null = opts.waitForDrain ? false : null;
   let drainedSince: number | null = null;
   let rounds = 0;
@@ -80,17 +87,18 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
     const verdicts = await inParallel(pending, concurrency, async (task) => {
       try {
         const actual = await opts.getTask(task.id, task.appKey);
-        return diffTask(opts.expectAt ? opts.expectAt(task, actual) : task, actual);
+        const lines = diffTask(opts.expectAt ? opts.expectAt(task, actual) : task, actual);
+        return { lines, timeOnly: lines.length > 0 && (opts.differsInTimeOnly?.(task, actual) ?? false) };
       } catch (err) {
-        return [`${task.id}: could not be read (${errorSentence(err)})`];
+        return { lines: [`${task.id}: could not be read (${errorSentence(err)})`], timeOnly: false };
       }
     });
     const stillPending: Task[] = [];
     pending.forEach((task, i) => {
-      const lines = verdicts[i]!;
-      if (lines.length === 0) diffs.delete(task);
+      const verdict = verdicts[i]!;
+      if (verdict.lines.length === 0) diffs.delete(task);
       else {
-        diffs.set(task, lines);
+        diffs.set(task, verdict);
         stillPending.push(task);
       }
     });
@@ -108,7 +116,9 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
       timedOut = true;
       break;
     }
-    if (drainedSince !== null && now - drainedSince >= settleMs) break;
+    // Differences of the facts of time alone are waited for until the time-out: a sweep may still find them.
+    const timeOnly = pending.every((task) => diffs.get(task)!.timeOnly);
+    if (drainedSince !== null && now - drainedSince >= settleMs && !timeOnly) break;
     await sleep(Math.min(pollIntervalMs, deadline - now));
   }
 
@@ -117,7 +127,7 @@ export async function verifyTasks(opts: VerifyOptions): Promise<VerifyResult> {
     ok: pending.length === 0,
     checked: opts.expected.length,
     matched: opts.expected.length - pending.length,
-    diffs: unmatched.map((t) => ({ id: t.id, service: t.service, lines: diffs.get(t)! })),
+    diffs: unmatched.map((t) => ({ id: t.id, service: t.service, ...diffs.get(t)! })),
     drained,
     timedOut,
     rounds,

@@ -5,6 +5,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
+import { openIncidents } from '../aws/dynamo/incident-reads.ts';
+import { TableReader } from '../aws/dynamo/table-client.ts';
 import { envSchema, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
@@ -37,8 +39,10 @@ export function buildApiDependencies(
       requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
     }),
   );
+  const table = new TableReader(client, tableName);
   return {
-    store: new DynamoTaskReader({ client, tableName }),
+    store: new DynamoTaskReader({ client, tableName, verifications: true }),
+    openIncidents: (appKey) => openIncidents(table, appKey),
     log,
     now: Date.now,
     // The function's time-out is 10 s (serverless.yml): answer 503 well before Lambda cuts it short.

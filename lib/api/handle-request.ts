@@ -23,6 +23,7 @@ import {
 } from './query.ts';
 import { API_ROUTE_KEYS, ApiRoutes, type ApiRouteKey } from './routes.ts';
 import { clip as clipText, errorSentence } from '../text.ts';
+import type { StorageIncident } from '../domain/storage-incidents.ts';
 
 export interface ApiDependencies {
   store: TaskReader;
@@ -30,6 +31,11 @@ export interface ApiDependencies {
   now: () => number;
   /** The answer is a 503 once reading takes this long, so that it always comes before the function's time-out. */
   deadlineMs?: number;
+  /**
+   * The storage incidents open now, of an appKey or all (docs/verification.md): a listing and a task carry them, for
+   * the console; absent, neither does.
+   */
+  openIncidents?: (appKey?: string) => Promise<StorageIncident[]>;
 }
 
 /** Reading gave up at the deadline: as transient as a store time-out. */
@@ -154,7 +160,8 @@ async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log:
       const page = await deps.store.listTasksPage(query, { limit, cursor, maxBytes: PAGE_MAX_BYTES });
       log.items = page.items.length;
       log.more = page.next !== null;
-      return jsonResponse({ tasks: page.items, nextCursor: page.next }, noStore);
+      const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(query.appKey) } : {};
+      return jsonResponse({ tasks: page.items, nextCursor: page.next, ...incidents }, noStore);
     }
 
     const id = event.pathParameters?.id ?? '';
@@ -172,7 +179,8 @@ async function answer(event: APIGatewayProxyEventV2, deps: ApiDependencies, log:
       if (!found) return fail('not_found', `There is no ${clip(which)}.`);
       log.items = found.task.files.length;
       log.more = found.nextFilesCursor !== null;
-      return jsonResponse({ task: found.task, nextFilesCursor: found.nextFilesCursor }, noStore);
+      const incidents = deps.openIncidents ? { incidents: await deps.openIncidents(found.task.appKey) } : {};
+      return jsonResponse({ task: found.task, nextFilesCursor: found.nextFilesCursor, ...incidents }, noStore);
     }
 
     const found = storable ? await deps.store.listEventsPage({ id, appKey }, page) : null;

@@ -3,6 +3,7 @@
 import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { TASK_STATUSES, type TaskStatus } from '../domain/task.ts';
+import { VERIFICATION_STATES, type VerificationState } from '../domain/verification.ts';
 import type { TaskQuery } from '../domain/task-store.ts';
 import { SERVICES, type Service } from '../platform/services.ts';
 import { parseDuration, parseTimePoint, TimeOutOfRangeError } from '../time-point.ts';
@@ -48,6 +49,7 @@ export const QUERY_PARAMETERS: Record<ApiRouteKey, readonly string[]> = {
     'purgeBefore',
     'updatedSince',
     'endedSince',
+    'verification',
     'limit',
     'cursor',
   ],
@@ -229,6 +231,7 @@ export function parseListParams(event: APIGatewayProxyEventV2, now: number): Par
       purgeWithinMs: p.duration('purgeBefore'),
       updatedSince: p.time('updatedSince', now),
       endedSince: p.time('endedSince', now),
+      verification: p.oneOf<VerificationState>('verification', VERIFICATION_STATES),
     };
     if (query.since !== undefined && query.until !== undefined && query.since > query.until)
       throw new QueryError('since', 'Query parameter "since" is later than "until".');

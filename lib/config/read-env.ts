@@ -7,19 +7,21 @@ import * as v from 'valibot';
 import { parseDuration } from '../time-point.ts';
 
 /** The functions whose settings are read here; their names appear in the sentences of refusal. */
-export type FunctionName = 'ingest' | 'worker' | 'api' | 'sweeper';
+export type FunctionName = 'ingest' | 'worker' | 'api' | 'sweeper' | 'verifier';
 
 const functionInWords: Record<FunctionName, string> = {
   ingest: 'the ingest',
   worker: 'the worker',
   api: 'the read API',
   sweeper: 'the sweeper',
+  verifier: 'the verifier',
 };
 const errorNames: Record<FunctionName, string> = {
   ingest: 'IngestConfigError',
   worker: 'WorkerConfigError',
   api: 'ApiConfigError',
   sweeper: 'SweeperConfigError',
+  verifier: 'VerifierConfigError',
 };
 
 /** A setting the function refuses to start with; the message is one sentence naming the variable. */
@@ -162,5 +164,6 @@ export function readEnvironment<S extends EnvSchema>(
 /** A default as docs/configuration.md writes it in its Default column: `—` for none, or an empty or absent one. */
 export function defaultInWords(variable: EnvVariable<unknown>): string {
   const value = variable.default;
-  return value === undefined || value === null || value === '' ? '—' : `\`${String(value)}\``;
+  if (value === undefined || value === null || value === '') return '—';
+  return `\`${typeof value === 'object' ? JSON.stringify(value) : String(value)}\``;
 }

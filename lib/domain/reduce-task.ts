@@ -86,6 +86,14 @@ export function reduceTask(callbacks: readonly Callback[]): Task | null {
     updatedAt: sorted[sorted.length - 1]!.timestamp,
     extra: identity.extra,
     config: configSource?.config ?? null,
+    counts: {
+      total: files.length,
+      pending: files.filter((f) => f.upload === 'pending').length,
+      uploaded: files.filter((f) => f.upload === 'uploaded').length,
+      failed: files.filter((f) => f.upload === 'failed').length,
+      // A lost file needs the receiver's clock, as the other facts of time do.
+      lost: 0,
+    },
     files,
     lastError: lastError
       ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.timestamp }

@@ -17,12 +17,15 @@
 import type { Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipText } from './header-text.ts';
+import { CompletionSweep } from './completion-time.ts';
 import { canonicalJson } from './canonical.ts';
 import { createHash } from 'node:crypto';
 import type { StoredWrite } from './task-store.ts';
+import { taskFileCounts, type TaskFileCounts } from './task-file-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import type { TaskParts } from './task-parts.ts';
 import { fileState, toFileView, type FileRecord, type FileView, type TaskStatus } from './task.ts';
+import type { FileVerification } from './verification.ts';
 
 const TASK_EVENT_VERSION = 1;
 
@@ -45,9 +48,16 @@ export const TIME_EVENT_TYPES = [
   'task.settled',
 ] as const;
 export type TimeEventType = (typeof TIME_EVENT_TYPES)[number];
-export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType;
+/** Events of the check of a file in its storage (docs/verification.md): published by the verifier. */
+const VERIFICATION_EVENT_TYPES = ['file.missing'] as const;
+type VerificationEventType = (typeof VERIFICATION_EVENT_TYPES)[number];
+export type TaskEventType = (typeof TASK_EVENT_TYPES)[number] | TimeEventType | VerificationEventType;
 /** Every type an event can have. */
-export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [...TASK_EVENT_TYPES, ...TIME_EVENT_TYPES];
+export const ALL_TASK_EVENT_TYPES: readonly TaskEventType[] = [
+  ...TASK_EVENT_TYPES,
+  ...TIME_EVENT_TYPES,
+  ...VERIFICATION_EVENT_TYPES,
+];
 
 /** An event as the pure function and `callbacks verify` know it: its identity, without a body. */
 export interface TaskEventRef {
@@ -67,7 +77,7 @@ export interface TaskEventTask {
   sessionId: string | null;
   userId: string | null;
   status: TaskStatus;
-  files: { total: number; pending: number; uploaded: number; failed: number; lost: number };
+  files: TaskFileCounts;
 }
 
 /** The task part of an event, from the store's summary of the task. */
@@ -80,13 +90,7 @@ export function eventTask(s: TaskSummary): TaskEventTask {
     sessionId: s.sessionId,
     userId: s.userId,
     status: s.status,
-    files: {
-      total: s.fileCount,
-      pending: s.pendingFiles,
-      uploaded: s.fileCount - s.pendingFiles - s.failedFiles,
-      failed: s.failedFiles,
-      lost: s.lostFiles,
-    },
+    files: taskFileCounts(s),
   };
 }
 
@@ -114,6 +118,8 @@ export interface TaskEvent {
   stall?: { stalledSince: number; stallMs: number; lastCallbackAt: number };
   /** task.settled. */
   settledAt?: number;
+  /** file.missing: what the check of the file in its storage found. */
+  verification?: FileVerification;
 }
 
 /** The id of an event: 128 bits of SHA-256 over what identifies it, as 32 hex characters. */
@@ -154,26 +160,15 @@ function fileEventTypes(f: FileRecord | null): TaskEventType[] {
 // ---------------------------------------------------------------------------------------------------
 // When an event happened
 
-/** The timestamp a rank encodes (rankOf). */
-const rankTime = (rank: string): number => Number(rank.slice(0, rank.indexOf('|')));
-
-/** When a file was first named: its first failed upload, its winning upload or the slice or end naming it. */
-function namedAt(f: FileRecord): number {
-  const times = [f.firstFailureAt, f.upload?.at, f.sizeRank === null ? null : rankTime(f.sizeRank)];
-  return Math.min(...times.filter((t): t is number => typeof t === 'number'));
-}
-
 /**
  * When a completed task completed, in platform time: the earliest moment, from its end on, at which every
- * file named by then was uploaded (a file named later, already uploaded, does not move it).
+ * file named by then was uploaded (a file named later, already uploaded, does not move it): ./completion-time.ts.
  */
 export function completedAt(parts: TaskParts): number {
-  const end = parts.header.endedAt ?? parts.header.identAt;
-  const uploadedAt = (f: FileRecord) => f.upload?.at ?? Number.POSITIVE_INFINITY;
-  const moments = [end, ...parts.files.map(uploadedAt)].filter((t) => t >= end && t < Number.POSITIVE_INFINITY);
-  moments.sort((a, b) => a - b);
-  const done = (t: number) => parts.files.every((f) => namedAt(f) > t || uploadedAt(f) <= t);
-  return moments.find(done) ?? moments[moments.length - 1]!;
+  const sweep = new CompletionSweep(parts.header.endedAt ?? parts.header.identAt);
+  for (const f of parts.files) sweep.add(f);
+  // Every span kept: one pass.
+  return (sweep.moment() as { at: number }).at;
 }
 
 /**

@@ -4,6 +4,7 @@
 import { modeName } from '../platform/modes.ts';
 import { lostFiles, type TaskTime } from './deadlines.ts';
 import type { TaskCounts } from './task-counts.ts';
+import { taskFileCounts } from './task-file-counts.ts';
 import type { TaskSummary } from './task-summary.ts';
 import {
   compareUtf8,
@@ -163,6 +164,7 @@ export function toTask(parts: TaskParts): Task {
     ...taskHead(h, countsOfParts(parts), tally),
     extra: h.extra,
     config: h.config,
+    counts: taskFileCounts({ ...countsOfParts(parts), lostFiles: lostOf(parts) }),
     files: [...files].sort((a, b) => compareUtf8(a.fileName, b.fileName)).map(toFileView),
     lastError: lastError
       ? { type: lastError.type, code: lastError.code, message: lastError.message, at: lastError.at }

@@ -295,6 +295,13 @@ export interface TaskReader {
   listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
 }
 
+/** A task whose deadline entries could not be written (BatchWrites.flushArms). */
+export interface UnarmedTask {
+  appKey: string;
+  id: string;
+  error: unknown;
+}
+
 /** The writes of one task in one batch, for its header to count at once. */
 export interface TaskBatch {
   appKey: string;
@@ -324,15 +331,11 @@ export interface BatchWrites {
    * are then not stored, and their records fail.
    */
   writeHeld?(appKey: string, id: string, fileName: string, capacity?: Capacity): Promise<void>;
-  /**
-   * Drops the header put a task's starts or ends held for its batch's count, when the count did not write
-   * it (the task's records failed, and come again): nothing of them is stored, and nothing remembered.
-   */
+  /** Drops the header put a task's starts or ends held for its batch's count, when the count did not write it. */
   dropHeld?(appKey: string, id: string): void;
   /**
-   * Forgets all this writer remembers of a task whose records failed: its held puts and its copies of the task's
-   * items. A write that failed may have been refused, or lost on the way: the table is as it was, and a copy
-   * built on that write would answer the task's next delivery from a state the table never held.
+   * Forgets all this writer remembers of a task whose records failed (held puts, copies of its items): a failed
+   * write may have been refused or lost, and a copy of it would answer the next delivery from a state never stored.
    */
   forgetTask?(appKey: string, id: string): void;
   /** Whether this writer knows the task's header (wrote or read it): its callbacks need not read it. */
@@ -350,8 +353,11 @@ export interface BatchWrites {
    * (a message given up after a partial write). False when there is no such task.
    */
   recountTask(appKey: string, id: string, through: string | null): Promise<boolean>;
-  /** Writes the deadline entries of the tasks created since the last call (once a batch's writes are done). */
-  flushArms?(): Promise<void>;
+  /**
+   * Writes the deadline entries of the tasks created since the last call (once a batch's writes are done); the
+   * tasks whose entries could not be written, each with its error (their records fail, and come again).
+   */
+  flushArms?(): Promise<UnarmedTask[]>;
   /** Removes a task's stall once its resume is published, on condition that it is that stall. */
   clearStall?(appKey: string, id: string, stalledSince: number): Promise<void>;
 }
@@ -361,22 +367,6 @@ export interface BatchWrites {
  * per batch, whose result its task events are read off: never a read of a whole task.
  */
 export type TaskWriter = Pick<TaskStore, 'applyCallback' | 'quarantine'> & BatchWrites;
-
-/**
- * Every stored callback of a task, page after page (a page looks up a bounded number of them), or null
- * when there is no such task.
- */
-export async function allEvents(reader: TaskReader, ref: TaskRef): Promise<StoredEvent[] | null> {
-  const events: StoredEvent[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await reader.listEventsPage(ref, { limit: Number.POSITIVE_INFINITY, cursor });
-    if (!page) return null;
-    events.push(...page.items);
-    cursor = page.next ?? undefined;
-  } while (cursor);
-  return events;
-}
 
 export interface TaskStore extends TaskReader, BatchWrites {
   /** Applies one callback exactly once, whatever was applied before and in whatever order. */

@@ -174,6 +174,7 @@ describe.each(builds)('%s', (_name, build) => {
         mode: 3,
         modeName: 'mix-audio-video',
         startFileName: FILE_A,
+        counts: { total: 2, pending: 0, uploaded: 1, failed: 1, lost: 0 },
         files: [
           {
             fileName: FILE_A,
@@ -248,6 +249,7 @@ describe.each(builds)('%s', (_name, build) => {
         mode: 0,
         modeName: 'single-audio-video',
         startFileName: 'sN3kL9xQ2aT7_room-1024_user-alice_screen_1763798460000.mp4',
+        counts: { total: 0, pending: 0, uploaded: 0, failed: 0, lost: 0 },
         files: [],
         lastError: null,
         eventCount: 1,
@@ -282,6 +284,7 @@ describe.each(builds)('%s', (_name, build) => {
         updatedAt: 1763798700000,
         extra: '',
         config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
+        counts: { total: 2, pending: 0, uploaded: 1, failed: 1, lost: 0 },
         files: [
           {
             fileName: SHOT_OK,

@@ -8,11 +8,9 @@ import { FILE_HOLD_MS } from '../platform/delivery.ts';
 import type { CallbackType, Service } from '../platform/services.ts';
 import type { Callback } from './callback.ts';
 import { clipConfig, clipText } from './header-text.ts';
+import type { TaskFileCounts } from './task-file-counts.ts';
 
-/**
- * Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot
- * one's.
- */
+/** Task statuses (docs/contract.md §4): `recording` is the recording service's, `capturing` the screenshot's. */
 export const TASK_STATUSES = ['recording', 'capturing', 'ended', 'completed', 'upload_failed', 'failed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -132,6 +130,8 @@ export interface Task {
   updatedAt: number | null;
   extra: string | null;
   config: Record<string, unknown> | null;
+  /** Its files by upload state, from its header's counts: the same on every page of its files. */
+  counts: TaskFileCounts;
   mode?: number | null;
   modeName?: string | null;
   startFileName?: string | null;
@@ -345,56 +345,4 @@ export function joinTallies(a: Tally, b: Tally): Tally {
 /** Compares strings by UTF-8 bytes, the order DynamoDB sorts keys in. */
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
-/** The join of two headers of one task: what both together say (each field a min, max or "or" of the two). */
-export function joinHeaders(a: TaskHeader, b: TaskHeader): TaskHeader {
-  const ident = b.identRank < a.identRank ? b : a;
-  const config = b.configRank !== null && (a.configRank === null || b.configRank < a.configRank) ? b : a;
-  const start = b.startRank !== null && (a.startRank === null || b.startRank < a.startRank) ? b : a;
-  const end = b.endRank !== null && (a.endRank === null || b.endRank < a.endRank) ? b : a;
-  const failure = b.failure !== null && (a.failure === null || b.failure.rank < a.failure.rank) ? b : a;
-  return {
-    service: a.service,
-    id: a.id,
-    identRank: ident.identRank,
-    identAt: ident.identAt,
-    appKey: ident.appKey,
-    roomId: ident.roomId,
-    sessionId: ident.sessionId,
-    userId: ident.userId,
-    mode: ident.mode,
-    extra: ident.extra,
-    configRank: config.configRank,
-    config: config.config,
-    startRank: start.startRank,
-    startedAt: start.startedAt,
-    startFileName: start.startFileName,
-    endRank: end.endRank,
-    endedAt: end.endedAt,
-    endOk: a.endOk || b.endOk,
-    startOrEndFailed: a.startOrEndFailed || b.startOrEndFailed,
-    failure: failure.failure,
-  };
-}
-
-/** The join of two records of one file (their attempts are counted elsewhere: `a`'s are kept). */
-export function joinFiles(a: FileRecord, b: FileRecord): FileRecord {
-  const size = b.sizeRank !== null && (a.sizeRank === null || b.sizeRank > a.sizeRank) ? b : a;
-  const upload = b.upload && (!a.upload || uploadBeats(b.upload, a.upload)) ? b.upload : a.upload;
-  const failures = [a.firstFailureAt, b.firstFailureAt].filter((t): t is number => t !== null);
-  return {
-    fileName: a.fileName,
-    sizeRank: size.sizeRank,
-    size: size.size,
-    upload: upload ? { ...upload } : null,
-    firstFailureAt: failures.length ? Math.min(...failures) : null,
-    attempts: a.attempts,
-    ...joinMarks(a, b),
-  };
-}
-/** Either copy's marks of the sweeper (a mark is never taken back). */
-function joinMarks(a: FileRecord, b: FileRecord): Pick<FileRecord, 'warnedAt' | 'lostAt'> {
-  const [warnedAt, lostAt] = [a.warnedAt ?? b.warnedAt, a.lostAt ?? b.lostAt];
-  return { ...(warnedAt === undefined ? {} : { warnedAt }), ...(lostAt === undefined ? {} : { lostAt }) };
 }

@@ -79,20 +79,23 @@ export async function sweepTask(t: TaskRef, now: number, deps: SweepDeps, cap: C
       header = claimed;
       version = claimed.ver as number;
       const after = timeOf(claimed);
-      const timed = timedTask(claimed, lostCount(files));
-      if (after.stalledSince !== null && (due.stall !== null || crashed)) {
-        const e = stalledEvent(timed, { stalledSince: after.stalledSince, stalledFrom: after.stalledFrom }, deps.time);
-        owed.set(e.id, e);
-        if (due.stall !== null) result.stalled += 1;
-      }
-      if (after.settledAt !== null && (due.settle !== null || crashed)) {
-        const e = settledEvent(timed, after.settledAt, String(claimed.seq ?? claimed[TIME_ATTRS.changedAt]));
-        owed.set(e.id, e);
-        if (due.settle !== null) result.settled += 1;
-      }
+      // The stall's and the settle's events, owed as soon as claimed (a conflict below reads the task again), and
+      // made again once the files are marked: every event of one sweep shows one task under its sequence.
+      const owedOfTime = (task: ReturnType<typeof timedTask>) => {
+        if (after.stalledSince !== null && (due.stall !== null || crashed)) {
+          const stall = { stalledSince: after.stalledSince, stalledFrom: after.stalledFrom };
+          owe(owed, stalledEvent(task, stall, deps.time));
+        }
+        if (after.settledAt !== null && (due.settle !== null || crashed))
+          owe(owed, settledEvent(task, after.settledAt, String(claimed.seq ?? claimed[TIME_ATTRS.changedAt])));
+      };
+      owedOfTime(timedTask(claimed, lostCount(files)));
+      if (after.stalledSince !== null && due.stall !== null) result.stalled += 1;
+      if (after.settledAt !== null && due.settle !== null) result.settled += 1;
       const marked = await markFiles(filesDue, deps, cap);
       if (marked === null) continue;
       const counted = timedTask(claimed, lostCount(files));
+      owedOfTime(counted);
       // Each mark's event as this sweep makes it (a loss does not bring its file's warning out again); after a
       // crash, every mark the task holds.
       for (const { f, warn, lose } of filesDue) {

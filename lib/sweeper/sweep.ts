@@ -1,10 +1,12 @@
 // One sweep (docs/task-store.md, Deadlines): the DUE buckets from the sweep position (or now − the look-back)
 // to the current one, each read with one Query, every task named swept once, then the position moved to the
 // bucket before the current one (a worker may still arm the current one) on condition that it only grows. A
-// bucket with a task left contended stops the position before it: the next sweep reads it again.
+// bucket with a task left contended stops the position before it: the next sweep reads it again. A task whose
+// writes DynamoDB refuses for good is logged and left behind: no later sweep would do better.
 import { bucketStart, moveSweepPosition, readBucketEntries, readSweepPosition } from '../aws/dynamo/time-buckets.ts';
 import { DUE_BUCKET_MS } from '../domain/deadlines.ts';
-import type { Capacity } from '../domain/task-store.ts';
+import { UnstorableCallbackError, type Capacity } from '../domain/task-store.ts';
+import { refusedByDynamo } from '../aws/dynamo/limits.ts';
 import type { Logger } from '../log.ts';
 import { inParallel } from '../in-parallel.ts';
 import { sweepTask, type SweepDeps } from './sweep-task.ts';
@@ -28,6 +30,8 @@ export interface SweepSummary {
   leased: number;
   contended: number;
   failed: number;
+  /** Tasks whose sweep DynamoDB refused for good (`task_sweep_refused`): left behind, the position not held. */
+  refused: number;
   stalled: number;
   settled: number;
   warned: number;
@@ -66,6 +70,7 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
     leased: 0,
     contended: 0,
     failed: 0,
+    refused: 0,
     stalled: 0,
     settled: 0,
     warned: 0,
@@ -94,9 +99,22 @@ export async function sweep(now: number, deps: SweeperDeps, timeLeftMs?: () => n
         else summary[r.outcome] += 1;
         if (r.outcome === 'contended' || r.outcome === 'leased') unfinished(e.bucket);
       } catch (err) {
+        const fields = {
+          appKey: e.appKey,
+          id: e.id,
+          bucket: new Date(e.bucket).toISOString(),
+          error: errorSentence(err),
+        };
+        // A write DynamoDB can never take (a task written before its keys were checked, whose id leaves its entries'
+        // keys too long): swept again, it would fail the same way at every run, and hold the position for good.
+        if (refusedByDynamo(err) || err instanceof UnstorableCallbackError) {
+          summary.refused += 1;
+          deps.log.error('task_sweep_refused', fields);
+          return;
+        }
         summary.failed += 1;
         unfinished(e.bucket);
-        deps.log.error('task_sweep_failed', { appKey: e.appKey, id: e.id, error: errorSentence(err) });
+        deps.log.error('task_sweep_failed', fields);
       }
     });
   };

@@ -25,6 +25,8 @@ export interface Applied {
   result?: Exclude<ApplyResult, { outcome: 'quarantined' }>;
   fields?: Record<string, unknown>;
   events?: number;
+  /** Why it failed, in one sentence, when it did (the note of a message given up: lib/worker/message-notes.ts). */
+  error?: string;
 }
 
 /** The request id the ingest gave the record's message, when it has one. */
@@ -43,12 +45,12 @@ export async function applyRecord(
   const log = withFields(workerDeps.log, { requestId: requestIdOf(p) });
   const deps = { ...workerDeps, log };
   const started = (deps.now ?? Date.now)();
-  if (p.kind === 'unreadable') return { log, outcome: await quarantineUnparsed(p.record, deps, p.detail) };
+  if (p.kind === 'unreadable') return { log, ...(await quarantineUnparsed(p.record, deps, p.detail)) };
   if (p.kind === 'aside') {
-    return { log, outcome: await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id) };
+    return { log, ...(await quarantine(p.msg, deps, p.reason, p.detail, p.named.appKey, p.named.id)) };
   }
   const { msg, cb } = p;
-  if (counting?.unknown) return { log, outcome: 'failed', cb };
+  if (counting?.unknown) return { log, outcome: 'failed', cb, error: "its task's header could not be read" };
   try {
     const sequencing =
       p.sequence && counting?.absorbed
@@ -78,17 +80,18 @@ export async function applyRecord(
     // have written part of itself first: its task is recounted.
     if (err instanceof UnstorableCallbackError) {
       if (counting) counting.recount = true;
-      return { log, outcome: await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id) };
+      return { log, ...(await quarantine(msg, deps, 'invalid_callback', err.message, cb.appKey, cb.id)) };
     }
+    const error = errorSentence(err);
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       service: cb.service,
       id: cb.id,
       type: cb.type,
       receiveCount: msg.receiveCount,
-      error: errorSentence(err),
+      error,
     });
-    return { log, outcome: 'failed' };
+    return { log, outcome: 'failed', error };
   }
 }
 
@@ -119,7 +122,7 @@ async function quarantine(
   detail: string,
   appKey: string | null,
   taskId: string | null,
-): Promise<RecordOutcome> {
+): Promise<Pick<Applied, 'outcome' | 'error'>> {
   try {
     const capacity: Capacity = await deps.store.quarantine({
       reason,
@@ -146,18 +149,23 @@ async function quarantine(
       detail,
       wcu: round(capacity.write),
     });
-    return 'quarantined';
+    return { outcome: 'quarantined' };
   } catch (err) {
+    const error = errorSentence(err);
     deps.log.error('callback_failed', {
       messageId: msg.messageId,
       reason,
-      error: errorSentence(err),
+      error,
     });
-    return 'failed';
+    return { outcome: 'failed', error: `it could not be kept aside (${reason}): ${error}` };
   }
 }
 
-async function quarantineUnparsed(record: SQSRecord, deps: WorkerDeps, detail: string): Promise<RecordOutcome> {
+async function quarantineUnparsed(
+  record: SQSRecord,
+  deps: WorkerDeps,
+  detail: string,
+): Promise<Pick<Applied, 'outcome' | 'error'>> {
   return quarantine(
     {
       messageId: record.messageId,

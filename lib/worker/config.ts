@@ -7,6 +7,7 @@ import { firehoseArchive } from '../aws/firehose/archive-stream.ts';
 import { MANY_CALLS, type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
+import { DynamoMessageNotes } from '../aws/dynamo/message-notes.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
@@ -114,8 +115,9 @@ export function buildWorkerDependencies(
     logger.error('worker_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
     throw err;
   }
+  const client = workerDynamoClient(clients);
   const store = new DynamoTaskWriter({
-    client: workerDynamoClient(clients),
+    client,
     tableName: settings.tableName,
     rawEventTtlDays: settings.rawEventTtlDays,
     time: settings.time,
@@ -132,6 +134,7 @@ export function buildWorkerDependencies(
     : undefined;
   return {
     store,
+    notes: new DynamoMessageNotes(client, settings.tableName),
     log: logger,
     ...(archive ? { archive } : {}),
     concurrency: settings.recordConcurrency,

@@ -3,6 +3,7 @@
 // bench.
 import type { ArchiveWriter } from '../domain/archive.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
+import type { MessageNotes } from '../domain/message-notes.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
 import type { TaskWriter } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
@@ -20,6 +21,8 @@ export interface WorkerDeps {
   events?: EventPublisher;
   /** Where every stored record's raw callback is archived (lib/worker/archive-batch.ts); absent, none is. */
   archive?: ArchiveWriter;
+  /** Where the messages given up or sent again are noted (lib/domain/message-notes.ts); absent, none are. */
+  notes?: MessageNotes;
   /** Records applied at the same time within one batch (default: DEFAULT_RECORD_CONCURRENCY). */
   concurrency?: number;
   /** The queue's maxReceiveCount: a record failing its last receive goes to the dead-letter queue (default 5). */

@@ -14,7 +14,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { applyRecord, logApplied, type Applied, type RecordOutcome } from './apply-record.ts';
 import { DEFAULT_MAX_RECEIVE_COUNT, DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
 import { inParallel } from '../in-parallel.ts';
-import { errorSentence } from '../text.ts';
+import { compositeKey, errorSentence } from '../text.ts';
 import { fileNameOf, isHeaderEvent } from '../domain/task.ts';
 import {
   groupByItem,
@@ -29,6 +29,8 @@ import { countTask, countingOfTasks } from './task-counting.ts';
 import { eventsOfTask, publishAll, type TaskEvents } from './task-events-of-batch.ts';
 import { resumeOf, writeResumes, type Resume } from './resume.ts';
 import { archiveBatch } from './archive-batch.ts';
+import type { UnarmedTask } from '../domain/task-store.ts';
+import { noteMessages } from './message-notes.ts';
 
 export type { RecordOutcome } from './apply-record.ts';
 
@@ -81,11 +83,13 @@ export async function processBatch(
         }
       }
     } finally {
-      if (group.length > 1)
+      if (group.length > 1) {
+        failCarried(group.map((i) => applied[i]!));
         await writeHeld(
           group.map((i) => applied[i]!),
           deps,
         );
+      }
     }
     const left = task === null ? 0 : groupsLeft.get(task)! - 1;
     if (task !== null) groupsLeft.set(task, left);
@@ -138,6 +142,8 @@ export async function processBatch(
   );
   for (const [i, up] of givenUp.entries())
     if (up) applied[i]!.log.error('callback_given_up', { messageId: records[i]!.messageId, receiveCount: max });
+  // What `dlq list` and `dlq redrive --wait` read of the messages given up and of those sent again (no others).
+  await noteMessages(records, prepared, applied, givenUp, deps);
   const failed = failedInGroupOrder(
     records,
     applied.map((a) => a.outcome === 'failed'),
@@ -155,6 +161,20 @@ export async function processBatch(
 }
 
 /**
+ * The records of one file before a record that failed: each left its put held for the next to carry, and a put
+ * that failed carrying them lost them. They fail with it (and come again, or, at their last receive, go to the
+ * dead-letter queue with it): reported done, they would be callbacks the queue dropped and no item recorded.
+ */
+function failCarried(group: readonly Applied[]): void {
+  const failedAt = group.findIndex((a) => a.outcome === 'failed');
+  for (const a of group.slice(0, Math.max(0, failedAt))) {
+    if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+    a.log.warn('record_failed_with_file', { ...a.fields, outcome: a.outcome });
+    a.outcome = 'failed';
+  }
+}
+
+/**
  * Writes the put a file's records left held, when the last of them wrote none (a duplicate, a refusal, a
  * failure). When that fails, the file's callbacks are not stored: their records fail, and come again.
  */
@@ -167,10 +187,11 @@ async function writeHeld(group: readonly Applied[], deps: WorkerDeps): Promise<v
   } catch (err) {
     for (const a of group) {
       if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
+      a.error = errorSentence(err);
       a.log.error('callback_failed', {
         ...a.fields,
         outcome: a.outcome,
-        error: errorSentence(err),
+        error: a.error,
       });
       a.outcome = 'failed';
     }
@@ -232,14 +253,29 @@ export function failedInGroupOrder(
 }
 
 /**
- * The deadline entries of the tasks the batch created (one write for all of them). When they cannot be written,
- * every record of the batch fails: they come again, and their tasks, found created, are armed then.
+ * The deadline entries of the tasks the batch created (one write for all of them). The records of a task whose
+ * entries cannot be written fail, and only those: they come again, and their task, found created, is armed then.
  */
 async function flushArms(applied: readonly Applied[], deps: WorkerDeps): Promise<void> {
+  let unarmed: UnarmedTask[];
   try {
-    await deps.store.flushArms?.();
-  } catch (err) {
-    deps.log.error('task_arming_failed', { error: errorSentence(err) });
-    for (const a of applied) if (a.outcome === 'applied' || a.outcome === 'duplicate') a.outcome = 'failed';
+    unarmed = (await deps.store.flushArms?.()) ?? [];
+  } catch (error) {
+    // Which tasks it did not say: every task of the batch.
+    unarmed = applied.flatMap((a) => (a.cb ? [{ appKey: a.cb.appKey, id: a.cb.id, error }] : []));
+  }
+  const failing = new Map<string, string>();
+  for (const { appKey, id, error } of unarmed) {
+    const task = compositeKey(appKey, id);
+    if (failing.has(task)) continue;
+    failing.set(task, errorSentence(error));
+    deps.log.error('task_arming_failed', { appKey, id, error: errorSentence(error) });
+  }
+  for (const a of applied) {
+    const ok = a.outcome === 'applied' || a.outcome === 'duplicate';
+    const error = ok && a.cb ? failing.get(compositeKey(a.cb.appKey, a.cb.id)) : undefined;
+    if (error === undefined) continue;
+    a.outcome = 'failed';
+    a.error = `its task's deadline could not be written: ${error}`;
   }
 }

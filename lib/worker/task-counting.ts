@@ -74,7 +74,8 @@ export async function countTask(
   const failRecords = (err: unknown) => {
     for (const { a } of records) {
       if (a.outcome !== 'applied' && a.outcome !== 'duplicate') continue;
-      a.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: errorSentence(err) });
+      a.error = errorSentence(err);
+      a.log.warn('record_failed_with_task', { ...a.fields, outcome: a.outcome, error: a.error });
       a.outcome = 'failed';
     }
   };

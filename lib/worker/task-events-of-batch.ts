@@ -17,6 +17,7 @@ export interface TaskEvents {
 function failPublishing(failed: readonly Applied[], err: unknown): void {
   // The writes are durable; their events are not out.
   for (const a of failed) {
+    a.error = `its task events could not be published: ${errorSentence(err)}`;
     a.log.error('events_publish_failed', {
       ...a.fields,
       outcome: a.outcome,

@@ -5,8 +5,9 @@
 // task's callbacks here take it), and with a task whose ids and room are markup and control characters. One
 // browser and one page for the whole file (a context of its own for each test would start the browser's page
 // processes again each time), but for the live test, which moves its page's clock: a context of its own.
-// Screenshots of each page go to test/browser/screenshots/ (not committed). Without Chromium the suite is
-// skipped, and says so.
+// The facts of time are there too: a stalled task, a lost file and a settled task, found by a sweep run here; and a
+// screenshot task of 600 images through a storage outage. Screenshots of each page go to test/browser/screenshots/
+// (not committed). Without Chromium the suite is skipped, and says so.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,10 @@ import { verifyTasks } from '../../devkit/verify/verify.ts';
 import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { createLogger } from '../../lib/log.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
+import { TableClient } from '../../lib/aws/dynamo/table-client.ts';
+import { TaskSweeps } from '../../lib/aws/dynamo/task-sweeps.ts';
+import { defaultTimeSettings } from '../../lib/domain/deadlines.ts';
+import { sweep } from '../../lib/sweeper/sweep.ts';
 import { storedBeforeTheNameRule } from '../support/names-before-the-rule.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
 import { eventually } from '../support/eventually.ts';
@@ -103,6 +108,81 @@ async function storeHostileTask(stack: LocalStack, now: number): Promise<void> {
   expect(result.batchItemFailures).toEqual([]);
 }
 
+const HOUR = 3_600_000;
+/** The facts of time are due at once (a new task is armed in the bucket of its SETTLE_AFTER of 1 ms). */
+const ARMED_AT_ONCE = { ...defaultTimeSettings, settleAfterMs: 1 };
+
+/**
+ * Three tasks whose facts of time a sweep finds: a screenshot task silent for two hours (stalled), a recording
+ * whose only file failed 25 hours ago (lost), and a recording completed an hour ago (settled); then the sweep, as
+ * the sweeper would run it a few minutes from now.
+ */
+async function storeFactsOfTime(stack: LocalStack, now: number): Promise<void> {
+  const store = new DynamoTaskStore({
+    client: stack.tableClient(),
+    tableName: stack.info.tableName,
+    time: ARMED_AT_ONCE,
+  });
+  const recording = (recordId: string): RecordingTask => ({
+    appKey: 'demo-app',
+    recordId,
+    roomId: 'room-facts',
+    sessionId: 'session-facts',
+    userId: '',
+    mode: 3,
+    extra: '',
+  });
+  const ok = { code: 200, message: 'success' };
+  const failedUpload = { code: 500, message: 'upload to storage failed' };
+  const output = (fileName: string) => ({ fileName, audioSample: 48000, videoResoulation: '1280x720' });
+  const lost = recording('rec-facts-lost');
+  const settled = recording('rec-facts-settled');
+  const bodies: [string, Record<string, unknown>][] = [
+    [
+      'screenshot',
+      {
+        timestamp: now - 2 * HOUR,
+        type: 1,
+        appKey: 'demo-app',
+        imageId: 'img-facts-stalled',
+        roomId: 'room-facts',
+        sessionId: 'session-facts',
+        userId: 'user-facts',
+        code: 200,
+        errorMessage: 'success',
+        config: { trigger: 1, slicesSec: 10, renderMode: 0, picResolution: '640x360' },
+      },
+    ],
+    ['recording', recordingStart(lost, now - 27 * HOUR, ok, { trigger: 0 }, output('lost.mp4'))],
+    ['recording', recordingFileClosed(lost, 3, now - 26 * HOUR, ok, { fileName: 'lost.mp4', fileSize: 10 })],
+    ['recording', recordingUpload(lost, now - 25 * HOUR, failedUpload, 'lost.mp4')],
+    ['recording', recordingStart(settled, now - HOUR, ok, { trigger: 0 }, output('settled.mp4'))],
+    ['recording', recordingFileClosed(settled, 3, now - HOUR + 60_000, ok, { fileName: 'settled.mp4', fileSize: 10 })],
+    ['recording', recordingUpload(settled, now - HOUR + 70_000, ok, 'settled.mp4')],
+  ];
+  const records = bodies.map(([service, body]) =>
+    sqsRecord(service as 'recording' | 'screenshot', JSON.stringify(body), { receivedAt: now }),
+  );
+  const result = await processBatch(sqsEvent(records), { store, log: createLogger('test') });
+  expect(result.batchItemFailures).toEqual([]);
+  const swept = await sweep(now + 6 * 60_000, {
+    sweeps: new TaskSweeps(new TableClient(stack.tableClient(), stack.info.tableName)),
+    events: { publish: async () => {} },
+    time: ARMED_AT_ONCE,
+    log: createLogger('test'),
+    lookBackMs: 3 * HOUR,
+  });
+  // The run stored before has facts of time of its own, due within the look-back or not by the time of day the test
+  // runs: the sweep's totals are at least these three tasks', and each of the three reads as its fact says.
+  expect(swept).toMatchObject({ failed: 0, refused: 0 });
+  for (const fact of ['stalled', 'lost', 'settled'] as const) expect(swept[fact]).toBeGreaterThanOrEqual(1);
+  const read = async (id: string) =>
+    ((await (await fetch(`${stack.url}/tasks/${id}?appKey=demo-app`)).json()) as { task: Task }).task;
+  expect((await read('img-facts-stalled')).stalledSince).not.toBeNull();
+  expect((await read('rec-facts-lost')).files.map((f) => f.upload)).toEqual(['lost']);
+  expect((await read('rec-facts-settled')).settledAt).not.toBeNull();
+}
+
 /**
  * The run's callbacks applied by the worker to the stack's table in the order they were sent, ten a batch, as
  * the FIFO queue delivers what the ingest enqueues (a message group per task).
@@ -135,6 +215,7 @@ suite('the console in Chromium', () => {
   let page: Page;
   let shared: Page;
   let base: string;
+  let outageTaskId: string;
   const api = async <T>(path: string): Promise<T> => (await (await fetch(`${stack.url}${path}`)).json()) as T;
   const allTasks = async (): Promise<TaskSummary[]> => {
     const out: TaskSummary[] = [];
@@ -159,7 +240,16 @@ suite('the console in Chromium', () => {
     await mkdir(screenshots, { recursive: true });
     cwd = await mkdtemp(join(tmpdir(), 'callbacks-console-'));
     const consoleDir = await ensureConsoleBuilt();
-    stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, retryDelaySeconds: 1, consoleDir });
+    // The sweeper runs here, on demand (storeFactsOfTime), not on a schedule.
+    stack = await startLocalStack({
+      port: 0,
+      memory: true,
+      cwd,
+      quiet: true,
+      retryDelaySeconds: 1,
+      consoleDir,
+      scheduleEveryMs: 0,
+    });
     target = await openTarget({ cwd, env: {} });
     base = `${stack.url}/console/`;
     const now = Date.now();
@@ -187,6 +277,25 @@ suite('the console in Chromium', () => {
     });
     expect(verified).toMatchObject({ ok: true, checked: 8 });
     await storeHostileTask(stack, now);
+    await storeFactsOfTime(stack, now);
+    // A screenshot task of 600 images over two hours, through a storage outage of three minutes half an hour in.
+    const outage = generateRun({
+      seed: 'console-outage',
+      recordings: 0,
+      screenshots: 1,
+      appKey: 'demo-app',
+      compress: 3600,
+      images: 600,
+      durationMs: 2 * HOUR,
+      outageWindow: { startMs: HOUR / 2, forMs: 3 * 60_000 },
+      now,
+    });
+    await storeRun(
+      stack,
+      [...outage.sends].sort((a, b) => a.at - b.at),
+      now,
+    );
+    outageTaskId = outage.sends[0]!.taskId;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -262,6 +371,105 @@ suite('the console in Chromium', () => {
     // A refused filter is the API's sentence, in an alert.
     await page.goto(`${base}?since=yesterday-ish`);
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/since.*invalid_query/);
+  });
+
+  /** The row of the list that links to this task. */
+  const rowOf = (id: string) =>
+    page.locator('table.tasks tbody tr').filter({ has: page.getByRole('link', { name: id }) });
+
+  test('the list said "● capturing" of a stalled task, "0 failed" of a lost file: each state in words', async () => {
+    await page.goto(`${base}?limit=200`);
+    await page.waitForSelector('table.tasks tbody tr');
+    const stalled = rowOf('img-facts-stalled').locator('.status');
+    await expect(stalled.textContent()).resolves.toBe('⏸ stalled · capturing');
+    expect(await stalled.getAttribute('class')).toContain('is-stalled');
+    await expect(rowOf('rec-facts-settled').locator('.status').textContent()).resolves.toBe('✓ completed · ◆ settled');
+    // The lost file counted as lost, not as a failure among others (nor as none).
+    await expect(rowOf('rec-facts-lost').locator('td').nth(8).textContent()).resolves.toBe('1, ⊘ 1 lost');
+    // Times relative beside absolute; an id on one line, never wrapped mid-word.
+    await expect(rowOf('rec-facts-lost').locator('td').nth(6).textContent()).resolves.toMatch(/UTC \(27 h ago\)$/);
+    const id = page.getByRole('link', { name: outageTaskId });
+    expect(await id.evaluate((el) => el.ownerDocument.defaultView!.getComputedStyle(el).whiteSpace)).toBe('nowrap');
+    const { height, lineHeight } = await id.evaluate((el) => ({
+      height: el.getBoundingClientRect().height,
+      lineHeight: Number.parseFloat(el.ownerDocument.defaultView!.getComputedStyle(el).lineHeight) || 20,
+    }));
+    expect(height).toBeLessThan(1.5 * lineHeight);
+    await shot('list-states');
+  });
+
+  test('the filters of the facts of time: lost files, stalled tasks, a purge within a while', async () => {
+    await page.goto(base);
+    await page.waitForSelector('table.tasks tbody tr');
+    await page.getByLabel('With lost files').check();
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/lost=true/);
+    await listed();
+    expect(await page.locator('table.tasks tbody th a').allTextContents()).toEqual(
+      (await api<{ tasks: TaskSummary[] }>('/tasks?lost=true')).tasks.map((t) => t.id),
+    );
+    expect(await page.locator('table.tasks tbody th a').allTextContents()).toContain('rec-facts-lost');
+    await page.goto(`${base}?stalled=true`);
+    await listed();
+    expect(await page.getByLabel('Stalled').isChecked()).toBe(true);
+    expect(await page.locator('table.tasks tbody th a').allTextContents()).toEqual(['img-facts-stalled']);
+    await page.goto(base);
+    await page.getByLabel('Purge within').fill('24h');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/purgeBefore=24h/);
+    await listed();
+    expect(await page.locator('table.tasks tbody th a').allTextContents()).toEqual(
+      (await api<{ tasks: TaskSummary[] }>('/tasks?purgeBefore=24h')).tasks.map((t) => t.id),
+    );
+  });
+
+  test("a stalled task's page says it waits for the platform, not that it is live; lost, settled too", async () => {
+    await openTask({ id: 'img-facts-stalled', appKey: 'demo-app' });
+    const header = async () =>
+      Object.fromEntries(
+        await page.$$eval('dl.header dt', (dts) =>
+          dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]),
+        ),
+      );
+    expect((await header()).Status).toBe('⏸ stalled · capturing');
+    expect((await header())['Stalled since']).toMatch(
+      /UTC \(.+\): no callback since; it waits for the platform's next one$/,
+    );
+    await expect(page.locator('#main > p.status-line').textContent()).resolves.toMatch(
+      /^Stalled \d+ (min|h): no callback has come for longer than its stall time; it waits for the platform's next/,
+    );
+    await shot('task-stalled');
+    await openTask({ id: 'rec-facts-lost', appKey: 'demo-app' });
+    expect((await header()).Files).toBe('1 (0 pending, 0 failed, 1 lost)');
+    const outcome = page.locator('table.files tbody tr').first().locator('td.outcome');
+    expect(await outcome.getAttribute('class')).toContain('outcome-lost');
+    await expect(outcome.textContent()).resolves.toMatch(/^⊘ lost \(code 500/);
+    await shot('task-lost');
+    await openTask({ id: 'rec-facts-settled', appKey: 'demo-app' });
+    // Settled a minute after its last change (the sweep ran ahead of the wall clock here).
+    expect((await header())['Settled at']).toMatch(/ UTC \((in \d+ s|\d+ s ago|now)\)$/);
+    expect((await header()).Status).toBe('✓ completed · ◆ settled');
+  });
+
+  test("a big task's outage was 100 red lines: one window in its events, its recovered error no error", async () => {
+    await openTask({ id: outageTaskId, appKey: 'demo-app' });
+    // The axis spans the callbacks by default.
+    expect(await page.getByLabel('callbacks only').isChecked()).toBe(true);
+    const red = page.locator('ol.events li.ev-outage, ol.events li.ev-upload_failed');
+    expect(await red.count()).toBe(1);
+    await expect(red.first().textContent()).resolves.toMatch(
+      /Storage outage from .* UTC to .* UTC \(\d+ min \d+ s\): \d+ files failed, \d+ attempts in all \(/,
+    );
+    const failedFiles = Number(/: (\d+) files failed/.exec((await red.first().textContent())!)![1]);
+    expect(failedFiles).toBeGreaterThan(10);
+    await expect(page.locator('ol.events li.ev-upload_recovered').textContent()).resolves.toMatch(
+      new RegExp(`${failedFiles} of the outage's ${failedFiles} files uploaded after it, the last at`),
+    );
+    // Completed: its last error is one it recovered from, not shown as an error.
+    const lastError = page.locator('dl.header dd').filter({ hasText: 'recovered from:' });
+    expect(await lastError.count()).toBe(1);
+    expect(await page.locator('dl.header .error-text').count()).toBe(0);
+    await shot('task-outage');
   });
 
   test('pages follow the API cursors: every task once, in the API order', async () => {
@@ -350,6 +558,13 @@ suite('the console in Chromium', () => {
 
       const rows = page.locator('table.files tbody tr');
       expect(await rows.count()).toBe(Math.min(200, task.files.length));
+      // The failed (and lost) files first; with the box ticked, those alone.
+      const failing = task.files.filter((f) => f.upload === 'failed' || f.upload === 'lost').length;
+      const outcomes = await page.$$eval('table.files td.outcome', (tds) => tds.map((td) => td.className));
+      expect(outcomes.slice(0, failing).every((c) => /outcome-(failed|lost)/.test(c))).toBe(true);
+      await page.getByLabel('Failed and lost files only').check();
+      expect(await rows.count()).toBe(Math.min(200, failing));
+      await page.getByLabel('Failed and lost files only').uncheck();
       const hrefs = await page.$$eval('table.files a', (as) => as.map((a) => a.getAttribute('href')));
       expect(hrefs.length).toBe(task.files.filter((f) => f.url).length);
       for (const href of hrefs) expect(href).toMatch(/^https?:\/\//);
@@ -478,6 +693,7 @@ suite('the console in Chromium', () => {
       updatedAt: timeOf(total - 1) + 1000,
       extra: null,
       config: { interval: 1 },
+      counts: { total: 1, pending: 0, uploaded: 0, failed: 1, lost: 0 },
       // One file given up on: its purge deadline is a day after the images.
       files: [
         {
@@ -534,14 +750,18 @@ suite('the console in Chromium', () => {
     expect(requests).toBeGreaterThanOrEqual(total / 500);
     await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain('All 100,000 of 100,000 callbacks');
     await shot('task-100k');
-    // The purge deadline a day later is on the whole story's axis, beyond the callbacks-only one.
-    expect(await drawn('purge')).toBe(1);
-    await page.getByLabel('callbacks only').check();
+    // The axis is the callbacks' by default: the purge deadline a day later is beyond it, on the whole story's.
     expect(await drawn('purge')).toBe(0);
     await expect(page.locator('#timeline-h + p').textContent()).resolves.toContain(
       '1 purge deadline (1 beyond the axis)',
     );
+    await page.getByLabel('callbacks, purge deadlines and now').check();
+    expect(await drawn('purge')).toBe(1);
     expect(await drawn('upload_ok')).toBe(total - total / 1000);
+    // The two hours without an image, said in words.
+    await expect(page.locator('ol.events li.ev-gap').textContent()).resolves.toMatch(
+      /No callback for 2 h 0 min, from .* UTC to .* UTC$/,
+    );
     await page.unroute((url) => url.pathname.startsWith('/tasks/img-huge'));
     process.stdout.write(`100,000 images: timeline complete in ${took} ms, ${elements} SVG marks\n`);
     expect(took).toBeLessThan(40_000);
@@ -560,7 +780,7 @@ suite('the console in Chromium', () => {
       order.push((await focused.getAttribute('id')) ?? (await focused.textContent()) ?? '');
       if ((await focused.getAttribute('href'))?.startsWith('/console/tasks/')) break;
     }
-    expect(order.slice(0, 9)).toEqual([
+    expect(order.slice(0, 12)).toEqual([
       'filter-room',
       'filter-session',
       'filter-status',
@@ -569,9 +789,12 @@ suite('the console in Chromium', () => {
       'filter-user',
       'filter-since',
       'filter-until',
+      'filter-lost',
+      'filter-stalled',
+      'filter-purgeBefore',
       'filter-limit',
     ]);
-    expect(order.slice(9, 11)).toEqual(['Apply filters', 'Clear']);
+    expect(order.slice(12, 14)).toEqual(['Apply filters', 'Clear']);
     const first = (await api<{ tasks: TaskSummary[] }>('/tasks')).tasks[0]!;
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/console\/tasks\//);

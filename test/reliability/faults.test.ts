@@ -358,13 +358,15 @@ describe('a poison message', () => {
       broken = false;
       const redrive = await cli(cwd, ['dlq', 'redrive', '--yes', '--json']);
       expect({ code: redrive.code, stderr: redrive.stderr }).toEqual({ code: 0, stderr: '' });
-      expect(JSON.parse(redrive.stdout)).toEqual({
+      const moved = JSON.parse(redrive.stdout);
+      expect(moved).toMatchObject({
         from: pipeline.dlqUrl,
         to: pipeline.queueUrl,
         moved: poisonMessages,
         failed: [],
         notDeleted: [],
       });
+      expect(moved.copies).toHaveLength(poisonMessages);
 
       const expectFile = join(cwd, 'expect.json');
       await writeExpectFile(expectFile, expected);

@@ -7,6 +7,16 @@ import type { QuarantineEntry } from '../../lib/domain/task-store.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { recoverAll } from '../../lib/worker/recover.ts';
 import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
+import { setLogSink } from '../../lib/log.ts';
+
+// The pipeline's functions log as on Lambda; what they say is not what is checked here, and it is not printed.
+let restoreSink: ReturnType<typeof setLogSink>;
+beforeAll(() => {
+  restoreSink = setLogSink(() => {});
+});
+afterAll(() => {
+  setLogSink(restoreSink);
+});
 
 const SECRET = 'modes-secret-7d20';
 const secrets: SecretsByAppKey = new Map([['demo-app', [SECRET]]]);

@@ -7,7 +7,7 @@ import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
 import { queueDepth } from '../../lib/aws/sqs/dlq.ts';
 import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { QuarantineEntry, TaskStore } from '../../lib/domain/task-store.ts';
-import { createLogger } from '../../lib/log.ts';
+import { createLogger, setLogSink } from '../../lib/log.ts';
 import { computeSignature } from '../../lib/platform/signing.ts';
 import { processBatch } from '../../lib/worker/process-batch.ts';
 import { sqsEvent, sqsRecord } from '../support/sqs-events.ts';
@@ -15,8 +15,11 @@ import { startPipeline, waitFor, type Pipeline } from './support/pipeline.ts';
 
 const SECRET = 'unstorable-secret-91c4';
 let pipeline: Pipeline;
+let restoreSink: ReturnType<typeof setLogSink>;
 
 beforeAll(async () => {
+  // The pipeline's functions log as on Lambda; what they say is not what is checked here, and it is not printed.
+  restoreSink = setLogSink(() => {});
   pipeline = await startPipeline({
     secretsJson: { 'demo-app': [SECRET] },
     // Without the fix, a few quick receives put each message in the dead-letter queue.
@@ -24,7 +27,10 @@ beforeAll(async () => {
     retryDelaySeconds: 0,
   });
 });
-afterAll(() => pipeline.stop());
+afterAll(async () => {
+  await pipeline.stop();
+  setLogSink(restoreSink);
+});
 
 let counter = 0;
 function start(id: string, extra: Record<string, unknown> = {}) {

@@ -178,6 +178,7 @@ export function expectedTaskAt(facts: TaskFactsAt, actual: Task | null, now: num
   };
   return {
     ...task,
+    counts: { ...task.counts, lost: files.filter((f) => f.upload === 'lost').length },
     files,
     stalledSince: pick(facts.stalls, actual?.stalledSince),
     settledAt: pick(facts.settles, actual?.settledAt),

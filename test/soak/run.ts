@@ -9,14 +9,17 @@
 // Two more parts run after it, each in a module of its own: the header counts' chaos run over thousands of
 // seeds (chaos.ts), and a screenshot task of 100,000 images with a day-long recording of 1,440 slices fed
 // through the worker's batch path (large-tasks.ts), and the receiver over several simulated days on a fake clock,
-// its facts of time checked against a brute force at each midnight (days.ts). `--parts` picks among them;
+// its facts of time checked against a brute force at each midnight (days.ts), and `callbacks dev` as a child process
+// under `--faults`, SIGKILLed and restarted on its data folder while it takes traffic, judged from outside once its
+// dead letters are redriven (kill.ts). `--parts` picks among them;
 // RESULTS.md keeps one section per part, and a run rewrites the sections of the parts it ran only.
 //
 //   node test/soak/run.ts [--callbacks 100000] [--images 50000] [--memory] [--concurrency 16]
 //                         [--error-rate 0.002] [--retry-delay 5] [--seed soak] [--max-minutes 60] [--no-results]
 //                         [--parts receiver,chaos,large,days] [--chaos-seeds 2000] [--large-images 100000] [--hours 24]
 //                         [--days 16] [--tasks-per-day 48] [--lose 0.1] [--stall 0.1] [--outage-hours 6]
-//                         [--days-trace <task id>]
+//                         [--days-trace <task id>] [--kill-callbacks 2000] [--kills 6]
+//                         [--kill-faults dynamo=0.03,crash=0.02,sns=0.05] [--kill-retry-delay 1]
 //   node test/soak/run.ts --sized-tests   (instead of the long run: npm test's sized tests at full size)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -39,18 +42,20 @@ import { imageTaskSends } from './images.ts';
 import { runSizedTests } from './sized-tests.ts';
 import { largeTasksMarkdown, runLargeTasks } from './large-tasks.ts';
 import { daysMarkdown, runDays } from './days.ts';
+import { killMarkdown, runKill } from './kill.ts';
 import { writeSections } from './results-file.ts';
 import { installFaults, type FaultCounts } from './inject.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
 
 /** The parts of the soak, in the order they run and RESULTS.md lists them. */
-const PARTS = ['receiver', 'chaos', 'large', 'days'] as const;
+const PARTS = ['receiver', 'chaos', 'large', 'days', 'kill'] as const;
 type Part = (typeof PARTS)[number];
 const SECTION: Record<Part, string> = {
   receiver: 'The whole receiver under faults',
   chaos: 'Header counts under chaos',
   large: 'Large tasks',
   days: 'Days on a fake clock',
+  kill: 'The whole stack killed and restarted',
 };
 
 const { values: args } = parseArgs({
@@ -75,6 +80,10 @@ const { values: args } = parseArgs({
     stall: { type: 'string', default: '0.1' },
     'outage-hours': { type: 'string', default: '6' },
     'days-trace': { type: 'string' },
+    'kill-callbacks': { type: 'string', default: '2000' },
+    kills: { type: 'string', default: '6' },
+    'kill-faults': { type: 'string', default: 'dynamo=0.03,crash=0.02,sns=0.05' },
+    'kill-retry-delay': { type: 'string', default: '1' },
   },
 });
 
@@ -103,6 +112,9 @@ const rate = (name: 'lose' | 'stall'): number => {
   return r;
 };
 const OUTAGE_HOURS = count('outage-hours', args['outage-hours']);
+const KILL_CALLBACKS = count('kill-callbacks', args['kill-callbacks'], 1);
+const KILLS = count('kills', args.kills);
+const KILL_RETRY_DELAY_S = count('kill-retry-delay', args['kill-retry-delay']);
 const LOSE = rate('lose');
 const STALL = rate('stall');
 const parts = args.parts!.split(',').map((p) => p.trim());
@@ -555,6 +567,28 @@ async function daysPart(): Promise<{ code: number; section: string[] }> {
   };
 }
 
+async function killPart(): Promise<{ code: number; section: string[] }> {
+  const opts = { callbacks: KILL_CALLBACKS, kills: KILLS, faults: args['kill-faults']!, seed: SEED };
+  const f = await runKill({ ...opts, retryDelayS: KILL_RETRY_DELAY_S, say });
+  for (const p of f.problems.slice(0, 30)) say(`KILL ${p.slice(0, 400)}`);
+  if (f.keptIn) say(`kill: data, logs and traces of the tasks with problems kept in ${f.keptIn}`);
+  process.stdout.write(`${JSON.stringify({ ...f, problems: f.problems.length }, null, 2)}\n`);
+  const ok = f.problems.length === 0;
+  say(`${ok ? 'PASS' : 'FAIL'}: kill, ${f.kills.midBatch + f.kills.anyMoment} kills, ${f.problems.length} problems`);
+  return {
+    code: ok ? 0 : 1,
+    section: [
+      ...ranWith(
+        `--parts kill --kill-callbacks ${KILL_CALLBACKS} --kills ${KILLS} --kill-faults ${opts.faults} ` +
+          `--kill-retry-delay ${KILL_RETRY_DELAY_S} --seed ${SEED}`,
+      ),
+      `Verification: ${ok ? 'no problem' : 'PROBLEMS FOUND'}.`,
+      '',
+      ...killMarkdown(f, { ...opts, retryDelayS: KILL_RETRY_DELAY_S }),
+    ],
+  };
+}
+
 async function main(): Promise<number> {
   const sections = new Map<string, string[]>();
   let code = 0;
@@ -563,6 +597,7 @@ async function main(): Promise<number> {
     ['chaos', chaosPart],
     ['large', largePart],
     ['days', daysPart],
+    ['kill', killPart],
   ];
   for (const [part, run] of chosen) {
     if (!runs(part)) continue;

@@ -7,6 +7,7 @@
 import { apiEnvironment } from '../../lib/api/config.ts';
 import { ingestEnvironment } from '../../lib/ingest/config.ts';
 import { sweeperEnvironment } from '../../lib/sweeper/config.ts';
+import { verifierEnvironment } from '../../lib/verifier/config.ts';
 import { workerEnvironment } from '../../lib/worker/config.ts';
 
 /** What the CLI and the local stack read besides the functions' schemas, and the colour switches of a terminal. */
@@ -29,7 +30,7 @@ const TOOL_VARIABLES = [
 ];
 
 const PROJECT_VARIABLES = new Set([
-  ...[apiEnvironment, ingestEnvironment, sweeperEnvironment, workerEnvironment].flatMap((s) =>
+  ...[apiEnvironment, ingestEnvironment, sweeperEnvironment, verifierEnvironment, workerEnvironment].flatMap((s) =>
     Object.keys(s.variables),
   ),
   ...TOOL_VARIABLES,

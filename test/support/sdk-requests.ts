@@ -116,8 +116,8 @@ function requestsOf(inputs: Record<string, { bytesInOutput: number }>, code: str
 
 /**
  * The IAM action that authorises an operation, or null when none does. An operation's action is named
- * after it, except the batch forms, authorised by the action of a single request, and GetCallerIdentity,
- * which every principal may call.
+ * after it, except the batch forms, authorised by the action of a single request, GetCallerIdentity,
+ * which every principal may call, Lambda's Invoke (InvokeFunction), and S3's HEAD requests (those of a GET).
  */
 export function iamAction(c: SdkCommand): string | null {
   const action = `${c.service}:${c.operation}`;
@@ -127,6 +127,9 @@ export function iamAction(c: SdkCommand): string | null {
     'sqs:DeleteMessageBatch': 'sqs:DeleteMessage',
     'sqs:ChangeMessageVisibilityBatch': 'sqs:ChangeMessageVisibility',
     'sts:GetCallerIdentity': null,
+    'lambda:Invoke': 'lambda:InvokeFunction',
+    's3:HeadObject': 's3:GetObject',
+    's3:HeadBucket': 's3:ListBucket',
   };
   return action in exceptions ? (exceptions[action] ?? null) : action;
 }

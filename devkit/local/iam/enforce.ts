@@ -26,6 +26,7 @@ function servicePrefix(clientName: string): string {
     SSMClient: 'ssm',
     STSClient: 'sts',
     KMSClient: 'kms',
+    S3Client: 's3',
   };
   return known[clientName] ?? clientName.replace(/Client$/, '').toLowerCase();
 }
@@ -36,7 +37,17 @@ const AUTHORISED_AS: Record<string, string> = {
   'sqs:SendMessageBatch': 'sqs:SendMessage',
   'sqs:DeleteMessageBatch': 'sqs:DeleteMessage',
   'sqs:ChangeMessageVisibilityBatch': 'sqs:ChangeMessageVisibility',
+  // S3's operations and the actions IAM names them by.
+  's3:HeadObject': 's3:GetObject',
+  's3:HeadBucket': 's3:ListBucket',
+  's3:ListObjectsV2': 's3:ListBucket',
 };
+
+/** S3 addresses an object by bucket and key, IAM by `arn:aws:s3:::<bucket>/<key>` (a call on a bucket: its ARN). */
+function s3Resource(input: CommandInput): string {
+  const bucket = typeof input.Bucket === 'string' ? input.Bucket : '*';
+  return typeof input.Key === 'string' ? `arn:aws:s3:::${bucket}/${input.Key}` : `arn:aws:s3:::${bucket}`;
+}
 
 const tableArn = (ctx: ArnContext, name: string) =>
   name.startsWith('arn:') ? name : `arn:aws:dynamodb:${ctx.region}:${ctx.accountId}:table/${name}`;
@@ -99,6 +110,9 @@ export function requestedAccess(ctx: ArnContext, clientName: string, commandName
         : ['*'];
       break;
     }
+    case 's3':
+      resources = [s3Resource(input)];
+      break;
     case 'kms':
       resources = [
         typeof input.KeyId === 'string' && input.KeyId.startsWith('arn:')

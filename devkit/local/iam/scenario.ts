@@ -1,9 +1,10 @@
 // One small end-to-end run that makes every function of the local stack call what it calls in service: a
 // signed callback through the ingest (its secrets read through the extension, its replay claim written and, for
 // a resend, read back, its SendMessage), the event source mapping's receive and delete, the worker's reads,
-// writes and task event, and the read API's reads by key, by index and of a task's callbacks, and the sweeper's
-// reads, writes and event of a stalled task. The stack must run as `SCENARIO_STACK` says. The role mutation test
-// (test/iam-roles.test.ts) and `callbacks doctor` run it against a stack with IAM enforced.
+// writes and task event, and the read API's reads by key, by index and of a task's callbacks, the sweeper's
+// reads, writes and event of a stalled task, and the verifier's check of an uploaded file in the stack's storage
+// and its event. The stack must run as `SCENARIO_STACK` says. The role mutation test (test/iam-roles.test.ts) and
+// `callbacks doctor` run it against a stack with IAM enforced.
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
 import { computeSignature } from '../../../lib/platform/signing.ts';
@@ -72,15 +73,17 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
   });
   const events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
   let runs = 0;
+  /** The platform time of the last run's recovered upload: a failure no later belongs to that run's incident. */
+  let lastRecoveredAt = 0;
 
   const run = async () => {
     const first = stack.iam.denials.length;
     const denied = () => stack.iam.denials.slice(first);
-    const within = async (what: string, attempt: () => Promise<boolean>) => {
-      const deadline = Date.now() + waitMs;
+    const within = async (what: string, attempt: () => Promise<boolean>, budget = waitMs) => {
+      const deadline = Date.now() + budget;
       while (!(await attempt())) {
         if (stopAtFirstDenial && denied().length > 0) throw new Error(`calls were refused before ${what}`);
-        if (Date.now() > deadline) throw new Error(`not within ${waitMs} ms: ${what}`);
+        if (Date.now() > deadline) throw new Error(`not within ${budget} ms: ${what}`);
         await sleep(pollMs);
       }
     };
@@ -148,6 +151,41 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
         return ((page?.events ?? []) as unknown[]).length > 0;
       });
       await within('a task event was published', async () => (await events.poll()).some((e) => e.body.task?.id === id));
+      // The file reported uploaded, never put in the storage: the verifier reads it, finds it missing (its role's
+      // HeadObject on the stack's bucket), stores its check and publishes file.missing.
+      await post(`upload-${id}`, {
+        ...sliceBase,
+        type: 4,
+        timestamp: body.timestamp + 90_000,
+        output: {
+          fileName: `s-${id}_${room}_1763798400000.mp4`,
+          fileUrl: `https://storage.example.com/recordings/s-${id}_${room}_1763798400000.mp4`,
+        },
+      });
+      await within('the verifier found the uploaded file missing', async () =>
+        (await events.poll()).some((e) => e.body.task?.id === id && e.body.type === 'file.missing'),
+      );
+      // An upload of another file fails: the verifier keeps the failure, and its sweep opens a storage incident
+      // (reading the failures and the files' states, probing the bucket), then resolves it once an upload succeeds.
+      const failedFile = `s-${id}_${room}_1763798460000.mp4`;
+      const upload = { ...sliceBase, type: 4, output: { fileName: failedFile, fileUrl: '' } };
+      const failedAt = Math.max(body.timestamp + 100_000, lastRecoveredAt + 1_000);
+      lastRecoveredAt = failedAt + 10_000;
+      await post(`failed-${id}`, { ...upload, timestamp: failedAt, code: 500, errorMessage: 'failed' });
+      const incident = (type: string) => async () => {
+        const results = (await stack.runSchedules()) as Array<{ failed?: number } | null>;
+        if (results.some((r) => r === null || (r.failed ?? 0) > 0)) return false;
+        const seen = await events.poll();
+        return seen.some((e) => e.body.type === type && (e.body.incident as { appKey?: string })?.appKey === APP_KEY);
+      };
+      // Two queues and a sweep between the callback and the event: three times the wait of one outcome.
+      await within('the verifier opened a storage incident', incident('storage.incident_opened'), 3 * waitMs);
+      await post(`recovered-${id}`, {
+        ...upload,
+        timestamp: lastRecoveredAt,
+        output: { fileName: failedFile, fileUrl: `https://storage.example.com/recordings/${failedFile}` },
+      });
+      await within('the verifier resolved the storage incident', incident('storage.incident_resolved'), 3 * waitMs);
       // A task silent for 7 hours (its interval unknown, 6 hours make it stalled): the sweeper finds it and
       // publishes it (the stack arms new tasks at once: settleAfter 1ms; it sweeps when asked: scheduleEveryMs 0).
       const stalled = `${id}-stall`;

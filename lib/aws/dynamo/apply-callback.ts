@@ -33,6 +33,7 @@ import { ItemWrites, countingOf, type Counting, type Outcome } from './item-writ
 import { HeldPuts } from './held-puts.ts';
 import { KnownItems } from './known-items.ts';
 import { refusalOf } from './refusal.ts';
+import { refusedByDynamo } from './limits.ts';
 import { noCapacity, type Key, type TableClient } from './table-client.ts';
 import type { NewTaskArming } from './deadline-arming.ts';
 import { Keys } from './table.ts';
@@ -80,7 +81,7 @@ export class WritePath {
     const result = await this.applyWith(d.callback, ref, countingOf(d), claim, cap).catch((err: unknown) => {
       // DynamoDB refuses such an item every time (a size or number it cannot hold that the checks did not
       // foresee): permanent, unlike a throttle or a time-out.
-      if ((err as { name?: unknown } | null)?.name === 'ValidationException')
+      if (refusedByDynamo(err))
         throw new UnstorableCallbackError(`DynamoDB refused it: ${errorSentence(err)}`, { cause: err });
       throw err;
     });
@@ -147,15 +148,6 @@ export class WritePath {
     if (!item) return null;
     const [file] = await filesWithAttempts(this.items.table, appKey, id, [item], false, capacity);
     return file!;
-  }
-
-  /**
-   * Applies a callback whose raw body is already stored elsewhere (`ref`), with no delivery of its own:
-   * what `callbacks migrate` does with the ledger entries of the earlier layout. Counted like any other.
-   */
-  async applyStored(cb: Callback, ref: BodyRef): Promise<Outcome['outcome']> {
-    const none = { seq: null, absorbed: null, redelivered: false, hold: false, holdHeader: false };
-    return (await this.applyWith(cb, ref, none, async () => true, noCapacity())).outcome;
   }
 
   /** Applies a callback once `claim` (its delivery's replay claim and raw body) holds. */

@@ -5,6 +5,7 @@ import { Buffer } from 'node:buffer';
 import * as v from 'valibot';
 import { InvalidCursorError } from '../../domain/task-store.ts';
 import { TASK_STATUSES } from '../../domain/task.ts';
+import { VERIFICATION_STATES } from '../../domain/verification.ts';
 import { SERVICES } from '../../platform/services.ts';
 import { isInTimeRange } from '../../time-point.ts';
 
@@ -36,6 +37,8 @@ export const ResolvedQuery = v.object({
   lo: v.optional(v.literal(true)),
   sd: v.optional(v.literal(true)),
   pb: v.optional(Time),
+  /** Only tasks with a file in this verification state (./verifications.ts). */
+  vf: v.optional(v.picklist(VERIFICATION_STATES)),
   /** Listings by time of change or of end (./listing-by-time.ts): the earliest `updatedAt` or `endedAt`. */
   us: v.optional(Time),
   es: v.optional(Time),

@@ -14,7 +14,7 @@ import {
   stallDeadline,
   type TimeSettings,
 } from '../../domain/deadlines.ts';
-import type { Capacity } from '../../domain/task-store.ts';
+import type { Capacity, UnarmedTask } from '../../domain/task-store.ts';
 import { toSummary } from '../../domain/task-parts.ts';
 import type { FileRecord } from '../../domain/task.ts';
 import { randomUUID } from 'node:crypto';
@@ -108,27 +108,48 @@ export class NewTaskArms implements NewTaskArming {
 
   /**
    * Writes the entries of the arms and changes made since the last flush: one shared entry per bucket, all of them
-   * in one request.
+   * in one request. Returns the tasks whose entries could not be written, each with its error.
    */
-  async flush(table: TableClient, cap: Capacity): Promise<void> {
+  async flush(table: TableClient, cap: Capacity): Promise<UnarmedTask[]> {
     const token = randomUUID().slice(0, 8);
     const items: Item[] = [];
+    const ownItems = new Map<string, { task: TaskRef; items: Item[] }>();
     for (const [kind, entries] of [
       ['DUE', this.pending],
       ['CHG', this.changes],
     ] as const) {
       const byBucket = new Map<number, TaskRef[]>();
-      for (const { task, bucket } of entries.values()) byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
+      for (const [key, { task, bucket }] of entries) {
+        byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), task]);
+        const own = ownItems.get(key) ?? { task, items: [] };
+        own.items.push(...bucketEntryItems(kind, bucket, [task]));
+        ownItems.set(key, own);
+      }
       entries.clear();
       for (const [bucket, tasks] of byBucket) items.push(...bucketEntryItems(kind, bucket, tasks, token));
     }
-    await putAll(table, items, cap);
+    try {
+      await putAll(table, items, cap);
+      return [];
+    } catch {
+      // One entry DynamoDB refuses fails the whole request, and a shared entry names several tasks: each task's
+      // entries are written again alone, so that only the tasks whose own entries fail have their records come again.
+      const unarmed: UnarmedTask[] = [];
+      for (const { task, items: own } of ownItems.values()) {
+        try {
+          await putAll(table, own, cap);
+        } catch (error) {
+          unarmed.push({ ...task, error });
+        }
+      }
+      return unarmed;
+    }
   }
 }
 
 /** The task a header item belongs to. */
 /** The task a header is of. */
-export const taskOfHeader = (header: Item): TaskRef => ({
+const taskOfHeader = (header: Item): TaskRef => ({
   appKey: appKeyOf(header),
   id: String(header.pk).slice(Keys.taskPk('').length),
 });

@@ -7,7 +7,6 @@ import {
   NONE_ABSORBED,
   addCounts,
   batchChange,
-  changeOf,
   laterMarksChange,
   lastSequence,
   type TaskCounts,
@@ -16,18 +15,8 @@ import {
 import { completedAt } from '../../domain/task-events.ts';
 import { toSummary, type TaskParts } from '../../domain/task-parts.ts';
 import type { Capacity } from '../../domain/task-store.ts';
-import { emptyTally, fileState, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
-import { assemble } from './assembled-task.ts';
-import {
-  COUNT_ATTRS,
-  UNCOUNTED_END,
-  countsOf,
-  fileFromItem,
-  headerParts,
-  markOf,
-  tallyOf,
-  withReadable,
-} from './items.ts';
+import { emptyTally, joinTallies, tallyCallback, type FileRecord, type Tally } from '../../domain/task.ts';
+import { COUNT_ATTRS, UNCOUNTED_END, countsOf, headerParts, tallyOf, withReadable } from './items.ts';
 import { READABLE } from './readable.ts';
 import { HeldPuts, type HeldPut } from './held-puts.ts';
 import type { KnownItems } from './known-items.ts';
@@ -36,7 +25,7 @@ import { ListingHours } from './listing-hours.ts';
 import { ContentionError, toItem, type Item, type Key, type TableClient } from './table-client.ts';
 import { Keys } from './table.ts';
 import { TIME_ATTRS } from './time-items.ts';
-import { lostFiles } from '../../domain/deadlines.ts';
+import { recountTask } from './task-recount.ts';
 
 /** Attempts of a count update or a recount before giving up with a retryable error. */
 const MAX_ATTEMPTS = 8;
@@ -192,14 +181,10 @@ export class HeaderCounts {
   async recount(appKey: string, id: string, through: string | null, cap: Capacity): Promise<Item | null> {
     const key = headerKey(appKey, id);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const { header, parts } = await this.readTask(appKey, id, cap);
-      if (!header) return null;
-      const stored = header.seq ?? NONE_ABSORBED;
-      const absorbed = through !== null && through > stored ? through : stored;
-      const whole = assemble(header, parts);
-      const counts = zeroSafe(countedItems(whole.parts, parts, absorbed));
-      // The completion off the files as they stand (no items: no marks), not as counted for later messages.
-      const done = header.doneAt ?? completionTime({ ...whole.parts, counts: countedItems(whole.parts, [], absorbed) });
+      // Read a page at a time (./task-recount.ts); the completion off the files as they stand, not as counted.
+      const task = await recountTask(this.table, appKey, id, through, cap);
+      if (!task) return null;
+      const { header, absorbed, counts, done } = task;
       const values: Record<string, unknown> = { ':v': header.ver ?? 0, ':one': 1 };
       const sets = ['ver = ver + :one'];
       for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) {
@@ -210,13 +195,12 @@ export class HeaderCounts {
         sets.push('seq = :s');
         values[':s'] = absorbed;
       }
-      setTally(sets, values, whole.parts.tally);
+      setTally(sets, values, task.tally);
       // The lost files, as the sweeper counts them (lib/domain/deadlines.ts).
       sets.push(`${TIME_ATTRS.lost} = :nLost`);
-      values[':nLost'] = lostFiles(whole.parts.files);
+      values[':nLost'] = task.lost;
       // Attempts counted without their keys (a table brought over from the earlier layout): readers add them.
-      if (parts.some((p) => p.sk === Keys.legacySk(appKey) || p.sk.startsWith(`${Keys.legacySk(appKey)}#`)))
-        sets.push('la = :one');
+      if (task.legacy) sets.push('la = :one');
       if (done !== null) {
         sets.push('doneAt = :d');
         values[':d'] = done;
@@ -248,30 +232,6 @@ export class HeaderCounts {
       }
     }
     throw new ContentionError(`task ${id} stayed contended for a recount after ${MAX_ATTEMPTS} attempts`);
-  }
-
-  /** The header and every part of a task, read strongly consistent. */
-  private async readTask(appKey: string, id: string, cap: Capacity): Promise<{ header: Item | null; parts: Item[] }> {
-    const headerSk = Keys.headerSk(appKey);
-    const prefix = Keys.partsPrefix(appKey);
-    let header: Item | null = null;
-    const parts: Item[] = [];
-    for await (const item of this.table.queryAll(
-      {
-        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :h AND :last',
-        ExpressionAttributeValues: {
-          ':pk': { S: Keys.taskPk(id) },
-          ':h': { S: headerSk },
-          ':last': { S: `${prefix}\u{10FFFF}` },
-        },
-        ConsistentRead: true,
-      },
-      cap,
-    )) {
-      if (item.sk === headerSk) header = item;
-      else if (item.sk.startsWith(prefix)) parts.push(item);
-    }
-    return { header, parts };
   }
 
   /**
@@ -343,38 +303,6 @@ function countsAsAttributes(c: TaskCounts): Item {
   const out: Item = {};
   for (const [k, attr] of Object.entries(COUNT_ATTRS) as [keyof TaskCounts, string][]) out[attr] = c[k];
   return out;
-}
-
-/** Keeps a recount from writing a negative count should items disagree with their marks. */
-function zeroSafe(c: TaskCounts): TaskCounts {
-  return {
-    files: Math.max(0, c.files),
-    pending: Math.max(0, c.pending),
-    uploaded: Math.max(0, c.uploaded),
-    failed: Math.max(0, c.failed),
-    events: Math.max(0, c.events),
-  };
-}
-
-/**
- * What the header is to count given the items: every file's state and every recorded key, except what the
- * marks of writers after `absorbed` leave for their batch to charge (their files' counted state, their
- * uncounted keys).
- */
-function countedItems(parts: TaskParts, items: readonly Item[], absorbed: string): TaskCounts {
-  let counts: TaskCounts = { files: 0, pending: 0, uploaded: 0, failed: 0, events: parts.eventCount };
-  for (const f of parts.files) counts = addCounts(counts, changeOf(null, fileState(f)));
-  for (const item of items) {
-    const mark = markOf(item);
-    if (mark && mark.seq > absorbed) {
-      // A file item: the batch of its last writer charges what its mark says the header does not count.
-      counts = addCounts(counts, changeOf(fileState(fileFromItem(item)), mark.counted, -mark.events));
-    } else if (typeof item.q === 'string' && item.q > absorbed) {
-      // A key recorded on an item of its own by a writer not absorbed yet.
-      counts.events -= 1;
-    }
-  }
-  return counts;
 }
 
 /** When a completed task completed (null: it is not). */

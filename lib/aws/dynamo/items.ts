@@ -18,7 +18,7 @@ import {
   type TaskHeader,
 } from '../../domain/task.ts';
 import type { Item, Key } from './table-client.ts';
-import { EventsIndex, Keys, LegacyKeys, SORT_AT, dayOf, readScope } from './table.ts';
+import { EventsIndex, Keys, SORT_AT, dayOf, readScope } from './table.ts';
 import { carriedTime, fileMarksOf, fileMarksToItem, timeOf } from './time-items.ts';
 
 /** The appKey a header item belongs to (from its key). */
@@ -26,8 +26,7 @@ export const appKeyOf = (header: Item): string => readScope(header.sk, Keys.head
 
 /**
  * Where the raw body of a recorded callback lives, as kept beside its key: `S<digest>` a delivery keyed
- * by its replay key, `E` a delivery keyed by the event key (no signature values), `L<timestamp>` an
- * entry of the earlier layout's ledger (tables brought over by `callbacks migrate`).
+ * by its replay key, `E` a delivery keyed by the event key (no signature values).
  */
 export type BodyRef = string;
 
@@ -68,14 +67,12 @@ export function bodyRefOf(d: Pick<DeliveredCallback, 'replayKey'>): BodyRef {
 }
 
 /** The item a BodyRef points to. */
-export function bodyKey(appKey: string, taskId: string, eventKey: string, ref: BodyRef): Key {
-  if (ref.startsWith('L'))
-    return { pk: Keys.taskPk(taskId), sk: `${LegacyKeys.eventPrefix}${rankOf(Number(ref.slice(1)), eventKey)}` };
+export function bodyKey(appKey: string, _taskId: string, eventKey: string, ref: BodyRef): Key {
   return { pk: Keys.deliveryPk(appKey, ref === 'E' ? `E${eventKey}` : ref), sk: Keys.deliverySk };
 }
 
 /** A raw body's keys in the byTaskTime index: under its task, at its rank. */
-export function eventsIndexKeys(appKey: string, taskId: string, timestamp: number, eventKey: string): Item {
+function eventsIndexKeys(appKey: string, taskId: string, timestamp: number, eventKey: string): Item {
   return { [EventsIndex.pk]: Keys.eventsGsi(appKey, taskId), [EventsIndex.sk]: rankOf(timestamp, eventKey) };
 }
 
@@ -263,7 +260,7 @@ export function headerParts(header: Item, through: string | undefined = header.s
 }
 
 /** A header's room and session index keys (`g1pk`, `g2pk`), each there when the task has one. */
-export function identityIndexKeys(h: Pick<TaskHeader, 'appKey' | 'roomId' | 'sessionId'>): {
+function identityIndexKeys(h: Pick<TaskHeader, 'appKey' | 'roomId' | 'sessionId'>): {
   g1pk?: string;
   g2pk?: string;
 } {

@@ -7,15 +7,18 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Callback } from '../../domain/callback.ts';
 import { fileNameOf } from '../../domain/task.ts';
 import { Keys } from './table.ts';
+import { taskEntrySk } from './time-buckets.ts';
 
 /** DynamoDB's limits on key values, in UTF-8 bytes: partition keys (of the table and of an index), sort keys. */
 export const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
 
 /**
- * Which of the keys a callback would be written under is longer than DynamoDB allows (a recordId,
- * fileName, roomId or appKey of thousands of characters), or null. The replay key is stored as a digest
- * of fixed size.
+ * Which of the keys a callback, its task's items and its task's entries would be written under is longer than
+ * DynamoDB allows (a recordId, fileName, roomId or appKey of thousands of characters), or null: checked before the
+ * first write, so that a callback no write could ever store leaves nothing behind. The replay key is stored as a
+ * digest of fixed size. A task's id is in partition keys (its items', its callbacks' index) and in the sort key of
+ * its time bucket entries (DUE, CHG), with its appKey: that one bounds it, at about 1,000 bytes.
  */
 export function oversizedKey(cb: Callback): string | null {
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
@@ -35,13 +38,17 @@ export function oversizedKey(cb: Callback): string | null {
     if (key !== null && bytes(key) > MAX_PARTITION_KEY_BYTES)
       return `${field} is too long to be stored (a DynamoDB key holds at most ${MAX_PARTITION_KEY_BYTES} bytes)`;
   }
-  const sortKeys: [string, string | null][] = [
-    ['appKey', Keys.headerSk(cb.appKey)],
-    ['output.fileName', fileName !== null ? Keys.recordedSk(cb.appKey, fileName, cb.key) : null],
+  const sortKeys: [string, string | null, string][] = [
+    ['appKey', Keys.headerSk(cb.appKey), "its task's header"],
+    [idField, taskEntrySk(cb), "its task's time bucket entries, with the appKey"],
+    ['output.fileName', fileName !== null ? Keys.recordedSk(cb.appKey, fileName, cb.key) : null, 'its callbacks'],
   ];
-  for (const [field, key] of sortKeys) {
+  for (const [field, key, what] of sortKeys) {
     if (key !== null && bytes(key) > MAX_SORT_KEY_BYTES)
-      return `${field} is too long to be stored (a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES} bytes)`;
+      return (
+        `${field} is too long to be stored: it keys ${what} (${bytes(key)} bytes; ` +
+        `a DynamoDB sort key holds at most ${MAX_SORT_KEY_BYTES})`
+      );
   }
   return null;
 }
@@ -92,6 +99,13 @@ function valueBytes(v: AttributeValue): number {
   if (v.NS !== undefined) return v.NS.length * 21;
   return 1;
 }
+
+/**
+ * Whether DynamoDB refused a request for what it holds (a key or an item it can never store that the checks above
+ * did not foresee): the same request fails the same way every time, unlike a throttle or a time-out.
+ */
+export const refusedByDynamo = (err: unknown): boolean =>
+  (err as { name?: unknown } | null)?.name === 'ValidationException';
 
 /** Why DynamoDB would refuse an item for its size, or null. */
 export function oversizedItem(what: string, item: Record<string, AttributeValue>): string | null {

@@ -23,6 +23,7 @@ import type { ListingContext } from './listing.ts';
 import { noCapacity } from './table-client.ts';
 import { BUCKET_KINDS, bucketStart, readBucketPage, tasksOfEntry, type BucketKind } from './time-buckets.ts';
 import { Keys } from './table.ts';
+import { verificationWithin } from './verifications.ts';
 
 /**
  * How far before the time asked a change may have been received: the platform's clock and the receiver's
@@ -143,7 +144,7 @@ export async function listByTimePage(
         const parts = headerParts(header);
         if (!parts || parts.eventCount === 0) continue;
         const summary = toSummary(parts);
-        if (!rowMatches(summary, q)) continue;
+        if (!rowMatches(summary, q) || !(await verificationWithin(ctx.table, summary, q, cap))) continue;
         items.push(summary);
         bytes += jsonBytes(summary);
         const full = items.length >= limit || bytes >= maxBytes;

@@ -29,6 +29,7 @@ export function filtersOf(query: TaskQuery): Omit<ResolvedQuery, 'from' | 'to'> 
   if (query.status) f.st = query.status;
   if (query.service) f.sv = query.service;
   if (query.userId) f.u = query.userId;
+  if (query.verification) f.vf = query.verification;
   return f;
 }
 
@@ -41,6 +42,7 @@ const FILTER_NAMES: Record<keyof Omit<ResolvedQuery, 'from' | 'to' | 'pb' | 'us'
   u: 'userId',
   lo: 'lost',
   sd: 'stalled',
+  vf: 'verification',
 };
 
 /** Refuses a cursor made for a listing with other filters than those given (absent ones are the cursor's). */

@@ -5,10 +5,8 @@
 // and hour (and one more after a worker starts cold). A task is listed at the hour its `ca` names, whose bucket
 // holds its entry. A task's end is a change: the listing by time of end reads the same buckets.
 import type { Capacity } from '../../domain/task-store.ts';
-import { appKeyOf } from './items.ts';
-import { toItem, type Item, type TableClient } from './table-client.ts';
-import { Keys } from './table.ts';
-import { BUCKET_KINDS, bucketStart, putBucketEntries } from './time-buckets.ts';
+import type { Item, TableClient } from './table-client.ts';
+import { bucketStart, putBucketEntries } from './time-buckets.ts';
 import { TIME_ATTRS, minutesAfter } from './time-items.ts';
 
 const MINUTE = 60_000;
@@ -40,43 +38,4 @@ export class ListingHours {
     if (known && headerChangeBucket(known) === bucket) return;
     await putBucketEntries(this.table, 'CHG', bucket, [{ appKey, id }], cap);
   }
-}
-
-/** The change a header written before these entries is listed at: its latest callback, within the horizon. */
-function missingChange(header: Item, now: number): number | null {
-  const at = header.updatedAt;
-  if (typeof at !== 'number' || header[TIME_ATTRS.changedAt] !== undefined) return null;
-  return at >= now - BUCKET_KINDS.CHG.ttlMs ? at : null;
-}
-
-/** Whether a header lacks its entry of the listings by time (one written before them). */
-export const lacksListingEntries = (header: Item, now: number): boolean => missingChange(header, now) !== null;
-
-/**
- * For a header written before these entries (`callbacks migrate`): `ca` at its latest callback (`updatedAt`),
- * within the entries' horizon, and a `CHG` entry at that hour, where a worker has not set `ca` since. True when
- * it wrote anything.
- */
-export async function giveListingEntries(
-  table: TableClient,
-  header: Item,
-  now: number,
-  cap: Capacity,
-): Promise<boolean> {
-  const at = missingChange(header, now);
-  if (at === null) return false;
-  const { appKey, id } = { appKey: appKeyOf(header), id: header.pk.slice(Keys.taskPk('').length) };
-  const ca = minutesAfter(at);
-  await putBucketEntries(table, 'CHG', changeBucketOf(ca), [{ appKey, id }], cap);
-  const res = await table.update(
-    { pk: header.pk, sk: header.sk },
-    {
-      update: 'SET #ca = :ca, ver = ver + :one',
-      condition: 'attribute_exists(ver) AND attribute_not_exists(#ca)',
-      names: { '#ca': TIME_ATTRS.changedAt },
-      values: toItem({ ':ca': ca, ':one': 1 }),
-    },
-    cap,
-  );
-  return res.ok;
 }

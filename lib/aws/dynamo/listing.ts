@@ -25,6 +25,7 @@ import { MAX_PARTITION_KEY_BYTES } from './limits.ts';
 import type { TaskQueries } from './queries.ts';
 import { noCapacity, type Item, type TableReader } from './table-client.ts';
 import { Index, Keys, dayOf } from './table.ts';
+import { verificationWithin } from './verifications.ts';
 import { inParallel } from '../../in-parallel.ts';
 
 const DAY_MS = 86_400_000;
@@ -96,6 +97,7 @@ export async function listTasksPage(
     q.r !== undefined ||
     q.sv !== undefined ||
     q.u !== undefined ||
+    q.vf !== undefined ||
     hasTimeFilter(q);
   fill: while (items.length < limit && examined < ctx.budget.headersPerPage) {
     const before = readers.map((r) => r.position());
@@ -154,8 +156,12 @@ async function summariesOf(
     if (!header || !headerMatches(header, q) || !(await purgeWithin(table, header, q))) return null;
     // The header keeps the task's counts; one written before it did is added up from the task's items.
     const counted = headerParts(header);
-    if (!counted) return summaryFromParts(await tasks.assembled(header));
-    return counted.eventCount > 0 ? toSummary(counted) : null;
+    const summary = counted
+      ? counted.eventCount > 0
+        ? toSummary(counted)
+        : null
+      : summaryFromParts(await tasks.assembled(header));
+    return summary && (await verificationWithin(table, summary, q)) ? summary : null;
   });
 }
 

@@ -25,6 +25,7 @@ import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
 import { TableReader, noCapacity, type Item } from './table-client.ts';
 import { EventsIndex, Keys } from './table.ts';
+import { withVerifications } from './verifications.ts';
 
 export type { ReadBudget } from './listing.ts';
 
@@ -34,6 +35,11 @@ export interface DynamoTaskReaderOptions {
   /** Clock, for tests. */
   now?: () => number;
   budget?: Partial<ReadBudget> | undefined;
+  /**
+   * Each file of a page with its verification (docs/contract.md §4, the file's `verification`): the task JSON of
+   * the read API and the CLI. One Query of the page's checks more; left out, the files are as the worker keeps them.
+   */
+  verifications?: boolean | undefined;
 }
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
@@ -46,8 +52,10 @@ export class DynamoTaskReader implements TaskReader {
   private readonly tasks: TaskQueries;
   private readonly now: () => number;
   private readonly budget: ReadBudget;
+  private readonly verifications: boolean;
 
   constructor(opts: DynamoTaskReaderOptions) {
+    this.verifications = opts.verifications ?? false;
     this.table = new TableReader(opts.client, opts.tableName);
     this.now = opts.now ?? Date.now;
     this.tasks = new TaskQueries(this.table, this.now);
@@ -64,7 +72,9 @@ export class DynamoTaskReader implements TaskReader {
       if (counted.eventCount === 0) return null;
       const { files: records, more } = await this.tasks.filesPage(header, after, page.limit);
       const task = toTask({ ...counted, files: records });
-      const files = pageOf(task.files, page, (f: FileView) => jsonBytes(f));
+      // Each file with its verification, counted in the page's bytes.
+      const checked = await this.checked(task.appKey, task.id, task.files);
+      const files = pageOf(checked, page, (f: FileView) => jsonBytes(f));
       const last = files.items.at(-1);
       return {
         task: { ...task, files: files.items },
@@ -76,12 +86,22 @@ export class DynamoTaskReader implements TaskReader {
     if (!whole) return null;
     // Files come in file-name order (UTF-8 bytes, as DynamoDB sorts the keys they are stored under).
     const rest = after === null ? whole.files : whole.files.filter((f) => compareUtf8(f.fileName, after) > 0);
-    const files = pageOf(rest, page, (f: FileView) => jsonBytes(f));
+    const head = rest.slice(0, page.limit);
+    const checked = await this.checked(whole.appKey, whole.id, head);
+    const files = pageOf(checked, page, (f: FileView) => jsonBytes(f));
     const last = files.items.at(-1);
     return {
       task: { ...whole, files: files.items },
-      nextFilesCursor: files.more && last ? encodeCursor({ f: last.fileName } satisfies FilesCursor) : null,
+      nextFilesCursor:
+        (files.more || rest.length > head.length) && last
+          ? encodeCursor({ f: last.fileName } satisfies FilesCursor)
+          : null,
     };
+  }
+
+  /** A page's files, each with its verification when the reader gives them. */
+  private checked(appKey: string, id: string, files: FileView[]): Promise<FileView[]> {
+    return this.verifications ? withVerifications(this.table, appKey, id, files) : Promise.resolve(files);
   }
 
   async listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {

@@ -3,12 +3,14 @@
 // after restoring items, or to check). One task by id, or every task header of the table found by one Scan.
 import { ScanCommand, type ScanCommandOutput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import type { TaskCounts } from '../../domain/task-counts.ts';
 import { HeaderCounts } from './header-counts.ts';
-import { appKeyOf } from './items.ts';
+import { appKeyOf, countsOf } from './items.ts';
 import { KnownItems } from './known-items.ts';
 import { TaskQueries } from './queries.ts';
 import { TableClient, fromItem, noCapacity, type Item, type Key } from './table-client.ts';
 import { Keys } from './table.ts';
+import { TIME_ATTRS } from './time-items.ts';
 import { errorSentence } from '../../text.ts';
 import { inParallel } from '../../in-parallel.ts';
 
@@ -16,7 +18,30 @@ export interface RecountResult {
   /** Task headers recounted. */
   recounted: number;
   failed: { taskId: string; appKey: string; error: string }[];
+  /** The tasks whose counts the recount changed, with their counts before and after it; the others were right. */
+  corrected: Correction[];
+  /** For one task asked by id and counted right: its counts. */
+  right?: { taskId: string; appKey: string; counts: HeaderCountsSeen };
 }
+
+/** What a header counts: its files by upload state (lost ones a part of the failed), and its distinct callbacks. */
+export type HeaderCountsSeen = TaskCounts & { lost: number };
+
+export interface Correction {
+  taskId: string;
+  appKey: string;
+  /** As the header said just before the recount; null for a header that kept no counts. */
+  before: HeaderCountsSeen | null;
+  after: HeaderCountsSeen;
+}
+
+function countsSeen(header: Item | null): HeaderCountsSeen | null {
+  const counts = header ? countsOf(header) : null;
+  return counts ? { ...counts, lost: Number(header![TIME_ATTRS.lost] ?? 0) } : null;
+}
+
+const sameCounts = (a: HeaderCountsSeen | null, b: HeaderCountsSeen): boolean =>
+  a !== null && (Object.keys(b) as (keyof HeaderCountsSeen)[]).every((k) => a[k] === b[k]);
 
 export interface RecountOptions {
   client: DynamoDBClient;
@@ -38,13 +63,20 @@ export async function recountTasks(opts: RecountOptions): Promise<RecountResult>
     const found = await new TaskQueries(table, Date.now).findHeader(opts.task.id, opts.task.appKey);
     headers = found ? [{ pk: found.pk, sk: found.sk }] : [];
   } else headers = await allHeaders(opts.client, opts.tableName);
-  const result: RecountResult = { recounted: 0, failed: [] };
+  const result: RecountResult = { recounted: 0, failed: [], corrected: [] };
   let done = 0;
   await inParallel(headers, opts.concurrency ?? 4, async (key) => {
     const appKey = appKeyOf(key as Item);
     const id = key.pk.slice(Keys.taskPk('').length);
     try {
-      if (await counts.recount(appKey, id, null, noCapacity())) result.recounted += 1;
+      // The header as it stands just before (one read), to say what the recount changed.
+      const before = countsSeen(await table.get(key, noCapacity()));
+      const after = countsSeen(await counts.recount(appKey, id, null, noCapacity()));
+      if (after) {
+        result.recounted += 1;
+        if (!sameCounts(before, after)) result.corrected.push({ taskId: id, appKey, before, after });
+        else if (opts.task) result.right = { taskId: id, appKey, counts: after };
+      }
     } catch (err) {
       result.failed.push({
         taskId: id,

@@ -185,44 +185,13 @@ export class TableClient extends TableReader {
     }
   }
 
-  /**
-   * A conditional UpdateItem that returns the item as it stands after it, or, when its condition fails, as
-   * DynamoDB found it (`old`: null when absent; undefined when the service did not say, as emulators that
-   * ignore ReturnValuesOnConditionCheckFailure do: the caller reads it then).
-   */
-  async update(
+  /** A conditional UpdateItem (updateIf). */
+  update(
     key: Key,
-    expression: {
-      update: string;
-      condition: string;
-      names?: Record<string, string>;
-      values: Record<string, AttributeValue>;
-    },
+    expression: UpdateExpression,
     cap: Capacity,
   ): Promise<{ ok: true; item: Item } | { ok: false; old: Item | null | undefined }> {
-    try {
-      const res = await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.table,
-          Key: marshall(key),
-          UpdateExpression: expression.update,
-          ConditionExpression: expression.condition,
-          ...(expression.names ? { ExpressionAttributeNames: expression.names } : {}),
-          ExpressionAttributeValues: expression.values,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      addCapacity(cap, res.ConsumedCapacity, 'write');
-      return { ok: true, item: fromItem(res.Attributes ?? {}) };
-    } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      cap.write += FAILED_CONDITION_WCU;
-      // The item as found comes with the refusal where the service supports it (not every emulator does).
-      const found = (err as { Item?: Record<string, AttributeValue> }).Item;
-      return { ok: false, old: found ? fromItem(found) : undefined };
-    }
+    return updateIf(this, key, expression, cap);
   }
 
   async put(
@@ -242,6 +211,51 @@ export class TableClient extends TableReader {
       }),
     );
     addCapacity(cap, res.ConsumedCapacity, 'write');
+  }
+}
+
+export interface UpdateExpression {
+  update: string;
+  /** Absent: the update is made whatever the item holds (and creates it when absent). */
+  condition?: string;
+  names?: Record<string, string>;
+  values: Record<string, AttributeValue>;
+}
+
+/**
+ * A conditional UpdateItem that returns the item as it stands after it, or, when its condition fails, as
+ * DynamoDB found it (`old`: null when absent; undefined when the service did not say, as emulators that
+ * ignore ReturnValuesOnConditionCheckFailure do: the caller reads it then). A function, not only a method of
+ * TableClient: a bundle that updates and puts nothing (the verifier's) carries no PutItem.
+ */
+export async function updateIf(
+  table: TableReader,
+  key: Key,
+  expression: UpdateExpression,
+  cap: Capacity,
+): Promise<{ ok: true; item: Item } | { ok: false; old: Item | null | undefined }> {
+  try {
+    const res = await table.client.send(
+      new UpdateItemCommand({
+        TableName: table.table,
+        Key: marshall(key),
+        UpdateExpression: expression.update,
+        ...(expression.condition ? { ConditionExpression: expression.condition } : {}),
+        ...(expression.names ? { ExpressionAttributeNames: expression.names } : {}),
+        ExpressionAttributeValues: expression.values,
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    addCapacity(cap, res.ConsumedCapacity, 'write');
+    return { ok: true, item: fromItem(res.Attributes ?? {}) };
+  } catch (err) {
+    if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    cap.write += FAILED_CONDITION_WCU;
+    // The item as found comes with the refusal where the service supports it (not every emulator does).
+    const found = (err as { Item?: Record<string, AttributeValue> }).Item;
+    return { ok: false, old: found ? fromItem(found) : undefined };
   }
 }
 

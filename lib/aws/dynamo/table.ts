@@ -87,13 +87,21 @@ export const Keys = {
   dayGsi: (day: string) => `DAY#${day}`,
   /** The partition of a task's callbacks in the byTaskTime index. */
   eventsGsi: (appKey: string, taskId: string) => `EV#${scopeOf(appKey)}#${taskId}`,
-} as const;
-
-/** Sort keys of the earlier layout (one task per id), which `callbacks migrate` reads and removes. */
-export const LegacyKeys = {
-  headerSk: '#',
-  filePrefix: 'FILE#',
-  eventPrefix: 'EVENT#',
+  /**
+   * A file's check in its storage, beside the task's parts (after them: no read of a task's parts meets it), in
+   * the file's own order; and the task's checked files counted by state. Written by the verifier only.
+   */
+  verificationPrefix: (appKey: string) => `V#${scopeOf(appKey)}#F#`,
+  verificationSk: (appKey: string, fileName: string) => `V#${scopeOf(appKey)}#F#${fileName}`,
+  verificationCountsSk: (appKey: string) => `V#${scopeOf(appKey)}#S`,
+  /** Each storage whose uploads failed, with its window of failures and its open incident: one small partition. */
+  storagesPk: 'STORAGES',
+  storageSk: (appKey: string, storage: string) => `${scopeOf(appKey)}#${storage}`,
+  /** A storage's failed uploads, by their first failure, and its incidents, by the first failure of their window. */
+  failuresPk: (appKey: string, storage: string) => `FAILS#${scopeOf(appKey)}#${storage}`,
+  failureSk: (at: number, taskId: string, fileName: string) =>
+    `${String(Math.max(0, Math.trunc(at))).padStart(16, '0')}#${taskId.length}:${taskId}#${fileName}`,
+  incidentsPk: (appKey: string, storage: string) => `INCIDENT#${scopeOf(appKey)}#${storage}`,
 } as const;
 
 /** `YYYY-MM-DD` (UTC) of an epoch-millisecond time. */

@@ -3,22 +3,22 @@
 // ./deliveries.ts), the reads in ./queries.ts, ./read-pages.ts and ./listing.ts, the item shapes in
 // ./items.ts, DynamoDB's limits in ./limits.ts and the calls themselves, with capacity accounting, in
 // ./table-client.ts.
-import {
-  allEvents,
-  type ApplyResult,
-  type Capacity,
-  type DeliveredCallback,
-  type Page,
-  type PageRequest,
-  type QuarantineApplied,
-  type QuarantineEntry,
-  type QuarantineQuery,
-  type StoredEvent,
-  type TaskBatch,
-  type TaskPage,
-  type TaskQuery,
-  type TaskRef,
-  type TaskStore,
+import type {
+  ApplyResult,
+  Capacity,
+  DeliveredCallback,
+  Page,
+  PageRequest,
+  QuarantineApplied,
+  QuarantineEntry,
+  QuarantineQuery,
+  StoredEvent,
+  TaskBatch,
+  TaskPage,
+  TaskQuery,
+  TaskRef,
+  TaskStore,
+  UnarmedTask,
 } from '../../domain/task-store.ts';
 import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { Task } from '../../domain/task.ts';
@@ -27,12 +27,15 @@ import { TaskQueries } from './queries.ts';
 import { DynamoTaskReader, type ReadBudget } from './read-pages.ts';
 import { TableReader } from './table-client.ts';
 import { DynamoTaskWriter, type DynamoTaskWriterOptions } from './task-writer.ts';
+import { allEvents } from '../../domain/all-events.ts';
 
 export { ContentionError } from './table-client.ts';
 
 export interface DynamoTaskStoreOptions extends DynamoTaskWriterOptions {
   /** Requests a page of a listing may cost (listing.ts). */
   readBudget?: Partial<ReadBudget>;
+  /** A task's files with their verifications (./verifications.ts), as the CLI and the read API read them. */
+  verifications?: boolean;
 }
 
 /** Everything in one page: whole reads are built on the paginated ones, so that the CLI and the read API agree. */
@@ -55,6 +58,7 @@ export class DynamoTaskStore implements TaskStore {
       tableName: opts.tableName,
       now,
       budget: opts.readBudget,
+      verifications: opts.verifications,
     });
   }
 
@@ -94,7 +98,7 @@ export class DynamoTaskStore implements TaskStore {
     return this.writer.recountTask(appKey, id, through);
   }
 
-  flushArms(): Promise<void> {
+  flushArms(): Promise<UnarmedTask[]> {
     return this.writer.flushArms();
   }
 

@@ -13,6 +13,7 @@ import type {
   QuarantineEntry,
   TaskBatch,
   TaskWriter,
+  UnarmedTask,
 } from '../../domain/task-store.ts';
 import { addCounts, laterMarksChange } from '../../domain/task-counts.ts';
 import { noCapacity as zeroCapacity } from './table-client.ts';
@@ -106,7 +107,8 @@ export class DynamoTaskWriter implements TaskWriter {
       { appKey: cb.appKey, id: cb.id, writes, absorbed: null, changed, redelivered },
       result.capacity,
     );
-    await this.flushArms(result.capacity);
+    const [unarmed] = await this.flushArms(result.capacity);
+    if (unarmed) throw unarmed.error;
     return result;
   }
 
@@ -198,8 +200,11 @@ export class DynamoTaskWriter implements TaskWriter {
     return moved;
   }
 
-  /** Writes the DUE entries of the tasks created since the last flush (a batch's, once its writes are done). */
-  flushArms(capacity: Capacity = zeroCapacity()): Promise<void> {
+  /**
+   * Writes the DUE entries of the tasks created since the last flush (a batch's, once its writes are done); the tasks
+   * whose entries could not be written.
+   */
+  flushArms(capacity: Capacity = zeroCapacity()): Promise<UnarmedTask[]> {
     return this.arms.flush(this.table, capacity);
   }
 

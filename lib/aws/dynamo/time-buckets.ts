@@ -46,8 +46,8 @@ export function bucketStart(kind: BucketKind, ms: number): number {
 export const bucketPk = (kind: BucketKind, bucket: number): string =>
   `${kind}#${new Date(bucket).toISOString().slice(0, 16)}`;
 
-/** The sort key of one task's entry. */
-const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
+/** The sort key of one task's entry: with the appKey, the longest key a task's id is in (./limits.ts). */
+export const taskEntrySk = (t: TaskRef): string => `${scopeOf(t.appKey)}#${t.id}`;
 
 /**
  * The entry items that name `tasks` in the bucket `ms` falls in: one per task, or shared ones (`~<token>`) for

@@ -2,7 +2,8 @@
 // for every event or throws: the worker then fails the record, and its redelivery publishes again.
 import { PublishBatchCommand, SNSClient, type MessageAttributeValue, type SNSClientConfig } from '@aws-sdk/client-sns';
 import { MANY_CALLS, functionClient } from '../clients.ts';
-import type { EventPublisher } from '../../domain/event-publisher.ts';
+import type { EventPublisher, StoragePublisher } from '../../domain/event-publisher.ts';
+import type { StorageEvent } from '../../domain/storage-incidents.ts';
 import type { TaskEvent } from '../../domain/task-events.ts';
 import { chunks } from '../../in-parallel.ts';
 
@@ -28,34 +29,62 @@ function messageAttributes(e: TaskEvent): Record<string, MessageAttributeValue> 
   ) as Record<string, MessageAttributeValue>;
 }
 
+/** Publishes messages ten to a PublishBatch, counting those published; throws when any was refused. */
+async function publishMessages<E>(
+  client: SNSClient,
+  topicArn: string,
+  events: readonly E[],
+  attributes: (e: E) => Record<string, MessageAttributeValue>,
+  count: (published: number) => void = () => {},
+): Promise<void> {
+  for (const chunk of chunks(events, BATCH)) {
+    const res = await client.send(
+      new PublishBatchCommand({
+        TopicArn: topicArn,
+        PublishBatchRequestEntries: chunk.map((e, j) => ({
+          Id: String(j),
+          Message: JSON.stringify(e),
+          MessageAttributes: attributes(e),
+        })),
+      }),
+    );
+    const failed = res.Failed ?? [];
+    count(chunk.length - failed.length);
+    if (failed.length > 0) {
+      const first = failed[0]!;
+      throw new PublishError(
+        `${failed.length} of ${chunk.length} events were refused (${first.Code ?? 'error'}: ${first.Message ?? ''})`,
+      );
+    }
+  }
+}
+
 export function snsEventPublisher(client: SNSClient, topicArn: string): EventPublisher & { published(): number } {
   let published = 0;
   return {
     published: () => published,
-    async publish(events) {
-      for (const chunk of chunks(events, BATCH)) {
-        const res = await client.send(
-          new PublishBatchCommand({
-            TopicArn: topicArn,
-            PublishBatchRequestEntries: chunk.map((e, j) => ({
-              Id: String(j),
-              Message: JSON.stringify(e),
-              MessageAttributes: messageAttributes(e),
-            })),
-          }),
-        );
-        const failed = res.Failed ?? [];
-        published += chunk.length - failed.length;
-        if (failed.length > 0) {
-          const first = failed[0]!;
-          throw new PublishError(
-            `${failed.length} of ${chunk.length} events were refused (${first.Code ?? 'error'}: ` +
-              `${first.Message ?? ''})`,
-          );
-        }
-      }
-    },
+    publish: (events) => publishMessages(client, topicArn, events, messageAttributes, (n) => (published += n)),
   };
+}
+
+/**
+ * Publishes storage events (lib/domain/storage-incidents.ts) to the same topic, with the attributes `type`, `appKey`
+ * and `storage` for subscribers' filter policies.
+ */
+export function snsStoragePublisher(client: SNSClient, topicArn: string): StoragePublisher {
+  const attributes = (e: StorageEvent): Record<string, MessageAttributeValue> => ({
+    type: { DataType: 'String', StringValue: e.type },
+    appKey: { DataType: 'String', StringValue: e.incident.appKey },
+    storage: { DataType: 'String', StringValue: e.incident.storage },
+  });
+  return { publish: (events) => publishMessages(client, topicArn, events, attributes) };
+}
+
+/** The SNS client of a function that publishes to the topic (the worker's clients settings: many calls). */
+export function topicClient(
+  config: Pick<SNSClientConfig, 'requestHandler' | 'region' | 'endpoint' | 'credentials'> = {},
+): SNSClient {
+  return functionClient(new SNSClient({ ...config, ...MANY_CALLS, maxAttempts: 3 }));
 }
 
 /** The publisher to a topic; none (events off) when no topic is named. */
@@ -64,5 +93,5 @@ export function eventPublisherTo(
   config: Pick<SNSClientConfig, 'requestHandler' | 'region' | 'endpoint' | 'credentials'> = {},
 ): ReturnType<typeof snsEventPublisher> | undefined {
   if (!topicArn) return undefined;
-  return snsEventPublisher(functionClient(new SNSClient({ ...config, ...MANY_CALLS, maxAttempts: 3 })), topicArn);
+  return snsEventPublisher(topicClient(config), topicArn);
 }

@@ -17,6 +17,7 @@ import {
 import { ID_FIELD_OF, isService } from '../../platform/services.ts';
 import { ownGroupId, redriveDeduplicationId, taskGroupId } from '../../fifo-ids.ts';
 import { Attr } from '../../queue-message.ts';
+import { REDRIVE_SENDER } from '../../domain/message-notes.ts';
 import { errorSentence } from '../../text.ts';
 import { chunks } from '../../in-parallel.ts';
 
@@ -98,6 +99,8 @@ export interface RedriveOptions {
 
 export interface RedriveResult {
   moved: number;
+  /** Each message moved, and the id of its copy in the main queue (the worker notes how the copy came out). */
+  copies: { messageId: string; copyId: string }[];
   /** Messages that could not be sent: still in the dead-letter queue. */
   failed: { messageId: string; error: string }[];
   /** Sent to the main queue but not deleted from the dead-letter queue: they will come up again. */
@@ -132,7 +135,7 @@ function groupOfDeadLetter(m: Message): string {
  */
 export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): Promise<RedriveResult> {
   const max = opts.max ?? Infinity;
-  const result: RedriveResult = { moved: 0, failed: [], notDeleted: [] };
+  const result: RedriveResult = { moved: 0, copies: [], failed: [], notDeleted: [] };
   const handled = new Set<string>();
   while (result.moved < max) {
     const res = await sqs.send(
@@ -145,7 +148,11 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
         MessageSystemAttributeNames: ['MessageGroupId'],
       }),
     );
-    const messages = (res.Messages ?? []).filter((m) => m.MessageId && !handled.has(m.MessageId));
+    const received = res.Messages ?? [];
+    const messages = received.filter((m) => m.MessageId && !handled.has(m.MessageId));
+    // Received again (a copy sent by this redrive, given up again meanwhile): visible again at once, not moved twice.
+    const again = received.filter((m) => !messages.includes(m) && m.ReceiptHandle).map((m) => m.ReceiptHandle!);
+    if (again.length) await release(sqs, opts.from, again);
     if (messages.length === 0) break;
     const unsent: string[] = [];
     const groups = new Map<string, Message[]>();
@@ -158,7 +165,7 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
         for (const [i, m] of inOrder.entries()) {
           handled.add(m.MessageId!);
           try {
-            await sqs.send(
+            const sent = await sqs.send(
               new SendMessageCommand({
                 QueueUrl: opts.to,
                 MessageBody: m.Body ?? '',
@@ -167,6 +174,9 @@ export async function redriveDeadLetters(sqs: SQSClient, opts: RedriveOptions): 
                 MessageDeduplicationId: redriveDeduplicationId(m.MessageId!),
               }),
             );
+            result.copies.push({ messageId: m.MessageId!, copyId: sent.MessageId ?? '' });
+            // A copy that fails again and comes back to the dead-letter queue meanwhile is not moved twice.
+            if (sent.MessageId) handled.add(sent.MessageId);
           } catch (err) {
             result.failed.push({ messageId: m.MessageId!, error: errorSentence(err) });
             for (const left of inOrder.slice(i)) if (left.ReceiptHandle) unsent.push(left.ReceiptHandle);
@@ -226,7 +236,7 @@ function markedSentAgain(
   attributes: Record<string, MessageAttributeValue> = {},
 ): Record<string, MessageAttributeValue> {
   if (Object.keys(attributes).length >= 10) return attributes;
-  return { ...attributes, [Attr.resentBy]: { DataType: 'String', StringValue: 'dlq-redrive' } };
+  return { ...attributes, [Attr.resentBy]: { DataType: 'String', StringValue: REDRIVE_SENDER } };
 }
 
 /** Attributes as SendMessage accepts them: received ones carry empty list fields SendMessage refuses. */

@@ -45,6 +45,15 @@ test('two readers at once each see every event: one hiding messages while it rea
   expect(await new EventQueueReader(sqs, queueUrl).poll()).toHaveLength(65);
 });
 
+test('readers started together each read a long history whole: a pass gave up a while after it began', async () => {
+  // Longer to read, with three readers taking messages from each other, than the while a reader waits for what
+  // the others hold: that while counts from when the others last moved, not from the start of the pass.
+  const queueUrl = await queueOfEvents('events-long-history', 1200);
+  const readers = Array.from({ length: 3 }, () => new EventQueueReader(sqs, queueUrl, { contendedWaitMs: 1000 }));
+  const passes = await Promise.all(readers.map((r) => r.poll()));
+  expect(passes.map((events) => new Set(events.map((e) => e.body.id)).size)).toEqual([1200, 1200, 1200]);
+});
+
 test('a pass returns only what is new to its reader', async () => {
   const queueUrl = await queueOfEvents('events-fresh', 12);
   const reader = new EventQueueReader(sqs, queueUrl);

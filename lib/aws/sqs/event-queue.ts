@@ -4,7 +4,8 @@
 // it once), then makes what it read visible again for the next pass and for other readers. The reader
 // remembers what it has returned, so each pass returns only what is new. Several readers at once each see
 // every message: a reader that finds nothing visible while others hold messages gives its own back and waits
-// for theirs, up to a bound.
+// for theirs, as long as the others' passes move (they take and give back messages), and at most a visibility
+// time-out more once they stop: by then a message a reader gone away held is visible again.
 import {
   ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
@@ -31,7 +32,10 @@ export interface ReceivedEvent {
 export interface EventQueueReaderOptions {
   /** Seconds a received message stays hidden from the next receive (default 30). */
   visibilityTimeoutS?: number;
-  /** How long a pass waits at most for messages other readers hold (default 15,000 ms). */
+  /**
+   * How long a pass waits for messages other readers hold once their passes stop moving (default: the visibility
+   * time-out and 5 s more, after which what a reader gone away held is visible again).
+   */
   contendedWaitMs?: number;
 }
 
@@ -69,27 +73,44 @@ export class EventQueueReader {
   }
 
   private async pass(waitTimeS: number, fresh: ReceivedEvent[], handles: string[]): Promise<void> {
-    const waitUntil = Date.now() + (this.opts.contendedWaitMs ?? 15_000);
+    const visibilityS = this.opts.visibilityTimeoutS ?? 30;
+    const patienceMs = this.opts.contendedWaitMs ?? visibilityS * 1000 + 5000;
+    // When the messages others hold last changed, or this pass last found one new: the wait is measured from
+    // there, not from the start, so that a long history read by several readers at once is read whole by each.
+    let movedAt = Date.now();
+    let heldByOthers = -1;
     let contended = 0;
     for (let first = true; ; first = false) {
       const res = await this.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: this.queueUrl,
           MaxNumberOfMessages: 10,
-          VisibilityTimeout: this.opts.visibilityTimeoutS ?? 30,
+          VisibilityTimeout: visibilityS,
           WaitTimeSeconds: first ? waitTimeS : 0,
           MessageAttributeNames: ['All'],
         }),
       );
       const messages = res.Messages ?? [];
       if (messages.length === 0) {
-        if (Date.now() >= waitUntil || !(await this.heldByOthers(handles.length))) return;
-        // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
-        await this.release(handles.splice(0));
+        const queue = await this.counts();
+        const others = queue.hidden - handles.length;
+        // Nothing visible and nothing hidden by another reader: this pass has seen the queue whole. (A message
+        // another reader gave back after the receive above is visible here, and read on.)
+        if (queue.visible === 0 && others <= 0) return;
+        if (others !== heldByOthers) {
+          heldByOthers = others;
+          movedAt = Date.now();
+        }
+        if (Date.now() - movedAt >= patienceMs) return;
+        if (others > 0) {
+          // Another reader's pass hides them: ours go back first, so that two readers never wait for each other.
+          await this.release(handles.splice(0));
+        }
         // Then a random while, longer each time: readers that came back together would meet again and again.
         await sleep(Math.random() * Math.min(CONTENDED_BACK_OFF_MS * 2 ** contended++, MAX_CONTENDED_BACK_OFF_MS));
         continue;
       }
+      const before = fresh.length;
       for (const m of messages) {
         if (m.ReceiptHandle) handles.push(m.ReceiptHandle);
         const event = readMessage(m);
@@ -102,18 +123,22 @@ export class EventQueueReader {
         this.seen.add(event.messageId);
         fresh.push(event);
       }
+      if (fresh.length > before) movedAt = Date.now();
     }
   }
 
-  /** Whether more messages are hidden than this reader holds: another reader is in the middle of a pass. */
-  private async heldByOthers(own: number): Promise<boolean> {
+  /** The messages visible, and those hidden (by this reader and others in the middle of a pass). */
+  private async counts(): Promise<{ visible: number; hidden: number }> {
     const res = await this.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: this.queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessagesNotVisible'],
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
       }),
     );
-    return Number(res.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0) > own;
+    return {
+      visible: Number(res.Attributes?.ApproximateNumberOfMessages ?? 0),
+      hidden: Number(res.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
   }
 
   /** Makes the messages of a pass visible again. Best effort: left alone, they reappear at their time-out. */

@@ -408,23 +408,8 @@ async function judge(tasks: readonly Lifecycle[], published: readonly TaskEvent[
     const oracle = reduceTask(callbacksOf(l));
     if (!isDeepStrictEqual(stored, oracle))
       problems.push(`task ${l.id} differs from reduceTask: stored ${show(stored)}, expected ${show(oracle)}`);
-    const header = await queries.findHeader(l.id);
-    if (!header) {
-      problems.push(`task ${l.id} has no header`);
-      continue;
-    }
-    const whole = (await queries.assembled(header)).parts;
-    const files = countFiles(whole.files);
-    const recount = {
-      files: files.fileCount,
-      pending: files.pendingFiles,
-      uploaded: files.fileCount - files.pendingFiles - files.failedFiles,
-      failed: files.failedFiles,
-      events: whole.eventCount,
-    };
-    const counts = countsOf(header);
-    if (!isDeepStrictEqual(counts, recount))
-      problems.push(`task ${l.id}: header counts ${show(counts)}, a recount of its items ${show(recount)}`);
+    const counted = await countsAgainstRecount(queries, l.id);
+    if (counted) problems.push(counted);
     const own = published.filter((e) => e.task.id === l.id);
     const sequences = own.map((e) => e.sequence);
     if (sequences.some((s, i) => i > 0 && s < sequences[i - 1]!))
@@ -437,12 +422,34 @@ async function judge(tasks: readonly Lifecycle[], published: readonly TaskEvent[
   return problems;
 }
 
+/** A task's header counts against a recount of its items, read fresh: a sentence when they differ, else null. */
+export async function countsAgainstRecount(queries: TaskQueries, id: string, appKey?: string): Promise<string | null> {
+  const header = await queries.findHeader(id, appKey);
+  if (!header) return `task ${id} has no header`;
+  const whole = (await queries.assembled(header)).parts;
+  const files = countFiles(whole.files);
+  const recount = {
+    files: files.fileCount,
+    pending: files.pendingFiles,
+    uploaded: files.fileCount - files.pendingFiles - files.failedFiles,
+    failed: files.failedFiles,
+    events: whole.eventCount,
+  };
+  const counts = countsOf(header);
+  if (isDeepStrictEqual(counts, recount)) return null;
+  return `task ${id}: header counts ${JSON.stringify(counts)}, a recount of its items ${JSON.stringify(recount)}`;
+}
+
 /**
  * What the events of a task report that the stored task (as the contract's fold of all its callbacks makes it)
  * does not hold: one task per sequence number, an end or a start that the task never got, a file it has not, a
  * completion with files not uploaded.
  */
-function factsNotStored(id: string, events: readonly TaskEvent[], task: ReturnType<typeof reduceTask>): string[] {
+export function factsNotStored(
+  id: string,
+  events: readonly TaskEvent[],
+  task: ReturnType<typeof reduceTask>,
+): string[] {
   const problems: string[] = [];
   const show = (v: unknown) => JSON.stringify(v);
   const bySequence = new Map<number, TaskEvent['task']>();
