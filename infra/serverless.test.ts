@@ -1756,7 +1756,7 @@ describe('archive', () => {
     // The prefix Firehose builds for that line, as the table's partitions and the local stand-in read it.
     const prefix = (s3.Prefix as string).replace(
       /!\{partitionKeyFromQuery:(\w+)\}/g,
-      (_, key: string) => (line.partition as Record<string, string>)[key]!,
+      (_, key: string) => (line.partition as unknown as Record<string, string>)[key]!,
     );
     expect(prefix).toBe('raw/service=recording/dt=2025-11-22/appKey=app-1/');
     expect(prefix).not.toContain('!{');
