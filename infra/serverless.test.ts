@@ -549,7 +549,11 @@ describe('functions', () => {
     expect(fn.Timeout).toBe(10);
     expect(fn.Role).toEqual(getAtt('ApiRole'));
     expect(fn.Layers).toBeUndefined();
-    expect(fn.Environment.Variables).toEqual({ TASKS_TABLE: ref('TasksTable'), LOG_LEVEL: ref('LogLevel') });
+    expect(fn.Environment.Variables).toEqual({
+      TASKS_TABLE: ref('TasksTable'),
+      RAW_EVENT_TTL_DAYS: ref('RawRetentionDays'),
+      LOG_LEVEL: ref('LogLevel'),
+    });
   });
 
   test('stage parameters become the deploy-time defaults, checked by CloudFormation', () => {

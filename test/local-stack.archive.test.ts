@@ -10,8 +10,11 @@ import { colorsFor } from '../cli/format.ts';
 import { copyArchive, queryLocalArchive } from '../devkit/local/archive.ts';
 import { LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE } from '../devkit/local/deployed-settings.ts';
 import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';
+import { archivedSentence } from '../lib/domain/archived-callbacks.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
+import { runCliHere } from './support/cli-process.ts';
 import { eventually } from './support/eventually.ts';
+import { conformance } from './support/openapi.ts';
 
 let cwd: string;
 let stack: LocalStack;
@@ -117,4 +120,41 @@ test('callbacks sent through the stack are rows of raw, one per delivery, with t
       'WorkerRole/worker#ArchiveCallbacks',
     ],
   ]);
+});
+
+test("a task begun before the table's retention: its events name the archive, whose query lists it", async () => {
+  const id = `rec-old-${Date.now().toString(36)}`;
+  const at = Date.now() - 10 * 86_400_000;
+  const start = {
+    ...{ appKey: 'demo-app', recordId: id, roomId: 'room-o', sessionId: 's-o', userId: '', mode: 3 },
+    ...{ code: 200, errorMessage: 'success', timestamp: at, type: 1, output: { fileName: `s-o_room-o_${at}.mp4` } },
+  };
+  await post(start);
+  const page = (await eventually(
+    `the events of ${id}`,
+    async () => {
+      const res = await fetch(`${stack.url}/tasks/${id}/events`);
+      return res.status === 200 ? ((await res.json()) as Record<string, any>) : null;
+    },
+    (p) => p !== null && p.events.length === 1,
+  )) as Record<string, any>;
+  expect(conformance('GET /tasks/{id}/events', 200, page)).toEqual([]);
+  // The table keeps 7 days (the template's rawRetentionDays): the task began 10 days ago.
+  expect(Date.parse(page.archived.before)).toBeGreaterThan(Date.now() - 7 * 86_400_000 - 60_000);
+  // Its query, run as `callbacks archive query` runs it locally, lists the task's history from the archive.
+  const rows = await eventually(
+    'the archived start',
+    () => query(page.archived.query),
+    (r) => r.length === 1,
+  );
+  expect(rows.map((r) => [r.type, r.outcome, r.verdict, JSON.parse(String(r.body)).recordId])).toEqual([
+    [1, 'applied', 'valid', id],
+  ]);
+  // `callbacks tasks events` says it beside the callbacks it lists.
+  const run = await runCliHere(['tasks', 'events', id], { cwd });
+  expect(run.code).toBe(0);
+  // (Its clock read a moment later: its own `before`.)
+  const said = run.stdout.replace(/\s+/g, ' ');
+  const before = /Callbacks received before (\S+) are/.exec(said)?.[1];
+  expect(said).toContain(archivedSentence({ ...page.archived, before }).replace(/\s+/g, ' '));
 });

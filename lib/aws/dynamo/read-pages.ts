@@ -6,6 +6,7 @@
 import { Buffer } from 'node:buffer';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
+  EventsPage,
   Page,
   PageRequest,
   StoredEvent,
@@ -19,7 +20,7 @@ import { compareUtf8, rankOf, type FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';
 import { taskFromParts } from './assembled-task.ts';
-import { EVENTS_INDEXED, appKeyOf, bodyKey, eventFromItem, headerParts } from './items.ts';
+import { EVENTS_INDEXED, appKeyOf, bodyKey, eventFromItem, headerFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
@@ -104,11 +105,13 @@ export class DynamoTaskReader implements TaskReader {
     return this.verifications ? withVerifications(this.table, appKey, id, files) : Promise.resolve(files);
   }
 
-  async listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+  async listEventsPage(ref: TaskRef, page: PageRequest): Promise<EventsPage | null> {
     const after = page.cursor === undefined ? null : decodeCursor(page.cursor, EventsCursor).e;
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
-    if (header[EVENTS_INDEXED] === 1) return this.indexedEventsPage(header, after, page);
+    const { service, identAt } = headerFromItem(header);
+    const task = { service, appKey: appKeyOf(header), id: ref.id, firstAt: identAt };
+    if (header[EVENTS_INDEXED] === 1) return { ...(await this.indexedEventsPage(header, after, page)), task };
     // A task whose older bodies `callbacks migrate` has not keyed yet: its recorded keys put in order.
     const { recorded } = await this.tasks.assembled(header);
     const appKey = appKeyOf(header);
@@ -146,6 +149,7 @@ export class DynamoTaskReader implements TaskReader {
     return {
       items,
       next: examined < ranked.length && last ? encodeCursor({ e: last.rank } satisfies EventsCursor) : null,
+      task,
     };
   }
 
