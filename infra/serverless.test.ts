@@ -1042,6 +1042,7 @@ describe('dashboard', () => {
     'CallbackFifoQueue.QueueName': 'AWS::SQS::Queue',
     'CallbackFifoDeadLetterQueue.QueueName': 'AWS::SQS::Queue',
     'TaskEventsTopic.TopicName': 'AWS::SNS::Topic',
+    ArchiveStream: 'AWS::KinesisFirehose::DeliveryStream',
   };
   const dashboard = () => {
     const all = resourcesOfType('AWS::CloudWatch::Dashboard');
@@ -1111,6 +1112,18 @@ describe('dashboard', () => {
       { FunctionName: '<ApiLambdaFunction>' },
     ]);
     expect(latency.map((m) => m.at(-1).stat)).toEqual(['p50', 'p99']);
+  });
+
+  test("the archive: the stream's records in and delivered, its S3 writes and freshness, the worker's failures", () => {
+    const stream = { DeliveryStreamName: '<ArchiveStream>' };
+    for (const name of [
+      'IncomingRecords',
+      'DeliveryToS3.Records',
+      'DeliveryToS3.Success',
+      'DeliveryToS3.DataFreshness',
+    ])
+      expect({ name, on: find('AWS/Firehose', name).map(dimensions) }).toEqual({ name, on: [stream] });
+    expect(find(`${service}/${stage}`, 'FailedArchiveWrites')).toHaveLength(1);
   });
 
   test("the stage's own log metrics: each is made by one of its metric filters, quarantine among them", () => {
@@ -1442,6 +1455,7 @@ describe('operations', () => {
         namespace,
       ],
       StorageIncidents: [ref('VerifierLogGroup'), '{ $.event = "storage_incident_opened" }', namespace],
+      FailedArchiveWrites: [ref('WorkerLogGroup'), '{ $.event = "callback_archive_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -1450,6 +1464,7 @@ describe('operations', () => {
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
+    expect(bundle('worker')).toContain('callback_archive_failed');
     expect(bundle('sweeper')).toContain('sweep_done');
     expect(bundle('verifier')).toContain('file_checked');
     expect(bundle('verifier')).toContain('storage_incident_opened');
@@ -1556,6 +1571,21 @@ describe('operations', () => {
         dimensions: { QueueName: getAtt('VerifyDeadLetterQueue', 'QueueName') },
         threshold: 'GreaterThanThreshold 0',
       },
+      ArchiveDeliveryFailingAlarm: {
+        metric: 'AWS/Firehose DeliveryToS3.Success',
+        dimensions: { DeliveryStreamName: ref('ArchiveStream') },
+        threshold: 'LessThanThreshold 1',
+      },
+      ArchiveDeliveryLateAlarm: {
+        metric: 'AWS/Firehose DeliveryToS3.DataFreshness',
+        dimensions: { DeliveryStreamName: ref('ArchiveStream') },
+        threshold: 'GreaterThanThreshold 1200',
+      },
+      ArchiveWritesFailingAlarm: {
+        metric: `${namespace} FailedArchiveWrites`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
     });
   });
 
@@ -1579,6 +1609,19 @@ describe('operations', () => {
       `${service}-${stage}-ingest-5xx`,
       `${service}-${stage}-read-api-5xx`,
     ]);
+  });
+
+  test("the archive's alarms: delivery failing 15 minutes, a line 20 minutes late, 15 minutes of failed writes", () => {
+    const p = (id: string) => resource(id, 'AWS::CloudWatch::Alarm').Properties;
+    // DeliveryToS3.Success is the share of S3 writes that succeeded in the period: one failure makes it less than 1.
+    expect(p('ArchiveDeliveryFailingAlarm')).toMatchObject({ Statistic: 'Minimum', Period: 300, EvaluationPeriods: 3 });
+    // DataFreshness is the age (s) of the oldest line not yet in S3: normally under 1.5 times the 300 s buffer.
+    const buffer = resource('ArchiveStream', 'AWS::KinesisFirehose::DeliveryStream').Properties
+      .ExtendedS3DestinationConfiguration.BufferingHints.IntervalInSeconds;
+    expect(p('ArchiveDeliveryLateAlarm')).toMatchObject({ Statistic: 'Maximum', Threshold: 1200 });
+    expect(p('ArchiveDeliveryLateAlarm').Threshold).toBeGreaterThan(1.5 * buffer);
+    expect(p('ArchiveWritesFailingAlarm')).toMatchObject({ Statistic: 'Sum', Period: 300, EvaluationPeriods: 3 });
+    expect(p('ArchiveWritesFailingAlarm').DatapointsToAlarm ?? 3).toBe(3);
   });
 
   test('rejected callbacks alarm: not on a stray request, but on ten rejections in 15 minutes', () => {
