@@ -7,10 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FirehoseClient, PutRecordBatchCommand } from '@aws-sdk/client-firehose';
 import { S3Client } from '@aws-sdk/client-s3';
+import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import type { FauxqsServer } from 'fauxqs';
 import { firehoseArchive } from '../lib/aws/firehose/archive-stream.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
 import type { ArchiveWriter } from '../lib/domain/archive.ts';
+import type { EventPublisher } from '../lib/domain/event-publisher.ts';
+import { eventPublisherTo } from '../lib/aws/sns/task-events.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { copyArchive, duckdbSource, queryLocalArchive } from '../devkit/local/archive.ts';
@@ -167,4 +170,36 @@ test('the five queries of docs/archive.md run against raw', async () => {
   const queries = [...page.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
   expect(queries).toHaveLength(5);
   for (const sql of queries) expect(Array.isArray(await query(sql))).toBe(true);
+});
+
+test("a batch's lines go to the archive while its events are published, neither waiting on the other", async () => {
+  const config = { endpoint: `http://127.0.0.1:${fauxqs.port}`, region: 'us-east-1', credentials };
+  const sns = new SNSClient(config);
+  const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: 'archive-and-events' }));
+  sns.destroy();
+  const topic = eventPublisherTo(TopicArn!, config)!;
+  const publishing = Promise.withResolvers<void>();
+  const events: EventPublisher = {
+    publish(batch) {
+      publishing.resolve();
+      return topic.publish(batch);
+    },
+  };
+  // The archive's call goes out only once the events are being published: one after the other, the batch would
+  // never end.
+  const afterPublishing = new Proxy(firehose, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return async (command: object) => {
+        await publishing.promise;
+        return target.send(command as never);
+      };
+    },
+  });
+  const store = new DynamoTaskStore({ client: local.db.client, tableName: local.db.tableName });
+  const imageId = 'archive-with-events-1';
+  const records = [sqsRecord('screenshot', { ...fixture('screenshot-1-start'), imageId }, { groupId: imageId })];
+  const archive = firehoseArchive(afterPublishing, STREAM);
+  expect((await processBatch(sqsEvent(records), { store, log, archive, events })).batchItemFailures).toEqual([]);
+  expect(await query(`SELECT count(*) AS n FROM raw WHERE task_id = '${imageId}'`)).toEqual([{ n: '1' }]);
 });

@@ -118,9 +118,13 @@ export async function processBatch(
     if (deps.events && resume) taskEvents.push({ writes: done.map((i) => applied[i]!), events: [resume.event] });
   });
   await flushArms(applied, deps);
-  // Every stored record archived, in one call; one that is not fails, and comes again (archive-batch.ts).
-  await archiveBatch(prepared, applied, deps);
-  if (deps.events) await publishAll(taskEvents, deps.events);
+  // Every stored record archived, in one call; one that is not fails, and comes again (archive-batch.ts). The task
+  // events go out meanwhile: neither waits on the other (a record that fails either way comes again, and its line,
+  // archived twice, is one delivery of `raw`).
+  await Promise.all([
+    archiveBatch(prepared, applied, deps),
+    deps.events ? publishAll(taskEvents, deps.events) : undefined,
+  ]);
   // Once out (a record that failed to publish comes again, and its task's header still says the stall).
   const out = resumes.filter(([task]) => !tasks.get(task)!.some((i) => applied[i]!.outcome === 'failed'));
   await writeResumes(
