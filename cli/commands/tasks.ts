@@ -188,14 +188,13 @@ export function register(program: Command): void {
       const found = await oneTask(ref, () => allEventsOf(ctx.target.tasks, ref));
       if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
       const { events } = found;
-      // The table's older raw callbacks are in the archive: said beside them (on stderr with --json).
-      const archived = archivedCallbacks(found.task, ctx.now, retentionDays());
-      const note = archived ? archivedSentence(archived) : null;
       if (opts.json) {
         printJson(events.map(eventView));
-        if (note) cliIo().stderr.write(`${note}\n`);
         return;
       }
+      // The table's older raw callbacks are in the archive: said after those it holds.
+      const archived = archivedCallbacks(found.task, ctx.now, retentionDays());
+      const note = archived ? archivedSentence(archived) : null;
       if (events.length === 0 && !note) {
         ctx.out(`Task ${printable(id)} has no raw callbacks left (they expire after their retention period).`);
         return;
