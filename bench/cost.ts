@@ -2,6 +2,7 @@
 // same run (requests, write and read units, Lambda duration at the configured memory). Pure arithmetic,
 // so that it can be checked by hand and by the smoke test.
 import { readFileSync } from 'node:fs';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
 
 /** The prices, and where and when they were read. */
 export const PRICES = {
@@ -20,13 +21,13 @@ export const PRICES = {
 
 /**
  * Prices of what the report states beside the total, not in it (us-east-1 list prices as recorded in
- * 2026): CloudWatch Logs ingestion, and DynamoDB Standard storage for the raw archive, kept as long as
- * RAW_EVENT_TTL_DAYS says (default 90).
+ * 2026): CloudWatch Logs ingestion, and DynamoDB Standard storage for the raw callbacks, kept as long as
+ * RAW_EVENT_TTL_DAYS says (its default).
  */
 export const STORAGE_PRICES = {
   logsPerGbIngested: 0.5,
   dynamoPerGbMonth: 0.25,
-  rawEventTtlDays: 90,
+  rawEventTtlDays: DEFAULT_RAW_EVENT_TTL_DAYS,
 } as const;
 
 /** Most messages one ReceiveMessage returns and one DeleteMessageBatch deletes. */

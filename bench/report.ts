@@ -11,6 +11,8 @@ import type { IngestResult } from './ingest.ts';
 import { summarize, type Summary } from './stats.ts';
 import { batchSection, kindTable, storeSections } from './report-store.ts';
 import type { WorkerResult } from './worker.ts';
+import type { ArchiveBenchResult } from './archive.ts';
+import { archiveSection, archiveSummaryRows } from './archive-report.ts';
 
 export interface Machine {
   cpu: string;
@@ -59,8 +61,16 @@ export interface CostResult {
   underContention: { writeUnits: number; readUnits: number; recordConcurrency: number; totalUsd: number };
 }
 
-export type PartName = 'ingest' | 'cold-start' | 'worker' | 'api' | 'end-to-end' | 'cost';
-export const PART_NAMES: readonly PartName[] = ['ingest', 'cold-start', 'worker', 'api', 'end-to-end', 'cost'];
+export type PartName = 'ingest' | 'cold-start' | 'worker' | 'api' | 'end-to-end' | 'cost' | 'archive';
+export const PART_NAMES: readonly PartName[] = [
+  'ingest',
+  'cold-start',
+  'worker',
+  'api',
+  'end-to-end',
+  'cost',
+  'archive',
+];
 
 export interface BenchResults {
   date: string;
@@ -74,6 +84,7 @@ export interface BenchResults {
   api?: ApiResult;
   endToEnd?: EndToEndResult;
   cost?: CostResult;
+  archive?: ArchiveBenchResult;
   /** Parts that could not run, and why. */
   missing: Partial<Record<PartName, string>>;
 }
@@ -649,6 +660,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.api) parts.push('', apiSection(r.api));
   if (r.endToEnd) parts.push('', endToEndSection(r.endToEnd));
   if (r.cost) parts.push('', costSection(r.cost));
+  if (r.archive) parts.push('', archiveSection(r.archive, table, num));
   return `${parts.join('\n')}\n`;
 }
 
@@ -762,6 +774,7 @@ export function renderSummary(r: BenchResults): string {
       x(r.cost.ratio),
     ]);
   }
+  if (r.archive) rows.push(...archiveSummaryRows(r.archive, num));
   return table(['figure', 'measured', 'baseline (same run)', 'ratio'], rows);
 }
 

@@ -1,6 +1,6 @@
 // `npm run bench`: measures the system on this machine and writes bench/RESULTS.md and bench/results.json.
 //   --quick          tiny sizes, a few seconds per part (nothing is written unless --out is given)
-//   --only <parts>   comma-separated: ingest, cold-start, worker, api, end-to-end, cost
+//   --only <parts>   comma-separated: ingest, cold-start, worker, api, end-to-end, cost, archive
 //   --out <dir>      where to write RESULTS.md and results.json (default bench/ for a full run)
 // Every server the bench starts listens on 127.0.0.1 and is stopped before it exits.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +23,7 @@ import {
   type PartName,
 } from './report.ts';
 import { benchWorker, workerSizes } from './worker.ts';
+import { archiveSizes, benchArchive } from './archive.ts';
 import { errorSentence } from '../lib/text.ts';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
@@ -30,7 +31,7 @@ const benchDir = fileURLToPath(new URL('.', import.meta.url));
 const WATCHDOG_MS = 30 * 60_000;
 
 function usage(): string {
-  return 'usage: npm run bench -- [--quick] [--only ingest,cold-start,worker,api,end-to-end,cost] [--out <dir>]';
+  return `usage: npm run bench -- [--quick] [--only ${PART_NAMES.join(',')}] [--out <dir>]`;
 }
 
 function parseOptions(argv: string[]): { quick: boolean; parts: PartName[]; out: string | null } {
@@ -268,6 +269,9 @@ async function main(): Promise<void> {
       const cost = runCost(results);
       if (typeof cost === 'string') throw new Error(cost);
       results.cost = cost;
+    });
+    await attempt('archive', async () => {
+      results.archive = await benchArchive(archiveSizes[size], progress);
     });
   } finally {
     rmSync(workDir, { recursive: true, force: true });

@@ -54,29 +54,29 @@ describe('how far back the quarantine is read', () => {
     else process.env.RAW_EVENT_TTL_DAYS = saved;
   });
 
-  test('--days: up to the retention (RAW_EVENT_TTL_DAYS, else 90), beyond it refused with the reason', () => {
+  test('--days: up to the retention (RAW_EVENT_TTL_DAYS, else 7), beyond it refused with the reason', () => {
     delete process.env.RAW_EVENT_TTL_DAYS;
-    expect(retentionDays()).toBe(90);
-    expect(quarantineDays('90')).toBe(90);
-    expect(() => quarantineDays('91')).toThrow(
+    expect(retentionDays()).toBe(7);
+    expect(quarantineDays('7')).toBe(7);
+    expect(() => quarantineDays('8')).toThrow(
       new InvalidArgumentError(
-        'at most 90: quarantined callbacks are kept 90 days (RAW_EVENT_TTL_DAYS), the table holds none older.',
+        'at most 7: quarantined callbacks are kept 7 days (RAW_EVENT_TTL_DAYS), the table holds none older.',
       ),
     );
     expect(() => quarantineDays('0')).toThrow(InvalidArgumentError);
     process.env.RAW_EVENT_TTL_DAYS = '400';
     expect(quarantineDays('365')).toBe(365);
     process.env.RAW_EVENT_TTL_DAYS = 'ninety';
-    expect(retentionDays()).toBe(90);
+    expect(retentionDays()).toBe(7);
   });
 
   test('--since: not before the oldest day the table keeps', () => {
     delete process.env.RAW_EVENT_TTL_DAYS;
     const now = Date.UTC(2026, 10, 26);
-    expect(() => checkQuarantineSince(now - 89 * 86_400_000, now)).not.toThrow();
+    expect(() => checkQuarantineSince(now - 6 * 86_400_000, now)).not.toThrow();
     expect(() => checkQuarantineSince(undefined, now)).not.toThrow();
     expect(() => checkQuarantineSince(Date.UTC(2000, 0, 1), now)).toThrow(
-      /^--since is more than 90 days back: quarantined callbacks are kept 90 days/,
+      /^--since is more than 7 days back: quarantined callbacks are kept 7 days/,
     );
   });
 
@@ -109,10 +109,10 @@ describe('how far back the quarantine is read', () => {
       const { stderr, error } = await parse(args);
       expect(error).toBeInstanceOf(CommanderError);
       expect((error as CommanderError).code).toBe('commander.invalidArgument');
-      expect(stderr).toContain('at most 90: quarantined callbacks are kept 90 days');
+      expect(stderr).toContain('at most 7: quarantined callbacks are kept 7 days');
     }
     const since = await parse(['quarantine', 'list', '--since', '2000-01-01']);
-    expect(errorSentence(since.error, { bare: true })).toMatch(/^--since is more than 90 days back/);
+    expect(errorSentence(since.error, { bare: true })).toMatch(/^--since is more than 7 days back/);
   });
 });
 

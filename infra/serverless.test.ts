@@ -13,6 +13,8 @@ import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { wildcardMatch } from '../devkit/local/iam/policy.ts';
 import { DELIVERY_PREFIX } from '../lib/aws/dynamo/table.ts';
+import { ARCHIVE_COLUMNS, partitionOf } from '../lib/domain/archive.ts';
+import { SERVICES } from '../lib/platform/services.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
 import {
   bundleRequestsOfEach,
@@ -36,6 +38,8 @@ const timeVariables = {
   STALL_UNKNOWN: { Ref: 'StallUnknown' },
 };
 const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'VerifierRole', 'WorkerRole'];
+/** The roles of the stack that no function runs as: the archive stream's (infra/archive.yml). */
+const serviceRoleIds = ['ArchiveDeliveryRole'];
 /** A condition that holds a role's table actions to delivery items (lib/aws/dynamo/table.ts DELIVERY_PREFIX). */
 const deliveryItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${DELIVERY_PREFIX}*`] } };
 
@@ -108,6 +112,7 @@ const VARIANT_PARAMS = {
   functions: [`paramsSecretsLayerArn=${STAGE_LAYER}`, 'ingestReservedConcurrency=20'],
   operators: [`callbackQueueSenders=${OPERATORS.join(',')}`],
   storage: [`storageSettings=${JSON.stringify(STORAGE)}`],
+  archive: ['rawRetentionDays=3', 'archiveRetentionDays=30', 'archiveQueryLimitGb=0.5'],
 };
 
 /** Records any attempt to open a network connection of the process that imports it, in its NETWORK_LOG. */
@@ -317,7 +322,7 @@ describe('functions', () => {
     expect(fn.Environment.Variables).toEqual({
       QUEUE_URL: ref('CallbackFifoQueue'),
       TASKS_TABLE: ref('TasksTable'),
-      RAW_EVENT_TTL_DAYS: '90',
+      RAW_EVENT_TTL_DAYS: ref('RawRetentionDays'),
       SIGNATURE_MODE: ref('SignatureMode'),
       DEVELOPMENT_STAGE: ref('Development'),
       SIGNATURE_TOLERANCE_S: '300',
@@ -341,10 +346,11 @@ describe('functions', () => {
     expect(fn.Layers).toBeUndefined();
     expect(fn.Environment.Variables).toEqual({
       TASKS_TABLE: ref('TasksTable'),
-      RAW_EVENT_TTL_DAYS: '90',
+      RAW_EVENT_TTL_DAYS: ref('RawRetentionDays'),
       LOG_LEVEL: ref('LogLevel'),
       TASK_EVENTS_TOPIC_ARN: ref('TaskEventsTopic'),
       QUEUE_MAX_RECEIVE_COUNT: '5',
+      ARCHIVE_STREAM: ref('ArchiveStream'),
       ...timeVariables,
     });
     // The worker gives a record up at the queue's last receive: the two numbers are one.
@@ -543,7 +549,11 @@ describe('functions', () => {
     expect(fn.Timeout).toBe(10);
     expect(fn.Role).toEqual(getAtt('ApiRole'));
     expect(fn.Layers).toBeUndefined();
-    expect(fn.Environment.Variables).toEqual({ TASKS_TABLE: ref('TasksTable'), LOG_LEVEL: ref('LogLevel') });
+    expect(fn.Environment.Variables).toEqual({
+      TASKS_TABLE: ref('TasksTable'),
+      RAW_EVENT_TTL_DAYS: ref('RawRetentionDays'),
+      LOG_LEVEL: ref('LogLevel'),
+    });
   });
 
   test('stage parameters become the deploy-time defaults, checked by CloudFormation', () => {
@@ -612,6 +622,7 @@ describe('functions', () => {
     const groups = resourcesOfType('AWS::Logs::LogGroup');
     expect(groups.map(([id]) => id).sort()).toEqual([
       'ApiLogGroup',
+      'ArchiveDeliveryLogGroup',
       'HttpApiLogGroup',
       'IngestLogGroup',
       'SweeperLogGroup',
@@ -632,7 +643,7 @@ describe('IAM', () => {
       resourcesOfType('AWS::IAM::Role')
         .map(([id]) => id)
         .sort(),
-    ).toEqual(roleIds);
+    ).toEqual([...roleIds, ...serviceRoleIds].sort());
     for (const id of roleIds) {
       expect(resource(id, 'AWS::IAM::Role').Properties.AssumeRolePolicyDocument.Statement).toEqual([
         { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
@@ -674,6 +685,7 @@ describe('IAM', () => {
         [WORKER_TABLE_ACTIONS, getAtt('TasksTable')],
         [['sns:Publish'], ref('TaskEventsTopic')],
         [['kms:Decrypt', 'kms:GenerateDataKey'], getAtt('TopicsKey')],
+        [['firehose:PutRecordBatch'], getAtt('ArchiveStream')],
       ]);
       expect(statements[4]!.Condition).toEqual({
         StringEquals: { 'kms:ViaService': { 'Fn::Sub': 'sns.${AWS::Region}.${AWS::URLSuffix}' } },
@@ -751,7 +763,7 @@ describe('IAM', () => {
   );
 
   test('no statement allows "*" actions or resources, and every statement allows', () => {
-    for (const id of roleIds) {
+    for (const id of [...roleIds, ...serviceRoleIds]) {
       for (const s of statementsOf(id)) {
         expect(s.Effect).toBe('Allow');
         for (const a of actions(s)) expect(a).not.toMatch(/\*/);
@@ -784,6 +796,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
     dynamodb: 'TASKS_TABLE',
     sqs: 'QUEUE_URL',
     sns: 'TASK_EVENTS_TOPIC_ARN',
+    firehose: 'ARCHIVE_STREAM',
   };
   const grant = (action: string, resourceOf: Json, condition?: Json) =>
     JSON.stringify([action, resourceOf, condition ?? null]);
@@ -832,6 +845,8 @@ describe('IAM: each role grants exactly what its function does, and nothing more
         return action === 'dynamodb:Query' && requests.namesIndex ? [table, index] : [table];
       }
       if (target.Type === 'AWS::SQS::Queue') return [grant(action, getAtt(named.Ref))];
+      // Firehose names a stream by its name in a request, IAM by its ARN.
+      if (target.Type === 'AWS::KinesisFirehose::DeliveryStream') return [grant(action, getAtt(named.Ref))];
       if (target.Type === 'AWS::SNS::Topic') {
         const key = target.Properties.KmsMasterKeyId;
         // SNS encrypts what is published with a data key it asks KMS for on the publisher's behalf.
@@ -895,6 +910,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
       const worker = bundles.get('worker')!;
       expect(worker.sent.map((c) => `${c.service}:${c.operation}`)).toEqual([
         ...WORKER_TABLE_ACTIONS,
+        'firehose:PutRecordBatch',
         'sns:PublishBatch',
       ]);
       expect(granted('WorkerRole')).toContain(grant('dynamodb:UpdateItem', getAtt('TasksTable')));
@@ -1026,6 +1042,7 @@ describe('dashboard', () => {
     'CallbackFifoQueue.QueueName': 'AWS::SQS::Queue',
     'CallbackFifoDeadLetterQueue.QueueName': 'AWS::SQS::Queue',
     'TaskEventsTopic.TopicName': 'AWS::SNS::Topic',
+    ArchiveStream: 'AWS::KinesisFirehose::DeliveryStream',
   };
   const dashboard = () => {
     const all = resourcesOfType('AWS::CloudWatch::Dashboard');
@@ -1095,6 +1112,18 @@ describe('dashboard', () => {
       { FunctionName: '<ApiLambdaFunction>' },
     ]);
     expect(latency.map((m) => m.at(-1).stat)).toEqual(['p50', 'p99']);
+  });
+
+  test("the archive: the stream's records in and delivered, its S3 writes and freshness, the worker's failures", () => {
+    const stream = { DeliveryStreamName: '<ArchiveStream>' };
+    for (const name of [
+      'IncomingRecords',
+      'DeliveryToS3.Records',
+      'DeliveryToS3.Success',
+      'DeliveryToS3.DataFreshness',
+    ])
+      expect({ name, on: find('AWS/Firehose', name).map(dimensions) }).toEqual({ name, on: [stream] });
+    expect(find(`${service}/${stage}`, 'FailedArchiveWrites')).toHaveLength(1);
   });
 
   test("the stage's own log metrics: each is made by one of its metric filters, quarantine among them", () => {
@@ -1426,6 +1455,7 @@ describe('operations', () => {
         namespace,
       ],
       StorageIncidents: [ref('VerifierLogGroup'), '{ $.event = "storage_incident_opened" }', namespace],
+      FailedArchiveWrites: [ref('WorkerLogGroup'), '{ $.event = "callback_archive_failed" }', namespace],
     });
     // The event names must exist in the code that logs them, or the alarms would never fire.
     const bundle = (name: string) => readFileSync(join(root, 'dist', name, 'index.mjs'), 'utf8');
@@ -1434,6 +1464,7 @@ describe('operations', () => {
     expect(bundle('worker')).toContain('callback_quarantined');
     expect(bundle('worker')).toContain('upload_failed');
     expect(bundle('worker')).toContain('events_publish_failed');
+    expect(bundle('worker')).toContain('callback_archive_failed');
     expect(bundle('sweeper')).toContain('sweep_done');
     expect(bundle('verifier')).toContain('file_checked');
     expect(bundle('verifier')).toContain('storage_incident_opened');
@@ -1540,6 +1571,21 @@ describe('operations', () => {
         dimensions: { QueueName: getAtt('VerifyDeadLetterQueue', 'QueueName') },
         threshold: 'GreaterThanThreshold 0',
       },
+      ArchiveDeliveryFailingAlarm: {
+        metric: 'AWS/Firehose DeliveryToS3.Success',
+        dimensions: { DeliveryStreamName: ref('ArchiveStream') },
+        threshold: 'LessThanThreshold 1',
+      },
+      ArchiveDeliveryLateAlarm: {
+        metric: 'AWS/Firehose DeliveryToS3.DataFreshness',
+        dimensions: { DeliveryStreamName: ref('ArchiveStream') },
+        threshold: 'GreaterThanThreshold 1200',
+      },
+      ArchiveWritesFailingAlarm: {
+        metric: `${namespace} FailedArchiveWrites`,
+        dimensions: {},
+        threshold: 'GreaterThanOrEqualToThreshold 1',
+      },
     });
   });
 
@@ -1565,6 +1611,19 @@ describe('operations', () => {
     ]);
   });
 
+  test("the archive's alarms: delivery failing 15 minutes, a line 20 minutes late, 15 minutes of failed writes", () => {
+    const p = (id: string) => resource(id, 'AWS::CloudWatch::Alarm').Properties;
+    // DeliveryToS3.Success is the share of S3 writes that succeeded in the period: one failure makes it less than 1.
+    expect(p('ArchiveDeliveryFailingAlarm')).toMatchObject({ Statistic: 'Minimum', Period: 300, EvaluationPeriods: 3 });
+    // DataFreshness is the age (s) of the oldest line not yet in S3: normally under 1.5 times the 300 s buffer.
+    const buffer = resource('ArchiveStream', 'AWS::KinesisFirehose::DeliveryStream').Properties
+      .ExtendedS3DestinationConfiguration.BufferingHints.IntervalInSeconds;
+    expect(p('ArchiveDeliveryLateAlarm')).toMatchObject({ Statistic: 'Maximum', Threshold: 1200 });
+    expect(p('ArchiveDeliveryLateAlarm').Threshold).toBeGreaterThan(1.5 * buffer);
+    expect(p('ArchiveWritesFailingAlarm')).toMatchObject({ Statistic: 'Sum', Period: 300, EvaluationPeriods: 3 });
+    expect(p('ArchiveWritesFailingAlarm').DatapointsToAlarm ?? 3).toBe(3);
+  });
+
   test('rejected callbacks alarm: not on a stray request, but on ten rejections in 15 minutes', () => {
     const p = resource('RejectedCallbacksAlarm', 'AWS::CloudWatch::Alarm').Properties;
     expect(p).toMatchObject({ Statistic: 'Sum', Period: 900, EvaluationPeriods: 1 });
@@ -1587,6 +1646,282 @@ describe('operations', () => {
     expect(template.Outputs.DeadLetterQueueUrl!.Value).toEqual(ref('CallbackFifoDeadLetterQueue'));
     expect(template.Outputs.AlarmTopicArn!.Value).toEqual(ref('AlarmTopic'));
     expect(template.Outputs.ReadApiInvokePolicyArn!.Value).toEqual(ref('ReadApiInvokePolicy'));
+    // The archive's names, for `callbacks archive query` (docs/archive.md).
+    expect(template.Outputs.ArchiveBucketName!.Value).toEqual(ref('ArchiveBucket'));
+    expect(template.Outputs.ArchiveDatabaseName!.Value).toEqual(ref('ArchiveDatabase'));
+    expect(template.Outputs.ArchiveWorkgroupName!.Value).toEqual(ref('ArchiveWorkgroup'));
+  });
+});
+
+describe('archive', () => {
+  const bucketArn = getAtt('ArchiveBucket');
+  const under = (prefix: string) => ({ 'Fn::Sub': `\${ArchiveBucket.Arn}/${prefix}*` });
+  const stream = () => resource('ArchiveStream', 'AWS::KinesisFirehose::DeliveryStream').Properties;
+  const table = () => resource('ArchiveRawTable', 'AWS::Glue::Table').Properties.TableInput;
+  /** infra/archive-params.cjs, called as osls calls it, with serverless.yml's defaults and `params` over them. */
+  const archiveParams = (params: Record<string, string>) => {
+    const resolver = createRequire(import.meta.url)('./archive-params.cjs') as (ctx: {
+      resolveVariable: (name: string) => Promise<unknown>;
+    }) => Promise<Record<string, unknown>>;
+    const values: Record<string, string> = {
+      rawRetentionDays: '7',
+      archiveRetentionDays: '365',
+      archiveQueryLimitGb: '100',
+      'self:service': service,
+      'sls:stage': stage,
+      ...params,
+    };
+    return resolver({ resolveVariable: async (name) => values[name.replace(/^param:/, '')] });
+  };
+
+  test('the bucket: encrypted, no public access, TLS only, kept when the stack is removed', () => {
+    const bucket = resource('ArchiveBucket', 'AWS::S3::Bucket');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.UpdateReplacePolicy).toBe('Retain');
+    const p = bucket.Properties;
+    expect(p.BucketEncryption.ServerSideEncryptionConfiguration).toEqual([
+      { ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } },
+    ]);
+    expect(p.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    const policy = resource('ArchiveBucketPolicy', 'AWS::S3::BucketPolicy').Properties;
+    expect(policy.Bucket).toEqual(ref('ArchiveBucket'));
+    expect(policy.PolicyDocument.Statement).toEqual([
+      {
+        Sid: 'DenyUnencryptedTransport',
+        Effect: 'Deny',
+        Principal: '*',
+        Action: 's3:*',
+        Resource: [bucketArn, { 'Fn::Sub': '${ArchiveBucket.Arn}/*' }],
+        Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+      },
+    ]);
+  });
+
+  test('the lifecycle keeps archived callbacks and delivery errors archiveRetentionDays, results a week', async () => {
+    const expiry = (t: Template) =>
+      Object.fromEntries(
+        (t.Resources.ArchiveBucket!.Properties.LifecycleConfiguration.Rules as Json[]).map((r) => [
+          r.Prefix ?? '(all)',
+          r.ExpirationInDays ?? `abort uploads after ${r.AbortIncompleteMultipartUpload?.DaysAfterInitiation} day`,
+        ]),
+      );
+    expect(expiry(template)).toEqual({
+      'raw/': 365,
+      'errors/': 365,
+      'athena-results/': 7,
+      '(all)': 'abort uploads after 1 day',
+    });
+    // VARIANT_PARAMS.archive
+    const custom = await variant;
+    expect(expiry(custom)['raw/']).toBe(30);
+    expect(custom.Parameters.RawRetentionDays.Default).toBe('3');
+    expect(custom.Resources.ArchiveRawTable!.Properties.TableInput.Parameters['projection.dt.range']).toBe(
+      'NOW-30DAYS,NOW',
+    );
+    expect(custom.Resources.ArchiveWorkgroup!.Properties.WorkGroupConfiguration.BytesScannedCutoffPerQuery).toBe(
+      0.5 * 1024 ** 3,
+    );
+  });
+
+  test("the retentions are checked when packaging: whole days, the archive's no shorter than the table's", async () => {
+    expect(await archiveParams({})).toEqual({
+      rawRetentionDays: '7',
+      archiveRetentionDays: 365,
+      archiveQueryLimitBytes: 100 * 1024 ** 3,
+      databaseName: `rtc_callbacks_receiver_${stage}_archive`,
+    });
+    const refused: [Record<string, string>, string][] = [
+      [
+        { rawRetentionDays: '0' },
+        'Stage parameter rawRetentionDays must be a whole number of days, at least 1, not "0".',
+      ],
+      [{ archiveRetentionDays: '1.5' }, 'Stage parameter archiveRetentionDays must be a whole number of days'],
+      [
+        { rawRetentionDays: '30', archiveRetentionDays: '7' },
+        'Stage parameter archiveRetentionDays (7) must be at least rawRetentionDays (30): a raw callback that has ' +
+          'left the table must still be in the archive.',
+      ],
+      [{ archiveQueryLimitGb: '0.001' }, "Athena's least limit is 10 MB"],
+      [{ archiveQueryLimitGb: 'lots' }, 'Stage parameter archiveQueryLimitGb must be a number of GB'],
+    ];
+    for (const [params, sentence] of refused) await expect(archiveParams(params)).rejects.toThrow(sentence);
+    // A stage name Glue would not take as it is.
+    expect((await archiveParams({ 'sls:stage': 'Prod-EU.2' })).databaseName).toBe(
+      'rtc_callbacks_receiver_prod_eu_2_archive',
+    );
+  });
+
+  test('the stream: Direct PUT, encrypted, GZIP, its own role, its delivery errors logged and kept apart', () => {
+    const p = stream();
+    expect(p.DeliveryStreamName).toBe(`${service}-${stage}-archive`);
+    expect(p.DeliveryStreamType).toBe('DirectPut');
+    expect(p.DeliveryStreamEncryptionConfigurationInput).toEqual({ KeyType: 'AWS_OWNED_CMK' });
+    const s3 = p.ExtendedS3DestinationConfiguration;
+    expect(s3.BucketARN).toEqual(bucketArn);
+    expect(s3.RoleARN).toEqual(getAtt('ArchiveDeliveryRole'));
+    expect(s3.CompressionFormat).toBe('GZIP');
+    // Dynamic partitioning needs an error prefix; each kind of error in a folder of its own.
+    expect(s3.ErrorOutputPrefix).toMatch(/^errors\/!\{firehose:error-output-type\}\//);
+    expect(s3.DynamicPartitioningConfiguration.Enabled).toBe(true);
+    // Firehose's limits with dynamic partitioning: a buffer of at least 64 MB, at most 900 s.
+    expect(s3.BufferingHints.SizeInMBs).toBeGreaterThanOrEqual(64);
+    expect(s3.BufferingHints.IntervalInSeconds).toBeLessThanOrEqual(900);
+    expect(s3.CloudWatchLoggingOptions).toEqual({
+      Enabled: true,
+      LogGroupName: ref('ArchiveDeliveryLogGroup'),
+      LogStreamName: ref('ArchiveDeliveryLogStream'),
+    });
+    const group = resource('ArchiveDeliveryLogGroup', 'AWS::Logs::LogGroup').Properties;
+    expect(group.LogGroupName).toBe(`/aws/kinesisfirehose/${service}-${stage}-archive`);
+    expect(resource('ArchiveDeliveryLogStream', 'AWS::Logs::LogStream').Properties.LogGroupName).toEqual(
+      ref('ArchiveDeliveryLogGroup'),
+    );
+  });
+
+  test('the stream files each line under the folder of its `partition`, as lib/domain/archive.ts writes it', () => {
+    const s3 = stream().ExtendedS3DestinationConfiguration;
+    const processors = s3.ProcessingConfiguration.Processors as Json[];
+    expect(processors.map((p) => p.Type)).toEqual(['MetadataExtraction']);
+    const parameters = Object.fromEntries(
+      (processors[0].Parameters as Json[]).map((p) => [p.ParameterName, p.ParameterValue]),
+    );
+    expect(parameters.JsonParsingEngine).toBe('JQ-1.6');
+    // `{key: .partition.key, ...}`: each partition key read off the line's object of the same name.
+    const query = /^\{(.*)\}$/.exec(parameters.MetadataExtractionQuery)![1]!;
+    const keys = query.split(',').map((pair: string) => {
+      const [key, path] = pair.split(':').map((x) => x.trim()) as [string, string];
+      expect(path).toBe(`.partition.${key}`);
+      return key;
+    });
+    const line = { partition: partitionOf('recording', 'app-1', Date.UTC(2025, 10, 22, 2, 30)) };
+    expect(keys.sort()).toEqual(Object.keys(line.partition).sort());
+    // The prefix Firehose builds for that line, as the table's partitions and the local stand-in read it.
+    const prefix = (s3.Prefix as string).replace(
+      /!\{partitionKeyFromQuery:(\w+)\}/g,
+      (_, key: string) => (line.partition as unknown as Record<string, string>)[key]!,
+    );
+    expect(prefix).toBe('raw/service=recording/dt=2025-11-22/appKey=app-1/');
+    expect(prefix).not.toContain('!{');
+  });
+
+  test("the stream's role: s3:PutObject under the archive's prefixes, its error log; Firehose of this account", () => {
+    const role = resource('ArchiveDeliveryRole', 'AWS::IAM::Role').Properties;
+    expect(role.AssumeRolePolicyDocument.Statement).toEqual([
+      {
+        Effect: 'Allow',
+        Principal: { Service: 'firehose.amazonaws.com' },
+        Action: 'sts:AssumeRole',
+        Condition: { StringEquals: { 'sts:ExternalId': ref('AWS::AccountId') } },
+      },
+    ]);
+    expect(statementsOf('ArchiveDeliveryRole').map((st) => [actions(st), st.Resource])).toEqual([
+      [['s3:PutObject'], [under('raw/'), under('errors/')]],
+      [
+        ['logs:PutLogEvents'],
+        {
+          'Fn::Sub':
+            'arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:${ArchiveDeliveryLogGroup}' +
+            ':log-stream:${ArchiveDeliveryLogStream}',
+        },
+      ],
+    ]);
+    // Every prefix the stream writes is one the role may write.
+    const s3 = stream().ExtendedS3DestinationConfiguration;
+    for (const prefix of [s3.Prefix, s3.ErrorOutputPrefix]) expect(prefix).toMatch(/^(raw|errors)\//);
+  });
+
+  test('the worker archives to that stream, and may PutRecordBatch on it alone', () => {
+    const fn = resource('WorkerLambdaFunction', 'AWS::Lambda::Function').Properties;
+    expect(fn.Environment.Variables.ARCHIVE_STREAM).toEqual(ref('ArchiveStream'));
+    const firehose = statementsOf('WorkerRole').filter((st) => actions(st).some((a) => a.startsWith('firehose:')));
+    expect(firehose).toEqual([
+      {
+        Sid: 'ArchiveCallbacks',
+        Effect: 'Allow',
+        Action: 'firehose:PutRecordBatch',
+        Resource: getAtt('ArchiveStream'),
+      },
+    ]);
+    // No other role may write the archive.
+    for (const id of roleIds.filter((r) => r !== 'WorkerRole'))
+      expect(
+        statementsOf(id)
+          .flatMap(actions)
+          .filter((a) => a.startsWith('firehose:')),
+      ).toEqual([]);
+  });
+
+  test('the Glue table raw: JSON SerDe, the columns of lib/domain/archive.ts, service and dt projected', () => {
+    const db = resource('ArchiveDatabase', 'AWS::Glue::Database').Properties;
+    expect(db.DatabaseInput.Name).toBe(`rtc_callbacks_receiver_${stage}_archive`);
+    const t = table();
+    expect(resource('ArchiveRawTable', 'AWS::Glue::Table').Properties.DatabaseName).toEqual(ref('ArchiveDatabase'));
+    expect(t.Name).toBe('raw');
+    expect(t.TableType).toBe('EXTERNAL_TABLE');
+    const sd = t.StorageDescriptor;
+    expect(sd.SerdeInfo.SerializationLibrary).toBe('org.openx.data.jsonserde.JsonSerDe');
+    expect(sd.Location).toEqual({ 'Fn::Sub': 's3://${ArchiveBucket}/raw/' });
+    expect(sd.Columns.map((c: Json) => [c.Name, c.Type])).toEqual(ARCHIVE_COLUMNS.map(([n, type]) => [n, type]));
+    expect(t.PartitionKeys).toEqual([
+      { Name: 'service', Type: 'string' },
+      { Name: 'dt', Type: 'string' },
+    ]);
+    const p = t.Parameters;
+    expect(p['projection.enabled']).toBe('true');
+    expect(p['projection.service.type']).toBe('enum');
+    expect(p['projection.service.values'].split(',')).toEqual([...SERVICES]);
+    expect(p).toMatchObject({
+      'projection.dt.type': 'date',
+      'projection.dt.format': 'yyyy-MM-dd',
+      'projection.dt.range': 'NOW-365DAYS,NOW',
+      'projection.dt.interval': '1',
+      'projection.dt.interval.unit': 'DAYS',
+    });
+    // Every partition key projected (Athena refuses a projected table with one that is not), none injected: no
+    // query has to name a value of one. The template reads each day's folder, the appKey folders under it included.
+    expect(
+      Object.keys(p)
+        .filter((k) => /^projection\.\w+\.type$/.test(k))
+        .sort(),
+    ).toEqual(['projection.dt.type', 'projection.service.type']);
+    expect(p['storage.location.template']).toEqual({
+      'Fn::Sub': 's3://${ArchiveBucket}/raw/service=${!service}/dt=${!dt}/',
+    });
+    // The folders the stream writes are under those the template names.
+    expect(stream().ExtendedS3DestinationConfiguration.Prefix).toMatch(
+      /^raw\/service=!\{partitionKeyFromQuery:service\}\/dt=!\{partitionKeyFromQuery:dt\}\//,
+    );
+    expect(resourcesOfType('AWS::Glue::Crawler')).toEqual([]);
+  });
+
+  test("the table's columns are those docs/archive.md lists, with their types", () => {
+    const docs = readFileSync(join(root, 'docs/archive.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('## The table `raw`'));
+    const rows = [...section.matchAll(/^\| `(\w+)`\s*\| (\w+)\s*\|/gm)].map((m) => [m[1], m[2]]);
+    const types: Record<string, string> = { string: 'string', int: 'int', boolean: 'boolean' };
+    expect(rows).toEqual([
+      ...table().StorageDescriptor.Columns.map((c: Json) => [c.Name, types[c.Type]]),
+      ...table().PartitionKeys.map((c: Json) => [c.Name, c.Type]),
+    ]);
+  });
+
+  test('the workgroup: its limit per query and its results location enforced, engine 3, metrics', () => {
+    const wg = resource('ArchiveWorkgroup', 'AWS::Athena::WorkGroup').Properties;
+    expect(wg.Name).toBe(`${service}-${stage}-archive`);
+    const config = wg.WorkGroupConfiguration;
+    expect(config.EnforceWorkGroupConfiguration).toBe(true);
+    expect(config.BytesScannedCutoffPerQuery).toBe(100 * 1024 ** 3);
+    expect(config.PublishCloudWatchMetricsEnabled).toBe(true);
+    expect(config.EngineVersion).toEqual({ SelectedEngineVersion: 'Athena engine version 3' });
+    expect(config.ResultConfiguration).toEqual({
+      OutputLocation: { 'Fn::Sub': 's3://${ArchiveBucket}/athena-results/' },
+      EncryptionConfiguration: { EncryptionOption: 'SSE_S3' },
+    });
   });
 });
 

@@ -14,6 +14,8 @@ import { benchIngest } from '../bench/ingest.ts';
 import { describeMachine, renderMarkdown, renderSummary, type BenchResults } from '../bench/report.ts';
 import { median, percentile, ratios, summarize } from '../bench/stats.ts';
 import { eventsIndexWrites, indexWrites } from '../bench/worker.ts';
+import { ARCHIVE_PRICES, archiveCostPerMillion } from '../bench/archive-cost.ts';
+import { benchArchive } from '../bench/archive.ts';
 
 describe('statistics', () => {
   test('median, nearest-rank percentiles and summaries', () => {
@@ -101,6 +103,67 @@ describe('cost per million callbacks', () => {
     });
     expect(() => readDeployedSettings(yaml(''))).toThrow(/functions\.ingest\.memorySize/);
   });
+});
+
+describe("the archive's cost per million callbacks", () => {
+  const GB = 1024 ** 3;
+  const inputs = {
+    callbacksPerMonth: 1e9,
+    activePartitions: 20,
+    retentionDays: 360,
+    recordsPerCallback: 1,
+    recordBytes: 1024,
+    billedBytes: 5120,
+    gzipRatio: 0.1,
+    recordingShare: 0.5,
+    deliveryItemBytes: 924,
+  };
+
+  test('each line is the price times the quantity: records at 5 KB, objects per buffer, storage kept', () => {
+    const cost = archiveCostPerMillion(inputs);
+    const usd = (start: string) => cost.lines.find((l) => l.item.startsWith(start))!.usd;
+    expect(usd('Firehose ingestion')).toBeCloseTo(((1e6 * 5120) / GB) * ARCHIVE_PRICES.firehosePerGbIngested, 10);
+    expect(usd('dynamic partitioning, per GB')).toBeCloseTo(((1e6 * 1024) / GB) * 0.02, 10);
+    // 20 partitions x 8,640 five-minute buffers a month, over 1,000 millions: per object and per S3 PUT.
+    expect(usd('dynamic partitioning, per object')).toBeCloseTo(((20 * 8640) / 1000 / 1000) * (0.005 + 0.005), 10);
+    expect(usd('JQ')).toBeCloseTo((720 * 0.07) / 1000, 10);
+    // 0.1 GiB-ish of gzip kept 12 months at $0.023.
+    expect(usd('S3 Standard')).toBeCloseTo(((1e6 * 1024 * 0.1) / GB) * 12 * 0.023, 10);
+    // A month's objects read by four queries, a day's by one, the recording half by the task's history.
+    const month = 1e9 * 1024 * 0.1;
+    const scanned = (month / 30 + 3 * month + 0.5 * month) / 1000;
+    expect(usd('Athena')).toBeCloseTo((scanned / 1024 ** 4) * 5, 10);
+    expect(cost.totalUsd).toBeCloseTo(
+      cost.lines.reduce((a, l) => a + l.usd, 0),
+      10,
+    );
+  });
+
+  test("fixed charges fall on few callbacks at low volume; the table's raw items: 90 days then, 7 now", () => {
+    const low = archiveCostPerMillion({ ...inputs, callbacksPerMonth: 1e6 });
+    // A million callbacks make no more objects than records.
+    expect(low.lines.find((l) => l.item.includes('per object'))!.quantity).toBe('172,800 objects');
+    expect(archiveCostPerMillion({ ...inputs, callbacksPerMonth: 1e5 }).lines[2]!.quantity).toBe('1,000,000 objects');
+    // Each item and its byTaskTime copy, 100 bytes of overhead each, at $0.25 per GB-month.
+    const gb = ((924 + 100) * 2 * 1e6) / GB;
+    expect(low.dynamo.beforeUsd).toBeCloseTo(gb * 3 * 0.25, 10);
+    expect(low.dynamo.nowUsd).toBeCloseTo(gb * (7 / 30) * 0.25, 10);
+  });
+});
+
+describe('the archive part, tiny', () => {
+  test('with the archive and without: the same units and requests, every callback archived once', async () => {
+    const r = await benchArchive({ rounds: 1, batchesPerRound: 1 });
+    for (const side of [r.archived, r.answered]) {
+      expect(side.wcu).toBe(r.plain.wcu);
+      expect(side.rcu).toBe(r.plain.rcu);
+      expect(side.dynamoRequests).toEqual(r.plain.dynamoRequests);
+      expect(side.ratio.n).toBe(1);
+    }
+    expect(r.firehose).toMatchObject({ callsPerBatch: 1, recordsPerCallback: 1, linesArchived: 10 });
+    expect(r.firehose.billedBytes % 5120).toBe(0);
+    expect(r.firehose.billedBytes).toBeGreaterThanOrEqual(r.firehose.recordBytes);
+  }, 60_000);
 });
 
 describe('index writes of a task header', () => {

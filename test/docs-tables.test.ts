@@ -44,6 +44,7 @@ interface CfnResource {
     EvaluationPeriods?: number;
     DatapointsToAlarm?: number;
     QueueName?: string;
+    DeliveryStreamName?: string;
     Policies?: { PolicyDocument: { Statement: Statement[] } }[];
   };
 }
@@ -138,6 +139,8 @@ function dimensionInWords(value: Reference): string {
     const fn = /^(\w)(\w*)LambdaFunction$/.exec(value.Ref);
     if (fn && functionNames.includes(`${fn[1]!.toLowerCase()}${fn[2]}`)) return `\`${fn[1]!.toLowerCase()}${fn[2]}\``;
     if (value.Ref === 'HttpApi') return 'the HTTP API';
+    const stream = resources[value.Ref]?.Properties.DeliveryStreamName;
+    if (stream?.startsWith(NAME_PREFIX)) return `\`${stream.slice(NAME_PREFIX.length)}\``;
   }
   throw new Error(`the alarms table has no way to name the dimension ${JSON.stringify(value)}: teach this test one`);
 }

@@ -3,6 +3,8 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describeReport } from '../cli/commands/doctor.ts';
+import { colorsFor } from '../cli/format.ts';
 import { CFN_LINT_INSTALL, runCfnLint, runDoctor } from '../devkit/local/doctor.ts';
 import type { PolicyStatement } from '../devkit/local/iam/policy.ts';
 import { loadTemplate } from '../devkit/local/template.ts';
@@ -77,7 +79,48 @@ test('callbacks doctor on the template as it is: every call granted, exit code 0
       'worker',
     ]);
     for (const fn of report.functions) expect(fn.calls.length).toBeGreaterThan(0);
+    // The archive: the template's stream is the worker's, its role lets it write there, the stand-in took the lines.
+    expect(report.archive).toEqual({
+      stream: 'rtc-callbacks-receiver-local-archive',
+      workerStream: 'rtc-callbacks-receiver-local-archive',
+      grantedBy: 'WorkerRole/worker#ArchiveCallbacks',
+      linesArchived: expect.any(Number),
+      ok: true,
+    });
+    expect(report.archive.linesArchived).toBeGreaterThan(0);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
   }
+});
+
+test('a worker role that may not write the archive: the doctor says it is not written, and fails', async () => {
+  const template = structuredClone(loadTemplate().template);
+  const policies = template.Resources.WorkerRole!.Properties!.Policies as Array<{
+    PolicyDocument: { Statement: PolicyStatement[] };
+  }>;
+  const statements = policies[0]!.PolicyDocument.Statement;
+  statements.splice(
+    statements.findIndex((s) => s.Sid === 'ArchiveCallbacks'),
+    1,
+  );
+  const report = await runDoctor({ rolesFrom: template, env: fakeCfnLint(0) });
+  expect(report.ok).toBe(false);
+  expect(report.archive).toMatchObject({
+    stream: 'rtc-callbacks-receiver-local-archive',
+    workerStream: 'rtc-callbacks-receiver-local-archive',
+    grantedBy: null,
+    linesArchived: 0,
+    ok: false,
+  });
+  expect(report.functions.find((f) => f.key === 'worker')!.calls).toContainEqual({
+    action: 'firehose:PutRecordBatch',
+    resource: 'arn:aws:firehose:us-east-1:000000000000:deliverystream/rtc-callbacks-receiver-local-archive',
+    grantedBy: null,
+  });
+  const said = describeReport(report, colorsFor({ color: false }));
+  expect(said).toContain(
+    'archive  stream rtc-callbacks-receiver-local-archive: the worker archives to it, PutRecordBatch NOT GRANTED, ' +
+      'the local stand-in archived nothing',
+  );
+  expect(said).toMatch(/call\(s\) without a grant, the archive not written\.\n$/);
 });

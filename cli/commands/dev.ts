@@ -180,6 +180,14 @@ function storageLine(settings: StorageSettings, c: Colors): string {
   return named.length ? styled`${named.join(', ')}  ${rest}` : c.dim('no storage setting: every file unverifiable');
 }
 
+/** Where the worker archives the callbacks it stores, as the banner says it (docs/archive.md). */
+function archiveLine(stack: LocalStack, c: Colors): string {
+  if (!stack.archive) return c.dim('none: the template has no archive stream');
+  const { endpoint, stream } = stack.archive;
+  const query = c.dim('(SQL over it with DuckDB: callbacks archive query)');
+  return styled`stream ${stream.name} at ${endpoint} -> s3://${stream.bucket}/${stream.prefix}  ${query}`;
+}
+
 /** How often the local sweeper runs, as the banner says it. */
 function sweeperLine(everyMs: number, settleAfterMs: number | undefined): string {
   if (everyMs === 0) return 'never (--sweep-every 0)';
@@ -229,6 +237,7 @@ export function banner(
         ['SQS', `${info.sqsEndpoint}  queue ${info.queueUrl.split('/').pop()} (+ ${info.dlqUrl.split('/').pop()})`],
         ['task events', styled`SNS topic ${topic} -> queue ${tailQueue}  ${c.dim('(callbacks events tail --follow)')}`],
         ['storage', storageLine(info.storage?.settings ?? {}, c)],
+        ['archive', archiveLine(stack, c)],
         [
           'worker',
           `batches of up to ${m.batchSize}${m.batchingWindowS > 0 ? ` within ${m.batchingWindowS} s` : ''}, ` +

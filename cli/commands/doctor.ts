@@ -1,13 +1,28 @@
 // `callbacks doctor`: the template packaged and linted, and every function's calls on the local stack held
 // to its role (devkit/local/doctor.ts). Exit code 0 only when no call lacks a grant and cfn-lint found no error.
 import type { Command } from 'commander';
-import { CFN_LINT_INSTALL, type DoctorReport, runDoctor } from '../../devkit/local/doctor.ts';
+import { type ArchiveCheck, CFN_LINT_INSTALL, type DoctorReport, runDoctor } from '../../devkit/local/doctor.ts';
 import { colorsFor, type Colors } from '../format.ts';
 import { cliIo, setExitCode } from '../io.ts';
 
 interface DoctorOptions {
   json?: boolean;
   color?: boolean;
+}
+
+/** The archive's line: its stream, the worker's grant to write it, what the stand-in took. */
+function archiveLine(a: ArchiveCheck, c: Colors): string {
+  if (a.stream === null) return `${c.bold('archive')}  ${c.red('the template has no archive stream')}`;
+  const facts = [
+    a.workerStream === a.stream
+      ? `the worker archives to it`
+      : c.red(`the worker's ARCHIVE_STREAM names ${a.workerStream ? a.workerStream : 'no stream'}`),
+    a.grantedBy ? `may PutRecordBatch ${c.dim(`<- ${a.grantedBy}`)}` : c.red('PutRecordBatch NOT GRANTED'),
+    a.linesArchived > 0
+      ? `the local stand-in archived ${a.linesArchived} line(s)`
+      : c.red('the local stand-in archived nothing'),
+  ];
+  return `${c.bold('archive')}  stream ${a.stream}: ${facts.join(', ')}`;
 }
 
 export function describeReport(report: DoctorReport, c: Colors): string {
@@ -28,12 +43,15 @@ export function describeReport(report: DoctorReport, c: Colors): string {
       lines.push(`  ${call.action.padEnd(26)} ${call.resource}  ${grant}`);
     }
   }
-  lines.push('');
+  lines.push('', archiveLine(report.archive, c), '');
   if (report.scenarioError) lines.push(c.red(`The scenario failed: ${report.scenarioError}`));
   lines.push(
     report.ok
-      ? c.green('Every call is granted.')
-      : c.red(`${report.gaps} call(s) without a grant${lint.installed && lint.errors ? ', cfn-lint errors' : ''}.`),
+      ? c.green('Every call is granted, and the archive is written.')
+      : c.red(
+          `${report.gaps} call(s) without a grant${lint.installed && lint.errors ? ', cfn-lint errors' : ''}` +
+            `${report.archive.ok ? '' : ', the archive not written'}.`,
+        ),
   );
   return `${lines.join('\n')}\n`;
 }

@@ -60,7 +60,7 @@ function withFilters(cmd: Command): Command {
     .option('--until <time>', 'received at or before (same forms as --since)')
     .option(
       '--days <n>',
-      'look back this many days when --since is not given (at most RAW_EVENT_TTL_DAYS, 90)',
+      'look back this many days when --since is not given (at most RAW_EVENT_TTL_DAYS, 7)',
       quarantineDays,
       7,
     )

@@ -202,7 +202,7 @@ export function register(program: Command): void {
       )
       .option(
         '--days <n>',
-        'count the quarantine, lost files and stalled tasks of this many days back (at most RAW_EVENT_TTL_DAYS, 90)',
+        'count the quarantine, lost files and stalled tasks of this many days back (at most RAW_EVENT_TTL_DAYS, 7)',
         quarantineDays,
         7,
       ),

@@ -35,9 +35,10 @@ import { cliIo } from '../io.ts';
 import { earliestPurge } from '../../lib/aws/dynamo/purge-deadlines.ts';
 import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
-import { durationOption, positiveInt, timeRange } from '../option-parsers.ts';
+import { durationOption, positiveInt, retentionDays, timeRange } from '../option-parsers.ts';
 import { parseTimePoint } from '../format.ts';
-import { allEvents } from '../../lib/domain/all-events.ts';
+import { allEventsOf } from '../../lib/domain/all-events.ts';
+import { archivedCallbacks, archivedSentence } from '../../lib/domain/archived-callbacks.ts';
 
 /** Everything in one page: the CLI prints whole tasks; the read API serves the same pages in parts. */
 const WHOLE = { limit: Number.POSITIVE_INFINITY } as const;
@@ -184,17 +185,22 @@ export function register(program: Command): void {
   ).action(async (id: string, opts: CommonOptions & { raw?: boolean; wide?: boolean; appKey?: string }) => {
     await withTarget(opts, async (ctx) => {
       const ref: TaskRef = { id, appKey: opts.appKey };
-      const events = await oneTask(ref, () => allEvents(ctx.target.tasks, ref));
-      if (!events) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      const found = await oneTask(ref, () => allEventsOf(ctx.target.tasks, ref));
+      if (!found) throw new CliError(`no ${describeRef(ref)} in ${ctx.where}`);
+      const { events } = found;
       if (opts.json) {
         printJson(events.map(eventView));
         return;
       }
-      if (events.length === 0) {
+      // The table's older raw callbacks are in the archive: said after those it holds.
+      const archived = archivedCallbacks(found.task, ctx.now, retentionDays());
+      const note = archived ? archivedSentence(archived) : null;
+      if (events.length === 0 && !note) {
         ctx.out(`Task ${printable(id)} has no raw callbacks left (they expire after their retention period).`);
         return;
       }
-      ctx.out(renderEvents(events, ctx.c, { raw: opts.raw === true, wide: opts.wide === true }));
+      if (events.length > 0) ctx.out(renderEvents(events, ctx.c, { raw: opts.raw === true, wide: opts.wide === true }));
+      if (note) ctx.out(ctx.c.dim(printable(note)));
     });
   });
 }

@@ -1,6 +1,7 @@
 // The read API, called on the console's own origin: the local stack serves it beside the console, and
 // `callbacks console` signs and forwards the same paths to a deployed stage. Answers are the API's JSON
 // (docs/api.md); a refusal becomes an ApiError with the contract's code and message.
+import type { ArchivedCallbacks } from '../../lib/domain/archived-callbacks.ts';
 import type { EventView } from '../../lib/domain/event-view.ts';
 import type { Task } from '../../lib/domain/task.ts';
 import type { TaskSummary } from '../../lib/domain/task-summary.ts';
@@ -74,7 +75,10 @@ export function getEvents(
   signal?: AbortSignal,
 ) {
   const q = query({ appKey: opts.appKey, cursor: opts.cursor, limit: opts.limit?.toString() });
-  return getJson<{ events: EventView[]; nextCursor: string | null }>(`${taskPath(id)}/events${q}`, signal);
+  return getJson<{ events: EventView[]; nextCursor: string | null; archived?: ArchivedCallbacks }>(
+    `${taskPath(id)}/events${q}`,
+    signal,
+  );
 }
 
 /** A failed read in one sentence: the API's own, or why it could not be reached. */

@@ -1,4 +1,6 @@
-// A task's raw callbacks, a page at a time with the read API's cursors, each expanding to its JSON.
+// A task's raw callbacks, a page at a time with the read API's cursors, each expanding to its JSON; when the table no
+// longer holds the task's oldest ones, the sentence that says where they are (the archive) above them.
+import { archivedSentence } from '../../lib/domain/archived-callbacks.ts';
 import { errorText, type EventView, getEvents } from './api.ts';
 import { h, rawText } from './dom.ts';
 import { TYPE_NAMES, utc } from './format.ts';
@@ -61,7 +63,11 @@ export function rawCallbacks(
       );
       nav.append(next);
     }
+    const archived = page.archived
+      ? [h('p', { class: 'archived', role: 'note' }, archivedSentence(page.archived))]
+      : [];
     box.replaceChildren(
+      ...archived,
       h('p', {}, page.events.length === 0 ? 'No callback on this page.' : `Page ${index + 1}, in timestamp order.`),
       list,
       nav,

@@ -158,6 +158,17 @@ export class ResolvedTemplate {
       case 'AWS::KMS::Alias':
         physical = { ref: named('AliasName'), attributes: {} };
         break;
+      case 'AWS::KinesisFirehose::DeliveryStream': {
+        const name = named('DeliveryStreamName');
+        physical = { ref: name, attributes: { Arn: `arn:aws:firehose:${region}:${accountId}:deliverystream/${name}` } };
+        break;
+      }
+      case 'AWS::S3::Bucket': {
+        // CloudFormation names a bucket without a BucketName after the stack and the resource, in lower case.
+        const name = named('BucketName', `${stackName}-${logicalId}`.toLowerCase());
+        physical = { ref: name, attributes: { Arn: `arn:aws:s3:::${name}`, DomainName: `${name}.s3.amazonaws.com` } };
+        break;
+      }
       case 'AWS::ApiGatewayV2::Api':
         physical = { ref: LOCAL_API_ID, attributes: { ApiEndpoint: 'http://127.0.0.1' } };
         break;

@@ -35,6 +35,12 @@ export interface LocalStackInfo {
    * endpoint and the verifier's storage settings (which name no secret), for the sender emulator to store files.
    */
   storage?: { s3Endpoint: string; settings: StorageSettings };
+  /**
+   * The archive of raw callbacks (docs/archive.md): the bucket of fauxqs's S3 (at `sqsEndpoint`) the Firehose
+   * stand-in writes to, and the prefix its partitions' folders are under, `raw/` (absent in stack files of older
+   * versions).
+   */
+  archive?: { bucket: string; prefix: string };
 }
 
 export function stackFilePath(cwd = process.cwd()): string {

@@ -21,6 +21,8 @@ export interface LocalFunctionsOptions {
   secretsJson: string;
   sqsEndpoint: string;
   dynamoEndpoint: string;
+  /** The Firehose stand-in's, when the template has an archive stream. */
+  firehoseEndpoint?: string | undefined;
   /** The IAM checks, when they are enforced. */
   iam: IamSession | undefined;
   log: Logger;
@@ -82,7 +84,13 @@ export async function startLocalFunctions(opts: LocalFunctionsOptions): Promise<
       region: LOCAL_REGION,
       credentials: LOCAL_CREDENTIALS,
       // fauxqs serves SNS and S3 on the SQS port.
-      endpoints: { dynamodb: opts.dynamoEndpoint, sqs: opts.sqsEndpoint, sns: opts.sqsEndpoint, s3: opts.sqsEndpoint },
+      endpoints: {
+        dynamodb: opts.dynamoEndpoint,
+        sqs: opts.sqsEndpoint,
+        sns: opts.sqsEndpoint,
+        s3: opts.sqsEndpoint,
+        ...(opts.firehoseEndpoint ? { firehose: opts.firehoseEndpoint } : {}),
+      },
     },
   );
   const invokers = Object.fromEntries(

@@ -60,6 +60,7 @@ import {
 } from './stack-options.ts';
 import { ensureQueues, ensureTable, ensureTopics } from './stack-resources.ts';
 import { ensureBuckets, localBuckets, localStorageSettings } from './stack-storage.ts';
+import { type LocalArchive, startLocalArchive } from './stack-archive.ts';
 import { stackSettings, type StackSettings } from './stack-template.ts';
 import { loadTemplate, type Template } from './template.ts';
 import {
@@ -126,6 +127,8 @@ export interface LocalStack {
   tableClient(): DynamoDBClient;
   /** null when the stack runs without faults. */
   faults: LocalFaults | null;
+  /** The archive's stream and its stand-in (devkit/local/stack-archive.ts); null: the template has none. */
+  archive: LocalArchive | null;
   stop(): Promise<void>;
 }
 
@@ -248,6 +251,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
     });
     const storage = localStorageSettings(settings.functions, env);
     await ensureBuckets(s3, localBuckets(storage));
+    const archive = await startLocalArchive(resources, s3, resolved);
 
     // IAM: each function's calls under its role; each event source mapping's under its function's. The stack's
     // queue is the FIFO one the ingest sends to.
@@ -291,6 +295,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       secretsJson: secrets.json,
       sqsEndpoint,
       dynamoEndpoint,
+      firehoseEndpoint: archive?.endpoint,
       iam: iamEnforced ? session : undefined,
       log,
     });
@@ -344,6 +349,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       signatureMode,
       allowedSources: [...allowedSources.ranges],
       storage: { s3Endpoint: sqsEndpoint, settings: storage },
+      ...(archive ? { archive: { bucket: archive.stream.bucket, prefix: archive.stream.prefix } } : {}),
     };
     resources.defer(quietly(() => removeStackFile(stackFile, info)));
     await writeStackFile(stackFile, info);
@@ -370,12 +376,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
       settings,
       templateHash: loaded?.hash ?? null,
       tableClient: () => dynamo,
-      iam: {
-        enforced: iamEnforced,
-        denials: session.denials,
-        grants: session.grants,
-        useRolesOf,
-      },
+      iam: { enforced: iamEnforced, denials: session.denials, grants: session.grants, useRolesOf },
       faults: faultSession
         ? {
             get rates() {
@@ -386,6 +387,7 @@ export async function startLocalStack(opts: LocalStackOptions = {}): Promise<Loc
             set: (rates) => faultSession.setRates(rates),
           }
         : null,
+      archive,
       stop: () => (stopping ??= started.disposeAsync().catch(() => undefined)),
     };
   } catch (err) {

@@ -32,5 +32,14 @@ describe('buildApiDependencies', () => {
 
     expect(deps.log).toBe(logger);
     expect(errors).toEqual([]);
+    // The table's retention of raw callbacks, as the worker's: 7 days unless the stage says otherwise.
+    expect(deps.rawRetentionDays).toBe(7);
+    expect(buildApiDependencies({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: '30' }, logger).rawRetentionDays).toBe(30);
+  });
+
+  test('RAW_EVENT_TTL_DAYS that is no whole number of days: the read API does not start', () => {
+    const { logger, errors } = recordingLogger();
+    expect(() => buildApiDependencies({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: 'a week' }, logger)).toThrow();
+    expect(errors).toEqual(['RAW_EVENT_TTL_DAYS="a week" is not a whole number of days: the read API does not start.']);
   });
 });

@@ -7,7 +7,8 @@ import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clie
 import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
 import { openIncidents } from '../aws/dynamo/incident-reads.ts';
 import { TableReader } from '../aws/dynamo/table-client.ts';
-import { envSchema, readEnvironment, text } from '../config/read-env.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
+import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';
 import { errorSentence } from '../text.ts';
@@ -15,7 +16,25 @@ import { errorSentence } from '../text.ts';
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The read API's environment. */
-export const apiEnvironment = envSchema('api', { TASKS_TABLE: { value: text, invalid: 'refuse' } });
+export const apiEnvironment = envSchema('api', {
+  TASKS_TABLE: { value: text, invalid: 'refuse' },
+  /** How long the table keeps raw callbacks: a task's older ones are in the archive (`archived` of its events). */
+  RAW_EVENT_TTL_DAYS: {
+    value: positiveWholeNumber('a whole number of days'),
+    default: DEFAULT_RAW_EVENT_TTL_DAYS,
+    invalid: 'refuse',
+  },
+});
+
+/** The environment read; a bad value is logged and thrown. */
+function readApiSettings(env: Env, log: Logger) {
+  try {
+    return readEnvironment(apiEnvironment, env).settings;
+  } catch (err) {
+    log.error('api_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
+    throw err;
+  }
+}
 
 /** Throws on a missing table (the function then fails to start), after logging the same sentence. */
 export function buildApiDependencies(
@@ -23,13 +42,7 @@ export function buildApiDependencies(
   log: Logger = createLogger('api', logLevelFrom(env)),
   clients: ClientSettings = {},
 ): ApiDependencies {
-  let tableName: string;
-  try {
-    tableName = readEnvironment(apiEnvironment, env).settings.TASKS_TABLE;
-  } catch (err) {
-    log.error('api_config', { error: errorSentence(err, { bare: true, max: Number.POSITIVE_INFINITY }) });
-    throw err;
-  }
+  const settings = readApiSettings(env, log);
   // Short per-call time-outs: a caller waits on the answer, and a stuck call should end in a 503 it can
   // retry well before the function's own time-out.
   const client = functionClient(
@@ -39,12 +52,14 @@ export function buildApiDependencies(
       requestHandler: { connectionTimeout: 1000, requestTimeout: 3000, throwOnRequestTimeout: true },
     }),
   );
+  const tableName = settings.TASKS_TABLE;
   const table = new TableReader(client, tableName);
   return {
     store: new DynamoTaskReader({ client, tableName, verifications: true }),
     openIncidents: (appKey) => openIncidents(table, appKey),
     log,
     now: Date.now,
+    rawRetentionDays: settings.RAW_EVENT_TTL_DAYS,
     // The function's time-out is 10 s (serverless.yml): answer 503 well before Lambda cuts it short.
     deadlineMs: 8000,
   };

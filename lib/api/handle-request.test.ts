@@ -3,7 +3,7 @@
 // hold both is stood in by one that says so), a store that fails, a fault in this code, events that are
 // not what API Gateway sends, and the log line.
 import { Buffer } from 'node:buffer';
-import type { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
@@ -11,6 +11,7 @@ import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyTasks, recordingTask } from '../../devkit/seeds/seed-tasks.ts';
 import { dynamoClient, startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
+import { EventsIndex, Keys } from '../aws/dynamo/table.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';
 
@@ -324,4 +325,66 @@ describe('times and cursors out of the date range', () => {
       { numRuns: 400 },
     );
   }, 120_000);
+});
+
+describe('a task whose oldest raw callbacks have left the table', () => {
+  const DAY = 86_400_000;
+  const old = recordingTask({
+    id: 'rec-archived',
+    appKey: 'app-a',
+    roomId: 'room-2',
+    sessionId: 's-2',
+    userId: 'user-2',
+    at: Date.now() - 10 * DAY,
+    outcome: 'completed',
+  });
+
+  /** What DynamoDB's TTL does once the raw callbacks are past their retention: their items deleted. */
+  async function expireRawCallbacks(appKey: string, id: string) {
+    const found = await dynamo.client.send(
+      new QueryCommand({
+        TableName: dynamo.tableName,
+        IndexName: EventsIndex.name,
+        KeyConditionExpression: `${EventsIndex.pk} = :pk`,
+        ExpressionAttributeValues: { ':pk': { S: Keys.eventsGsi(appKey, id) } },
+      }),
+    );
+    expect(found.Items?.length).toBeGreaterThan(0);
+    for (const item of found.Items ?? [])
+      await dynamo.client.send(
+        new DeleteItemCommand({ TableName: dynamo.tableName, Key: { pk: item.pk!, sk: item.sk! } }),
+      );
+  }
+
+  test('its events name the archive and the query of its whole history, never an empty page alone', async () => {
+    await applyTasks(store, [old]);
+    await expireRawCallbacks('app-a', 'rec-archived');
+    const now = Date.now();
+    const res = await handleApiRequest(event(ApiRoutes.events, 'rec-archived'), {
+      ...deps(),
+      now: () => now,
+      rawRetentionDays: 7,
+    });
+    expect(res.statusCode).toBe(200);
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    expect(body(res)).toEqual({
+      events: [],
+      nextCursor: null,
+      archived: {
+        before: new Date(now - 7 * DAY).toISOString(),
+        query:
+          "SELECT received_at, type, file_name, outcome, verdict, body FROM raw WHERE service = 'recording' " +
+          `AND dt BETWEEN '${day(now - 10 * DAY - 3_600_000)}' AND '${day(now)}' ` +
+          "AND app_key = 'app-a' AND task_id = 'rec-archived' ORDER BY received_at",
+      },
+    });
+  });
+
+  test('a task within the retention, or a read API told none, answers its events alone', async () => {
+    const recent = await handleApiRequest(event(ApiRoutes.events, 'rec-shared'), { ...deps(), rawRetentionDays: 7 });
+    expect(body(recent).archived).toBeUndefined();
+    expect(body(recent).events.length).toBeGreaterThan(0);
+    const untold = await handleApiRequest(event(ApiRoutes.events, 'rec-archived'), deps());
+    expect(body(untold)).toEqual({ events: [], nextCursor: null });
+  });
 });

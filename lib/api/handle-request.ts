@@ -9,6 +9,7 @@
 // naming the appKeys, rather than answered with either task.
 import { Buffer } from 'node:buffer';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { archivedCallbacks } from '../domain/archived-callbacks.ts';
 import { eventView } from '../domain/event-view.ts';
 import { AmbiguousTaskError, InvalidCursorError, type PageRequest, type TaskReader } from '../domain/task-store.ts';
 import { errorResponse, jsonResponse, type ErrorCode, type JsonResponse } from '../http-responses.ts';
@@ -31,6 +32,11 @@ export interface ApiDependencies {
   now: () => number;
   /** The answer is a 503 once reading takes this long, so that it always comes before the function's time-out. */
   deadlineMs?: number;
+  /**
+   * How long the table keeps raw callbacks (RAW_EVENT_TTL_DAYS): a page of a task's callbacks that began before
+   * says where the older ones are (`archived`); absent, none says so.
+   */
+  rawRetentionDays?: number;
   /**
    * The storage incidents open now, of an appKey or all (docs/verification.md): a listing and a task carry them, for
    * the console; absent, neither does.
@@ -230,7 +236,12 @@ async function answerEvents(asked: TaskAsked, deps: ApiDependencies, log: Reques
   if (!found) return noSuchTask(asked, log);
   log.items = found.items.length;
   log.more = found.next !== null;
-  return jsonResponse({ events: found.items.map(eventView), nextCursor: found.next }, noStore);
+  // A task begun before the table's retention: where its older callbacks are (the archive), never an empty page
+  // as if there were none.
+  const archived =
+    deps.rawRetentionDays === undefined ? null : archivedCallbacks(found.task, deps.now(), deps.rawRetentionDays);
+  const events = { events: found.items.map(eventView), nextCursor: found.next };
+  return jsonResponse(archived ? { ...events, archived } : events, noStore);
 }
 
 /** A read the caller's query made impossible (a cursor of another query, an id several appKeys use); else thrown. */

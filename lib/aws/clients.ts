@@ -49,12 +49,12 @@ export interface ClientSettings {
   region?: string;
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** `s3`: the buckets of the stage's own account (the local stack's S3 emulator is addressed path-style). */
-  endpoints?: Partial<Record<'dynamodb' | 'sqs' | 'sns' | 's3', string>>;
+  endpoints?: Partial<Record<'dynamodb' | 'sqs' | 'sns' | 's3' | 'firehose', string>>;
 }
 
 /** The part of a client's configuration `settings` decide for `service` (empty when none are given). */
 export function clientConfigOf(
-  service: 'dynamodb' | 'sqs' | 'sns' | 's3',
+  service: 'dynamodb' | 'sqs' | 'sns' | 's3' | 'firehose',
   settings: ClientSettings = {},
 ): { region?: string; endpoint?: string; credentials?: ClientSettings['credentials'] } {
   const endpoint = settings.endpoints?.[service];

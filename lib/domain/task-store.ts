@@ -1,5 +1,6 @@
 // The store the worker and the CLI talk to. The domain says what a store must do; lib/aws/ holds the
 // DynamoDB adapter behind it.
+import type { ArchivedTask } from './archived-callbacks.ts';
 import type { Callback } from './callback.ts';
 import type { WriteCharge } from './task-counts.ts';
 import type { FileRecord, FileTransition, Task, TaskStatus } from './task.ts';
@@ -255,6 +256,11 @@ export interface Page<T> {
   next: string | null;
 }
 
+/** One page of a task's stored callbacks, and the task as the archive files them (./archived-callbacks.ts). */
+export interface EventsPage extends Page<StoredEvent> {
+  task: ArchivedTask;
+}
+
 /** A task with one page of its files, in file-name order. */
 export interface TaskPage {
   task: Task;
@@ -292,7 +298,7 @@ export interface TaskReader {
    */
   listTasksPage(query: TaskQuery, page: PageRequest): Promise<Page<TaskSummary>>;
   /** One page of a task's stored callbacks in timestamp order, or null when there is no such task. */
-  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null>;
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<EventsPage | null>;
 }
 
 export interface TaskStore extends TaskReader {

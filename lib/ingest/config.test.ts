@@ -19,7 +19,7 @@ describe('readIngestSettings', () => {
       sqsDeadlineMs: 3000,
       allowedSources: null,
       tableName: 'tasks',
-      rawEventTtlDays: 90,
+      rawEventTtlDays: 7,
       claimDeadlineMs: 1000,
     });
     expect(warnings).toEqual([]);
@@ -62,7 +62,7 @@ describe('readIngestSettings', () => {
       MAX_BODY_BYTES: '64k',
       RAW_EVENT_TTL_DAYS: '1.5',
     });
-    expect(settings).toMatchObject({ mode: 'enforce', toleranceS: 300, maxBodyBytes: 65_536, rawEventTtlDays: 90 });
+    expect(settings).toMatchObject({ mode: 'enforce', toleranceS: 300, maxBodyBytes: 65_536, rawEventTtlDays: 7 });
     expect(warnings).toHaveLength(4);
     expect(warnings.join(' ')).toMatch(/SIGNATURE_MODE.*SIGNATURE_TOLERANCE_S.*MAX_BODY_BYTES.*RAW_EVENT_TTL_DAYS/);
   });

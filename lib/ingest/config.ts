@@ -46,7 +46,7 @@ export interface IngestSettings {
   allowedSources: SourceAllowList | null;
   /** TASKS_TABLE: where signatures are claimed; empty when unset (every callback to claim then gets 503). */
   tableName: string;
-  /** RAW_EVENT_TTL_DAYS: days the delivery stored with a claim is kept (90), as the worker keeps its own. */
+  /** RAW_EVENT_TTL_DAYS: days the delivery stored with a claim is kept (7), as the worker keeps its own. */
   rawEventTtlDays: number;
   /** The whole claim, its read back included. */
   claimDeadlineMs: number;

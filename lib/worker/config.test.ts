@@ -8,15 +8,16 @@ describe('readWorkerSettings', () => {
   test('the table, and the defaults for the rest', () => {
     expect(readWorkerSettings({ TASKS_TABLE: ' svc-prod-tasks ' })).toEqual({
       tableName: 'svc-prod-tasks',
-      rawEventTtlDays: 90,
+      rawEventTtlDays: 7,
       recordConcurrency: 5,
       maxReceiveCount: 5,
       eventsTopicArn: '',
+      archiveStream: '',
       time: defaultTimeSettings,
     });
-    expect(workerDefaults).toEqual({ rawEventTtlDays: 90, recordConcurrency: 5 });
+    expect(workerDefaults).toEqual({ rawEventTtlDays: 7, recordConcurrency: 5 });
     // Blank is unset.
-    expect(readWorkerSettings({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: ' ' }).rawEventTtlDays).toBe(90);
+    expect(readWorkerSettings({ TASKS_TABLE: 't', RAW_EVENT_TTL_DAYS: ' ' }).rawEventTtlDays).toBe(7);
   });
 
   test('the durations of the facts of time, as the sweeper reads them', () => {
@@ -37,6 +38,7 @@ describe('readWorkerSettings', () => {
       recordConcurrency: 8,
       maxReceiveCount: 5,
       eventsTopicArn: '',
+      archiveStream: '',
       time: defaultTimeSettings,
     });
   });
@@ -92,7 +94,7 @@ describe('buildWorkerDependencies', () => {
     expect(deps.log).toBe(silent);
     expect(deps.store).toBeInstanceOf(DynamoTaskWriter);
     // The settings reach the store.
-    expect((deps.store as DynamoTaskWriter).settings).toEqual({ tableName: 'tasks-x', rawEventTtlDays: 90 });
+    expect((deps.store as DynamoTaskWriter).settings).toEqual({ tableName: 'tasks-x', rawEventTtlDays: 7 });
   });
 });
 

@@ -2,6 +2,8 @@
 // Every value is checked here, at load: a bad one stops the function with one sentence (in the log and as
 // the init error) rather than writing wrong items, such as a NaN expiry on every raw callback.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { FirehoseClient } from '@aws-sdk/client-firehose';
+import { firehoseArchive } from '../aws/firehose/archive-stream.ts';
 import { MANY_CALLS, type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
 import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
 import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
@@ -27,6 +29,8 @@ export interface WorkerSettings {
   time: TimeSettings;
   /** QUEUE_MAX_RECEIVE_COUNT: the callback queue's maxReceiveCount. */
   maxReceiveCount: number;
+  /** ARCHIVE_STREAM: the Data Firehose stream every stored callback is archived to; empty when unset (none). */
+  archiveStream: string;
 }
 
 export const workerDefaults = {
@@ -51,6 +55,8 @@ export const workerEnvironment = envSchema('worker', {
   },
   /** Where task events go; unset, none are published. */
   TASK_EVENTS_TOPIC_ARN: { value: text, default: '', invalid: 'refuse' },
+  /** The archive's Data Firehose stream (infra/archive.yml); unset, nothing is archived. */
+  ARCHIVE_STREAM: { value: text, default: '', invalid: 'refuse' },
   /** The callback queue's maxReceiveCount: a record failing at its last receive goes to the dead-letter queue. */
   QUEUE_MAX_RECEIVE_COUNT: {
     value: positiveWholeNumber('a whole number of receives, at least 1'),
@@ -71,6 +77,7 @@ export function readWorkerSettings(env: Env): WorkerSettings {
     eventsTopicArn: settings.TASK_EVENTS_TOPIC_ARN,
     time: timeSettingsOf(settings),
     maxReceiveCount: settings.QUEUE_MAX_RECEIVE_COUNT,
+    archiveStream: settings.ARCHIVE_STREAM,
   };
 }
 
@@ -119,10 +126,17 @@ export function buildWorkerDependencies(
     ...clientConfigOf('sns', clients),
     requestHandler: CALL_TIMEOUTS,
   });
+  const archive = settings.archiveStream
+    ? firehoseArchive(
+        functionClient(new FirehoseClient({ ...clientConfigOf('firehose', clients), requestHandler: CALL_TIMEOUTS })),
+        settings.archiveStream,
+      )
+    : undefined;
   return {
     store,
     notes: new DynamoMessageNotes(client, settings.tableName),
     log: logger,
+    ...(archive ? { archive } : {}),
     concurrency: settings.recordConcurrency,
     maxReceiveCount: settings.maxReceiveCount,
     time: settings.time,

@@ -1,6 +1,7 @@
 // What the worker's logic runs with: the store it writes to, its logger, where task events go and its limits.
 // Built from the environment by config.ts for the function, by hand by the tests, the local stack and the
 // bench.
+import type { ArchiveWriter } from '../domain/archive.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import type { MessageNotes } from '../domain/message-notes.ts';
 import type { TimeSettings } from '../domain/deadlines.ts';
@@ -19,6 +20,8 @@ export interface WorkerDeps {
   log: Logger;
   /** Where task events go; absent, none are published. */
   events?: EventPublisher;
+  /** Where every stored record's raw callback is archived (lib/worker/archive-batch.ts); absent, none is. */
+  archive?: ArchiveWriter;
   /** Where the messages given up or sent again are noted (lib/domain/message-notes.ts); absent, none are. */
   notes?: MessageNotes;
   /** Records applied at the same time within one batch (default: DEFAULT_RECORD_CONCURRENCY). */

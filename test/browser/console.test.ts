@@ -593,6 +593,43 @@ suite('the console in Chromium', () => {
     expect(second).toEqual(events[25]);
   });
 
+  test("a task begun before the table's retention: its raw callbacks say its older ones are archived", async () => {
+    const task: RecordingTask = {
+      appKey: 'demo-app',
+      recordId: 'rec-archived-console',
+      roomId: 'room-archived',
+      sessionId: 'session-archived',
+      userId: '',
+      mode: 3,
+      extra: '',
+    };
+    const at = Date.now() - 10 * 24 * HOUR;
+    const start = recordingStart(
+      task,
+      at,
+      { code: 200, message: 'success' },
+      { trigger: 0 },
+      {
+        fileName: 'archived.mp4',
+        audioSample: 48000,
+        videoResoulation: '1280x720',
+      },
+    );
+    const store = new DynamoTaskStore({ client: stack.tableClient(), tableName: stack.info.tableName });
+    const records = [sqsRecord('recording', JSON.stringify(start), { receivedAt: at })];
+    expect((await processBatch(sqsEvent(records), { store, log: createLogger('test') })).batchItemFailures).toEqual([]);
+    await openTask({ id: task.recordId, appKey: task.appKey });
+    const note = page.locator('.raw p.archived');
+    await note.waitFor();
+    // The read API's `archived`, in the sentence the CLI prints too.
+    const said = (await note.textContent()) ?? '';
+    expect(said).toMatch(
+      /^Callbacks received before \S+ are no longer in the table, .* callbacks archive query "SELECT /,
+    );
+    expect(said).toMatch(/ AND task_id = 'rec-archived-console' ORDER BY received_at"$/);
+    await page.locator('ol.callbacks > li').first().waitFor();
+  });
+
   test('ids, room and URLs holding markup and control characters render as text, and nothing runs', async () => {
     await page.goto(base);
     await page.waitForSelector('table.tasks tbody tr');

@@ -29,6 +29,15 @@ test('each call maps to the action IAM authorises and the ARN of what it names',
   expect(requestedAccess(ctx, 'SSMClient', 'GetParameterCommand', { Name: '/svc/secrets' })).toEqual([
     { action: 'ssm:GetParameter', resource: 'arn:aws:ssm:us-east-1:000000000000:parameter/svc/secrets' },
   ]);
+  // The archive's stream, named in the request, is authorised by its ARN.
+  expect(
+    requestedAccess(ctx, 'FirehoseClient', 'PutRecordBatchCommand', { DeliveryStreamName: 'svc-local-archive' }),
+  ).toEqual([
+    {
+      action: 'firehose:PutRecordBatch',
+      resource: 'arn:aws:firehose:us-east-1:000000000000:deliverystream/svc-local-archive',
+    },
+  ]);
 });
 
 test('a refused call never leaves the client: AccessDeniedException with the principal and the resource', async () => {

@@ -27,6 +27,7 @@ function servicePrefix(clientName: string): string {
     STSClient: 'sts',
     KMSClient: 'kms',
     S3Client: 's3',
+    FirehoseClient: 'firehose',
   };
   return known[clientName] ?? clientName.replace(/Client$/, '').toLowerCase();
 }
@@ -112,6 +113,12 @@ export function requestedAccess(ctx: ArnContext, clientName: string, commandName
     }
     case 's3':
       resources = [s3Resource(input)];
+      break;
+    case 'firehose':
+      // Firehose names a stream by its name, IAM by its ARN.
+      resources = [
+        `arn:aws:firehose:${ctx.region}:${ctx.accountId}:deliverystream/${String(input.DeliveryStreamName ?? '*')}`,
+      ];
       break;
     case 'kms':
       resources = [

@@ -1,16 +1,18 @@
 // One small end-to-end run that makes every function of the local stack call what it calls in service: a
 // signed callback through the ingest (its secrets read through the extension, its replay claim written and, for
 // a resend, read back, its SendMessage), the event source mapping's receive and delete, the worker's reads,
-// writes and task event, and the read API's reads by key, by index and of a task's callbacks, the sweeper's
+// writes, task event and archive, and the read API's reads by key, by index and of a task's callbacks, the sweeper's
 // reads, writes and event of a stalled task, and the verifier's check of an uploaded file in the stack's storage
 // and its event. The stack must run as `SCENARIO_STACK` says. The role mutation test (test/iam-roles.test.ts) and
 // `callbacks doctor` run it against a stack with IAM enforced.
+import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { EventQueueReader } from '../../../lib/aws/sqs/event-queue.ts';
 import { computeSignature } from '../../../lib/platform/signing.ts';
 import { DEFAULT_SECRETS } from '../demo-secrets.ts';
 import { LOCAL_CREDENTIALS } from '../deployed-settings.ts';
 import type { LocalStack } from '../stack.ts';
+import { archivedLines } from '../stack-archive.ts';
 import type { LocalStackOptions } from '../stack-options.ts';
 import type { Denial } from './enforce.ts';
 import { errorSentence } from '../../../lib/text.ts';
@@ -66,12 +68,16 @@ export const SCENARIO_STACK = {
 export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {}): IamScenario {
   const { waitMs = 4000, pollMs = 50, stopAtFirstDenial = false } = options;
   if (!SECRET) throw new Error('the demo secrets have no secret');
-  const sqs = new SQSClient({
-    endpoint: stack.info.sqsEndpoint,
-    region: stack.info.region,
-    credentials: LOCAL_CREDENTIALS,
-  });
+  const local = { region: stack.info.region, credentials: LOCAL_CREDENTIALS };
+  const sqs = new SQSClient({ ...local, endpoint: stack.info.sqsEndpoint });
   const events = new EventQueueReader(sqs, stack.info.eventsQueueUrl!);
+  // The archive's bucket in fauxqs's S3, read as the stack's own (not under a role).
+  const s3 = new S3Client({ ...local, endpoint: stack.info.sqsEndpoint, forcePathStyle: true });
+  /** Whether the worker's archive holds a line of the task `id` (a template without an archive holds none to find). */
+  const archived = async (id: string) => {
+    const archive = stack.info.archive;
+    return !archive || (await archivedLines(s3, archive.bucket, archive.prefix)).some((l) => l.task_id === id);
+  };
   let runs = 0;
   /** The platform time of the last run's recovered upload: a failure no later belongs to that run's incident. */
   let lastRecoveredAt = 0;
@@ -151,6 +157,8 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
         return ((page?.events ?? []) as unknown[]).length > 0;
       });
       await within('a task event was published', async () => (await events.poll()).some((e) => e.body.task?.id === id));
+      // The worker's PutRecordBatch to the archive's stream: the stand-in wrote the task's lines to the bucket.
+      await within("the task's callbacks were archived", () => archived(id));
       // The file reported uploaded, never put in the storage: the verifier reads it, finds it missing (its role's
       // HeadObject on the stack's bucket), stores its check and publishes file.missing.
       await post(`upload-${id}`, {
@@ -205,5 +213,11 @@ export function iamScenario(stack: LocalStack, options: IamScenarioOptions = {})
       );
     }
   };
-  return { run, close: () => sqs.destroy() };
+  return {
+    run,
+    close: () => {
+      sqs.destroy();
+      s3.destroy();
+    },
+  };
 }

@@ -6,6 +6,7 @@
 import { Buffer } from 'node:buffer';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
+  EventsPage,
   Page,
   PageRequest,
   StoredEvent,
@@ -18,7 +19,7 @@ import type { TaskSummary } from '../../domain/task-summary.ts';
 import type { FileView } from '../../domain/task.ts';
 import { decodeCursor, encodeCursor, EventsCursor, FilesCursor } from './cursors.ts';
 import { toTask } from '../../domain/task-parts.ts';
-import { appKeyOf, eventFromItem, headerParts } from './items.ts';
+import { appKeyOf, eventFromItem, headerFromItem, headerParts } from './items.ts';
 import { DEFAULT_READ_BUDGET, listTasksPage, type ReadBudget } from './listing.ts';
 import { isByTimeCursor, listByTimePage } from './listing-by-time.ts';
 import { TaskQueries } from './queries.ts';
@@ -82,11 +83,13 @@ export class DynamoTaskReader implements TaskReader {
     return this.verifications ? withVerifications(this.table, appKey, id, files) : Promise.resolve(files);
   }
 
-  async listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+  async listEventsPage(ref: TaskRef, page: PageRequest): Promise<EventsPage | null> {
     const after = page.cursor === undefined ? null : decodeCursor(page.cursor, EventsCursor).e;
     const header = await this.tasks.findHeader(ref.id, ref.appKey);
     if (!header) return null;
-    return this.indexedEventsPage(header, after, page);
+    const { service, identAt } = headerFromItem(header);
+    const task = { service, appKey: appKeyOf(header), id: ref.id, firstAt: identAt };
+    return { ...(await this.indexedEventsPage(header, after, page)), task };
   }
 
   /**

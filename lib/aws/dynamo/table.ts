@@ -2,8 +2,12 @@
 // infra/ declares the same; the local stack and the tests create it from here.
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
-/** Days a raw callback (and a replay claim, a quarantine entry) is kept before the TTL deletes it. */
-export const DEFAULT_RAW_EVENT_TTL_DAYS = 90;
+/**
+ * Days a raw callback (and a replay claim, a quarantine entry) is kept before the TTL deletes it: long enough for
+ * the read API, a quarantine to be looked at and applied, and a replay claim to outlive every resend; the archive
+ * keeps them all (docs/archive.md).
+ */
+export const DEFAULT_RAW_EVENT_TTL_DAYS = 7;
 
 export const Index = {
   byRoom: { name: 'byRoom', pk: 'g1pk' },

@@ -7,6 +7,7 @@ import type {
   ApplyResult,
   Capacity,
   DeliveredCallback,
+  EventsPage,
   Page,
   PageRequest,
   QuarantineApplied,
@@ -127,7 +128,7 @@ export class DynamoTaskStore implements TaskStore, BatchWriter, BatchSteps {
     return this.reader.listTasksPage(query, page);
   }
 
-  listEventsPage(ref: TaskRef, page: PageRequest): Promise<Page<StoredEvent> | null> {
+  listEventsPage(ref: TaskRef, page: PageRequest): Promise<EventsPage | null> {
     return this.reader.listEventsPage(ref, page);
   }
 

@@ -7,19 +7,19 @@
 import { DUE_BUCKET_MS } from '../../domain/deadlines.ts';
 import type { Capacity } from '../../domain/task-store.ts';
 import { noCapacity, type Item, type TableClient, type TableReader } from './table-client.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS, readScope, scopeOf } from './table.ts';
+import { readScope, scopeOf } from './table.ts';
 
 const HOUR_MS = 3_600_000;
 
 /**
  * Each kind's bucket width, and how long an entry outlives its bucket before TTL may remove it: a `DUE` entry is
  * read within minutes, but kept as long as SQS keeps a message (14 days), so that a sweeper down that long still
- * finds every deadline once it runs again; `CHG` entries serve listings by time as far back as raw callbacks are
- * kept.
+ * finds every deadline once it runs again; `CHG` entries serve listings by time of change and of end 90 days back
+ * (tasks are kept for good, whatever the retention of their raw callbacks).
  */
 export const BUCKET_KINDS = {
   DUE: { width: DUE_BUCKET_MS, ttlMs: 14 * 86_400_000 },
-  CHG: { width: HOUR_MS, ttlMs: DEFAULT_RAW_EVENT_TTL_DAYS * 86_400_000 },
+  CHG: { width: HOUR_MS, ttlMs: 90 * 86_400_000 },
 } as const;
 export type BucketKind = keyof typeof BUCKET_KINDS;
 
