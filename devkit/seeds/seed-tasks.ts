@@ -125,15 +125,20 @@ export function expectedTask(task: SeedTask): Task {
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** Records seeded in this process so far: each call's are numbered on from the last. */
+let seededRecords = 0;
+
 /** Applies every body through the worker's batch logic, as SQS records would arrive, 100 per batch. */
 export async function applyTasks(
   store: TaskStore & BatchWriter,
   tasks: readonly SeedTask[],
   receivedAt = Date.now(),
 ): Promise<void> {
+  // Numbered on from every earlier call: a record's nonce, and so its replay key, is its number's, and two calls in
+  // one second would otherwise sign different bodies alike (the second a replay).
   const records = tasks
     .flatMap((t) => t.bodies.map((body) => ({ service: t.service, body })))
-    .map((send, i) => toSqsRecord(send, i, receivedAt));
+    .map((send) => toSqsRecord(send, seededRecords++, receivedAt));
   for (const Records of chunks(records, 100)) {
     const res = await processBatch({ Records }, { store, log: silent, concurrency: 5 });
     if (res.batchItemFailures.length > 0)

@@ -2,12 +2,12 @@
 // in one call (lib/domain/batch.ts: each record applied exactly once, or kept aside, and each task counted once),
 // the task events go out together once every write is durable (and every stored callback to the archive, when there
 // is one), and the batch is reported to SQS. A record that can never be applied (bad body, forged signature, replay)
-// is quarantined and acknowledged, so it is not retried forever; a record that failed for a transient reason is reported as a batch item failure and comes back after
-// the visibility time-out (then the dead-letter queue, after maxReceiveCount), with the later records of its
-// message group in the batch (failedInGroupOrder). A record whose events could not be published fails too, and
-// its redelivery (a duplicate for the store) publishes them again from the stored state. Every line about a record
-// names the ingest's request id (`requestId`, the API Gateway request that brought the callback), so that one
-// search follows a callback from the door to its task.
+// is quarantined and acknowledged, so it is not retried forever; a record that failed for a transient reason is
+// reported as a batch item failure and comes back after the visibility time-out (then the dead-letter queue, after
+// maxReceiveCount), with the later records of its message group in the batch (failedInGroupOrder). A record whose
+// events could not be published fails too, and its redelivery (a duplicate for the store) publishes them again from
+// the stored state. Every line about a record names the ingest's request id (`requestId`, the API Gateway request
+// that brought the callback), so that one search follows a callback from the door to its task.
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { BatchContext, RecordOutcome } from '../domain/batch.ts';
 import { DEFAULT_MAX_RECEIVE_COUNT, DEFAULT_RECORD_CONCURRENCY, type WorkerDeps } from './deps.ts';
