@@ -21,6 +21,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   pull: () => import('./commands/pull.ts'),
   recount: () => import('./commands/recount.ts'),
   storage: () => import('./commands/storage.ts'),
+  archive: () => import('./commands/archive.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

@@ -41,6 +41,8 @@ export function duckdbSource(root: string): string {
 
 export interface QueryResult {
   columns: string[];
+  /** DuckDB's type of each column (`BIGINT`, `VARCHAR`, …): a BIGINT's values are JSON strings in `rows`. */
+  types: string[];
   rows: Record<string, unknown>[];
 }
 
@@ -61,7 +63,11 @@ export async function queryLocalArchive(root: string, sql: string): Promise<Quer
       () => false,
     );
     const reader = await connection.runAndReadAll(withRawTable(sql, any ? duckdbSource(root) : empty));
-    return { columns: reader.columnNames(), rows: reader.getRowObjectsJson() as Record<string, unknown>[] };
+    return {
+      columns: reader.columnNames(),
+      types: reader.columnTypes().map(String),
+      rows: reader.getRowObjectsJson() as Record<string, unknown>[],
+    };
   } finally {
     connection.closeSync();
     instance.closeSync();
