@@ -22,6 +22,7 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   recount: () => import('./commands/recount.ts'),
   storage: () => import('./commands/storage.ts'),
   archive: () => import('./commands/archive.ts'),
+  replay: () => import('./commands/replay.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

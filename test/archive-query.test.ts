@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { fitRows } from '../cli/commands/archive.ts';
 import { colors } from '../cli/format.ts';
@@ -15,7 +14,8 @@ import { SERVICE } from '../devkit/local/deployed-settings.ts';
 import { withRawTable } from '../lib/domain/archive.ts';
 import { type ArchivingStack, startArchivingStack } from './support/archive-stack.ts';
 import { type AthenaStandIn, startAthenaStandIn, type StandInAnswer } from './support/athena-stand-in.ts';
-import { childEnv, postSigned, runCliHere } from './support/cli-process.ts';
+import { postSigned, runCliHere } from './support/cli-process.ts';
+import { terminalIo } from './support/terminal-io.ts';
 import { eventually } from './support/eventually.ts';
 
 type Body = Record<string, unknown>;
@@ -286,19 +286,13 @@ describe('on a stage: Athena in its workgroup and database', () => {
 
   test('as a table, with what Athena scanned; a progress line on a terminal while it runs', async () => {
     answer = () => counts;
-    const stderr = ttyCollector();
-    const stdout = ttyCollector(false);
-    const code = await run(['archive', 'query', 'SELECT 1', '--stage', stage, '--region', region, '--no-color'], {
-      stdout: stdout.stream,
-      stderr: stderr.stream,
-      stdin: Readable.from([]),
-      env: childEnv(env()),
-      cwd,
-      onStop: () => () => {},
-      exit: () => {},
-    });
+    const terminal = terminalIo({ cwd, env: env(), stdoutTTY: true });
+    const code = await run(
+      ['archive', 'query', 'SELECT 1', '--stage', stage, '--region', region, '--no-color'],
+      terminal.io,
+    );
     expect(code).toBe(0);
-    expect(stdout.text().split('\n')).toEqual([
+    expect(terminal.stdout().split('\n')).toEqual([
       'app_key  type  resent  callbacks',
       'app-1    1     false   120',
       'app-1    4     false   118',
@@ -309,8 +303,8 @@ describe('on a stage: Athena in its workgroup and database', () => {
         'callbacks_prod_archive), 3 MiB scanned.',
       '',
     ]);
-    expect(stderr.text()).toContain('\r\x1b[KAthena: query running, 0 s, 3 MiB scanned');
-    expect(stderr.text().endsWith('\r\x1b[K')).toBe(true);
+    expect(terminal.stderr()).toContain('\r\x1b[KAthena: query running, 0 s, 3 MiB scanned');
+    expect(terminal.stderr().endsWith('\r\x1b[K')).toBe(true);
   });
 
   test("a syntax error is Athena's reason in one sentence, its line as typed; exit code 1", async () => {
@@ -354,18 +348,3 @@ describe('on a stage: Athena in its workgroup and database', () => {
     );
   });
 });
-
-/** A stream collecting what is written, a terminal (isTTY) or not. */
-function ttyCollector(isTTY = true) {
-  let text = '';
-  const stream = Object.assign(
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        text += chunk.toString();
-        done();
-      },
-    }),
-    { isTTY, columns: 200 },
-  );
-  return { stream, text: () => text };
-}

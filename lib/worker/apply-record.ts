@@ -27,12 +27,20 @@ export interface Applied {
   events?: number;
   /** Why it failed, in one sentence, when it did (the note of a message given up: lib/worker/message-notes.ts). */
   error?: string;
+  /** Who sent its message again (`resentBy`), when someone says so. */
+  resentBy?: string;
 }
 
 /** The request id the ingest gave the record's message, when it has one. */
 function requestIdOf(p: Prepared): string | undefined {
   if (p.kind !== 'unreadable') return p.msg.requestId ?? undefined;
   return p.record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
+}
+
+/** Who sent the record's message again (`resentBy`: a redrive, a replay), when someone says so. */
+function resentByOf(p: Prepared): string | undefined {
+  if (p.kind !== 'unreadable') return p.msg.resentBy;
+  return p.record.messageAttributes?.[Attr.resentBy]?.stringValue || undefined;
 }
 
 /** `hold`: another record of the batch writes the same file next (DeliveredCallback.hold). */
@@ -42,7 +50,9 @@ export async function applyRecord(
   counting?: TaskCounting,
   hold = false,
 ): Promise<Applied> {
-  const log = withFields(workerDeps.log, { requestId: requestIdOf(p) });
+  // Each line of a copy sent again says who sent it (a replay out of the archive is logged as one).
+  const resentBy = resentByOf(p);
+  const log = withFields(workerDeps.log, { requestId: requestIdOf(p), ...(resentBy ? { resentBy } : {}) });
   const deps = { ...workerDeps, log };
   const started = (deps.now ?? Date.now)();
   if (p.kind === 'unreadable') return { log, ...(await quarantineUnparsed(p.record, deps, p.detail)) };
@@ -74,7 +84,7 @@ export async function applyRecord(
       deps.log.warn('callback_quarantined', { ...fields, reason: result.reason, detail: result.detail });
       return { log, outcome: 'quarantined' };
     }
-    return { log, outcome: result.outcome, cb, result, fields };
+    return { log, outcome: result.outcome, cb, result, fields, ...(resentBy ? { resentBy } : {}) };
   } catch (err) {
     // The store can never hold it: retried, it would fail the same way until the dead-letter queue. It may
     // have written part of itself first: its task is recounted.

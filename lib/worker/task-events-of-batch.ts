@@ -1,6 +1,7 @@
 // The task events of a batch: read off each task as its header update returned it, and published together
 // once every write is durable (lib/domain/task-events.ts says which events a write makes true).
 import type { EventPublisher } from '../domain/event-publisher.ts';
+import { REPLAY_SENDER } from '../domain/message-notes.ts';
 import { eventsOfWrite, publishesFileEvents, writeMayPublish, type TaskEvent } from '../domain/task-events.ts';
 import type { TaskParts } from '../domain/task-parts.ts';
 import type { FileRecord } from '../domain/task.ts';
@@ -29,6 +30,13 @@ function failPublishing(failed: readonly Applied[], err: unknown): void {
 }
 
 /**
+ * A callback `callbacks replay` sent again that its task already holds: its events are not published again. They went
+ * out with its own message (whose redeliveries, and the redrive of its dead letter, publish what did not), and once
+ * more they would only make every subscriber do its work again (the verifier would check the file again).
+ */
+const replayedDuplicate = (a: Applied): boolean => a.outcome === 'duplicate' && a.resentBy === REPLAY_SENDER;
+
+/**
  * The task events of the writes to one task (lib/domain/task-events.ts), read off the task as its header
  * update returned it, with the files the writes left: no read of the task. Records without sequence numbers
  * (several batches of a task may be applied at once) read the task whole after the update instead, as a
@@ -43,7 +51,7 @@ export async function eventsOfTask(
     const write = a.result?.write;
     const may = !!write && writeMayPublish(a.cb!, a.outcome === 'applied', write.file);
     if (a.result) a.events = 0;
-    return may && a.outcome !== 'failed';
+    return may && a.outcome !== 'failed' && !replayedDuplicate(a);
   });
   if (publishing.length === 0) return { writes: [], events: [] };
   let parts = counted;

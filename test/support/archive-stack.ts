@@ -4,8 +4,10 @@
 // Firehose stand-in (devkit/local/firehose.ts) writing into a bucket of the stack's S3, the worker given the
 // stream (its template's environment, and a grant of its role for it) and sent to the stand-in (the SDK's own
 // AWS_ENDPOINT_URL_FIREHOSE, read when the worker first calls Firehose), and the stack file given `archive`.
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { gzipSync } from 'node:zlib';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type ArchiveLocation, archiveOf } from '../../cli/archive-query.ts';
 import { LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE } from '../../devkit/local/deployed-settings.ts';
 import { createFirehoseStandIn } from '../../devkit/local/firehose.ts';
@@ -15,6 +17,7 @@ import { startLocalStack, type LocalStack } from '../../devkit/local/stack.ts';
 import type { LocalStackOptions } from '../../devkit/local/stack-options.ts';
 import { writeStackFile } from '../../devkit/local/stack-file.ts';
 import { loadTemplate, type Template } from '../../devkit/local/template.ts';
+import type { ArchiveLine } from '../../lib/domain/archive.ts';
 
 export const ARCHIVE_STREAM = `${SERVICE}-${LOCAL_STAGE}-archive`;
 const ARCHIVE_BUCKET = `${SERVICE}-${LOCAL_STAGE}-archive-test`;
@@ -24,7 +27,29 @@ export interface ArchivingStack {
   archive: ArchiveLocation;
   /** A client of the stack's S3. */
   s3: S3Client;
+  /**
+   * Stores lines in the archive as its stream does (one gzip object of JSON Lines per partition): callbacks the
+   * archive holds that the table does not (a table restored from a backup older than they are).
+   */
+  archiveLines(lines: readonly ArchiveLine[]): Promise<void>;
   stop(): Promise<void>;
+}
+
+async function putLines(s3: S3Client, archive: ArchiveLocation, lines: readonly ArchiveLine[]): Promise<void> {
+  const byFolder = new Map<string, ArchiveLine[]>();
+  for (const line of lines) {
+    const { service, dt, appKey } = line.partition;
+    const folder = `${archive.prefix}service=${service}/dt=${dt}/appKey=${appKey}/`;
+    byFolder.set(folder, [...(byFolder.get(folder) ?? []), line]);
+  }
+  for (const [folder, held] of byFolder)
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: archive.bucket,
+        Key: `${folder}test-${randomUUID()}.gz`,
+        Body: gzipSync(held.map((line) => `${JSON.stringify(line)}\n`).join('')),
+      }),
+    );
 }
 
 const workerEnvironment = (template: Template) =>
@@ -58,6 +83,7 @@ export async function startArchivingStack(opts: LocalStackOptions): Promise<Arch
       stack,
       archive,
       s3,
+      archiveLines: (lines) => putLines(s3, archive, lines),
       stop: async () => {
         s3.destroy();
         await stack.stop();
@@ -91,6 +117,7 @@ export async function startArchivingStack(opts: LocalStackOptions): Promise<Arch
     stack,
     archive,
     s3,
+    archiveLines: (lines) => putLines(s3, archive, lines),
     stop: async () => {
       await stack.stop();
       s3.destroy();
