@@ -371,7 +371,12 @@ test('on a stage: the rows Athena answers go to the stage queue, how they came o
     };
     const args = ['--from', from, '--to', to, '--app-key', 'app-2', '--limit', '3', '--yes', '--json'];
     const res = await runCliHere(['replay', ...args, '--stage', 'local', '--region', info.region], { cwd, env });
-    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.code).toBe(0);
+    // A window that ends within Firehose's delay: the archive may not hold all of it yet.
+    expect(res.stderr).toBe(
+      'note: callbacks stored in the last 8 minutes may not be in the archive yet (Data Firehose writes its objects ' +
+        'within about that): replay the window again later for them.\n',
+    );
     const result = JSON.parse(res.stdout);
     const third = held[2]!;
     expect(result).toMatchObject({

@@ -21,35 +21,47 @@ export function register(program: Command): void {
         'run SQL against the table raw (one row per delivery; docs/archive.md has its columns), print the rows',
       )
       .option('--wide', 'every cell whole, however wide the terminal (piped output always has them whole)'),
-  ).action(async (sql: string, opts: CommonOptions & { wide?: boolean }) => {
-    await withTarget(opts, async (ctx) => {
-      const progress = queryProgressLine(!opts.json);
-      const source = await openArchive(ctx.target, { onProgress: progress.update });
-      let result: ArchiveRows;
-      try {
-        result = await source.query(sql);
-      } finally {
-        progress.clear();
-        await source.close();
-      }
-      if (opts.json) {
-        printJson(result.rows);
-        return;
-      }
-      const scanned = result.scannedBytes === null ? '' : `, ${humanSize(result.scannedBytes)} scanned`;
-      if (result.rows.length === 0) {
-        ctx.out(ctx.c.dim(`No rows (${source.describe}${scanned}).`));
-        return;
-      }
-      const width = cliIo().stdout.isTTY ? (cliIo().stdout as { columns?: number }).columns : undefined;
-      const { text, cut } = fitRows(result, ctx.c, opts.wide ? undefined : width);
-      ctx.out(text);
-      const cutNote = cut.length
-        ? `; ${cut.join(', ')} cut to fit ${width} columns: --wide or --json shows them whole`
-        : '';
-      ctx.out(ctx.c.dim(`${plural(result.rows.length, 'row')} from ${source.describe}${scanned}${cutNote}.`));
+  )
+    .addHelpText(
+      'after',
+      `
+On a stage the query runs on Athena, in the stage's archive workgroup and database (its stack's outputs); locally
+on DuckDB, over the local stack's archive. Name the days a query reads (dt): only their folders are read.
+
+Examples:
+  callbacks archive query "SELECT type, outcome, count(*) AS n FROM raw WHERE dt = '2025-11-22' GROUP BY 1, 2"
+  callbacks archive query --stage prod --region eu-west-1 --json \\
+    "SELECT received_at, type, body FROM raw WHERE dt >= '2025-11-20' AND task_id = 'rec-123' ORDER BY received_at"`,
+    )
+    .action(async (sql: string, opts: CommonOptions & { wide?: boolean }) => {
+      await withTarget(opts, async (ctx) => {
+        const progress = queryProgressLine(!opts.json);
+        const source = await openArchive(ctx.target, { onProgress: progress.update });
+        let result: ArchiveRows;
+        try {
+          result = await source.query(sql);
+        } finally {
+          progress.clear();
+          await source.close();
+        }
+        if (opts.json) {
+          printJson(result.rows);
+          return;
+        }
+        const scanned = result.scannedBytes === null ? '' : `, ${humanSize(result.scannedBytes)} scanned`;
+        if (result.rows.length === 0) {
+          ctx.out(ctx.c.dim(`No rows (${source.describe}${scanned}).`));
+          return;
+        }
+        const width = cliIo().stdout.isTTY ? (cliIo().stdout as { columns?: number }).columns : undefined;
+        const { text, cut } = fitRows(result, ctx.c, opts.wide ? undefined : width);
+        ctx.out(text);
+        const cutNote = cut.length
+          ? `; ${cut.join(', ')} cut to fit ${width} columns: --wide or --json shows them whole`
+          : '';
+        ctx.out(ctx.c.dim(`${plural(result.rows.length, 'row')} from ${source.describe}${scanned}${cutNote}.`));
+      });
     });
-  });
 }
 
 /**

@@ -64,14 +64,25 @@ export function register(program: Command): void {
           'replay); the worker applies what it has not yet',
       )
       .requiredOption('--from <time>', 'received at or after: 30m, 2h, 7d, an ISO date or time, or epoch ms')
-      .requiredOption('--to <time>', 'received before (same forms)')
+      .requiredOption('--to <time>', 'received before (same forms): the window ends there')
       .option('--app-key <appKey>', 'only the callbacks of this appKey')
       .addOption(new Option('--service <service>', 'only recording or screenshot callbacks').choices(SERVICES))
-      .addOption(new Option('--type <type>', 'only callbacks of this type').choices(['1', '2', '3', '4']))
+      .addOption(
+        new Option('--type <type>', 'only callbacks of this type (1 start, 2 slice, 3 end, 4 upload)').choices([
+          '1',
+          '2',
+          '3',
+          '4',
+        ]),
+      )
       .option('--task <id>', 'only the callbacks of this task (recordId or imageId)')
       .option('--dry-run', 'print how many match and what would be sent; send nothing')
       .option('--limit <n>', 'send at most this many (the cursor printed continues)', positiveInt, DEFAULT_REPLAY_LIMIT)
-      .option('--cursor <cursor>', 'continue after this one (the cursor a replay printed)', cursorOption)
+      .option(
+        '--cursor <cursor>',
+        'continue after the callback of this cursor, as a replay printed it (<received_at>/<delivery_id>)',
+        cursorOption,
+      )
       .option('--yes', 'do not ask for confirmation')
       .option('--no-wait', 'do not wait for the worker to take them')
       .addOption(
@@ -79,114 +90,134 @@ export function register(program: Command): void {
           .argParser(durationOption)
           .default(300_000, '5m'),
       ),
-  ).action(async (opts: ReplayOptions) => {
-    const window = windowOf(opts, Date.now());
-    await withTarget(opts, async (ctx) => {
-      const queueUrl = await urlOf(ctx.target, 'queue');
-      const progress = queryProgressLine(!opts.json);
-      const archive = await openArchive(ctx.target, { onProgress: progress.update, scope: scopeOf(opts, window) });
-      const selection = selectionOf(opts, window);
-      const described = describeSelection(opts, window);
-      try {
-        if (opts.dryRun) {
-          const count = await countOf(archive, selection);
-          const rows = await rowsOf(archive, selection, opts.limit);
-          progress.clear();
-          printDryRun({ opts, window, count, rows, queueUrl, described, archive, out: ctx.out, c: ctx.c });
-          return;
-        }
-        const found = await rowsOf(archive, selection, opts.limit + 1);
-        progress.clear();
-        const more = found.length > opts.limit;
-        const rows = found.slice(0, opts.limit);
-        if (rows.length === 0) {
-          if (opts.json) printJson({ ...summaryOf(opts, window, archive, queueUrl), sent: 0, cursor: null, more });
-          else ctx.out(`No archived callback matches (${described}) in ${archive.describe}.`);
-          return;
-        }
-        const run = randomUUID();
-        const messages = rows.map((row) => {
-          try {
-            return replayMessageOf(row, run);
-          } catch (err) {
-            throw new CliError(`${archive.describe}: ${errorSentence(err, { bare: true })}`);
-          }
-        });
-        const question = `Send ${plural(rows.length, 'archived callback')} (${described}) back to ${queueUrl}? [y/N] `;
-        if (!(await confirmed(question, opts))) {
-          ctx.out('Nothing sent.');
-          return;
-        }
-        const bar =
-          cliIo().stderr.isTTY && !opts.json
-            ? new SingleBar({
-                format: 'replay [{bar}] {value}/{total} callbacks',
-                hideCursor: true,
-                stream: cliIo().stderr as NodeJS.WriteStream,
-              })
-            : null;
-        let stopping = false;
-        const stopListening = cliIo().onStop(() => {
-          stopping = true;
-        });
-        bar?.start(messages.length, 0);
-        let result: Awaited<ReturnType<typeof sendReplays>>;
-        try {
-          result = await sendReplays(ctx.target.sqs, queueUrl, messages, {
-            onSent: (sent) => bar?.update(sent),
-            stopped: () => stopping,
-          });
-        } finally {
-          bar?.stop();
-          stopListening();
-        }
-        const last = rows[result.through - 1];
-        const cursor = last ? cursorText(cursorOf(last)) : opts.cursor ? cursorText(opts.cursor) : null;
-        const left = result.through < rows.length || more;
-        const copies = result.sent.map((s) => ({ deliveryId: s.deliveryId, copyId: s.messageId }));
-        const waited = opts.wait && copies.length > 0 ? await waitForCopies(ctx, copies, opts.timeout) : null;
-        if (opts.json) {
-          printJson({
-            ...summaryOf(opts, window, archive, queueUrl),
-            sent: result.sent.length,
-            cursor,
-            more: left,
-            ...(waited
-              ? {
-                  waited: {
-                    applied: waited.applied,
-                    duplicate: waited.duplicate,
-                    setAside: waited.quarantined,
-                    failed: waited.failedAgain,
-                    unseen: waited.unseen,
-                    messages: waited.messages,
-                  },
-                }
-              : {}),
-          });
-        } else {
-          ctx.out(`Sent ${plural(result.sent.length, 'archived callback')} (${described}) to ${queueUrl}.`);
-          if (waited) ctx.out(waitedLine(waited, opts.timeout, ctx.c, { quarantined: 'set aside', failed: 'failed' }));
-          if (cursor)
-            ctx.out(
-              left
-                ? ctx.c.yellow(`More callbacks of the window are left: continue with --cursor ${cursor}`)
-                : ctx.c.dim(`Cursor of the last one sent: ${cursor}`),
-            );
-        }
-        if (result.failed)
-          throw new CliError(
-            `SQS refused the callback of delivery ${result.failed.deliveryId}, and the replay stopped there ` +
-              `(${result.failed.error})${cursor ? `: continue with --cursor ${cursor}` : ''}`,
+  )
+    .addHelpText(
+      'after',
+      `
+Each callback goes to the queue as the ingest sent it, in its task's message group, marked resentBy
+${REPLAY_SENDER}: the worker applies what its task does not hold yet, the rest are duplicates that change nothing.
+It then waits for the worker's notes and reports how many were applied, duplicates, set aside and failed; the cursor
+it prints continues with --cursor. The selection runs on Athena on a stage (its archive workgroup), on DuckDB locally.
+
+Examples:
+  callbacks replay --from 2025-11-22T02:00:00Z --to 2025-11-22T03:00:00Z --app-key app-1 --dry-run
+  callbacks replay --stage prod --region eu-west-1 --from 3h --to 2h --type 4 --yes`,
+    )
+    .action(async (opts: ReplayOptions) => {
+      const window = windowOf(opts, Date.now());
+      await withTarget(opts, async (ctx) => {
+        const queueUrl = await urlOf(ctx.target, 'queue');
+        const progress = queryProgressLine(!opts.json);
+        const archive = await openArchive(ctx.target, { onProgress: progress.update, scope: scopeOf(opts, window) });
+        const selection = selectionOf(opts, window);
+        const described = describeSelection(opts, window);
+        if (archive.engine === 'athena' && window.to > Date.now() - FIREHOSE_LAG_MS)
+          cliIo().stderr.write(
+            `${ctx.c.yellow('note:')} callbacks stored in the last ${FIREHOSE_LAG_MS / 60_000} minutes may not be in ` +
+              'the archive yet (Data Firehose writes its objects within about that): replay the window again later ' +
+              'for them.\n',
           );
-        if (stopping && left && !opts.json) ctx.out('Stopped.');
-        if (waited && waited.failedAgain > 0) setExitCode(1);
-      } finally {
-        progress.clear();
-        await archive.close();
-      }
+        try {
+          if (opts.dryRun) {
+            const count = await countOf(archive, selection);
+            const rows = await rowsOf(archive, selection, opts.limit);
+            progress.clear();
+            printDryRun({ opts, window, count, rows, queueUrl, described, archive, out: ctx.out, c: ctx.c });
+            return;
+          }
+          const found = await rowsOf(archive, selection, opts.limit + 1);
+          progress.clear();
+          const more = found.length > opts.limit;
+          const rows = found.slice(0, opts.limit);
+          if (rows.length === 0) {
+            if (opts.json) printJson({ ...summaryOf(opts, window, archive, queueUrl), sent: 0, cursor: null, more });
+            else ctx.out(`No archived callback matches (${described}) in ${archive.describe}.`);
+            return;
+          }
+          const run = randomUUID();
+          const messages = rows.map((row) => {
+            try {
+              return replayMessageOf(row, run);
+            } catch (err) {
+              throw new CliError(`${archive.describe}: ${errorSentence(err, { bare: true })}`);
+            }
+          });
+          const what = `${plural(rows.length, 'archived callback')} (${described})`;
+          if (!(await confirmed(`Send ${what} back to ${queueUrl}? [y/N] `, opts))) {
+            ctx.out('Nothing sent.');
+            return;
+          }
+          const bar =
+            cliIo().stderr.isTTY && !opts.json
+              ? new SingleBar({
+                  format: 'replay [{bar}] {value}/{total} callbacks',
+                  hideCursor: true,
+                  stream: cliIo().stderr as NodeJS.WriteStream,
+                })
+              : null;
+          let stopping = false;
+          const stopListening = cliIo().onStop(() => {
+            stopping = true;
+          });
+          bar?.start(messages.length, 0);
+          let result: Awaited<ReturnType<typeof sendReplays>>;
+          try {
+            result = await sendReplays(ctx.target.sqs, queueUrl, messages, {
+              onSent: (sent) => bar?.update(sent),
+              stopped: () => stopping,
+            });
+          } finally {
+            bar?.stop();
+            stopListening();
+          }
+          const last = rows[result.through - 1];
+          const cursor = last ? cursorText(cursorOf(last)) : opts.cursor ? cursorText(opts.cursor) : null;
+          const left = result.through < rows.length || more;
+          const copies = result.sent.map((s) => ({ deliveryId: s.deliveryId, copyId: s.messageId }));
+          const waited = opts.wait && copies.length > 0 ? await waitForCopies(ctx, copies, opts.timeout) : null;
+          if (opts.json) {
+            printJson({
+              ...summaryOf(opts, window, archive, queueUrl),
+              sent: result.sent.length,
+              cursor,
+              more: left,
+              ...(waited
+                ? {
+                    waited: {
+                      applied: waited.applied,
+                      duplicate: waited.duplicate,
+                      setAside: waited.quarantined,
+                      failed: waited.failedAgain,
+                      unseen: waited.unseen,
+                      messages: waited.messages,
+                    },
+                  }
+                : {}),
+            });
+          } else {
+            ctx.out(`Sent ${plural(result.sent.length, 'archived callback')} (${described}) to ${queueUrl}.`);
+            if (waited)
+              ctx.out(waitedLine(waited, opts.timeout, ctx.c, { quarantined: 'set aside', failed: 'failed' }));
+            if (cursor)
+              ctx.out(
+                left
+                  ? ctx.c.yellow(`More callbacks of the window are left: continue with --cursor ${cursor}`)
+                  : ctx.c.dim(`Cursor of the last one sent: ${cursor}`),
+              );
+          }
+          if (result.failed)
+            throw new CliError(
+              `SQS refused the callback of delivery ${result.failed.deliveryId}, and the replay stopped there ` +
+                `(${result.failed.error})${cursor ? `: continue with --cursor ${cursor}` : ''}`,
+            );
+          if (stopping && left && !opts.json) ctx.out('Stopped.');
+          if (waited && waited.failedAgain > 0) setExitCode(1);
+        } finally {
+          progress.clear();
+          await archive.close();
+        }
+      });
     });
-  });
 }
 
 /** --from and --to read at `now`; a time that does not parse, or a window that is empty, is one sentence. */
@@ -205,6 +236,8 @@ function windowOf(opts: Pick<ReplayOptions, 'from' | 'to'>, now: number): { from
 }
 
 const DAY_MS = 86_400_000;
+/** How long after the worker archives a line it is in S3 on a stage: Firehose's 5-minute buffer, 1.5 times over. */
+const FIREHOSE_LAG_MS = 8 * 60_000;
 /** Beyond this many days, the local copy takes the whole archive rather than a folder per day. */
 const MAX_SCOPED_DAYS = 400;
 
