@@ -11,6 +11,7 @@ import { colors } from '../cli/format.ts';
 import { run } from '../cli/main.ts';
 import { duckdbSource, queryLocalArchive } from '../devkit/local/archive.ts';
 import { SERVICE } from '../devkit/local/deployed-settings.ts';
+import { writeStackFile } from '../devkit/local/stack-file.ts';
 import { withRawTable } from '../lib/domain/archive.ts';
 import { type ArchivingStack, startArchivingStack } from './support/archive-stack.ts';
 import { type AthenaStandIn, startAthenaStandIn, type StandInAnswer } from './support/athena-stand-in.ts';
@@ -133,6 +134,9 @@ test('a stack that keeps no archive says so in one sentence', async () => {
   const cwd = await mkdtemp(join(tmpdir(), 'callbacks-archive-none-'));
   const { startLocalStack } = await import('../devkit/local/stack.ts');
   const stack = await startLocalStack({ port: 0, memory: true, cwd, quiet: true, scheduleEveryMs: 0 });
+  // The stack file of a version without the archive.
+  const { archive: _archive, ...info } = stack.info as typeof stack.info & { archive?: unknown };
+  await writeStackFile(stack.stackFile, info);
   try {
     const res = await runCliHere(['archive', 'query', 'SELECT 1'], { cwd });
     expect(res.code).toBe(1);
