@@ -311,8 +311,8 @@ test('a callback set aside for its signature is set aside again, in the group be
   expect(res.stdout.split('\n')).toEqual([
     `Sent 1 archived callback (received ${new Date(at).toISOString()} to ` +
       `${new Date(at + 1000).toISOString()}) to ${archiving.stack.info.queueUrl}.`,
-    'The worker took them: 0 applied, 0 duplicate (applied before), 1 set aside, 0 failed.',
     `Cursor of the last one sent: ${new Date(at).toISOString()}/aside-1`,
+    'The worker took them: 0 applied, 0 duplicate (applied before), 1 set aside, 0 failed.',
     '',
   ]);
   expect((await cli(['tasks', 'get', 'img-aside-1'])).code).toBe(1);

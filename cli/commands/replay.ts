@@ -14,7 +14,15 @@ import { errorSentence } from '../../lib/text.ts';
 import { type Archive, type ArchiveScope, type ArchiveValue, openArchive } from '../archive-query.ts';
 import { waitedLine, waitForCopies } from '../copies-outcome.ts';
 import { callbackTypeName, type Colors, isoTime, parseTimePoint, plural } from '../format.ts';
-import { CliError, confirm, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';
+import {
+  CliError,
+  confirm,
+  printJson,
+  withCommonOptions,
+  withTarget,
+  type CommonOptions,
+  type Context,
+} from '../inspect.ts';
 import { cliIo, setExitCode } from '../io.ts';
 import { durationOption, positiveInt } from '../option-parsers.ts';
 import { fitRows, queryProgressLine } from './archive.ts';
@@ -174,7 +182,17 @@ Examples:
           const cursor = last ? cursorText(cursorOf(last)) : opts.cursor ? cursorText(opts.cursor) : null;
           const left = result.through < rows.length || more;
           const copies = result.sent.map((s) => ({ deliveryId: s.deliveryId, copyId: s.messageId }));
-          const waited = opts.wait && copies.length > 0 ? await waitForCopies(ctx, copies, opts.timeout) : null;
+          // What was sent, and where to continue, before the wait: a wait cut short by Ctrl-C has said them.
+          if (!opts.json) {
+            ctx.out(`Sent ${plural(result.sent.length, 'archived callback')} (${described}) to ${queueUrl}.`);
+            if (cursor)
+              ctx.out(
+                left
+                  ? ctx.c.yellow(`More callbacks of the window are left: continue with --cursor ${cursor}`)
+                  : ctx.c.dim(`Cursor of the last one sent: ${cursor}`),
+              );
+          }
+          const waited = opts.wait && copies.length > 0 ? await waitForWorker(ctx, copies, opts) : null;
           if (opts.json) {
             printJson({
               ...summaryOf(opts, window, archive, queueUrl),
@@ -194,23 +212,14 @@ Examples:
                   }
                 : {}),
             });
-          } else {
-            ctx.out(`Sent ${plural(result.sent.length, 'archived callback')} (${described}) to ${queueUrl}.`);
-            if (waited)
-              ctx.out(waitedLine(waited, opts.timeout, ctx.c, { quarantined: 'set aside', failed: 'failed' }));
-            if (cursor)
-              ctx.out(
-                left
-                  ? ctx.c.yellow(`More callbacks of the window are left: continue with --cursor ${cursor}`)
-                  : ctx.c.dim(`Cursor of the last one sent: ${cursor}`),
-              );
+          } else if (waited) {
+            ctx.out(waitedLine(waited, opts.timeout, ctx.c, { quarantined: 'set aside', failed: 'failed' }));
           }
           if (result.failed)
             throw new CliError(
               `SQS refused the callback of delivery ${result.failed.deliveryId}, and the replay stopped there ` +
                 `(${result.failed.error})${cursor ? `: continue with --cursor ${cursor}` : ''}`,
             );
-          if (stopping && left && !opts.json) ctx.out('Stopped.');
           if (waited && waited.failedAgain > 0) setExitCode(1);
         } finally {
           progress.clear();
@@ -218,6 +227,24 @@ Examples:
         }
       });
     });
+}
+
+/** The worker's notes of the copies, awaited with a bar of those it has taken on a terminal. */
+async function waitForWorker(ctx: Context, copies: { deliveryId: string; copyId: string }[], opts: ReplayOptions) {
+  const bar =
+    cliIo().stderr.isTTY && !opts.json
+      ? new SingleBar({
+          format: 'worker [{bar}] {value}/{total} callbacks taken',
+          hideCursor: true,
+          stream: cliIo().stderr as NodeJS.WriteStream,
+        })
+      : null;
+  bar?.start(copies.length, 0);
+  try {
+    return await waitForCopies(ctx, copies, opts.timeout, (noted) => bar?.update(noted));
+  } finally {
+    bar?.stop();
+  }
 }
 
 /** --from and --to read at `now`; a time that does not parse, or a window that is empty, is one sentence. */
