@@ -7,7 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { SingleBar } from 'cli-progress';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { type ArchivedDelivery, REPLAYED_COLUMNS, replayMessageOf, sendReplays } from '../../lib/aws/sqs/replay.ts';
+import {
+  type ArchivedDelivery,
+  REPLAYED_COLUMNS,
+  type ReplayMessage,
+  replayMessageOf,
+  sendReplays,
+} from '../../lib/aws/sqs/replay.ts';
 import { REPLAY_SENDER } from '../../lib/domain/message-notes.ts';
 import { SERVICES, type Service } from '../../lib/platform/services.ts';
 import { errorSentence } from '../../lib/text.ts';
@@ -155,29 +161,7 @@ Examples:
             ctx.out('Nothing sent.');
             return;
           }
-          const bar =
-            cliIo().stderr.isTTY && !opts.json
-              ? new SingleBar({
-                  format: 'replay [{bar}] {value}/{total} callbacks',
-                  hideCursor: true,
-                  stream: cliIo().stderr as NodeJS.WriteStream,
-                })
-              : null;
-          let stopping = false;
-          const stopListening = cliIo().onStop(() => {
-            stopping = true;
-          });
-          bar?.start(messages.length, 0);
-          let result: Awaited<ReturnType<typeof sendReplays>>;
-          try {
-            result = await sendReplays(ctx.target.sqs, queueUrl, messages, {
-              onSent: (sent) => bar?.update(sent),
-              stopped: () => stopping,
-            });
-          } finally {
-            bar?.stop();
-            stopListening();
-          }
+          const result = await sendWithBar(ctx, queueUrl, messages, opts);
           const last = rows[result.through - 1];
           const cursor = last ? cursorText(cursorOf(last)) : opts.cursor ? cursorText(opts.cursor) : null;
           const left = result.through < rows.length || more;
@@ -227,6 +211,32 @@ Examples:
         }
       });
     });
+}
+
+/** Sends the messages, with a bar of those sent on a terminal; Ctrl-C stops after the batch being sent. */
+async function sendWithBar(ctx: Context, queueUrl: string, messages: ReplayMessage[], opts: ReplayOptions) {
+  const bar =
+    cliIo().stderr.isTTY && !opts.json
+      ? new SingleBar({
+          format: 'replay [{bar}] {value}/{total} callbacks',
+          hideCursor: true,
+          stream: cliIo().stderr as NodeJS.WriteStream,
+        })
+      : null;
+  let stopping = false;
+  const stopListening = cliIo().onStop(() => {
+    stopping = true;
+  });
+  bar?.start(messages.length, 0);
+  try {
+    return await sendReplays(ctx.target.sqs, queueUrl, messages, {
+      onSent: (sent) => bar?.update(sent),
+      stopped: () => stopping,
+    });
+  } finally {
+    bar?.stop();
+    stopListening();
+  }
 }
 
 /** The worker's notes of the copies, awaited with a bar of those it has taken on a terminal. */
