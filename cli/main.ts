@@ -21,6 +21,8 @@ const commands: Record<string, () => Promise<{ register(program: Command): void 
   pull: () => import('./commands/pull.ts'),
   recount: () => import('./commands/recount.ts'),
   storage: () => import('./commands/storage.ts'),
+  archive: () => import('./commands/archive.ts'),
+  replay: () => import('./commands/replay.ts'),
 };
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {

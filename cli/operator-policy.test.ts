@@ -36,7 +36,9 @@ let sent: Set<string>;
 let namesIndex: boolean;
 
 beforeAll(async () => {
-  const options = await functionBuildOptions();
+  // DuckDB queries the local stack's archive only: its native bindings are no request to a stage.
+  const built = await functionBuildOptions();
+  const options = { ...built, external: [...(built.external ?? []), '@duckdb/*'] };
   sent = new Set();
   namesIndex = false;
   const entries = stageCommands.map((command) => join(root, 'cli/commands', `${command}.ts`));
@@ -49,6 +51,8 @@ beforeAll(async () => {
       if (action !== null) sent.add(action);
     }
     namesIndex ||= requests.namesIndex;
+    // cli/stack-outputs.ts signs its one DescribeStacks call itself, without an SDK command: the bundle names it.
+    if (requests.code.includes('DescribeStacks')) sent.add('cloudformation:DescribeStacks');
   }
 }, 180_000);
 
@@ -99,6 +103,17 @@ test("the operator policy names the stage's own table, queues, topic and secrets
       // storage probe: the stage's verifier.
       arn('lambda', `function:${stageFunctionName('<stage>', 'verifier')}`),
       arn('kms', 'key/*'),
+      // console, archive query and replay: the stage's stack outputs; the archive's queries, in its workgroup.
+      arn('cloudformation', `stack/${names.table.replace(/-tasks$/, '')}/*`),
+      arn('athena', `workgroup/${names.table.replace(/-tasks$/, '')}-archive`),
+      // What Athena reads and writes with the operator's credentials, and only through Athena (aws:CalledVia).
+      arn('glue', 'catalog'),
+      arn('glue', 'database/<ArchiveDatabaseName>'),
+      arn('glue', 'table/<ArchiveDatabaseName>/raw'),
+      'arn:aws:s3:::<ArchiveBucketName>',
+      'arn:aws:s3:::<ArchiveBucketName>/raw/*',
+      'arn:aws:s3:::<ArchiveBucketName>/athena-results/*',
+      'arn:aws:s3:::<ArchiveBucketName>/athena-results/*',
     ].sort(),
   );
 });

@@ -64,3 +64,12 @@ export function callbackDeduplicationId(route: string, signature: SignatureParts
 export function redriveDeduplicationId(deadLetterMessageId: string): string {
   return sha256Hex(compositeKey('redrive', deadLetterMessageId));
 }
+
+/**
+ * The deduplication id of an archived callback sent again by a replay (`run`: that replay's own id): one per delivery
+ * and run, so that a send the SDK repeats (its answer lost) is enqueued once, while a later replay of the same window
+ * sends it again (the worker finds it applied).
+ */
+export function replayDeduplicationId(run: string, deliveryId: string): string {
+  return sha256Hex(compositeKey('replay', run, deliveryId));
+}

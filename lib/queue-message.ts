@@ -61,8 +61,9 @@ export const Attr = {
    */
   replayKey: 'replayKey',
   /**
-   * Set on a message sent again by someone other than the ingest (`callbacks dlq redrive`): it names who. A
-   * message sent again has a new sequence number, so what an earlier copy of it wrote is charged by a recount.
+   * Set on a message sent again by someone other than the ingest (`callbacks dlq redrive`, `callbacks replay`): it
+   * names who. A message sent again has a new sequence number, so what an earlier copy of it wrote is charged by a
+   * recount.
    */
   resentBy: 'resentBy',
   /** JSON HeldSignature, only when the verdict is not `valid`. */
@@ -181,9 +182,12 @@ export interface QueuedCallback extends CallbackMessage {
   receiveCount?: number;
   /**
    * Sent to the queue again after the ingest's own send: by a redrive out of the dead-letter queue (ours, which
-   * says so in `resentBy`, or SQS's, which gives the copy a new SentTimestamp long after the ingest received it).
+   * says so in `resentBy`, or SQS's, which gives the copy a new SentTimestamp long after the ingest received it), or
+   * by a replay out of the archive.
    */
   resent?: boolean;
+  /** Who sent it again, as `resentBy` names them (`dlq-redrive`, `archive-replay`); absent when nobody says. */
+  resentBy?: string;
 }
 
 /**
@@ -206,6 +210,7 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
   const mode = attr(Attr.mode);
   const receivedAtRaw = Number(attr(Attr.receivedAt));
   const sentAt = Number(record.attributes?.SentTimestamp);
+  const resentBy = attr(Attr.resentBy);
   return {
     ok: true,
     message: {
@@ -229,8 +234,9 @@ export function readRecord(record: SQSRecord): ReadRecordResult {
       claim: readClaim(attr(Attr.claim)),
       receiveCount: Number(record.attributes?.ApproximateReceiveCount) || undefined,
       resent:
-        attr(Attr.resentBy) !== undefined ||
+        resentBy !== undefined ||
         (Number.isFinite(receivedAtRaw) && Number.isFinite(sentAt) && sentAt - receivedAtRaw > RESENT_AFTER_MS),
+      ...(resentBy !== undefined ? { resentBy } : {}),
     },
   };
 }

@@ -5,9 +5,10 @@ import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { readMessageNotes } from '../../lib/aws/dynamo/message-notes.ts';
 import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
-import { peekDeadLetters, queueDepth, redriveDeadLetters, type RedriveResult } from '../../lib/aws/sqs/dlq.ts';
-import { isFinalOutcome, type MessageNote } from '../../lib/domain/message-notes.ts';
+import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
+import type { MessageNote } from '../../lib/domain/message-notes.ts';
 import { TargetError, type Target } from '../../devkit/local/target.ts';
+import { waitedLine, waitForCopies } from '../copies-outcome.ts';
 import { callbackTypeName, type Colors, isoTime, plural, styled, table } from '../format.ts';
 import {
   CliError,
@@ -143,7 +144,7 @@ export function register(program: Command): void {
       } finally {
         bar?.stop();
       }
-      const waited = opts.wait ? await waitForCopies(ctx, result, opts.timeout) : null;
+      const waited = opts.wait ? await waitForCopies(ctx, result.copies, opts.timeout) : null;
       if (opts.json) {
         printJson({ from, to, ...result, ...(waited ? { waited } : {}) });
       } else {
@@ -197,62 +198,7 @@ function whyGivenUp(note: MessageNote | undefined, c: Colors): string {
   return styled`${c.dim(`given up${at}, ${isoTime(note.at)}:`)} ${c.red(note.error)}`;
 }
 
-/** How the copies a redrive sent came out, as the worker noted them. */
-export interface WaitedCopies {
-  applied: number;
-  duplicate: number;
-  quarantined: number;
-  /** Failed again: given up again, or failing when the wait ended (the cause is not fixed). */
-  failedAgain: number;
-  /** Not taken by the worker by the end of the wait. */
-  unseen: number;
-  messages: { messageId: string; copyId: string; outcome: MessageNote['outcome'] | null; error: string | null }[];
-}
-
-/**
- * Reads the worker's notes of the copies until each has a final one (applied, duplicate, quarantined, given up
- * again) or `timeoutMs` has passed. A copy failing before its last receive is counted as failed again: its next
- * receive is a visibility time-out away, and the cause is not fixed.
- */
-async function waitForCopies(ctx: Context, result: RedriveResult, timeoutMs: number): Promise<WaitedCopies> {
-  const table = tableOf(ctx);
-  const ids = result.copies.map((c) => c.copyId).filter(Boolean);
-  const deadline = Date.now() + timeoutMs;
-  let notes = new Map<string, MessageNote>();
-  for (;;) {
-    notes = await readMessageNotes(table, ids);
-    const settled = ids.every((id) => {
-      const note = notes.get(id);
-      return note !== undefined && (isFinalOutcome(note.outcome) || note.outcome === 'failed');
-    });
-    if (settled || Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, deadline - Date.now()))));
-  }
-  const waited: WaitedCopies = { applied: 0, duplicate: 0, quarantined: 0, failedAgain: 0, unseen: 0, messages: [] };
-  for (const copy of result.copies) {
-    const note = notes.get(copy.copyId);
-    const outcome = note?.outcome ?? null;
-    if (outcome === null) waited.unseen += 1;
-    else if (outcome === 'failed' || outcome === 'given_up') waited.failedAgain += 1;
-    else waited[outcome] += 1;
-    waited.messages.push({ ...copy, outcome, error: note?.error ?? null });
-  }
-  return waited;
-}
-
-function waitedLine(w: WaitedCopies, timeoutMs: number, c: Colors): string {
-  const failed = w.messages.find((m) => m.outcome === 'failed' || m.outcome === 'given_up');
-  const again =
-    w.failedAgain > 0
-      ? c.red(`${w.failedAgain} failed again (${failed?.error ?? 'see the worker log'})`)
-      : c.green('0 failed again');
-  const unseen = w.unseen > 0 ? c.yellow(`, ${w.unseen} not taken by the worker within ${timeoutMs / 1000} s`) : '';
-  return styled`The worker took them: ${c.green(`${w.applied} applied`)}, ${w.duplicate} duplicate (applied before), ${
-    w.quarantined
-  } quarantined, ${again}${unseen}.`;
-}
-
-async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {
+export async function urlOf(target: Target, which: 'queue' | 'dlq'): Promise<string> {
   const { queueUrl, dlqUrl } = await target.queues();
   const url = which === 'queue' ? queueUrl : dlqUrl;
   if (!url) {

@@ -6,6 +6,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { ARCHIVE_COLUMNS, withRawTable } from '../../lib/domain/archive.ts';
+import { inParallel } from '../../lib/in-parallel.ts';
+
+/** Objects copied at the same time: the archive of a busy stack is thousands of small objects. */
+const COPY_CONCURRENCY = 16;
 
 /** Copies every object under `prefix` of `bucket` into `dir` (same keys); answers how many. */
 export async function copyArchive(s3: S3Client, bucket: string, prefix: string, dir: string): Promise<number> {
@@ -13,14 +17,16 @@ export async function copyArchive(s3: S3Client, bucket: string, prefix: string, 
   let copied = 0;
   do {
     const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-    for (const { Key } of page.Contents ?? []) {
-      if (!Key || Key.endsWith('/') || Key.split('/').includes('..')) continue;
+    const keys = (page.Contents ?? [])
+      .map(({ Key }) => Key)
+      .filter((Key): Key is string => !!Key && !Key.endsWith('/') && !Key.split('/').includes('..'));
+    await inParallel(keys, COPY_CONCURRENCY, async (Key) => {
       const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key }));
       const path = join(dir, Key);
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, await object.Body!.transformToByteArray());
       copied++;
-    }
+    });
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
   return copied;
@@ -41,6 +47,8 @@ export function duckdbSource(root: string): string {
 
 export interface QueryResult {
   columns: string[];
+  /** DuckDB's type of each column (`BIGINT`, `VARCHAR`, …): a BIGINT's values are JSON strings in `rows`. */
+  types: string[];
   rows: Record<string, unknown>[];
 }
 
@@ -61,7 +69,11 @@ export async function queryLocalArchive(root: string, sql: string): Promise<Quer
       () => false,
     );
     const reader = await connection.runAndReadAll(withRawTable(sql, any ? duckdbSource(root) : empty));
-    return { columns: reader.columnNames(), rows: reader.getRowObjectsJson() as Record<string, unknown>[] };
+    return {
+      columns: reader.columnNames(),
+      types: reader.columnTypes().map(String),
+      rows: reader.getRowObjectsJson() as Record<string, unknown>[],
+    };
   } finally {
     connection.closeSync();
     instance.closeSync();

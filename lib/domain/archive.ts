@@ -102,13 +102,17 @@ const ARCHIVE_PARTITION_COLUMNS = ['service', 'dt'] as const;
 
 /**
  * The table `raw` over the stored lines `source` (a table, or a DuckDB read of files), one row per delivery: of its
- * copies, the first archived. The same SQL for Athena and DuckDB, given as a WITH clause before the query.
+ * copies, the first archived. The same SQL for Athena and DuckDB, given as a WITH clause before the query. The copies
+ * of a delivery are numbered within their partition (its service and received day, the same for every copy): both
+ * engines move a query's filter through the numbering only onto the columns it is partitioned by, so that a query
+ * naming its days reads only their folders, not the whole archive.
  */
 function rawViewSql(source: string): string {
   const columns = [...ARCHIVE_COLUMNS.map(([name]) => name), ...ARCHIVE_PARTITION_COLUMNS].join(', ');
+  const partitions = ARCHIVE_PARTITION_COLUMNS.join(', ');
   return (
     `SELECT ${columns} FROM (SELECT *, row_number() OVER ` +
-    `(PARTITION BY delivery_id ORDER BY archived_at, message_id) AS copy FROM ${source}) WHERE copy = 1`
+    `(PARTITION BY ${partitions}, delivery_id ORDER BY archived_at, message_id) AS copy FROM ${source}) WHERE copy = 1`
   );
 }
 

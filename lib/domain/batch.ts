@@ -26,8 +26,10 @@ export interface BatchRecord {
   readonly receiveCount: number | undefined;
   /** A copy that may have been applied before: received before, or sent to the queue again. */
   readonly receivedBefore: boolean;
-  /** A copy sent to the queue again (`callbacks dlq redrive`, or SQS's own redrive). */
+  /** A copy sent to the queue again (`callbacks dlq redrive`, `callbacks replay`, or SQS's own redrive). */
   readonly resent: boolean;
+  /** Who sent it again, as its `resentBy` says (`dlq-redrive`, `archive-replay`); absent when nobody says. */
+  readonly resentBy?: string;
   /** The record's logger: its lines carry the ingest's request id. */
   readonly log: Logger;
   outcome: RecordOutcome;

@@ -1,15 +1,16 @@
 // The worker's notes of what it did with the messages an operator asks about (lib/domain/message-notes.ts): each
-// record given up at its last receive, with why (`callbacks dlq list`), and each copy `callbacks dlq redrive` sent
-// again, with how it came out (`dlq redrive --wait`). Other records are not noted: a batch without failures at the
-// last receive or redriven copies writes nothing more. A note that cannot be written is logged, never fails a record.
+// record given up at its last receive, with why (`callbacks dlq list`), and each copy `callbacks dlq redrive` or
+// `callbacks replay` sent again, with how it came out (`dlq redrive --wait`, `replay`). Other records are not noted: a
+// batch without failures at the last receive or copies sent again writes nothing more. A note that cannot be written
+// is logged, never fails a record.
 import type { SQSRecord } from 'aws-lambda';
-import { type MessageNote, type NoteOutcome, REDRIVE_SENDER } from '../domain/message-notes.ts';
+import { isNotedSender, type MessageNote, type NoteOutcome } from '../domain/message-notes.ts';
 import { Attr } from '../queue-message.ts';
 import { errorSentence } from '../text.ts';
 import type { BatchRecord } from '../domain/batch.ts';
 import type { WorkerDeps } from './deps.ts';
 
-/** The notes of a batch's records: those given up, and those `dlq redrive` sent. */
+/** The notes of a batch's records: those given up, and those `dlq redrive` and `replay` sent. */
 function notesOfBatch(
   messages: readonly SQSRecord[],
   records: readonly BatchRecord[],
@@ -21,8 +22,8 @@ function notesOfBatch(
     const a = records[i]!;
     const p = a.parsed;
     const cb = p.kind === 'apply' ? p.callback : undefined;
-    const redriven = record.messageAttributes?.[Attr.resentBy]?.stringValue === REDRIVE_SENDER;
-    if (!givenUp[i] && !redriven) return;
+    const resent = isNotedSender(record.messageAttributes?.[Attr.resentBy]?.stringValue);
+    if (!givenUp[i] && !resent) return;
     const outcome: NoteOutcome = givenUp[i] ? 'given_up' : a.outcome;
     const failed = outcome === 'given_up' || outcome === 'failed';
     notes.push({

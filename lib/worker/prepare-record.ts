@@ -22,12 +22,17 @@ export function prepareRecord(record: SQSRecord, log: Logger, now: number): Batc
   const requestId = read.ok
     ? (read.message.requestId ?? undefined)
     : record.messageAttributes?.[Attr.requestId]?.stringValue || undefined;
+  const resentBy = read.ok
+    ? read.message.resentBy
+    : record.messageAttributes?.[Attr.resentBy]?.stringValue || undefined;
   const base = {
     messageId: record.messageId,
     receiveCount: read.ok ? read.message.receiveCount : Number(record.attributes?.ApproximateReceiveCount) || undefined,
     receivedBefore: read.ok && receivedBefore(read.message),
     resent: read.ok && read.message.resent === true,
-    log: withFields(log, { requestId }),
+    // Each line of a copy sent again says who sent it (a replay out of the archive is logged as one).
+    log: withFields(log, { requestId, ...(resentBy ? { resentBy } : {}) }),
+    ...(resentBy ? { resentBy } : {}),
     outcome: 'failed' as const,
   };
   // Without its service the body cannot be parsed; it is kept aside rather than retried forever.

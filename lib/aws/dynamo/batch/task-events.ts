@@ -2,10 +2,18 @@
 // (lib/domain/task-events.ts says which events a write makes true), published by the worker together once every
 // write is durable.
 import { type BatchRecord, type EventsToPublish, failPublishing } from '../../../domain/batch.ts';
+import { REPLAY_SENDER } from '../../../domain/message-notes.ts';
 import { eventsOfWrite, publishesFileEvents, type TaskEvent, writeMayPublish } from '../../../domain/task-events.ts';
 import type { TaskParts } from '../../../domain/task-parts.ts';
 import type { FileRecord } from '../../../domain/task.ts';
 import { errorSentence } from '../../../text.ts';
+
+/**
+ * A callback `callbacks replay` sent again that its task already holds: its events are not published again. They went
+ * out with its own message (whose redeliveries, and the redrive of its dead letter, publish what did not), and once
+ * more they would only make every subscriber do its work again (the verifier would check the file again).
+ */
+const replayedDuplicate = (r: BatchRecord): boolean => r.outcome === 'duplicate' && r.resentBy === REPLAY_SENDER;
 
 /**
  * The task events of the writes to one task, read off the task as its header update returned it, with the files
@@ -22,7 +30,7 @@ export async function eventsOfTask(
     const write = r.result?.write;
     const may = !!write && writeMayPublish(r.cb!, r.outcome === 'applied', write.file);
     if (r.result) r.events = 0;
-    return may && r.outcome !== 'failed';
+    return may && r.outcome !== 'failed' && !replayedDuplicate(r);
   });
   if (publishing.length === 0) return { records: [], events: [] };
   let parts = counted;
