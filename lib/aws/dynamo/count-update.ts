@@ -1,7 +1,8 @@
 // The expressions of a count update (./header-counts.ts): the counts added, the sequence number absorbed, the
 // tally joined, the completion, and the clauses others add to the same write (the deadlines), which a held
 // header put applies to its item instead.
-import { COUNT_ATTRS, storedError } from './items.ts';
+import { storedError } from './error-facts.ts';
+import { COUNT_ATTRS } from './items.ts';
 import { isZero, type TaskCounts } from '../../domain/task-counts.ts';
 import type { Tally } from '../../domain/task.ts';
 import { toItem, type Item } from './table-client.ts';

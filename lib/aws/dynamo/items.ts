@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Callback } from '../../domain/callback.ts';
 import type { DeliveredCallback, StoredEvent } from '../../domain/task-store.ts';
 import { sortTimeOf, toSummary, type TaskParts } from '../../domain/task-parts.ts';
+import { errorFromItem, storedError } from './error-facts.ts';
 import { readableFile, readableHeader } from './readable.ts';
 import type { FileMark, TaskCounts } from '../../domain/task-counts.ts';
 import {
@@ -13,7 +14,6 @@ import {
   fileState,
   rankOf,
   timestampOfRank,
-  type ErrorFact,
   type FileRecord,
   type FileState,
   type Tally,
@@ -301,19 +301,6 @@ export function headerFactsOf(
     startOrEndFailed: item.failure !== undefined,
     failure: errorFromItem(item.failure),
   };
-}
-
-/** An error fact as an item keeps it: its time is its rank's, not kept twice (the header is close to 1 KB). */
-export function storedError(e: ErrorFact | null | undefined): Item | undefined {
-  if (!e) return undefined;
-  const { at: _inRank, ...kept } = e;
-  return kept;
-}
-
-/** An error fact as read from its item. */
-function errorFromItem(stored: Item | null | undefined): ErrorFact | null {
-  if (!stored) return null;
-  return { ...(stored as ErrorFact), message: stored.message ?? null, at: timestampOfRank(stored.rank) };
 }
 
 /** The tally of a header or file item. */
