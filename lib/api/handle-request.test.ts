@@ -10,6 +10,8 @@ import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyTasks, recordingTask } from '../../devkit/seeds/seed-tasks.ts';
+import { toSqsRecord } from '../../devkit/seeds/sqs-record.ts';
+import { processBatch } from '../worker/process-batch.ts';
 import { dynamoClient, startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
 import { EventsIndex, Keys } from '../aws/dynamo/table.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
@@ -357,7 +359,9 @@ describe('a task whose oldest raw callbacks have left the table', () => {
   }
 
   test('its events name the archive and the query of its whole history, never an empty page alone', async () => {
-    await applyTasks(store, [old]);
+    // Its own messages and requests (applyTasks would number them as those of the task seeded first).
+    const records = old.bodies.map((body, i) => toSqsRecord({ service: old.service, body }, 1000 + i, Date.now()));
+    expect((await processBatch({ Records: records }, { store, log })).batchItemFailures).toEqual([]);
     await expireRawCallbacks('app-a', 'rec-archived');
     const now = Date.now();
     const res = await handleApiRequest(event(ApiRoutes.events, 'rec-archived'), {
