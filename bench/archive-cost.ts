@@ -3,7 +3,7 @@
 // ingestion with its 5 KB rounding, dynamic partitioning's charges per GB, per object and per JQ hour, S3 storage
 // and PUTs, Athena's scans of the five docs queries; beside the raw items DynamoDB keeps, 90 days before and 7 now.
 // Pure arithmetic, checked by hand and by the smoke test.
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table/table.ts';
 import { STORAGE_PRICES } from './cost.ts';
 
 /** The prices, and where and when they were read. */

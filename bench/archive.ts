@@ -23,7 +23,7 @@ import type { MiddlewareClient } from '../devkit/local/sdk-middleware.ts';
 import { setClientHook } from '../lib/aws/clients.ts';
 // dynalite's own item-size rule (DynamoDB's documented one).
 import { itemSize } from 'dynalite/db/index.js';
-import { DELIVERY_PREFIX, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { DELIVERY_PREFIX, tableDefinition } from '../lib/aws/dynamo/table/table.ts';
 import { ensureEventsTopicAndQueue } from '../lib/aws/sqs/event-queue.ts';
 import type { Logger } from '../lib/log.ts';
 import { buildWorkerDependencies } from '../lib/worker/config.ts';

@@ -2,7 +2,7 @@
 // same run (requests, write and read units, Lambda duration at the configured memory). Pure arithmetic,
 // so that it can be checked by hand and by the smoke test.
 import { readFileSync } from 'node:fs';
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table/table.ts';
 
 /** The prices, and where and when they were read. */
 export const PRICES = {

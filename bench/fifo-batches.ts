@@ -15,8 +15,8 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
-import { fromItem, type Item } from '../lib/aws/dynamo/table-client.ts';
+import { DynamoTaskWriter } from '../lib/aws/dynamo/write/task-writer.ts';
+import { fromItem, type Item } from '../lib/aws/dynamo/table/table-client.ts';
 import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import type { Logger } from '../lib/log.ts';
@@ -89,7 +89,7 @@ export function fifoBatches(records: readonly SQSRecord[], size: number): SQSRec
   return batches;
 }
 
-/** The kind of item a key names (lib/aws/dynamo/table.ts). */
+/** The kind of item a key names (lib/aws/dynamo/table/table.ts). */
 function itemKindOf(key: { pk: string; sk: string }): string {
   if (key.pk.startsWith('DLV#')) return 'delivery';
   if (key.pk.startsWith('QUARANTINE#')) return 'quarantine';

@@ -11,9 +11,9 @@ import { CreateQueueCommand, SendMessageCommand, type SQSClient } from '@aws-sdk
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { buildApp } from 'fauxqs';
 import { type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
-import { claimItem, type SignedCallback } from '../lib/aws/dynamo/delivery-claim.ts';
-import { itemBytes } from '../lib/aws/dynamo/limits.ts';
-import { toItem } from '../lib/aws/dynamo/table-client.ts';
+import { claimItem, type SignedCallback } from '../lib/aws/dynamo/write/delivery-claim.ts';
+import { itemBytes } from '../lib/aws/dynamo/table/limits.ts';
+import { toItem } from '../lib/aws/dynamo/table/table-client.ts';
 import { claimSignature, createClaimClient } from '../lib/ingest/claim.ts';
 import { buildIngestDependencies, type IngestDependencies } from '../lib/ingest/config.ts';
 import { createSqsClient } from '../lib/ingest/enqueue.ts';

@@ -8,7 +8,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { inParallel } from '../lib/in-parallel.ts';
 import type { Logger } from '../lib/log.ts';

@@ -10,21 +10,21 @@ import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dyna
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleApiRequest, type ApiDependencies } from '../lib/api/handle-request.ts';
 import { ApiRoutes } from '../lib/api/routes.ts';
-import { deliveryToItem, fileToItem, headerToItem, recordedValue } from '../lib/aws/dynamo/items.ts';
-import { DynamoTaskReader } from '../lib/aws/dynamo/read-pages.ts';
-import { toItem, type Item } from '../lib/aws/dynamo/table-client.ts';
-import { Keys } from '../lib/aws/dynamo/table.ts';
+import { deliveryToItem, fileToItem, headerToItem, recordedValue } from '../lib/aws/dynamo/table/items.ts';
+import { DynamoTaskReader } from '../lib/aws/dynamo/read/read-pages.ts';
+import { toItem, type Item } from '../lib/aws/dynamo/table/table-client.ts';
+import { Keys } from '../lib/aws/dynamo/table/table.ts';
 import { applyToFile, applyToHeader, tallyCallback, type Tally } from '../lib/domain/task.ts';
 import { startDynamo } from '../devkit/local/dynamo.ts';
-import { DynamoTaskWriter } from '../lib/aws/dynamo/task-writer.ts';
+import { DynamoTaskWriter } from '../lib/aws/dynamo/write/task-writer.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { event, silent } from './api-event.ts';
 import { toSqsRecord } from '../devkit/seeds/sqs-record.ts';
 import { callbacksOf, screenshotTask } from '../devkit/seeds/seed-tasks.ts';
 import { chunks } from '../lib/in-parallel.ts';
 import { ratios, summarize, type Summary } from './stats.ts';
-import { TableReader, noCapacity } from '../lib/aws/dynamo/table-client.ts';
-import { RECOUNT_PAGE_ITEMS, RecountFold, recountTask, taskItemsQuery } from '../lib/aws/dynamo/task-recount.ts';
+import { TableReader, noCapacity } from '../lib/aws/dynamo/table/table-client.ts';
+import { RECOUNT_PAGE_ITEMS, RecountFold, recountTask, taskItemsQuery } from '../lib/aws/dynamo/write/task-recount.ts';
 
 /** Files a page of the task read asks for: a task of as many images is the baseline of that read. */
 export const FILES_PAGE = 200;
@@ -69,10 +69,10 @@ export interface TaskSizeResult {
 }
 
 /**
- * A recount (lib/aws/dynamo/task-recount.ts) read a page at a time on the task of FILES_PAGE images and on the large
- * one, and the large one read whole into memory at once then folded the same way (the baseline: what the recount
- * read before it was paged, less the task it then added up). The heap each holds at its peak, above the heap before
- * it (a full garbage collection first), per round; read units and requests of one recount of the large task.
+ * A recount (lib/aws/dynamo/write/task-recount.ts) read a page at a time on the task of FILES_PAGE images and on
+ * the large one, and the large one read whole into memory at once then folded the same way (the baseline: what the
+ * recount read before it was paged, less the task it then added up). The heap each holds at its peak, above the heap
+ * before it (a full garbage collection first), per round; read units and requests of one recount of the large task.
  */
 export interface RecountMemory {
   pageItems: number;

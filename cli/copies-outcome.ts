@@ -1,8 +1,8 @@
 // How the copies a command sent to the callback queue came out, as the worker noted them (lib/worker/message-notes.ts,
 // for the messages marked `resentBy`): `callbacks dlq redrive --wait` and `callbacks replay` wait for the notes of
 // their copies, then count each outcome.
-import { readMessageNotes } from '../lib/aws/dynamo/message-notes.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
+import { readMessageNotes } from '../lib/aws/dynamo/write/message-notes.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
 import { isFinalOutcome, type MessageNote } from '../lib/domain/message-notes.ts';
 import { type Colors, styled } from './format.ts';
 import type { Context } from './inspect.ts';

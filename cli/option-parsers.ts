@@ -2,7 +2,7 @@
 // is one line from commander naming the option, the value and what it takes (exit code 1). Numbers are written
 // in decimal digits only: `Number` would also take '', ' 5', '1e3' and '0x10'.
 import { InvalidArgumentError } from 'commander';
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../lib/aws/dynamo/table/table.ts';
 import { AllowListError, parseAllowList } from '../lib/signature/source-ip.ts';
 import { type FaultRates, FaultSpecError, parseFaults } from '../devkit/local/fault-spec.ts';
 import { errorSentence } from '../lib/text.ts';

@@ -1,9 +1,9 @@
 // What `callbacks status` says is wrong with the tasks now, each part a bounded read: the uploads failing in the tasks
 // changed in the last hour, the lost files and stalled tasks of the last days, the next purge deadline, and the last
 // callback the receiver applied, by its own clock. Each line names the command that lists what it counts.
-import { lastChange } from '../lib/aws/dynamo/last-change.ts';
-import { earliestPurge } from '../lib/aws/dynamo/purge-deadlines.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
+import { lastChange } from '../lib/aws/dynamo/read/last-change.ts';
+import { earliestPurge } from '../lib/aws/dynamo/read/purge-deadlines.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
 import { STORAGE_CHANGE_DELAY_MS } from '../lib/domain/deadlines.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { inParallel } from '../lib/in-parallel.ts';

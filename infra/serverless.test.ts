@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { API_ROUTE_KEYS } from '../lib/api/routes.ts';
 import { wildcardMatch } from '../devkit/local/iam/policy.ts';
-import { DELIVERY_PREFIX } from '../lib/aws/dynamo/table.ts';
+import { DELIVERY_PREFIX } from '../lib/aws/dynamo/table/table.ts';
 import { ARCHIVE_COLUMNS, partitionOf } from '../lib/domain/archive.ts';
 import { SERVICES } from '../lib/platform/services.ts';
 import { documentedRoutes } from '../test/support/openapi.ts';
@@ -40,7 +40,7 @@ const timeVariables = {
 const roleIds = ['ApiRole', 'IngestRole', 'SweeperRole', 'VerifierRole', 'WorkerRole'];
 /** The roles of the stack that no function runs as: the archive stream's (infra/archive.yml). */
 const serviceRoleIds = ['ArchiveDeliveryRole'];
-/** A condition that holds a role's table actions to delivery items (lib/aws/dynamo/table.ts DELIVERY_PREFIX). */
+/** A condition that holds a role's table actions to delivery items (lib/aws/dynamo/table/table.ts DELIVERY_PREFIX). */
 const deliveryItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${DELIVERY_PREFIX}*`] } };
 
 type Json = any;
@@ -788,7 +788,7 @@ describe('IAM: each role grants exactly what its function does, and nothing more
   const bundles = new Map<string, BundleRequests>();
   /**
    * The items of the table a function's requests may name, when fewer than all: the ingest's are the deliveries
-   * it claims signatures with (lib/aws/dynamo/delivery-claim.ts).
+   * it claims signatures with (lib/aws/dynamo/write/delivery-claim.ts).
    */
   const tableItemsOf: Record<string, Json> = { ingest: deliveryItemsOnly };
   /** The environment variable that names the resource a service's requests go to. */

@@ -1,7 +1,7 @@
 // A task belongs to the appKey of its callbacks: a callback of another appKey naming the same recordId or
 // imageId never changes it, whatever its timestamp; it makes that appKey's own task. Written against the
 // TaskStore interface, whatever the store's layout.
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { AmbiguousTaskError, type DeliveredCallback } from '../lib/domain/task-store.ts';

@@ -5,8 +5,8 @@
 import { Buffer } from 'node:buffer';
 import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { itemSize } from 'dynalite/db/index.js';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { Keys } from '../lib/aws/dynamo/table.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { Keys } from '../lib/aws/dynamo/table/table.ts';
 import { clipText } from '../lib/domain/header-text.ts';
 import { MAX_BODY_BYTES_LIMIT } from '../lib/ingest/config.ts';
 import { MAX_HELD_SIGNATURE_CHARS } from '../lib/signature/verify.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { startLocalStack, type LocalStack } from '../devkit/local/stack.ts';

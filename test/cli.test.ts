@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { GetQueueAttributesCommand, ListQueuesCommand, SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import { checkPublished, expectedTaskEvents } from '../lib/domain/expected-events.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { withPendingVerifications } from './support/pending-verifications.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';

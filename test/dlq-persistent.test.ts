@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { taskGroupId } from '../lib/fifo-ids.ts';
 import { enqueueCallback } from '../lib/ingest/enqueue.ts';
 import { type LocalStack, startLocalStack } from '../devkit/local/stack.ts';

@@ -5,10 +5,10 @@
 import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { itemBytes } from '../lib/aws/dynamo/limits.ts';
-import { Keys } from '../lib/aws/dynamo/table.ts';
-import { READABLE } from '../lib/aws/dynamo/readable.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { itemBytes } from '../lib/aws/dynamo/table/limits.ts';
+import { Keys } from '../lib/aws/dynamo/table/table.ts';
+import { READABLE } from '../lib/aws/dynamo/table/readable.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { CLIP_MARK, HEADER_CONFIG_BYTES, HEADER_TEXT_BYTES } from '../lib/domain/header-text.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
@@ -85,7 +85,7 @@ test('a failed end and a failed upload worded as the platform words them: one wr
     end: longest(TASK_FAILURES),
     upload: longest(RECORDING_UPLOAD_FAILURES),
   });
-  // Task id, appKey, status and three ISO times (./lib/aws/dynamo/readable.ts) within the one write unit: the times
+  // Task id, appKey, status and three ISO times (lib/aws/dynamo/table/readable.ts) within the one write unit: the times
   // of the identity and the end are read off their ranks, an error's off its own, a failed start or end off its
   // failure, so none is kept twice.
   expect(bytes - withoutReadable).toBeLessThan(200);

@@ -13,7 +13,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { startFauxqs } from 'fauxqs';
 import type { FauxqsServer } from 'fauxqs';
 import { createActiveTable, type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
-import { tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table/table.ts';
 import { callbackDeduplicationId, taskGroupId } from '../lib/fifo-ids.ts';
 import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import type { IngestDependencies } from '../lib/ingest/config.ts';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import type { Service } from '../lib/platform/services.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';

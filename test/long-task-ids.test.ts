@@ -5,12 +5,17 @@
 import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { TableClient, noCapacity } from '../lib/aws/dynamo/table-client.ts';
-import { Keys, tableDefinition } from '../lib/aws/dynamo/table.ts';
-import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
-import { bucketEntryItems, readBucketEntries, readSweepPosition, taskEntrySk } from '../lib/aws/dynamo/time-buckets.ts';
-import { timeOf } from '../lib/aws/dynamo/time-items.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { TableClient, noCapacity } from '../lib/aws/dynamo/table/table-client.ts';
+import { Keys, tableDefinition } from '../lib/aws/dynamo/table/table.ts';
+import { TaskSweeps } from '../lib/aws/dynamo/time/task-sweeps.ts';
+import {
+  bucketEntryItems,
+  readBucketEntries,
+  readSweepPosition,
+  taskEntrySk,
+} from '../lib/aws/dynamo/time/time-buckets.ts';
+import { timeOf } from '../lib/aws/dynamo/time/time-items.ts';
 import { DUE_BUCKET_MS, defaultTimeSettings } from '../lib/domain/deadlines.ts';
 import type { QuarantineEntry } from '../lib/domain/task-store.ts';
 import { createLogger, type Logger } from '../lib/log.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pullTask, type PullOptions } from '../cli/commands/pull.ts';
 import { openTarget, type Target } from '../devkit/local/target.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { generateRun } from '../devkit/emulator/lifecycles.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';
 import { startDynamo, type LocalDynamo } from '../devkit/local/dynamo.ts';

@@ -2,9 +2,9 @@
 // write (no batch will ever charge what it wrote), and what `callbacks recount` does for operators.
 import { readFileSync } from 'node:fs';
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
-import { recountTasks } from '../lib/aws/dynamo/recount.ts';
-import { Keys } from '../lib/aws/dynamo/table.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { recountTasks } from '../lib/aws/dynamo/write/recount.ts';
+import { Keys } from '../lib/aws/dynamo/table/table.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import type { TaskStore } from '../lib/domain/task-store.ts';
 import type { BatchWriter } from '../lib/domain/batch.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
@@ -14,7 +14,7 @@ import { withApply } from './reliability/support/runs.ts';
 import { mustParse } from './support/lifecycles.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
-import { RECOUNT_PAGE_ITEMS } from '../lib/aws/dynamo/task-recount.ts';
+import { RECOUNT_PAGE_ITEMS } from '../lib/aws/dynamo/write/task-recount.ts';
 import { dynamoClient } from '../devkit/local/dynamo.ts';
 import { writeTask } from '../bench/task-size.ts';
 

@@ -11,9 +11,9 @@ import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClie
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { createActiveTable, dynamoClient, type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
-import { bodyRefOf } from '../lib/aws/dynamo/items.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { Keys, tableDefinition } from '../lib/aws/dynamo/table.ts';
+import { bodyRefOf } from '../lib/aws/dynamo/table/items.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { Keys, tableDefinition } from '../lib/aws/dynamo/table/table.ts';
 import { setAsideGroupId, taskGroupId } from '../lib/fifo-ids.ts';
 import { buildIngestDependencies } from '../lib/ingest/config.ts';
 import { createSqsClient } from '../lib/ingest/enqueue.ts';

@@ -7,10 +7,10 @@
 // facts are those the brute force finds at each sweep, every one published, every resume once, and none twice
 // unless a sweep crashed.
 import fc from 'fast-check';
-import { TableClient } from '../lib/aws/dynamo/table-client.ts';
-import { tableDefinition } from '../lib/aws/dynamo/table.ts';
-import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { TableClient } from '../lib/aws/dynamo/table/table-client.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table/table.ts';
+import { TaskSweeps } from '../lib/aws/dynamo/time/task-sweeps.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { defaultTimeSettings, stallTimeOf } from '../lib/domain/deadlines.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { ID_FIELD_OF, type Service } from '../lib/platform/services.ts';

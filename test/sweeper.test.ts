@@ -2,10 +2,10 @@
 // a failed upload warned about and lost, then recovered; a stalled task resumed; a completed task settled and
 // unsettled; and two sweepers at once over many tasks, each fact published once.
 import { readFileSync } from 'node:fs';
-import { tableDefinition } from '../lib/aws/dynamo/table.ts';
-import { TableClient } from '../lib/aws/dynamo/table-client.ts';
-import { TaskSweeps } from '../lib/aws/dynamo/task-sweeps.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table/table.ts';
+import { TableClient } from '../lib/aws/dynamo/table/table-client.ts';
+import { TaskSweeps } from '../lib/aws/dynamo/time/task-sweeps.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { FILE_HOLD_MS } from '../lib/platform/delivery.ts';
 import { defaultTimeSettings } from '../lib/domain/deadlines.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';

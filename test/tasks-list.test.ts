@@ -3,7 +3,7 @@
 // being listed stays in its one index partition: DynamoDB refuses a BatchGetItem that names a key twice
 // (dynalite does not), and the task must be listed once, as it stands when read.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import type { DeliveredCallback } from '../lib/domain/task-store.ts';
 import { type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';

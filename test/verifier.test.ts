@@ -11,12 +11,12 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import type { SQSRecord } from 'aws-lambda';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { setClientHook } from '../lib/aws/clients.ts';
-import { tableDefinition } from '../lib/aws/dynamo/table.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { IncidentStore } from '../lib/aws/dynamo/storage-incidents.ts';
-import { VerifierStore } from '../lib/aws/dynamo/verifier-store.ts';
-import { readVerificationCounts } from '../lib/aws/dynamo/verifications.ts';
+import { tableDefinition } from '../lib/aws/dynamo/table/table.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { IncidentStore } from '../lib/aws/dynamo/storage/storage-incidents.ts';
+import { VerifierStore } from '../lib/aws/dynamo/storage/verifier-store.ts';
+import { readVerificationCounts } from '../lib/aws/dynamo/storage/verifications.ts';
 import { StorageChecks } from '../lib/aws/storage/storage-checks.ts';
 import type { StorageSettings } from '../lib/config/storage-settings.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';

@@ -10,7 +10,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import type { FauxqsServer } from 'fauxqs';
 import { firehoseArchive } from '../lib/aws/firehose/archive-stream.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import type { ArchiveWriter } from '../lib/domain/archive.ts';
 import type { EventPublisher } from '../lib/domain/event-publisher.ts';
 import { eventPublisherTo } from '../lib/aws/sns/task-events.ts';

@@ -3,8 +3,8 @@
 // (The 50,000-image run is in the soak suite.)
 import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { itemSize } from 'dynalite/db/index.js';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { Keys } from '../lib/aws/dynamo/table.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { Keys } from '../lib/aws/dynamo/table/table.ts';
 import { createLogger } from '../lib/log.ts';
 import { type Body, type ScreenshotTask, screenshotStartOrEnd, screenshotUpload } from '../lib/platform/bodies.ts';
 import { UPLOAD_RETRY_MS } from '../lib/platform/delivery.ts';

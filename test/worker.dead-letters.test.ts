@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
-import { DynamoMessageNotes, readMessageNotes } from '../lib/aws/dynamo/message-notes.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
+import { DynamoMessageNotes, readMessageNotes } from '../lib/aws/dynamo/write/message-notes.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';

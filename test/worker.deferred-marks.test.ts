@@ -6,9 +6,9 @@
 // The oracles: expectedEvents (MUST..MAY) and reduceTask over the callbacks.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { TaskQueries } from '../lib/aws/dynamo/read/queries.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';

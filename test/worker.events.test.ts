@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { snsEventPublisher } from '../lib/aws/sns/task-events.ts';
 import type { EventPublisher } from '../lib/domain/event-publisher.ts';
 import { EventQueueReader, ensureEventsTopicAndQueue, type ReceivedEvent } from '../lib/aws/sqs/event-queue.ts';

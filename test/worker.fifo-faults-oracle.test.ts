@@ -9,10 +9,10 @@
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { countsOf } from '../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { countsOf } from '../lib/aws/dynamo/table/items.ts';
+import { TaskQueries } from '../lib/aws/dynamo/read/queries.ts';
+import { TableReader } from '../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';

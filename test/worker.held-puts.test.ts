@@ -1,10 +1,10 @@
-// Puts held within a batch (lib/aws/dynamo/held-puts.ts): the records of one file share one put, a start's or an
+// Puts held within a batch (lib/aws/dynamo/write/held-puts.ts): the records of one file share one put, a start's or an
 // end's put of the header is the batch's count, and a held header put over a copy that another worker has
 // overtaken since is joined again into the header as stored. The oracle is reduceTask over the callbacks.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';

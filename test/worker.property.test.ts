@@ -1,7 +1,7 @@
 // The worker and the DynamoDB store against dynalite, checked against the domain's pure fold:
 // random lifecycles, shuffled and duplicated, in random batches; then a fault at every write.
 import fc from 'fast-check';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { ID_FIELD_OF, type Service } from '../lib/platform/services.ts';
 import {

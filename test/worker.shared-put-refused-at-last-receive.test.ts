@@ -8,7 +8,7 @@
 // come back, and the task is whole: those receives are the control.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';

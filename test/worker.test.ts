@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
 import { createLogger, setLogSink } from '../lib/log.ts';

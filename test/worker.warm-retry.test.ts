@@ -3,7 +3,7 @@
 // from a write that was not confirmed. The oracle is reduceTask over the callbacks and the events' MUST..MAY.
 import { readFileSync } from 'node:fs';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoTaskStore } from '../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { checkPublished, expectedEvents } from '../lib/domain/expected-events.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';

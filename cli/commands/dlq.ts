@@ -3,8 +3,8 @@
 // then, with --wait, how each copy came out. The SQS work is in lib/aws/sqs/dlq.ts; both queues are FIFO.
 import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
-import { readMessageNotes } from '../../lib/aws/dynamo/message-notes.ts';
-import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { readMessageNotes } from '../../lib/aws/dynamo/write/message-notes.ts';
+import { TableReader } from '../../lib/aws/dynamo/table/table-client.ts';
 import { peekDeadLetters, queueDepth, redriveDeadLetters } from '../../lib/aws/sqs/dlq.ts';
 import type { MessageNote } from '../../lib/domain/message-notes.ts';
 import { TargetError, type Target } from '../../devkit/local/target.ts';

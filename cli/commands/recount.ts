@@ -1,5 +1,5 @@
 // `callbacks recount <id>|--all`: a task's counts computed again from its items into its header
-// (lib/aws/dynamo/recount.ts). The worker recounts a task itself when a message of it is given up after a
+// (lib/aws/dynamo/write/recount.ts). The worker recounts a task itself when a message of it is given up after a
 // partial write; this is for operators (after redriving dead letters, restoring items, or to check).
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
@@ -8,7 +8,7 @@ import {
   type HeaderCountsSeen,
   recountTasks,
   type RecountResult,
-} from '../../lib/aws/dynamo/recount.ts';
+} from '../../lib/aws/dynamo/write/recount.ts';
 import { AmbiguousTaskError } from '../../lib/domain/task-store.ts';
 import { type Colors, plural, printable, styled, table } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions } from '../inspect.ts';

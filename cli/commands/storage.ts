@@ -4,8 +4,8 @@
 // probe of the storages now, where their settings allow one: locally against the stack's storage, deployed by the
 // stage's verifier itself (its role, its network), invoked with `{"probe": {"appKey": ...}}`.
 import type { Command } from 'commander';
-import { IncidentStore, type StorageTracker } from '../../lib/aws/dynamo/storage-incidents.ts';
-import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { IncidentStore, type StorageTracker } from '../../lib/aws/dynamo/storage/storage-incidents.ts';
+import { TableReader } from '../../lib/aws/dynamo/table/table-client.ts';
 import { StorageChecks } from '../../lib/aws/storage/storage-checks.ts';
 import type { ProbeResult, StorageIncident } from '../../lib/domain/storage-incidents.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION, SERVICE } from '../../devkit/local/deployed-settings.ts';

@@ -15,7 +15,7 @@ import {
   type VerifiedFileView,
 } from '../../lib/domain/verification.ts';
 import { SERVICES, type Service } from '../../lib/platform/services.ts';
-import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/listing.ts';
+import { DEFAULT_LISTING_DAYS, listsDayByDay } from '../../lib/aws/dynamo/read/listing.ts';
 import {
   callbackTypeName,
   colorStatus,
@@ -32,8 +32,8 @@ import {
 } from '../format.ts';
 import { CliError, printJson, withCommonOptions, withTarget, type CommonOptions, type Context } from '../inspect.ts';
 import { cliIo } from '../io.ts';
-import { earliestPurge } from '../../lib/aws/dynamo/purge-deadlines.ts';
-import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { earliestPurge } from '../../lib/aws/dynamo/read/purge-deadlines.ts';
+import { TableReader } from '../../lib/aws/dynamo/table/table-client.ts';
 import { inParallel } from '../../lib/in-parallel.ts';
 import { durationOption, positiveInt, retentionDays, timeRange } from '../option-parsers.ts';
 import { parseTimePoint } from '../format.ts';

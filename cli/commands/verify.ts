@@ -8,8 +8,8 @@ import { verifyTasks, type VerifyResult } from '../../devkit/verify/verify.ts';
 import { EventQueueReader } from '../../lib/aws/sqs/event-queue.ts';
 import { verifyEvents, type EventsResult } from '../../devkit/verify/events.ts';
 import { type ChecksResult, type IncidentsResult, verifyChecks, verifyIncidents } from '../../devkit/verify/storage.ts';
-import { IncidentStore } from '../../lib/aws/dynamo/storage-incidents.ts';
-import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
+import { IncidentStore } from '../../lib/aws/dynamo/storage/storage-incidents.ts';
+import { TableReader } from '../../lib/aws/dynamo/table/table-client.ts';
 import {
   atClock,
   checkTimeEvents,

@@ -12,7 +12,7 @@ import {
   type DynamoDBClientConfig,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { tableDefinition } from '../../lib/aws/dynamo/table.ts';
+import { tableDefinition } from '../../lib/aws/dynamo/table/table.ts';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from './deployed-settings.ts';
 import { withoutSdkLogging } from '../../lib/aws/clients.ts';
 

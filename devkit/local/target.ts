@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import { LOCAL_ACCOUNT_ID, LOCAL_CREDENTIALS, LOCAL_STAGE, SERVICE, resourceNames } from './deployed-settings.ts';
 import { enforceIam, type IamSession } from './iam/enforce.ts';
 import { OPERATOR, operatorSession } from './iam/operator-policy.ts';

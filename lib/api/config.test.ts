@@ -1,4 +1,4 @@
-import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
+import { DynamoTaskReader } from '../aws/dynamo/read/read-pages.ts';
 import type { Logger } from '../log.ts';
 import { readEnvironment } from '../config/read-env.ts';
 import { apiEnvironment, buildApiDependencies } from './config.ts';

@@ -4,10 +4,10 @@
 // request from a table it guessed.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
-import { DynamoTaskReader } from '../aws/dynamo/read-pages.ts';
-import { openIncidents } from '../aws/dynamo/incident-reads.ts';
-import { TableReader } from '../aws/dynamo/table-client.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
+import { DynamoTaskReader } from '../aws/dynamo/read/read-pages.ts';
+import { openIncidents } from '../aws/dynamo/storage/incident-reads.ts';
+import { TableReader } from '../aws/dynamo/table/table-client.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table/table.ts';
 import { envSchema, positiveWholeNumber, readEnvironment, text } from '../config/read-env.ts';
 import { createLogger, type Logger, logLevelFrom } from '../log.ts';
 import type { ApiDependencies } from './handle-request.ts';

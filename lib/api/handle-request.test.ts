@@ -6,14 +6,14 @@ import { Buffer } from 'node:buffer';
 import { DeleteItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
-import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../aws/dynamo/read/task-store.ts';
 import { AmbiguousTaskError, type TaskReader } from '../domain/task-store.ts';
 import type { Logger } from '../log.ts';
 import { applyTasks, recordingTask } from '../../devkit/seeds/seed-tasks.ts';
 import { toSqsRecord } from '../../devkit/seeds/sqs-record.ts';
 import { processBatch } from '../worker/process-batch.ts';
 import { dynamoClient, startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
-import { EventsIndex, Keys } from '../aws/dynamo/table.ts';
+import { EventsIndex, Keys } from '../aws/dynamo/table/table.ts';
 import { handleApiRequest, type ApiDependencies } from './handle-request.ts';
 import { ApiRoutes } from './routes.ts';
 

@@ -2,7 +2,7 @@
 // end on, at which every file named by then was uploaded (a file named later, already uploaded, does not move it).
 // A file holds the task back from the moment it is named until its upload, so the moment is the first one from the
 // end that no such span covers: the end, or an upload. Folded file by file, the spans sorted by where they start,
-// so that a recount finds it a page of files at a time, in bounded memory (lib/aws/dynamo/task-recount.ts).
+// so that a recount finds it a page of files at a time, in bounded memory (lib/aws/dynamo/write/task-recount.ts).
 import type { FileRecord } from './task.ts';
 
 /** The timestamp a rank encodes (rankOf). */

@@ -1,5 +1,5 @@
 // What the sweeper reads and writes of a task, as a port (docs/task-store.md, Deadlines; the DynamoDB one is
-// lib/aws/dynamo/task-sweeps.ts): a task as its header says it, its failed files, and the conditional writes of a
+// lib/aws/dynamo/time/task-sweeps.ts): a task as its header says it, its failed files, and the conditional writes of a
 // sweep. The claim takes what is due of the task itself and the sweep's lease, on condition of the version read and
 // of no other live lease; a file's mark, on condition that its winning upload is the one read; the re-arm ends the
 // sweep of the task. Each write answers whether it held: a callback in between makes the sweep read again.

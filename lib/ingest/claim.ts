@@ -1,11 +1,11 @@
 // The replay claim as a step of the ingest (docs/signatures-and-quarantine.md, "Replays"): a signed callback that
 // will be applied claims its signature with one conditional write before it is enqueued
-// (lib/aws/dynamo/delivery-claim.ts), so that of the bodies sent under one signature the first the ingest receives
-// is the one applied. The write fails fast, as SendMessage does: a 503 the sender can retry beats an answer it never
-// sees; nothing is enqueued without its claim.
+// (lib/aws/dynamo/write/delivery-claim.ts), so that of the bodies sent under one signature the first the ingest
+// receives is the one applied. The write fails fast, as SendMessage does: a 503 the sender can retry beats an answer
+// it never sees; nothing is enqueued without its claim.
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { functionClient } from '../aws/clients.ts';
-import { claimDelivery, claimItem, type SignedCallback } from '../aws/dynamo/delivery-claim.ts';
+import { claimDelivery, claimItem, type SignedCallback } from '../aws/dynamo/write/delivery-claim.ts';
 import type { ReplayClaim } from '../domain/replay-claim.ts';
 import { UnstorableCallbackError } from '../domain/task-store.ts';
 import { errorSentence } from '../text.ts';

@@ -23,7 +23,7 @@ import type { Logger } from '../log.ts';
 import { SIGNATURE_MODES, type SignatureMode, SIGNATURE_MODES_IN_WORDS } from '../signature/verdicts.ts';
 import { createSqsClient, sqsLimits } from './enqueue.ts';
 import { claimLimits, createClaimClient } from './claim.ts';
-import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table.ts';
+import { DEFAULT_RAW_EVENT_TTL_DAYS } from '../aws/dynamo/table/table.ts';
 import { AllowListError, parseAllowList, type SourceAllowList } from '../signature/source-ip.ts';
 import { extensionSecrets, jsonSecrets } from '../signature/secrets.ts';
 import type { SecretsProvider } from '../signature/secrets.ts';

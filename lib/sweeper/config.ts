@@ -2,8 +2,8 @@
 // checked at load: a bad one stops the function with one sentence naming the variable.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
-import { TableClient } from '../aws/dynamo/table-client.ts';
-import { TaskSweeps } from '../aws/dynamo/task-sweeps.ts';
+import { TableClient } from '../aws/dynamo/table/table-client.ts';
+import { TaskSweeps } from '../aws/dynamo/time/task-sweeps.ts';
 import { eventPublisherTo } from '../aws/sns/task-events.ts';
 import { duration, envSchema, readEnvironment, text } from '../config/read-env.ts';
 import { timeSettingsOf, timeVariables } from '../config/time-settings.ts';

@@ -3,9 +3,9 @@
 // one sentence naming the variable (and, for STORAGE_SETTINGS, the appKey and field).
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ClientSettings, clientConfigOf, functionClient } from '../aws/clients.ts';
-import { TableReader } from '../aws/dynamo/table-client.ts';
-import { VerifierStore } from '../aws/dynamo/verifier-store.ts';
-import { IncidentStore } from '../aws/dynamo/storage-incidents.ts';
+import { TableReader } from '../aws/dynamo/table/table-client.ts';
+import { VerifierStore } from '../aws/dynamo/storage/verifier-store.ts';
+import { IncidentStore } from '../aws/dynamo/storage/storage-incidents.ts';
 import { snsEventPublisher, snsStoragePublisher, topicClient } from '../aws/sns/task-events.ts';
 import { StorageChecks } from '../aws/storage/storage-checks.ts';
 import { extensionCredentials } from '../aws/storage/storage-credentials.ts';

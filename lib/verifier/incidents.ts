@@ -5,7 +5,7 @@
 // allows, and resolved once uploads to the storage succeed again or every file is uploaded or lost. Each opening
 // and resolution is one conditional write that only the first sweep wins, written before its event goes out; a
 // sweep that crashed after the write publishes it at the next one (same id).
-import type { IncidentStore, StorageTracker } from '../aws/dynamo/storage-incidents.ts';
+import type { IncidentStore, StorageTracker } from '../aws/dynamo/storage/storage-incidents.ts';
 import type { StoragePublisher } from '../domain/event-publisher.ts';
 import {
   type IncidentFacts,

@@ -9,8 +9,8 @@
 // queue's maxReceiveCount waits in the verifier's dead-letter queue.
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { CheckedAnswer } from '../aws/storage/storage-checks.ts';
-import type { IncidentStore } from '../aws/dynamo/storage-incidents.ts';
-import type { VerifierStore } from '../aws/dynamo/verifier-store.ts';
+import type { IncidentStore } from '../aws/dynamo/storage/storage-incidents.ts';
+import type { VerifierStore } from '../aws/dynamo/storage/verifier-store.ts';
 import type { EventPublisher } from '../domain/event-publisher.ts';
 import { fileState, toFileView } from '../domain/task.ts';
 import { type CheckedState, isMissingState, verdictOf, type VerificationState } from '../domain/verification.ts';

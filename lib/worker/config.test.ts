@@ -1,4 +1,4 @@
-import { DynamoTaskWriter } from '../aws/dynamo/task-writer.ts';
+import { DynamoTaskWriter } from '../aws/dynamo/write/task-writer.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/read-env.ts';
 import { buildWorkerDependencies, readWorkerSettings, workerDefaults, workerDynamoClient } from './config.ts';

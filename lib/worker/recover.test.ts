@@ -1,6 +1,6 @@
 // Taking callbacks out of the quarantine, against dynalite: what the worker set aside is applied once the
 // secret or the parser is fixed, exactly once, with the signature judged at the time it was received.
-import { DynamoTaskStore } from '../aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../aws/dynamo/read/task-store.ts';
 import { parseCallback } from '../domain/callback.ts';
 import type { TaskEvent } from '../domain/task-events.ts';
 import type { QuarantineEntry } from '../domain/task-store.ts';

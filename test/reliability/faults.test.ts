@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import { queueDepth } from '../../lib/aws/sqs/dlq.ts';
 import { expectedTasks, writeExpectFile } from '../../devkit/emulator/expect.ts';
 import { generateRun } from '../../devkit/emulator/lifecycles.ts';

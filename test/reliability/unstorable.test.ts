@@ -3,7 +3,7 @@
 // the first delivery, naming the field, instead of failing until the dead-letter queue, where a redrive would
 // fail the same way. A DynamoDB ValidationException or an item the SDK cannot marshal is as permanent.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import { queueDepth } from '../../lib/aws/sqs/dlq.ts';
 import { type Callback, parseCallback } from '../../lib/domain/callback.ts';
 import type { QuarantineEntry, TaskStore } from '../../lib/domain/task-store.ts';

@@ -6,7 +6,7 @@
 // body; the valid callbacks end in the tasks the domain's oracle computes.
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import { parseCallback } from '../../lib/domain/callback.ts';
 import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import type { QuarantineEntry, QuarantineReason } from '../../lib/domain/task-store.ts';

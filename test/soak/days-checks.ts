@@ -7,11 +7,11 @@
 import { listTasksEvent } from '../support/api-events.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { handleApiRequest } from '../../lib/api/handle-request.ts';
-import type { TableClient } from '../../lib/aws/dynamo/table-client.ts';
-import type { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import type { TaskSweeps } from '../../lib/aws/dynamo/task-sweeps.ts';
-import { timeOf } from '../../lib/aws/dynamo/time-items.ts';
-import { readBucketEntries } from '../../lib/aws/dynamo/time-buckets.ts';
+import type { TableClient } from '../../lib/aws/dynamo/table/table-client.ts';
+import type { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
+import type { TaskSweeps } from '../../lib/aws/dynamo/time/task-sweeps.ts';
+import { timeOf } from '../../lib/aws/dynamo/time/time-items.ts';
+import { readBucketEntries } from '../../lib/aws/dynamo/time/time-buckets.ts';
 import { taskEventId, type TaskEvent } from '../../lib/domain/task-events.ts';
 import type { Logger } from '../../lib/log.ts';
 import {

@@ -11,11 +11,11 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { startDynamo, type LocalDynamo } from '../../devkit/local/dynamo.ts';
-import { TableClient } from '../../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
-import { TaskSweeps } from '../../lib/aws/dynamo/task-sweeps.ts';
-import { TIME_ATTRS } from '../../lib/aws/dynamo/time-items.ts';
-import { BUCKET_KINDS, type BucketKind, bucketPk, bucketStart } from '../../lib/aws/dynamo/time-buckets.ts';
+import { TableClient } from '../../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
+import { TaskSweeps } from '../../lib/aws/dynamo/time/task-sweeps.ts';
+import { TIME_ATTRS } from '../../lib/aws/dynamo/time/time-items.ts';
+import { BUCKET_KINDS, type BucketKind, bucketPk, bucketStart } from '../../lib/aws/dynamo/time/time-buckets.ts';
 import { defaultTimeSettings } from '../../lib/domain/deadlines.ts';
 import type { TaskEvent } from '../../lib/domain/task-events.ts';
 import type { EventPublisher } from '../../lib/domain/event-publisher.ts';

@@ -1,10 +1,10 @@
 // The oracle of the worker's tests, once: a task as stored equals the contract's fold of its callbacks
 // (reduceTask), and its header's counts equal its files.
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { countsOf } from '../../lib/aws/dynamo/items.ts';
-import { TaskQueries } from '../../lib/aws/dynamo/queries.ts';
-import { TableReader } from '../../lib/aws/dynamo/table-client.ts';
-import { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import { countsOf } from '../../lib/aws/dynamo/table/items.ts';
+import { TaskQueries } from '../../lib/aws/dynamo/read/queries.ts';
+import { TableReader } from '../../lib/aws/dynamo/table/table-client.ts';
+import { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import { reduceTask } from '../../lib/domain/reduce-task.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import { mustParse } from './lifecycles.ts';

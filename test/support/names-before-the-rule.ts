@@ -1,7 +1,7 @@
 // Names the worker refuses today (control and bidi characters, docs/contract.md) can still be in a table: it
 // keeps what was stored before that rule. Tests that show such names are displayed safely send bodies with
 // plain stand-ins and write them through this store, which puts the hostile names in their place.
-import type { DynamoTaskStore } from '../../lib/aws/dynamo/task-store.ts';
+import type { DynamoTaskStore } from '../../lib/aws/dynamo/read/task-store.ts';
 import type { Capacity, DeliveredCallback, QuarantineEntry } from '../../lib/domain/task-store.ts';
 import type { TaskBatch } from '../../lib/aws/dynamo/batch/steps.ts';
 import { batchWriterOf } from '../../lib/aws/dynamo/batch/apply-batch.ts';

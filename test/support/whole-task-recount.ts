@@ -1,9 +1,9 @@
 // The recount as it was first written, every item of the task in memory at once: the oracle the paged recount
-// (lib/aws/dynamo/task-recount.ts) and the completion folded file by file (lib/domain/completion-time.ts) are
+// (lib/aws/dynamo/write/task-recount.ts) and the completion folded file by file (lib/domain/completion-time.ts) are
 // checked against. Kept here verbatim in what it computes, never used by the code.
-import { assemble } from '../../lib/aws/dynamo/assembled-task.ts';
-import { fileFromItem, markOf } from '../../lib/aws/dynamo/items.ts';
-import type { Item } from '../../lib/aws/dynamo/table-client.ts';
+import { assemble } from '../../lib/aws/dynamo/table/assembled-task.ts';
+import { fileFromItem, markOf } from '../../lib/aws/dynamo/table/items.ts';
+import type { Item } from '../../lib/aws/dynamo/table/table-client.ts';
 import { lostFiles } from '../../lib/domain/deadlines.ts';
 import { NONE_ABSORBED, addCounts, changeOf, type TaskCounts } from '../../lib/domain/task-counts.ts';
 import { toSummary, type TaskParts } from '../../lib/domain/task-parts.ts';

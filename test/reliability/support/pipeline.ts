@@ -12,7 +12,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { FauxqsServer } from 'fauxqs';
 import { DATA_DIR, type LocalStackInfo, STACK_FILE } from '../../../devkit/local/stack-file.ts';
-import { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
+import { DynamoTaskStore } from '../../../lib/aws/dynamo/read/task-store.ts';
 import { queueDepth } from '../../../lib/aws/sqs/dlq.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
 import type { BatchWriter } from '../../../lib/domain/batch.ts';

@@ -3,7 +3,7 @@
 // port over the same files. (Closed in-process, dynalite throws from requests still in flight.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { tableDefinition } from '../../../lib/aws/dynamo/table.ts';
+import { tableDefinition } from '../../../lib/aws/dynamo/table/table.ts';
 import { createActiveTable, dynamoClient } from '../../../devkit/local/dynamo.ts';
 
 const root = new URL('../../..', import.meta.url).pathname;

@@ -2,7 +2,7 @@
 // it, and the exact counts a run must end with.
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
-import type { DynamoTaskStore } from '../../../lib/aws/dynamo/task-store.ts';
+import type { DynamoTaskStore } from '../../../lib/aws/dynamo/read/task-store.ts';
 import { eventKey } from '../../../lib/domain/canonical.ts';
 import type { BatchWriter } from '../../../lib/domain/batch.ts';
 import type { TaskStore } from '../../../lib/domain/task-store.ts';
