@@ -8,14 +8,7 @@
 // - the Glue database's name: the service and stage, lower case, `_` for what Glue and Athena do not take in a name.
 'use strict';
 
-class StageParameterError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'StageParameterError';
-    // osls prints a failing resolver's stack: the sentence alone says it all.
-    this.stack = message;
-  }
-}
+const { StageParameterError } = require('./stage-parameter-error.cjs');
 
 /** `value` as a whole number of days, at least 1. */
 function wholeDays(name, value) {

@@ -13,14 +13,7 @@
 
 const pinnedLayers = require('./secrets-extension-layers.cjs');
 
-class StageParameterError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'StageParameterError';
-    // osls prints a failing resolver's stack: the sentence alone says it all.
-    this.stack = message;
-  }
-}
+const { StageParameterError } = require('./stage-parameter-error.cjs');
 
 function booleanParam(name, value) {
   const text = String(value).trim().toLowerCase();

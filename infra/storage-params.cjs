@@ -8,13 +8,7 @@
 // and a value that is no JSON object is refused in one sentence.
 'use strict';
 
-class StageParameterError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = 'StageParameterError';
-    this.stack = message;
-  }
-}
+const { StageParameterError } = require('./stage-parameter-error.cjs');
 
 /** The settings as JSON text, checked to be an object of objects. */
 function parseSettings(text) {
