@@ -317,7 +317,10 @@ async function judge(stack: StackRun, results: readonly SendResult[], sendingEnd
   const check = await verifyEvents({
     expected: must,
     poll: async () => {
-      const fresh = (await reader.poll()).map((m) => m.body as unknown as TaskEvent);
+      // Task events only: the storage events of the verifier's incidents (the run's failed uploads) name no task.
+      const fresh = (await reader.poll())
+        .map((m) => m.body as unknown as TaskEvent)
+        .filter((e) => e.task !== undefined);
       events.push(...fresh);
       return fresh;
     },
