@@ -9,6 +9,7 @@ import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import { httpApiEvent } from './reliability/support/http-events.ts';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { createActiveTable, dynamoClient, type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
 import { bodyRefOf } from '../lib/aws/dynamo/table/items.ts';
@@ -77,29 +78,10 @@ function ingest(options: { mode?: SignatureMode; dynamo?: DynamoDBClient; env?: 
 
 let requests = 0;
 
+/** A request to the callback route of `service`, received now. */
 function event(service: Service, body: string, headers: Record<string, string>): APIGatewayProxyEventV2 {
-  const path = `/callbacks/${service}`;
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json', ...headers },
-    requestContext: {
-      accountId: '000000000000',
-      apiId: 'api',
-      domainName: 'example.com',
-      domainPrefix: 'example',
-      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
-      requestId: `claim-req-${++requests}`,
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: Date.now(),
-    },
-    isBase64Encoded: false,
-    body,
-  };
+  const request = { path: `/callbacks/${service}`, body, requestId: `claim-req-${++requests}`, now: Date.now() };
+  return httpApiEvent({ ...request, headers: { 'content-type': 'application/json', ...headers } });
 }
 
 let nonces = 0;

@@ -5,7 +5,6 @@
 // docs/events.md: the header's counts trail the items by at most the batch being applied, and a subscriber keeps the
 // task of the event with the greatest sequence; docs/contract.md §4: a file is known from its end callback.
 import { readFileSync } from 'node:fs';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { countsOf } from '../lib/aws/dynamo/table/items.ts';
 import { TaskQueries } from '../lib/aws/dynamo/read/queries.ts';
@@ -14,6 +13,7 @@ import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
+import { firstFilePutThrottled } from './support/faulty-client.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
@@ -21,30 +21,6 @@ const local = useQuietDynamo();
 const log = createLogger('test');
 const fixture = (name: string) =>
   JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8')) as Record<string, any>;
-
-/** The client, whose first put of a file item lands and is answered with a throttling error. */
-function losesFirstFileAnswer(client: DynamoDBClient) {
-  let fired = false;
-  const wrapped = new Proxy(client, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-      return async (command: { constructor: { name: string }; input: { Item?: any } }) => {
-        const sk = String(command.input.Item?.sk?.S ?? '');
-        if (!fired && command.constructor.name === 'PutItemCommand' && sk.includes('#F#')) {
-          fired = true;
-          await send.call(target, command);
-          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
-            name: 'ProvisionedThroughputExceededException',
-            $retryable: { throttling: true },
-          });
-        }
-        return send.call(target, command);
-      };
-    },
-  });
-  return { client: wrapped, fired: () => fired };
-}
 
 let sequence = 10n ** 19n + 9_100_000n;
 const receive = (r: SQSRecord, count: number): SQSRecord => ({
@@ -83,7 +59,7 @@ test.failing('an end whose shared file put lost its answer, back without its upl
   const [s, e, s2, u] = [message(start), message(end), message(startAgain), message(failedUpload)];
   const published: TaskEvent[] = [];
   const events = { publish: async (batch: readonly TaskEvent[]) => void published.push(...batch) };
-  const faulty = losesFirstFileAnswer(local.db.client);
+  const faulty = firstFilePutThrottled(local.db.client, { landed: true });
   const store = new DynamoTaskStore({ client: faulty.client, tableName: local.db.tableName });
   const run = (records: SQSRecord[]) => processBatch(sqsEvent(records), { store, log, events, maxReceiveCount: 5 });
 

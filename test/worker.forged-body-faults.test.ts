@@ -5,6 +5,7 @@
 // the first the ingest received is applied, whatever order the worker meets them in; another body is set aside as
 // `replayed_signature` and applied to no task.
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import { httpApiEvent } from './reliability/support/http-events.ts';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
@@ -65,29 +66,10 @@ function ingest() {
 }
 
 let requests = 0;
+/** A request to the recording route, received now. */
 function request(body: string, headers: Record<string, string>): APIGatewayProxyEventV2 {
-  const path = '/callbacks/recording';
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json', ...headers },
-    requestContext: {
-      accountId: '000000000000',
-      apiId: 'api',
-      domainName: 'example.com',
-      domainPrefix: 'example',
-      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '192.0.2.1', userAgent: 'test' },
-      requestId: `forged-req-${++requests}`,
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: Date.now(),
-    },
-    isBase64Encoded: false,
-    body,
-  };
+  const received = { body, requestId: `forged-req-${++requests}`, now: Date.now() };
+  return httpApiEvent({ ...received, headers: { 'content-type': 'application/json', ...headers } });
 }
 
 function toRecord(m: Message): SQSRecord {

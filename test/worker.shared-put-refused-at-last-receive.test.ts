@@ -7,10 +7,10 @@
 // counted, published), counts right after any death at any receive. At an earlier receive both records fail and
 // come back, and the task is whole: those receives are the control.
 import { readFileSync } from 'node:fs';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
+import { firstFilePutThrottled } from './support/faulty-client.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
 import { redriven, sqsEvent, sqsRecord } from './support/sqs-events.ts';
 
@@ -19,26 +19,6 @@ const log = createLogger('test');
 const fixture = (name: string) =>
   JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8')) as Record<string, any>;
 
-function refusesFirstFilePut(client: DynamoDBClient) {
-  let fired = false;
-  const wrapped = new Proxy(client, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      const send = Reflect.get(target, prop, receiver) as (c: unknown) => Promise<unknown>;
-      return async (command: { constructor: { name: string }; input: { Item?: any } }) => {
-        const sk = String(command.input.Item?.sk?.S ?? '');
-        if (!fired && command.constructor.name === 'PutItemCommand' && sk.includes('#F#')) {
-          fired = true;
-          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
-            name: 'ProvisionedThroughputExceededException',
-          });
-        }
-        return send.call(target, command);
-      };
-    },
-  });
-  return { client: wrapped, fired: () => fired };
-}
 let sequence = 10n ** 19n + 9_200_000n;
 async function sliceAndUploadAt(count: number) {
   const id = `shared-put-${count}`;
@@ -75,7 +55,7 @@ async function sliceAndUploadAt(count: number) {
   expect(
     (await processBatch(sqsEvent([rec(start)]), { store: plain, log, maxReceiveCount: 3 })).batchItemFailures,
   ).toEqual([]);
-  const faulty = refusesFirstFilePut(local.db.client);
+  const faulty = firstFilePutThrottled(local.db.client, { landed: false });
   const store = new DynamoTaskStore({ client: faulty.client, tableName: local.db.tableName });
   const records = [rec(slice), rec(upload)].map((r) => ({
     ...r,

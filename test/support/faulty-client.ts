@@ -57,3 +57,33 @@ export function dyingClient(client: DynamoDBClient, plan: FaultPlan): { client: 
   });
   return { client: dead, died: () => faulty.fired() };
 }
+
+/**
+ * A DynamoDB client whose first put of a file item is answered with a throttling error: refused (`landed: false`,
+ * the put never reaches the table), or landed with its answer lost (`landed: true`).
+ */
+export function firstFilePutThrottled(
+  client: DynamoDBClient,
+  opts: { landed: boolean },
+): { client: DynamoDBClient; fired(): boolean } {
+  let fired = false;
+  const send = client.send.bind(client) as (command: any) => Promise<any>;
+  const wrapped = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== 'send') return Reflect.get(target, prop, receiver);
+      return async (command: { constructor: { name: string }; input: { Item?: any } }) => {
+        const sk = String(command.input.Item?.sk?.S ?? '');
+        if (!fired && command.constructor.name === 'PutItemCommand' && sk.includes('#F#')) {
+          fired = true;
+          if (opts.landed) await send(command);
+          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+            name: 'ProvisionedThroughputExceededException',
+            $retryable: { throttling: true },
+          });
+        }
+        return send(command);
+      };
+    },
+  });
+  return { client: wrapped, fired: () => fired };
+}
