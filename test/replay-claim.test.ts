@@ -7,7 +7,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { drainQueue, receiveOnce } from './support/sqs-events.ts';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { httpApiEvent } from './reliability/support/http-events.ts';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
@@ -102,62 +103,11 @@ async function post(
   return handleCallbackRequest(event(service, typeof body === 'string' ? body : JSON.stringify(body), headers), deps);
 }
 
-/** The record Lambda's event source mapping builds from a received FIFO message. */
-function toRecord(m: Message): SQSRecord {
-  const a = m.Attributes ?? {};
-  const messageAttributes: SQSRecord['messageAttributes'] = {};
-  for (const [name, value] of Object.entries(m.MessageAttributes ?? {})) {
-    messageAttributes[name] = {
-      stringValue: value.StringValue,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: value.DataType ?? 'String',
-    };
-  }
-  return {
-    messageId: m.MessageId!,
-    receiptHandle: m.ReceiptHandle!,
-    body: m.Body!,
-    attributes: {
-      ApproximateReceiveCount: a.ApproximateReceiveCount ?? '1',
-      SentTimestamp: a.SentTimestamp ?? String(Date.now()),
-      SenderId: '000000000000',
-      ApproximateFirstReceiveTimestamp: a.SentTimestamp ?? String(Date.now()),
-      MessageGroupId: a.MessageGroupId,
-      MessageDeduplicationId: a.MessageDeduplicationId,
-      SequenceNumber: a.SequenceNumber,
-    },
-    messageAttributes,
-    md5OfBody: m.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:claims.fifo',
-    awsRegion: 'us-east-1',
-  };
-}
-
-/** One receive of the queue, as the event source mapping makes it (fauxqs: one message per group). */
-async function receive(): Promise<SQSRecord[]> {
-  const out = await sqs.send(
-    new ReceiveMessageCommand({
-      QueueUrl: queueUrl,
-      MaxNumberOfMessages: 10,
-      MessageAttributeNames: ['All'],
-      MessageSystemAttributeNames: ['All'],
-      WaitTimeSeconds: 0,
-    }),
-  );
-  const messages = out.Messages ?? [];
-  for (const m of messages)
-    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
-  return messages.map(toRecord);
-}
-
+const QUEUE_ARN = 'arn:aws:sqs:us-east-1:000000000000:claims.fifo';
+/** One receive of the queue, as the event source mapping makes it. */
+const receive = () => receiveOnce(sqs, queueUrl, QUEUE_ARN);
 /** Every message the queue holds, in the order of its receives. */
-async function receiveAll(): Promise<SQSRecord[]> {
-  const all: SQSRecord[] = [];
-  for (let batch = await receive(); batch.length > 0; batch = await receive()) all.push(...batch);
-  return all;
-}
+const receiveAll = () => drainQueue(sqs, queueUrl, QUEUE_ARN);
 
 const bodyOf = (records: readonly SQSRecord[], raw: string) => records.find((r) => r.body === raw)!;
 

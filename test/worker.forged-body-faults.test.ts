@@ -7,7 +7,7 @@
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { httpApiEvent } from './reliability/support/http-events.ts';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { createActiveTable, type LocalDynamo, startDynamo } from '../devkit/local/dynamo.ts';
 import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
@@ -18,7 +18,7 @@ import { handleCallbackRequest } from '../lib/ingest/handle-request.ts';
 import type { Logger } from '../lib/log.ts';
 import { computeSignature } from '../lib/platform/signing.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
-import { redriven } from './support/sqs-events.ts';
+import { drainQueue, redriven } from './support/sqs-events.ts';
 
 const APP = 'demo-app';
 const SECRET = 'forged-secret-7a2c';
@@ -72,56 +72,8 @@ function request(body: string, headers: Record<string, string>): APIGatewayProxy
   return httpApiEvent({ ...received, headers: { 'content-type': 'application/json', ...headers } });
 }
 
-function toRecord(m: Message): SQSRecord {
-  const a = m.Attributes ?? {};
-  const messageAttributes: SQSRecord['messageAttributes'] = {};
-  for (const [name, value] of Object.entries(m.MessageAttributes ?? {}))
-    messageAttributes[name] = {
-      stringValue: value.StringValue,
-      stringListValues: [],
-      binaryListValues: [],
-      dataType: value.DataType ?? 'String',
-    };
-  return {
-    messageId: m.MessageId!,
-    receiptHandle: m.ReceiptHandle!,
-    body: m.Body!,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: a.SentTimestamp ?? String(Date.now()),
-      SenderId: '000000000000',
-      ApproximateFirstReceiveTimestamp: a.SentTimestamp ?? String(Date.now()),
-      MessageGroupId: a.MessageGroupId,
-      MessageDeduplicationId: a.MessageDeduplicationId,
-      SequenceNumber: a.SequenceNumber,
-    },
-    messageAttributes,
-    md5OfBody: m.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:forged.fifo',
-    awsRegion: 'us-east-1',
-  };
-}
-
-async function receiveAll(): Promise<SQSRecord[]> {
-  const all: SQSRecord[] = [];
-  for (;;) {
-    const out = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['All'],
-        WaitTimeSeconds: 0,
-      }),
-    );
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) return all;
-    for (const m of messages)
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
-    all.push(...messages.map(toRecord));
-  }
-}
+/** Every message the queue holds, in the order of its receives. */
+const receiveAll = () => drainQueue(sqs, queueUrl, 'arn:aws:sqs:us-east-1:000000000000:forged.fifo');
 
 type Fault = 'refused' | 'lost-answer';
 

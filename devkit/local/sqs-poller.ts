@@ -91,7 +91,7 @@ export interface SqsPoller {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The record Lambda builds from a received message. */
-function toSqsRecord(message: Message, queueArn: string, region: string): SQSRecord {
+export function toSqsRecord(message: Message, queueArn: string, region: string): SQSRecord {
   const messageAttributes: SQSMessageAttributes = {};
   for (const [name, value] of Object.entries(message.MessageAttributes ?? {})) {
     const binary = value.BinaryValue;

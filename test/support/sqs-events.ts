@@ -1,5 +1,7 @@
 // SQS events as Lambda receives them, built from callback bodies the way the ingest enqueues them.
+import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { toSqsRecord } from '../../devkit/local/sqs-poller.ts';
 import type { Service } from '../../lib/platform/services.ts';
 import type { ReplayClaim } from '../../lib/domain/replay-claim.ts';
 import { Attr } from '../../lib/queue-message.ts';
@@ -90,4 +92,31 @@ export function redriven(record: SQSRecord, sequenceNumber: string): SQSRecord {
     attributes: { ...record.attributes, ApproximateReceiveCount: '1', SequenceNumber: sequenceNumber },
     messageAttributes: { ...record.messageAttributes, [Attr.resentBy]: s('dlq-redrive') },
   };
+}
+
+/** One receive of `queueUrl` (up to ten messages, deleted), as the records Lambda builds of them. */
+export async function receiveOnce(sqs: SQSClient, queueUrl: string, queueArn: string): Promise<SQSRecord[]> {
+  const out = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      MessageAttributeNames: ['All'],
+      MessageSystemAttributeNames: ['All'],
+      WaitTimeSeconds: 0,
+    }),
+  );
+  const messages = out.Messages ?? [];
+  for (const m of messages)
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+  return messages.map((m) => toSqsRecord(m, queueArn, 'us-east-1'));
+}
+
+/** Every message `queueUrl` holds, received as `receiveOnce` does until none is left, in the order received. */
+export async function drainQueue(sqs: SQSClient, queueUrl: string, queueArn: string): Promise<SQSRecord[]> {
+  const all: SQSRecord[] = [];
+  for (let batch = await receiveOnce(sqs, queueUrl, queueArn); batch.length > 0; ) {
+    all.push(...batch);
+    batch = await receiveOnce(sqs, queueUrl, queueArn);
+  }
+  return all;
 }
