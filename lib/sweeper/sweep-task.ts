@@ -168,8 +168,8 @@ async function publishAndRearm(s: Sweep, found: Found, task: SweptTask): Promise
   const time = found.task.time;
   // Nothing claimed and nothing to change: the arm stands (a deadline later in the current bucket).
   if (!anyDue && !crashed && next === time.armed && lost === time.lost) return 'not_due';
-  if (!(await s.deps.sweeps.rearm({ ...task, time: { ...task.time, armed: time.armed } }, { next, lost }, s.cap)))
-    return null;
+  // The task as claimed keeps the arm it was read with: a claim, on condition of the version read, never moves it.
+  if (!(await s.deps.sweeps.rearm(task, { next, lost }, s.cap))) return null;
   return anyDue || crashed ? 'swept' : 'not_due';
 }
 
