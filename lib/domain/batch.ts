@@ -7,7 +7,9 @@ import type { Logger } from '../log.ts';
 import type { Callback } from './callback.ts';
 import type { TimeSettings } from './deadlines.ts';
 import type { TaskEvent } from './task-events.ts';
-import type { ApplyResult, DeliveredCallback, QuarantineEntry } from './task-store.ts';
+import type { Service } from '../platform/services.ts';
+import type { SignatureVerdict } from '../signature/verdicts.ts';
+import type { ApplyResult, DeliveredCallback, QuarantineEntry, QuarantineReason } from './task-store.ts';
 
 export type RecordOutcome = ApplyResult['outcome'] | 'failed';
 
@@ -74,6 +76,34 @@ export interface AppliedBatch {
 /** The store's side of a batch. */
 export interface BatchWriter {
   applyBatch(records: readonly BatchRecord[], ctx: BatchContext): Promise<AppliedBatch>;
+}
+
+/** What a quarantine entry keeps of a delivery, whatever was parsed of it. */
+export type DeliveryKept = Pick<
+  DeliveredCallback,
+  'raw' | 'receivedAt' | 'requestId' | 'messageId' | 'mode' | 'heldSignature' | 'sender'
+> & { service: Service; verdict: SignatureVerdict };
+
+/** The quarantine entry of a delivery kept aside (`reason`, `detail`), filed under the task it names, if any. */
+export function quarantineEntryOf(
+  d: DeliveryKept,
+  why: { reason: QuarantineReason; detail: string },
+  named: { appKey: string | null; taskId: string | null },
+): QuarantineEntry {
+  return {
+    ...why,
+    service: d.service,
+    raw: d.raw,
+    receivedAt: d.receivedAt,
+    verdict: d.verdict,
+    requestId: d.requestId,
+    messageId: d.messageId,
+    ...named,
+    mode: d.mode,
+    signature: d.heldSignature ?? null,
+    sourceIp: d.sender?.sourceIp ?? null,
+    userAgent: d.sender?.userAgent ?? null,
+  };
 }
 
 /** Whether this is the record's last receive: failing now, it goes to the dead-letter queue. */

@@ -2,7 +2,7 @@
 // full. What comes out is a record of the batch (lib/domain/batch.ts): applied to its task, or kept aside for the
 // reason found here.
 import type { SQSRecord } from 'aws-lambda';
-import type { BatchRecord, ParsedRecord } from '../domain/batch.ts';
+import { type BatchRecord, type ParsedRecord, quarantineEntryOf } from '../domain/batch.ts';
 import { parseCallback, type Callback } from '../domain/callback.ts';
 import { namedTask } from '../domain/minimal-check.ts';
 import type { Service } from '../platform/services.ts';
@@ -67,43 +67,23 @@ function quarantineEntry(
   detail: string,
   named: NamedTask,
 ): QuarantineEntry {
-  return {
-    reason,
-    detail,
-    service: msg.service,
-    raw: msg.body,
-    receivedAt: msg.receivedAt,
-    verdict: msg.verdict,
-    requestId: msg.requestId,
-    messageId: msg.messageId,
-    appKey: named.appKey ?? (msg.appKey || null),
-    taskId: named.id,
-    mode: msg.mode,
-    signature: msg.heldSignature,
-    sourceIp: msg.sender?.sourceIp ?? null,
-    userAgent: msg.sender?.userAgent ?? null,
-  };
+  const filed = { appKey: named.appKey ?? (msg.appKey || null), taskId: named.id };
+  return quarantineEntryOf({ ...msg, raw: msg.body }, { reason, detail }, filed);
 }
 
 /** A message that is not a callback message at all: kept aside whole, with who sent it when that is known. */
 function unreadableEntry(record: SQSRecord, detail: string, now: number): QuarantineEntry {
-  const sender = readSender(record.messageAttributes?.[Attr.sender]?.stringValue);
-  return {
-    reason: 'invalid_callback',
-    detail,
-    service: 'recording',
+  const received = {
+    service: 'recording' as const,
     raw: record.body ?? '',
     receivedAt: Number(record.attributes?.SentTimestamp) || now,
-    verdict: 'unverified',
+    verdict: 'unverified' as const,
     requestId: record.messageAttributes?.[Attr.requestId]?.stringValue || null,
     messageId: record.messageId,
-    appKey: null,
-    taskId: null,
-    mode: 'enforce',
-    signature: null,
-    sourceIp: sender?.sourceIp ?? null,
-    userAgent: sender?.userAgent ?? null,
+    mode: 'enforce' as const,
+    sender: readSender(record.messageAttributes?.[Attr.sender]?.stringValue),
   };
+  return quarantineEntryOf(received, { reason: 'invalid_callback', detail }, { appKey: null, taskId: null });
 }
 
 /** Why each verdict other than valid keeps a callback from being applied (see isSetAside). */

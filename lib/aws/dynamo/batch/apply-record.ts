@@ -1,6 +1,6 @@
 // One record of a batch applied to its task, uncounted (./task-counting.ts counts it), or kept aside in the
 // quarantine. The record is filled in: its outcome, and what its line will say.
-import type { BatchContext, BatchRecord } from '../../../domain/batch.ts';
+import { type BatchContext, type BatchRecord, quarantineEntryOf } from '../../../domain/batch.ts';
 import type { Callback } from '../../../domain/callback.ts';
 import { type DeliveredCallback, type QuarantineEntry, UnstorableCallbackError } from '../../../domain/task-store.ts';
 import { errorSentence } from '../../../text.ts';
@@ -87,23 +87,10 @@ async function quarantine(r: BatchRecord, entry: QuarantineEntry, steps: BatchSt
 
 /** The quarantine entry of a callback the store can never hold. */
 function unstorableEntry(delivered: DeliveredCallback, cb: Callback, detail: string): QuarantineEntry {
-  return {
-    reason: 'invalid_callback',
-    detail,
-    service: cb.service,
-    raw: delivered.raw,
-    receivedAt: delivered.receivedAt,
-    // A queued callback's verdict is the ingest's; `accepted_unverified` is only written by `quarantine apply`.
-    verdict: delivered.verdict === 'accepted_unverified' ? 'unverified' : delivered.verdict,
-    requestId: delivered.requestId,
-    messageId: delivered.messageId,
-    appKey: cb.appKey,
-    taskId: cb.id,
-    mode: delivered.mode,
-    signature: delivered.heldSignature ?? null,
-    sourceIp: delivered.sender?.sourceIp ?? null,
-    userAgent: delivered.sender?.userAgent ?? null,
-  };
+  // A queued callback's verdict is the ingest's; `accepted_unverified` is only written by `quarantine apply`.
+  const verdict = delivered.verdict === 'accepted_unverified' ? 'unverified' : delivered.verdict;
+  const kept = { ...delivered, service: cb.service, verdict };
+  return quarantineEntryOf(kept, { reason: 'invalid_callback', detail }, { appKey: cb.appKey, taskId: cb.id });
 }
 
 function round(n: number): number {
