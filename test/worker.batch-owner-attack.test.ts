@@ -7,14 +7,18 @@
 // group as fit (up to ten), then the next group; a failed record and every later record of its group in the batch
 // come back. Writes are refused (throttled) or land with their answer lost and the batch comes back to the SAME warm
 // store; workers die mid-batch at any receive, the last included; at the last receive (maxReceiveCount 3) a failing
-// record goes to a dead-letter list, redriven afterwards as `callbacks dlq redrive` sends it.
+// record goes to a dead-letter list, redriven afterwards as `callbacks dlq redrive` sends it. Each task also has a
+// forged body (a failed end) under the signature of its first genuine message, claimed by the ingest after it and
+// sent beside its group, often ahead of it: it must never be applied (§6, first received wins).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
 import { type Callback, parseCallback } from '../lib/domain/callback.ts';
 import { reduceTask } from '../lib/domain/reduce-task.ts';
+import type { ReplayClaim } from '../lib/domain/replay-claim.ts';
 import type { Task } from '../lib/domain/task.ts';
 import type { TaskEvent } from '../lib/domain/task-events.ts';
+import { claimSignature } from '../lib/ingest/claim.ts';
 import { createLogger } from '../lib/log.ts';
 import { processBatch } from '../lib/worker/process-batch.ts';
 import { useQuietDynamo } from './support/quiet-dynamo.ts';
@@ -156,6 +160,31 @@ function unreliable(client: DynamoDBClient, pick: () => Fault | null, tally: Rec
 // ---------------------------------------------------------------------------------------------------------------
 // SQS FIFO with several message groups.
 
+/** What the ingest claimed of a signed callback (docs/contract.md §6): `stored` for the first body, else `replayed`. */
+async function claimed(body: Record<string, any>, replayKey: string) {
+  const raw = JSON.stringify(body);
+  const signed = {
+    service: 'recording' as const,
+    json: body,
+    raw,
+    appKey: body.appKey as string,
+    id: body.recordId as string,
+    type: body.type as number,
+    replayKey,
+    receivedAt: Date.now(),
+    verdict: 'valid' as const,
+    mode: 'enforce' as const,
+    requestId: null,
+  };
+  const deps = {
+    dynamo: local.db.client,
+    settings: { tableName: local.db.tableName, rawEventTtlDays: 7, claimDeadlineMs: 5000 },
+  };
+  const out = await claimSignature(deps, signed);
+  if (!('claim' in out)) throw new Error(out.unclaimed);
+  return out.claim;
+}
+
 interface Message {
   record: SQSRecord;
   group: string;
@@ -167,6 +196,14 @@ let sequenceNumber = 10n ** 19n + 8_100_000n;
 const nextSequence = () => String(++sequenceNumber);
 let sent = 0;
 
+interface Sent {
+  group: string;
+  body: Record<string, any>;
+  replayKey?: string;
+  /** A body sent under another's signature, after it. */
+  forged?: boolean;
+}
+
 interface Run {
   published: TaskEvent[];
   tally: Record<Fault, number>;
@@ -175,7 +212,7 @@ interface Run {
   groupOrderBroken: string[];
 }
 
-async function runQueue(all: { group: string; body: Record<string, any> }[], seed: number, rate: number) {
+async function runQueue(all: Sent[], seed: number, rate: number) {
   const rnd = random(seed);
   const tally: Record<Fault, number> = { refused: 0, 'lost-answer': 0, death: 0 };
   const run: Run = { published: [], tally, deadLetters: 0, receives: 0, groupOrderBroken: [] };
@@ -193,9 +230,20 @@ async function runQueue(all: { group: string; body: Record<string, any> }[], see
     },
   };
   const wrap = (group: string, record: SQSRecord): Message => ({ record, group, order: ++sent, receives: 0 });
-  let queue: Message[] = all.map(({ group, body }) =>
-    wrap(group, sqsRecord('recording', JSON.stringify(body), { groupId: group, sequenceNumber: nextSequence() })),
+  // The ingest claims in the order it received the bodies (the genuine first), whatever order the queue has.
+  const claims = new Map<Sent, ReplayClaim>();
+  for (const m of all.filter((x) => x.replayKey).sort((x, y) => Number(!!x.forged) - Number(!!y.forged)))
+    claims.set(m, await claimed(m.body, m.replayKey!));
+  expect([...claims].map(([m, c]) => `${m.forged ? 'forged' : 'genuine'} ${c}`).sort()).toEqual(
+    [...claims.keys()].map((m) => (m.forged ? 'forged replayed' : 'genuine stored')).sort(),
   );
+  let queue: Message[] = [];
+  for (const sent of all) {
+    const { group, body, replayKey } = sent;
+    const claim = claims.get(sent);
+    const opts = { groupId: group, sequenceNumber: nextSequence(), ...(replayKey ? { replayKey, claim } : {}) };
+    queue.push(wrap(group, sqsRecord('recording', JSON.stringify(body), opts)));
+  }
   const dlq: Message[] = [];
   for (let round = 0; round < 600 && (queue.length > 0 || dlq.length > 0); round++) {
     if (round > 300) faultsOn = false;
@@ -288,7 +336,7 @@ async function expectSettled(recordId: string, bodies: readonly Record<string, a
 }
 
 const SEED0 = Number(process.env.SEED0 ?? 4200);
-const SEEDS = Array.from({ length: Number(process.env.SEEDS ?? 10) }, (_, i) => SEED0 + i);
+const SEEDS = Array.from({ length: Number(process.env.SEEDS ?? 16) }, (_, i) => SEED0 + i);
 const RATE = Number(process.env.RATE ?? 0.15);
 const struck = { refused: 0, 'lost-answer': 0, death: 0, deadLetters: 0, cases: 0 };
 
@@ -299,10 +347,30 @@ async function runSeed(seed: number) {
   const perTask = ids.map((id, i) => lifecycle(id, rnd, t0 + i * 1000));
   // Sent interleaved: the groups' messages mixed in the queue's order, each group's own order kept.
   const cursors = perTask.map(() => 0);
-  const all: { group: string; body: Record<string, any> }[] = [];
+  const all: Sent[] = [];
   while (cursors.some((c, i) => c < perTask[i]!.length)) {
     const i = Math.floor(rnd() * ids.length);
     if (cursors[i]! < perTask[i]!.length) all.push({ group: `g-${ids[i]}`, body: perTask[i]![cursors[i]!++]! });
+  }
+  // A forged body (a failed end of the task) under the signature of each task's first genuine message, received by
+  // the ingest after it (claimed `replayed`) and sent beside the task's group: the worker may meet it first.
+  for (const [i, id] of ids.entries()) {
+    const k = all.findIndex((m) => m.group === `g-${id}`);
+    const genuine = all[k]!;
+    const replayKey = `attack-replay-${seed}-${i}`;
+    genuine.replayKey = replayKey;
+    const forged = {
+      ...genuine.body,
+      type: 3,
+      timestamp: t0 + 500_000,
+      code: 500,
+      errorMessage: 'forged failure',
+      output: { fileName: `${id}-forged.mp4`, fileSize: 1 },
+    };
+    const at = k + 1 + Math.floor(rnd() * (all.length - k));
+    all.splice(at, 0, { group: `aside-${id}`, body: forged, replayKey, forged: true });
+    // The worker meets the forged message first when its group is older than the genuine one's.
+    if (rnd() < 0.5) all.unshift(all.splice(at, 1)[0]!);
   }
   const run = await runQueue(all, seed, RATE);
   for (const f of ['refused', 'lost-answer', 'death'] as const) struck[f] += run.tally[f];
