@@ -9,7 +9,7 @@
 // store; workers die mid-batch at any receive, the last included; at the last receive (maxReceiveCount 3) a failing
 // record goes to a dead-letter list, redriven afterwards as `callbacks dlq redrive` sends it. Each task also has a
 // forged body (a failed end) under the signature of its first genuine message, claimed by the ingest after it and
-// sent beside its group, often ahead of it: it must never be applied (§6, first received wins).
+// sent beside its group, often ahead of it: it must never be applied (docs/contract.md §6, first received wins).
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoTaskStore } from '../lib/aws/dynamo/read/task-store.ts';
@@ -287,7 +287,8 @@ async function runQueue(all: Sent[], seed: number, rate: number) {
       store = new DynamoTaskStore({ client: worker.client, tableName: local.db.tableName });
     }
     // A failed record and every later record of its group come back: the report itself must name them (FIFO
-    // order), except behind a record at its last receive, which goes to the dead-letter queue alone (contract §6).
+    // order), except behind a record at its last receive, which goes to the dead-letter queue alone
+    // (docs/contract.md §6).
     const back: Message[] = [];
     const groupFailed = new Set<string>();
     for (const m of batch) {
